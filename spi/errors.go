@@ -1,0 +1,26 @@
+package spi
+
+import "errors"
+
+// Sentinel errors shared by every backend. Match them with errors.Is; backends
+// wrap them with the place the failure happened, for example
+// fmt.Errorf("vector: retrieve: %w: %v", spi.ErrUnavailable, err).
+var (
+	// ErrUnavailable means the backend could not serve the call: connection
+	// refused, server down, pool exhausted, backend-side timeout. Callers may
+	// retry later; circuit breakers count it as a failure.
+	ErrUnavailable = errors.New("spi: backend unavailable")
+
+	// ErrInvalidQuery means the request itself is wrong (vector dimension,
+	// NaN/Inf values, bad filter, malformed explicit query syntax). Retrying the
+	// same request cannot succeed; circuit breakers do not count it.
+	ErrInvalidQuery = errors.New("spi: invalid query")
+
+	// ErrNotFound means a single addressed object (a document by id) does not
+	// exist. Batch lookups such as Hydrate report missing ids instead.
+	ErrNotFound = errors.New("spi: not found")
+
+	// ErrUnsupported means the backend does not offer the requested capability
+	// (for example the Cypher passthrough on the embedded graph store).
+	ErrUnsupported = errors.New("spi: unsupported")
+)

@@ -1,0 +1,130 @@
+package spi
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Source names used in Ref.Source, breaker names and API responses.
+const (
+	SourceVector  = "vector"
+	SourceKeyword = "keyword"
+	SourceGraph   = "graph"
+	// SourceGraphExpand names the stage-two graph expansion list.
+	SourceGraphExpand = "graph_expand"
+)
+
+// Ref is one ranked hit from a retrieval backend: a document id, the
+// backend's raw score (higher is better; its scale is backend specific) and
+// the name of the source that produced it. A backend returns Refs ordered by
+// descending Score, ties broken by ascending ID, so rank = index + 1.
+type Ref struct {
+	ID     string  `json:"id"`
+	Score  float64 `json:"score"`
+	Source string  `json:"source"`
+}
+
+// Document is the unit ragd stores and returns. ID is globally unique across
+// tenants. Metadata values are strings so every backend can filter on them
+// the same way. Vector, Entities and Links are inputs for the vector and
+// graph stores; a backend that does not keep them returns them empty from
+// Hydrate.
+type Document struct {
+	ID        string            `json:"id"`
+	Tenant    string            `json:"tenant,omitempty"`
+	Title     string            `json:"title,omitempty"`
+	Text      string            `json:"text,omitempty"`
+	Metadata  map[string]string `json:"metadata,omitempty"`
+	Vector    []float32         `json:"vector,omitempty"`
+	Entities  []string          `json:"entities,omitempty"`
+	Links     []string          `json:"links,omitempty"`
+	UpdatedAt time.Time         `json:"updated_at,omitzero"`
+}
+
+// Filter restricts retrieval to documents whose metadata matches. Each key
+// names a metadata field; the document must carry, for every key, one of the
+// listed values (AND across keys, OR within a key). A nil or empty Filter
+// matches everything.
+type Filter map[string][]string
+
+// MaxFilterKeys and MaxFilterValues bound a Filter so that a backend never
+// builds an unbounded query from user input.
+const (
+	MaxFilterKeys   = 16
+	MaxFilterValues = 64
+)
+
+// Validate reports a filter that no backend should run: empty keys, keys
+// with no values, or more keys or values than the limits above. The error
+// wraps ErrInvalidQuery.
+func (f Filter) Validate() error {
+	if len(f) > MaxFilterKeys {
+		return fmt.Errorf("%w: filter has %d keys, at most %d allowed", ErrInvalidQuery, len(f), MaxFilterKeys)
+	}
+	for _, k := range f.Keys() {
+		vs := f[k]
+		if k == "" {
+			return fmt.Errorf("%w: filter key must not be empty", ErrInvalidQuery)
+		}
+		if len(vs) == 0 {
+			return fmt.Errorf("%w: filter key %q has no values", ErrInvalidQuery, k)
+		}
+		if len(vs) > MaxFilterValues {
+			return fmt.Errorf("%w: filter key %q has %d values, at most %d allowed", ErrInvalidQuery, k, len(vs), MaxFilterValues)
+		}
+	}
+	return nil
+}
+
+// Keys returns the filter's keys in sorted order, so backends build
+// deterministic queries.
+func (f Filter) Keys() []string {
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Match reports whether metadata satisfies the filter. Backends that filter
+// in memory use it so every implementation agrees on the semantics.
+func (f Filter) Match(metadata map[string]string) bool {
+	for k, vs := range f {
+		v, ok := metadata[k]
+		if !ok {
+			return false
+		}
+		found := false
+		for _, want := range vs {
+			if v == want {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// HealthStatus is a component's roll-up state.
+type HealthStatus string
+
+// Health states, ordered from best to worst.
+const (
+	StatusUp       HealthStatus = "up"
+	StatusDegraded HealthStatus = "degraded"
+	StatusDown     HealthStatus = "down"
+)
+
+// Health is a backend's self-report. Detail is a short operator-facing reason
+// ("ping: connection refused", "circuit open"); it never contains query text
+// or document bodies.
+type Health struct {
+	Status  HealthStatus  `json:"status"`
+	Detail  string        `json:"detail,omitempty"`
+	Latency time.Duration `json:"latency_ns,omitempty"`
+}
