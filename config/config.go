@@ -1,0 +1,317 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Backend kinds accepted in rag.yaml.
+const (
+	KindNone     = "none"
+	KindEmbedded = "embedded"
+	KindPgvector = "pgvector"
+	KindBleve    = "bleve"
+	KindNeo4j    = "neo4j"
+	KindHashing  = "hashing"
+	KindOpenAI   = "openai"
+)
+
+// Config is the whole of rag.yaml.
+type Config struct {
+	// DataDir holds every embedded store; relative paths below resolve
+	// against it.
+	DataDir   string          `yaml:"data_dir"`
+	Server    ServerConfig    `yaml:"server"`
+	Backends  BackendsConfig  `yaml:"backends"`
+	Embedder  EmbedderConfig  `yaml:"embedder"`
+	Retriever RetrieverConfig `yaml:"retriever"`
+	Breakers  BreakersConfig  `yaml:"breakers"`
+	Ingest    IngestConfig    `yaml:"ingest"`
+	Auth      AuthConfig      `yaml:"auth"`
+	Log       LogConfig       `yaml:"log"`
+}
+
+// ServerConfig is the HTTP listener.
+type ServerConfig struct {
+	Listen          string `yaml:"listen"`
+	BodyLimitBytes  int64  `yaml:"body_limit_bytes"`
+	ReadTimeoutS    int    `yaml:"read_timeout_s"`
+	WriteTimeoutS   int    `yaml:"write_timeout_s"`
+	IdleTimeoutS    int    `yaml:"idle_timeout_s"`
+	RequestTimeoutS int    `yaml:"request_timeout_s"`
+	ShutdownGraceS  int    `yaml:"shutdown_grace_s"`
+	// MaxInFlight bounds concurrent requests; excess requests get 429.
+	MaxInFlight int `yaml:"max_in_flight"`
+}
+
+// BackendsConfig selects and configures the three retrieval stores.
+type BackendsConfig struct {
+	Vector  VectorConfig  `yaml:"vector"`
+	Keyword KeywordConfig `yaml:"keyword"`
+	Graph   GraphConfig   `yaml:"graph"`
+}
+
+// VectorConfig selects the vector store: "embedded" (in-process, under Dir),
+// "pgvector" (PostgreSQL at DSN) or "none".
+type VectorConfig struct {
+	Kind             string `yaml:"kind"`
+	Dir              string `yaml:"dir"`
+	DSN              string `yaml:"dsn"`
+	Table            string `yaml:"table"`
+	Distance         string `yaml:"distance"`
+	ConnectTimeoutMS int    `yaml:"connect_timeout_ms"`
+	MaxConns         int    `yaml:"max_conns"`
+	EFSearch         int    `yaml:"ef_search"`
+}
+
+// KeywordConfig selects the keyword index: "bleve" (under Dir) or "none".
+type KeywordConfig struct {
+	Kind       string  `yaml:"kind"`
+	Dir        string  `yaml:"dir"`
+	TitleBoost float64 `yaml:"title_boost"`
+}
+
+// GraphConfig selects the graph store: "embedded" (under Dir), "neo4j" or
+// "none".
+type GraphConfig struct {
+	Kind             string `yaml:"kind"`
+	Dir              string `yaml:"dir"`
+	URI              string `yaml:"uri"`
+	User             string `yaml:"user"`
+	Password         string `yaml:"password"`
+	Database         string `yaml:"database"`
+	ConnectTimeoutMS int    `yaml:"connect_timeout_ms"`
+}
+
+// EmbedderConfig selects the embedder that turns query text and documents
+// without a vector into vectors.
+type EmbedderConfig struct {
+	Kind      string `yaml:"kind"`
+	Dimension int    `yaml:"dimension"`
+	// OpenAI-compatible servers only.
+	BaseURL    string `yaml:"base_url"`
+	Model      string `yaml:"model"`
+	APIKeyEnv  string `yaml:"api_key_env"`
+	TimeoutMS  int    `yaml:"timeout_ms"`
+	BatchSize  int    `yaml:"batch_size"`
+	MaxRetries int    `yaml:"max_retries"`
+}
+
+// RetrieverConfig holds query defaults and the limits a request may not
+// exceed.
+type RetrieverConfig struct {
+	Fusion     string                  `yaml:"fusion"`
+	RRFK       int                     `yaml:"rrf_k"`
+	Limit      int                     `yaml:"limit"`
+	Window     int                     `yaml:"window"`
+	MinSources int                     `yaml:"min_sources"`
+	BudgetMS   int                     `yaml:"budget_ms"`
+	MaxLimit   int                     `yaml:"max_limit"`
+	MaxWindow  int                     `yaml:"max_window"`
+	MaxOffset  int                     `yaml:"max_offset"`
+	Sources    map[string]SourceConfig `yaml:"sources"`
+	Expand     ExpandConfig            `yaml:"expand"`
+}
+
+// SourceConfig is one source's defaults.
+type SourceConfig struct {
+	Enabled   *bool    `yaml:"enabled"`
+	K         int      `yaml:"k"`
+	Weight    *float64 `yaml:"weight"`
+	TimeoutMS int      `yaml:"timeout_ms"`
+}
+
+// ExpandConfig is the stage-two graph expansion's defaults.
+type ExpandConfig struct {
+	Enabled   *bool    `yaml:"enabled"`
+	Seeds     int      `yaml:"seeds"`
+	Hops      int      `yaml:"hops"`
+	Limit     int      `yaml:"limit"`
+	Weight    *float64 `yaml:"weight"`
+	TimeoutMS int      `yaml:"timeout_ms"`
+}
+
+// BreakersConfig configures one circuit breaker per backend (vector,
+// keyword, graph, embedder), with per-name overrides.
+type BreakersConfig struct {
+	Enabled         bool `yaml:"enabled"`
+	BreakerSettings `yaml:",inline"`
+	Overrides       map[string]BreakerSettings `yaml:"overrides"`
+}
+
+// BreakerSettings are the tunables of one breaker. Zero means "inherit".
+type BreakerSettings struct {
+	FailureThreshold int     `yaml:"failure_threshold"`
+	ResetTimeoutS    float64 `yaml:"reset_timeout_s"`
+	HalfOpenMaxCalls int     `yaml:"half_open_max_calls"`
+	SuccessThreshold int     `yaml:"success_threshold"`
+}
+
+// IngestConfig bounds the write path.
+type IngestConfig struct {
+	BatchSize         int `yaml:"batch_size"`
+	MaxDocsPerRequest int `yaml:"max_docs_per_request"`
+	MaxIDsPerRequest  int `yaml:"max_ids_per_request"`
+	MaxTextBytes      int `yaml:"max_text_bytes"`
+}
+
+// AuthConfig configures bearer-token API keys.
+type AuthConfig struct {
+	// Enabled must be set to false explicitly to run without auth.
+	Enabled *bool       `yaml:"enabled"`
+	Keys    []KeyConfig `yaml:"keys"`
+	// Public lists which operational endpoints need no key:
+	// any of "health", "ready", "metrics", "openapi".
+	Public []string `yaml:"public"`
+}
+
+// Roles an API key can have.
+const (
+	RoleQuery = "query"
+	RoleAdmin = "admin"
+)
+
+// KeyConfig is one API key. Tenant, when set, binds every request made with
+// the key to that tenant.
+type KeyConfig struct {
+	Name   string `yaml:"name"`
+	Key    string `yaml:"key"`
+	Role   string `yaml:"role"`
+	Tenant string `yaml:"tenant"`
+}
+
+// LogConfig configures the JSON logger.
+type LogConfig struct {
+	Level string `yaml:"level"`
+}
+
+// Default returns the configuration used when rag.yaml leaves a value out:
+// the zero-setup embedded stack on loopback, with auth required.
+func Default() Config {
+	t := true
+	return Config{
+		DataDir: "data",
+		Server: ServerConfig{
+			Listen:          "127.0.0.1:8080",
+			BodyLimitBytes:  8 << 20,
+			ReadTimeoutS:    15,
+			WriteTimeoutS:   60,
+			IdleTimeoutS:    120,
+			RequestTimeoutS: 30,
+			ShutdownGraceS:  15,
+			MaxInFlight:     256,
+		},
+		Backends: BackendsConfig{
+			Vector:  VectorConfig{Kind: KindEmbedded, Dir: "vector", Table: "ragd_documents", Distance: "cosine", ConnectTimeoutMS: 2000, MaxConns: 8, EFSearch: 100},
+			Keyword: KeywordConfig{Kind: KindBleve, Dir: "keyword", TitleBoost: 2},
+			Graph:   GraphConfig{Kind: KindEmbedded, Dir: "graph", User: "neo4j", ConnectTimeoutMS: 2000},
+		},
+		Embedder: EmbedderConfig{Kind: KindHashing, Dimension: 384, APIKeyEnv: "OPENAI_API_KEY", TimeoutMS: 10000, BatchSize: 64, MaxRetries: 3},
+		Retriever: RetrieverConfig{
+			Fusion: "rrf", RRFK: 60, Limit: 10, Window: 100, MinSources: 1, BudgetMS: 2000,
+			MaxLimit: 100, MaxWindow: 1000, MaxOffset: 1000,
+			Sources: map[string]SourceConfig{},
+			Expand:  ExpandConfig{Enabled: &t, Seeds: 10, Hops: 1, Limit: 50, TimeoutMS: 500},
+		},
+		Breakers: BreakersConfig{
+			Enabled:         true,
+			BreakerSettings: BreakerSettings{FailureThreshold: 5, ResetTimeoutS: 30, HalfOpenMaxCalls: 1, SuccessThreshold: 1},
+		},
+		Ingest: IngestConfig{BatchSize: 256, MaxDocsPerRequest: 1000, MaxIDsPerRequest: 1000, MaxTextBytes: 1 << 20},
+		Auth:   AuthConfig{Public: []string{"health", "ready", "metrics", "openapi"}},
+		Log:    LogConfig{Level: "info"},
+	}
+}
+
+// Duration converts whole seconds or milliseconds from the file.
+func Seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// Millis converts milliseconds from the file.
+func Millis(ms int) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// AuthEnabled reports whether requests need an API key.
+func (c *Config) AuthEnabled() bool { return c.Auth.Enabled == nil || *c.Auth.Enabled }
+
+// Path resolves p against DataDir unless it is absolute.
+func (c *Config) Path(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.DataDir, p)
+}
+
+// ErrInvalid is wrapped by every validation and parse error Load returns.
+var ErrInvalid = errors.New("config: invalid")
+
+// Error is one problem with the file: the key path (e.g.
+// "backends.vector.kind"), the line when known, and what is wrong.
+type Error struct {
+	Key     string
+	Line    int
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("config: line %d: %s: %s", e.Line, e.Key, e.Message)
+	}
+	return fmt.Sprintf("config: %s: %s", e.Key, e.Message)
+}
+
+// Unwrap makes every *Error match ErrInvalid.
+func (e *Error) Unwrap() error { return ErrInvalid }
+
+// Load reads path, or only the defaults when path is empty.
+func Load(path string) (*Config, error) {
+	if path == "" {
+		c := Default()
+		if err := c.Validate(); err != nil {
+			return nil, err
+		}
+		return &c, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(b, os.LookupEnv)
+}
+
+// IsDefaultedBool reports whether p is unset or true.
+func boolOr(p *bool, def bool) bool {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func oneOf(v string, allowed ...string) bool {
+	for _, a := range allowed {
+		if v == a {
+			return true
+		}
+	}
+	return false
+}
+
+func quoteList(vs []string) string {
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		q[i] = fmt.Sprintf("%q", v)
+	}
+	return strings.Join(q, ", ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

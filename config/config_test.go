@@ -1,0 +1,164 @@
+package config_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ragd/ragd/config"
+)
+
+var testEnv = map[string]string{
+	"PG_DSN":         "postgres://ragd@127.0.0.1:5432/ragd",
+	"NEO4J_PASSWORD": "secret-password",
+	"ADMIN_KEY":      "admin-key-0123456789abcdef",
+}
+
+func lookup(k string) (string, bool) {
+	v, ok := testEnv[k]
+	return v, ok
+}
+
+func parseFile(t *testing.T, path string) (*config.Config, error) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return config.Parse(b, lookup)
+}
+
+func TestGoodFiles(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.good.yaml")
+	if len(files) == 0 {
+		t.Fatal("no testdata/*.good.yaml")
+	}
+	for _, f := range append(files, "../rag.yaml") {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			if _, err := parseFile(t, f); err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+		})
+	}
+}
+
+func TestBadFiles(t *testing.T) {
+	// Each bad file and the fragments its error must contain: the key it
+	// names and, where the problem has a place in the file, the line.
+	want := map[string][]string{
+		"unknown-key.bad.yaml":       {"line 5", "server.lisen", "unknown key", `did you mean "listen"`},
+		"unknown-nested.bad.yaml":    {"line 7", "backends.graph.passwrd", "unknown key"},
+		"unknown-in-map.bad.yaml":    {"line 5", "retriever.sources.vector.weigth", "unknown key"},
+		"bad-kind.bad.yaml":          {"backends.vector.kind", `"faiss"`},
+		"limit-over-max.bad.yaml":    {"retriever.limit", "500"},
+		"type.bad.yaml":              {"line 4", "retriever.window", "many"},
+		"env-missing.bad.yaml":       {"line 6", "NOT_SET_ANYWHERE", "not set"},
+		"auth-no-keys.bad.yaml":      {"auth.keys", "enabled: false"},
+		"breaker-threshold.bad.yaml": {"breakers.failure_threshold"},
+		"breaker-unknown.bad.yaml":   {"breakers.overrides.postgres", "unknown breaker"},
+		"unknown-source.bad.yaml":    {"retriever.sources.bm25", "unknown source"},
+		"no-backends.bad.yaml":       {"backends", "at least one"},
+		"key.bad.yaml":               {"auth.keys[0].key", "auth.keys[0].role"},
+		"not-mapping.bad.yaml":       {"line 1", "mapping"},
+		"syntax.bad.yaml":            {"(file)"},
+		"listen.bad.yaml":            {"server.listen", "host:port"},
+	}
+	files, _ := filepath.Glob("testdata/*.bad.yaml")
+	if len(files) != len(want) {
+		t.Fatalf("%d bad files but %d expectations: keep them in step", len(files), len(want))
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		t.Run(name, func(t *testing.T) {
+			frags, ok := want[name]
+			if !ok {
+				t.Fatalf("no expectation for %s", name)
+			}
+			_, err := parseFile(t, f)
+			if err == nil {
+				t.Fatal("expected an error")
+			}
+			if !errors.Is(err, config.ErrInvalid) {
+				t.Errorf("error does not match config.ErrInvalid: %v", err)
+			}
+			var ce *config.Error
+			if !errors.As(err, &ce) {
+				t.Errorf("error is not a *config.Error: %v", err)
+			}
+			for _, frag := range frags {
+				if !strings.Contains(err.Error(), frag) {
+					t.Errorf("error %q does not contain %q", err, frag)
+				}
+			}
+		})
+	}
+}
+
+func TestFullFileValues(t *testing.T) {
+	c, err := parseFile(t, "testdata/full.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"dsn from env", c.Backends.Vector.DSN, testEnv["PG_DSN"]},
+		{"password from env", c.Backends.Graph.Password, testEnv["NEO4J_PASSWORD"]},
+		{"quoted key from env", c.Auth.Keys[0].Key, testEnv["ADMIN_KEY"]},
+		{"int from env default", c.Retriever.BudgetMS, 1500},
+		{"fusion", c.Retriever.Fusion, "score"},
+		{"source weight", *c.Retriever.Sources["vector"].Weight, 2.0},
+		{"source disabled", *c.Retriever.Sources["graph"].Enabled, false},
+		{"inline breaker settings", c.Breakers.FailureThreshold, 3},
+		{"fractional reset", config.Seconds(c.Breakers.ResetTimeoutS), 10500 * time.Millisecond},
+		{"override", c.Breakers.Overrides["graph"].FailureThreshold, 2},
+		{"tenant-bound key", c.Auth.Keys[1].Tenant, "acme"},
+		{"auth on", c.AuthEnabled(), true},
+		{"absolute dir kept", c.Path("/tmp/kw"), "/tmp/kw"},
+		{"relative dir joined", c.Path("graph"), filepath.Join("/var/lib/ragd", "graph")},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s: got %v, want %v", ch.name, ch.got, ch.want)
+		}
+	}
+}
+
+func TestDefaultsFillGaps(t *testing.T) {
+	c, err := parseFile(t, "testdata/minimal.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := config.Default()
+	if c.Retriever.RRFK != 60 || c.Retriever.Window != d.Retriever.Window || c.Backends.Vector.Kind != config.KindEmbedded {
+		t.Fatalf("defaults not applied: %+v", c.Retriever)
+	}
+	if c.AuthEnabled() {
+		t.Fatal("auth.enabled: false was ignored")
+	}
+}
+
+func TestEnvExpansionDoesNotInjectYAML(t *testing.T) {
+	env := func(k string) (string, bool) { return "x\nlog: {level: nope}", true }
+	c, err := config.Parse([]byte("auth:\n  enabled: false\nbackends:\n  graph:\n    kind: neo4j\n    uri: bolt://h:1\n    password: ${P}\n"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Backends.Graph.Password != "x\nlog: {level: nope}" || c.Log.Level != "info" {
+		t.Fatalf("env value was parsed as YAML: %+v", c.Log)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	if _, err := config.Load("testdata/does-not-exist.yaml"); err == nil {
+		t.Fatal("missing file must be an error")
+	}
+	c, err := config.Load("testdata/minimal.good.yaml")
+	if err != nil || c == nil {
+		t.Fatalf("Load: %v", err)
+	}
+}

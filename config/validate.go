@@ -1,0 +1,236 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+)
+
+// SourceNames are the retriever's source names valid under
+// retriever.sources.
+var sourceNames = []string{"vector", "keyword", "graph"}
+
+// BreakerNames are the breakers ragd mints, valid under breakers.overrides.
+var breakerNames = []string{"vector", "keyword", "graph", "embedder"}
+
+var publicEndpoints = []string{"health", "ready", "metrics", "openapi"}
+
+// Validate checks every value and returns all problems joined, each an
+// *Error naming its key.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &Error{Key: key, Message: fmt.Sprintf(format, args...)})
+	}
+	positive := func(key string, v int) {
+		if v <= 0 {
+			bad(key, "must be > 0, got %d", v)
+		}
+	}
+
+	if strings.TrimSpace(c.DataDir) == "" {
+		bad("data_dir", "must not be empty")
+	}
+
+	s := c.Server
+	if _, _, err := net.SplitHostPort(s.Listen); err != nil {
+		bad("server.listen", "must be host:port, got %q", s.Listen)
+	}
+	if s.BodyLimitBytes < 1024 {
+		bad("server.body_limit_bytes", "must be at least 1024, got %d", s.BodyLimitBytes)
+	}
+	positive("server.read_timeout_s", s.ReadTimeoutS)
+	positive("server.write_timeout_s", s.WriteTimeoutS)
+	positive("server.idle_timeout_s", s.IdleTimeoutS)
+	positive("server.request_timeout_s", s.RequestTimeoutS)
+	if s.ShutdownGraceS < 0 {
+		bad("server.shutdown_grace_s", "must be >= 0, got %d", s.ShutdownGraceS)
+	}
+	positive("server.max_in_flight", s.MaxInFlight)
+
+	v := c.Backends.Vector
+	switch v.Kind {
+	case KindEmbedded:
+		if v.Dir == "" {
+			bad("backends.vector.dir", "must be set for kind %q", v.Kind)
+		}
+	case KindPgvector:
+		if v.DSN == "" {
+			bad("backends.vector.dsn", "must be set for kind %q", v.Kind)
+		}
+		if v.Table == "" || strings.ContainsAny(v.Table, " ;\"'") {
+			bad("backends.vector.table", "must be a plain table name, got %q", v.Table)
+		}
+		positive("backends.vector.connect_timeout_ms", v.ConnectTimeoutMS)
+		positive("backends.vector.max_conns", v.MaxConns)
+		positive("backends.vector.ef_search", v.EFSearch)
+	case KindNone:
+	default:
+		bad("backends.vector.kind", "must be one of %s, got %q", quoteList([]string{KindEmbedded, KindPgvector, KindNone}), v.Kind)
+	}
+	if v.Kind != KindNone && !oneOf(v.Distance, "cosine", "l2", "inner_product") {
+		bad("backends.vector.distance", `must be one of "cosine", "l2", "inner_product", got %q`, v.Distance)
+	}
+
+	k := c.Backends.Keyword
+	switch k.Kind {
+	case KindBleve:
+		if k.Dir == "" {
+			bad("backends.keyword.dir", "must be set for kind %q", k.Kind)
+		}
+		if k.TitleBoost <= 0 {
+			bad("backends.keyword.title_boost", "must be > 0, got %g", k.TitleBoost)
+		}
+	case KindNone:
+	default:
+		bad("backends.keyword.kind", "must be one of %s, got %q", quoteList([]string{KindBleve, KindNone}), k.Kind)
+	}
+
+	g := c.Backends.Graph
+	switch g.Kind {
+	case KindEmbedded:
+		if g.Dir == "" {
+			bad("backends.graph.dir", "must be set for kind %q", g.Kind)
+		}
+	case KindNeo4j:
+		if u, err := url.Parse(g.URI); err != nil || u.Host == "" || !oneOf(u.Scheme, "bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc") {
+			bad("backends.graph.uri", "must be a bolt:// or neo4j:// URI, got %q", g.URI)
+		}
+		positive("backends.graph.connect_timeout_ms", g.ConnectTimeoutMS)
+	case KindNone:
+	default:
+		bad("backends.graph.kind", "must be one of %s, got %q", quoteList([]string{KindEmbedded, KindNeo4j, KindNone}), g.Kind)
+	}
+	if v.Kind == KindNone && k.Kind == KindNone && g.Kind == KindNone {
+		bad("backends", "at least one backend must be configured")
+	}
+
+	e := c.Embedder
+	switch e.Kind {
+	case KindHashing:
+	case KindOpenAI:
+		if u, err := url.Parse(e.BaseURL); err != nil || u.Host == "" || !oneOf(u.Scheme, "http", "https") {
+			bad("embedder.base_url", "must be an http(s) URL, got %q", e.BaseURL)
+		}
+		if e.Model == "" {
+			bad("embedder.model", "must be set for kind %q", e.Kind)
+		}
+		positive("embedder.timeout_ms", e.TimeoutMS)
+		positive("embedder.batch_size", e.BatchSize)
+		if e.MaxRetries < 0 {
+			bad("embedder.max_retries", "must be >= 0, got %d", e.MaxRetries)
+		}
+	default:
+		bad("embedder.kind", "must be one of %s, got %q", quoteList([]string{KindHashing, KindOpenAI}), e.Kind)
+	}
+	if e.Dimension < 1 || e.Dimension > 16000 {
+		bad("embedder.dimension", "must be between 1 and 16000, got %d", e.Dimension)
+	}
+
+	r := c.Retriever
+	if !oneOf(r.Fusion, "rrf", "score", "dbsf") {
+		bad("retriever.fusion", `must be one of "rrf", "score", "dbsf", got %q`, r.Fusion)
+	}
+	positive("retriever.rrf_k", r.RRFK)
+	positive("retriever.max_limit", r.MaxLimit)
+	positive("retriever.max_window", r.MaxWindow)
+	if r.MaxOffset < 0 {
+		bad("retriever.max_offset", "must be >= 0, got %d", r.MaxOffset)
+	}
+	if r.Limit < 1 || r.Limit > r.MaxLimit {
+		bad("retriever.limit", "must be between 1 and max_limit (%d), got %d", r.MaxLimit, r.Limit)
+	}
+	if r.Window < 1 || r.Window > r.MaxWindow {
+		bad("retriever.window", "must be between 1 and max_window (%d), got %d", r.MaxWindow, r.Window)
+	}
+	if r.MinSources < 1 || r.MinSources > 3 {
+		bad("retriever.min_sources", "must be between 1 and 3, got %d", r.MinSources)
+	}
+	positive("retriever.budget_ms", r.BudgetMS)
+	for _, name := range sortedKeys(r.Sources) {
+		sc := r.Sources[name]
+		key := "retriever.sources." + name
+		if !oneOf(name, sourceNames...) {
+			bad(key, "unknown source; must be one of %s", quoteList(sourceNames))
+			continue
+		}
+		if sc.K < 0 || sc.K > r.MaxWindow {
+			bad(key+".k", "must be between 0 (use window) and max_window (%d), got %d", r.MaxWindow, sc.K)
+		}
+		if sc.Weight != nil && *sc.Weight < 0 {
+			bad(key+".weight", "must be >= 0, got %g", *sc.Weight)
+		}
+		if sc.TimeoutMS < 0 {
+			bad(key+".timeout_ms", "must be >= 0, got %d", sc.TimeoutMS)
+		}
+	}
+	x := r.Expand
+	if x.Hops < 1 || x.Hops > 2 {
+		bad("retriever.expand.hops", "must be 1 or 2, got %d", x.Hops)
+	}
+	positive("retriever.expand.seeds", x.Seeds)
+	positive("retriever.expand.limit", x.Limit)
+	positive("retriever.expand.timeout_ms", x.TimeoutMS)
+	if x.Weight != nil && *x.Weight < 0 {
+		bad("retriever.expand.weight", "must be >= 0, got %g", *x.Weight)
+	}
+
+	validateBreaker := func(key string, b BreakerSettings, override bool) {
+		if b.FailureThreshold < 0 || (!override && b.FailureThreshold == 0) {
+			bad(key+".failure_threshold", "must be >= 1, got %d", b.FailureThreshold)
+		}
+		if b.ResetTimeoutS < 0 || (!override && b.ResetTimeoutS == 0) {
+			bad(key+".reset_timeout_s", "must be > 0, got %g", b.ResetTimeoutS)
+		}
+		if b.HalfOpenMaxCalls < 0 || (!override && b.HalfOpenMaxCalls == 0) {
+			bad(key+".half_open_max_calls", "must be >= 1, got %d", b.HalfOpenMaxCalls)
+		}
+		if b.SuccessThreshold < 0 || (!override && b.SuccessThreshold == 0) {
+			bad(key+".success_threshold", "must be >= 1, got %d", b.SuccessThreshold)
+		}
+	}
+	validateBreaker("breakers", c.Breakers.BreakerSettings, false)
+	for _, name := range sortedKeys(c.Breakers.Overrides) {
+		if !oneOf(name, breakerNames...) {
+			bad("breakers.overrides."+name, "unknown breaker; must be one of %s", quoteList(breakerNames))
+			continue
+		}
+		validateBreaker("breakers.overrides."+name, c.Breakers.Overrides[name], true)
+	}
+
+	in := c.Ingest
+	positive("ingest.batch_size", in.BatchSize)
+	positive("ingest.max_docs_per_request", in.MaxDocsPerRequest)
+	positive("ingest.max_ids_per_request", in.MaxIDsPerRequest)
+	positive("ingest.max_text_bytes", in.MaxTextBytes)
+
+	if c.AuthEnabled() && len(c.Auth.Keys) == 0 {
+		bad("auth.keys", "auth is enabled but no keys are configured (add keys, or set auth.enabled: false explicitly)")
+	}
+	seen := map[string]bool{}
+	for i, key := range c.Auth.Keys {
+		p := fmt.Sprintf("auth.keys[%d]", i)
+		if len(key.Key) < 16 {
+			bad(p+".key", "must be at least 16 characters")
+		}
+		if seen[key.Key] && key.Key != "" {
+			bad(p+".key", "duplicates another key")
+		}
+		seen[key.Key] = true
+		if !oneOf(key.Role, RoleQuery, RoleAdmin) {
+			bad(p+".role", `must be "query" or "admin", got %q`, key.Role)
+		}
+	}
+	for i, p := range c.Auth.Public {
+		if !oneOf(p, publicEndpoints...) {
+			bad(fmt.Sprintf("auth.public[%d]", i), "must be one of %s, got %q", quoteList(publicEndpoints), p)
+		}
+	}
+
+	if !oneOf(c.Log.Level, "debug", "info", "warn", "error") {
+		bad("log.level", `must be one of "debug", "info", "warn", "error", got %q`, c.Log.Level)
+	}
+	return errors.Join(errs...)
+}
