@@ -1,0 +1,217 @@
+// Package graphspec is the data model and ranking rule shared by ragd's two
+// graph backends: the Neo4j adapter (package graph) and the embedded bbolt
+// store (package graph/embedded). Both call these functions, so entity
+// normalisation, tokenisation, document validation and the Expand ranking
+// cannot drift apart; the shared contract suite in spi/spitest checks the
+// rest (MatchEntities, which Neo4j evaluates in Cypher).
+//
+// # Model
+//
+// A document mentions entities and links to other documents. Entity names are
+// normalised with Normalize and split into terms with Tokens. A link names
+// its target by id; a link to a document that does not exist (yet) is kept
+// and takes effect once that document is upserted.
+//
+// # Expand ranking
+//
+// One hop is a step from document A to a different document B of the
+// request's tenant, either through an entity both mention (A-MENTIONS->E
+// <-MENTIONS-B) or through a link in either direction. Entities mentioned by
+// more than MaxDegree documents (counted across all tenants) are hubs and
+// connect nothing. Documents are ranked by
+//
+//  1. hop distance from the nearest seed, ascending (1 before 2);
+//  2. paths, descending: at distance 1 the number of distinct (seed,
+//     connector) pairs, where a connector is a shared entity or the link
+//     between the two documents (both directions count once); at distance 2
+//     the number of distinct (seed, intermediate document) pairs, the
+//     intermediate document being at distance 1;
+//  3. id, ascending.
+//
+// Ref.Score is ExpandScore(distance, paths) = (3 - distance) + paths/(paths+1),
+// so one-hop documents score in [2.5, 3) and two-hop documents in [1.5, 2),
+// and sorting by descending score then id reproduces the rule exactly.
+//
+// # Entity-match ranking
+//
+// The query text is split with QueryTokens. An entity matches when its terms
+// share at least one query token; its weight is the number of distinct query
+// tokens among its terms. Hub entities (degree above MaxDegree) are dropped,
+// then the MaxMatchEntities heaviest entities are kept (weight descending,
+// name ascending). A document's score is the sum of the weights of the kept
+// entities it mentions; documents are ranked by score descending, then id.
+// Tenant and metadata filters apply to documents before the top-K cut.
+package graphspec
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// Limits shared by both graph backends.
+const (
+	// DefaultMaxDegree is the default hub threshold: an entity mentioned by
+	// more documents than this connects nothing in Expand and MatchEntities.
+	DefaultMaxDegree = 1000
+	// DefaultMaxMatchEntities is the default number of matched entities
+	// MatchEntities follows to their documents.
+	DefaultMaxMatchEntities = 100
+	// MaxQueryTokens bounds the distinct tokens taken from a query text; the
+	// rest are ignored.
+	MaxQueryTokens = 64
+	// MaxTokenRunes is the longest term kept; longer ones are ignored.
+	MaxTokenRunes = 64
+	// MaxHops is the largest ExpandOptions.Hops accepted.
+	MaxHops = 2
+)
+
+// Normalize returns the canonical form of an entity name: lower case,
+// surrounding space trimmed, every run of white space or control characters
+// collapsed into one space. Two names denote the same entity exactly when
+// their normalised forms are equal.
+func Normalize(name string) string {
+	var b strings.Builder
+	b.Grow(len(name))
+	space := false
+	for _, r := range strings.ToLower(name) {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError {
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Tokens splits s into its distinct lower-case terms, in order of first
+// occurrence. A term is a maximal run of letters, digits and combining marks;
+// everything else separates terms. Terms longer than MaxTokenRunes runes are
+// dropped.
+func Tokens(s string) []string {
+	var out []string
+	seen := map[string]bool{}
+	isWord := func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.M, r) }
+	for _, f := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !isWord(r) }) {
+		if utf8.RuneCountInString(f) > MaxTokenRunes || seen[f] {
+			continue
+		}
+		seen[f] = true
+		out = append(out, f)
+	}
+	return out
+}
+
+// QueryTokens is Tokens limited to the first MaxQueryTokens terms.
+func QueryTokens(text string) []string {
+	t := Tokens(text)
+	if len(t) > MaxQueryTokens {
+		t = t[:MaxQueryTokens]
+	}
+	return t
+}
+
+// Overlap is an entity's match weight: how many of the query tokens occur
+// among the entity's terms. query must hold distinct tokens.
+func Overlap(entityTerms []string, query []string) int {
+	n := 0
+	for _, q := range query {
+		for _, t := range entityTerms {
+			if q == t {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// Prepare validates documents for a graph upsert and returns them
+// normalised: entities normalised, de-duplicated and sorted, empty names
+// dropped; links de-duplicated and sorted, empty ids and self-links dropped.
+// When ids repeat, the last document with that id wins. An empty id or an id
+// containing a NUL byte wraps spi.ErrInvalidQuery.
+func Prepare(docs []spi.Document) ([]spi.Document, error) {
+	last := make(map[string]int, len(docs))
+	for i, d := range docs {
+		if err := ValidateID(d.ID); err != nil {
+			return nil, err
+		}
+		last[d.ID] = i
+	}
+	out := make([]spi.Document, 0, len(last))
+	for i, d := range docs {
+		if last[d.ID] != i {
+			continue
+		}
+		d.Entities = normEntities(d.Entities)
+		d.Links = normLinks(d.ID, d.Links)
+		d.Vector = nil
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// ValidateID reports an id no graph backend stores: empty, or containing NUL.
+func ValidateID(id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: document id must not be empty", spi.ErrInvalidQuery)
+	}
+	if strings.IndexByte(id, 0) >= 0 {
+		return fmt.Errorf("%w: document id must not contain NUL", spi.ErrInvalidQuery)
+	}
+	return nil
+}
+
+func normEntities(in []string) []string {
+	set := make(map[string]bool, len(in))
+	for _, e := range in {
+		if n := Normalize(e); n != "" {
+			set[n] = true
+		}
+	}
+	return sortedKeys(set)
+}
+
+func normLinks(self string, in []string) []string {
+	set := make(map[string]bool, len(in))
+	for _, l := range in {
+		if l != "" && l != self && strings.IndexByte(l, 0) < 0 {
+			set[l] = true
+		}
+	}
+	return sortedKeys(set)
+}
+
+func sortedKeys(set map[string]bool) []string {
+	if len(set) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Dedupe returns ids without repeats, keeping first occurrences in order.
+func Dedupe(ids []string) []string {
+	seen := make(map[string]bool, len(ids))
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
