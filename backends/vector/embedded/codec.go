@@ -1,0 +1,152 @@
+package embedded
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// recordVersion is the first byte of every record.
+const recordVersion = 1
+
+// A record is
+//
+//	version byte
+//	uvarint len, tenant
+//	uvarint n, then n × (uvarint len, key, uvarint len, value)   metadata
+//	dim × float32 little-endian                                   raw vector
+//	JSON body: title, text, entities, links, updated_at
+//
+// The header holds what the in-memory index needs, so Open decodes no JSON.
+
+type body struct {
+	Title     string    `json:"title,omitempty"`
+	Text      string    `json:"text,omitempty"`
+	Entities  []string  `json:"entities,omitempty"`
+	Links     []string  `json:"links,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+func appendString(buf []byte, s string) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(s)))
+	return append(buf, s...)
+}
+
+// encodeRecord serialises d, whose vector has been validated.
+func encodeRecord(d *spi.Document) ([]byte, error) {
+	js, err := json.Marshal(body{Title: d.Title, Text: d.Text, Entities: d.Entities, Links: d.Links, UpdatedAt: d.UpdatedAt})
+	if err != nil {
+		return nil, err
+	}
+	n := 1 + 10 + len(d.Tenant) + 10 + 4*len(d.Vector) + len(js)
+	for k, v := range d.Metadata {
+		n += 20 + len(k) + len(v)
+	}
+	buf := make([]byte, 0, n)
+	buf = append(buf, recordVersion)
+	buf = appendString(buf, d.Tenant)
+	buf = binary.AppendUvarint(buf, uint64(len(d.Metadata)))
+	for _, k := range sortedKeys(d.Metadata) {
+		buf = appendString(buf, k)
+		buf = appendString(buf, d.Metadata[k])
+	}
+	for _, x := range d.Vector {
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
+	}
+	return append(buf, js...), nil
+}
+
+var errShort = errors.New("record truncated")
+
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errShort
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) string() string {
+	n := r.uvarint()
+	if r.err != nil {
+		return ""
+	}
+	if n > uint64(len(r.b)) {
+		r.err = errShort
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+// header is the part of a record the index keeps in memory.
+type header struct {
+	tenant   string
+	metadata map[string]string
+	vector   []float32 // appended to the caller's slice
+	rest     []byte    // the JSON body, aliasing the input
+}
+
+// decodeHeader parses a record's header, appending its vector to vec.
+func decodeHeader(rec []byte, dim int, vec []float32) (header, []float32, error) {
+	if len(rec) == 0 || rec[0] != recordVersion {
+		return header{}, vec, fmt.Errorf("unknown record version")
+	}
+	r := &reader{b: rec[1:]}
+	var h header
+	h.tenant = r.string()
+	n := r.uvarint()
+	if r.err == nil && n > uint64(len(r.b)) {
+		r.err = errShort
+	}
+	if r.err == nil && n > 0 {
+		h.metadata = make(map[string]string, n)
+		for range n {
+			k := r.string()
+			h.metadata[k] = r.string()
+		}
+	}
+	if r.err != nil {
+		return header{}, vec, r.err
+	}
+	if len(r.b) < 4*dim {
+		return header{}, vec, errShort
+	}
+	for i := range dim {
+		vec = append(vec, math.Float32frombits(binary.LittleEndian.Uint32(r.b[4*i:])))
+	}
+	h.rest = r.b[4*dim:]
+	return h, vec, nil
+}
+
+// decodeDocument parses a whole record into a document with id.
+func decodeDocument(id string, rec []byte, dim int) (spi.Document, error) {
+	h, vec, err := decodeHeader(rec, dim, make([]float32, 0, dim))
+	if err != nil {
+		return spi.Document{}, err
+	}
+	var b body
+	if err := json.Unmarshal(h.rest, &b); err != nil {
+		return spi.Document{}, fmt.Errorf("record body: %w", err)
+	}
+	return spi.Document{
+		ID: id, Tenant: h.tenant, Title: b.Title, Text: b.Text, Metadata: h.metadata,
+		Vector: vec, Entities: b.Entities, Links: b.Links, UpdatedAt: b.UpdatedAt.UTC(),
+	}, nil
+}

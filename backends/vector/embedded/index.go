@@ -1,0 +1,283 @@
+package embedded
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// index is the in-memory flat index: row i holds ids[i], its tenant and
+// metadata, and vecs[i*dim:(i+1)*dim]. Deleting a row moves the last row
+// into its place. It is not safe for concurrent use; Store guards it.
+type index struct {
+	dim       int
+	normalize bool
+	ids       []string
+	tenants   []uint32
+	meta      []map[string]string
+	vecs      []float32
+	pos       map[string]int
+	tenantIDs map[string]uint32 // interned tenants; 0 is ""
+}
+
+func newIndex(dim int, normalize bool) *index {
+	return &index{dim: dim, normalize: normalize, pos: map[string]int{}, tenantIDs: map[string]uint32{"": 0}}
+}
+
+func (ix *index) len() int { return len(ix.ids) }
+
+func (ix *index) tenantID(t string) uint32 {
+	id, ok := ix.tenantIDs[t]
+	if !ok {
+		id = uint32(len(ix.tenantIDs))
+		ix.tenantIDs[t] = id
+	}
+	return id
+}
+
+// put inserts or replaces a row. vec is copied (and normalised for cosine).
+func (ix *index) put(id, tenant string, md map[string]string, vec []float32) {
+	i, ok := ix.pos[id]
+	if !ok {
+		i = len(ix.ids)
+		ix.pos[id] = i
+		ix.ids = append(ix.ids, id)
+		ix.tenants = append(ix.tenants, 0)
+		ix.meta = append(ix.meta, nil)
+		ix.vecs = append(ix.vecs, make([]float32, ix.dim)...)
+	}
+	ix.tenants[i] = ix.tenantID(tenant)
+	ix.meta[i] = md
+	dst := ix.vecs[i*ix.dim : (i+1)*ix.dim]
+	copy(dst, vec)
+	if ix.normalize {
+		normalizeInPlace(dst)
+	}
+}
+
+// remove deletes a row if present.
+func (ix *index) remove(id string) {
+	i, ok := ix.pos[id]
+	if !ok {
+		return
+	}
+	last := len(ix.ids) - 1
+	if i != last {
+		ix.ids[i] = ix.ids[last]
+		ix.tenants[i] = ix.tenants[last]
+		ix.meta[i] = ix.meta[last]
+		copy(ix.vecs[i*ix.dim:(i+1)*ix.dim], ix.vecs[last*ix.dim:])
+		ix.pos[ix.ids[i]] = i
+	}
+	delete(ix.pos, id)
+	ix.ids = ix.ids[:last]
+	ix.tenants = ix.tenants[:last]
+	ix.meta[last] = nil
+	ix.meta = ix.meta[:last]
+	ix.vecs = ix.vecs[:last*ix.dim]
+}
+
+func normalizeInPlace(v []float32) {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 {
+		return
+	}
+	inv := float32(1 / math.Sqrt(s))
+	for i := range v {
+		v[i] *= inv
+	}
+}
+
+// dot is the inner product, unrolled with four accumulators.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// sqDist is the squared euclidean distance.
+func sqDist(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		d0, d1, d2, d3 := a[i]-b[i], a[i+1]-b[i+1], a[i+2]-b[i+2], a[i+3]-b[i+3]
+		s0 += d0 * d0
+		s1 += d1 * d1
+		s2 += d2 * d2
+		s3 += d3 * d3
+	}
+	for ; i < len(a); i++ {
+		d := a[i] - b[i]
+		s0 += d * d
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// hit is a candidate row; key is higher-is-better (dot, or -squared
+// distance for l2).
+type hit struct {
+	key float32
+	row int
+}
+
+// topK keeps the k best hits in a min-heap whose root is the worst kept.
+type topK struct {
+	k    int
+	ids  []string
+	heap []hit
+}
+
+// worse reports whether a ranks below b: lower key, or equal key and
+// larger id.
+func (t *topK) worse(a, b hit) bool {
+	if a.key != b.key {
+		return a.key < b.key
+	}
+	return t.ids[a.row] > t.ids[b.row]
+}
+
+func (t *topK) offer(h hit) {
+	if len(t.heap) < t.k {
+		t.heap = append(t.heap, h)
+		// sift up
+		i := len(t.heap) - 1
+		for i > 0 {
+			p := (i - 1) / 2
+			if !t.worse(t.heap[i], t.heap[p]) {
+				break
+			}
+			t.heap[i], t.heap[p] = t.heap[p], t.heap[i]
+			i = p
+		}
+		return
+	}
+	if !t.worse(t.heap[0], h) {
+		return
+	}
+	t.heap[0] = h
+	// sift down
+	i, n := 0, len(t.heap)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && t.worse(t.heap[r], t.heap[l]) {
+			m = r
+		}
+		if !t.worse(t.heap[m], t.heap[i]) {
+			break
+		}
+		t.heap[i], t.heap[m] = t.heap[m], t.heap[i]
+		i = m
+	}
+}
+
+// query is one prepared search.
+type query struct {
+	vec    []float32 // normalised for cosine
+	k      int
+	tenant uint32
+	anyTen bool
+	filter spi.Filter
+	l2     bool
+}
+
+// minParallelWork is the number of float multiply-adds below which a
+// search runs on one goroutine.
+const minParallelWork = 1 << 18
+
+// ctxCheckEvery is how many rows a scan visits between ctx checks.
+const ctxCheckEvery = 4096
+
+// search scans every row and returns the best q.k hits in rank order.
+func (ix *index) search(ctx context.Context, q query, parallelism int) ([]hit, error) {
+	n := ix.len()
+	parts := 1
+	if parallelism > 1 && n*ix.dim >= minParallelWork {
+		parts = parallelism
+	}
+	tops := make([]topK, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	chunk := (n + parts - 1) / parts
+	for p := range parts {
+		lo, hi := p*chunk, min((p+1)*chunk, n)
+		tops[p] = topK{k: q.k, ids: ix.ids, heap: make([]hit, 0, min(q.k, max(hi-lo, 0)))}
+		run := func() { errs[p] = ix.scanRange(ctx, q, lo, hi, &tops[p]) }
+		if p == parts-1 {
+			run()
+			continue
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); run() }()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	all := tops[0]
+	for _, t := range tops[1:] {
+		for _, h := range t.heap {
+			all.offer(h)
+		}
+	}
+	res := all.heap
+	sort.Slice(res, func(i, j int) bool { return all.worse(res[j], res[i]) })
+	return res, nil
+}
+
+func (ix *index) scanRange(ctx context.Context, q query, lo, hi int, t *topK) error {
+	dim := ix.dim
+	filter := len(q.filter) > 0
+	for i := lo; i < hi; i++ {
+		if (i-lo)%ctxCheckEvery == ctxCheckEvery-1 && ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		if !q.anyTen && ix.tenants[i] != q.tenant {
+			continue
+		}
+		if filter && !q.filter.Match(ix.meta[i]) {
+			continue
+		}
+		row := ix.vecs[i*dim : (i+1)*dim]
+		var key float32
+		if q.l2 {
+			key = -sqDist(q.vec, row)
+		} else {
+			key = dot(q.vec, row)
+		}
+		t.offer(hit{key: key, row: i})
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,335 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// Retrieve returns the req.K documents nearest to req.Vector among those of
+// req.Tenant (when set) that match req.Filter, by an exact scan, ordered by
+// descending similarity and then ascending id.
+func (s *Store) Retrieve(ctx context.Context, req spi.VectorRequest) ([]spi.Ref, error) {
+	if err := s.checkRequest(req); err != nil {
+		return nil, fmt.Errorf("vector/embedded: retrieve: %w", err)
+	}
+	if err := s.checkOpen(ctx, "retrieve"); err != nil {
+		return nil, err
+	}
+	q := query{k: req.K, filter: req.Filter, l2: s.cfg.Distance == L2, anyTen: req.Tenant == ""}
+	q.vec = append([]float32(nil), req.Vector...)
+	if s.cfg.Distance == Cosine {
+		normalizeInPlace(q.vec)
+	}
+
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if !q.anyTen {
+		t, ok := s.idx.tenantIDs[req.Tenant]
+		if !ok {
+			return []spi.Ref{}, nil
+		}
+		q.tenant = t
+	}
+	hits, err := s.idx.search(ctx, q, s.parallelism())
+	if err != nil {
+		return nil, fmt.Errorf("vector/embedded: retrieve: %w", err)
+	}
+	refs := make([]spi.Ref, len(hits))
+	for i, h := range hits {
+		refs[i] = spi.Ref{ID: s.idx.ids[h.row], Score: s.score(h.key), Source: spi.SourceVector}
+	}
+	return refs, nil
+}
+
+// score turns a search key into the similarity pgvector would report.
+func (s *Store) score(key float32) float64 {
+	switch s.cfg.Distance {
+	case L2:
+		return 1 / (1 + math.Sqrt(float64(-key)))
+	default:
+		return float64(key)
+	}
+}
+
+func (s *Store) checkRequest(req spi.VectorRequest) error {
+	if req.K < 1 {
+		return fmt.Errorf("%w: k must be >= 1, got %d", spi.ErrInvalidQuery, req.K)
+	}
+	if err := s.checkVector(req.Vector); err != nil {
+		return err
+	}
+	return req.Filter.Validate()
+}
+
+func (s *Store) checkVector(v []float32) error {
+	if err := spi.ValidateVector(v, s.cfg.Dimension); err != nil {
+		return err
+	}
+	if s.cfg.Distance == Cosine {
+		for _, x := range v {
+			if x != 0 {
+				return nil
+			}
+		}
+		return fmt.Errorf("%w: a zero vector has no direction under cosine distance", spi.ErrInvalidQuery)
+	}
+	return nil
+}
+
+// validateDoc applies the same document rules as the PostgreSQL backend:
+// an id, and strings that are valid UTF-8 without NUL bytes.
+func validateDoc(d *spi.Document) error {
+	if d.ID == "" {
+		return fmt.Errorf("%w: document id must not be empty", spi.ErrInvalidQuery)
+	}
+	if len(d.ID) > bolt.MaxKeySize {
+		return fmt.Errorf("%w: document id is longer than %d bytes", spi.ErrInvalidQuery, bolt.MaxKeySize)
+	}
+	bad := func(s string) bool { return !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 }
+	check := []string{d.ID, d.Tenant, d.Title, d.Text}
+	for k, v := range d.Metadata {
+		check = append(check, k, v)
+	}
+	check = append(check, d.Entities...)
+	check = append(check, d.Links...)
+	for _, s := range check {
+		if bad(s) {
+			return fmt.Errorf("%w: document %q holds invalid UTF-8 or a NUL byte", spi.ErrInvalidQuery, d.ID)
+		}
+	}
+	return nil
+}
+
+// Upsert inserts or replaces docs by id in one durable transaction: all or
+// none. An invalid document wraps spi.ErrInvalidQuery and nothing is
+// written. When ids repeat within docs the last one wins. A document without
+// UpdatedAt is stamped with Config.Now; times are kept to the microsecond,
+// as PostgreSQL keeps them.
+func (s *Store) Upsert(ctx context.Context, docs []spi.Document) error {
+	type rec struct {
+		doc spi.Document
+		val []byte
+	}
+	recs := make([]rec, 0, len(docs))
+	at := make(map[string]int, len(docs))
+	now := s.cfg.Now()
+	for i := range docs {
+		d := docs[i]
+		if err := validateDoc(&d); err != nil {
+			return fmt.Errorf("vector/embedded: upsert: %w", err)
+		}
+		if err := s.checkVector(d.Vector); err != nil {
+			return fmt.Errorf("vector/embedded: upsert: document %q: %w", d.ID, err)
+		}
+		if d.UpdatedAt.IsZero() {
+			d.UpdatedAt = now
+		}
+		d.UpdatedAt = d.UpdatedAt.UTC().Truncate(time.Microsecond)
+		val, err := encodeRecord(&d)
+		if err != nil {
+			return fmt.Errorf("vector/embedded: upsert: document %q: %w: %v", d.ID, spi.ErrInvalidQuery, err)
+		}
+		if j, ok := at[d.ID]; ok {
+			recs[j] = rec{d, val}
+			continue
+		}
+		at[d.ID] = len(recs)
+		recs = append(recs, rec{d, val})
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.checkOpen(ctx, "upsert"); err != nil {
+		return err
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketDocs)
+		for i, r := range recs {
+			if i%ctxCheckEvery == ctxCheckEvery-1 && ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			if err := b.Put([]byte(r.doc.ID), r.val); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return s.writeErr("upsert", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range recs {
+		md := r.doc.Metadata
+		if len(md) == 0 {
+			md = nil
+		} else {
+			md = cloneMap(md)
+		}
+		s.idx.put(r.doc.ID, r.doc.Tenant, md, r.doc.Vector)
+	}
+	return nil
+}
+
+// writeErr wraps a failed write. A write that fails at the file level
+// (disk full, I/O error) leaves the store unable to serve writes, which is
+// reported as spi.ErrUnavailable.
+func (s *Store) writeErr(op string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("vector/embedded: %s: %w", op, err)
+	}
+	return fmt.Errorf("vector/embedded: %s: %w: %v", op, spi.ErrUnavailable, err)
+}
+
+// readErr wraps a failed read; a store closed underneath the call is
+// spi.ErrUnavailable.
+func (s *Store) readErr(op string, err error) error {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return fmt.Errorf("vector/embedded: %s: %w: %v", op, spi.ErrUnavailable, err)
+	}
+	return fmt.Errorf("vector/embedded: %s: %w", op, err)
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// Delete removes documents by id in one durable transaction. Unknown ids
+// are ignored.
+func (s *Store) Delete(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.checkOpen(ctx, "delete"); err != nil {
+		return err
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketDocs)
+		for _, id := range ids {
+			if id == "" || len(id) > bolt.MaxKeySize {
+				continue
+			}
+			if err := b.Delete([]byte(id)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return s.writeErr("delete", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		s.idx.remove(id)
+	}
+	return nil
+}
+
+// Hydrate returns the stored documents for ids in the order of ids (each id
+// once), with the ids that do not exist in missing.
+func (s *Store) Hydrate(ctx context.Context, ids []string) ([]spi.Document, []string, error) {
+	if err := s.checkOpen(ctx, "hydrate"); err != nil {
+		return nil, nil, err
+	}
+	var docs []spi.Document
+	var missing []string
+	seen := make(map[string]bool, len(ids))
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketDocs)
+		for _, id := range ids {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			var v []byte
+			if id != "" && len(id) <= bolt.MaxKeySize {
+				v = b.Get([]byte(id))
+			}
+			if v == nil {
+				missing = append(missing, id)
+				continue
+			}
+			d, err := decodeDocument(id, v, s.cfg.Dimension)
+			if err != nil {
+				return fmt.Errorf("%w: record %q: %v", ErrCorrupt, id, err)
+			}
+			docs = append(docs, d)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, s.readErr("hydrate", err)
+	}
+	return docs, missing, nil
+}
+
+// scanPage is the number of documents Scan decodes per read transaction,
+// so a slow fn never holds a transaction open for long.
+const scanPage = 256
+
+// Scan visits every document in ascending id (byte) order. Each page of
+// documents is read in its own transaction: documents written during a
+// scan may or may not be visited. An error from fn stops the scan and is
+// returned as is.
+func (s *Store) Scan(ctx context.Context, fn func(spi.Document) error) error {
+	var after []byte
+	first := true
+	for {
+		if err := s.checkOpen(ctx, "scan"); err != nil {
+			return err
+		}
+		page := make([]spi.Document, 0, scanPage)
+		err := s.db.View(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bucketDocs).Cursor()
+			var k, v []byte
+			if first {
+				k, v = c.First()
+			} else {
+				k, v = c.Seek(after)
+				if k != nil && string(k) == string(after) {
+					k, v = c.Next()
+				}
+			}
+			for ; k != nil && len(page) < scanPage; k, v = c.Next() {
+				d, err := decodeDocument(string(k), v, s.cfg.Dimension)
+				if err != nil {
+					return fmt.Errorf("%w: record %q: %v", ErrCorrupt, k, err)
+				}
+				page = append(page, d)
+			}
+			return nil
+		})
+		if err != nil {
+			return s.readErr("scan", err)
+		}
+		for _, d := range page {
+			if err := fn(d); err != nil {
+				return err
+			}
+		}
+		if len(page) < scanPage {
+			return nil
+		}
+		first = false
+		after = []byte(page[len(page)-1].ID)
+	}
+}

@@ -1,0 +1,267 @@
+package embedded
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// Errors returned by Open.
+var (
+	// ErrCorrupt means the store file or one of its records does not
+	// decode. Restore the file from a backup or remove it and re-ingest.
+	ErrCorrupt = errors.New("vector/embedded: store file is corrupt")
+	// ErrLocked means another process holds the store file open.
+	ErrLocked = errors.New("vector/embedded: store file is locked by another process")
+)
+
+// DimensionMismatchError is returned by Open when the file was created with
+// another dimension than configured.
+type DimensionMismatchError struct {
+	Path       string
+	Existing   int
+	Configured int
+}
+
+func (e *DimensionMismatchError) Error() string {
+	return fmt.Sprintf("vector/embedded: open: %s stores %d-dimensional vectors but the configured dimension is %d; "+
+		"use the embedder the store was built with, or another directory", e.Path, e.Existing, e.Configured)
+}
+
+var (
+	bucketMeta = []byte("meta")
+	bucketDocs = []byte("docs")
+	keyDim     = []byte("dimension")
+	keyFormat  = []byte("format")
+)
+
+const fileFormat = 1
+
+// Store is the embedded vector store. It is safe for concurrent use.
+type Store struct {
+	cfg    Config
+	path   string
+	db     *bolt.DB
+	closed atomic.Bool
+
+	writeMu sync.Mutex   // serialises writes so memory follows disk order
+	mu      sync.RWMutex // guards idx
+	idx     *index
+}
+
+// Interface guards.
+var (
+	_ spi.VectorRetrievalBackend = (*Store)(nil)
+	_ spi.Indexer                = (*Store)(nil)
+	_ spi.Scanner                = (*Store)(nil)
+	_ spi.Dimensioner            = (*Store)(nil)
+	_ spi.Closer                 = (*Store)(nil)
+)
+
+// Open opens or creates the store under cfg.Dir and loads every vector into
+// memory. It fails with ErrLocked when another process has the file open,
+// ErrCorrupt when the file does not decode, and *DimensionMismatchError when
+// the file holds vectors of another dimension.
+func Open(ctx context.Context, cfg Config) (s *Store, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
+		return nil, fmt.Errorf("vector/embedded: open: %w", err)
+	}
+	path := filepath.Join(cfg.Dir, FileName)
+	db, err := openBolt(path, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			db.Close()
+		}
+	}()
+	// bbolt may panic on pages it cannot interpret.
+	defer func() {
+		if r := recover(); r != nil {
+			db.Close()
+			s, err = nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, r)
+		}
+	}()
+	if err := initMeta(db, path, cfg.Dimension); err != nil {
+		return nil, err
+	}
+	s = &Store{cfg: cfg, path: path, db: db, idx: newIndex(cfg.Dimension, cfg.Distance == Cosine)}
+	if err := s.load(ctx); err != nil {
+		return nil, err
+	}
+	cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "vector/embedded: opened",
+		slog.String("path", path), slog.Int("documents", s.idx.len()), slog.Int("dimension", cfg.Dimension))
+	return s, nil
+}
+
+func openBolt(path string, cfg Config) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: cfg.LockTimeout, NoSync: cfg.NoSync, FreelistType: bolt.FreelistMapType})
+	switch {
+	case err == nil:
+		return db, nil
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, fmt.Errorf("%w: %s", ErrLocked, path)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch),
+		errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrInvalidMapping):
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
+	default:
+		return nil, fmt.Errorf("vector/embedded: open %s: %w", path, err)
+	}
+}
+
+// initMeta records the dimension in a new file and checks it in an old one.
+func initMeta(db *bolt.DB, path string, dim int) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			if tx.Bucket(bucketDocs) != nil {
+				return fmt.Errorf("%w: %s: documents without a meta bucket", ErrCorrupt, path)
+			}
+			var err error
+			if meta, err = tx.CreateBucket(bucketMeta); err != nil {
+				return fmt.Errorf("vector/embedded: open: %w", err)
+			}
+			if _, err := tx.CreateBucket(bucketDocs); err != nil {
+				return fmt.Errorf("vector/embedded: open: %w", err)
+			}
+			if err := meta.Put(keyFormat, binary.AppendUvarint(nil, fileFormat)); err != nil {
+				return fmt.Errorf("vector/embedded: open: %w", err)
+			}
+			return meta.Put(keyDim, binary.AppendUvarint(nil, uint64(dim)))
+		}
+		format, n := binary.Uvarint(meta.Get(keyFormat))
+		if n <= 0 || format != fileFormat {
+			return fmt.Errorf("%w: %s: unknown file format", ErrCorrupt, path)
+		}
+		stored, n := binary.Uvarint(meta.Get(keyDim))
+		if n <= 0 || tx.Bucket(bucketDocs) == nil {
+			return fmt.Errorf("%w: %s: missing dimension or documents bucket", ErrCorrupt, path)
+		}
+		if int(stored) != dim {
+			return &DimensionMismatchError{Path: path, Existing: int(stored), Configured: dim}
+		}
+		return nil
+	})
+}
+
+// load decodes every record's header into the index.
+func (s *Store) load(ctx context.Context) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		docs := tx.Bucket(bucketDocs)
+		n := docs.Stats().KeyN
+		ix := s.idx
+		ix.ids = make([]string, 0, n)
+		ix.tenants = make([]uint32, 0, n)
+		ix.meta = make([]map[string]string, 0, n)
+		ix.vecs = make([]float32, 0, n*ix.dim)
+		c := docs.Cursor()
+		i := 0
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if i%ctxCheckEvery == 0 && ctx.Err() != nil {
+				return fmt.Errorf("vector/embedded: open: %w", context.Cause(ctx))
+			}
+			i++
+			h, vecs, err := decodeHeader(v, ix.dim, ix.vecs)
+			if err != nil {
+				return fmt.Errorf("%w: %s: record %q: %v", ErrCorrupt, s.path, k, err)
+			}
+			ix.vecs = vecs
+			id := string(k)
+			ix.pos[id] = len(ix.ids)
+			ix.ids = append(ix.ids, id)
+			ix.tenants = append(ix.tenants, ix.tenantID(h.tenant))
+			ix.meta = append(ix.meta, h.metadata)
+			if ix.normalize {
+				normalizeInPlace(ix.vecs[len(ix.vecs)-ix.dim:])
+			}
+		}
+		return nil
+	})
+}
+
+// Dimension reports the configured vector dimension.
+func (s *Store) Dimension() int { return s.cfg.Dimension }
+
+// Distance reports the configured distance.
+func (s *Store) Distance() Distance { return s.cfg.Distance }
+
+// Len reports the number of stored documents.
+func (s *Store) Len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.idx.len()
+}
+
+// Path is the store file.
+func (s *Store) Path() string { return s.path }
+
+// Close flushes and closes the file. Calls after Close fail with an error
+// wrapping spi.ErrUnavailable. Close is idempotent.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("vector/embedded: close: %w", err)
+	}
+	return nil
+}
+
+// Health reports up while the store is open.
+func (s *Store) Health(ctx context.Context) spi.Health {
+	start := s.cfg.Now()
+	if s.closed.Load() {
+		return spi.Health{Status: spi.StatusDown, Detail: "store closed"}
+	}
+	if err := ctx.Err(); err != nil {
+		return spi.Health{Status: spi.StatusDown, Detail: "health: " + err.Error()}
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketDocs) == nil {
+			return errors.New("documents bucket missing")
+		}
+		return nil
+	})
+	lat := s.cfg.Now().Sub(start)
+	if err != nil {
+		return spi.Health{Status: spi.StatusDown, Detail: "read: " + err.Error(), Latency: lat}
+	}
+	return spi.Health{Status: spi.StatusUp, Latency: lat}
+}
+
+// errClosed is returned by calls on a closed store.
+func (s *Store) checkOpen(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("vector/embedded: %s: %w", op, context.Cause(ctx))
+	}
+	if s.closed.Load() {
+		return fmt.Errorf("vector/embedded: %s: %w: store closed", op, spi.ErrUnavailable)
+	}
+	return nil
+}
+
+func (s *Store) parallelism() int {
+	if s.cfg.Parallelism > 0 {
+		return s.cfg.Parallelism
+	}
+	return runtime.GOMAXPROCS(0)
+}
