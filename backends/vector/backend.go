@@ -1,0 +1,207 @@
+package vector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	pgxvec "github.com/pgvector/pgvector-go/pgx"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// Backend is the pgvector store. It is safe for concurrent use.
+type Backend struct {
+	cfg   Config
+	pool  *pgxpool.Pool
+	table string // sanitized, possibly schema-qualified identifier
+	op    string // distance operator
+	q     queries
+}
+
+// Interface guards.
+var (
+	_ spi.VectorRetrievalBackend = (*Backend)(nil)
+	_ spi.Indexer                = (*Backend)(nil)
+	_ spi.Scanner                = (*Backend)(nil)
+	_ spi.Dimensioner            = (*Backend)(nil)
+	_ spi.Closer                 = (*Backend)(nil)
+)
+
+// Open validates cfg, connects, and creates the extension, table and indexes
+// if they do not exist. Concurrent Opens against one database serialise on
+// an advisory lock. An existing table whose embedding column has another
+// dimension is an error naming both dimensions. A server that cannot be
+// reached yields an error wrapping spi.ErrUnavailable within
+// cfg.ConnectTimeout.
+func Open(ctx context.Context, cfg Config) (*Backend, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	pcfg, err := pgxpool.ParseConfig(cfg.DSN)
+	if err != nil {
+		return nil, errors.New("vector: open: DSN does not parse")
+	}
+	pcfg.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
+	if cfg.MaxConns > 0 {
+		pcfg.MaxConns = cfg.MaxConns
+	}
+	pcfg.MinConns = cfg.MinConns
+
+	b := &Backend{cfg: cfg}
+	parts := strings.Split(cfg.Table, ".")
+	b.table = pgx.Identifier(parts).Sanitize()
+	b.op, _ = cfg.Distance.operator()
+	b.q = buildQueries(b.table, b.op)
+
+	// The vector type exists only once the extension does, so the schema is
+	// set up on a plain connection before the pool registers the codec on
+	// each of its connections.
+	if err := b.setupSchema(ctx, pcfg.ConnConfig.Copy()); err != nil {
+		return nil, err
+	}
+	pcfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		return pgxvec.RegisterTypes(ctx, conn)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, wrapErr(ctx, "open", err)
+	}
+	b.pool = pool
+	return b, nil
+}
+
+// Dimension reports the configured vector dimension.
+func (b *Backend) Dimension() int { return b.cfg.Dimension }
+
+// Distance reports the configured distance.
+func (b *Backend) Distance() Distance { return b.cfg.Distance }
+
+// Close releases the pool. Calls after Close fail with spi.ErrUnavailable.
+func (b *Backend) Close() error {
+	b.pool.Close()
+	return nil
+}
+
+// Health pings the server through the pool. It never returns an error: an
+// unreachable server is spi.StatusDown with a short reason.
+func (b *Backend) Health(ctx context.Context) spi.Health {
+	start := b.cfg.Now()
+	err := b.pool.Ping(ctx)
+	lat := b.cfg.Now().Sub(start)
+	if err != nil {
+		detail := "ping failed"
+		switch {
+		case ctx.Err() != nil:
+			detail = "ping: " + ctx.Err().Error()
+		case unavailable(err):
+			detail = "ping: server unreachable"
+		}
+		return spi.Health{Status: spi.StatusDown, Detail: detail, Latency: lat}
+	}
+	return spi.Health{Status: spi.StatusUp, Latency: lat}
+}
+
+// setupSchema creates the extension, table and indexes in one transaction
+// under a transaction-scoped advisory lock keyed by the table name, then
+// checks the embedding column's dimension.
+func (b *Backend) setupSchema(ctx context.Context, ccfg *pgx.ConnConfig) error {
+	conn, err := pgx.ConnectConfig(ctx, ccfg)
+	if err != nil {
+		return wrapErr(ctx, "open: connect", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+
+	cfg := b.cfg
+	_, opclass := cfg.Distance.operator()
+	base := cfg.Table[strings.LastIndex(cfg.Table, ".")+1:]
+	idx := func(suffix string) string { return pgx.Identifier{truncIdent(base + "_" + suffix)}.Sanitize() }
+
+	stmts := []string{
+		`SELECT pg_advisory_xact_lock(hashtext('ragd.vector.schema'))`,
+		`CREATE EXTENSION IF NOT EXISTS vector`,
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
+	id         text COLLATE "C" PRIMARY KEY,
+	tenant     text NOT NULL DEFAULT '',
+	title      text NOT NULL DEFAULT '',
+	text       text NOT NULL DEFAULT '',
+	metadata   jsonb NOT NULL DEFAULT '{}',
+	entities   text[] NOT NULL DEFAULT '{}',
+	links      text[] NOT NULL DEFAULT '{}',
+	embedding  vector(%d) NOT NULL,
+	updated_at timestamptz NOT NULL DEFAULT now()
+)`, b.table, cfg.Dimension),
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return wrapErr(ctx, "open: schema", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
+	for _, s := range stmts {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return wrapErr(ctx, "open: schema", err)
+		}
+	}
+	// Check the dimension before building an index over a foreign column.
+	var typmod int
+	var typ string
+	err = tx.QueryRow(ctx, `
+SELECT a.atttypmod, format_type(a.atttypid, a.atttypmod)
+FROM pg_attribute a
+WHERE a.attrelid = to_regclass($1) AND a.attname = 'embedding' AND NOT a.attisdropped`, b.table).Scan(&typmod, &typ)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("vector: open: table %s exists but has no embedding column", cfg.Table)
+	}
+	if err != nil {
+		return wrapErr(ctx, "open: schema", err)
+	}
+	if !strings.HasPrefix(typ, "vector") {
+		return fmt.Errorf("vector: open: table %s: embedding column has type %s, want vector(%d)", cfg.Table, typ, cfg.Dimension)
+	}
+	if typmod != cfg.Dimension {
+		return &DimensionMismatchError{Table: cfg.Table, Existing: typmod, Configured: cfg.Dimension}
+	}
+	more := []string{
+		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s USING hnsw (embedding %s) WITH (m = %d, ef_construction = %d)`,
+			idx("embedding_"+string(cfg.Distance)+"_idx"), b.table, opclass, cfg.HNSW.M, cfg.HNSW.EfConstruction),
+		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s (tenant)`, idx("tenant_idx"), b.table),
+		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s USING gin (metadata jsonb_path_ops)`, idx("metadata_idx"), b.table),
+	}
+	for _, s := range more {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			return wrapErr(ctx, "open: schema", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return wrapErr(ctx, "open: schema", err)
+	}
+	cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "vector: schema ready",
+		slog.String("table", cfg.Table), slog.Int("dimension", cfg.Dimension), slog.String("distance", string(cfg.Distance)))
+	return nil
+}
+
+// truncIdent keeps an identifier within PostgreSQL's 63-byte limit.
+func truncIdent(s string) string {
+	if len(s) > 63 {
+		return s[:63]
+	}
+	return s
+}
+
+// DimensionMismatchError is returned by Open when the table's embedding
+// column was created with a different dimension than configured.
+type DimensionMismatchError struct {
+	Table      string
+	Existing   int
+	Configured int
+}
+
+func (e *DimensionMismatchError) Error() string {
+	return fmt.Sprintf("vector: open: table %s stores vector(%d) but the configured dimension is %d; "+
+		"use the embedder the table was built with, or another table", e.Table, e.Existing, e.Configured)
+}

@@ -1,0 +1,148 @@
+package vector
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/pgvector/pgvector-go"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// tieSlack is how many rows beyond k Retrieve fetches so that documents tied
+// with the k-th at the cut are all seen and the lowest ids win, and so that
+// relaxed_order's slightly out-of-order stream is re-sorted over a margin.
+func tieSlack(k int) int { return min(max(k/4, 8), 64) }
+
+// Retrieve returns the req.K documents nearest to req.Vector, restricted to
+// req.Tenant (when set) and req.Filter, ordered by descending similarity and
+// then ascending id. See the package comment for the score of each
+// distance. Filters run inside the index scan (pgvector iterative scan), so
+// a selective filter still yields up to K rows.
+func (b *Backend) Retrieve(ctx context.Context, req spi.VectorRequest) ([]spi.Ref, error) {
+	if err := b.checkRequest(req); err != nil {
+		return nil, fmt.Errorf("vector: retrieve: %w", err)
+	}
+	limit := req.K + tieSlack(req.K)
+	query, args := b.retrieveSQL(req, limit)
+	ef := min(max(b.cfg.HNSW.EfSearch, limit), maxEfSearch)
+
+	// One round trip: the batch runs in one implicit transaction, so the
+	// set_config(..., true) settings apply to the query that follows and
+	// vanish with it.
+	batch := &pgx.Batch{}
+	batch.Queue(`SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', $2, true)`,
+		strconv.Itoa(ef), b.cfg.IterativeScan)
+	batch.Queue(query, args...)
+	br := b.pool.SendBatch(ctx, batch)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, wrapErr(ctx, "retrieve", err)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, wrapErr(ctx, "retrieve", err)
+	}
+	refs := make([]spi.Ref, 0, limit)
+	for rows.Next() {
+		var id string
+		var dist float64
+		if err := rows.Scan(&id, &dist); err != nil {
+			rows.Close()
+			return nil, wrapErr(ctx, "retrieve", err)
+		}
+		refs = append(refs, spi.Ref{ID: id, Score: b.cfg.Distance.score(dist), Source: spi.SourceVector})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapErr(ctx, "retrieve", err)
+	}
+	if err := br.Close(); err != nil {
+		return nil, wrapErr(ctx, "retrieve", err)
+	}
+	sortRefs(refs)
+	if len(refs) > req.K {
+		refs = refs[:req.K]
+	}
+	return refs, nil
+}
+
+// sortRefs orders refs by descending score, then ascending id: the order
+// every vector backend returns.
+func sortRefs(refs []spi.Ref) {
+	slices.SortFunc(refs, func(a, b spi.Ref) int {
+		switch {
+		case a.Score > b.Score:
+			return -1
+		case a.Score < b.Score:
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+}
+
+// checkRequest rejects what the database must never see.
+func (b *Backend) checkRequest(req spi.VectorRequest) error {
+	if req.K < 1 {
+		return fmt.Errorf("%w: k must be >= 1, got %d", spi.ErrInvalidQuery, req.K)
+	}
+	if err := b.checkVector(req.Vector); err != nil {
+		return err
+	}
+	return req.Filter.Validate()
+}
+
+// checkVector validates a query or document vector for this store.
+func (b *Backend) checkVector(v []float32) error {
+	if err := spi.ValidateVector(v, b.cfg.Dimension); err != nil {
+		return err
+	}
+	if b.cfg.Distance == Cosine && isZero(v) {
+		return fmt.Errorf("%w: a zero vector has no direction under cosine distance", spi.ErrInvalidQuery)
+	}
+	return nil
+}
+
+func isZero(v []float32) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// retrieveSQL builds the top-k query. Only placeholders carry request
+// values; the SQL text depends on nothing but the number of filter keys.
+// Each filter key becomes "metadata @> ANY($n::jsonb[])" over one-pair JSON
+// objects, which the GIN jsonb_path_ops index can serve.
+func (b *Backend) retrieveSQL(req spi.VectorRequest, limit int) (string, []any) {
+	args := []any{pgvector.NewVector(req.Vector), limit}
+	var where []string
+	if req.Tenant != "" {
+		args = append(args, req.Tenant)
+		where = append(where, fmt.Sprintf("tenant = $%d", len(args)))
+	}
+	for _, key := range req.Filter.Keys() {
+		vals := req.Filter[key]
+		objs := make([]string, len(vals))
+		for i, v := range vals {
+			raw, _ := json.Marshal(map[string]string{key: v}) // cannot fail for strings
+			objs[i] = string(raw)
+		}
+		args = append(args, objs)
+		where = append(where, fmt.Sprintf("metadata @> ANY($%d::jsonb[])", len(args)))
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "SELECT id, embedding %s $1 AS distance FROM %s", b.op, b.table)
+	if len(where) > 0 {
+		sb.WriteString(" WHERE ")
+		sb.WriteString(strings.Join(where, " AND "))
+	}
+	fmt.Fprintf(&sb, " ORDER BY embedding %s $1 LIMIT $2", b.op)
+	return sb.String(), args
+}
