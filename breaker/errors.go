@@ -1,0 +1,61 @@
+package breaker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ragd/ragd/spi"
+)
+
+var (
+	// ErrOpen is matched (errors.Is) by every rejection: the breaker is open,
+	// or half-open with all trial slots taken.
+	ErrOpen = errors.New("breaker: circuit open")
+
+	// ErrUnknownBreaker is matched by Registry errors for names that were
+	// never minted.
+	ErrUnknownBreaker = errors.New("breaker: unknown breaker")
+
+	// errPanicked is the recorded cause when a protected call panicked.
+	errPanicked = errors.New("breaker: protected call panicked")
+)
+
+// OpenError is the rejection a breaker returns instead of running a call.
+// errors.Is(err, ErrOpen) holds, and so does errors.Is(err,
+// spi.ErrUnavailable), so code that handles unavailable backends uniformly
+// needs no breaker-specific branch.
+//
+// Rejections are hot, so a breaker hands the same *OpenError to every caller
+// rejected within the same millisecond of RetryAfter: treat it as read-only.
+type OpenError struct {
+	// Name is the breaker's name.
+	Name string
+	// RetryAfter is how long until trials will be admitted, rounded up to
+	// the millisecond; 0 when the breaker is half-open with every trial
+	// slot taken.
+	RetryAfter time.Duration
+	// Cause is the failure that tripped the breaker (the last one counted),
+	// nil when it was forced open.
+	Cause error
+}
+
+func (e *OpenError) Error() string {
+	msg := "breaker: circuit open: " + e.Name
+	if e.RetryAfter > 0 {
+		msg += fmt.Sprintf(" (retry in %v)", e.RetryAfter)
+	} else {
+		msg += " (trials in progress)"
+	}
+	if e.Cause != nil {
+		msg += ": tripped by: " + e.Cause.Error()
+	}
+	return msg
+}
+
+// Unwrap returns ErrOpen.
+func (e *OpenError) Unwrap() error { return ErrOpen }
+
+// Is reports whether target is spi.ErrUnavailable; ErrOpen is matched
+// through Unwrap.
+func (e *OpenError) Is(target error) bool { return target == spi.ErrUnavailable }

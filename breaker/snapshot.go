@@ -1,0 +1,79 @@
+package breaker
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Snapshot is a point-in-time view of a breaker for health and status
+// reports. It holds names and counts only.
+//
+// FailureCount is, while closed, the consecutive failures so far; while open
+// or half-open, the failures that tripped the breaker plus the trial
+// failures since. RetryIn is non-zero only while open: the time left before
+// trials are admitted.
+//
+// In JSON, durations are integer milliseconds (RetryIn rounded up, so an
+// open breaker never shows 0):
+//
+//	{"name":"vector","state":"open","failure_count":5,"failure_threshold":5,
+//	 "opened_total":1,"reset_timeout_ms":30000,"retry_in_ms":29500}
+type Snapshot struct {
+	Name             string
+	State            State
+	FailureCount     int
+	FailureThreshold int
+	OpenedTotal      uint64
+	ResetTimeout     time.Duration
+	RetryIn          time.Duration
+}
+
+// snapshotJSON is Snapshot's wire form.
+type snapshotJSON struct {
+	Name             string `json:"name"`
+	State            State  `json:"state"`
+	FailureCount     int    `json:"failure_count"`
+	FailureThreshold int    `json:"failure_threshold"`
+	OpenedTotal      uint64 `json:"opened_total"`
+	ResetTimeoutMS   int64  `json:"reset_timeout_ms"`
+	RetryInMS        int64  `json:"retry_in_ms"`
+}
+
+// MarshalJSON encodes the snapshot with snake_case keys and millisecond
+// durations.
+func (s Snapshot) MarshalJSON() ([]byte, error) {
+	return json.Marshal(snapshotJSON{
+		Name:             s.Name,
+		State:            s.State,
+		FailureCount:     s.FailureCount,
+		FailureThreshold: s.FailureThreshold,
+		OpenedTotal:      s.OpenedTotal,
+		ResetTimeoutMS:   ceilMillis(s.ResetTimeout),
+		RetryInMS:        ceilMillis(s.RetryIn),
+	})
+}
+
+// UnmarshalJSON decodes what MarshalJSON produces.
+func (s *Snapshot) UnmarshalJSON(data []byte) error {
+	var j snapshotJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*s = Snapshot{
+		Name:             j.Name,
+		State:            j.State,
+		FailureCount:     j.FailureCount,
+		FailureThreshold: j.FailureThreshold,
+		OpenedTotal:      j.OpenedTotal,
+		ResetTimeout:     time.Duration(j.ResetTimeoutMS) * time.Millisecond,
+		RetryIn:          time.Duration(j.RetryInMS) * time.Millisecond,
+	}
+	return nil
+}
+
+func ceilMillis(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
