@@ -1,0 +1,198 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/neo4j/neo4j-go-driver/v5/neo4j"
+
+	"github.com/ragd/ragd/backends/graph/graphspec"
+	"github.com/ragd/ragd/spi"
+)
+
+// dropEdgesCypher deletes the outgoing MENTIONS and LINKS_TO edges of the
+// given documents and returns the element ids of their former targets, so
+// orphans can be pruned afterwards.
+const dropEdgesCypher = `
+UNWIND $ids AS id
+MATCH (d:Document {id: id})-[r:MENTIONS|LINKS_TO]->(x)
+WITH r, elementId(x) AS xid
+DELETE r
+RETURN collect(DISTINCT xid) AS old`
+
+const putDocsCypher = `
+UNWIND $docs AS doc
+MERGE (d:Document {id: doc.id})
+SET d = doc.props`
+
+const putMentionsCypher = `
+UNWIND $mentions AS m
+MATCH (d:Document {id: m.doc})
+MERGE (e:Entity {name: m.name})
+ON CREATE SET e.terms = m.terms
+CREATE (d)-[:MENTIONS]->(e)`
+
+const putLinksCypher = `
+UNWIND $links AS l
+MATCH (d:Document {id: l.from})
+MERGE (t:Document {id: l.to})
+ON CREATE SET t.stub = true
+CREATE (d)-[:LINKS_TO]->(t)`
+
+// pruneCypher deletes entities nobody mentions and stubs nobody links to.
+// Plain DELETE (not DETACH) makes a concurrent writer that just attached an
+// edge win: the prune then fails and is skipped.
+const pruneCypher = `
+UNWIND $old AS xid
+MATCH (x) WHERE elementId(x) = xid
+  AND ((x:Entity AND NOT EXISTS { (x)<-[:MENTIONS]-() })
+    OR (x:Document AND x.stub = true AND NOT EXISTS { (x)<-[:LINKS_TO]-() }))
+DELETE x`
+
+// stubDeletedCypher keeps a deleted document that others link to as a stub
+// so their links revive if it is upserted again.
+const stubDeletedCypher = `
+UNWIND $ids AS id
+MATCH (d:Document {id: id})
+WHERE d.stub IS NULL AND EXISTS { (d)<-[:LINKS_TO]-() }
+SET d = {id: id, stub: true}`
+
+const deleteDocsCypher = `
+UNWIND $ids AS id
+MATCH (d:Document {id: id})
+WHERE d.stub IS NULL
+DELETE d`
+
+// Upsert inserts or replaces documents in transactions of Config.BatchSize
+// documents. A document's previous MENTIONS and LINKS_TO edges are replaced
+// by the ones it carries now; entity names are normalised with
+// graphspec.Normalize. Links to documents that do not exist yet are kept
+// (as stubs) and take effect once the target is upserted. When a batch
+// fails, the error is a *spi.BatchError naming that batch's documents and
+// every later one; earlier batches are committed. Invalid documents wrap
+// spi.ErrInvalidQuery and nothing is written.
+func (b *Backend) Upsert(ctx context.Context, docs []spi.Document) error {
+	prepared, err := graphspec.Prepare(docs)
+	if err != nil {
+		return fmt.Errorf("graph: upsert: %w", err)
+	}
+	if err := b.precheck(ctx, "upsert"); err != nil {
+		return err
+	}
+	for start := 0; start < len(prepared); start += b.cfg.BatchSize {
+		batch := prepared[start:min(start+b.cfg.BatchSize, len(prepared))]
+		var old []any
+		err := b.write(ctx, "upsert", func(tx neo4j.ManagedTransaction) error {
+			var err error
+			old, err = upsertBatch(ctx, tx, batch)
+			return err
+		})
+		if err != nil {
+			failed := map[string]error{}
+			for _, d := range prepared[start:] {
+				failed[d.ID] = err
+			}
+			return &spi.BatchError{Failed: failed}
+		}
+		b.prune(ctx, old)
+	}
+	return nil
+}
+
+func upsertBatch(ctx context.Context, tx neo4j.ManagedTransaction, batch []spi.Document) ([]any, error) {
+	ids := make([]string, len(batch))
+	docs := make([]any, len(batch))
+	var mentions, links []any
+	for i, d := range batch {
+		ids[i] = d.ID
+		docs[i] = map[string]any{"id": d.ID, "props": docProps(d)}
+		for _, e := range d.Entities {
+			mentions = append(mentions, map[string]any{"doc": d.ID, "name": e, "terms": strings.Join(graphspec.Tokens(e), " ")})
+		}
+		for _, l := range d.Links {
+			links = append(links, map[string]any{"from": d.ID, "to": l})
+		}
+	}
+	old, err := dropEdges(ctx, tx, ids)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := run(ctx, tx, putDocsCypher, map[string]any{"docs": docs}); err != nil {
+		return nil, err
+	}
+	if len(mentions) > 0 {
+		if _, err := run(ctx, tx, putMentionsCypher, map[string]any{"mentions": mentions}); err != nil {
+			return nil, err
+		}
+	}
+	if len(links) > 0 {
+		if _, err := run(ctx, tx, putLinksCypher, map[string]any{"links": links}); err != nil {
+			return nil, err
+		}
+	}
+	return old, nil
+}
+
+func dropEdges(ctx context.Context, tx neo4j.ManagedTransaction, ids []string) ([]any, error) {
+	recs, err := run(ctx, tx, dropEdgesCypher, map[string]any{"ids": ids})
+	if err != nil || len(recs) == 0 {
+		return nil, err
+	}
+	old, _ := recs[0].Values[0].([]any)
+	return old, nil
+}
+
+func docProps(d spi.Document) map[string]any {
+	p := map[string]any{"id": d.ID, "tenant": d.Tenant, "title": d.Title, "text": d.Text}
+	if !d.UpdatedAt.IsZero() {
+		p["updated_at"] = d.UpdatedAt
+	}
+	for k, v := range d.Metadata {
+		p[metaPrefix+k] = v
+	}
+	return p
+}
+
+// prune removes orphaned entities and stubs, best effort: a failure only
+// leaves harmless orphans behind, which reads ignore.
+func (b *Backend) prune(ctx context.Context, old []any) {
+	if len(old) == 0 || ctx.Err() != nil {
+		return
+	}
+	err := b.write(ctx, "prune", func(tx neo4j.ManagedTransaction) error {
+		_, err := run(ctx, tx, pruneCypher, map[string]any{"old": old})
+		return err
+	})
+	if err != nil {
+		b.log.Debug("graph prune skipped", "err", err)
+	}
+}
+
+// Delete removes documents, their mentions and outgoing links in one
+// transaction, then prunes entities no document mentions any more. A
+// deleted document that others still link to stays as a stub, so their
+// links revive if it is upserted again. Unknown ids are ignored.
+func (b *Backend) Delete(ctx context.Context, ids []string) error {
+	ids = graphspec.Dedupe(ids)
+	if len(ids) == 0 {
+		return nil
+	}
+	var old []any
+	err := b.write(ctx, "delete", func(tx neo4j.ManagedTransaction) error {
+		var err error
+		if old, err = dropEdges(ctx, tx, ids); err != nil {
+			return err
+		}
+		if _, err := run(ctx, tx, stubDeletedCypher, map[string]any{"ids": ids}); err != nil {
+			return err
+		}
+		_, err = run(ctx, tx, deleteDocsCypher, map[string]any{"ids": ids})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	b.prune(ctx, old)
+	return nil
+}
