@@ -1,0 +1,126 @@
+package retriever
+
+import (
+	"time"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// sourcePlan is one source's effective settings for one query.
+type sourcePlan struct {
+	name    string
+	enabled bool   // configured and switched on for this query
+	reason  string // why not enabled
+	k       int
+	weight  float64
+	timeout time.Duration
+}
+
+// plan is a query's effective settings: Query over Defaults over built-ins.
+type plan struct {
+	limit, offset, window int
+	mode                  string
+	rrfK                  int
+	minSources            int
+	budget                time.Duration
+	src                   [len(stage1)]sourcePlan
+	expand                sourcePlan // k is the expansion limit
+	seeds, hops           int
+}
+
+func (r *HybridRetriever) plan(q *Query) plan {
+	d := &r.cfg.Defaults
+	p := plan{
+		limit:      orInt(q.Limit, orInt(d.Limit, DefaultLimit)),
+		offset:     q.Offset,
+		window:     orInt(q.Window, orInt(d.Window, DefaultWindow)),
+		mode:       q.Fusion.Mode,
+		minSources: orInt(q.MinSources, orInt(d.MinSources, DefaultMinSources)),
+		budget:     orDur(time.Duration(q.BudgetMS)*time.Millisecond, orDur(d.Budget, DefaultBudget)),
+	}
+	if p.mode == "" {
+		p.mode = orStr(d.Fusion.Mode, FusionRRF)
+	}
+	if p.mode == FusionRRF {
+		p.rrfK = orInt(q.Fusion.K, orInt(d.Fusion.K, DefaultRRFK))
+	}
+	configured := [len(stage1)]bool{r.cfg.Vector != nil, r.cfg.Keyword != nil, r.cfg.Graph != nil}
+	for i, name := range stage1 {
+		p.src[i] = r.sourcePlan(q, name, configured[i], p.window, DefaultWeight)
+	}
+
+	// Stage 2: an ExpandOptions field wins over Sources["graph_expand"],
+	// the query over the defaults.
+	e := r.sourcePlan(q, spi.SourceGraphExpand, r.cfg.Graph != nil, p.window, DefaultExpandWeight)
+	qo, do := q.Sources[spi.SourceGraphExpand], d.Sources[spi.SourceGraphExpand]
+	if e.enabled {
+		switch {
+		case q.Expand.Enabled != nil:
+			e.enabled = *q.Expand.Enabled
+		case qo.Enabled != nil:
+			e.enabled = *qo.Enabled
+		case d.Expand.Enabled != nil:
+			e.enabled = *d.Expand.Enabled
+		case do.Enabled != nil:
+			e.enabled = *do.Enabled
+		default:
+			e.enabled = p.src[2].enabled // on whenever the graph source is
+		}
+		if !e.enabled {
+			e.reason = "disabled"
+		}
+	}
+	e.k = orInt(q.Expand.Limit, orInt(qo.K, orInt(d.Expand.Limit, orInt(do.K, p.window))))
+	e.weight = orFloat(q.Expand.Weight, orFloat(qo.Weight, orFloat(d.Expand.Weight, orFloat(do.Weight, DefaultExpandWeight))))
+	if qo.TimeoutMS == 0 && do.TimeoutMS == 0 {
+		e.timeout = p.src[2].timeout // the graph's own deadline
+	}
+	p.expand = e
+	p.seeds = orInt(q.Expand.Seeds, orInt(d.Expand.Seeds, DefaultExpandSeeds))
+	p.hops = orInt(q.Expand.Hops, orInt(d.Expand.Hops, DefaultExpandHops))
+	return p
+}
+
+func (r *HybridRetriever) sourcePlan(q *Query, name string, configured bool, window int, weight float64) sourcePlan {
+	d := &r.cfg.Defaults
+	qo, do := q.Sources[name], d.Sources[name]
+	sp := sourcePlan{
+		name:    name,
+		enabled: configured,
+		k:       orInt(qo.K, orInt(do.K, window)),
+		weight:  orFloat(qo.Weight, orFloat(do.Weight, weight)),
+		timeout: orDur(ms2dur(qo.TimeoutMS), orDur(ms2dur(do.TimeoutMS), orDur(d.SourceTimeout, DefaultSourceTimeout))),
+	}
+	switch {
+	case !configured:
+		sp.reason = "not configured"
+	case qo.Enabled != nil && !*qo.Enabled, qo.Enabled == nil && do.Enabled != nil && !*do.Enabled:
+		sp.enabled = false
+		sp.reason = "disabled"
+	}
+	return sp
+}
+
+// settings reports the effective fusion settings.
+func (p *plan) settings() FusionSettings {
+	fs := FusionSettings{Mode: p.mode, K: p.rrfK, Window: p.window, Weights: make(map[string]float64, 4)}
+	for _, s := range p.src {
+		if s.enabled {
+			fs.Weights[s.name] = s.weight
+		}
+	}
+	if p.expand.enabled {
+		fs.Weights[p.expand.name] = p.expand.weight
+		fs.Expand = &ExpandSettings{Seeds: p.seeds, Hops: p.hops, Limit: p.expand.k, Weight: p.expand.weight}
+	}
+	return fs
+}
+
+func ms2dur(ms int) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+func orStr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,233 @@
+package retriever
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// Query is one retrieval request; it is also the JSON body of the HTTP
+// search endpoint. Zero fields take the server's Defaults.
+type Query struct {
+	// Text feeds the keyword and graph sources, and the embedder when Vector
+	// is empty. At least one of Text and Vector is required.
+	Text string `json:"text,omitempty"`
+	// Vector, when set, is used by the vector source instead of embedding Text.
+	Vector []float32 `json:"vector,omitempty"`
+	// Limit is the page size (default 10), Offset the page start within the
+	// fused window.
+	Limit  int `json:"limit,omitempty"`
+	Offset int `json:"offset,omitempty"`
+	// Window is the number of candidates asked from each source and the
+	// length of the fused ranking that pages are cut from (default 100).
+	Window int        `json:"window,omitempty"`
+	Filter spi.Filter `json:"filter,omitempty"`
+	Tenant string     `json:"tenant,omitempty"`
+	// Sources holds per-source options keyed by spi.Source* name. Sources
+	// not listed keep their defaults (enabled when configured).
+	Sources map[string]SourceOptions `json:"sources,omitempty"`
+	Fusion  FusionOptions            `json:"fusion,omitzero"`
+	Expand  ExpandOptions            `json:"expand,omitzero"`
+	// MinSources is the number of stage-1 sources that must answer ok
+	// (default 1); fewer fails the query with *NotEnoughSourcesError.
+	MinSources int `json:"min_sources,omitempty"`
+	// Explain adds the per-source breakdown to every hit.
+	Explain bool `json:"explain,omitempty"`
+	// BudgetMS bounds the whole request in milliseconds.
+	BudgetMS int `json:"budget_ms,omitempty"`
+}
+
+// SourceOptions tunes one source for one query. Zero fields take defaults.
+type SourceOptions struct {
+	// Enabled switches the source on or off; nil keeps the default.
+	Enabled *bool `json:"enabled,omitempty"`
+	// K is the number of candidates asked from the source (default Window).
+	K int `json:"k,omitempty"`
+	// Weight scales the source's contribution to the fused score (default
+	// 1.0; 0.5 for graph_expand). Zero means default: disable a source to
+	// remove it from the ranking.
+	Weight float64 `json:"weight,omitempty"`
+	// TimeoutMS is the source's own deadline in milliseconds.
+	TimeoutMS int `json:"timeout_ms,omitempty"`
+}
+
+// FusionOptions selects the fusion method.
+type FusionOptions struct {
+	// Mode is "rrf" (default), "score" or "dbsf".
+	Mode string `json:"mode,omitempty"`
+	// K is the RRF rank constant (default 60).
+	K int `json:"k,omitempty"`
+}
+
+// ExpandOptions controls stage 2, the graph expansion from the top fused
+// seeds. A field set here wins over the same setting in
+// Sources["graph_expand"] (K there is Limit here).
+type ExpandOptions struct {
+	// Enabled switches stage 2 on or off; nil means on whenever the graph
+	// source is enabled for this query.
+	Enabled *bool `json:"enabled,omitempty"`
+	// Seeds is the number of top fused stage-1 hits to expand from (default 10).
+	Seeds int `json:"seeds,omitempty"`
+	// Hops is 1 (default) or 2.
+	Hops int `json:"hops,omitempty"`
+	// Limit caps the expansion list (default Window).
+	Limit int `json:"limit,omitempty"`
+	// Weight is the expansion list's fusion weight (default 0.5).
+	Weight float64 `json:"weight,omitempty"`
+}
+
+// Only returns Sources options that enable exactly the named sources and
+// disable every other one, graph expansion included unless named:
+// Only(spi.SourceKeyword) is a keyword-only query.
+func Only(names ...string) map[string]SourceOptions {
+	m := make(map[string]SourceOptions, 4)
+	for _, s := range []string{spi.SourceVector, spi.SourceKeyword, spi.SourceGraph, spi.SourceGraphExpand} {
+		on := slices.Contains(names, s)
+		m[s] = SourceOptions{Enabled: &on}
+	}
+	return m
+}
+
+// QueryError is a Query rejected by Validate. Field is the JSON path of the
+// offending field ("limit", "sources.keyword.weight"); Message says what is
+// wrong without echoing the query text. It matches spi.ErrInvalidQuery.
+type QueryError struct {
+	Field   string
+	Message string
+}
+
+func (e *QueryError) Error() string {
+	return "retriever: invalid query: " + e.Field + ": " + e.Message
+}
+
+// Unwrap returns spi.ErrInvalidQuery.
+func (e *QueryError) Unwrap() error { return spi.ErrInvalidQuery }
+
+func qerr(field, format string, args ...any) *QueryError {
+	return &QueryError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// Validate checks q against limits (use HybridRetriever.Limits for the
+// effective ones). The error is a *QueryError wrapping spi.ErrInvalidQuery.
+func (q Query) Validate(limits Limits) error {
+	lim := limits.withDefaults()
+	if strings.TrimSpace(q.Text) == "" && len(q.Vector) == 0 {
+		return qerr("text", "text or vector is required")
+	}
+	if len(q.Text) > lim.MaxTextBytes {
+		return qerr("text", "%d bytes, at most %d allowed", len(q.Text), lim.MaxTextBytes)
+	}
+	if len(q.Vector) > 0 {
+		if lim.VectorDimension > 0 && len(q.Vector) != lim.VectorDimension {
+			return qerr("vector", "dimension %d, want %d", len(q.Vector), lim.VectorDimension)
+		}
+		for i, x := range q.Vector {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return qerr("vector", "component %d is not a finite number", i)
+			}
+		}
+	}
+	if err := q.Filter.Validate(); err != nil {
+		msg := strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": ")
+		return qerr("filter", "%s", msg)
+	}
+	if q.Offset < 0 {
+		return qerr("offset", "must not be negative")
+	}
+	if q.Offset > lim.MaxOffset {
+		return qerr("offset", "%d above the maximum %d", q.Offset, lim.MaxOffset)
+	}
+	if q.BudgetMS < 0 {
+		return qerr("budget_ms", "must not be negative")
+	}
+	if time.Duration(q.BudgetMS)*time.Millisecond > lim.MaxBudget {
+		return qerr("budget_ms", "%d above the maximum %d", q.BudgetMS, lim.MaxBudget.Milliseconds())
+	}
+	return q.validateSettings(lim)
+}
+
+// validateSettings checks the fields a Defaults shares with a Query.
+func (q Query) validateSettings(lim Limits) error {
+	if err := checkRange("limit", q.Limit, lim.MaxLimit); err != nil {
+		return err
+	}
+	if err := checkRange("window", q.Window, lim.MaxWindow); err != nil {
+		return err
+	}
+	if err := checkRange("min_sources", q.MinSources, len(stage1)); err != nil {
+		return err
+	}
+	switch q.Fusion.Mode {
+	case "", FusionRRF, FusionScore, FusionDBSF:
+	default:
+		return qerr("fusion.mode", "unknown mode %q (want rrf, score or dbsf)", truncate(q.Fusion.Mode, 32))
+	}
+	if q.Fusion.K < 0 {
+		return qerr("fusion.k", "must not be negative")
+	}
+	names := make([]string, 0, len(q.Sources))
+	for name := range q.Sources {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !knownSource(name) {
+			return qerr("sources", "unknown source %q (want vector, keyword, graph or graph_expand)", truncate(name, 32))
+		}
+		o := q.Sources[name]
+		f := "sources." + name + "."
+		if err := checkRange(f+"k", o.K, lim.MaxK); err != nil {
+			return err
+		}
+		if err := checkWeight(f+"weight", o.Weight); err != nil {
+			return err
+		}
+		if o.TimeoutMS < 0 {
+			return qerr(f+"timeout_ms", "must not be negative")
+		}
+		if time.Duration(o.TimeoutMS)*time.Millisecond > lim.MaxBudget {
+			return qerr(f+"timeout_ms", "%d above the maximum %d", o.TimeoutMS, lim.MaxBudget.Milliseconds())
+		}
+	}
+	if err := checkRange("expand.seeds", q.Expand.Seeds, lim.MaxExpandSeeds); err != nil {
+		return err
+	}
+	if err := checkRange("expand.hops", q.Expand.Hops, lim.MaxHops); err != nil {
+		return err
+	}
+	if err := checkRange("expand.limit", q.Expand.Limit, lim.MaxK); err != nil {
+		return err
+	}
+	return checkWeight("expand.weight", q.Expand.Weight)
+}
+
+func checkRange(field string, v, maxV int) error {
+	if v < 0 {
+		return qerr(field, "must not be negative")
+	}
+	if v > maxV {
+		return qerr(field, "%d above the maximum %d", v, maxV)
+	}
+	return nil
+}
+
+func checkWeight(field string, w float64) error {
+	if math.IsNaN(w) || math.IsInf(w, 0) {
+		return qerr(field, "must be a finite number")
+	}
+	if w < 0 {
+		return qerr(field, "must not be negative")
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

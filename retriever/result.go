@@ -1,0 +1,142 @@
+package retriever
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// Status is what happened to one source (or hydrator) during a query.
+type Status string
+
+// Source statuses.
+const (
+	// StatusOK: the source answered; its list was fused.
+	StatusOK Status = "ok"
+	// StatusCircuitOpen: the source's (or the embedder's) breaker was open;
+	// it was skipped without being called.
+	StatusCircuitOpen Status = "circuit_open"
+	// StatusError: the source failed (backend error, panic, rejected query).
+	StatusError Status = "error"
+	// StatusTimeout: the source's own deadline or the query budget expired.
+	StatusTimeout Status = "timeout"
+	// StatusDisabled: not configured on this server, or switched off.
+	StatusDisabled Status = "disabled"
+	// StatusSkipped: enabled but not applicable to this query (no text for
+	// keyword or graph, no vector and no embedder, nothing to expand).
+	StatusSkipped Status = "skipped"
+)
+
+// SourceStatus reports one source's part in a query.
+type SourceStatus struct {
+	Status Status `json:"status"`
+	// TookMS is the source's wall time, embedding included for vector.
+	TookMS float64 `json:"took_ms"`
+	// Returned is the number of refs the source returned (documents, for a
+	// hydrator).
+	Returned int `json:"returned"`
+	// Error is a short operator-safe reason; it never contains query text.
+	Error string `json:"error,omitempty"`
+	// RetryInMS, for circuit_open, is how long until the breaker admits a
+	// trial call.
+	RetryInMS int64 `json:"retry_in_ms,omitempty"`
+}
+
+// Hit is one ranked result.
+type Hit struct {
+	ID string `json:"id"`
+	// Rank is the 1-based position in the fused ranking (offset included).
+	Rank  int     `json:"rank"`
+	Score float64 `json:"score"`
+	// Document is the hydrated document without its vector; nil when no
+	// hydrator could provide it (the id is then listed in Result.Missing).
+	Document *spi.Document `json:"document,omitempty"`
+	// Explain, when the query asked for it, has one entry per fused list;
+	// the entry is null when that source did not return the document.
+	Explain map[string]*Contribution `json:"explain,omitempty"`
+}
+
+// FusionSettings are the effective fusion settings of a query.
+type FusionSettings struct {
+	Mode string `json:"mode"`
+	// K is the RRF rank constant; zero (omitted) for other modes.
+	K      int `json:"k,omitempty"`
+	Window int `json:"window"`
+	// Weights are the weights of the sources enabled for this query.
+	Weights map[string]float64 `json:"weights"`
+	// Expand holds the stage-2 settings; nil when stage 2 was not enabled.
+	Expand *ExpandSettings `json:"expand,omitempty"`
+}
+
+// ExpandSettings are the effective stage-2 settings.
+type ExpandSettings struct {
+	Seeds  int     `json:"seeds"`
+	Hops   int     `json:"hops"`
+	Limit  int     `json:"limit"`
+	Weight float64 `json:"weight"`
+}
+
+// Result is the answer to a Query; it is also the JSON body of the HTTP
+// search response.
+type Result struct {
+	Hits []Hit `json:"hits"`
+	// Sources has an entry for vector, keyword, graph and graph_expand.
+	Sources map[string]SourceStatus `json:"sources"`
+	// Partial: the answer is incomplete — an enabled source answered with
+	// error, timeout or circuit_open, so its list is missing from the
+	// fusion, or a document of the page could not be hydrated (Missing is
+	// not empty).
+	Partial bool `json:"partial"`
+	// Degraded: a component was unhealthy during this query — a source
+	// timed out, was circuit-open, or failed for any reason other than
+	// rejecting the query as invalid; or a hydrator failed, timed out or was
+	// circuit-open, even if a fallback covered for it.
+	Degraded bool           `json:"degraded"`
+	Fusion   FusionSettings `json:"fusion"`
+	// Missing lists the page ids for which no document was hydrated.
+	Missing []string `json:"missing"`
+	// Hydration has one entry per configured hydrator.
+	Hydration map[string]SourceStatus `json:"hydration,omitempty"`
+	TookMS    float64                 `json:"took_ms"`
+	// Total is the number of fused candidates available to page through
+	// (at most the window).
+	Total  int `json:"total"`
+	Offset int `json:"offset"`
+	Limit  int `json:"limit"`
+}
+
+// ErrNotEnoughSources means fewer stage-1 sources answered ok than the
+// query's min_sources. The HTTP API maps it to 503.
+var ErrNotEnoughSources = errors.New("retriever: not enough healthy sources")
+
+// NotEnoughSourcesError carries every source's status when a query failed
+// for lack of healthy sources. errors.Is(err, ErrNotEnoughSources) holds.
+type NotEnoughSourcesError struct {
+	Required int
+	Healthy  int
+	Sources  map[string]SourceStatus
+}
+
+func (e *NotEnoughSourcesError) Error() string {
+	names := make([]string, 0, len(e.Sources))
+	for n := range e.Sources {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v: %d of %d required answered", ErrNotEnoughSources, e.Healthy, e.Required)
+	for _, n := range names {
+		s := e.Sources[n]
+		fmt.Fprintf(&b, "; %s: %s", n, s.Status)
+		if s.Error != "" {
+			fmt.Fprintf(&b, " (%s)", s.Error)
+		}
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrNotEnoughSources.
+func (e *NotEnoughSourcesError) Unwrap() error { return ErrNotEnoughSources }
