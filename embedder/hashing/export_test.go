@@ -1,0 +1,4 @@
+package hashing
+
+// LogTF exposes the 1 + ln(tf) table to the black-box tests.
+var LogTF = logTF[:]
