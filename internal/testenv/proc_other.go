@@ -1,0 +1,8 @@
+//go:build !unix
+
+package testenv
+
+import "syscall"
+
+// sysProcAttr: other systems run the child as the test's own user.
+func sysProcAttr(*osUser) *syscall.SysProcAttr { return nil }
