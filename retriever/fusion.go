@@ -150,16 +150,32 @@ func fuse(lists []RankedList, value func(li, pos int, raw float64) float64) []Fu
 			f.Score += c
 		}
 	}
-	slices.SortFunc(out, compareFused)
-	return out
+	return sortFused(out)
 }
 
-// compareFused orders by fused score descending, then id ascending.
-func compareFused(a, b Fused) int {
-	if c := cmp.Compare(b.Score, a.Score); c != 0 {
-		return c
+// sortFused orders by fused score descending, then id ascending. It sorts
+// pointer-free keys and permutes once: swapping Fused values (which hold
+// pointers) costs a write barrier per move.
+func sortFused(out []Fused) []Fused {
+	type key struct {
+		score float64
+		i     int32
 	}
-	return strings.Compare(a.ID, b.ID)
+	keys := make([]key, len(out))
+	for i := range out {
+		keys[i] = key{out[i].Score, int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return strings.Compare(out[a.i].ID, out[b.i].ID)
+	})
+	sorted := make([]Fused, len(out))
+	for i, k := range keys {
+		sorted[i] = out[k.i]
+	}
+	return sorted
 }
 
 // normBounds maps a raw score linearly from [lo, hi] to [0, 1], clipped.
