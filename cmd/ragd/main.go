@@ -1,0 +1,19 @@
+// Command ragd is the hybrid retrieval service and its operator tools.
+//
+// main only wires the process (signals, exit code) to run, which tests
+// call directly.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

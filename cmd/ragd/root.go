@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and failed
+	exitUsage   = 2 // bad flags or arguments
+)
+
+// app is what every subcommand may use instead of globals: where to write
+// and, later, the shared logger and configuration.
+type app struct {
+	stdout, stderr io.Writer
+}
+
+// subcommands lists the constructors of ragd's subcommands, one per file.
+// To add a subcommand, write newXxxCmd(*app) *cobra.Command in xxx.go and
+// add it here.
+func subcommands() []func(*app) *cobra.Command {
+	return []func(*app) *cobra.Command{
+		newBreakerCmd,
+	}
+}
+
+// run executes ragd with args (without the program name) and returns the
+// process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr}
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "ragd: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintln(stderr, "Run 'ragd --help' for usage.")
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// newRootCmd builds the "ragd" command with every subcommand attached.
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "ragd",
+		Short: "ragd is a hybrid retrieval service",
+		Long: "ragd answers retrieval queries by fusing vector, keyword and graph\n" +
+			"search, with every backend behind a circuit breaker.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("unknown command %q", args[0])}
+			}
+			return cmd.Help()
+		},
+	}
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.CompletionOptions.DisableDefaultCmd = true
+	for _, newCmd := range subcommands() {
+		root.AddCommand(newCmd(a))
+	}
+	return root
+}
+
+// usageError marks errors in flags or arguments (exit code 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// noArgs rejects positional arguments as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args)}
+	}
+	return nil
+}
