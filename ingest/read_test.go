@@ -1,0 +1,278 @@
+package ingest_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/spi"
+)
+
+type readItem struct {
+	line ingest.Line
+	err  error
+}
+
+func readAll(r io.Reader, opts ingest.ReadOptions) []readItem {
+	var out []readItem
+	for l, err := range ingest.Read(r, opts) {
+		out = append(out, readItem{l, err})
+	}
+	return out
+}
+
+func TestReadJSONL(t *testing.T) {
+	in := `{"id":"a","title":"T","text":"x","metadata":{"lang":"en"},"vector":[1,2],"entities":["e"],"links":["b"],"updated_at":"2026-01-02T03:04:05Z"}
+
+{"id":"b","txt":"typo"}
+not json
+{"id":"c","metadata":{"n":1}}
+{"id":"d"}`
+	items := readAll(strings.NewReader(in), ingest.ReadOptions{Format: ingest.FormatJSONL})
+	if len(items) != 5 {
+		t.Fatalf("got %d items, want 5 (blank line skipped)", len(items))
+	}
+	a := items[0]
+	if a.err != nil || a.line.Number != 1 || a.line.Offset != 0 {
+		t.Fatalf("first item = %+v", a)
+	}
+	want := spi.Document{ID: "a", Title: "T", Text: "x", Metadata: map[string]string{"lang": "en"}, Vector: []float32{1, 2},
+		Entities: []string{"e"}, Links: []string{"b"}, UpdatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	if fmt.Sprintf("%+v", a.line.Doc) != fmt.Sprintf("%+v", want) {
+		t.Fatalf("doc = %+v\nwant %+v", a.line.Doc, want)
+	}
+	for i, wantLine := range map[int]int{1: 3, 2: 4, 3: 5} {
+		var le *ingest.LineError
+		if !errors.As(items[i].err, &le) || le.Line != wantLine || !errors.Is(items[i].err, ingest.ErrBadInput) {
+			t.Errorf("item %d: err = %v, want a LineError for line %d", i, items[i].err, wantLine)
+		}
+		if !strings.Contains(items[i].err.Error(), fmt.Sprintf("line %d", wantLine)) {
+			t.Errorf("item %d: message %q lacks the line number", i, items[i].err)
+		}
+	}
+	if !strings.Contains(items[1].err.Error(), "txt") {
+		t.Errorf("unknown key not named: %v", items[1].err)
+	}
+	d := items[4]
+	if d.err != nil || d.line.Doc.ID != "d" || d.line.Number != 6 || d.line.End != int64(len(in)) {
+		t.Fatalf("last line without newline: %+v", d)
+	}
+}
+
+func TestReadBEIRAndAuto(t *testing.T) {
+	in := `{"_id": "1", "title": "t1", "text": "body", "metadata": {"url": "http://x", "year": 1968, "tags": ["a", "b"], "none": null}, "extra": true}
+{"_id": 2, "title": "", "text": "numeric id"}
+`
+	for _, f := range []ingest.Format{ingest.FormatBEIR, ingest.FormatAuto} {
+		items := readAll(strings.NewReader(in), ingest.ReadOptions{Format: f})
+		if len(items) != 2 || items[0].err != nil || items[1].err != nil {
+			t.Fatalf("format %q: %+v", f, items)
+		}
+		d := items[0].line.Doc
+		if d.ID != "1" || d.Title != "t1" || d.Text != "body" {
+			t.Fatalf("doc = %+v", d)
+		}
+		wantMD := map[string]string{"url": "http://x", "year": "1968", "tags": `["a","b"]`}
+		if fmt.Sprint(d.Metadata) != fmt.Sprint(wantMD) {
+			t.Fatalf("metadata = %v, want %v", d.Metadata, wantMD)
+		}
+		if items[1].line.Doc.ID != "2" {
+			t.Fatalf("numeric _id = %q", items[1].line.Doc.ID)
+		}
+	}
+	items := readAll(strings.NewReader(`{"title":"no id"}`), ingest.ReadOptions{Format: ingest.FormatBEIR})
+	if len(items) != 1 || !errors.Is(items[0].err, ingest.ErrBadInput) {
+		t.Fatalf("missing _id: %+v", items)
+	}
+}
+
+func TestReadLongLineIsSkipped(t *testing.T) {
+	in := `{"id":"a","text":"` + strings.Repeat("x", 200) + `"}` + "\n" + `{"id":"b","text":"ok"}` + "\n"
+	items := readAll(strings.NewReader(in), ingest.ReadOptions{MaxLineBytes: 100})
+	if len(items) != 2 {
+		t.Fatalf("items = %+v", items)
+	}
+	if items[0].err == nil || !strings.Contains(items[0].err.Error(), "longer than 100") {
+		t.Fatalf("long line: %v", items[0].err)
+	}
+	if items[1].err != nil || items[1].line.Doc.ID != "b" || items[1].line.Number != 2 {
+		t.Fatalf("line after the long one: %+v", items[1])
+	}
+}
+
+func TestReadStopsOnBreak(t *testing.T) {
+	n := 0
+	for range ingest.ReadDocuments(strings.NewReader("{\"id\":\"a\"}\n{\"id\":\"b\"}\n"), ingest.FormatJSONL) {
+		n++
+		break
+	}
+	if n != 1 {
+		t.Fatalf("iterated %d times after break", n)
+	}
+}
+
+type failingReader struct{ data string }
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	if f.data == "" {
+		return 0, errors.New("disk gone")
+	}
+	n := copy(p, f.data)
+	f.data = f.data[n:]
+	return n, nil
+}
+
+func TestReadError(t *testing.T) {
+	items := readAll(&failingReader{data: "{\"id\":\"a\"}\n"}, ingest.ReadOptions{})
+	if len(items) != 2 || items[0].err != nil || items[1].err == nil || !strings.Contains(items[1].err.Error(), "disk gone") {
+		t.Fatalf("items = %+v", items)
+	}
+}
+
+func TestResumeFromCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	input := filepath.Join(dir, "docs.jsonl")
+	var b strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&b, `{"id":"d%d","text":"t"}`+"\n", i)
+	}
+	if err := os.WriteFile(input, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ck := &ingest.Checkpoint{Path: input + ".ckpt", Input: input, Now: func() time.Time { return fixedNow }}
+
+	// First run: commit after line 4, then "crash".
+	f, err := os.Open(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos, err := ck.Load(-1)
+	if err != nil || pos != (ingest.Position{}) {
+		t.Fatalf("fresh Load = %+v, %v", pos, err)
+	}
+	for l, err := range ingest.ReadDocuments(f, ingest.FormatJSONL) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Number == 4 {
+			if err := ck.Save(l.Next()); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	f.Close()
+
+	// Second run resumes at line 5 with absolute numbers and offsets.
+	st, _ := os.Stat(input)
+	pos, err = ck.Load(st.Size())
+	if err != nil || pos.Line != 4 {
+		t.Fatalf("Load = %+v, %v", pos, err)
+	}
+	f, err = os.Open(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := ingest.SeekTo(f, pos); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	var last ingest.Line
+	for l, err := range ingest.Read(f, ingest.ReadOptions{Start: pos}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, l.Doc.ID)
+		last = l
+	}
+	if got := strings.Join(ids, ","); got != "d4,d5,d6,d7,d8,d9" {
+		t.Fatalf("resumed ids = %s", got)
+	}
+	if last.Number != 10 || last.End != st.Size() {
+		t.Fatalf("last line = %d end %d, want 10 and %d", last.Number, last.End, st.Size())
+	}
+	if err := ck.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ck.Remove(); err != nil {
+		t.Fatalf("second Remove: %v", err)
+	}
+	if pos, err := ck.Load(-1); err != nil || pos != (ingest.Position{}) {
+		t.Fatalf("Load after Remove = %+v, %v", pos, err)
+	}
+}
+
+func TestSeekToRejectsNonBoundary(t *testing.T) {
+	r := strings.NewReader("{\"id\":\"a\"}\n{\"id\":\"b\"}\n")
+	if err := ingest.SeekTo(r, ingest.Position{Line: 1, Offset: 5}); !errors.Is(err, ingest.ErrCheckpoint) {
+		t.Fatalf("mid-line offset: %v", err)
+	}
+	if err := ingest.SeekTo(r, ingest.Position{Line: 9, Offset: 500}); !errors.Is(err, ingest.ErrCheckpoint) {
+		t.Fatalf("offset past end: %v", err)
+	}
+	if err := ingest.SeekTo(r, ingest.Position{Line: 1, Offset: 11}); err != nil {
+		t.Fatalf("boundary offset: %v", err)
+	}
+}
+
+func TestCheckpointMismatch(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "x.ckpt")
+	a := &ingest.Checkpoint{Path: path, Input: "/data/a.jsonl"}
+	if err := a.Save(ingest.Position{Line: 3, Offset: 90}); err != nil {
+		t.Fatal(err)
+	}
+	b := &ingest.Checkpoint{Path: path, Input: "/data/b.jsonl"}
+	if _, err := b.Load(-1); !errors.Is(err, ingest.ErrCheckpoint) {
+		t.Fatalf("other input: %v", err)
+	}
+	if _, err := a.Load(50); !errors.Is(err, ingest.ErrCheckpoint) {
+		t.Fatalf("shrunk input: %v", err)
+	}
+	if pos, err := a.Load(90); err != nil || pos != (ingest.Position{Line: 3, Offset: 90}) {
+		t.Fatalf("Load = %+v, %v", pos, err)
+	}
+	if err := os.WriteFile(path, []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Load(-1); !errors.Is(err, ingest.ErrCheckpoint) {
+		t.Fatalf("corrupt file: %v", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("temporary files left behind: %v", entries)
+	}
+}
+
+func TestResolveInputAndParseFormat(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := ingest.ResolveInput(dir, ingest.FormatAuto); err == nil {
+		t.Fatal("a directory without corpus.jsonl must fail")
+	}
+	corpus := filepath.Join(dir, "corpus.jsonl")
+	if err := os.WriteFile(corpus, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file, f, err := ingest.ResolveInput(dir, ingest.FormatAuto)
+	if err != nil || file != corpus || f != ingest.FormatBEIR {
+		t.Fatalf("ResolveInput(dir) = %q %q %v", file, f, err)
+	}
+	if file, f, err := ingest.ResolveInput(corpus, ingest.FormatJSONL); err != nil || file != corpus || f != ingest.FormatJSONL {
+		t.Fatalf("ResolveInput(file) = %q %q %v", file, f, err)
+	}
+	for in, want := range map[string]ingest.Format{"": ingest.FormatAuto, "auto": ingest.FormatAuto, "JSONL": ingest.FormatJSONL, "beir": ingest.FormatBEIR} {
+		if got, err := ingest.ParseFormat(in); err != nil || got != want {
+			t.Errorf("ParseFormat(%q) = %q, %v", in, got, err)
+		}
+	}
+	if _, err := ingest.ParseFormat("csv"); !errors.Is(err, ingest.ErrBadInput) {
+		t.Errorf("ParseFormat(csv) = %v", err)
+	}
+}

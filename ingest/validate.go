@@ -1,0 +1,209 @@
+package ingest
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// Result codes. A Result with Status "failed" or "partial" carries one.
+const (
+	CodeInvalidID       = "invalid_id"       // empty, too long, control characters or invalid UTF-8
+	CodeDuplicateID     = "duplicate_id"     // the id appears earlier in the same batch
+	CodeInvalidTenant   = "invalid_tenant"   // too long or control characters
+	CodeTooLarge        = "too_large"        // title or text above the limit
+	CodeInvalidText     = "invalid_text"     // title or text is not valid UTF-8
+	CodeEmptyDocument   = "empty_document"   // no title, no text and no vector
+	CodeInvalidMetadata = "invalid_metadata" // too many keys, empty or long keys, long values
+	CodeInvalidVector   = "invalid_vector"   // wrong dimension, NaN or Inf
+	CodeInvalidEntities = "invalid_entities" // too many, empty or long entities or links
+
+	CodeEmbedderUnavailable = "embedder_unavailable" // the embedder failed (down, breaker open, bad output)
+	CodeEmbedderRejected    = "embedder_rejected"    // the embedder refused this text (spi.ErrInvalidQuery)
+
+	CodeStoreUnavailable = "store_unavailable" // the record store failed with spi.ErrUnavailable
+	CodeStoreRejected    = "store_rejected"    // the record store refused the document (spi.ErrInvalidQuery)
+	CodeStoreFailed      = "store_failed"      // the record store failed otherwise
+
+	CodeDerivedStoreFailed = "derived_store_failed" // Status partial: see Result.Stores
+	CodeCanceled           = "canceled"             // ctx ended before the document was written
+)
+
+// Limits bound one document. Zero fields take the Default* values.
+type Limits struct {
+	MaxIDBytes            int `yaml:"max_id_bytes" json:"max_id_bytes"`
+	MaxTitleBytes         int `yaml:"max_title_bytes" json:"max_title_bytes"`
+	MaxTextBytes          int `yaml:"max_text_bytes" json:"max_text_bytes"`
+	MaxMetadataKeys       int `yaml:"max_metadata_keys" json:"max_metadata_keys"`
+	MaxMetadataKeyBytes   int `yaml:"max_metadata_key_bytes" json:"max_metadata_key_bytes"`
+	MaxMetadataValueBytes int `yaml:"max_metadata_value_bytes" json:"max_metadata_value_bytes"`
+	MaxEntities           int `yaml:"max_entities" json:"max_entities"`
+	MaxLinks              int `yaml:"max_links" json:"max_links"`
+	MaxEntityBytes        int `yaml:"max_entity_bytes" json:"max_entity_bytes"`
+}
+
+// Default limits.
+const (
+	DefaultMaxIDBytes            = 256
+	DefaultMaxTitleBytes         = 4 << 10
+	DefaultMaxTextBytes          = 1 << 20
+	DefaultMaxMetadataKeys       = 64
+	DefaultMaxMetadataKeyBytes   = 128
+	DefaultMaxMetadataValueBytes = 4 << 10
+	DefaultMaxEntities           = 256
+	DefaultMaxLinks              = 256
+	DefaultMaxEntityBytes        = 256
+)
+
+// WithDefaults returns l with zero fields set to the defaults.
+func (l Limits) WithDefaults() Limits {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&l.MaxIDBytes, DefaultMaxIDBytes)
+	def(&l.MaxTitleBytes, DefaultMaxTitleBytes)
+	def(&l.MaxTextBytes, DefaultMaxTextBytes)
+	def(&l.MaxMetadataKeys, DefaultMaxMetadataKeys)
+	def(&l.MaxMetadataKeyBytes, DefaultMaxMetadataKeyBytes)
+	def(&l.MaxMetadataValueBytes, DefaultMaxMetadataValueBytes)
+	def(&l.MaxEntities, DefaultMaxEntities)
+	def(&l.MaxLinks, DefaultMaxLinks)
+	def(&l.MaxEntityBytes, DefaultMaxEntityBytes)
+	return l
+}
+
+// Validate rejects negative limits.
+func (l Limits) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"max_id_bytes", l.MaxIDBytes}, {"max_title_bytes", l.MaxTitleBytes}, {"max_text_bytes", l.MaxTextBytes},
+		{"max_metadata_keys", l.MaxMetadataKeys}, {"max_metadata_key_bytes", l.MaxMetadataKeyBytes},
+		{"max_metadata_value_bytes", l.MaxMetadataValueBytes}, {"max_entities", l.MaxEntities},
+		{"max_links", l.MaxLinks}, {"max_entity_bytes", l.MaxEntityBytes},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("%w: limits.%s must be >= 0, got %d", ErrConfig, f.name, f.v)
+		}
+	}
+	return nil
+}
+
+// docError is a validation failure: a code and a message that never quotes
+// the document's content.
+type docError struct {
+	code, msg string
+}
+
+func invalid(code, format string, args ...any) *docError {
+	return &docError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// ValidateID checks a document id: non-empty, valid UTF-8, at most maxBytes
+// bytes, no control characters.
+func ValidateID(id string, maxBytes int) error {
+	if e := checkID("id", id, maxBytes); e != nil {
+		return fmt.Errorf("%w: %s", spi.ErrInvalidQuery, e.msg)
+	}
+	return nil
+}
+
+func checkID(what, id string, maxBytes int) *docError {
+	switch {
+	case id == "":
+		return invalid(CodeInvalidID, "%s must not be empty", what)
+	case len(id) > maxBytes:
+		return invalid(CodeInvalidID, "%s is %d bytes, at most %d allowed", what, len(id), maxBytes)
+	case !utf8.ValidString(id):
+		return invalid(CodeInvalidID, "%s is not valid UTF-8", what)
+	case hasControl(id):
+		return invalid(CodeInvalidID, "%s contains control characters", what)
+	}
+	return nil
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// validate checks one document against the limits and the vector dimension
+// (dim 0 means vectors are not accepted: there is no vector store).
+func validate(d *spi.Document, l Limits, dim int) *docError {
+	if e := checkID("id", d.ID, l.MaxIDBytes); e != nil {
+		return e
+	}
+	if d.Tenant != "" {
+		if e := checkID("tenant", d.Tenant, l.MaxIDBytes); e != nil {
+			e.code = CodeInvalidTenant
+			return e
+		}
+	}
+	if len(d.Title) > l.MaxTitleBytes {
+		return invalid(CodeTooLarge, "title is %d bytes, at most %d allowed", len(d.Title), l.MaxTitleBytes)
+	}
+	if len(d.Text) > l.MaxTextBytes {
+		return invalid(CodeTooLarge, "text is %d bytes, at most %d allowed", len(d.Text), l.MaxTextBytes)
+	}
+	if !utf8.ValidString(d.Title) || !utf8.ValidString(d.Text) {
+		return invalid(CodeInvalidText, "title or text is not valid UTF-8")
+	}
+	if d.Title == "" && d.Text == "" && len(d.Vector) == 0 {
+		return invalid(CodeEmptyDocument, "document has no title, text or vector")
+	}
+	if len(d.Metadata) > l.MaxMetadataKeys {
+		return invalid(CodeInvalidMetadata, "metadata has %d keys, at most %d allowed", len(d.Metadata), l.MaxMetadataKeys)
+	}
+	for _, k := range slices.Sorted(maps.Keys(d.Metadata)) {
+		v := d.Metadata[k]
+		switch {
+		case k == "":
+			return invalid(CodeInvalidMetadata, "metadata key must not be empty")
+		case len(k) > l.MaxMetadataKeyBytes:
+			return invalid(CodeInvalidMetadata, "metadata key is %d bytes, at most %d allowed", len(k), l.MaxMetadataKeyBytes)
+		case hasControl(k) || !utf8.ValidString(k):
+			return invalid(CodeInvalidMetadata, "metadata key contains control characters or invalid UTF-8")
+		case len(v) > l.MaxMetadataValueBytes:
+			return invalid(CodeInvalidMetadata, "metadata value of key %q is %d bytes, at most %d allowed", k, len(v), l.MaxMetadataValueBytes)
+		case !utf8.ValidString(v):
+			return invalid(CodeInvalidMetadata, "metadata value of key %q is not valid UTF-8", k)
+		}
+	}
+	if len(d.Vector) > 0 {
+		if dim == 0 {
+			return invalid(CodeInvalidVector, "a vector was given but no vector store is configured")
+		}
+		if err := spi.ValidateVector(d.Vector, dim); err != nil {
+			return invalid(CodeInvalidVector, "%v", err)
+		}
+	}
+	if len(d.Entities) > l.MaxEntities {
+		return invalid(CodeInvalidEntities, "%d entities, at most %d allowed", len(d.Entities), l.MaxEntities)
+	}
+	for i, e := range d.Entities {
+		if e == "" || len(e) > l.MaxEntityBytes || !utf8.ValidString(e) || hasControl(e) {
+			return invalid(CodeInvalidEntities, "entity %d must be 1 to %d bytes of UTF-8 without control characters", i, l.MaxEntityBytes)
+		}
+	}
+	if len(d.Links) > l.MaxLinks {
+		return invalid(CodeInvalidEntities, "%d links, at most %d allowed", len(d.Links), l.MaxLinks)
+	}
+	for i, id := range d.Links {
+		if e := checkID(fmt.Sprintf("link %d", i), id, l.MaxIDBytes); e != nil {
+			e.code = CodeInvalidEntities
+			return e
+		}
+	}
+	return nil
+}
