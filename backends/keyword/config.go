@@ -1,0 +1,101 @@
+package keyword
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/blevesearch/bleve/v2/registry"
+)
+
+// Defaults applied by Config.withDefaults for zero-valued fields.
+const (
+	DefaultTitleBoost  = 1.5
+	DefaultAnalyzer    = "en"
+	DefaultBatchSize   = 500
+	DefaultMaxK        = 10000
+	DefaultLockTimeout = 2 * time.Second
+)
+
+// Config configures a keyword Backend. The zero value of every field but Dir
+// selects the default.
+type Config struct {
+	// Dir is the index directory. It is created when missing.
+	Dir string
+	// TitleBoost multiplies title matches relative to text matches (>= 0;
+	// 0 selects DefaultTitleBoost). It applies at query time, so it can be
+	// changed without a rebuild.
+	TitleBoost float64
+	// Analyzer names the bleve analyzer for title and text ("en" by
+	// default; "standard" or "simple" disable stemming). It is fixed when
+	// the index is created: opening an index built with another analyzer
+	// fails with ErrIncompatible.
+	Analyzer string
+	// BatchSize bounds the documents per bleve batch in Upsert and Rebuild.
+	BatchSize int
+	// MaxK bounds KeywordRequest.K; larger requests wrap spi.ErrInvalidQuery.
+	MaxK int
+	// LockTimeout bounds the wait for the index's file lock at open; an
+	// index held by another process fails with ErrLocked instead of hanging.
+	LockTimeout time.Duration
+	// Logger receives operational events (never query text or document
+	// bodies). Nil discards.
+	Logger *slog.Logger
+	// Now is the clock used for health latency. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Validate reports a configuration Open cannot use.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Dir == "" {
+		errs = append(errs, errors.New("dir must be set"))
+	}
+	if c.TitleBoost < 0 {
+		errs = append(errs, fmt.Errorf("title boost %v must not be negative", c.TitleBoost))
+	}
+	if c.BatchSize < 0 {
+		errs = append(errs, fmt.Errorf("batch size %d must not be negative", c.BatchSize))
+	}
+	if c.MaxK < 0 {
+		errs = append(errs, fmt.Errorf("max k %d must not be negative", c.MaxK))
+	}
+	if c.LockTimeout < 0 {
+		errs = append(errs, fmt.Errorf("lock timeout %v must not be negative", c.LockTimeout))
+	}
+	if _, builtin := builtinAnalyzers()[c.Analyzer]; c.Analyzer != "" && !builtin {
+		if _, err := registry.NewCache().AnalyzerNamed(c.Analyzer); err != nil {
+			errs = append(errs, fmt.Errorf("unknown analyzer %q", c.Analyzer))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("keyword: config: %w", err)
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.TitleBoost == 0 {
+		c.TitleBoost = DefaultTitleBoost
+	}
+	if c.Analyzer == "" {
+		c.Analyzer = DefaultAnalyzer
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.MaxK == 0 {
+		c.MaxK = DefaultMaxK
+	}
+	if c.LockTimeout == 0 {
+		c.LockTimeout = DefaultLockTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}

@@ -1,0 +1,172 @@
+package keyword
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// Retrieve returns up to req.K refs ordered by descending BM25 score, ties
+// by ascending id. Score is bleve's BM25 score (see docs/keyword.md for how
+// it differs from textbook BM25); the tenant and metadata filters restrict
+// the candidates without changing scores.
+//
+// req.Text is analysed with the index analyzer and matched as words: each
+// term is looked up in title (boosted by Config.TitleBoost) and text.
+// Characters such as ':' '(' '"' have no meaning. Text that is empty or
+// consists only of stop words and punctuation yields no refs and no error.
+// With req.Syntax set, Text is parsed as bleve query-string syntax instead;
+// unqualified terms then search the text field, and a parse error wraps
+// spi.ErrInvalidQuery.
+//
+// K < 1, K > Config.MaxK and an invalid filter wrap spi.ErrInvalidQuery.
+// A done ctx stops the search and the error wraps ctx.Err().
+func (b *Backend) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.Ref, error) {
+	if req.K < 1 || req.K > b.cfg.MaxK {
+		return nil, fmt.Errorf("keyword: retrieve: %w: k=%d, want 1..%d", spi.ErrInvalidQuery, req.K, b.cfg.MaxK)
+	}
+	if err := req.Filter.Validate(); err != nil {
+		return nil, fmt.Errorf("keyword: retrieve: %w", err)
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return nil, nil
+	}
+	st, unlock, err := b.acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("keyword: retrieve: %w", err)
+	}
+	defer unlock()
+	var q query.Query
+	if req.Syntax {
+		qs := bleve.NewQueryStringQuery(req.Text)
+		if err := qs.Validate(); err != nil {
+			return nil, fmt.Errorf("keyword: retrieve: %w: query syntax: %v", spi.ErrInvalidQuery, err)
+		}
+		parsed, err := qs.Parse()
+		if err != nil {
+			return nil, fmt.Errorf("keyword: retrieve: %w: query syntax: %v", spi.ErrInvalidQuery, err)
+		}
+		q = parsed
+	} else {
+		q = textQuery(st.an, req.Text, b.cfg.TitleBoost)
+		if q == nil {
+			return nil, nil
+		}
+	}
+	var filterFields []string
+	if f := filterQuery(req.Tenant, req.Filter); f != nil {
+		bq := query.NewBooleanQuery([]query.Query{q}, nil, nil)
+		bq.AddFilter(f)
+		q = bq
+		if req.Tenant != "" {
+			filterFields = append(filterFields, fieldTenant)
+		}
+		for _, k := range req.Filter.Keys() {
+			filterFields = append(filterFields, fieldMetaPref+k)
+		}
+	}
+	sr := bleve.NewSearchRequestOptions(q, req.K, 0, false)
+	sr.SortBy([]string{"-_score", "_id"})
+	if !req.Syntax && !b.bleveStats {
+		// Query-string searches may name any field, so they keep
+		// bleve's own statistics; see stats.go.
+		n, err := st.idx.DocCount()
+		if err != nil {
+			return nil, fmt.Errorf("keyword: retrieve: %w: doc count: %v", spi.ErrUnavailable, err)
+		}
+		sr.PreSearchData = map[string]any{search.BM25PreSearchDataKey: st.bm25Stats(n, filterFields)}
+	}
+	res, err := st.idx.SearchInContext(ctx, sr)
+	if err != nil {
+		if cerr := ctxErr(ctx); cerr != nil {
+			return nil, fmt.Errorf("keyword: retrieve: %w", cerr)
+		}
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("keyword: retrieve: %w", err)
+		}
+		if req.Syntax {
+			// Searcher construction can still reject a parsed query
+			// (e.g. a regexp bleve cannot compile).
+			return nil, fmt.Errorf("keyword: retrieve: %w: %v", spi.ErrInvalidQuery, err)
+		}
+		return nil, fmt.Errorf("keyword: retrieve: %w: %v", spi.ErrUnavailable, err)
+	}
+	refs := make([]spi.Ref, 0, len(res.Hits))
+	for _, h := range res.Hits {
+		refs = append(refs, spi.Ref{ID: h.ID, Score: h.Score, Source: spi.SourceKeyword})
+	}
+	sort.SliceStable(refs, func(i, j int) bool {
+		if refs[i].Score != refs[j].Score {
+			return refs[i].Score > refs[j].Score
+		}
+		return refs[i].ID < refs[j].ID
+	})
+	return refs, nil
+}
+
+// textQuery turns user text into a query over title and text without any
+// query syntax: the text is analysed once and every resulting term becomes
+// two term queries, title (boosted) and text, all in one disjunction. It
+// returns nil when the analysis leaves no terms (only stop words or
+// punctuation). Repeated words count repeatedly, like query term frequency.
+//
+// Other shapes were measured on Cranfield (a disjunction per term, one per
+// field, text only); see docs/keyword.md.
+func textQuery(an analysis.Analyzer, text string, titleBoost float64) query.Query {
+	tokens := an.Analyze([]byte(text))
+	if len(tokens) == 0 {
+		return nil
+	}
+	clauses := make([]query.Query, 0, 2*len(tokens))
+	for _, tok := range tokens {
+		title := query.NewTermQuery(string(tok.Term))
+		title.SetField(fieldTitle)
+		title.SetBoost(titleBoost)
+		body := query.NewTermQuery(string(tok.Term))
+		body.SetField(fieldText)
+		clauses = append(clauses, title, body)
+	}
+	dq := query.NewDisjunctionQuery(clauses)
+	dq.SetMin(1)
+	return dq
+}
+
+// filterQuery is the non-scoring restriction: the tenant term AND, per
+// metadata key, any of the allowed values. Nil when there is nothing to
+// restrict.
+func filterQuery(tenant string, f spi.Filter) query.Query {
+	var conj []query.Query
+	if tenant != "" {
+		t := query.NewTermQuery(tenant)
+		t.SetField(fieldTenant)
+		conj = append(conj, t)
+	}
+	for _, k := range f.Keys() {
+		var alts []query.Query
+		for _, v := range f[k] {
+			t := query.NewTermQuery(v)
+			t.SetField(fieldMetaPref + k)
+			alts = append(alts, t)
+		}
+		dq := query.NewDisjunctionQuery(alts)
+		dq.SetMin(1)
+		conj = append(conj, dq)
+	}
+	switch len(conj) {
+	case 0:
+		return nil
+	case 1:
+		return conj[0]
+	default:
+		return query.NewConjunctionQuery(conj)
+	}
+}

@@ -1,0 +1,195 @@
+package keyword
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// writeOp is one Upsert or Delete recorded while a Rebuild runs, replayed on
+// the new index before it goes live.
+type writeOp struct {
+	docs []spi.Document
+	del  []string
+}
+
+// Upsert inserts or replaces documents by id. All documents are validated
+// first: an empty id or an empty metadata key rejects the whole call with
+// an error wrapping spi.ErrInvalidQuery. Documents are written in bleve
+// batches of Config.BatchSize, each atomic and durable when it returns; a
+// call within one batch is atomic. When a later batch fails, the error is a
+// *spi.BatchError naming the documents not written. Vector, Entities and
+// Links are not kept.
+func (b *Backend) Upsert(ctx context.Context, docs []spi.Document) error {
+	for _, d := range docs {
+		if err := validateDoc(d); err != nil {
+			return fmt.Errorf("keyword: upsert: %w", err)
+		}
+	}
+	if len(docs) == 0 {
+		return nil
+	}
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	st, unlock, err := b.acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("keyword: upsert: %w", err)
+	}
+	defer unlock()
+	n, err := writeDocs(ctx, st, docs, b.cfg.BatchSize)
+	if n > 0 && b.pending != nil {
+		*b.pending = append(*b.pending, writeOp{docs: copyDocs(docs[:n])})
+	}
+	if err == nil {
+		return nil
+	}
+	if n == 0 {
+		return fmt.Errorf("keyword: upsert: %w", err)
+	}
+	failed := make(map[string]error, len(docs)-n)
+	for _, d := range docs[n:] {
+		failed[d.ID] = fmt.Errorf("keyword: upsert: %w", err)
+	}
+	return &spi.BatchError{Failed: failed}
+}
+
+// writeDocs indexes docs in batches of size and returns how many were
+// written. Each batch also carries the updated field totals, so documents
+// and statistics commit together. Callers serialise writes to s.
+func writeDocs(ctx context.Context, s *store, docs []spi.Document, size int) (int, error) {
+	for start := 0; start < len(docs); start += size {
+		if err := ctxErr(ctx); err != nil {
+			return start, err
+		}
+		end := min(start+size, len(docs))
+		if err := writeBatch(s, lastByID(docs[start:end]), nil); err != nil {
+			return start, err
+		}
+	}
+	return len(docs), nil
+}
+
+// writeBatch applies upserts and deletes as one atomic bleve batch.
+func writeBatch(s *store, docs []spi.Document, del []string) error {
+	adv, err := s.idx.Advanced()
+	if err != nil {
+		return fmt.Errorf("%w: %v", spi.ErrUnavailable, err)
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return fmt.Errorf("%w: reader: %v", spi.ErrUnavailable, err)
+	}
+	defer r.Close()
+	totals := *s.totals.Load()
+	batch := s.idx.NewBatch()
+	subtractOld := func(id string) error {
+		old, found, err := storedLens(r, id)
+		if err != nil {
+			return err
+		}
+		if found {
+			totals = totals.add(old, -1)
+		}
+		return nil
+	}
+	for _, d := range docs {
+		if err := subtractOld(d.ID); err != nil {
+			return err
+		}
+		doc, lens := buildDoc(d, s.an)
+		if err := batch.IndexAdvanced(doc); err != nil {
+			return fmt.Errorf("%w: %v", spi.ErrInvalidQuery, err)
+		}
+		totals = totals.add(lens, +1)
+	}
+	for _, id := range del {
+		if err := subtractOld(id); err != nil {
+			return err
+		}
+		batch.Delete(id)
+	}
+	batch.SetInternal(totalsKey, totals.encode())
+	if err := s.idx.Batch(batch); err != nil {
+		return fmt.Errorf("%w: batch: %v", spi.ErrUnavailable, err)
+	}
+	s.totals.Store(&totals)
+	return nil
+}
+
+// lastByID drops all but the last document of each id, keeping order, so
+// a batch never holds two versions of one document.
+func lastByID(docs []spi.Document) []spi.Document {
+	last := make(map[string]int, len(docs))
+	for i, d := range docs {
+		last[d.ID] = i
+	}
+	if len(last) == len(docs) {
+		return docs
+	}
+	out := make([]spi.Document, 0, len(last))
+	for i, d := range docs {
+		if last[d.ID] == i {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Delete removes documents by id in batches; unknown ids are ignored.
+func (b *Backend) Delete(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	st, unlock, err := b.acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("keyword: delete: %w", err)
+	}
+	defer unlock()
+	n, err := deleteIDs(ctx, st, ids, b.cfg.BatchSize)
+	if n > 0 && b.pending != nil {
+		*b.pending = append(*b.pending, writeOp{del: append([]string(nil), ids[:n]...)})
+	}
+	if err != nil {
+		return fmt.Errorf("keyword: delete: %w", err)
+	}
+	return nil
+}
+
+func deleteIDs(ctx context.Context, s *store, ids []string, size int) (int, error) {
+	for start := 0; start < len(ids); start += size {
+		if err := ctxErr(ctx); err != nil {
+			return start, err
+		}
+		end := min(start+size, len(ids))
+		if err := writeBatch(s, nil, uniqueIDs(ids[start:end])); err != nil {
+			return start, err
+		}
+	}
+	return len(ids), nil
+}
+
+func uniqueIDs(ids []string) []string {
+	seen := make(map[string]struct{}, len(ids))
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if _, dup := seen[id]; !dup && id != "" {
+			seen[id] = struct{}{}
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// copyDocs keeps what the index stores, detached from the caller's maps.
+func copyDocs(docs []spi.Document) []spi.Document {
+	out := make([]spi.Document, len(docs))
+	for i, d := range docs {
+		out[i] = spi.Document{ID: d.ID, Tenant: d.Tenant, Title: d.Title, Text: d.Text,
+			Metadata: maps.Clone(d.Metadata), UpdatedAt: d.UpdatedAt}
+	}
+	return out
+}
