@@ -158,6 +158,10 @@ type IngestConfig struct {
 	MaxDocsPerRequest int `yaml:"max_docs_per_request"`
 	MaxIDsPerRequest  int `yaml:"max_ids_per_request"`
 	MaxTextBytes      int `yaml:"max_text_bytes"`
+	// ExtractEntities fills the entities of documents that bring none with
+	// the built-in offline keyphrase extractor, so the graph has edges to
+	// follow for corpora without entity annotations.
+	ExtractEntities bool `yaml:"extract_entities"`
 }
 
 // AuthConfig configures bearer-token API keys.
@@ -222,7 +226,7 @@ func Default() Config {
 			Enabled:         true,
 			BreakerSettings: BreakerSettings{FailureThreshold: 5, ResetTimeoutS: 30, HalfOpenMaxCalls: 1, SuccessThreshold: 1},
 		},
-		Ingest: IngestConfig{BatchSize: 256, MaxDocsPerRequest: 1000, MaxIDsPerRequest: 1000, MaxTextBytes: 1 << 20},
+		Ingest: IngestConfig{BatchSize: 256, MaxDocsPerRequest: 1000, MaxIDsPerRequest: 1000, MaxTextBytes: 1 << 20, ExtractEntities: true},
 		Auth:   AuthConfig{Public: []string{"health", "ready", "metrics", "openapi"}},
 		Log:    LogConfig{Level: "info"},
 	}

@@ -1,0 +1,259 @@
+// Package app wires ragd together from a loaded rag.yaml: the embedder, the
+// three stores, one circuit breaker per backend, the hybrid retriever, the
+// write pipeline and the HTTP API. cmd/ragd only parses flags and calls it,
+// so end-to-end tests reuse the exact wiring the binary runs.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/retriever"
+	"github.com/ragd/ragd/spi"
+)
+
+// Options are the process-level dependencies New does not read from
+// rag.yaml.
+type Options struct {
+	// Logger receives JSON logs; nil builds one on stderr at the configured
+	// level.
+	Logger *slog.Logger
+	// Registry receives every metric; nil creates a fresh registry with the
+	// Go and process collectors.
+	Registry *prometheus.Registry
+	// Now is the clock for breakers and stores; nil means time.Now.
+	Now func() time.Time
+	// Version is reported by the API.
+	Version string
+}
+
+// App is a wired ragd instance. Close releases every store.
+type App struct {
+	Config   *config.Config
+	Logger   *slog.Logger
+	Registry *prometheus.Registry
+	// Breakers is nil when breakers are disabled in rag.yaml.
+	Breakers *breaker.Registry
+
+	// Embedder is breaker-wrapped when breakers are enabled.
+	Embedder spi.Embedder
+	// Vector, Keyword and Graph are the raw stores (nil when not
+	// configured); Sources hold the same stores breaker-wrapped.
+	Vector  spi.VectorRetrievalBackend
+	Keyword spi.KeywordRetrievalBackend
+	Graph   spi.GraphRetrievalBackend
+	Sources Sources
+
+	Retriever *retriever.HybridRetriever
+	Pipeline  *ingest.Pipeline
+
+	now     func() time.Time
+	version string
+	closers []io.Closer
+}
+
+// Sources are the breaker-guarded retrieval sources the retriever queries.
+type Sources struct {
+	Vector  spi.VectorRetrievalBackend
+	Keyword spi.KeywordRetrievalBackend
+	Graph   spi.GraphRetrievalBackend
+}
+
+// New opens every configured store and wires the retriever and the write
+// pipeline. On error, whatever was opened is closed again.
+func New(ctx context.Context, cfg *config.Config, opts Options) (a *App, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	a = &App{Config: cfg, Logger: opts.Logger, Registry: opts.Registry, now: opts.Now, version: opts.Version}
+	if a.Logger == nil {
+		a.Logger = NewLogger(os.Stderr, cfg.Log.Level)
+	}
+	if a.Registry == nil {
+		a.Registry = prometheus.NewRegistry()
+		a.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	defer func() {
+		if err != nil {
+			a.Close()
+			a = nil
+		}
+	}()
+
+	if cfg.Breakers.Enabled {
+		if a.Breakers, err = newBreakers(cfg, a.now, a.onTransition); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.openStores(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.wireRetriever(); err != nil {
+		return nil, err
+	}
+	if err := a.wirePipeline(); err != nil {
+		return nil, err
+	}
+	a.Logger.Info("ragd: ready to serve",
+		slog.String("vector", cfg.Backends.Vector.Kind),
+		slog.String("keyword", cfg.Backends.Keyword.Kind),
+		slog.String("graph", cfg.Backends.Graph.Kind),
+		slog.String("embedder", cfg.Embedder.Kind),
+		slog.Bool("breakers", cfg.Breakers.Enabled))
+	return a, nil
+}
+
+// guard returns the breaker for name, or nil when breakers are off.
+func (a *App) guard(name string) *breaker.Breaker {
+	if a.Breakers == nil {
+		return nil
+	}
+	return a.Breakers.Get(name)
+}
+
+func (a *App) wireRetriever() error {
+	c := a.Config.Retriever
+	d := retriever.Defaults{
+		Limit:      c.Limit,
+		Window:     c.Window,
+		Fusion:     retriever.FusionOptions{Mode: c.Fusion, K: c.RRFK},
+		MinSources: c.MinSources,
+		Budget:     config.Millis(c.BudgetMS),
+		Sources:    map[string]retriever.SourceOptions{},
+		Expand: retriever.ExpandOptions{
+			Enabled: c.Expand.Enabled,
+			Seeds:   c.Expand.Seeds,
+			Hops:    c.Expand.Hops,
+			Limit:   c.Expand.Limit,
+		},
+	}
+	if c.Expand.Weight != nil {
+		d.Expand.Weight = *c.Expand.Weight
+	}
+	for name, sc := range c.Sources {
+		o := retriever.SourceOptions{Enabled: sc.Enabled, K: sc.K, TimeoutMS: sc.TimeoutMS}
+		if sc.Weight != nil {
+			o.Weight = *sc.Weight
+		}
+		d.Sources[name] = o
+	}
+	d.Sources[spi.SourceGraphExpand] = retriever.SourceOptions{TimeoutMS: c.Expand.TimeoutMS}
+
+	var hydrators []retriever.NamedHydrator
+	if a.Vector != nil {
+		hydrators = append(hydrators, retriever.NamedHydrator{Name: spi.SourceVector, Hydrator: a.Vector})
+	}
+	if a.Keyword != nil {
+		hydrators = append(hydrators, retriever.NamedHydrator{Name: spi.SourceKeyword, Hydrator: a.Keyword})
+	}
+	if a.Graph != nil {
+		hydrators = append(hydrators, retriever.NamedHydrator{Name: spi.SourceGraph, Hydrator: a.Graph})
+	}
+	r, err := retriever.New(retriever.Config{
+		Vector:    a.Sources.Vector,
+		Keyword:   a.Sources.Keyword,
+		Graph:     a.Sources.Graph,
+		Embedder:  a.Embedder,
+		Hydrators: hydrators,
+		Defaults:  d,
+		Limits: retriever.Limits{
+			MaxLimit:  c.MaxLimit,
+			MaxWindow: c.MaxWindow,
+			MaxOffset: c.MaxOffset,
+			MaxK:      c.MaxWindow,
+		},
+		Registerer: a.Registry,
+		Logger:     a.Logger,
+		Now:        a.now,
+	})
+	if err != nil {
+		return fmt.Errorf("app: retriever: %w", err)
+	}
+	a.Retriever = r
+	return nil
+}
+
+func (a *App) wirePipeline() error {
+	c := a.Config.Ingest
+	pc := ingest.Config{
+		Embedder:  a.Embedder,
+		BatchSize: c.BatchSize,
+		Limits:    ingest.Limits{MaxTextBytes: c.MaxTextBytes},
+		Logger:    a.Logger,
+		Now:       a.now,
+	}
+	if v, ok := a.Vector.(spi.Indexer); ok && a.Vector != nil {
+		pc.Record, pc.RecordName = v, spi.SourceVector
+	}
+	if k, ok := a.Keyword.(spi.Indexer); ok && a.Keyword != nil {
+		pc.Derived = append(pc.Derived, ingest.NamedIndexer{Name: spi.SourceKeyword, Indexer: k})
+	}
+	if g, ok := a.Graph.(spi.Indexer); ok && a.Graph != nil {
+		pc.Derived = append(pc.Derived, ingest.NamedIndexer{Name: spi.SourceGraph, Indexer: g})
+	}
+	if c.ExtractEntities {
+		x, err := ingest.NewKeyphraseExtractor(ingest.KeyphraseConfig{})
+		if err != nil {
+			return fmt.Errorf("app: entity extractor: %w", err)
+		}
+		pc.Extractor = x
+	}
+	p, err := ingest.New(pc)
+	if err != nil {
+		return fmt.Errorf("app: ingest pipeline: %w", err)
+	}
+	a.Pipeline = p
+	return nil
+}
+
+// Health returns every configured component's health checker, by the
+// names the API reports: vector, keyword, graph and embedder.
+func (a *App) Health() map[string]spi.HealthChecker {
+	m := map[string]spi.HealthChecker{}
+	if a.Sources.Vector != nil {
+		m[spi.SourceVector] = a.Sources.Vector
+	}
+	if a.Sources.Keyword != nil {
+		m[spi.SourceKeyword] = a.Sources.Keyword
+	}
+	if a.Sources.Graph != nil {
+		m[spi.SourceGraph] = a.Sources.Graph
+	}
+	if h, ok := a.Embedder.(spi.HealthChecker); ok {
+		m["embedder"] = h
+	}
+	return m
+}
+
+// Close releases every store, in reverse order of opening.
+func (a *App) Close() error {
+	var errs []error
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		errs = append(errs, a.closers[i].Close())
+	}
+	a.closers = nil
+	return errors.Join(errs...)
+}
+
+// NewLogger builds the JSON logger ragd writes operational events with.
+func NewLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}

@@ -1,0 +1,68 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/spi"
+)
+
+// BreakerNames are the breakers ragd mints: one per backend and one for the
+// embedder.
+var BreakerNames = []string{spi.SourceVector, spi.SourceKeyword, spi.SourceGraph, "embedder"}
+
+// newBreakers builds the registry from rag.yaml's breakers section. Every
+// breaker ignores spi.ErrInvalidQuery (the caller's fault, not the
+// backend's) and reports its transitions to onChange.
+func newBreakers(cfg *config.Config, now func() time.Time, onChange func(breaker.Transition)) (*breaker.Registry, error) {
+	base := breakerConfig(cfg.Breakers.BreakerSettings, breaker.DefaultConfig())
+	base.Now = now
+	base.OnStateChange = onChange
+	base.ShouldCount = breaker.IgnoreErrors(spi.ErrInvalidQuery, spi.ErrNotFound)
+	if err := base.Validate(); err != nil {
+		return nil, fmt.Errorf("app: breakers: %w", err)
+	}
+	reg := breaker.NewRegistry(base)
+	for name, o := range cfg.Breakers.Overrides {
+		if err := reg.Override(name, breakerConfig(o, base)); err != nil {
+			return nil, fmt.Errorf("app: breakers.overrides.%s: %w", name, err)
+		}
+	}
+	for _, name := range BreakerNames {
+		reg.Get(name) // mint eagerly so status endpoints list them all
+	}
+	return reg, nil
+}
+
+// breakerConfig applies the non-zero settings of s on top of base.
+func breakerConfig(s config.BreakerSettings, base breaker.Config) breaker.Config {
+	if s.FailureThreshold > 0 {
+		base.FailureThreshold = s.FailureThreshold
+	}
+	if s.ResetTimeoutS > 0 {
+		base.ResetTimeout = config.Seconds(s.ResetTimeoutS)
+	}
+	if s.HalfOpenMaxCalls > 0 {
+		base.HalfOpenMaxCalls = s.HalfOpenMaxCalls
+	}
+	if s.SuccessThreshold > 0 {
+		base.SuccessThreshold = s.SuccessThreshold
+	}
+	return base
+}
+
+// onTransition logs every breaker transition as an event with counts only:
+// never query text or document bodies (Transition carries none).
+func (a *App) onTransition(t breaker.Transition) {
+	level := slog.LevelInfo
+	if t.To == breaker.Open {
+		level = slog.LevelWarn
+	}
+	a.Logger.LogAttrs(nil, level, t.Event(), slog.Any("transition", t))
+}
+
+var errNotConfigured = errors.New("app: not configured")

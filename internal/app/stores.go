@@ -1,0 +1,221 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/ragd/ragd/backends/graph"
+	graphembedded "github.com/ragd/ragd/backends/graph/embedded"
+	"github.com/ragd/ragd/backends/keyword"
+	"github.com/ragd/ragd/backends/vector"
+	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
+	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/embedder/hashing"
+	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/spi"
+)
+
+// openStores opens the embedder and every configured store, wrapping each
+// in its breaker. The vector store is the system of record; the keyword
+// index and the embedded graph are derived from it and rebuilt from it when
+// missing or corrupt.
+func (a *App) openStores(ctx context.Context) error {
+	cfg := a.Config
+	emb, err := openEmbedder(cfg)
+	if err != nil {
+		return err
+	}
+	a.Embedder = emb
+	if b := a.guard("embedder"); b != nil {
+		a.Embedder = breaker.Embedder(emb, b)
+	}
+
+	if err := a.openVector(ctx, emb.Dimension()); err != nil {
+		return err
+	}
+	scanner, _ := a.Vector.(spi.Scanner)
+	if err := a.openKeyword(ctx, scanner); err != nil {
+		return err
+	}
+	if err := a.openGraph(ctx, scanner); err != nil {
+		return err
+	}
+
+	if a.Vector != nil {
+		a.Sources.Vector = a.Vector
+		if b := a.guard(spi.SourceVector); b != nil {
+			a.Sources.Vector = breaker.Vector(a.Vector, b)
+		}
+	}
+	if a.Keyword != nil {
+		a.Sources.Keyword = a.Keyword
+		if b := a.guard(spi.SourceKeyword); b != nil {
+			a.Sources.Keyword = breaker.Keyword(a.Keyword, b)
+		}
+	}
+	if a.Graph != nil {
+		a.Sources.Graph = a.Graph
+		if b := a.guard(spi.SourceGraph); b != nil {
+			a.Sources.Graph = breaker.Graph(a.Graph, b)
+		}
+	}
+	return nil
+}
+
+func openEmbedder(cfg *config.Config) (spi.Embedder, error) {
+	switch cfg.Embedder.Kind {
+	case config.KindHashing:
+		e, err := hashing.New(hashing.Config{Dimension: cfg.Embedder.Dimension})
+		if err != nil {
+			return nil, fmt.Errorf("app: embedder: %w", err)
+		}
+		return e, nil
+	case config.KindOpenAI:
+		return openOpenAIEmbedder(cfg)
+	}
+	return nil, fmt.Errorf("app: embedder.kind %q: %w", cfg.Embedder.Kind, errNotConfigured)
+}
+
+func (a *App) openVector(ctx context.Context, dim int) error {
+	c := a.Config.Backends.Vector
+	switch c.Kind {
+	case config.KindNone:
+		return nil
+	case config.KindEmbedded:
+		s, err := vectorembedded.Open(ctx, vectorembedded.Config{
+			Dir:       a.Config.Path(c.Dir),
+			Dimension: dim,
+			Distance:  vectorembedded.Distance(c.Distance),
+			Now:       a.now,
+			Logger:    a.Logger,
+		})
+		if err != nil {
+			return fmt.Errorf("app: backends.vector (embedded): %w", err)
+		}
+		a.Vector = s
+		a.closers = append(a.closers, s)
+	case config.KindPgvector:
+		b, err := vector.Open(ctx, vector.Config{
+			DSN:            c.DSN,
+			Dimension:      dim,
+			Distance:       vector.Distance(c.Distance),
+			Table:          c.Table,
+			HNSW:           vector.HNSW{EfSearch: c.EFSearch},
+			MaxConns:       int32(c.MaxConns),
+			ConnectTimeout: config.Millis(c.ConnectTimeoutMS),
+			Now:            a.now,
+			Logger:         a.Logger,
+		})
+		if err != nil {
+			return fmt.Errorf("app: backends.vector (pgvector): %w", err)
+		}
+		a.Vector = b
+		a.closers = append(a.closers, closerFunc(func() error { b.Close(); return nil }))
+	}
+	return nil
+}
+
+func (a *App) openKeyword(ctx context.Context, src spi.Scanner) error {
+	c := a.Config.Backends.Keyword
+	if c.Kind == config.KindNone {
+		return nil
+	}
+	kc := keyword.Config{Dir: a.Config.Path(c.Dir), TitleBoost: c.TitleBoost, MaxK: a.Config.Retriever.MaxWindow, Logger: a.Logger, Now: a.now}
+	var (
+		b   *keyword.Backend
+		err error
+	)
+	if src != nil {
+		b, err = keyword.OpenOrRebuild(ctx, kc, src)
+	} else {
+		b, err = keyword.Open(kc)
+	}
+	if err != nil {
+		return fmt.Errorf("app: backends.keyword: %w", err)
+	}
+	a.Keyword = b
+	a.closers = append(a.closers, b)
+	return nil
+}
+
+func (a *App) openGraph(ctx context.Context, src spi.Scanner) error {
+	c := a.Config.Backends.Graph
+	switch c.Kind {
+	case config.KindNone:
+		return nil
+	case config.KindEmbedded:
+		gc := graphembedded.Config{Dir: a.Config.Path(c.Dir), Logger: a.Logger, Now: a.now}
+		_, statErr := os.Stat(filepath.Join(gc.Dir, graphembedded.FileName))
+		missing := errors.Is(statErr, os.ErrNotExist)
+		s, err := graphembedded.Open(ctx, gc)
+		switch {
+		case errors.Is(err, graphembedded.ErrCorrupt) && src != nil:
+			s, err = a.rebuildGraph(ctx, gc, src, err)
+		case err == nil && missing && src != nil:
+			err = a.fillGraph(ctx, s, src)
+		}
+		if err != nil {
+			return fmt.Errorf("app: backends.graph (embedded): %w", err)
+		}
+		a.Graph = s
+		a.closers = append(a.closers, s)
+	case config.KindNeo4j:
+		b, err := graph.Open(ctx, graph.Config{
+			URI:            c.URI,
+			User:           c.User,
+			Password:       c.Password,
+			Database:       c.Database,
+			ConnectTimeout: config.Millis(c.ConnectTimeoutMS),
+			Logger:         a.Logger,
+			Now:            a.now,
+		})
+		if err != nil {
+			return fmt.Errorf("app: backends.graph (neo4j): %w", err)
+		}
+		a.Graph = b
+		a.closers = append(a.closers, b)
+	}
+	return nil
+}
+
+// rebuildGraph moves a corrupt embedded graph file aside and repopulates a
+// fresh one from the system of record: the graph is a derived copy.
+func (a *App) rebuildGraph(ctx context.Context, gc graphembedded.Config, src spi.Scanner, cause error) (*graphembedded.Store, error) {
+	path := filepath.Join(gc.Dir, graphembedded.FileName)
+	aside := path + ".corrupt"
+	a.Logger.Warn("app: embedded graph store is corrupt; rebuilding from the system of record",
+		slog.String("path", path), slog.String("moved_to", aside), slog.String("error", cause.Error()))
+	if err := os.Rename(path, aside); err != nil {
+		return nil, fmt.Errorf("%w (and moving it aside failed: %v)", cause, err)
+	}
+	s, err := graphembedded.Open(ctx, gc)
+	if err != nil {
+		return nil, err
+	}
+	return s, a.fillGraph(ctx, s, src)
+}
+
+// fillGraph copies the system of record into a new, empty graph store.
+func (a *App) fillGraph(ctx context.Context, s *graphembedded.Store, src spi.Scanner) error {
+	n, err := ingest.Rebuild(ctx, src, s, a.Config.Ingest.BatchSize)
+	if err != nil {
+		s.Close()
+		return fmt.Errorf("rebuild from the system of record: %w", err)
+	}
+	if n > 0 {
+		a.Logger.Info("app: embedded graph store rebuilt from the system of record", slog.Int("documents", n))
+	}
+	return nil
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+var _ io.Closer = closerFunc(nil)
