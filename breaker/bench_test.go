@@ -85,6 +85,20 @@ func BenchmarkClosed(b *testing.B) {
 			}
 		})
 	})
+	b.Run("breaker/failure-rate-rule/serial", func(b *testing.B) {
+		cfg := breaker.DefaultConfig()
+		cfg.FailureRate = breaker.FailureRate{Threshold: 0.5, MinCalls: 20, Window: 10 * time.Second}
+		br, err := breaker.New("bench", cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := br.Call(ctx, okFn); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("breaker/allow/serial", func(b *testing.B) {
 		br := newBenchBreaker(b)
 		b.ReportAllocs()

@@ -19,13 +19,13 @@ import (
 //	{"name":"vector","state":"open","failure_count":5,"failure_threshold":5,
 //	 "opened_total":1,"reset_timeout_ms":30000,"retry_in_ms":29500}
 type Snapshot struct {
-	Name             string
-	State            State
-	FailureCount     int
-	FailureThreshold int
-	OpenedTotal      uint64
-	ResetTimeout     time.Duration
-	RetryIn          time.Duration
+	Name             string        `json:"name"`
+	State            State         `json:"state"`
+	FailureCount     int           `json:"failure_count"`
+	FailureThreshold int           `json:"failure_threshold"`
+	OpenedTotal      uint64        `json:"opened_total"`
+	ResetTimeout     time.Duration `json:"-"` // encoded as reset_timeout_ms
+	RetryIn          time.Duration `json:"-"` // encoded as retry_in_ms
 }
 
 // snapshotJSON is Snapshot's wire form.

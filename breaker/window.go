@@ -35,8 +35,8 @@ func (w *window) reset(word uint64) {
 }
 
 // record adds one completed call at monotonic time t for the generation in
-// word and returns the window's totals afterwards; ok is false when the
-// record was dropped as stale.
+// word. For a failure it returns the window's totals afterwards (only a
+// failure can trip); ok is false when the record was dropped as stale.
 func (w *window) record(word uint64, t int64, failed bool) (calls, failures int, ok bool) {
 	t = max(t, 0)
 	idx := t / w.width
@@ -51,9 +51,10 @@ func (w *window) record(word uint64, t int64, failed bool) (calls, failures int,
 		*b = bucket{index: idx}
 	}
 	b.calls++
-	if failed {
-		b.failures++
+	if !failed {
+		return 0, 0, true
 	}
+	b.failures++
 	for i := range w.buckets {
 		if bb := &w.buckets[i]; bb.index > idx-n && bb.index <= idx {
 			calls += bb.calls
