@@ -61,6 +61,7 @@ func call[T any](r *HybridRetriever, ctx context.Context, timeout time.Duration,
 	if err != nil {
 		a.err = err
 		a.status, a.msg, a.unhealthy = classify(sctx, err)
+		a.retryIn, _ = openErr(err)
 	}
 	return v, a
 }
@@ -79,8 +80,9 @@ func protect[T any](ctx context.Context, fn func(context.Context) (T, error)) (v
 // might quote the query, never reach a response.
 func classify(sctx context.Context, err error) (st Status, msg string, unhealthy bool) {
 	var pe *panicError
+	_, open := openErr(err)
 	switch {
-	case isOpenErr(err):
+	case open:
 		st, msg, unhealthy = StatusCircuitOpen, "circuit open", true
 	case errors.As(err, &pe):
 		st, msg, unhealthy = StatusError, "panic", true

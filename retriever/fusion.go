@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/ragd/ragd/spi"
 )
@@ -118,6 +119,11 @@ func Fuse(mode string, lists []RankedList, k int) []Fused {
 
 // fuse merges the lists by document id. value returns the weighted
 // contribution of the ref at position pos of list li with raw score raw.
+//
+// It works in two passes so every allocation is exactly sized: the first
+// numbers the distinct ids, the second fills one shared Parts backing array
+// and the scores. Ordering sorts pointer-free keys and builds the result
+// once, since moving Fused values (which hold pointers) costs write barriers.
 func fuse(lists []RankedList, value func(li, pos int, raw float64) float64) []Fused {
 	n := 0
 	for _, l := range lists {
@@ -126,57 +132,75 @@ func fuse(lists []RankedList, value func(li, pos int, raw float64) float64) []Fu
 	if n == 0 {
 		return []Fused{}
 	}
-	nl := len(lists)
-	idx := make(map[string]int, n)
-	out := make([]Fused, 0, n)
-	parts := make([]Contribution, n*nl) // one backing array for every Parts slice
-	for li, l := range lists {
-		for pos, r := range l.Refs {
+	idx := idxPool.Get().(map[string]int32)
+	defer func() {
+		clear(idx)
+		idxPool.Put(idx)
+	}()
+	ids := make([]string, 0, n)
+	docOf := make([]int32, n) // distinct-id number of each ref, -1 for none
+	k := 0
+	for _, l := range lists {
+		for _, r := range l.Refs {
 			if r.ID == "" {
+				docOf[k] = -1
+				k++
 				continue
 			}
 			i, ok := idx[r.ID]
 			if !ok {
-				i = len(out)
+				i = int32(len(ids))
 				idx[r.ID] = i
-				out = append(out, Fused{ID: r.ID, Parts: parts[i*nl : (i+1)*nl : (i+1)*nl]})
+				ids = append(ids, r.ID)
 			}
-			f := &out[i]
-			if f.Parts[li].Rank != 0 {
-				continue // repeated id within one list: keep the first rank
-			}
-			c := value(li, pos, r.Score)
-			f.Parts[li] = Contribution{Rank: pos + 1, RawScore: r.Score, Contribution: c}
-			f.Score += c
+			docOf[k] = i
+			k++
 		}
 	}
-	return sortFused(out)
-}
 
-// sortFused orders by fused score descending, then id ascending. It sorts
-// pointer-free keys and permutes once: swapping Fused values (which hold
-// pointers) costs a write barrier per move.
-func sortFused(out []Fused) []Fused {
+	nl := len(lists)
 	type key struct {
 		score float64
 		i     int32
 	}
-	keys := make([]key, len(out))
-	for i := range out {
-		keys[i] = key{out[i].Score, int32(i)}
+	keys := make([]key, len(ids))
+	parts := make([]Contribution, len(ids)*nl) // one backing array for every Parts slice
+	k = 0
+	for li, l := range lists {
+		for pos, r := range l.Refs {
+			i := docOf[k]
+			k++
+			if i < 0 {
+				continue
+			}
+			p := &parts[int(i)*nl+li]
+			if p.Rank != 0 {
+				continue // repeated id within one list: keep the first rank
+			}
+			c := value(li, pos, r.Score)
+			*p = Contribution{Rank: pos + 1, RawScore: r.Score, Contribution: c}
+			keys[i].score += c
+		}
+	}
+	for i := range keys {
+		keys[i].i = int32(i)
 	}
 	slices.SortFunc(keys, func(a, b key) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
 		}
-		return strings.Compare(out[a.i].ID, out[b.i].ID)
+		return strings.Compare(ids[a.i], ids[b.i])
 	})
-	sorted := make([]Fused, len(out))
-	for i, k := range keys {
-		sorted[i] = out[k.i]
+	out := make([]Fused, len(keys))
+	for j, kk := range keys {
+		i := int(kk.i)
+		out[j] = Fused{ID: ids[i], Score: kk.score, Parts: parts[i*nl : (i+1)*nl : (i+1)*nl]}
 	}
-	return sorted
+	return out
 }
+
+// idxPool recycles fuse's id → number maps; clear keeps their capacity.
+var idxPool = sync.Pool{New: func() any { return make(map[string]int32, 512) }}
 
 // normBounds maps a raw score linearly from [lo, hi] to [0, 1], clipped.
 // When flat is set (a degenerate list) every score maps to flatValue.

@@ -24,8 +24,16 @@ func openBreaker(x any) (retryIn time.Duration, open bool) {
 	return s.RetryIn, s.State == breaker.Open
 }
 
-// isOpenErr reports whether err is a breaker's fast rejection (the breaker
-// opened, or its trial slots filled, between the check and the call).
-func isOpenErr(err error) bool {
-	return errors.Is(err, breaker.ErrOpen)
+// openErr reports whether err is a breaker's fast rejection (the breaker
+// opened, or its trial slots filled, between the check and the call), and
+// the breaker's retry-after when it says.
+func openErr(err error) (retryIn time.Duration, open bool) {
+	if !errors.Is(err, breaker.ErrOpen) {
+		return 0, false
+	}
+	var oe *breaker.OpenError
+	if errors.As(err, &oe) {
+		retryIn = oe.RetryAfter
+	}
+	return retryIn, true
 }

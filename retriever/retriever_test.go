@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -829,5 +830,52 @@ func TestJSONShape(t *testing.T) {
 	}
 	if miss := m["missing"].([]any); len(miss) != 1 || miss[0] != "e" {
 		t.Errorf("missing = %v", miss)
+	}
+}
+
+func TestBreakerRejectionAtCallTime(t *testing.T) {
+	// The breaker can open (or fill its trial slots) between the check and
+	// the call; the rejection is still reported as circuit_open.
+	s := newStack()
+	s.kw.fault = fault{Err: fmt.Errorf("keyword: %w", &breaker.OpenError{Name: "keyword", RetryAfter: 5 * time.Second})}
+	r := mustNew(t, s.config())
+	res := mustRetrieve(t, r, retriever.Query{Text: "q"})
+	if st := res.Sources[spi.SourceKeyword]; st.Status != retriever.StatusCircuitOpen || st.Error != "circuit open" || st.RetryInMS != 5000 {
+		t.Errorf("keyword = %+v", st)
+	}
+	if !res.Degraded || !res.Partial {
+		t.Errorf("degraded=%v partial=%v", res.Degraded, res.Partial)
+	}
+}
+
+func TestHalfOpenBreakerGetsTrialCall(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Unix(1700000000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	bc := breaker.DefaultConfig()
+	bc.ResetTimeout = time.Minute
+	bc.Now = clock
+	b, err := breaker.New("keyword", bc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.ForceOpen()
+	s := newStack()
+	cfg := s.config()
+	cfg.Keyword = breaker.Keyword(s.kw, b)
+	r := mustNew(t, cfg)
+	res := mustRetrieve(t, r, retriever.Query{Text: "q"})
+	if st := res.Sources[spi.SourceKeyword]; st.Status != retriever.StatusCircuitOpen || st.RetryInMS != 60000 {
+		t.Fatalf("open: %+v", st)
+	}
+	mu.Lock()
+	now = now.Add(time.Minute)
+	mu.Unlock()
+	res = mustRetrieve(t, r, retriever.Query{Text: "q"})
+	if st := res.Sources[spi.SourceKeyword]; st.Status != retriever.StatusOK || s.kw.calls.Load() != 1 {
+		t.Fatalf("after cooldown the source must be called as the trial: %+v", st)
+	}
+	if b.State() != breaker.Closed {
+		t.Errorf("breaker %v after a successful trial", b.State())
 	}
 }
