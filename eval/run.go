@@ -1,0 +1,309 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/retriever"
+	"github.com/ragd/ragd/spi"
+)
+
+// Searcher is what Run queries: *retriever.HybridRetriever, or a fake.
+type Searcher interface {
+	Retrieve(ctx context.Context, q retriever.Query) (*retriever.Result, error)
+}
+
+// Mode is one retrieval configuration to evaluate.
+type Mode struct {
+	Name string
+	// Sources is set as Query.Sources; nil keeps the server defaults (every
+	// configured source, graph expansion included).
+	Sources map[string]retriever.SourceOptions
+}
+
+// Standard modes.
+func KeywordMode() Mode { return Mode{Name: "keyword", Sources: retriever.Only(spi.SourceKeyword)} }
+func VectorMode() Mode  { return Mode{Name: "vector", Sources: retriever.Only(spi.SourceVector)} }
+
+// GraphMode is the graph's first stage alone (entity match), without
+// expansion.
+func GraphMode() Mode { return Mode{Name: "graph", Sources: retriever.Only(spi.SourceGraph)} }
+
+// HybridMode runs every configured source with the server's fusion and
+// graph-expansion defaults.
+func HybridMode() Mode { return Mode{Name: "hybrid"} }
+
+// DefaultModes is keyword, vector, graph (when the deployment has one) and
+// hybrid.
+func DefaultModes(graph bool) []Mode {
+	ms := []Mode{KeywordMode(), VectorMode()}
+	if graph {
+		ms = append(ms, GraphMode())
+	}
+	return append(ms, HybridMode())
+}
+
+// ParseModes reads a comma-separated list of keyword, vector, graph and
+// hybrid.
+func ParseModes(s string) ([]Mode, error) {
+	var ms []Mode
+	for name := range strings.SplitSeq(s, ",") {
+		switch strings.TrimSpace(strings.ToLower(name)) {
+		case "keyword":
+			ms = append(ms, KeywordMode())
+		case "vector":
+			ms = append(ms, VectorMode())
+		case "graph":
+			ms = append(ms, GraphMode())
+		case "hybrid":
+			ms = append(ms, HybridMode())
+		default:
+			return nil, fmt.Errorf("eval: unknown mode %q (want keyword, vector, graph or hybrid)", name)
+		}
+	}
+	return ms, nil
+}
+
+// Cut-offs of the reported metrics.
+const (
+	NDCGCut   = 10
+	RecallCut = 100
+	MRRCut    = 10
+)
+
+// Options tune Run. Zero fields take defaults.
+type Options struct {
+	// Limit is the number of hits asked per query (and the fusion window);
+	// default 100, which Recall@100 needs.
+	Limit int
+	// Tenant is set on every query.
+	Tenant string
+	// Warmup runs the first Warmup queries once per mode before measuring,
+	// so latency percentiles do not include cold caches; default 10, -1
+	// disables. Scores are unaffected.
+	Warmup int
+	// KeepRuns keeps every query's ranking in ModeReport.Runs (for
+	// WriteRun and external tools such as pytrec_eval).
+	KeepRuns bool
+	// Progress, when set, is called after each query.
+	Progress func(mode string, done, total int)
+	// Now times the queries; nil means time.Now.
+	Now func() time.Time
+}
+
+// Report is the outcome of Run.
+type Report struct {
+	Dataset   string
+	Documents int
+	Queries   int
+	Modes     []ModeReport
+	// Notes carries the dataset loader's notes.
+	Notes []string
+}
+
+// ModeReport holds one mode's averages over the evaluated queries.
+type ModeReport struct {
+	Mode      string
+	NDCG10    float64
+	Recall100 float64
+	MRR10     float64
+	// P50, P95 and P99 are nearest-rank percentiles of the Retrieve wall
+	// time, failed queries included.
+	P50, P95, P99 time.Duration
+	// Queries is the number of evaluated queries. Failed queries returned
+	// an error and score 0; Partial ones were answered with a source
+	// dropped (Result.Partial).
+	Queries, Failed, Partial int
+	// FirstError is the first failure's message, for the report.
+	FirstError string
+	// Runs maps query id → ranked ids, when Options.KeepRuns.
+	Runs map[string][]string
+}
+
+// Run evaluates every judged query of ds in each mode and returns the
+// report. A failing query scores zero and is counted, it does not stop the
+// run; only ctx ending does.
+func Run(ctx context.Context, ds *Dataset, s Searcher, modes []Mode, opts Options) (*Report, error) {
+	if len(ds.Queries) == 0 {
+		return nil, fmt.Errorf("%w: no queries to evaluate", ErrDataset)
+	}
+	if len(modes) == 0 {
+		return nil, errors.New("eval: no modes to run")
+	}
+	if opts.Limit <= 0 {
+		opts.Limit = RecallCut
+	}
+	switch {
+	case opts.Warmup == 0:
+		opts.Warmup = 10
+	case opts.Warmup < 0:
+		opts.Warmup = 0
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	rep := &Report{Dataset: ds.Name, Documents: len(ds.Corpus), Queries: len(ds.Queries), Notes: ds.Notes}
+	for _, m := range modes {
+		query := func(q Query) retriever.Query {
+			return retriever.Query{Text: q.Text, Limit: opts.Limit, Window: opts.Limit, Tenant: opts.Tenant, Sources: m.Sources}
+		}
+		for _, q := range ds.Queries[:min(opts.Warmup, len(ds.Queries))] {
+			if _, err := s.Retrieve(ctx, query(q)); ctx.Err() != nil {
+				return nil, fmt.Errorf("eval: %s: %w", m.Name, errors.Join(ctx.Err(), err))
+			}
+		}
+		mr := ModeReport{Mode: m.Name, Queries: len(ds.Queries)}
+		if opts.KeepRuns {
+			mr.Runs = make(map[string][]string, len(ds.Queries))
+		}
+		lat := make([]time.Duration, 0, len(ds.Queries))
+		for i, q := range ds.Queries {
+			start := now()
+			res, err := s.Retrieve(ctx, query(q))
+			lat = append(lat, now().Sub(start))
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("eval: %s: %w", m.Name, errors.Join(ctx.Err(), err))
+			}
+			var ranked []string
+			switch {
+			case err != nil:
+				mr.Failed++
+				if mr.FirstError == "" {
+					mr.FirstError = err.Error()
+				}
+			case res != nil:
+				if res.Partial {
+					mr.Partial++
+				}
+				ranked = make([]string, len(res.Hits))
+				for k, h := range res.Hits {
+					ranked[k] = h.ID
+				}
+			}
+			j := ds.Qrels[q.ID]
+			mr.NDCG10 += NDCG(ranked, j, NDCGCut)
+			mr.Recall100 += Recall(ranked, j, RecallCut)
+			mr.MRR10 += ReciprocalRank(ranked, j, MRRCut)
+			if mr.Runs != nil {
+				mr.Runs[q.ID] = ranked
+			}
+			if opts.Progress != nil {
+				opts.Progress(m.Name, i+1, len(ds.Queries))
+			}
+		}
+		n := float64(len(ds.Queries))
+		mr.NDCG10 /= n
+		mr.Recall100 /= n
+		mr.MRR10 /= n
+		mr.P50, mr.P95, mr.P99 = Percentile(lat, 50), Percentile(lat, 95), Percentile(lat, 99)
+		rep.Modes = append(rep.Modes, mr)
+	}
+	return rep, nil
+}
+
+// WriteTable prints the report as a markdown table, followed by a line per
+// mode that had failed or partial queries.
+func (r *Report) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| mode | nDCG@10 | Recall@100 | MRR@10 | p50 ms | p95 ms | p99 ms | queries |\n")
+	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, m := range r.Modes {
+		fmt.Fprintf(&b, "| %s | %.4f | %.4f | %.4f | %s | %s | %s | %d |\n",
+			m.Mode, m.NDCG10, m.Recall100, m.MRR10, ms(m.P50), ms(m.P95), ms(m.P99), m.Queries)
+	}
+	for _, m := range r.Modes {
+		if m.Failed > 0 || m.Partial > 0 {
+			fmt.Fprintf(&b, "\n%s: %d failed (scored 0), %d partial", m.Mode, m.Failed, m.Partial)
+			if m.FirstError != "" {
+				fmt.Fprintf(&b, "; first error: %s", m.FirstError)
+			}
+			b.WriteString("\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond))
+}
+
+// Mode returns the report of the named mode, or nil.
+func (r *Report) Mode(name string) *ModeReport {
+	i := slices.IndexFunc(r.Modes, func(m ModeReport) bool { return m.Mode == name })
+	if i < 0 {
+		return nil
+	}
+	return &r.Modes[i]
+}
+
+// IngestStats summarises Ingest.
+type IngestStats struct {
+	Documents, OK, Partial, Failed int
+	// FirstError is the first failed or partial result's code and message.
+	FirstError string
+	Took       time.Duration
+}
+
+// ErrIngest means some documents of the corpus were not fully written;
+// scores computed anyway would be too low.
+var ErrIngest = errors.New("eval: corpus not fully ingested")
+
+// IngestOptions tune Ingest. Zero fields take defaults.
+type IngestOptions struct {
+	// Batch is the number of documents per Pipeline.Upsert (default 256).
+	Batch int
+	// Progress, when set, is called after each batch.
+	Progress func(done, total int)
+	// Now times the ingestion; nil means time.Now.
+	Now func() time.Time
+}
+
+// Ingest writes the corpus through p. It returns ErrIngest, with the stats,
+// when any document failed or was only partially written.
+func Ingest(ctx context.Context, ds *Dataset, p *ingest.Pipeline, opts IngestOptions) (IngestStats, error) {
+	batch := opts.Batch
+	if batch <= 0 {
+		batch = 256
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	st := IngestStats{Documents: len(ds.Corpus)}
+	start := now()
+	for chunk := range slices.Chunk(ds.Corpus, batch) {
+		if err := ctx.Err(); err != nil {
+			return st, fmt.Errorf("eval: ingest: %w", err)
+		}
+		for _, r := range p.Upsert(ctx, chunk) {
+			switch r.Status {
+			case ingest.StatusOK:
+				st.OK++
+				continue
+			case ingest.StatusPartial:
+				st.Partial++
+			default:
+				st.Failed++
+			}
+			if st.FirstError == "" {
+				st.FirstError = fmt.Sprintf("%s: %s: %s", r.ID, r.Code, r.Error)
+			}
+		}
+		if opts.Progress != nil {
+			opts.Progress(st.OK+st.Partial+st.Failed, st.Documents)
+		}
+	}
+	st.Took = now().Sub(start)
+	if st.Failed > 0 || st.Partial > 0 {
+		return st, fmt.Errorf("%w: %d failed, %d partial of %d; first: %s", ErrIngest, st.Failed, st.Partial, st.Documents, st.FirstError)
+	}
+	return st, nil
+}
