@@ -103,6 +103,9 @@ func newStore(idx bleve.Index, analyzer string) (*store, error) {
 func (s *store) bm25Stats(docCount uint64, filterFields []string) *search.BM25Stats {
 	t := s.totals.Load()
 	fc := map[string]int{fieldTitle: int(t.Title), fieldText: int(t.Text)}
+	// "*" is the pseudo-field of scorch's unscored disjunction/conjunction
+	// optimisation, used by the filter.
+	fc["*"] = int(docCount)
 	for _, f := range filterFields {
 		fc[f] = int(docCount)
 	}
