@@ -19,8 +19,8 @@ func TestHydrate(t *testing.T) {
 	when := time.Date(2026, 3, 1, 12, 30, 0, 123, time.FixedZone("x", 3600))
 	full := spi.Document{
 		ID: "full", Tenant: "acme", Title: "Full Title", Text: "Body text, with punctuation!",
-		Metadata:  map[string]string{"lang": "en", "year": "2024-01-01", "a.b": "dotted key", "empty": ""},
-		Vector:    []float32{1, 2}, Entities: []string{"e"}, Links: []string{"l"},
+		Metadata: map[string]string{"lang": "en", "year": "2024-01-01", "a.b": "dotted key", "empty": ""},
+		Vector:   []float32{1, 2}, Entities: []string{"e"}, Links: []string{"l"},
 		UpdatedAt: when,
 	}
 	mustUpsert(t, b, append(filler(200), full)...)
