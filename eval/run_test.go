@@ -255,14 +255,16 @@ func TestIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	var progress []string
-	st, err := eval.Ingest(context.Background(), tinyDataset(), p, eval.IngestOptions{
+	ds := tinyDataset()
+	ds.Corpus = append(ds.Corpus, spi.Document{ID: "empty"})
+	st, err := eval.Ingest(context.Background(), ds, p, eval.IngestOptions{
 		Batch:    2,
 		Progress: func(done, total int) { progress = append(progress, fmt.Sprintf("%d/%d", done, total)) },
 	})
-	if err != nil || st.OK != 3 || len(store.docs) != 3 {
+	if err != nil || st.OK != 3 || st.Skipped != 1 || len(store.docs) != 3 {
 		t.Fatalf("Ingest = %+v, %v; store has %d", st, err, len(store.docs))
 	}
-	if fmt.Sprint(progress) != "[2/3 3/3]" {
+	if fmt.Sprint(progress) != "[3/4 4/4]" {
 		t.Fatalf("progress = %v", progress)
 	}
 	store.fail = map[string]bool{"b": true}
