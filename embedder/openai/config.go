@@ -40,9 +40,9 @@ type Config struct {
 	// models on vLLM). Other servers may reject the field.
 	SendDimensions bool `yaml:"send_dimensions" json:"send_dimensions"`
 	// APIKeyEnv names the environment variable holding the API key, sent
-	// as "Authorization: Bearer KEY". Default OPENAI_API_KEY; when that
-	// default is unset no header is sent (local servers need none). An
-	// explicitly named variable that is empty is an error.
+	// as "Authorization: Bearer KEY". Default OPENAI_API_KEY; when
+	// OPENAI_API_KEY is unset no header is sent (local servers need none).
+	// Any other variable named here must be set: New fails otherwise.
 	APIKeyEnv string `yaml:"api_key_env" json:"api_key_env"`
 	// BatchSize caps the inputs per request (default 32, the default
 	// client batch limit of text-embeddings-inference; OpenAI allows 2048).

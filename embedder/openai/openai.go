@@ -81,7 +81,9 @@ func New(cfg Config) (*Embedder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	explicitKey := cfg.APIKeyEnv != ""
+	// OPENAI_API_KEY may be unset (local servers need no key); a variable
+	// the operator named on purpose must hold one.
+	explicitKey := cfg.APIKeyEnv != "" && cfg.APIKeyEnv != DefaultAPIKeyEnv
 	cfg = cfg.withDefaults()
 	if cfg.APIKeyEnv == "" {
 		cfg.APIKeyEnv = DefaultAPIKeyEnv

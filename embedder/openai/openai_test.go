@@ -515,6 +515,10 @@ func TestConfig(t *testing.T) {
 	if _, err := openai.New(c); !errors.Is(err, openai.ErrConfig) || !strings.Contains(err.Error(), "MY_EMBED_KEY") {
 		t.Fatalf("empty explicit key: %v", err)
 	}
+	c.APIKeyEnv = "OPENAI_API_KEY" // the default name may be unset
+	if _, err := openai.New(c); err != nil {
+		t.Fatalf("unset OPENAI_API_KEY: %v", err)
+	}
 	for base, want := range map[string]string{
 		"http://h:1":                   "http://h:1/v1/embeddings",
 		"http://h:1/":                  "http://h:1/v1/embeddings",
