@@ -1,0 +1,225 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/retriever"
+	"github.com/ragd/ragd/spi"
+)
+
+// Searcher answers queries; *retriever.HybridRetriever implements it.
+type Searcher interface {
+	// Retrieve runs q; see retriever.HybridRetriever.Retrieve for the errors.
+	Retrieve(ctx context.Context, q retriever.Query) (*retriever.Result, error)
+	// Limits are the bounds the API validates a query against before
+	// calling Retrieve.
+	Limits() retriever.Limits
+}
+
+// Writer is the write path; *ingest.Pipeline implements it. Both methods
+// return one result per input, in input order.
+type Writer interface {
+	Upsert(ctx context.Context, docs []spi.Document) []ingest.Result
+	Delete(ctx context.Context, ids []string) []ingest.Result
+}
+
+// Breakers is the circuit-breaker registry; *breaker.Registry implements
+// it. ForceClose of an unknown name returns an error matching
+// breaker.ErrUnknownBreaker.
+type Breakers interface {
+	Snapshot() []breaker.Snapshot
+	ForceClose(name string) (breaker.Snapshot, error)
+}
+
+var (
+	_ Searcher = (*retriever.HybridRetriever)(nil)
+	_ Writer   = (*ingest.Pipeline)(nil)
+	_ Breakers = (*breaker.Registry)(nil)
+)
+
+// ErrConfig is wrapped by every Config.Validate error.
+var ErrConfig = errors.New("api: invalid config")
+
+// DefaultHealthTimeout bounds each component health check when
+// Config.HealthTimeout is zero.
+const DefaultHealthTimeout = 2 * time.Second
+
+// retrievalSources are the components whose health decides whether ragd
+// can answer queries at all.
+var retrievalSources = []string{spi.SourceVector, spi.SourceKeyword, spi.SourceGraph}
+
+// Config wires a Server.
+type Config struct {
+	// Searcher answers POST /v1/query. Required.
+	Searcher Searcher
+	// Writer performs POST /v1/documents and the deletes. Required.
+	Writer Writer
+	// Documents is the system of record: GET /v1/documents/{id} reads it,
+	// and writes and deletes consult it for tenant ownership. Required.
+	Documents spi.Hydrator
+	// Breakers lists and force-closes circuit breakers; nil means breakers
+	// are disabled (the list is empty, force-close answers 404).
+	Breakers Breakers
+	// Health holds the component health checks reported by
+	// /v1/status/health, keyed by component name: "vector", "keyword",
+	// "graph" (the retrieval sources) and "embedder", as configured. At
+	// least one retrieval source is required.
+	Health map[string]spi.HealthChecker
+	// HealthTimeout bounds each health check; zero means
+	// DefaultHealthTimeout.
+	HealthTimeout time.Duration
+
+	// Server supplies the body limit, the per-request timeout, the
+	// in-flight limit and the listener settings of HTTPServer.
+	Server config.ServerConfig
+	// Ingest bounds document batches and id lists.
+	Ingest config.IngestConfig
+	// Auth holds the API keys and the public operational endpoints. Auth
+	// is off only when Auth.Enabled is explicitly false.
+	Auth config.AuthConfig
+
+	// Registerer receives the HTTP metrics; Gatherer is what /metrics
+	// serves. When Gatherer is nil, Registerer must also be a Gatherer
+	// (a *prometheus.Registry is both). When both are nil a private
+	// registry is used.
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+	// Logger receives JSON operational logs; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock for request durations; nil means time.Now.
+	Now func() time.Time
+	// Version is reported by /healthz and in the OpenAPI document.
+	Version string
+	// Ready, when set, is an extra readiness condition for /readyz
+	// (for example "the initial index load has finished").
+	Ready func(ctx context.Context) error
+}
+
+// Validate reports a configuration New would reject. It wraps ErrConfig.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...)))
+	}
+	if isNil(c.Searcher) {
+		bad("Searcher is required")
+	}
+	if isNil(c.Writer) {
+		bad("Writer is required")
+	}
+	if isNil(c.Documents) {
+		bad("Documents (the system-of-record hydrator) is required")
+	}
+	retrieval := 0
+	for name, h := range c.Health {
+		if name == "" {
+			bad("Health: empty component name")
+		}
+		if isNil(h) {
+			bad("Health[%q] is nil", name)
+		}
+		if slices.Contains(retrievalSources, name) {
+			retrieval++
+		}
+	}
+	if retrieval == 0 {
+		bad("Health must hold at least one retrieval source (vector, keyword or graph)")
+	}
+	if c.HealthTimeout < 0 {
+		bad("HealthTimeout must not be negative")
+	}
+	s := c.Server
+	if s.BodyLimitBytes <= 0 {
+		bad("Server.BodyLimitBytes must be > 0, got %d", s.BodyLimitBytes)
+	}
+	if s.RequestTimeoutS <= 0 {
+		bad("Server.RequestTimeoutS must be > 0, got %d", s.RequestTimeoutS)
+	}
+	if s.MaxInFlight <= 0 {
+		bad("Server.MaxInFlight must be > 0, got %d", s.MaxInFlight)
+	}
+	for _, v := range []struct {
+		name string
+		v    int
+	}{{"Server.ReadTimeoutS", s.ReadTimeoutS}, {"Server.WriteTimeoutS", s.WriteTimeoutS}, {"Server.IdleTimeoutS", s.IdleTimeoutS}} {
+		if v.v < 0 {
+			bad("%s must not be negative, got %d", v.name, v.v)
+		}
+	}
+	if c.Ingest.MaxDocsPerRequest <= 0 {
+		bad("Ingest.MaxDocsPerRequest must be > 0, got %d", c.Ingest.MaxDocsPerRequest)
+	}
+	if c.Ingest.MaxIDsPerRequest <= 0 {
+		bad("Ingest.MaxIDsPerRequest must be > 0, got %d", c.Ingest.MaxIDsPerRequest)
+	}
+	if c.Ingest.MaxTextBytes <= 0 {
+		bad("Ingest.MaxTextBytes must be > 0, got %d", c.Ingest.MaxTextBytes)
+	}
+	errs = append(errs, validateAuth(c.Auth)...)
+	if c.Gatherer == nil && c.Registerer != nil {
+		if _, ok := c.Registerer.(prometheus.Gatherer); !ok {
+			bad("Gatherer is required when Registerer is not a prometheus.Gatherer")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// authEnabled mirrors config.Config.AuthEnabled: only an explicit false
+// turns auth off.
+func authEnabled(a config.AuthConfig) bool { return a.Enabled == nil || *a.Enabled }
+
+func validateAuth(a config.AuthConfig) []error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...)))
+	}
+	for i, p := range a.Public {
+		if !slices.Contains(publicEndpoints, p) {
+			bad("Auth.Public[%d]: unknown endpoint %q (want health, ready, metrics or openapi)", i, p)
+		}
+	}
+	if !authEnabled(a) {
+		return errs
+	}
+	if len(a.Keys) == 0 {
+		bad("Auth: enabled but no keys configured")
+	}
+	seen := map[string]bool{}
+	for i, k := range a.Keys {
+		if k.Key == "" {
+			bad("Auth.Keys[%d] (%s): empty key", i, k.Name)
+		} else if seen[k.Key] {
+			bad("Auth.Keys[%d] (%s): duplicates another key", i, k.Name)
+		}
+		seen[k.Key] = true
+		if k.Role != config.RoleQuery && k.Role != config.RoleAdmin {
+			bad("Auth.Keys[%d] (%s): role must be %q or %q, got %q", i, k.Name, config.RoleQuery, config.RoleAdmin, k.Role)
+		}
+	}
+	return errs
+}
+
+// isNil reports whether an interface value is nil or holds a nil pointer
+// (a nil *breaker.Registry passed as Breakers, say).
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Interface, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
+}

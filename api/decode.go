@@ -1,0 +1,191 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"reflect"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+)
+
+// decodeJSON reads the request body into dst: the content type must be
+// JSON, the body at most the configured limit (checked against
+// Content-Length before reading, and enforced while reading so a lying or
+// chunked client cannot make the server read more), one JSON object with
+// no unknown fields and nothing after it.
+func (s *Server) decodeJSON(c echo.Context, dst any) error {
+	r := c.Request()
+	if err := checkJSONContentType(r.Header.Get(echo.HeaderContentType)); err != nil {
+		return err
+	}
+	limit := s.cfg.Server.BodyLimitBytes
+	if r.ContentLength > limit {
+		return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+			"request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+				"request body exceeds the limit of %d bytes", limit)
+		}
+		// The client went away or the connection broke mid-body.
+		return newError(http.StatusBadRequest, CodeMalformedJSON, "could not read the request body")
+	}
+	return decodeBody(body, dst)
+}
+
+// decodeBody decodes one JSON object from body into dst, strictly.
+func decodeBody(body []byte, dst any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return newError(http.StatusBadRequest, CodeMalformedJSON, "request body is empty; a JSON object is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return jsonError(err)
+	}
+	// Anything but whitespace after the object is an error.
+	if off := dec.InputOffset(); len(bytes.TrimSpace(body[off:])) > 0 {
+		e := newError(http.StatusBadRequest, CodeMalformedJSON, "unexpected data after the JSON object at byte %d", off)
+		e.Detail.Offset = &off
+		return e
+	}
+	return nil
+}
+
+// jsonError turns an encoding/json error into a 400 that names the
+// offending field or byte offset, without echoing values.
+func jsonError(err error) *apiError {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off := se.Offset
+		e := newError(http.StatusBadRequest, CodeMalformedJSON, "malformed JSON at byte %d: %s", off, se.Error())
+		e.Detail.Offset = &off
+		return e
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return newError(http.StatusBadRequest, CodeMalformedJSON, "malformed JSON: the body ends before the JSON value does")
+	case errors.As(err, &te):
+		off := te.Offset
+		if te.Field == "" {
+			e := newError(http.StatusBadRequest, CodeInvalidBody, "the request body must be a JSON object, got %s", jsonKind(te.Value))
+			e.Detail.Offset = &off
+			return e
+		}
+		root := rootField(te.Field)
+		var e *apiError
+		switch {
+		case root == "filter":
+			e = fieldError("invalid_filter", te.Field,
+				"filter: values must be arrays of strings, got %s at byte %d", jsonKind(te.Value), off)
+		case strings.HasPrefix(te.Value, "number") && isNumberType(te.Type):
+			e = fieldError("invalid_"+root, te.Field,
+				"%s: a number out of range or not allowed for %s, at byte %d", te.Field, describeType(te.Type), off)
+		default:
+			e = fieldError("invalid_"+root, te.Field,
+				"%s: got %s, want %s, at byte %d", te.Field, jsonKind(te.Value), describeType(te.Type), off)
+		}
+		e.Detail.Offset = &off
+		return e
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		if len(name) > 64 {
+			name = name[:64] + "…"
+		}
+		e := newError(http.StatusBadRequest, CodeUnknownField, "unknown field %q", name)
+		e.Detail.Field = name
+		return e
+	}
+	return newError(http.StatusBadRequest, CodeMalformedJSON, "malformed JSON")
+}
+
+// jsonKind reduces UnmarshalTypeError.Value ("number 1e999", "string") to
+// the JSON kind, so values are never echoed.
+func jsonKind(v string) string {
+	if k, _, ok := strings.Cut(v, " "); ok {
+		return k
+	}
+	return v
+}
+
+func isNumberType(t reflect.Type) bool {
+	if t == nil {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// describeType names the JSON shape a Go type expects.
+func describeType(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32:
+		return "a finite 32-bit number"
+	case reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array of " + strings.TrimPrefix(strings.TrimPrefix(describeType(t.Elem()), "a "), "an ") + "s"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return describeType(t.Elem())
+	}
+	return "another type"
+}
+
+// checkJSONContentType accepts application/json and any +json type, with
+// parameters (charset) allowed.
+func checkJSONContentType(ct string) error {
+	if ct == "" {
+		return newError(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "Content-Type is required and must be application/json")
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || !(mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))) {
+		return newError(http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
+			"Content-Type must be application/json, got %s", truncate(ct, 64))
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// writeJSON marshals v before writing anything, so an encoding failure is
+// still answered as a clean 500 instead of a truncated 200.
+func (s *Server) writeJSON(c echo.Context, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("api: encode response: %w", err)
+	}
+	b = append(b, '\n')
+	return c.Blob(status, echo.MIMEApplicationJSON, b)
+}

@@ -1,0 +1,267 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/retriever"
+	"github.com/ragd/ragd/spi"
+)
+
+func TestQueryAnswersTheRetrieverResult(t *testing.T) {
+	e := newEnv(t, nil)
+	rec := e.do(http.MethodPost, "/v1/query", `{"text":"boundary layer","limit":3,"filter":{"lang":["en"]},"explain":true}`)
+	res := decodeAs[retriever.Result](t, rec, http.StatusOK)
+	if len(res.Hits) != 1 || res.Hits[0].ID != "doc-1" || res.Sources[spi.SourceVector].Status != retriever.StatusOK {
+		t.Fatalf("result %+v", res)
+	}
+	calls := e.searcher.calls()
+	if len(calls) != 1 {
+		t.Fatalf("searcher called %d times", len(calls))
+	}
+	q := calls[0]
+	if q.Text != "boundary layer" || q.Limit != 3 || !q.Explain || q.Filter["lang"][0] != "en" || q.Tenant != "" {
+		t.Fatalf("searcher got %+v", q)
+	}
+}
+
+func TestQueryAcceptsAVectorAlone(t *testing.T) {
+	e := newEnv(t, nil)
+	rec := e.do(http.MethodPost, "/v1/query", `{"vector":[0.1,0.2,0.3,0.4]}`)
+	decodeAs[retriever.Result](t, rec, http.StatusOK)
+	if got := e.searcher.calls(); len(got) != 1 || len(got[0].Vector) != testDimension {
+		t.Fatalf("searcher calls %+v", got)
+	}
+}
+
+// TestQueryBadInput covers every bad-input class of the query endpoint:
+// each is a 400 with a specific code, and the searcher is never called.
+func TestQueryBadInput(t *testing.T) {
+	long := strings.Repeat("x", retriever.DefaultMaxTextBytes+1)
+	cases := []struct {
+		name, body, code string
+		field            string
+		offset           bool
+	}{
+		{"empty body", ``, api.CodeMalformedJSON, "", false},
+		{"whitespace body", "  \n ", api.CodeMalformedJSON, "", false},
+		{"truncated", `{"text":"a"`, api.CodeMalformedJSON, "", false},
+		{"syntax error", `{"text":"a",}`, api.CodeMalformedJSON, "", true},
+		{"trailing data", `{"text":"a"} {"text":"b"}`, api.CodeMalformedJSON, "", true},
+		{"not an object", `[1,2]`, api.CodeInvalidBody, "", true},
+		{"string body", `"text"`, api.CodeInvalidBody, "", true},
+		{"unknown field", `{"text":"a","txt":"b"}`, api.CodeUnknownField, "txt", false},
+		{"nested unknown field", `{"text":"a","sources":{"vector":{"weigth":1}}}`, api.CodeUnknownField, "weigth", false},
+		{"empty query", `{}`, api.CodeEmptyQuery, "text", false},
+		{"null body", `null`, api.CodeEmptyQuery, "text", false},
+		{"blank text", `{"text":"  \t "}`, api.CodeEmptyQuery, "text", false},
+		{"text too long", `{"text":"` + long + `"}`, "invalid_text", "text", false},
+		{"vector wrong dimension", `{"vector":[1,2]}`, "invalid_vector", "vector", false},
+		{"vector overflow 1e999", `{"vector":[1e999,0,0,0]}`, "invalid_vector", "vector", true},
+		{"vector float32 overflow", `{"vector":[1e39,0,0,0]}`, "invalid_vector", "vector", true},
+		{"vector NaN string", `{"vector":["NaN",0,0,0]}`, "invalid_vector", "vector", true},
+		{"vector not array", `{"vector":1}`, "invalid_vector", "vector", true},
+		{"limit above max", `{"text":"a","limit":101}`, "invalid_limit", "limit", false},
+		{"negative limit", `{"text":"a","limit":-1}`, "invalid_limit", "limit", false},
+		{"limit not integer", `{"text":"a","limit":1.5}`, "invalid_limit", "limit", true},
+		{"limit huge", `{"text":"a","limit":1e20}`, "invalid_limit", "limit", true},
+		{"limit string", `{"text":"a","limit":"5"}`, "invalid_limit", "limit", true},
+		{"window above max", `{"text":"a","window":100000}`, "invalid_window", "window", false},
+		{"offset above max", `{"text":"a","offset":5000}`, "invalid_offset", "offset", false},
+		{"unknown source", `{"text":"a","sources":{"bogus":{}}}`, "invalid_sources", "sources", false},
+		{"source k above max", `{"text":"a","sources":{"vector":{"k":100000}}}`, "invalid_sources", "sources.vector.k", false},
+		{"negative weight", `{"text":"a","sources":{"keyword":{"weight":-1}}}`, "invalid_sources", "sources.keyword.weight", false},
+		{"unknown fusion", `{"text":"a","fusion":{"mode":"magic"}}`, "invalid_fusion", "fusion.mode", false},
+		{"hops above 2", `{"text":"a","expand":{"hops":3}}`, "invalid_expand", "expand.hops", false},
+		{"min_sources above 3", `{"text":"a","min_sources":4}`, "invalid_min_sources", "min_sources", false},
+		{"budget above max", `{"text":"a","budget_ms":99999999}`, "invalid_budget_ms", "budget_ms", false},
+		{"filter value string", `{"text":"a","filter":{"lang":"en"}}`, "invalid_filter", "filter", true},
+		{"filter value numbers", `{"text":"a","filter":{"lang":[1]}}`, "invalid_filter", "filter", true},
+		{"filter array", `{"text":"a","filter":["lang"]}`, "invalid_filter", "filter", true},
+		{"filter empty values", `{"text":"a","filter":{"lang":[]}}`, "invalid_filter", "filter", false},
+		{"filter empty key", `{"text":"a","filter":{"":["x"]}}`, "invalid_filter", "filter", false},
+	}
+	e := newEnv(t, nil)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := wantError(t, e.do(http.MethodPost, "/v1/query", tc.body), http.StatusBadRequest, tc.code)
+			if d.Field != tc.field {
+				t.Errorf("field %q, want %q", d.Field, tc.field)
+			}
+			if tc.offset != (d.Offset != nil) {
+				t.Errorf("offset %v, want set=%v", d.Offset, tc.offset)
+			}
+		})
+	}
+	if n := len(e.searcher.calls()); n != 0 {
+		t.Fatalf("the searcher was called %d times for bad input", n)
+	}
+}
+
+func TestQueryContentType(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, tc := range []struct {
+		ct     string
+		status int
+	}{
+		{"application/json", http.StatusOK},
+		{"application/json; charset=utf-8", http.StatusOK},
+		{"application/problem+json", http.StatusOK},
+		{"text/plain", http.StatusUnsupportedMediaType},
+		{"application/x-www-form-urlencoded", http.StatusUnsupportedMediaType},
+		{"application/json; =broken", http.StatusUnsupportedMediaType},
+		{"", http.StatusUnsupportedMediaType},
+	} {
+		t.Run(tc.ct, func(t *testing.T) {
+			rec := serve(t, e.h, http.MethodPost, "/v1/query", `{"text":"a"}`,
+				"Authorization", "Bearer "+adminKey, "Content-Type", tc.ct)
+			if tc.status == http.StatusOK {
+				decodeAs[retriever.Result](t, rec, http.StatusOK)
+				return
+			}
+			wantError(t, rec, tc.status, api.CodeUnsupportedMedia)
+		})
+	}
+}
+
+// endless is a body that never ends.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'a'
+	}
+	return len(p), nil
+}
+
+func TestQueryBodyTooLarge(t *testing.T) {
+	e := newEnv(t, nil)
+	big := `{"text":"` + strings.Repeat("a", testBodyLimit) + `"}`
+	// Declared length above the limit: rejected before reading.
+	wantError(t, e.do(http.MethodPost, "/v1/query", big), http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
+	// No declared length and a body that never ends: the server stops
+	// reading at the limit instead of hanging.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		body := io.MultiReader(strings.NewReader(`{"text":"`), endless{})
+		wantError(t, e.do(http.MethodPost, "/v1/query", body), http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("an endless body hung the handler")
+	}
+}
+
+func TestQueryNotEnoughSourcesIs503WithSourceStatuses(t *testing.T) {
+	e := newEnv(t, nil)
+	e.searcher.RetrieveFn = func(context.Context, retriever.Query) (*retriever.Result, error) {
+		return nil, fmt.Errorf("wrapped: %w", &retriever.NotEnoughSourcesError{Required: 2, Healthy: 1, Sources: map[string]retriever.SourceStatus{
+			spi.SourceVector:  {Status: retriever.StatusCircuitOpen, RetryInMS: 1500},
+			spi.SourceKeyword: {Status: retriever.StatusOK, Returned: 3},
+			spi.SourceGraph:   {Status: retriever.StatusTimeout, Error: "deadline"},
+		}})
+	}
+	d := wantError(t, e.do(http.MethodPost, "/v1/query", `{"text":"a","min_sources":2}`), http.StatusServiceUnavailable, api.CodeNotEnoughSources)
+	if d.Required != 2 || d.Healthy == nil || *d.Healthy != 1 {
+		t.Fatalf("required %d healthy %v", d.Required, d.Healthy)
+	}
+	if d.Sources[spi.SourceVector].Status != retriever.StatusCircuitOpen || d.Sources[spi.SourceVector].RetryInMS != 1500 ||
+		d.Sources[spi.SourceGraph].Status != retriever.StatusTimeout || d.Sources[spi.SourceKeyword].Returned != 3 {
+		t.Fatalf("sources %+v", d.Sources)
+	}
+}
+
+func TestQueryRetrieverErrors(t *testing.T) {
+	const secret = "secret-query-words"
+	cases := []struct {
+		name   string
+		err    error
+		status int
+		code   string
+	}{
+		{"query error", &retriever.QueryError{Field: "sources.graph.k", Message: "too big"}, http.StatusBadRequest, "invalid_sources"},
+		{"query error without field", &retriever.QueryError{Message: "bad"}, http.StatusBadRequest, api.CodeInvalidQuery},
+		{"backend invalid query", fmt.Errorf("keyword: parse %q: %w", secret, spi.ErrInvalidQuery), http.StatusBadRequest, api.CodeInvalidQuery},
+		{"plain not enough sources", retriever.ErrNotEnoughSources, http.StatusServiceUnavailable, api.CodeNotEnoughSources},
+		{"unavailable", fmt.Errorf("vector: %w", spi.ErrUnavailable), http.StatusServiceUnavailable, api.CodeUnavailable},
+		{"deadline", fmt.Errorf("retriever: %w", context.DeadlineExceeded), http.StatusGatewayTimeout, api.CodeTimeout},
+		{"canceled", context.Canceled, 499, api.CodeClientClosedRequest},
+		{"anything else", errors.New("pool: internal state /var/lib/x corrupted"), http.StatusInternalServerError, api.CodeInternal},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			e.searcher.RetrieveFn = func(context.Context, retriever.Query) (*retriever.Result, error) { return nil, tc.err }
+			d := wantError(t, e.do(http.MethodPost, "/v1/query", `{"text":"a"}`), tc.status, tc.code)
+			if strings.Contains(d.Message, secret) || strings.Contains(d.Message, "/var/lib") {
+				t.Fatalf("message leaks internals: %q", d.Message)
+			}
+			if tc.code == api.CodeInternal && !strings.Contains(d.Message, d.RequestID) {
+				t.Fatalf("internal error message %q does not quote the request id %q", d.Message, d.RequestID)
+			}
+		})
+	}
+}
+
+func TestQueryNilResultIsInternal(t *testing.T) {
+	e := newEnv(t, nil)
+	e.searcher.RetrieveFn = func(context.Context, retriever.Query) (*retriever.Result, error) { return nil, nil }
+	wantError(t, e.do(http.MethodPost, "/v1/query", `{"text":"a"}`), http.StatusInternalServerError, api.CodeInternal)
+}
+
+func TestQueryPanicIsInternal(t *testing.T) {
+	e := newEnv(t, nil)
+	e.searcher.RetrieveFn = func(context.Context, retriever.Query) (*retriever.Result, error) { panic("boom") }
+	wantError(t, e.do(http.MethodPost, "/v1/query", `{"text":"a"}`), http.StatusInternalServerError, api.CodeInternal)
+	if !strings.Contains(e.logs.String(), "panic recovered") {
+		t.Fatalf("panic not logged: %s", e.logs.String())
+	}
+	// The server keeps serving.
+	e.searcher.RetrieveFn = nil
+	decodeAs[retriever.Result](t, e.do(http.MethodPost, "/v1/query", `{"text":"a"}`), http.StatusOK)
+}
+
+func TestQueryRequestTimeoutIs504(t *testing.T) {
+	e := newEnv(t, func(c *api.Config) { c.Server.RequestTimeoutS = 1 })
+	e.searcher.RetrieveFn = func(ctx context.Context, _ retriever.Query) (*retriever.Result, error) {
+		if _, ok := ctx.Deadline(); !ok {
+			return nil, errors.New("no deadline on the request context")
+		}
+		<-ctx.Done()
+		return nil, fmt.Errorf("retriever: %w", ctx.Err())
+	}
+	wantError(t, e.do(http.MethodPost, "/v1/query", `{"text":"a"}`), http.StatusGatewayTimeout, api.CodeTimeout)
+}
+
+func TestQueryTenantBinding(t *testing.T) {
+	e := newEnv(t, nil)
+	// A bound key's tenant is forced onto the query.
+	decodeAs[retriever.Result](t, e.do(http.MethodPost, "/v1/query", `{"text":"a"}`, "Authorization", "Bearer "+acmeQueryKey), http.StatusOK)
+	decodeAs[retriever.Result](t, e.do(http.MethodPost, "/v1/query", `{"text":"a","tenant":"acme"}`, "Authorization", "Bearer "+acmeQueryKey), http.StatusOK)
+	// Another tenant is refused.
+	d := wantError(t, e.do(http.MethodPost, "/v1/query", `{"text":"a","tenant":"globex"}`, "Authorization", "Bearer "+acmeQueryKey),
+		http.StatusForbidden, api.CodeTenantForbidden)
+	if d.Field != "tenant" {
+		t.Fatalf("field %q", d.Field)
+	}
+	// An unbound key may name any tenant, or none.
+	decodeAs[retriever.Result](t, e.do(http.MethodPost, "/v1/query", `{"text":"a","tenant":"globex"}`, "Authorization", "Bearer "+queryKey), http.StatusOK)
+	decodeAs[retriever.Result](t, e.do(http.MethodPost, "/v1/query", `{"text":"a"}`, "Authorization", "Bearer "+queryKey), http.StatusOK)
+
+	var tenants []string
+	for _, q := range e.searcher.calls() {
+		tenants = append(tenants, q.Tenant)
+	}
+	if want := []string{"acme", "acme", "globex", ""}; strings.Join(tenants, ",") != strings.Join(want, ",") {
+		t.Fatalf("tenants %q, want %q", tenants, want)
+	}
+}

@@ -1,0 +1,153 @@
+package api
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragd/ragd/config"
+)
+
+// Server is ragd's HTTP API. Create it with New; serve Handler (or the
+// *http.Server from HTTPServer). It is safe for concurrent use.
+type Server struct {
+	cfg      Config
+	e        *echo.Echo
+	log      *slog.Logger
+	now      func() time.Time
+	auth     *authenticator
+	metrics  *httpMetrics
+	gatherer prometheus.Gatherer
+	slots    chan struct{}
+	openapi  []byte
+	// paths are the registered route templates, for metric labels.
+	paths map[string]bool
+}
+
+// route is one entry of the route table.
+type route struct {
+	method  string
+	path    string
+	access  access
+	handler func(*Server) echo.HandlerFunc
+}
+
+// routes is the whole API. The OpenAPI document must describe exactly
+// these (a test walks echo's Routes() against it).
+var routes = []route{
+	{http.MethodPost, "/v1/query", access{role: config.RoleQuery}, (*Server).query},
+	{http.MethodPost, "/v1/documents", access{role: config.RoleAdmin}, (*Server).upsertDocuments},
+	{http.MethodPost, "/v1/documents/delete", access{role: config.RoleAdmin}, (*Server).deleteDocuments},
+	{http.MethodGet, "/v1/documents/:id", access{role: config.RoleQuery}, (*Server).getDocument},
+	{http.MethodDelete, "/v1/documents/:id", access{role: config.RoleAdmin}, (*Server).deleteDocument},
+	{http.MethodGet, "/v1/status/breakers", access{role: config.RoleQuery}, (*Server).listBreakers},
+	{http.MethodPost, "/v1/status/breakers/:name/force-close", access{role: config.RoleAdmin}, (*Server).forceClose},
+	{http.MethodGet, "/v1/status/health", access{role: config.RoleQuery}, (*Server).health},
+	{http.MethodGet, "/healthz", access{public: PublicHealth}, (*Server).healthz},
+	{http.MethodGet, "/readyz", access{public: PublicReady}, (*Server).readyz},
+	{http.MethodGet, "/metrics", access{public: PublicMetrics}, (*Server).metricsHandler},
+	{http.MethodGet, "/openapi.json", access{public: PublicOpenAPI}, (*Server).openAPI},
+}
+
+// New validates cfg and builds the server with every route registered.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if isNil(cfg.Breakers) {
+		cfg.Breakers = nil // a nil *breaker.Registry means "no registry"
+	}
+	if cfg.HealthTimeout == 0 {
+		cfg.HealthTimeout = DefaultHealthTimeout
+	}
+	s := &Server{
+		cfg:   cfg,
+		log:   cfg.Logger,
+		now:   cfg.Now,
+		auth:  newAuthenticator(cfg.Auth),
+		slots: make(chan struct{}, cfg.Server.MaxInFlight),
+		paths: map[string]bool{},
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	reg, gatherer := cfg.Registerer, cfg.Gatherer
+	if reg == nil && gatherer == nil {
+		r := prometheus.NewRegistry()
+		reg, gatherer = r, r
+	} else if reg == nil {
+		reg = prometheus.NewRegistry() // metrics of this server only, unserved
+	}
+	if gatherer == nil {
+		gatherer = reg.(prometheus.Gatherer) // checked by Validate
+	}
+	s.gatherer = gatherer
+	var err error
+	if s.metrics, err = newHTTPMetrics(reg); err != nil {
+		return nil, fmt.Errorf("api: metrics: %w", err)
+	}
+	if s.openapi, err = openAPIDocument(cfg.Version); err != nil {
+		return nil, err
+	}
+
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.Debug = false
+	e.Logger.SetOutput(io.Discard)
+	e.StdLogger = log.New(io.Discard, "", 0)
+	e.Server.ErrorLog = e.StdLogger
+	e.TLSServer.ErrorLog = e.StdLogger
+	e.HTTPErrorHandler = s.handleError
+	e.Use(withRequestID, s.observe, s.recoverer(), s.limitInFlight, s.withTimeout)
+	for _, r := range routes {
+		e.Add(r.method, r.path, r.handler(s), s.requireAccess(r.access))
+		s.paths[r.path] = true
+	}
+	s.e = e
+	return s, nil
+}
+
+// Handler returns the configured echo instance.
+func (s *Server) Handler() http.Handler { return s.e }
+
+// HTTPServer returns an *http.Server for s with the listen address and the
+// read, write and idle timeouts of Config.Server, and the server's own
+// errors logged through Config.Logger. The caller runs ListenAndServe and,
+// on shutdown, Shutdown with a context bounded by shutdown_grace_s.
+func (s *Server) HTTPServer() *http.Server {
+	sc := s.cfg.Server
+	sec := func(n int) time.Duration { return time.Duration(n) * time.Second }
+	return &http.Server{
+		Addr:              sc.Listen,
+		Handler:           s.e,
+		ReadHeaderTimeout: sec(sc.ReadTimeoutS),
+		ReadTimeout:       sec(sc.ReadTimeoutS),
+		WriteTimeout:      sec(sc.WriteTimeoutS),
+		IdleTimeout:       sec(sc.IdleTimeoutS),
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// openAPIPath converts an echo route template to OpenAPI form:
+// /v1/documents/:id → /v1/documents/{id}.
+func openAPIPath(p string) string {
+	parts := strings.Split(p, "/")
+	for i, seg := range parts {
+		if name, ok := strings.CutPrefix(seg, ":"); ok {
+			parts[i] = "{" + name + "}"
+		}
+	}
+	return strings.Join(parts, "/")
+}

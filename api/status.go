@@ -1,0 +1,272 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/spi"
+)
+
+// BreakersResponse is the body of GET /v1/status/breakers.
+type BreakersResponse struct {
+	Breakers []breaker.Snapshot `json:"breakers"`
+	Total    int                `json:"total"`
+}
+
+// ForceCloseResponse is the body of POST
+// /v1/status/breakers/{name}/force-close.
+type ForceCloseResponse struct {
+	Breaker      breaker.Snapshot `json:"breaker"`
+	ForcedClosed bool             `json:"forced_closed"`
+}
+
+// HealthResponse is the body of GET /v1/status/health.
+//
+// Components holds one entry per configured component ("vector",
+// "keyword", "graph", "embedder") and one per circuit breaker
+// ("breaker:vector", ...). Status is the roll-up:
+//
+//   - down: no retrieval source (vector, keyword, graph) is usable — a
+//     source is usable when its health is up or degraded and its breaker,
+//     if any, is not open; queries cannot be answered;
+//   - degraded: at least one retrieval source is usable but some component
+//     is not up (a source or the embedder down or degraded, a breaker open
+//     or half-open); queries are answered, possibly partially;
+//   - up: every component is up.
+type HealthResponse struct {
+	Status     spi.HealthStatus           `json:"status"`
+	Components map[string]ComponentHealth `json:"components"`
+	// Usable lists the retrieval sources that can serve queries now.
+	Usable []string `json:"usable"`
+}
+
+// ComponentHealth is one component's entry in HealthResponse.
+type ComponentHealth struct {
+	Status    spi.HealthStatus `json:"status"`
+	Detail    string           `json:"detail,omitempty"`
+	LatencyMS *float64         `json:"latency_ms,omitempty"`
+	// Breaker entries only.
+	State     string `json:"state,omitempty"`
+	RetryInMS int64  `json:"retry_in_ms,omitempty"`
+}
+
+// ReadyResponse is the body of GET /readyz.
+type ReadyResponse struct {
+	Status string   `json:"status"` // "ready" or "not_ready"
+	Reason string   `json:"reason,omitempty"`
+	Usable []string `json:"usable"`
+}
+
+// LiveResponse is the body of GET /healthz.
+type LiveResponse struct {
+	Status  string `json:"status"` // always "ok"
+	Version string `json:"version,omitempty"`
+}
+
+func (s *Server) snapshots() []breaker.Snapshot {
+	if s.cfg.Breakers == nil {
+		return []breaker.Snapshot{}
+	}
+	snaps := s.cfg.Breakers.Snapshot()
+	if snaps == nil {
+		snaps = []breaker.Snapshot{}
+	}
+	return snaps
+}
+
+// listBreakers serves GET /v1/status/breakers.
+func (s *Server) listBreakers() echo.HandlerFunc {
+	return func(c echo.Context) error {
+		snaps := s.snapshots()
+		return s.writeJSON(c, http.StatusOK, BreakersResponse{Breakers: snaps, Total: len(snaps)})
+	}
+}
+
+// forceClose serves POST /v1/status/breakers/{name}/force-close.
+func (s *Server) forceClose() echo.HandlerFunc {
+	return func(c echo.Context) error {
+		name := c.Param("name")
+		if s.cfg.Breakers == nil {
+			return newError(http.StatusNotFound, CodeUnknownBreaker, "circuit breakers are not enabled on this server")
+		}
+		snap, err := s.cfg.Breakers.ForceClose(name)
+		if err != nil {
+			if errors.Is(err, breaker.ErrUnknownBreaker) {
+				return newError(http.StatusNotFound, CodeUnknownBreaker, "no circuit breaker called %q", truncate(name, 64))
+			}
+			return err
+		}
+		s.log.LogAttrs(c.Request().Context(), slog.LevelInfo, "api: breaker force-closed",
+			slog.String("request_id", requestID(c)),
+			slog.String("breaker", snap.Name),
+			slog.String("key", principal(c).Name))
+		return s.writeJSON(c, http.StatusOK, ForceCloseResponse{Breaker: snap, ForcedClosed: true})
+	}
+}
+
+// checkHealth runs every health check concurrently, each bounded by
+// HealthTimeout, and rolls them up with the breaker states.
+func (s *Server) checkHealth(ctx context.Context) HealthResponse {
+	type result struct {
+		name string
+		h    spi.Health
+	}
+	timeout := s.cfg.HealthTimeout
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	results := make(chan result, len(s.cfg.Health))
+	for name, hc := range s.cfg.Health {
+		go func() {
+			h := spi.Health{Status: spi.StatusDown, Detail: "health check panicked"}
+			defer func() {
+				_ = recover() // a checker must not panic; if it does, it is down
+				results <- result{name, h}
+			}()
+			start := s.now()
+			h = hc.Health(ctx)
+			if h.Latency == 0 {
+				h.Latency = s.now().Sub(start)
+			}
+		}()
+	}
+
+	resp := HealthResponse{Components: make(map[string]ComponentHealth, len(s.cfg.Health)+4)}
+	// Wait for every check, but not past the deadline: a checker that
+	// ignores its context (against the spi contract) is reported down and
+	// left to finish on its own into the buffered channel.
+	grace := time.NewTimer(timeout + 100*time.Millisecond)
+	defer grace.Stop()
+	pending := len(s.cfg.Health)
+wait:
+	for pending > 0 {
+		select {
+		case r := <-results:
+			pending--
+			ms := float64(r.h.Latency.Microseconds()) / 1000
+			resp.Components[r.name] = ComponentHealth{Status: normStatus(r.h.Status), Detail: truncate(r.h.Detail, 200), LatencyMS: &ms}
+		case <-grace.C:
+			break wait
+		}
+	}
+	for name := range s.cfg.Health {
+		if _, ok := resp.Components[name]; !ok {
+			resp.Components[name] = ComponentHealth{Status: spi.StatusDown, Detail: "health check did not return in time"}
+		}
+	}
+
+	open := map[string]bool{}
+	for _, snap := range s.snapshots() {
+		st := breakerStatus(snap.State)
+		resp.Components["breaker:"+snap.Name] = ComponentHealth{
+			Status: st, State: snap.State.String(), RetryInMS: snap.RetryIn.Milliseconds(),
+		}
+		open[snap.Name] = snap.State == breaker.Open
+	}
+
+	resp.Usable = []string{}
+	for _, name := range retrievalSources {
+		comp, ok := resp.Components[name]
+		if ok && comp.Status != spi.StatusDown && !open[name] {
+			resp.Usable = append(resp.Usable, name)
+		}
+	}
+	resp.Status = spi.StatusUp
+	for _, comp := range resp.Components {
+		if comp.Status != spi.StatusUp {
+			resp.Status = spi.StatusDegraded
+		}
+	}
+	if len(resp.Usable) == 0 {
+		resp.Status = spi.StatusDown
+	}
+	return resp
+}
+
+// normStatus maps anything but up and degraded to down.
+func normStatus(st spi.HealthStatus) spi.HealthStatus {
+	switch st {
+	case spi.StatusUp, spi.StatusDegraded:
+		return st
+	}
+	return spi.StatusDown
+}
+
+func breakerStatus(st breaker.State) spi.HealthStatus {
+	switch st {
+	case breaker.Closed:
+		return spi.StatusUp
+	case breaker.HalfOpen:
+		return spi.StatusDegraded
+	}
+	return spi.StatusDown
+}
+
+// health serves GET /v1/status/health: 200 while some retrieval source is
+// usable (status up or degraded), 503 when none is (status down).
+func (s *Server) health() echo.HandlerFunc {
+	return func(c echo.Context) error {
+		resp := s.checkHealth(c.Request().Context())
+		status := http.StatusOK
+		if resp.Status == spi.StatusDown {
+			status = http.StatusServiceUnavailable
+		}
+		return s.writeJSON(c, status, resp)
+	}
+}
+
+// healthz serves GET /healthz, the liveness probe: 200 while the process
+// serves requests. It checks no dependency.
+func (s *Server) healthz() echo.HandlerFunc {
+	return func(c echo.Context) error {
+		return s.writeJSON(c, http.StatusOK, LiveResponse{Status: "ok", Version: s.cfg.Version})
+	}
+}
+
+// readyz serves GET /readyz, the readiness probe: 200 when at least one
+// retrieval source is usable and Config.Ready (if set) passes, else 503.
+func (s *Server) readyz() echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		h := s.checkHealth(ctx)
+		resp := ReadyResponse{Status: "ready", Usable: h.Usable}
+		if len(h.Usable) == 0 {
+			resp.Status, resp.Reason = "not_ready", "no retrieval source is usable"
+		} else if s.cfg.Ready != nil {
+			if err := s.cfg.Ready(ctx); err != nil {
+				// The reason may hold internals and /readyz may be public:
+				// log it, answer a generic reason.
+				s.log.LogAttrs(ctx, slog.LevelWarn, "api: not ready",
+					slog.String("request_id", requestID(c)), slog.String("error", err.Error()))
+				resp.Status, resp.Reason = "not_ready", "the server is not ready yet"
+			}
+		}
+		status := http.StatusOK
+		if resp.Status != "ready" {
+			status = http.StatusServiceUnavailable
+		}
+		return s.writeJSON(c, status, resp)
+	}
+}
+
+// metricsHandler serves GET /metrics from the injected gatherer.
+func (s *Server) metricsHandler() echo.HandlerFunc {
+	h := promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+	return echo.WrapHandler(h)
+}
+
+// openAPI serves GET /openapi.json.
+func (s *Server) openAPI() echo.HandlerFunc {
+	return func(c echo.Context) error {
+		return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, s.openapi)
+	}
+}
