@@ -38,11 +38,36 @@ CALL (f) {
 }
 RETURN fid AS from, d.id AS to, sum(n) AS connectors`
 
+// secondHopCypher aggregates the second hop server-side: per candidate the
+// sum of the weights of its distinct distance-1 neighbours, top $limit.
+const secondHopCypher = `
+UNWIND $frontier AS fr
+MATCH (f:Document {id: fr.id})
+WHERE f.stub IS NULL AND ($tenant = '' OR f.tenant = $tenant)
+CALL (f) {
+  MATCH (f)-[:MENTIONS]->(e:Entity)
+  WHERE COUNT { (e)<-[:MENTIONS]-() } <= $maxDegree
+  MATCH (e)<-[:MENTIONS]-(d:Document)
+  WHERE $tenant = '' OR d.tenant = $tenant
+  RETURN d
+  UNION
+  MATCH (f)-[:LINKS_TO]-(d:Document)
+  WHERE d.stub IS NULL AND ($tenant = '' OR d.tenant = $tenant)
+  RETURN d
+}
+WITH d.id AS id, sum(fr.w) AS paths
+WHERE NOT id IN $exclude
+RETURN id, paths
+ORDER BY paths DESC, id ASC
+LIMIT $limit`
+
 // Expand returns documents related to seeds, ranked by the rule documented
 // in package graphspec: hop distance ascending, then distinct connecting
 // paths descending, then id; Ref.Score = graphspec.ExpandScore. Hops outside
-// 1..2 or Limit < 1 wrap spi.ErrInvalidQuery. It costs one query per hop;
-// each row set is bounded by the frontier's entities times MaxDegree.
+// 1..2 or Limit < 1 wrap spi.ErrInvalidQuery. It costs one query per hop
+// (the second is skipped when the first fills Limit); the work per query is
+// bounded by the frontier's entities times MaxDegree, and the second hop is
+// aggregated, ordered and cut server-side.
 func (b *Backend) Expand(ctx context.Context, seeds []string, opts spi.ExpandOptions) ([]spi.Ref, error) {
 	if err := graphspec.ValidateExpand(opts); err != nil {
 		return nil, fmt.Errorf("graph: expand: %w", err)
@@ -65,8 +90,28 @@ func (b *Backend) Expand(ctx context.Context, seeds []string, opts spi.ExpandOpt
 			}
 			return edges, nil
 		}
+		hop2 := func(ctx context.Context, weights map[string]int, exclude []string, limit int) ([]graphspec.Hop2, error) {
+			frontier := make([]any, 0, len(weights))
+			for id, w := range weights {
+				frontier = append(frontier, map[string]any{"id": id, "w": w})
+			}
+			recs, err := run(ctx, r, secondHopCypher, map[string]any{
+				"frontier": frontier, "exclude": exclude, "limit": limit,
+				"tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree,
+			})
+			if err != nil {
+				return nil, err
+			}
+			out := make([]graphspec.Hop2, 0, len(recs))
+			for _, rec := range recs {
+				id, _ := rec.Values[0].(string)
+				n, _ := rec.Values[1].(int64)
+				out = append(out, graphspec.Hop2{ID: id, Paths: int(n)})
+			}
+			return out, nil
+		}
 		var err error
-		refs, err = graphspec.Expand(ctx, seeds, opts, adj)
+		refs, err = graphspec.Expand(ctx, seeds, opts, adj, hop2)
 		return err
 	})
 	return refs, err

@@ -269,6 +269,9 @@ func graphExpandRanking(t *testing.T, h GraphHarness) {
 		[]scored{one("c", 3), one("b", 2), one("h", 1), one("k", 1), two("j", 2), two("i", 1), two("m", 1)}, src)
 	// Two seeds: c gets a's 3 paths plus b's y and u; seeds never returned.
 	g.wantRefs("two seeds", g.expand([]string{"a", "b"}, 1, 10, "T"), []scored{one("c", 5), one("h", 1), one("j", 1)}, src)
+	// i is reached through c, which both seeds reach: pairs (a,c) and (b,c).
+	g.wantRefs("two seeds, hops 2", g.expand([]string{"a", "b"}, 2, 10, "T"),
+		[]scored{one("c", 5), one("h", 1), one("j", 1), two("i", 2)}, src)
 	g.wantRefs("isolated", g.expand([]string{"z"}, 2, 10, "T"), nil, src)
 }
 

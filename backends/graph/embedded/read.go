@@ -51,7 +51,7 @@ func (s *Store) Expand(ctx context.Context, seeds []string, opts spi.ExpandOptio
 	err := s.view(ctx, "expand", func(tx *bolt.Tx) error {
 		r := reader{tx: tx, tenant: opts.Tenant, maxDegree: s.maxDegree}
 		var err error
-		refs, err = graphspec.Expand(ctx, seeds, opts, r.adjacency)
+		refs, err = graphspec.Expand(ctx, seeds, opts, r.adjacency, nil)
 		return err
 	})
 	return refs, err

@@ -40,11 +40,68 @@ func ExpandScore(distance, paths int) float64 {
 	return float64(MaxHops+1-distance) + float64(paths)/float64(paths+1)
 }
 
-// Expand runs the shared expansion algorithm over adj and returns at most
+// Hop2 is one distance-2 candidate: its id and its path count.
+type Hop2 struct {
+	ID    string
+	Paths int
+}
+
+// SecondHopFunc computes the second hop in one step. weights maps each
+// distance-1 document to the number of seeds adjacent to it. It returns the
+// documents adjacent to at least one of them (through the same adjacency as
+// AdjacencyFunc) that are not in exclude, each with Paths = the sum of the
+// weights of its distance-1 neighbours, ordered by Paths descending then id
+// ascending, at most limit of them. A backend provides it when it can
+// aggregate server-side; SecondHopFromAdjacency derives it otherwise.
+type SecondHopFunc func(ctx context.Context, weights map[string]int, exclude []string, limit int) ([]Hop2, error)
+
+// SecondHopFromAdjacency implements SecondHopFunc over an AdjacencyFunc.
+func SecondHopFromAdjacency(adj AdjacencyFunc) SecondHopFunc {
+	return func(ctx context.Context, weights map[string]int, exclude []string, limit int) ([]Hop2, error) {
+		frontier := make([]string, 0, len(weights))
+		for id := range weights {
+			frontier = append(frontier, id)
+		}
+		sort.Strings(frontier)
+		edges, err := adj(ctx, frontier)
+		if err != nil {
+			return nil, err
+		}
+		skip := make(map[string]bool, len(exclude))
+		for _, id := range exclude {
+			skip[id] = true
+		}
+		paths := map[string]int{}
+		for _, e := range edges {
+			w, ok := weights[e.From]
+			if !ok || skip[e.To] || e.Connectors < 1 {
+				continue
+			}
+			paths[e.To] += w
+		}
+		out := make([]Hop2, 0, len(paths))
+		for id, p := range paths {
+			out = append(out, Hop2{ID: id, Paths: p})
+		}
+		sort.Slice(out, func(i, j int) bool {
+			if out[i].Paths != out[j].Paths {
+				return out[i].Paths > out[j].Paths
+			}
+			return out[i].ID < out[j].ID
+		})
+		if len(out) > limit {
+			out = out[:limit]
+		}
+		return out, nil
+	}
+}
+
+// Expand runs the shared expansion algorithm and returns at most
 // opts.Limit refs (Source spi.SourceGraphExpand) in the order of the ranking
 // rule in the package comment. It calls adj once for the seeds and, when
-// opts.Hops is 2, once for the distance-1 documents.
-func Expand(ctx context.Context, seeds []string, opts spi.ExpandOptions, adj AdjacencyFunc) ([]spi.Ref, error) {
+// opts.Hops is 2 and fewer than opts.Limit documents lie at distance 1,
+// hop2 once (SecondHopFromAdjacency(adj) when hop2 is nil).
+func Expand(ctx context.Context, seeds []string, opts spi.ExpandOptions, adj AdjacencyFunc, hop2 SecondHopFunc) ([]spi.Ref, error) {
 	if err := ValidateExpand(opts); err != nil {
 		return nil, err
 	}
@@ -78,31 +135,28 @@ func Expand(ctx context.Context, seeds []string, opts spi.ExpandOptions, adj Adj
 	for id, p := range paths1 {
 		refs = append(refs, spi.Ref{ID: id, Score: ExpandScore(1, p), Source: spi.SourceGraphExpand})
 	}
+	SortRefs(refs)
+	if len(refs) >= opts.Limit {
+		return refs[:opts.Limit], nil
+	}
 	if opts.Hops == 2 && len(paths1) > 0 {
-		frontier := make([]string, 0, len(paths1))
-		for id := range paths1 {
-			frontier = append(frontier, id)
+		if hop2 == nil {
+			hop2 = SecondHopFromAdjacency(adj)
 		}
-		sort.Strings(frontier)
-		edges, err := adj(ctx, frontier)
+		exclude := make([]string, 0, len(seeds)+len(paths1))
+		exclude = append(exclude, seeds...)
+		for id := range paths1 {
+			exclude = append(exclude, id)
+		}
+		sort.Strings(exclude)
+		far, err := hop2(ctx, seedsOf, exclude, opts.Limit-len(refs))
 		if err != nil {
 			return nil, err
 		}
-		paths2 := map[string]int{}
-		for _, e := range edges {
-			if _, ok := paths1[e.From]; !ok || isSeed[e.To] || e.Connectors < 1 {
-				continue
-			}
-			if _, near := paths1[e.To]; near {
-				continue
-			}
-			paths2[e.To] += seedsOf[e.From]
-		}
-		for id, p := range paths2 {
-			refs = append(refs, spi.Ref{ID: id, Score: ExpandScore(2, p), Source: spi.SourceGraphExpand})
+		for _, h := range far {
+			refs = append(refs, spi.Ref{ID: h.ID, Score: ExpandScore(2, h.Paths), Source: spi.SourceGraphExpand})
 		}
 	}
-	SortRefs(refs)
 	if len(refs) > opts.Limit {
 		refs = refs[:opts.Limit]
 	}

@@ -143,7 +143,7 @@ func TestExpand(t *testing.T) {
 	g := sym(e3{"s1", "a", 2}, e3{"s1", "b", 1}, e3{"s2", "b", 1}, e3{"a", "c", 1}, e3{"b", "c", 3}, e3{"b", "d", 1}, e3{"c", "e", 1}, e3{"s1", "s2", 4})
 	ctx := context.Background()
 	var calls [][]string
-	refs, err := graphspec.Expand(ctx, []string{"s1", "s2", "s1", "unknown"}, spi.ExpandOptions{Hops: 1, Limit: 10}, g.adj(&calls))
+	refs, err := graphspec.Expand(ctx, []string{"s1", "s2", "s1", "unknown"}, spi.ExpandOptions{Hops: 1, Limit: 10}, g.adj(&calls), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestExpand(t *testing.T) {
 		t.Fatalf("hop 1 made %d adjacency calls", len(calls))
 	}
 	calls = nil
-	refs, err = graphspec.Expand(ctx, []string{"s1", "s2"}, spi.ExpandOptions{Hops: 2, Limit: 10}, g.adj(&calls))
+	refs, err = graphspec.Expand(ctx, []string{"s1", "s2"}, spi.ExpandOptions{Hops: 2, Limit: 10}, g.adj(&calls), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,18 +169,18 @@ func TestExpand(t *testing.T) {
 	if refs[2].Score != graphspec.ExpandScore(2, 3) || refs[3].Score != graphspec.ExpandScore(2, 2) {
 		t.Fatalf("hop 2 scores = %+v", refs)
 	}
-	refs, err = graphspec.Expand(ctx, []string{"s1", "s2"}, spi.ExpandOptions{Hops: 2, Limit: 3}, g.adj(&calls))
+	refs, err = graphspec.Expand(ctx, []string{"s1", "s2"}, spi.ExpandOptions{Hops: 2, Limit: 3}, g.adj(&calls), nil)
 	if err != nil || len(refs) != 3 {
 		t.Fatalf("limit 3 = %v, %v", refs, err)
 	}
 	for _, o := range []spi.ExpandOptions{{Hops: 0, Limit: 1}, {Hops: 3, Limit: 1}, {Hops: 1, Limit: 0}} {
-		if _, err := graphspec.Expand(ctx, []string{"s1"}, o, g.adj(&calls)); !errors.Is(err, spi.ErrInvalidQuery) {
+		if _, err := graphspec.Expand(ctx, []string{"s1"}, o, g.adj(&calls), nil); !errors.Is(err, spi.ErrInvalidQuery) {
 			t.Errorf("Expand(%+v) = %v, want ErrInvalidQuery", o, err)
 		}
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := graphspec.Expand(cctx, []string{"s1"}, spi.ExpandOptions{Hops: 1, Limit: 1}, g.adj(&calls)); !errors.Is(err, context.Canceled) {
+	if _, err := graphspec.Expand(cctx, []string{"s1"}, spi.ExpandOptions{Hops: 1, Limit: 1}, g.adj(&calls), nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Expand = %v", err)
 	}
 }
