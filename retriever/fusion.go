@@ -63,13 +63,7 @@ type Fused struct {
 // (best) rank. The result is ordered by fused score descending, then ID
 // ascending.
 func FuseRRF(lists []RankedList, k int) []Fused {
-	if k < 1 {
-		k = DefaultRRFK
-	}
-	fk := float64(k)
-	return fuse(lists, func(li, pos int, _ float64) float64 {
-		return lists[li].Weight / (fk + float64(pos+1))
-	})
+	return rankLists(lists, scorer(FusionRRF, lists, k), true).fused()
 }
 
 // FuseScore fuses lists by a weighted sum of min-max normalised raw scores:
@@ -77,13 +71,7 @@ func FuseRRF(lists []RankedList, k int) []Fused {
 // result or with all scores equal normalises every score to 1.0. A document
 // absent from a list gets nothing from it. Ordering and merging as in FuseRRF.
 func FuseScore(lists []RankedList) []Fused {
-	bounds := make([]normBounds, len(lists))
-	for i, l := range lists {
-		bounds[i] = minMaxBounds(l.Refs)
-	}
-	return fuse(lists, func(li, _ int, raw float64) float64 {
-		return lists[li].Weight * bounds[li].norm(raw)
-	})
+	return rankLists(lists, scorer(FusionScore, lists, 0), true).fused()
 }
 
 // FuseDBSF fuses lists with Distribution-Based Score Fusion: within each
@@ -94,43 +82,90 @@ func FuseScore(lists []RankedList) []Fused {
 // The normalised scores are weighted and summed; ordering and merging as in
 // FuseRRF.
 func FuseDBSF(lists []RankedList) []Fused {
-	bounds := make([]normBounds, len(lists))
-	for i, l := range lists {
-		bounds[i] = distributionBounds(l.Refs)
-	}
-	return fuse(lists, func(li, _ int, raw float64) float64 {
-		return lists[li].Weight * bounds[li].norm(raw)
-	})
+	return rankLists(lists, scorer(FusionDBSF, lists, 0), true).fused()
 }
 
 // Fuse dispatches on mode (FusionRRF, FusionScore, FusionDBSF; "" means
 // FusionRRF). k is used by RRF only. An unknown mode falls back to RRF;
 // Query.Validate rejects unknown modes before they get here.
 func Fuse(mode string, lists []RankedList, k int) []Fused {
+	return rankLists(lists, scorer(mode, lists, k), true).fused()
+}
+
+// scorer returns the weighted contribution of the ref at position pos of
+// list li with raw score raw, for mode.
+func scorer(mode string, lists []RankedList, k int) func(li, pos int, raw float64) float64 {
+	var bound func([]spi.Ref) normBounds
 	switch mode {
 	case FusionScore:
-		return FuseScore(lists)
+		bound = minMaxBounds
 	case FusionDBSF:
-		return FuseDBSF(lists)
+		bound = distributionBounds
 	default:
-		return FuseRRF(lists, k)
+		if k < 1 {
+			k = DefaultRRFK
+		}
+		fk := float64(k)
+		return func(li, pos int, _ float64) float64 {
+			return lists[li].Weight / (fk + float64(pos+1))
+		}
+	}
+	bounds := make([]normBounds, len(lists))
+	for i, l := range lists {
+		bounds[i] = bound(l.Refs)
+	}
+	return func(li, _ int, raw float64) float64 {
+		return lists[li].Weight * bounds[li].norm(raw)
 	}
 }
 
-// fuse merges the lists by document id. value returns the weighted
-// contribution of the ref at position pos of list li with raw score raw.
-//
+// rankKey is one distinct document in a ranking: its fused score and its
+// number in ranking.ids.
+type rankKey struct {
+	score float64
+	i     int32
+}
+
+// ranking is a fusion result before materialisation: keys in final order,
+// the distinct ids by number, and optionally every document's Parts (nl
+// entries per document, in number order).
+type ranking struct {
+	keys  []rankKey
+	ids   []string
+	parts []Contribution
+	nl    int
+}
+
+func (r ranking) len() int            { return len(r.keys) }
+func (r ranking) id(j int) string     { return r.ids[r.keys[j].i] }
+func (r ranking) score(j int) float64 { return r.keys[j].score }
+func (r ranking) partsOf(j int) []Contribution {
+	i := int(r.keys[j].i)
+	return r.parts[i*r.nl : (i+1)*r.nl : (i+1)*r.nl]
+}
+
+// fused materialises the ranking (parts must have been requested).
+func (r ranking) fused() []Fused {
+	out := make([]Fused, len(r.keys))
+	for j := range r.keys {
+		out[j] = Fused{ID: r.id(j), Score: r.score(j), Parts: r.partsOf(j)}
+	}
+	return out
+}
+
+// rankLists merges the lists by document id, scoring each ref with value.
 // It works in two passes so every allocation is exactly sized: the first
-// numbers the distinct ids, the second fills one shared Parts backing array
-// and the scores. Ordering sorts pointer-free keys and builds the result
-// once, since moving Fused values (which hold pointers) costs write barriers.
-func fuse(lists []RankedList, value func(li, pos int, raw float64) float64) []Fused {
+// numbers the distinct ids, the second accumulates scores (and, withParts,
+// fills one shared Parts backing array). It orders pointer-free keys, so
+// callers that need only the top of the ranking never move Fused values.
+func rankLists(lists []RankedList, value func(li, pos int, raw float64) float64, withParts bool) ranking {
 	n := 0
 	for _, l := range lists {
 		n += len(l.Refs)
 	}
+	nl := len(lists)
 	if n == 0 {
-		return []Fused{}
+		return ranking{nl: nl}
 	}
 	idx := idxPool.Get().(map[string]int32)
 	defer func() {
@@ -158,13 +193,16 @@ func fuse(lists []RankedList, value func(li, pos int, raw float64) float64) []Fu
 		}
 	}
 
-	nl := len(lists)
-	type key struct {
-		score float64
-		i     int32
+	keys := make([]rankKey, len(ids))
+	// seen marks (document, list) pairs already scored, so a repeated id
+	// within one list keeps its first rank; with parts, Rank != 0 does that.
+	var parts []Contribution
+	var seen []bool
+	if withParts {
+		parts = make([]Contribution, len(ids)*nl)
+	} else {
+		seen = make([]bool, len(ids)*nl)
 	}
-	keys := make([]key, len(ids))
-	parts := make([]Contribution, len(ids)*nl) // one backing array for every Parts slice
 	k = 0
 	for li, l := range lists {
 		for pos, r := range l.Refs {
@@ -173,33 +211,36 @@ func fuse(lists []RankedList, value func(li, pos int, raw float64) float64) []Fu
 			if i < 0 {
 				continue
 			}
-			p := &parts[int(i)*nl+li]
-			if p.Rank != 0 {
-				continue // repeated id within one list: keep the first rank
+			slot := int(i)*nl + li
+			if withParts {
+				if parts[slot].Rank != 0 {
+					continue
+				}
+				c := value(li, pos, r.Score)
+				parts[slot] = Contribution{Rank: pos + 1, RawScore: r.Score, Contribution: c}
+				keys[i].score += c
+				continue
 			}
-			c := value(li, pos, r.Score)
-			*p = Contribution{Rank: pos + 1, RawScore: r.Score, Contribution: c}
-			keys[i].score += c
+			if seen[slot] {
+				continue
+			}
+			seen[slot] = true
+			keys[i].score += value(li, pos, r.Score)
 		}
 	}
 	for i := range keys {
 		keys[i].i = int32(i)
 	}
-	slices.SortFunc(keys, func(a, b key) int {
+	slices.SortFunc(keys, func(a, b rankKey) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
 			return c
 		}
 		return strings.Compare(ids[a.i], ids[b.i])
 	})
-	out := make([]Fused, len(keys))
-	for j, kk := range keys {
-		i := int(kk.i)
-		out[j] = Fused{ID: ids[i], Score: kk.score, Parts: parts[i*nl : (i+1)*nl : (i+1)*nl]}
-	}
-	return out
+	return ranking{keys: keys, ids: ids, parts: parts, nl: nl}
 }
 
-// idxPool recycles fuse's id → number maps; clear keeps their capacity.
+// idxPool recycles rankLists' id → number maps; clear keeps their capacity.
 var idxPool = sync.Pool{New: func() any { return make(map[string]int32, 512) }}
 
 // normBounds maps a raw score linearly from [lo, hi] to [0, 1], clipped.
@@ -259,14 +300,4 @@ func distributionBounds(refs []spi.Ref) normBounds {
 		return normBounds{flat: true, flatValue: 0.5}
 	}
 	return normBounds{lo: mean - 3*sd, hi: mean + 3*sd}
-}
-
-// page returns fused[offset:offset+limit] restricted to the first window
-// entries; a page beyond the window is empty.
-func page(fused []Fused, window, offset, limit int) []Fused {
-	n := min(len(fused), window)
-	if offset >= n || limit <= 0 {
-		return nil
-	}
-	return fused[offset:min(offset+limit, n)]
 }

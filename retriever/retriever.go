@@ -150,29 +150,35 @@ func (r *HybridRetriever) Retrieve(ctx context.Context, q Query) (*Result, error
 		r.m.failed("not_enough_sources")
 		return nil, &NotEnoughSourcesError{Required: p.minSources, Healthy: healthy, Sources: statuses}
 	}
-	fused := Fuse(p.mode, lists, p.rrfK)
+	// Stage-1 ranking; Parts only when they will be shown and no
+	// expansion is going to re-rank.
+	rk := rankLists(lists, scorer(p.mode, lists, p.rrfK), q.Explain && !p.expand.enabled)
 
 	// Stage 2: expand from the top fused seeds through the graph.
 	var expanded bool
-	lists, expanded = r.expand(bctx, &p, &q, fused, lists, statuses, res)
-	if expanded {
-		fused = Fuse(p.mode, lists, p.rrfK)
+	lists, expanded = r.expand(bctx, &p, &q, rk, lists, statuses, res)
+	if expanded || (q.Explain && rk.parts == nil && rk.len() > 0) {
+		rk = rankLists(lists, scorer(p.mode, lists, p.rrfK), q.Explain)
 	}
 	if err := ctx.Err(); err != nil {
 		r.m.failed("canceled")
 		return nil, fmt.Errorf("retriever: retrieve: %w", err)
 	}
 
-	// The page, then hydration of the page only.
-	pg := page(fused, p.window, p.offset, p.limit)
-	res.Total = min(len(fused), p.window)
-	res.Hits = make([]Hit, len(pg))
-	ids := make([]string, len(pg))
-	for i, f := range pg {
-		res.Hits[i] = Hit{ID: f.ID, Rank: p.offset + i + 1, Score: f.Score}
-		ids[i] = f.ID
+	// The page, cut from the fixed window, then hydration of the page only.
+	res.Total = min(rk.len(), p.window)
+	lo, hi := p.offset, min(p.offset+p.limit, res.Total)
+	if lo > hi {
+		lo = hi
+	}
+	res.Hits = make([]Hit, hi-lo)
+	ids := make([]string, hi-lo)
+	for j := lo; j < hi; j++ {
+		h := &res.Hits[j-lo]
+		*h = Hit{ID: rk.id(j), Rank: j + 1, Score: rk.score(j)}
+		ids[j-lo] = h.ID
 		if q.Explain {
-			res.Hits[i].Explain = explain(lists, f.Parts)
+			h.Explain = explain(lists, rk.partsOf(j))
 		}
 	}
 	docs := r.hydrate(bctx, ids, q.Tenant, res)
@@ -271,7 +277,7 @@ func (r *HybridRetriever) stage1Func(sp sourcePlan, q *Query) func(context.Conte
 
 // expand runs stage 2 and records its status. It returns the lists with the
 // expansion appended and whether it was.
-func (r *HybridRetriever) expand(ctx context.Context, p *plan, q *Query, fused []Fused, lists []RankedList, statuses map[string]SourceStatus, res *Result) ([]RankedList, bool) {
+func (r *HybridRetriever) expand(ctx context.Context, p *plan, q *Query, rk ranking, lists []RankedList, statuses map[string]SourceStatus, res *Result) ([]RankedList, bool) {
 	e := &p.expand
 	skip := func(st Status, msg string, retryIn time.Duration) ([]RankedList, bool) {
 		statuses[e.name] = SourceStatus{Status: st, Error: msg, RetryInMS: retryIn.Milliseconds()}
@@ -284,7 +290,7 @@ func (r *HybridRetriever) expand(ctx context.Context, p *plan, q *Query, fused [
 	if len(q.Filter) > 0 {
 		return skip(StatusSkipped, "graph expansion does not apply filters", 0)
 	}
-	n := min(p.seeds, len(fused))
+	n := min(p.seeds, rk.len())
 	if n == 0 {
 		return skip(StatusSkipped, "no seeds", 0)
 	}
@@ -296,7 +302,7 @@ func (r *HybridRetriever) expand(ctx context.Context, p *plan, q *Query, fused [
 	}
 	seeds := make([]string, n)
 	for i := range seeds {
-		seeds[i] = fused[i].ID
+		seeds[i] = rk.id(i)
 	}
 	opts := spi.ExpandOptions{Hops: p.hops, Limit: e.k, Tenant: q.Tenant}
 	refs, a := call(r, ctx, e.timeout, func(ctx context.Context) ([]spi.Ref, error) {
