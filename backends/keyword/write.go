@@ -4,6 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"runtime"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/document"
 
 	"github.com/ragd/ragd/spi"
 )
@@ -94,15 +99,15 @@ func writeBatch(s *store, docs []spi.Document, del []string) error {
 		}
 		return nil
 	}
-	for _, d := range docs {
+	built, lens := buildDocs(docs, s.an)
+	for i, d := range docs {
 		if err := subtractOld(d.ID); err != nil {
 			return err
 		}
-		doc, lens := buildDoc(d, s.an)
-		if err := batch.IndexAdvanced(doc); err != nil {
+		if err := batch.IndexAdvanced(built[i]); err != nil {
 			return fmt.Errorf("%w: %v", spi.ErrInvalidQuery, err)
 		}
-		totals = totals.add(lens, +1)
+		totals = totals.add(lens[i], +1)
 	}
 	for _, id := range del {
 		if err := subtractOld(id); err != nil {
@@ -116,6 +121,24 @@ func writeBatch(s *store, docs []spi.Document, del []string) error {
 	}
 	s.totals.Store(&totals)
 	return nil
+}
+
+// buildDocs analyses docs on up to GOMAXPROCS goroutines (the analysis
+// scorch would otherwise run on its own worker pool).
+func buildDocs(docs []spi.Document, an analysis.Analyzer) ([]*document.Document, []docLens) {
+	built := make([]*document.Document, len(docs))
+	lens := make([]docLens, len(docs))
+	workers := min(runtime.GOMAXPROCS(0), (len(docs)+15)/16)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(docs); i += workers {
+				built[i], lens[i] = buildDoc(docs[i], an)
+			}
+		})
+	}
+	wg.Wait()
+	return built, lens
 }
 
 // lastByID drops all but the last document of each id, keeping order, so
