@@ -27,7 +27,7 @@ const (
 	acmeQueryKey   = "acme-query-key-0123456"
 	acmeAdminKey   = "acme-admin-key-0123456"
 	testDimension  = 4
-	testMaxDocs    = 5
+	testMaxDocs    = 8
 	testMaxIDs     = 5
 	testMaxText    = 1000
 	testBodyLimit  = 64 << 10

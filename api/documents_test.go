@@ -1,0 +1,326 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/spi"
+)
+
+func statuses(rs []ingest.Result) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = r.ID + ":" + r.Status
+		if r.Code != "" {
+			parts[i] += ":" + r.Code
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestUpsertAllOK(t *testing.T) {
+	e := newEnv(t, nil)
+	body := `{"documents":[
+		{"id":"a","title":"A","text":"alpha","metadata":{"lang":"en"},"vector":[1,0,0,0],"entities":["x"],"links":["b"]},
+		{"id":"b","tenant":"t1","text":"beta","updated_at":"2026-01-02T03:04:05Z"}]}`
+	resp := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", body), http.StatusOK)
+	if resp.Total != 2 || resp.OK != 2 || resp.Failed != 0 || statuses(resp.Results) != "a:ok b:ok" {
+		t.Fatalf("response %+v", resp)
+	}
+	calls := e.writer.upsertCalls()
+	if len(calls) != 1 || len(calls[0]) != 2 {
+		t.Fatalf("writer calls %+v", calls)
+	}
+	a := calls[0][0]
+	if a.Metadata["lang"] != "en" || len(a.Vector) != 4 || a.Entities[0] != "x" || a.Links[0] != "b" || calls[0][1].Tenant != "t1" || calls[0][1].UpdatedAt.Year() != 2026 {
+		t.Fatalf("documents reached the writer as %+v", calls[0])
+	}
+}
+
+func TestUpsertPartialBatchIs207(t *testing.T) {
+	e := newEnv(t, nil)
+	e.writer.UpsertFn = func(_ context.Context, docs []spi.Document) []ingest.Result {
+		out := make([]ingest.Result, len(docs))
+		for i, d := range docs {
+			switch d.ID {
+			case "bad":
+				out[i] = ingest.Result{ID: d.ID, Status: ingest.StatusFailed, Code: ingest.CodeInvalidVector, Error: "dimension 2, want 4"}
+			case "half":
+				out[i] = ingest.Result{ID: d.ID, Status: ingest.StatusPartial, Code: ingest.CodeDerivedStoreFailed, Stores: map[string]string{"vector": "ok", "keyword": "failed"}}
+			default:
+				out[i] = ingest.Result{ID: d.ID, Status: ingest.StatusOK}
+			}
+		}
+		return out
+	}
+	resp := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents",
+		`{"documents":[{"id":"ok1","text":"x"},{"id":"bad","vector":[1,2]},{"id":"half","text":"y"}]}`), http.StatusMultiStatus)
+	if resp.OK != 1 || resp.Failed != 1 || resp.Partial != 1 || statuses(resp.Results) != "ok1:ok bad:failed:invalid_vector half:partial:derived_store_failed" {
+		t.Fatalf("response %+v", resp)
+	}
+	if resp.Results[2].Stores["keyword"] != "failed" {
+		t.Fatalf("stores not passed through: %+v", resp.Results[2])
+	}
+
+	// Only partial (derived-store) results: every document is stored, 200.
+	resp = decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", `{"documents":[{"id":"half","text":"y"}]}`), http.StatusOK)
+	if resp.Partial != 1 || resp.Failed != 0 {
+		t.Fatalf("response %+v", resp)
+	}
+}
+
+func TestUpsertBadBodies(t *testing.T) {
+	many := make([]string, testMaxDocs+1)
+	for i := range many {
+		many[i] = fmt.Sprintf(`{"id":"d%d","text":"x"}`, i)
+	}
+	cases := []struct {
+		name, body, code, field string
+	}{
+		{"no documents key", `{}`, api.CodeEmptyBatch, "documents"},
+		{"empty documents", `{"documents":[]}`, api.CodeEmptyBatch, "documents"},
+		{"documents not array", `{"documents":{"id":"a"}}`, "invalid_documents", "documents"},
+		{"too many documents", `{"documents":[` + strings.Join(many, ",") + `]}`, api.CodeTooManyDocuments, "documents"},
+		{"duplicate ids", `{"documents":[{"id":"a","text":"x"},{"id":"b","text":"y"},{"id":"a","text":"z"}]}`, api.CodeDuplicateID, "documents[2].id"},
+		{"unknown document field", `{"documents":[{"id":"a","txt":"x"}]}`, api.CodeUnknownField, "txt"},
+		{"unknown top-level field", `{"documents":[{"id":"a"}],"upsert":true}`, api.CodeUnknownField, "upsert"},
+		{"metadata not strings", `{"documents":[{"id":"a","metadata":{"n":1}}]}`, "invalid_documents", "documents.metadata"},
+		{"vector overflow", `{"documents":[{"id":"a","vector":[1e999]}]}`, "invalid_documents", "documents.vector"},
+		{"entities not strings", `{"documents":[{"id":"a","entities":[1]}]}`, "invalid_documents", "documents.entities"},
+		{"malformed", `{"documents":[{"id":"a"}`, api.CodeMalformedJSON, ""},
+	}
+	e := newEnv(t, nil)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := wantError(t, e.do(http.MethodPost, "/v1/documents", tc.body), http.StatusBadRequest, tc.code)
+			if d.Field != tc.field {
+				t.Fatalf("field %q, want %q", d.Field, tc.field)
+			}
+		})
+	}
+	if n := len(e.writer.upsertCalls()); n != 0 {
+		t.Fatalf("writer called %d times for bad bodies", n)
+	}
+}
+
+func TestUpsertPerDocumentChecks(t *testing.T) {
+	e := newEnv(t, nil)
+	e.store.docs["owned"] = spi.Document{ID: "owned", Tenant: "globex", Text: "theirs"}
+	e.store.docs["mine"] = spi.Document{ID: "mine", Tenant: "acme", Text: "old"}
+	body := fmt.Sprintf(`{"documents":[
+		{"id":"","text":"no id"},
+		{"id":"big","text":%q},
+		{"id":"other","tenant":"globex","text":"x"},
+		{"id":"owned","text":"steal"},
+		{"id":"mine","text":"new"},
+		{"id":"fresh","text":"y"},
+		{"id":"bad\u0001id","text":"z"}]}`, strings.Repeat("x", testMaxText+1))
+	resp := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", body, "Authorization", "Bearer "+acmeAdminKey), http.StatusMultiStatus)
+	want := ":failed:invalid_id big:failed:too_large other:failed:tenant_forbidden owned:failed:id_conflict mine:ok fresh:ok bad\x01id:failed:invalid_id"
+	if got := statuses(resp.Results); got != want {
+		t.Fatalf("results\n got %q\nwant %q", got, want)
+	}
+	if resp.Failed != 5 || resp.OK != 2 || resp.Total != 7 {
+		t.Fatalf("counts %+v", resp)
+	}
+	calls := e.writer.upsertCalls()
+	if len(calls) != 1 || len(calls[0]) != 2 || calls[0][0].ID != "mine" || calls[0][1].ID != "fresh" {
+		t.Fatalf("writer calls %+v", calls)
+	}
+	for _, d := range calls[0] {
+		if d.Tenant != "acme" {
+			t.Fatalf("document %s written with tenant %q, want the key's tenant", d.ID, d.Tenant)
+		}
+	}
+	if d, _ := e.store.get("owned"); d.Text != "theirs" || d.Tenant != "globex" {
+		t.Fatalf("another tenant's document was overwritten: %+v", d)
+	}
+}
+
+func TestUpsertIDConflictAppliesToUnboundKeys(t *testing.T) {
+	e := newEnv(t, nil)
+	e.store.docs["x"] = spi.Document{ID: "x", Tenant: "acme"}
+	resp := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", `{"documents":[{"id":"x","text":"moved"}]}`), http.StatusMultiStatus)
+	if statuses(resp.Results) != "x:failed:id_conflict" {
+		t.Fatalf("results %s", statuses(resp.Results))
+	}
+	if len(e.writer.upsertCalls()) != 0 {
+		t.Fatal("writer called for a conflicting document")
+	}
+	// The same tenant may overwrite.
+	resp = decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", `{"documents":[{"id":"x","tenant":"acme","text":"new"}]}`), http.StatusOK)
+	if statuses(resp.Results) != "x:ok" {
+		t.Fatalf("results %s", statuses(resp.Results))
+	}
+}
+
+func TestUpsertRecordStoreDown(t *testing.T) {
+	e := newEnv(t, nil)
+	e.store.HydrateFn = func(context.Context, []string) ([]spi.Document, []string, error) {
+		return nil, nil, fmt.Errorf("vector: hydrate: %w", spi.ErrUnavailable)
+	}
+	wantError(t, e.do(http.MethodPost, "/v1/documents", `{"documents":[{"id":"a","text":"x"}]}`), http.StatusServiceUnavailable, api.CodeUnavailable)
+	if len(e.writer.upsertCalls()) != 0 {
+		t.Fatal("writer called although ownership could not be checked")
+	}
+}
+
+func TestUpsertWriterBreaksItsContract(t *testing.T) {
+	e := newEnv(t, nil)
+	e.writer.UpsertFn = func(context.Context, []spi.Document) []ingest.Result { return nil }
+	wantError(t, e.do(http.MethodPost, "/v1/documents", `{"documents":[{"id":"a","text":"x"}]}`), http.StatusInternalServerError, api.CodeInternal)
+}
+
+func TestUpsertDeadlineBeforeAnyWriteIs504(t *testing.T) {
+	e := newEnv(t, func(c *api.Config) { c.Server.RequestTimeoutS = 1 })
+	e.writer.UpsertFn = func(ctx context.Context, docs []spi.Document) []ingest.Result {
+		<-ctx.Done()
+		out := make([]ingest.Result, len(docs))
+		for i, d := range docs {
+			out[i] = ingest.Result{ID: d.ID, Status: ingest.StatusFailed, Code: ingest.CodeCanceled, Error: "canceled"}
+		}
+		return out
+	}
+	wantError(t, e.do(http.MethodPost, "/v1/documents", `{"documents":[{"id":"a","text":"x"}]}`), http.StatusGatewayTimeout, api.CodeTimeout)
+}
+
+func TestGetDocument(t *testing.T) {
+	e := newEnv(t, nil)
+	e.store.docs["a"] = spi.Document{ID: "a", Title: "A", Text: "alpha", Vector: []float32{1, 2, 3, 4}, Metadata: map[string]string{"k": "v"}}
+	e.store.docs["a/b"] = spi.Document{ID: "a/b", Text: "slash"}
+	e.store.docs["acme-doc"] = spi.Document{ID: "acme-doc", Tenant: "acme"}
+	e.store.docs["delete"] = spi.Document{ID: "delete", Text: "named delete"}
+
+	d := decodeAs[spi.Document](t, e.do(http.MethodGet, "/v1/documents/a", nil, "Authorization", "Bearer "+queryKey), http.StatusOK)
+	if d.ID != "a" || d.Text != "alpha" || d.Metadata["k"] != "v" || d.Vector != nil {
+		t.Fatalf("document %+v (the vector must not be returned)", d)
+	}
+	if d := decodeAs[spi.Document](t, e.do(http.MethodGet, "/v1/documents/a%2Fb", nil), http.StatusOK); d.Text != "slash" {
+		t.Fatalf("percent-encoded id: %+v", d)
+	}
+	// The static batch-delete route does not shadow GET of an id "delete".
+	if d := decodeAs[spi.Document](t, e.do(http.MethodGet, "/v1/documents/delete", nil), http.StatusOK); d.Text != "named delete" {
+		t.Fatalf("id delete: %+v", d)
+	}
+	wantError(t, e.do(http.MethodGet, "/v1/documents/missing", nil), http.StatusNotFound, api.CodeNotFound)
+	// Another tenant's document is indistinguishable from a missing one.
+	d1 := wantError(t, e.do(http.MethodGet, "/v1/documents/a", nil, "Authorization", "Bearer "+acmeQueryKey), http.StatusNotFound, api.CodeNotFound)
+	d2 := wantError(t, e.do(http.MethodGet, "/v1/documents/missing", nil, "Authorization", "Bearer "+acmeQueryKey), http.StatusNotFound, api.CodeNotFound)
+	if d1.Message != d2.Message {
+		t.Fatalf("foreign and missing documents answer differently: %q vs %q", d1.Message, d2.Message)
+	}
+	decodeAs[spi.Document](t, e.do(http.MethodGet, "/v1/documents/acme-doc", nil, "Authorization", "Bearer "+acmeQueryKey), http.StatusOK)
+
+	wantError(t, e.do(http.MethodGet, "/v1/documents/%ff", nil), http.StatusBadRequest, api.CodeInvalidID)
+	wantError(t, e.do(http.MethodGet, "/v1/documents/%01", nil), http.StatusBadRequest, api.CodeInvalidID)
+	wantError(t, e.do(http.MethodGet, "/v1/documents/"+strings.Repeat("x", ingest.DefaultMaxIDBytes+1), nil), http.StatusBadRequest, api.CodeInvalidID)
+
+	e.store.HydrateFn = func(context.Context, []string) ([]spi.Document, []string, error) {
+		return nil, nil, fmt.Errorf("vector: %w", spi.ErrUnavailable)
+	}
+	wantError(t, e.do(http.MethodGet, "/v1/documents/a", nil), http.StatusServiceUnavailable, api.CodeUnavailable)
+}
+
+func TestDeleteDocument(t *testing.T) {
+	e := newEnv(t, nil)
+	e.store.docs["a"] = spi.Document{ID: "a"}
+	e.store.docs["g"] = spi.Document{ID: "g", Tenant: "globex"}
+
+	r := decodeAs[ingest.Result](t, e.do(http.MethodDelete, "/v1/documents/a", nil), http.StatusOK)
+	if r.ID != "a" || r.Status != ingest.StatusOK {
+		t.Fatalf("result %+v", r)
+	}
+	if _, ok := e.store.get("a"); ok {
+		t.Fatal("document still stored")
+	}
+	wantError(t, e.do(http.MethodDelete, "/v1/documents/a", nil), http.StatusNotFound, api.CodeNotFound)
+	wantError(t, e.do(http.MethodDelete, "/v1/documents/g", nil, "Authorization", "Bearer "+acmeAdminKey), http.StatusNotFound, api.CodeNotFound)
+	if _, ok := e.store.get("g"); !ok {
+		t.Fatal("another tenant's document was deleted")
+	}
+	if calls := e.writer.deleteCalls(); len(calls) != 1 {
+		t.Fatalf("writer delete calls %v, want only the first", calls)
+	}
+
+	for _, tc := range []struct {
+		res    ingest.Result
+		status int
+		code   string
+	}{
+		{ingest.Result{ID: "g", Status: ingest.StatusFailed, Code: ingest.CodeStoreUnavailable, Error: "down"}, http.StatusServiceUnavailable, api.CodeUnavailable},
+		{ingest.Result{ID: "g", Status: ingest.StatusFailed, Code: ingest.CodeStoreFailed, Error: "disk"}, http.StatusInternalServerError, api.CodeInternal},
+	} {
+		e.writer.DeleteFn = func(context.Context, []string) []ingest.Result { return []ingest.Result{tc.res} }
+		wantError(t, e.do(http.MethodDelete, "/v1/documents/g", nil), tc.status, tc.code)
+	}
+	e.writer.DeleteFn = func(_ context.Context, ids []string) []ingest.Result {
+		return []ingest.Result{{ID: ids[0], Status: ingest.StatusPartial, Code: ingest.CodeDerivedStoreFailed}}
+	}
+	if r := decodeAs[ingest.Result](t, e.do(http.MethodDelete, "/v1/documents/g", nil), http.StatusOK); r.Status != ingest.StatusPartial {
+		t.Fatalf("result %+v", r)
+	}
+}
+
+func TestBatchDelete(t *testing.T) {
+	e := newEnv(t, nil)
+	e.store.docs["a"] = spi.Document{ID: "a", Tenant: "acme"}
+	e.store.docs["b"] = spi.Document{ID: "b", Tenant: "acme"}
+	e.store.docs["g"] = spi.Document{ID: "g", Tenant: "globex"}
+
+	resp := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents/delete", `{"ids":["a","missing","g","b"]}`,
+		"Authorization", "Bearer "+acmeAdminKey), http.StatusOK)
+	if got := statuses(resp.Results); got != "a:ok missing:not_found g:not_found b:ok" {
+		t.Fatalf("results %s", got)
+	}
+	if resp.OK != 2 || resp.NotFound != 2 || resp.Failed != 0 {
+		t.Fatalf("counts %+v", resp)
+	}
+	if calls := e.writer.deleteCalls(); len(calls) != 1 || strings.Join(calls[0], ",") != "a,b" {
+		t.Fatalf("writer got %v", calls)
+	}
+	if _, ok := e.store.get("g"); !ok {
+		t.Fatal("another tenant's document was deleted")
+	}
+
+	e.store.docs["c"] = spi.Document{ID: "c"}
+	e.writer.DeleteFn = func(_ context.Context, ids []string) []ingest.Result {
+		return []ingest.Result{{ID: ids[0], Status: ingest.StatusFailed, Code: ingest.CodeStoreUnavailable}}
+	}
+	resp = decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents/delete", `{"ids":["c"]}`), http.StatusMultiStatus)
+	if resp.Failed != 1 {
+		t.Fatalf("counts %+v", resp)
+	}
+}
+
+func TestBatchDeleteBadBodies(t *testing.T) {
+	ids := make([]string, testMaxIDs+1)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%q", fmt.Sprint("id", i))
+	}
+	cases := []struct{ name, body, code, field string }{
+		{"no ids", `{}`, api.CodeEmptyBatch, "ids"},
+		{"empty ids", `{"ids":[]}`, api.CodeEmptyBatch, "ids"},
+		{"too many ids", `{"ids":[` + strings.Join(ids, ",") + `]}`, api.CodeTooManyIDs, "ids"},
+		{"duplicate", `{"ids":["a","b","a"]}`, api.CodeDuplicateID, "ids[2]"},
+		{"empty id", `{"ids":["a",""]}`, api.CodeInvalidID, "ids[1]"},
+		{"ids not strings", `{"ids":[1]}`, "invalid_ids", "ids"},
+		{"unknown field", `{"ids":["a"],"force":true}`, api.CodeUnknownField, "force"},
+	}
+	e := newEnv(t, nil)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := wantError(t, e.do(http.MethodPost, "/v1/documents/delete", tc.body), http.StatusBadRequest, tc.code)
+			if d.Field != tc.field {
+				t.Fatalf("field %q, want %q", d.Field, tc.field)
+			}
+		})
+	}
+	if n := len(e.writer.deleteCalls()); n != 0 {
+		t.Fatalf("writer called %d times", n)
+	}
+}

@@ -1,0 +1,259 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/spi"
+)
+
+// fakeClock is a settable clock for breakers.
+type fakeClock struct{ ns atomic.Int64 }
+
+func newFakeClock() *fakeClock {
+	c := &fakeClock{}
+	c.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// newRegistry returns a real breaker registry with vector, keyword, graph
+// and embedder minted.
+func newRegistry(t *testing.T, clock *fakeClock) *breaker.Registry {
+	t.Helper()
+	cfg := breaker.DefaultConfig()
+	cfg.Now = clock.Now
+	cfg.ResetTimeout = 30 * time.Second
+	reg := breaker.NewRegistry(cfg)
+	for _, n := range []string{"vector", "keyword", "graph", "embedder"} {
+		reg.Get(n)
+	}
+	return reg
+}
+
+func TestBreakersListAndForceClose(t *testing.T) {
+	clock := newFakeClock()
+	reg := newRegistry(t, clock)
+	e := newEnv(t, func(c *api.Config) { c.Breakers = reg })
+	if _, err := reg.ForceOpen("graph"); err != nil {
+		t.Fatal(err)
+	}
+
+	list := decodeAs[api.BreakersResponse](t, e.do(http.MethodGet, "/v1/status/breakers", nil, "Authorization", "Bearer "+queryKey), http.StatusOK)
+	if list.Total != 4 || len(list.Breakers) != 4 {
+		t.Fatalf("list %+v", list)
+	}
+	i := slices.IndexFunc(list.Breakers, func(s breaker.Snapshot) bool { return s.Name == "graph" })
+	if i < 0 || list.Breakers[i].State != breaker.Open || list.Breakers[i].OpenedTotal != 1 || list.Breakers[i].RetryIn <= 0 {
+		t.Fatalf("graph snapshot %+v", list.Breakers)
+	}
+
+	fc := decodeAs[api.ForceCloseResponse](t, e.do(http.MethodPost, "/v1/status/breakers/graph/force-close", nil), http.StatusOK)
+	if !fc.ForcedClosed || fc.Breaker.Name != "graph" || fc.Breaker.State != breaker.Closed {
+		t.Fatalf("force-close %+v", fc)
+	}
+	if b, _ := reg.Lookup("graph"); b.State() != breaker.Closed {
+		t.Fatalf("breaker state %v after force-close", b.State())
+	}
+	wantError(t, e.do(http.MethodPost, "/v1/status/breakers/nope/force-close", nil), http.StatusNotFound, api.CodeUnknownBreaker)
+}
+
+func TestBreakersWithoutRegistry(t *testing.T) {
+	var nilRegistry *breaker.Registry // typed nil: must count as "no registry"
+	for name, b := range map[string]api.Breakers{"nil": nil, "typed nil": nilRegistry} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, func(c *api.Config) { c.Breakers = b })
+			list := decodeAs[api.BreakersResponse](t, e.do(http.MethodGet, "/v1/status/breakers", nil), http.StatusOK)
+			if list.Total != 0 || list.Breakers == nil {
+				t.Fatalf("list %+v (want an empty array)", list)
+			}
+			wantError(t, e.do(http.MethodPost, "/v1/status/breakers/vector/force-close", nil), http.StatusNotFound, api.CodeUnknownBreaker)
+		})
+	}
+}
+
+func TestForceCloseOtherErrors(t *testing.T) {
+	e := newEnv(t, func(c *api.Config) {
+		c.Breakers = &fakeBreakers{
+			SnapshotFn: func() []breaker.Snapshot { return nil },
+			ForceCloseFn: func(name string) (breaker.Snapshot, error) {
+				if name == "gone" {
+					return breaker.Snapshot{}, fmt.Errorf("registry: %w", breaker.ErrUnknownBreaker)
+				}
+				return breaker.Snapshot{}, errors.New("registry exploded")
+			},
+		}
+	})
+	wantError(t, e.do(http.MethodPost, "/v1/status/breakers/gone/force-close", nil), http.StatusNotFound, api.CodeUnknownBreaker)
+	wantError(t, e.do(http.MethodPost, "/v1/status/breakers/x/force-close", nil), http.StatusInternalServerError, api.CodeInternal)
+}
+
+func TestHealthRollUp(t *testing.T) {
+	type comps = map[string]spi.HealthStatus
+	cases := []struct {
+		name       string
+		health     comps
+		open       []string // breakers forced open
+		halfOpen   bool     // advance the clock past the cooldown
+		want       spi.HealthStatus
+		wantUsable []string
+		code       int
+	}{
+		{"all up", comps{"vector": "up", "keyword": "up", "graph": "up", "embedder": "up"}, nil, false, spi.StatusUp, []string{"vector", "keyword", "graph"}, 200},
+		{"embedder down", comps{"vector": "up", "keyword": "up", "embedder": "down"}, nil, false, spi.StatusDegraded, []string{"vector", "keyword"}, 200},
+		{"one source down", comps{"vector": "down", "keyword": "up"}, nil, false, spi.StatusDegraded, []string{"keyword"}, 200},
+		{"source degraded still usable", comps{"vector": "degraded"}, nil, false, spi.StatusDegraded, []string{"vector"}, 200},
+		{"every source down", comps{"vector": "down", "keyword": "down", "embedder": "up"}, nil, false, spi.StatusDown, []string{}, 503},
+		{"breaker open makes its source unusable", comps{"vector": "up", "keyword": "up"}, []string{"vector"}, false, spi.StatusDegraded, []string{"keyword"}, 200},
+		{"all breakers open", comps{"vector": "up", "keyword": "up"}, []string{"vector", "keyword"}, false, spi.StatusDown, []string{}, 503},
+		{"half-open breaker is degraded but usable", comps{"vector": "up"}, []string{"vector"}, true, spi.StatusDegraded, []string{"vector"}, 200},
+		{"unknown status counts as down", comps{"vector": "weird", "keyword": "up"}, nil, false, spi.StatusDegraded, []string{"keyword"}, 200},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newFakeClock()
+			reg := newRegistry(t, clock)
+			for _, n := range tc.open {
+				if _, err := reg.ForceOpen(n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.halfOpen {
+				clock.Advance(time.Minute)
+			}
+			e := newEnv(t, func(c *api.Config) {
+				c.Breakers = reg
+				c.Health = map[string]spi.HealthChecker{}
+				for n, st := range tc.health {
+					c.Health[n] = &fakeHealth{Status: st}
+				}
+			})
+			h := decodeAs[api.HealthResponse](t, e.do(http.MethodGet, "/v1/status/health", nil, "Authorization", "Bearer "+queryKey), tc.code)
+			if h.Status != tc.want || !slices.Equal(h.Usable, tc.wantUsable) {
+				t.Fatalf("status %s usable %v, want %s %v; components %+v", h.Status, h.Usable, tc.want, tc.wantUsable, h.Components)
+			}
+			for n := range tc.health {
+				if _, ok := h.Components[n]; !ok {
+					t.Fatalf("component %s missing", n)
+				}
+			}
+			for _, n := range []string{"vector", "keyword", "graph", "embedder"} {
+				c, ok := h.Components["breaker:"+n]
+				if !ok {
+					t.Fatalf("breaker:%s missing", n)
+				}
+				want, wantState := spi.StatusUp, "closed"
+				if slices.Contains(tc.open, n) {
+					want, wantState = spi.StatusDown, "open"
+					if tc.halfOpen {
+						want, wantState = spi.StatusDegraded, "half_open"
+					}
+				}
+				if c.Status != want || c.State != wantState {
+					t.Fatalf("breaker:%s = %+v, want %s/%s", n, c, want, wantState)
+				}
+			}
+		})
+	}
+}
+
+func TestHealthChecksAreBoundedAndSafe(t *testing.T) {
+	release := make(chan struct{})
+	e := newEnv(t, func(c *api.Config) {
+		c.HealthTimeout = 50 * time.Millisecond
+		c.Health = map[string]spi.HealthChecker{
+			"vector": &fakeHealth{HealthFn: func(ctx context.Context) spi.Health {
+				<-ctx.Done()
+				return spi.Health{Status: spi.StatusDown, Detail: "ping: " + context.Cause(ctx).Error()}
+			}},
+			"keyword": &fakeHealth{HealthFn: func(context.Context) spi.Health { panic("checker bug") }},
+			"graph":   &fakeHealth{Status: spi.StatusUp},
+			// Ignores its context, against the contract: reported down
+			// once the grace period passes.
+			"embedder": &fakeHealth{HealthFn: func(context.Context) spi.Health { <-release; return spi.Health{Status: spi.StatusUp} }},
+		}
+	})
+	defer close(release)
+	h := decodeAs[api.HealthResponse](t, e.do(http.MethodGet, "/v1/status/health", nil), http.StatusOK)
+	if h.Components["vector"].Status != spi.StatusDown || h.Components["keyword"].Status != spi.StatusDown ||
+		h.Components["graph"].Status != spi.StatusUp || h.Components["embedder"].Status != spi.StatusDown {
+		t.Fatalf("components %+v", h.Components)
+	}
+	if h.Status != spi.StatusDegraded || !slices.Equal(h.Usable, []string{"graph"}) {
+		t.Fatalf("status %s usable %v", h.Status, h.Usable)
+	}
+	if h.Components["graph"].LatencyMS == nil {
+		t.Fatal("no latency reported")
+	}
+}
+
+func TestHealthz(t *testing.T) {
+	e := newEnv(t, func(c *api.Config) {
+		// Liveness does not depend on any backend.
+		c.Health = map[string]spi.HealthChecker{"vector": &fakeHealth{Status: spi.StatusDown}}
+	})
+	live := decodeAs[api.LiveResponse](t, serve(t, e.h, http.MethodGet, "/healthz", nil), http.StatusOK)
+	if live.Status != "ok" || live.Version != "test" {
+		t.Fatalf("healthz %+v", live)
+	}
+}
+
+func TestReadyz(t *testing.T) {
+	var notReady atomic.Bool
+	vector := &fakeHealth{Status: spi.StatusUp}
+	e := newEnv(t, func(c *api.Config) {
+		c.Health = map[string]spi.HealthChecker{"vector": vector}
+		c.Ready = func(context.Context) error {
+			if notReady.Load() {
+				return errors.New("index load at 40% from /secret/path")
+			}
+			return nil
+		}
+	})
+	r := decodeAs[api.ReadyResponse](t, serve(t, e.h, http.MethodGet, "/readyz", nil), http.StatusOK)
+	if r.Status != "ready" || !slices.Equal(r.Usable, []string{"vector"}) {
+		t.Fatalf("readyz %+v", r)
+	}
+	notReady.Store(true)
+	rec := serve(t, e.h, http.MethodGet, "/readyz", nil)
+	r = decodeAs[api.ReadyResponse](t, rec, http.StatusServiceUnavailable)
+	if r.Status != "not_ready" || r.Reason == "" || rec.Body.String() == "" {
+		t.Fatalf("readyz %+v", r)
+	}
+	if got := rec.Body.String(); strings.Contains(got, "/secret/path") || strings.Contains(got, "40%") {
+		t.Fatalf("readyz leaks the Ready error: %s", got)
+	}
+	notReady.Store(false)
+	vector.Status = spi.StatusDown
+	r = decodeAs[api.ReadyResponse](t, serve(t, e.h, http.MethodGet, "/readyz", nil), http.StatusServiceUnavailable)
+	if r.Reason != "no retrieval source is usable" {
+		t.Fatalf("readyz %+v", r)
+	}
+}
+
+func TestReadyzWithOpenBreakers(t *testing.T) {
+	clock := newFakeClock()
+	reg := newRegistry(t, clock)
+	e := newEnv(t, func(c *api.Config) { c.Breakers = reg })
+	decodeAs[api.ReadyResponse](t, serve(t, e.h, http.MethodGet, "/readyz", nil), http.StatusOK)
+	for _, n := range []string{"vector", "keyword"} {
+		if _, err := reg.ForceOpen(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decodeAs[api.ReadyResponse](t, serve(t, e.h, http.MethodGet, "/readyz", nil), http.StatusServiceUnavailable)
+	if _, err := reg.ForceClose("keyword"); err != nil {
+		t.Fatal(err)
+	}
+	decodeAs[api.ReadyResponse](t, serve(t, e.h, http.MethodGet, "/readyz", nil), http.StatusOK)
+}
