@@ -215,7 +215,7 @@ func Default() Config {
 			Keyword: KeywordConfig{Kind: KindBleve, Dir: "keyword", TitleBoost: 2},
 			Graph:   GraphConfig{Kind: KindEmbedded, Dir: "graph", User: "neo4j", ConnectTimeoutMS: 2000},
 		},
-		Embedder: EmbedderConfig{Kind: KindHashing, Dimension: 384, APIKeyEnv: "OPENAI_API_KEY", TimeoutMS: 10000, BatchSize: 64, MaxRetries: 3},
+		Embedder: EmbedderConfig{Kind: KindHashing, Dimension: 384, APIKeyEnv: "OPENAI_API_KEY", TimeoutMS: 10000, BatchSize: 32, MaxRetries: 3},
 		Retriever: RetrieverConfig{
 			Fusion: "rrf", RRFK: 60, Limit: 10, Window: 100, MinSources: 1, BudgetMS: 2000,
 			MaxLimit: 100, MaxWindow: 1000, MaxOffset: 1000,

@@ -1,13 +1,42 @@
 package app
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/ragd/ragd/config"
+
+	"github.com/ragd/ragd/embedder/openai"
 	"github.com/ragd/ragd/spi"
 )
 
-// openOpenAIEmbedder is filled in once the OpenAI-compatible embedder lands.
-func openOpenAIEmbedder(cfg *config.Config) (spi.Embedder, error) {
-	return nil, fmt.Errorf("app: embedder.kind %q: %w", cfg.Embedder.Kind, errNotConfigured)
+// openOpenAIEmbedder builds the OpenAI-compatible embedder and probes it
+// once. A dimension mismatch is a start-up error naming both numbers; an
+// unreachable server is only logged, because ragd must start and answer
+// from its keyword and graph sources while the embedder is down (its breaker
+// then keeps the vector source out of queries until the server is back).
+func (a *App) openOpenAIEmbedder(ctx context.Context) (spi.Embedder, error) {
+	c := a.Config.Embedder
+	e, err := openai.New(openai.Config{
+		BaseURL:     c.BaseURL,
+		Model:       c.Model,
+		Dimension:   c.Dimension,
+		APIKeyEnv:   c.APIKeyEnv,
+		BatchSize:   c.BatchSize,
+		Timeout:     config.Millis(c.TimeoutMS),
+		MaxAttempts: c.MaxRetries + 1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("app: embedder (openai): %w", err)
+	}
+	if err := e.Probe(ctx); err != nil {
+		if errors.Is(err, openai.ErrDimensionMismatch) {
+			return nil, fmt.Errorf("app: embedder (openai) at %s: %w", e.Endpoint(), err)
+		}
+		a.Logger.Warn("app: embedder unreachable at start; continuing without it until it answers",
+			slog.String("endpoint", e.Endpoint()), slog.String("error", err.Error()))
+	}
+	return e, nil
 }

@@ -26,8 +26,7 @@ import (
 // index and the embedded graph are derived from it and rebuilt from it when
 // missing or corrupt.
 func (a *App) openStores(ctx context.Context) error {
-	cfg := a.Config
-	emb, err := openEmbedder(cfg)
+	emb, err := a.openEmbedder(ctx)
 	if err != nil {
 		return err
 	}
@@ -68,7 +67,8 @@ func (a *App) openStores(ctx context.Context) error {
 	return nil
 }
 
-func openEmbedder(cfg *config.Config) (spi.Embedder, error) {
+func (a *App) openEmbedder(ctx context.Context) (spi.Embedder, error) {
+	cfg := a.Config
 	switch cfg.Embedder.Kind {
 	case config.KindHashing:
 		e, err := hashing.New(hashing.Config{Dimension: cfg.Embedder.Dimension})
@@ -77,7 +77,7 @@ func openEmbedder(cfg *config.Config) (spi.Embedder, error) {
 		}
 		return e, nil
 	case config.KindOpenAI:
-		return openOpenAIEmbedder(cfg)
+		return a.openOpenAIEmbedder(ctx)
 	}
 	return nil, fmt.Errorf("app: embedder.kind %q: %w", cfg.Embedder.Kind, errNotConfigured)
 }
