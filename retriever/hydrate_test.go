@@ -71,7 +71,7 @@ func TestHydrationFailureDegrades(t *testing.T) {
 			kw := &fakeKeyword{fault: fault{Refs: refs("keyword", "a", "b", "c", "d")}}
 			r := mustNew(t, retriever.Config{Keyword: kw,
 				Hydrators: []retriever.NamedHydrator{{Name: "sor", Hydrator: sor}, {Name: "fb", Hydrator: fallback}},
-				Defaults:  retriever.Defaults{HydrateTimeout: 30 * time.Millisecond}})
+				Defaults:  retriever.Defaults{HydrateTimeout: 200 * time.Millisecond}})
 			start := time.Now()
 			res := mustRetrieve(t, r, retriever.Query{Text: "q"})
 			if time.Since(start) > 5*time.Second {

@@ -281,7 +281,11 @@ func (r *HybridRetriever) expand(ctx context.Context, p *plan, q *Query, rk rank
 	e := &p.expand
 	skip := func(st Status, msg string, retryIn time.Duration) ([]RankedList, bool) {
 		statuses[e.name] = SourceStatus{Status: st, Error: msg, RetryInMS: retryIn.Milliseconds()}
-		res.markAttempt(attempt{status: st, unhealthy: st == StatusCircuitOpen || st == StatusTimeout})
+		a := attempt{status: st, unhealthy: st == StatusCircuitOpen || st == StatusTimeout}
+		res.markAttempt(a)
+		if st == StatusCircuitOpen {
+			r.m.source(e.name, a)
+		}
 		return lists, false
 	}
 	if !e.enabled {

@@ -175,7 +175,8 @@ func TestSlowSourceDroppedAtItsDeadline(t *testing.T) {
 	r := mustNew(t, s.config())
 	start := time.Now()
 	res := mustRetrieve(t, r, retriever.Query{Text: "q", Sources: map[string]retriever.SourceOptions{
-		spi.SourceGraph: {TimeoutMS: 50},
+		spi.SourceGraph:       {TimeoutMS: 50},
+		spi.SourceGraphExpand: {TimeoutMS: 5000}, // otherwise it inherits the graph's 50ms
 	}})
 	elapsed := time.Since(start)
 	if elapsed > 5*time.Second {
