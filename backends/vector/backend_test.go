@@ -265,3 +265,20 @@ func TestFilteredQueryFillsK(t *testing.T) {
 		t.Errorf("with iterative scan off every query still filled k: the test does not exercise the index")
 	}
 }
+
+func TestClosed(t *testing.T) {
+	b := mustOpen(t, vector.Config{DSN: testenv.Postgres(t), Dimension: 2})
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := b.Retrieve(ctx, spi.VectorRequest{Vector: []float32{1, 2}, K: 1}); !errors.Is(err, spi.ErrUnavailable) {
+		t.Errorf("Retrieve after Close: %v, want ErrUnavailable", err)
+	}
+	if err := b.Upsert(ctx, []spi.Document{{ID: "a", Vector: []float32{1, 2}}}); !errors.Is(err, spi.ErrUnavailable) {
+		t.Errorf("Upsert after Close: %v, want ErrUnavailable", err)
+	}
+	if h := b.Health(ctx); h.Status != spi.StatusDown {
+		t.Errorf("Health after Close = %+v, want down", h)
+	}
+}

@@ -18,7 +18,14 @@ import (
 	"github.com/ragd/ragd/spi/spitest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		for _, dir := range benchDirs {
+			os.RemoveAll(dir)
+		}
+		os.Exit(code)
+	}))
+}
 
 func mustOpen(tb testing.TB, cfg embedded.Config) *embedded.Store {
 	tb.Helper()

@@ -1,0 +1,134 @@
+package embedded_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/ragd/ragd/backends/vector/embedded"
+	"github.com/ragd/ragd/spi"
+	"github.com/ragd/ragd/spi/spitest"
+)
+
+// BenchmarkCranfield: ingest and Retrieve p50/p99 at k=10 and k=100 on
+// Cranfield, the same benchmark the PostgreSQL backend runs.
+func BenchmarkCranfield(b *testing.B) {
+	spitest.BenchVector(b, func(b *testing.B, dim int) spitest.VectorStore {
+		return mustOpen(b, embedded.Config{Dir: b.TempDir(), Dimension: dim})
+	})
+}
+
+const benchDim = 256
+
+// benchDirs caches the synthetic stores across benchmarks; TestMain's
+// caller removes them.
+var benchDirs = map[int]string{}
+
+// syntheticStore returns the directory of a store holding n random
+// 256-dimensional documents, 5% of them with metadata rare=yes, in three
+// tenants. It is built once per process.
+func syntheticStore(b *testing.B, n int) string {
+	b.Helper()
+	if dir, ok := benchDirs[n]; ok {
+		return dir
+	}
+	dir, err := os.MkdirTemp("", "ragd-vector-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := embedded.Open(context.Background(), embedded.Config{Dir: dir, Dimension: benchDim})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	r := rand.New(rand.NewPCG(uint64(n), 1))
+	batch := make([]spi.Document, 0, 2000)
+	for i := range n {
+		d := spi.Document{ID: fmt.Sprintf("d%07d", i), Tenant: fmt.Sprint("t", i%3), Vector: randVec(r, benchDim),
+			Metadata: map[string]string{"lang": "en"}}
+		if i%20 == 0 {
+			d.Metadata["rare"] = "yes"
+		}
+		batch = append(batch, d)
+		if len(batch) == cap(batch) || i == n-1 {
+			if err := s.Upsert(context.Background(), batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	benchDirs[n] = dir
+	return dir
+}
+
+func randVec(r *rand.Rand, dim int) []float32 {
+	v := make([]float32, dim)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	return v
+}
+
+// BenchmarkRetrieve: exact search latency at 10k and 100k 256-dimensional
+// vectors, k=10, unfiltered, with a tenant (1/3 of rows), and with a filter
+// matching 5%; p50/p99 in µs.
+func BenchmarkRetrieve(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		for _, par := range []int{0, 1} {
+			name := fmt.Sprintf("n=%d/par=%s", n, map[int]string{0: "auto", 1: "1"}[par])
+			b.Run(name, func(b *testing.B) {
+				s := mustOpen(b, embedded.Config{Dir: syntheticStore(b, n), Dimension: benchDim, Parallelism: par})
+				cases := []struct {
+					name string
+					req  spi.VectorRequest
+				}{
+					{"k=10", spi.VectorRequest{K: 10}},
+					{"k=10/tenant", spi.VectorRequest{K: 10, Tenant: "t1"}},
+					{"k=10/filter5pct", spi.VectorRequest{K: 10, Filter: spi.Filter{"rare": {"yes"}}}},
+				}
+				for _, c := range cases {
+					b.Run(c.name, func(b *testing.B) {
+						r := rand.New(rand.NewPCG(7, 7))
+						qs := make([][]float32, 64)
+						for i := range qs {
+							qs[i] = randVec(r, benchDim)
+						}
+						var lat []time.Duration
+						i := 0
+						for b.Loop() {
+							req := c.req
+							req.Vector = qs[i%len(qs)]
+							start := time.Now()
+							refs, err := s.Retrieve(context.Background(), req)
+							lat = append(lat, time.Since(start))
+							if err != nil || len(refs) != 10 {
+								b.Fatalf("Retrieve = %d refs, %v", len(refs), err)
+							}
+							i++
+						}
+						spitest.BenchmarkPercentiles(b, lat)
+					})
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkOpen: the time to open a store of 100k 256-dimensional vectors
+// (decode every record into memory), i.e. the restart cost.
+func BenchmarkOpen(b *testing.B) {
+	dir := syntheticStore(b, 100_000)
+	for b.Loop() {
+		s, err := embedded.Open(context.Background(), embedded.Config{Dir: dir, Dimension: benchDim})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if s.Len() != 100_000 {
+			b.Fatalf("opened %d docs", s.Len())
+		}
+		s.Close()
+	}
+}

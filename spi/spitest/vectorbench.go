@@ -1,0 +1,159 @@
+package spitest
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ragd/ragd/embedder/hashing"
+	"github.com/ragd/ragd/spi"
+)
+
+// CranfieldVectors loads Cranfield's documents and queries and embeds them
+// with the built-in hashing embedder at its default configuration (the one
+// rag.yaml uses), so vector benchmarks of every store see the same vectors.
+// Documents are embedded from "title. text".
+func CranfieldVectors(tb testing.TB) (docs []spi.Document, queries [][]float32) {
+	tb.Helper()
+	dir := CranfieldDir(tb)
+	var texts, qtexts []string
+	readJSONL(tb, filepath.Join(dir, "corpus.jsonl"), func(r map[string]string) {
+		docs = append(docs, spi.Document{ID: r["_id"], Title: r["title"], Text: r["text"],
+			Metadata: map[string]string{"corpus": "cranfield"}})
+		texts = append(texts, r["title"]+". "+r["text"])
+	})
+	readJSONL(tb, filepath.Join(dir, "queries.jsonl"), func(r map[string]string) { qtexts = append(qtexts, r["text"]) })
+	emb, err := hashing.New(hashing.Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	vecs, err := emb.Embed(context.Background(), texts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for i := range docs {
+		docs[i].Vector = vecs[i]
+	}
+	if queries, err = emb.Embed(context.Background(), qtexts); err != nil {
+		tb.Fatal(err)
+	}
+	return docs, queries
+}
+
+// exactCosine returns the ids of the k documents nearest to q by cosine
+// similarity, ties by id: the reference for recall.
+func exactCosine(docs []spi.Document, q []float32, k int) []string {
+	refs := make([]spi.Ref, len(docs))
+	for i, d := range docs {
+		refs[i] = spi.Ref{ID: d.ID, Score: refScore(DistanceCosine, q, d.Vector)}
+	}
+	slices.SortFunc(refs, func(a, b spi.Ref) int {
+		if a.Score != b.Score {
+			if a.Score > b.Score {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	out := make([]string, 0, k)
+	for _, r := range refs[:min(k, len(refs))] {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+// BenchmarkPercentiles reports the p50 and p99 of lat in microseconds as
+// custom benchmark metrics.
+func BenchmarkPercentiles(b *testing.B, lat []time.Duration) {
+	b.Helper()
+	if len(lat) == 0 {
+		return
+	}
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	at := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(s)))) - 1
+		return float64(s[max(0, min(i, len(s)-1))].Nanoseconds()) / 1e3
+	}
+	b.ReportMetric(at(0.50), "p50-µs")
+	b.ReportMetric(at(0.99), "p99-µs")
+}
+
+// BenchVector benchmarks a vector store on Cranfield embedded by
+// CranfieldVectors (1,400 documents, 384 dimensions, cosine):
+//
+//	ingest        the whole corpus in batches of 100 into an empty store;
+//	              ns/op is one full ingest, plus docs/s
+//	retrieve/k=N  one Retrieve per op with the 225 query vectors in turn,
+//	              p50/p99 latency in µs and recall@N against an exact scan
+//
+// open returns an empty cosine store of the given dimension.
+func BenchVector(b *testing.B, open func(b *testing.B, dim int) VectorStore) {
+	docs, queries := CranfieldVectors(b)
+	dim := len(queries[0])
+	ingest := func(b *testing.B, st VectorStore) {
+		for i := 0; i < len(docs); i += 100 {
+			if err := st.Upsert(context.Background(), docs[i:min(i+100, len(docs))]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("ingest", func(b *testing.B) {
+		var total time.Duration
+		for b.Loop() {
+			b.StopTimer()
+			st := open(b, dim)
+			b.StartTimer()
+			start := time.Now()
+			ingest(b, st)
+			total += time.Since(start)
+		}
+		b.ReportMetric(float64(len(docs)*b.N)/total.Seconds(), "docs/s")
+	})
+	for _, k := range []int{10, 100} {
+		b.Run("retrieve/k="+strconv.Itoa(k), func(b *testing.B) {
+			st := open(b, dim)
+			ingest(b, st)
+			exact := make([][]string, len(queries))
+			for i, q := range queries {
+				exact[i] = exactCosine(docs, q, k)
+			}
+			var lat []time.Duration
+			hits, want := 0, 0
+			i := 0
+			b.ResetTimer()
+			for b.Loop() {
+				q := i % len(queries)
+				start := time.Now()
+				refs, err := st.Retrieve(context.Background(), spi.VectorRequest{Vector: queries[q], K: k})
+				lat = append(lat, time.Since(start))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if i < len(queries) {
+					got := map[string]bool{}
+					for _, r := range refs {
+						got[r.ID] = true
+					}
+					for _, id := range exact[q] {
+						if got[id] {
+							hits++
+						}
+					}
+					want += len(exact[q])
+				}
+				i++
+			}
+			BenchmarkPercentiles(b, lat)
+			if want > 0 {
+				b.ReportMetric(float64(hits)/float64(want), "recall")
+			}
+		})
+	}
+}
