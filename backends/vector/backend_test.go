@@ -38,7 +38,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"ok", func(*vector.Config) {}, ""},
 		{"ok full", func(c *vector.Config) {
-			c.Distance, c.Table, c.HNSW = vector.L2, "ragd.docs", vector.HNSW{M: 8, EfConstruction: 32, EfSearch: 200}
+			c.Distance, c.Table, c.HNSW = vector.L2, "ragd.docs", vector.HNSW{M: 8, EfConstruction: 32, EfSearch: 200, MaxScanTuples: 50000}
 			c.IterativeScan, c.MaxConns, c.MinConns, c.ConnectTimeout = vector.IterativeStrict, 4, 1, time.Second
 		}, ""},
 		{"no DSN", func(c *vector.Config) { c.DSN = "" }, "DSN"},
@@ -56,6 +56,7 @@ func TestConfigValidate(t *testing.T) {
 		{"min over max conns", func(c *vector.Config) { c.MaxConns, c.MinConns = 2, 3 }, "MinConns"},
 		{"negative timeout", func(c *vector.Config) { c.ConnectTimeout = -time.Second }, "ConnectTimeout"},
 		{"negative page", func(c *vector.Config) { c.ScanPageSize = -1 }, "ScanPageSize"},
+		{"negative max scan tuples", func(c *vector.Config) { c.HNSW.MaxScanTuples = -1 }, "MaxScanTuples"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -54,6 +54,11 @@ type HNSW struct {
 	M              int
 	EfConstruction int
 	EfSearch       int
+	// MaxScanTuples caps how many index tuples an iterative scan visits
+	// before giving up on filling k (pgvector's hnsw.max_scan_tuples);
+	// pgvector's default (20,000) when zero. Raise it when filters are very
+	// selective on large tables.
+	MaxScanTuples int
 }
 
 // Config configures a Backend. DSN and Dimension are required.
@@ -123,6 +128,9 @@ func (c Config) Validate() error {
 	}
 	if h.EfSearch < 1 || h.EfSearch > maxEfSearch {
 		errs = append(errs, fmt.Errorf("HNSW.EfSearch must be in [1, %d], got %d", maxEfSearch, h.EfSearch))
+	}
+	if h.MaxScanTuples < 0 {
+		errs = append(errs, fmt.Errorf("HNSW.MaxScanTuples must be >= 0, got %d", h.MaxScanTuples))
 	}
 	switch c.IterativeScan {
 	case "", IterativeRelaxed, IterativeStrict, IterativeOff:

@@ -36,8 +36,14 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.VectorRequest) ([]spi.Re
 	// set_config(..., true) settings apply to the query that follows and
 	// vanish with it.
 	batch := &pgx.Batch{}
-	batch.Queue(`SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', $2, true)`,
-		strconv.Itoa(ef), b.cfg.IterativeScan)
+	if b.cfg.HNSW.MaxScanTuples > 0 {
+		batch.Queue(`SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', $2, true),
+	set_config('hnsw.max_scan_tuples', $3, true)`,
+			strconv.Itoa(ef), b.cfg.IterativeScan, strconv.Itoa(b.cfg.HNSW.MaxScanTuples))
+	} else {
+		batch.Queue(`SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', $2, true)`,
+			strconv.Itoa(ef), b.cfg.IterativeScan)
+	}
 	batch.Queue(query, args...)
 	br := b.pool.SendBatch(ctx, batch)
 	defer br.Close()
