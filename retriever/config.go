@@ -202,9 +202,24 @@ func (c Config) embedderDim() int {
 	return c.Embedder.Dimension()
 }
 
+// storeDim is the vector store's dimension when it reports one, looking
+// through wrappers (such as breaker.VectorGuard) that offer Unwrap.
 func (c Config) storeDim() int {
-	if d, ok := c.Vector.(spi.Dimensioner); ok && c.Vector != nil {
-		return d.Dimension()
+	var v spi.VectorRetrievalBackend = c.Vector
+	for range 8 {
+		if v == nil {
+			return 0
+		}
+		if d, ok := v.(spi.Dimensioner); ok {
+			return d.Dimension()
+		}
+		u, ok := v.(interface {
+			Unwrap() spi.VectorRetrievalBackend
+		})
+		if !ok {
+			return 0
+		}
+		v = u.Unwrap()
 	}
 	return 0
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -143,6 +144,10 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatal("New accepted an invalid config")
 			}
 		})
+	}
+	wrapped := retriever.Config{Vector: breaker.Vector(&dimVector{dim: 8}, mustOpenBreaker(t, "vector")), Embedder: &fakeEmbedder{dim: 4}}
+	if err := wrapped.Validate(); err == nil || !strings.Contains(err.Error(), "does not match vector store dimension 8") {
+		t.Errorf("a breaker-wrapped store's dimension must be checked too: %v", err)
 	}
 	good := retriever.Config{Vector: &dimVector{dim: 4}, Embedder: &fakeEmbedder{dim: 4}}
 	if err := good.Validate(); err != nil {
