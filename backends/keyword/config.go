@@ -15,6 +15,7 @@ const (
 	DefaultAnalyzer    = "en"
 	DefaultBatchSize   = 500
 	DefaultMaxK        = 10000
+	DefaultMaxTerms    = 1024
 	DefaultLockTimeout = 2 * time.Second
 )
 
@@ -36,6 +37,10 @@ type Config struct {
 	BatchSize int
 	// MaxK bounds KeywordRequest.K; larger requests wrap spi.ErrInvalidQuery.
 	MaxK int
+	// MaxTerms bounds the analysed terms of a plain-text query (more wrap
+	// spi.ErrInvalidQuery) and, for Syntax queries, the terms a wildcard,
+	// regexp or fuzzy term may expand to.
+	MaxTerms int
 	// LockTimeout bounds the wait for the index's file lock at open; an
 	// index held by another process fails with ErrLocked instead of hanging.
 	LockTimeout time.Duration
@@ -60,6 +65,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxK < 0 {
 		errs = append(errs, fmt.Errorf("max k %d must not be negative", c.MaxK))
+	}
+	if c.MaxTerms < 0 {
+		errs = append(errs, fmt.Errorf("max terms %d must not be negative", c.MaxTerms))
 	}
 	if c.LockTimeout < 0 {
 		errs = append(errs, fmt.Errorf("lock timeout %v must not be negative", c.LockTimeout))
@@ -87,6 +95,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxK == 0 {
 		c.MaxK = DefaultMaxK
+	}
+	if c.MaxTerms == 0 {
+		c.MaxTerms = DefaultMaxTerms
 	}
 	if c.LockTimeout == 0 {
 		c.LockTimeout = DefaultLockTimeout

@@ -28,7 +28,8 @@ import (
 // unqualified terms then search the text field, and a parse error wraps
 // spi.ErrInvalidQuery.
 //
-// K < 1, K > Config.MaxK and an invalid filter wrap spi.ErrInvalidQuery.
+// K < 1, K > Config.MaxK, more than Config.MaxTerms query terms (or, with
+// Syntax, term expansions) and an invalid filter wrap spi.ErrInvalidQuery.
 // A done ctx stops the search and the error wraps ctx.Err().
 func (b *Backend) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.Ref, error) {
 	if req.K < 1 || req.K > b.cfg.MaxK {
@@ -57,11 +58,23 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.R
 		}
 		q = parsed
 	} else {
-		q = textQuery(st.an, req.Text, b.cfg.TitleBoost)
-		if q == nil {
+		tokens := st.an.Analyze([]byte(req.Text))
+		if len(tokens) == 0 {
 			return nil, nil
 		}
+		if len(tokens) > b.cfg.MaxTerms {
+			return nil, fmt.Errorf("keyword: retrieve: %w: query has %d terms, at most %d allowed",
+				spi.ErrInvalidQuery, len(tokens), b.cfg.MaxTerms)
+		}
+		q = textQuery(tokens, b.cfg.TitleBoost)
 	}
+	// Every term query (two per plain-text term, one per filter value, the
+	// expansions of a Syntax wildcard) counts against bleve's limit.
+	limit := 2*b.cfg.MaxTerms + 1
+	for _, vs := range req.Filter {
+		limit += len(vs)
+	}
+	sctx := context.WithValue(ctx, search.MaxTermSearchersKey, limit)
 	var filterFields []string
 	if f := filterQuery(req.Tenant, req.Filter); f != nil {
 		bq := query.NewBooleanQuery([]query.Query{q}, nil, nil)
@@ -85,7 +98,7 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.R
 		}
 		sr.PreSearchData = map[string]any{search.BM25PreSearchDataKey: st.bm25Stats(n, filterFields)}
 	}
-	res, err := st.idx.SearchInContext(ctx, sr)
+	res, err := st.idx.SearchInContext(sctx, sr)
 	if err != nil {
 		if cerr := ctxErr(ctx); cerr != nil {
 			return nil, fmt.Errorf("keyword: retrieve: %w", cerr)
@@ -94,8 +107,8 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.R
 			return nil, fmt.Errorf("keyword: retrieve: %w", err)
 		}
 		if req.Syntax {
-			// Searcher construction can still reject a parsed query
-			// (e.g. a regexp bleve cannot compile).
+			// Searcher construction can still reject a parsed query:
+			// a regexp bleve cannot compile, too many expansions.
 			return nil, fmt.Errorf("keyword: retrieve: %w: %v", spi.ErrInvalidQuery, err)
 		}
 		return nil, fmt.Errorf("keyword: retrieve: %w: %v", spi.ErrUnavailable, err)
@@ -115,17 +128,12 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.R
 
 // textQuery turns user text into a query over title and text without any
 // query syntax: the text is analysed once and every resulting term becomes
-// two term queries, title (boosted) and text, all in one disjunction. It
-// returns nil when the analysis leaves no terms (only stop words or
-// punctuation). Repeated words count repeatedly, like query term frequency.
+// two term queries, title (boosted) and text, all in one disjunction.
+// Repeated words count repeatedly, like query term frequency.
 //
 // Other shapes were measured on Cranfield (a disjunction per term, one per
 // field, text only); see docs/keyword.md.
-func textQuery(an analysis.Analyzer, text string, titleBoost float64) query.Query {
-	tokens := an.Analyze([]byte(text))
-	if len(tokens) == 0 {
-		return nil
-	}
+func textQuery(tokens analysis.TokenStream, titleBoost float64) query.Query {
 	clauses := make([]query.Query, 0, 2*len(tokens))
 	for _, tok := range tokens {
 		title := query.NewTermQuery(string(tok.Term))

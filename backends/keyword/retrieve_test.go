@@ -230,6 +230,21 @@ func TestRetrieveInvalid(t *testing.T) {
 	}
 }
 
+func TestRetrieveTermLimit(t *testing.T) {
+	b := rankingBackend(t, keyword.Config{MaxTerms: 5})
+	// Five terms are fine, six are not; stop words do not count.
+	mustRetrieve(t, b, spi.KeywordRequest{Text: "the river walk run compressor widget"})
+	if _, err := b.Retrieve(context.Background(), spi.KeywordRequest{Text: "river walk run compressor widget paper", K: 10}); !isInvalid(err) {
+		t.Fatalf("six terms: err = %v, want ErrInvalidQuery", err)
+	}
+	// A regexp matching every text term expands past the limit.
+	if _, err := b.Retrieve(context.Background(), spi.KeywordRequest{Text: "/.*/", K: 10, Syntax: true}); !isInvalid(err) {
+		t.Fatalf("wide regexp: err = %v, want ErrInvalidQuery", err)
+	}
+	refs := mustRetrieve(t, b, spi.KeywordRequest{Text: "/compress.*/", Syntax: true, Tenant: "t0"})
+	wantIDs(t, refs, "tb-text")
+}
+
 func TestRetrieveContext(t *testing.T) {
 	b := rankingBackend(t, keyword.Config{})
 	ctx, cancel := context.WithCancel(context.Background())

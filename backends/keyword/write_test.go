@@ -220,6 +220,7 @@ func TestConfigValidate(t *testing.T) {
 		{"unknown analyzer", keyword.Config{Dir: "x", Analyzer: "klingon"}, false},
 		{"negative batch", keyword.Config{Dir: "x", BatchSize: -1}, false},
 		{"negative max k", keyword.Config{Dir: "x", MaxK: -1}, false},
+		{"negative max terms", keyword.Config{Dir: "x", MaxTerms: -1}, false},
 		{"negative lock timeout", keyword.Config{Dir: "x", LockTimeout: -time.Second}, false},
 	}
 	for _, tt := range tests {
