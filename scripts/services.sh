@@ -1,0 +1,437 @@
+#!/usr/bin/env bash
+# Install and run ragd's backing services natively on loopback, for tests and
+# development: PostgreSQL 15 + pgvector and Neo4j Community 5.26 LTS.
+#
+#   scripts/services.sh up                 install what is missing, start both (idempotent)
+#   scripts/services.sh down               stop both (data kept)
+#   scripts/services.sh start|stop postgres|neo4j
+#   scripts/services.sh status             what runs where
+#   scripts/services.sh env                export lines: eval "$(scripts/services.sh env)"
+#   scripts/services.sh purge              stop both and delete their data (not the cache)
+#
+# Works as root on a fresh Debian bookworm machine (apt-get, Maven Central) and
+# as an ordinary user once the packages are installed. See docs/services.md.
+set -euo pipefail
+
+# ---- settings (all overridable from the environment) -------------------------
+CACHE_DIR=${RAG_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ragd}
+if [ "$(id -u)" = 0 ]; then
+  # PostgreSQL runs as the postgres user, which cannot enter /root.
+  STATE_DIR=${RAG_SERVICES_DIR:-/var/lib/ragd-services}
+else
+  STATE_DIR=${RAG_SERVICES_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/ragd-services}
+fi
+PG_MAJOR=15
+PG_PORT=${RAG_PG_PORT:-55432}
+NEO4J_VERSION=${RAG_NEO4J_VERSION:-5.26.30}
+NEO4J_BOLT_PORT=${RAG_NEO4J_BOLT_PORT:-57687}
+NEO4J_HTTP_PORT=${RAG_NEO4J_HTTP_PORT:-57474}
+NEO4J_HEAP=${RAG_NEO4J_HEAP:-512m}
+NEO4J_INITIAL_PASSWORD=${RAG_NEO4J_PASSWORD:-ragd-dev-password}
+
+PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
+PG_DIR=$STATE_DIR/postgres
+PG_DATA=$PG_DIR/data
+PG_LOG=$PG_DIR/postgres.log
+NEO4J_HOME=$CACHE_DIR/neo4j/neo4j-community-$NEO4J_VERSION
+NEO4J_DIR=$STATE_DIR/neo4j
+NEO4J_PID=$NEO4J_DIR/run/neo4j.pid
+NEO4J_LOG=$NEO4J_DIR/logs/console.log
+
+export DEBIAN_FRONTEND=noninteractive
+
+# ---- helpers -------------------------------------------------------------------
+T0=$(date +%s%N)
+log() {
+  local ms=$((($(date +%s%N) - T0) / 1000000))
+  printf '[services %4d.%ds] %s\n' $((ms / 1000)) $((ms % 1000 / 100)) "$*" >&2
+}
+die() { log "ERROR: $*"; exit 1; }
+is_root() { [ "$(id -u)" = 0 ]; }
+
+# as_pg CMD...: run a command as the postgres OS user when we are root.
+as_pg() {
+  if is_root; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+APT_UPDATED=
+apt_install() {
+  is_root || die "missing packages ($*); run as root or install them: apt-get install $*"
+  if [ -z "$APT_UPDATED" ]; then
+    log "apt-get update"
+    apt-get update -qq >/dev/null
+    APT_UPDATED=1
+  fi
+  log "apt-get install $*"
+  apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+missing_pkgs() {
+  local p out=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || out+=("$p")
+  done
+  echo "${out[@]:-}"
+}
+
+tail_log() { [ -f "$1" ] && tail -n 30 "$1" >&2 || true; }
+
+# ---- PostgreSQL + pgvector -------------------------------------------------------
+install_postgres() {
+  local need
+  # make and gcc build pgvector; curl probes Neo4j.
+  need=$(missing_pkgs postgresql-$PG_MAJOR postgresql-server-dev-$PG_MAJOR postgresql-client-$PG_MAJOR make gcc curl)
+  if [ -n "$need" ]; then
+    if is_root && [ ! -e /etc/postgresql-common/createcluster.conf ]; then
+      # Do not create and start Debian's default cluster on port 5432.
+      mkdir -p /etc/postgresql-common
+      echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.conf
+    fi
+    # shellcheck disable=SC2086
+    apt_install $need
+  fi
+  [ -x "$PG_BIN/postgres" ] || die "PostgreSQL $PG_MAJOR not found in $PG_BIN"
+}
+
+install_pgvector() {
+  local pgc=$PG_BIN/pg_config
+  if [ -f "$($pgc --sharedir)/extension/vector.control" ] && [ -f "$($pgc --pkglibdir)/vector.so" ]; then
+    return
+  fi
+  is_root || die "pgvector is not installed for PostgreSQL $PG_MAJOR; run this script as root once"
+  local src=$CACHE_DIR/pgvector tarball
+  mkdir -p "$src"
+  tarball=$(ls -1 "$src"/pgvector_*.orig.tar.gz 2>/dev/null | sort -V | tail -n 1 || true)
+  if [ -z "$tarball" ]; then
+    log "downloading the pgvector source package (Debian trixie) into $src"
+    local s; s=$(mktemp -d)
+    mkdir -p "$s/lists/partial"
+    printf 'deb-src http://deb.debian.org/debian trixie main\n' > "$s/trixie-src.list"
+    local apt=(-o "Dir::Etc::sourcelist=$s/trixie-src.list" -o Dir::Etc::sourceparts=/dev/null -o "Dir::State::Lists=$s/lists")
+    apt-get "${apt[@]}" update -qq >/dev/null 2>&1 || apt-get "${apt[@]}" update
+    (cd "$s" && apt-get "${apt[@]}" source --download-only pgvector >/dev/null 2>&1) \
+      || (cd "$s" && apt-get "${apt[@]}" source --download-only pgvector)
+    cp "$s"/pgvector_*.orig.tar.gz "$src/"
+    rm -rf "$s"
+    tarball=$(ls -1 "$src"/pgvector_*.orig.tar.gz | sort -V | tail -n 1)
+  fi
+  log "building $(basename "$tarball")"
+  local b; b=$(mktemp -d)
+  tar -xzf "$tarball" -C "$b"
+  (cd "$b"/pgvector-* && make -s PG_CONFIG="$pgc" >/dev/null 2>&1 && make -s install PG_CONFIG="$pgc" >/dev/null) \
+    || die "pgvector build failed (in $b)"
+  rm -rf "$b"
+}
+
+pg_running() { [ -f "$PG_DATA/PG_VERSION" ] && as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" status >/dev/null 2>&1; }
+
+pg_psql() { PGOPTIONS="-c client_min_messages=warning" "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres "$@"; }
+
+start_postgres() {
+  mkdir -p "$PG_DIR"
+  if is_root; then chown postgres:postgres "$PG_DIR"; fi
+  if [ ! -f "$PG_DATA/PG_VERSION" ]; then
+    log "initdb $PG_DATA"
+    as_pg "$PG_BIN/initdb" -D "$PG_DATA" -A trust -U postgres -E UTF8 --locale=C.UTF-8 >"$PG_DIR/initdb.log" 2>&1 \
+      || { tail_log "$PG_DIR/initdb.log"; die "initdb failed"; }
+    echo "include_if_exists = 'ragd.conf'" >> "$PG_DATA/postgresql.conf"
+  fi
+  # Written on every start so a changed port takes effect.
+  as_pg tee "$PG_DATA/ragd.conf" >/dev/null <<EOF
+# Written by scripts/services.sh: a loopback-only throw-away server for tests.
+listen_addresses = '127.0.0.1'
+port = $PG_PORT
+unix_socket_directories = '$PG_DIR'
+max_connections = 300
+shared_buffers = 128MB
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+EOF
+  if pg_running; then
+    log "postgres already running on 127.0.0.1:$PG_PORT"
+  else
+    log "starting postgres on 127.0.0.1:$PG_PORT"
+    # 9>&-: the server must not inherit (and so hold) the lock.
+    as_pg setsid "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t 120 start >/dev/null 9>&- \
+      || { tail_log "$PG_LOG"; die "postgres did not start"; }
+  fi
+  pg_psql -d postgres -c 'CREATE EXTENSION IF NOT EXISTS vector' \
+    || die "CREATE EXTENSION vector failed"
+  if ! pg_psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'ragd'" | grep -q 1; then
+    pg_psql -d postgres -c 'CREATE DATABASE ragd'
+  fi
+  pg_psql -d ragd -c 'CREATE EXTENSION IF NOT EXISTS vector'
+  log "postgres ready: $("$PG_BIN/postgres" --version | awk '{print $3}'), pgvector $(pg_psql -d postgres -tAc "SELECT extversion FROM pg_extension WHERE extname = 'vector'")"
+}
+
+stop_postgres() {
+  if pg_running; then
+    log "stopping postgres"
+    as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -m fast -w -t 60 stop >/dev/null
+  else
+    log "postgres not running"
+  fi
+}
+
+# ---- Neo4j -----------------------------------------------------------------------
+install_java() {
+  local need=()
+  command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
+  command -v mvn >/dev/null 2>&1 || need+=(maven)
+  if [ ${#need[@]} -gt 0 ]; then apt_install "${need[@]}"; fi
+  command -v java >/dev/null || die "java not found"
+}
+
+neo4j_installed() { [ -f "$NEO4J_HOME/.complete" ]; }
+
+# Route 2 (works): the server's jars from Maven Central (org.neo4j:neo4j),
+# started with org.neo4j.server.CommunityEntryPoint.
+fetch_neo4j_jars() {
+  local tmp=$1 m2=$2
+  cat > "$tmp/pom.xml" <<EOF
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>ragd</groupId><artifactId>neo4j-server</artifactId><version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.neo4j</groupId><artifactId>neo4j</artifactId><version>$NEO4J_VERSION</version></dependency>
+  </dependencies>
+</project>
+EOF
+  (cd "$tmp" && mvn -B -q -Dmaven.repo.local="$m2" dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$tmp/home/lib" >"$tmp/mvn.log" 2>&1) || { tail -n 20 "$tmp/mvn.log" >&2; return 1; }
+  ls "$tmp"/home/lib/neo4j-"$NEO4J_VERSION".jar >/dev/null 2>&1
+}
+
+# Route 1 (fallback): the packaged server distribution. Not served on Maven
+# Central for 5.26.x when this was written (only its pom is there).
+fetch_neo4j_tarball() {
+  local tmp=$1 m2=$2
+  (cd "$tmp" && mvn -B -q -Dmaven.repo.local="$m2" dependency:copy \
+      -Dartifact="org.neo4j.assembly:neo4j-community-standalone:$NEO4J_VERSION:tar.gz:unix" \
+      -DoutputDirectory="$tmp/dl" >"$tmp/mvn1.log" 2>&1) || return 1
+  mkdir -p "$tmp/x"
+  tar -xzf "$tmp"/dl/*.tar.gz -C "$tmp/x"
+  rm -rf "$tmp/home"
+  mv "$tmp"/x/neo4j-community-* "$tmp/home"
+}
+
+install_neo4j() {
+  if neo4j_installed; then return; fi
+  install_java
+  log "fetching Neo4j Community $NEO4J_VERSION from Maven Central into $NEO4J_HOME"
+  local tmp; tmp=$(mktemp -d)
+  local m2=$CACHE_DIR/m2
+  mkdir -p "$tmp/home/lib"
+  if fetch_neo4j_jars "$tmp" "$m2"; then
+    log "neo4j: route 2 (org.neo4j:neo4j:$NEO4J_VERSION jars + CommunityEntryPoint)"
+    echo "org.neo4j:neo4j:$NEO4J_VERSION (jars, CommunityEntryPoint)" > "$tmp/home/ROUTE"
+  elif fetch_neo4j_tarball "$tmp" "$m2"; then
+    log "neo4j: route 1 (neo4j-community-standalone:$NEO4J_VERSION:tar.gz:unix)"
+    echo "org.neo4j.assembly:neo4j-community-standalone:$NEO4J_VERSION:tar.gz:unix" > "$tmp/home/ROUTE"
+  else
+    rm -rf "$tmp"
+    die "could not fetch Neo4j $NEO4J_VERSION from Maven Central by either route"
+  fi
+  rm -rf "$NEO4J_HOME"
+  mkdir -p "$(dirname "$NEO4J_HOME")"
+  mv "$tmp/home" "$NEO4J_HOME"
+  rm -rf "$tmp"
+  # The jars are now in $NEO4J_HOME/lib; the Maven repository is not needed
+  # again unless the version changes (keep it with RAG_KEEP_M2=1).
+  [ "${RAG_KEEP_M2:-0}" = 1 ] || rm -rf "$m2"
+  touch "$NEO4J_HOME/.complete"
+  log "neo4j installed: $(du -sh "$NEO4J_HOME" | cut -f1) in $NEO4J_HOME"
+}
+
+neo4j_pid() {
+  local pid
+  [ -f "$NEO4J_PID" ] || return 1
+  pid=$(cat "$NEO4J_PID")
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && grep -q CommunityEntryPoint "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"
+}
+
+neo4j_password() {
+  if [ -f "$NEO4J_DIR/password" ]; then cat "$NEO4J_DIR/password"; else echo "$NEO4J_INITIAL_PASSWORD"; fi
+}
+
+# bolt_answers: the Bolt handshake gets a protocol version back.
+bolt_answers() {
+  local v
+  v=$(timeout 5 bash -c '
+    exec 3<>/dev/tcp/127.0.0.1/'"$NEO4J_BOLT_PORT"' || exit 1
+    printf "\x60\x60\xb0\x17\x00\x08\x08\x05\x00\x00\x04\x04\x00\x00\x00\x00\x00\x00\x00\x00" >&3
+    head -c 4 <&3 | od -An -tx1' 2>/dev/null | tr -d ' \n') || return 1
+  [ -n "$v" ] && [ "$v" != 00000000 ]
+}
+
+# neo4j_answers: bolt handshakes and RETURN 1 runs with the password.
+neo4j_answers() {
+  bolt_answers || return 1
+  curl -fsS -m 10 -u "neo4j:$(neo4j_password)" -H 'Content-Type: application/json' \
+    -d '{"statements":[{"statement":"RETURN 1 AS n"}]}' \
+    "http://127.0.0.1:$NEO4J_HTTP_PORT/db/neo4j/tx/commit" 2>/dev/null | grep -q '"row":\[1\]'
+}
+
+start_neo4j() {
+  mkdir -p "$NEO4J_DIR"/{conf,data,logs,run,plugins,import}
+  ln -sfn "$NEO4J_HOME/lib" "$NEO4J_DIR/lib"
+  cat > "$NEO4J_DIR/conf/neo4j.conf" <<EOF
+# Written by scripts/services.sh: a loopback-only server for tests.
+server.default_listen_address=127.0.0.1
+server.default_advertised_address=127.0.0.1
+server.bolt.listen_address=127.0.0.1:$NEO4J_BOLT_PORT
+server.http.listen_address=127.0.0.1:$NEO4J_HTTP_PORT
+server.https.enabled=false
+server.memory.heap.initial_size=$NEO4J_HEAP
+server.memory.heap.max_size=$NEO4J_HEAP
+server.memory.pagecache.size=128m
+dbms.security.auth_enabled=true
+dbms.usage_report.enabled=false
+db.tx_log.preallocate=false
+server.config.strict_validation.enabled=false
+server.directories.data=$NEO4J_DIR/data
+server.directories.logs=$NEO4J_DIR/logs
+server.directories.run=$NEO4J_DIR/run
+server.directories.plugins=$NEO4J_DIR/plugins
+server.directories.import=$NEO4J_DIR/import
+EOF
+  local cp="$NEO4J_HOME/lib/*" pid
+  if pid=$(neo4j_pid); then
+    log "neo4j already running (pid $pid)"
+  else
+    if [ ! -d "$NEO4J_DIR/data/databases" ]; then
+      log "neo4j: setting the initial password"
+      NEO4J_HOME=$NEO4J_DIR NEO4J_CONF=$NEO4J_DIR/conf java -Xmx128m -cp "$cp" org.neo4j.cli.AdminTool \
+        dbms set-initial-password "$NEO4J_INITIAL_PASSWORD" >"$NEO4J_DIR/logs/admin.log" 2>&1 \
+        || { tail_log "$NEO4J_DIR/logs/admin.log"; die "neo4j set-initial-password failed"; }
+      echo "$NEO4J_INITIAL_PASSWORD" > "$NEO4J_DIR/password"
+    fi
+    if (exec 3<>"/dev/tcp/127.0.0.1/$NEO4J_BOLT_PORT") 2>/dev/null; then
+      die "port $NEO4J_BOLT_PORT is taken by another process (set RAG_NEO4J_BOLT_PORT)"
+    fi
+    log "starting neo4j on bolt 127.0.0.1:$NEO4J_BOLT_PORT, http 127.0.0.1:$NEO4J_HTTP_PORT (heap $NEO4J_HEAP)"
+    (
+      cd "$NEO4J_DIR"
+      NEO4J_HOME=$NEO4J_DIR NEO4J_CONF=$NEO4J_DIR/conf setsid nohup java \
+        -Xms"$NEO4J_HEAP" -Xmx"$NEO4J_HEAP" -XX:+UseG1GC -XX:+ExitOnOutOfMemoryError \
+        -Dfile.encoding=UTF-8 -cp "$cp" org.neo4j.server.CommunityEntryPoint \
+        --home-dir="$NEO4J_DIR" --config-dir="$NEO4J_DIR/conf" \
+        >>"$NEO4J_LOG" 2>&1 </dev/null 9>&- &
+      echo $! > "$NEO4J_PID"
+    )
+  fi
+  local i
+  for i in $(seq 1 180); do
+    if neo4j_answers; then
+      log "neo4j ready: $NEO4J_VERSION community, bolt://127.0.0.1:$NEO4J_BOLT_PORT answers RETURN 1"
+      return
+    fi
+    if ! neo4j_pid >/dev/null; then
+      tail_log "$NEO4J_LOG"; tail_log "$NEO4J_DIR/logs/neo4j.log"
+      die "neo4j exited during start"
+    fi
+    sleep 1
+  done
+  tail_log "$NEO4J_DIR/logs/neo4j.log"
+  die "neo4j did not answer within 180 s"
+}
+
+stop_neo4j() {
+  local pid i
+  if ! pid=$(neo4j_pid); then
+    log "neo4j not running"
+    return
+  fi
+  log "stopping neo4j (pid $pid)"
+  kill -TERM "$pid"
+  for i in $(seq 1 120); do
+    kill -0 "$pid" 2>/dev/null || { rm -f "$NEO4J_PID"; return; }
+    sleep 0.5
+  done
+  log "neo4j did not stop in 60 s; killing it"
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$NEO4J_PID"
+}
+
+# ---- commands ----------------------------------------------------------------------
+print_env() {
+  local pw; pw=$(neo4j_password)
+  cat <<EOF
+export RAG_TEST_PG_DSN='postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable'
+export RAG_TEST_PG_BIN='$PG_BIN'
+export RAG_TEST_NEO4J_URI='bolt://127.0.0.1:$NEO4J_BOLT_PORT'
+export RAG_TEST_NEO4J_USER='neo4j'
+export RAG_TEST_NEO4J_PASSWORD='$pw'
+export RAG_TEST_NEO4J_HOME='$NEO4J_HOME'
+export RAGD_PG_DSN='postgres://postgres@127.0.0.1:$PG_PORT/ragd?sslmode=disable'
+export RAGD_NEO4J_URI='bolt://127.0.0.1:$NEO4J_BOLT_PORT'
+export RAGD_NEO4J_USER='neo4j'
+export RAGD_NEO4J_PASSWORD='$pw'
+EOF
+}
+
+status() {
+  local rc=0 pid
+  if pg_running; then
+    echo "postgres: running on 127.0.0.1:$PG_PORT (data $PG_DATA)"
+  else
+    echo "postgres: stopped (data $PG_DATA)"; rc=1
+  fi
+  if pid=$(neo4j_pid) && neo4j_answers; then
+    echo "neo4j:    running, pid $pid, bolt://127.0.0.1:$NEO4J_BOLT_PORT http://127.0.0.1:$NEO4J_HTTP_PORT (data $NEO4J_DIR/data)"
+  elif pid=$(neo4j_pid); then
+    echo "neo4j:    starting or not answering, pid $pid"; rc=1
+  else
+    echo "neo4j:    stopped (data $NEO4J_DIR/data)"; rc=1
+  fi
+  echo "cache:    $CACHE_DIR"
+  return $rc
+}
+
+with_lock() {
+  mkdir -p "$STATE_DIR"
+  exec 9>"$STATE_DIR/services.lock"
+  if ! flock -w 900 9; then die "another services.sh holds $STATE_DIR/services.lock"; fi
+}
+
+cmd=${1:-}
+case "$cmd" in
+  up)
+    with_lock
+    log "cache $CACHE_DIR, state $STATE_DIR"
+    install_postgres
+    install_pgvector
+    start_postgres
+    install_neo4j
+    start_neo4j
+    log "up; for tests: eval \"\$($0 env)\""
+    ;;
+  down)
+    with_lock
+    stop_neo4j
+    stop_postgres
+    ;;
+  start|stop)
+    with_lock
+    case "${2:-}" in
+      postgres) if [ "$cmd" = start ]; then install_postgres; install_pgvector; start_postgres; else stop_postgres; fi ;;
+      neo4j) if [ "$cmd" = start ]; then install_neo4j; start_neo4j; else stop_neo4j; fi ;;
+      *) die "usage: $0 $cmd postgres|neo4j" ;;
+    esac
+    ;;
+  status) status ;;
+  env) print_env ;;
+  purge)
+    with_lock
+    stop_neo4j
+    stop_postgres
+    log "deleting $PG_DIR and $NEO4J_DIR"
+    rm -rf "$PG_DIR" "$NEO4J_DIR"
+    ;;
+  *)
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+    ;;
+esac
