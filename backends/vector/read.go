@@ -16,16 +16,20 @@ import (
 func (b *Backend) Hydrate(ctx context.Context, ids []string) ([]spi.Document, []string, error) {
 	uniq := make([]string, 0, len(ids))
 	seen := make(map[string]bool, len(ids))
+	var query []string // the ids PostgreSQL can hold at all
 	for _, id := range ids {
 		if !seen[id] {
 			seen[id] = true
 			uniq = append(uniq, id)
+			if storable(id) {
+				query = append(query, id)
+			}
 		}
 	}
 	if len(uniq) == 0 {
 		return nil, nil, nil
 	}
-	rows, err := b.pool.Query(ctx, b.q.hydrate, uniq)
+	rows, err := b.pool.Query(ctx, b.q.hydrate, query)
 	if err != nil {
 		return nil, nil, wrapErr(ctx, "hydrate", err)
 	}

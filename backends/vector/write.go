@@ -98,7 +98,6 @@ func validateDoc(d *spi.Document) error {
 	if d.ID == "" {
 		return fmt.Errorf("%w: document id must not be empty", spi.ErrInvalidQuery)
 	}
-	bad := func(s string) bool { return !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 }
 	check := []string{d.ID, d.Tenant, d.Title, d.Text}
 	for k, v := range d.Metadata {
 		check = append(check, k, v)
@@ -106,18 +105,29 @@ func validateDoc(d *spi.Document) error {
 	check = append(check, d.Entities...)
 	check = append(check, d.Links...)
 	for _, s := range check {
-		if bad(s) {
+		if !storable(s) {
 			return fmt.Errorf("%w: document %q holds invalid UTF-8 or a NUL byte", spi.ErrInvalidQuery, d.ID)
 		}
 	}
 	return nil
 }
 
-// Delete removes documents by id in one statement. Unknown ids are ignored.
+// storable reports whether PostgreSQL can hold s in a text column: valid
+// UTF-8 without NUL bytes.
+func storable(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
+
+// Delete removes documents by id in one statement. Unknown ids (including
+// ids no document could have) are ignored.
 func (b *Backend) Delete(ctx context.Context, ids []string) error {
-	if len(ids) == 0 {
+	valid := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if storable(id) {
+			valid = append(valid, id)
+		}
+	}
+	if len(valid) == 0 {
 		return nil
 	}
-	_, err := b.pool.Exec(ctx, b.q.delete, ids)
+	_, err := b.pool.Exec(ctx, b.q.delete, valid)
 	return wrapErr(ctx, "delete", err)
 }

@@ -475,6 +475,14 @@ func (s *vectorSuite) testHydrate(t *testing.T) {
 		}
 		sameDoc(t, d, want)
 	}
+	// Ids no document can have are simply missing.
+	docs, missing, err = st.Hydrate(context.Background(), []string{"a\x00b", "doc-0002", "\xff"})
+	if err != nil || !slices.Equal(docIDs(docs), []string{"doc-0002"}) || !slices.Equal(missing, []string{"a\x00b", "\xff"}) {
+		t.Errorf("Hydrate with unstorable ids = %v, %q, %v", docIDs(docs), missing, err)
+	}
+	if err := st.Delete(context.Background(), []string{"a\x00b", "\xff", ""}); err != nil {
+		t.Errorf("Delete with unstorable ids: %v", err)
+	}
 	docs, missing, err = st.Hydrate(context.Background(), nil)
 	if err != nil || len(docs) != 0 || len(missing) != 0 {
 		t.Errorf("Hydrate(nil) = %v, %v, %v", docs, missing, err)
