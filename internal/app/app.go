@@ -141,13 +141,20 @@ func (a *App) wireRetriever() error {
 			Limit:   c.Expand.Limit,
 		},
 	}
-	if c.Expand.Weight != nil {
-		d.Expand.Weight = *c.Expand.Weight
+	off := false
+	if w := c.Expand.Weight; w != nil {
+		// The retriever reads weight 0 as "default"; in rag.yaml it means
+		// the list takes no part in the ranking.
+		if *w == 0 {
+			d.Expand.Enabled = &off
+		}
+		d.Expand.Weight = *w
 	}
-	for name, sc := range c.Sources {
-		o := retriever.SourceOptions{Enabled: sc.Enabled, K: sc.K, TimeoutMS: sc.TimeoutMS}
-		if sc.Weight != nil {
-			o.Weight = *sc.Weight
+	for _, name := range []string{spi.SourceVector, spi.SourceKeyword, spi.SourceGraph} {
+		sc := c.Sources[name]
+		o := retriever.SourceOptions{Enabled: sc.Enabled, K: sc.K, TimeoutMS: sc.TimeoutMS, Weight: c.SourceWeight(name)}
+		if o.Weight == 0 {
+			o.Enabled = &off
 		}
 		d.Sources[name] = o
 	}
