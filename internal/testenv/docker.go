@@ -35,10 +35,10 @@ var (
 // engine answers /_ping on DOCKER_HOST or a usual socket. It never hangs:
 // each candidate gets a two-second deadline.
 func dockerAvailable() bool {
+	if os.Getenv(EnvNoDocker) == "1" {
+		return false
+	}
 	dockerOnce.Do(func() {
-		if os.Getenv(EnvNoDocker) == "1" {
-			return
-		}
 		for _, host := range dockerCandidates() {
 			if pingDocker(host) {
 				dockerOK = true

@@ -1,0 +1,153 @@
+package testenv_test
+
+import (
+	"fmt"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/ragd/ragd/internal/testenv"
+)
+
+// recorder is a testing.TB that records Skip and Fatal instead of acting on
+// the real test, so the resolution rules can be checked without services.
+type recorder struct {
+	testing.TB
+	skipped, failed bool
+	msg             string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Skip(args ...any) {
+	r.skipped, r.msg = true, fmt.Sprint(args...)
+	runtime.Goexit()
+}
+
+func (r *recorder) Skipf(format string, args ...any) {
+	r.skipped, r.msg = true, fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func (r *recorder) Fatal(args ...any) {
+	r.failed, r.msg = true, fmt.Sprint(args...)
+	runtime.Goexit()
+}
+
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.failed, r.msg = true, fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// run calls f with a recorder on its own goroutine (Skip and Fatal end it).
+func run(t *testing.T, f func(testing.TB)) *recorder {
+	t.Helper()
+	r := &recorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f(r)
+	}()
+	<-done
+	return r
+}
+
+// noServices clears every variable testenv reads and disables Docker.
+func noServices(t *testing.T) {
+	for _, v := range []string{testenv.EnvPGDSN, testenv.EnvPGBin, testenv.EnvNeo4jURI,
+		testenv.EnvNeo4jUser, testenv.EnvNeo4jPassword, testenv.EnvNeo4jHome, testenv.EnvRequireIntegration} {
+		t.Setenv(v, "")
+	}
+	t.Setenv(testenv.EnvNoDocker, "1")
+}
+
+var helpers = []struct {
+	name string
+	call func(testing.TB)
+	// envVar must be named in the skip message.
+	envVar string
+}{
+	{"Postgres", func(tb testing.TB) { testenv.Postgres(tb) }, testenv.EnvPGDSN},
+	{"Neo4j", func(tb testing.TB) { testenv.Neo4j(tb) }, testenv.EnvNeo4jURI},
+	{"DedicatedPostgres", func(tb testing.TB) { testenv.DedicatedPostgres(tb) }, testenv.EnvPGBin},
+	{"DedicatedNeo4j", func(tb testing.TB) { testenv.DedicatedNeo4j(tb) }, testenv.EnvNeo4jHome},
+}
+
+func TestNoServiceSkipsNamingTheVariable(t *testing.T) {
+	for _, h := range helpers {
+		t.Run(h.name, func(t *testing.T) {
+			noServices(t)
+			r := run(t, h.call)
+			if !r.skipped || r.failed {
+				t.Fatalf("skipped=%v failed=%v, want a skip; msg %q", r.skipped, r.failed, r.msg)
+			}
+			if !strings.Contains(r.msg, h.envVar) {
+				t.Errorf("skip message %q does not name %s", r.msg, h.envVar)
+			}
+		})
+	}
+}
+
+func TestNoServiceFailsWhenIntegrationRequired(t *testing.T) {
+	for _, h := range helpers {
+		t.Run(h.name, func(t *testing.T) {
+			noServices(t)
+			t.Setenv(testenv.EnvRequireIntegration, "1")
+			r := run(t, h.call)
+			if !r.failed || r.skipped {
+				t.Fatalf("skipped=%v failed=%v, want a failure; msg %q", r.skipped, r.failed, r.msg)
+			}
+			if !strings.Contains(r.msg, h.envVar) || !strings.Contains(r.msg, testenv.EnvRequireIntegration) {
+				t.Errorf("failure message %q does not name %s and %s", r.msg, h.envVar, testenv.EnvRequireIntegration)
+			}
+		})
+	}
+}
+
+// closedPort returns a loopback port nothing listens on.
+func closedPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return port
+}
+
+// A variable naming a server that does not answer is a failure, not a skip,
+// even without RAG_REQUIRE_INTEGRATION.
+func TestBrokenEnvironmentFails(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		call func(testing.TB)
+	}{
+		{"Postgres", map[string]string{
+			testenv.EnvPGDSN: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=2", closedPort(t)),
+		}, func(tb testing.TB) { testenv.Postgres(tb) }},
+		{"Neo4j", map[string]string{
+			testenv.EnvNeo4jURI: fmt.Sprintf("bolt://127.0.0.1:%d", closedPort(t)),
+		}, func(tb testing.TB) { testenv.Neo4j(tb) }},
+		{"DedicatedPostgres", map[string]string{
+			testenv.EnvPGBin: t.TempDir(), // no initdb in it
+		}, func(tb testing.TB) { testenv.DedicatedPostgres(tb) }},
+		{"DedicatedNeo4j", map[string]string{
+			testenv.EnvNeo4jHome: t.TempDir(), // no lib/*.jar in it
+		}, func(tb testing.TB) { testenv.DedicatedNeo4j(tb) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			noServices(t)
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			r := run(t, c.call)
+			if !r.failed || r.skipped {
+				t.Fatalf("skipped=%v failed=%v, want a failure; msg %q", r.skipped, r.failed, r.msg)
+			}
+		})
+	}
+}
