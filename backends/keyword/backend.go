@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -160,7 +161,12 @@ func OpenOrRebuild(ctx context.Context, cfg Config, src spi.Scanner) (*Backend, 
 		_ = st.idx.Close()
 		return nil, fmt.Errorf("keyword: rebuild: commit: %w", err)
 	}
-	cfg.Logger.Warn("keyword: rebuilt index from the system of record",
+	// A fresh install (no index, empty system of record) is not news.
+	level := slog.LevelWarn
+	if aside == "" && docs == 0 {
+		level = slog.LevelInfo
+	}
+	cfg.Logger.Log(ctx, level, "keyword: rebuilt index from the system of record",
 		"dir", cfg.Dir, "reason", reason, "moved_aside", aside, "documents", docs,
 		"elapsed", cfg.Now().Sub(start))
 	return &Backend{cfg: cfg, st: st, gen: name}, nil
