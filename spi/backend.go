@@ -26,11 +26,24 @@ type KeywordRequest struct {
 }
 
 // ExpandOptions bounds a graph expansion. Hops is 1 or 2; Limit caps the
-// number of returned documents; Tenant, when non-empty, is never crossed.
+// number of returned documents; Tenant, when non-empty, is never crossed:
+// every document on a path, seeds and intermediate documents included,
+// belongs to it.
+//
+// Filter, when non-empty, restricts the returned documents by metadata with
+// the semantics of Filter.Match (AND across keys, OR within a key). It applies
+// to returned documents only: seeds and the intermediate documents a path
+// passes through need not satisfy it, and a document that fails it is not
+// returned but still connects the documents beyond it. Filtering does not
+// change distances, paths or scores: the result is the unfiltered ranking
+// with non-matching documents removed, cut at Limit afterwards, so a
+// filtered expansion still returns up to Limit documents when that many
+// match. An invalid filter (Filter.Validate) wraps ErrInvalidQuery.
 type ExpandOptions struct {
 	Hops   int
 	Limit  int
 	Tenant string
+	Filter Filter
 }
 
 // Hydrator loads full documents by id.
@@ -72,7 +85,9 @@ type GraphRetrievalBackend interface {
 	// Expand returns documents related to seeds through shared entities or
 	// links, within opts.Hops, ordered by the backend's documented ranking
 	// rule. Seeds themselves are never returned; documents of another tenant
-	// are never returned when opts.Tenant is set. Unknown seeds are ignored.
+	// are never returned (nor passed through) when opts.Tenant is set, and
+	// documents failing opts.Filter are never returned. Unknown seeds are
+	// ignored. Invalid options wrap ErrInvalidQuery.
 	Expand(ctx context.Context, seeds []string, opts ExpandOptions) ([]Ref, error)
 
 	// MatchEntities is the graph's first-stage retrieval: entities whose
