@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/ingest"
@@ -58,9 +59,10 @@ type App struct {
 	Retriever *retriever.HybridRetriever
 	Pipeline  *ingest.Pipeline
 
-	now     func() time.Time
-	version string
-	closers []io.Closer
+	now            func() time.Time
+	version        string
+	closers        []io.Closer
+	breakerMetrics *api.BreakerMetrics
 }
 
 // Sources are the breaker-guarded retrieval sources the retriever queries.
@@ -95,9 +97,13 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (a *App, err err
 	}()
 
 	if cfg.Breakers.Enabled {
+		if a.breakerMetrics, err = api.RegisterBreakerMetrics(a.Registry, nil); err != nil {
+			return nil, fmt.Errorf("app: breaker metrics: %w", err)
+		}
 		if a.Breakers, err = newBreakers(cfg, a.now, a.onTransition); err != nil {
 			return nil, err
 		}
+		a.breakerMetrics.SetBreakers(a.Breakers)
 	}
 	if err := a.openStores(ctx); err != nil {
 		return nil, err

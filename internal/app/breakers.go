@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -62,7 +63,10 @@ func (a *App) onTransition(t breaker.Transition) {
 	if t.To == breaker.Open {
 		level = slog.LevelWarn
 	}
-	a.Logger.LogAttrs(nil, level, t.Event(), slog.Any("transition", t))
+	a.Logger.LogAttrs(context.Background(), level, t.Event(), slog.Any("transition", t))
+	if a.breakerMetrics != nil {
+		a.breakerMetrics.ObserveTransition(t)
+	}
 }
 
 var errNotConfigured = errors.New("app: not configured")

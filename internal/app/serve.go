@@ -1,0 +1,161 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/internal/demo"
+	"github.com/ragd/ragd/spi"
+)
+
+// RepairInterval is how often Serve replays writes that reached the system
+// of record but not a derived store.
+const RepairInterval = 10 * time.Second
+
+// API builds the HTTP API over the wired components.
+func (a *App) API() (*api.Server, error) {
+	var breakers api.Breakers
+	if a.Breakers != nil {
+		breakers = a.Breakers
+	}
+	var docs spi.Hydrator = a.Vector
+	if a.Vector == nil {
+		docs = firstHydrator(a.Keyword, a.Graph)
+	}
+	return api.New(api.Config{
+		Searcher:   a.Retriever,
+		Writer:     a.Pipeline,
+		Documents:  docs,
+		Breakers:   breakers,
+		Health:     a.Health(),
+		Server:     a.Config.Server,
+		Ingest:     a.Config.Ingest,
+		Auth:       a.Config.Auth,
+		Registerer: a.Registry,
+		Gatherer:   a.Registry,
+		Logger:     a.Logger,
+		Now:        a.now,
+		Version:    a.version,
+	})
+}
+
+func firstHydrator(hs ...spi.Hydrator) spi.Hydrator {
+	for _, h := range hs {
+		if h != nil {
+			return h
+		}
+	}
+	return nil
+}
+
+// Serve answers HTTP on ln until ctx ends, then stops accepting, lets
+// in-flight requests finish within server.shutdown_grace_s, and returns.
+// It also replays pending derived-store writes every RepairInterval.
+// The caller still owns Close.
+func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+	srv, err := a.API()
+	if err != nil {
+		return err
+	}
+	hs := srv.HTTPServer()
+	repairCtx, stopRepair := context.WithCancel(context.Background())
+	repairDone := make(chan struct{})
+	go func() {
+		defer close(repairDone)
+		a.repairLoop(repairCtx)
+	}()
+	defer func() {
+		stopRepair()
+		<-repairDone
+	}()
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	a.Logger.Info("ragd: listening", slog.String("addr", ln.Addr().String()), slog.Bool("auth", a.Config.AuthEnabled()))
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("app: serve: %w", err)
+	case <-ctx.Done():
+	}
+	grace := time.Duration(a.Config.Server.ShutdownGraceS) * time.Second
+	a.Logger.Info("ragd: shutting down", slog.Duration("grace", grace))
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err = hs.Shutdown(sctx)
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if err != nil {
+		hs.Close()
+		return fmt.Errorf("app: shutdown: %w", err)
+	}
+	return nil
+}
+
+// repairLoop replays the pipeline's repair queue until ctx ends.
+func (a *App) repairLoop(ctx context.Context) {
+	t := time.NewTicker(RepairInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if len(a.Pipeline.Pending()) == 0 {
+			continue
+		}
+		res, err := a.Pipeline.Repair(ctx)
+		if err != nil && ctx.Err() == nil {
+			a.Logger.Warn("app: repair of derived stores incomplete", slog.String("error", err.Error()))
+			continue
+		}
+		a.Logger.Info("app: repaired derived stores", slog.Any("result", res))
+	}
+}
+
+// LoadDemo writes the bundled sample corpus through the pipeline, unless
+// the system of record already holds all of it, and returns how many
+// documents were written.
+func (a *App) LoadDemo(ctx context.Context) (int, error) {
+	docs, err := demo.Documents()
+	if err != nil {
+		return 0, err
+	}
+	if h := firstHydrator(a.Vector, a.Keyword, a.Graph); h != nil {
+		ids := make([]string, len(docs))
+		for i, d := range docs {
+			ids[i] = d.ID
+		}
+		if _, missing, err := h.Hydrate(ctx, ids); err == nil && len(missing) == 0 {
+			return 0, nil
+		}
+	}
+	var failed []string
+	for _, r := range a.Pipeline.Upsert(ctx, docs) {
+		if r.Status == "failed" {
+			failed = append(failed, r.ID+": "+r.Error)
+		}
+	}
+	if len(failed) > 0 {
+		return len(docs) - len(failed), fmt.Errorf("app: demo corpus: %d documents failed, first: %s", len(failed), failed[0])
+	}
+	return len(docs), nil
+}
+
+// Listen opens the configured listener.
+func Listen(cfg *config.Config) (net.Listener, error) {
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("app: server.listen %s: %w", cfg.Server.Listen, err)
+	}
+	return ln, nil
+}
