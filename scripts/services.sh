@@ -123,7 +123,20 @@ install_pgvector() {
   rm -rf "$b"
 }
 
-pg_running() { [ -f "$PG_DATA/PG_VERSION" ] && as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" status >/dev/null 2>&1; }
+# pg_running: the postmaster named in postmaster.pid is alive. A pid file left
+# by a killed server whose pid now belongs to another program is removed, so
+# the next start does not trip over it.
+pg_running() {
+  [ -f "$PG_DATA/PG_VERSION" ] || return 1
+  [ -f "$PG_DATA/postmaster.pid" ] || return 1
+  local pid; pid=$(head -n 1 "$PG_DATA/postmaster.pid")
+  if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = postgres ]; then
+    as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" status >/dev/null 2>&1
+    return
+  fi
+  rm -f "$PG_DATA/postmaster.pid"
+  return 1
+}
 
 pg_psql() { PGOPTIONS="-c client_min_messages=warning" "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres "$@"; }
 
@@ -282,7 +295,9 @@ start_neo4j() {
 server.default_listen_address=127.0.0.1
 server.default_advertised_address=127.0.0.1
 server.bolt.listen_address=127.0.0.1:$NEO4J_BOLT_PORT
+server.bolt.advertised_address=127.0.0.1:$NEO4J_BOLT_PORT
 server.http.listen_address=127.0.0.1:$NEO4J_HTTP_PORT
+server.http.advertised_address=127.0.0.1:$NEO4J_HTTP_PORT
 server.https.enabled=false
 server.memory.heap.initial_size=$NEO4J_HEAP
 server.memory.heap.max_size=$NEO4J_HEAP

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The project's one test command: gofmt check, go vet, go test -race.
+#
+# Integration tests find their servers through the RAG_TEST_* variables
+# (eval "$(scripts/services.sh env)" after scripts/services.sh up); without
+# them they skip, unless RAG_REQUIRE_INTEGRATION=1, where they fail.
+# Extra arguments go to `go test` (e.g. scripts/test.sh -run Vector).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+phase_start=0
+phase() { phase_start=$(date +%s); echo "== $*"; }
+phase_done() { echo "== $1 took $(($(date +%s) - phase_start))s"; }
+
+phase "gofmt"
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  mapfile -t files < <(git ls-files --cached --others --exclude-standard -- '*.go')
+else
+  mapfile -t files < <(find . -name '*.go' -not -path './.git/*')
+fi
+unformatted=$(if [ ${#files[@]} -gt 0 ]; then gofmt -l "${files[@]}"; fi)
+if [ -n "$unformatted" ]; then
+  echo "gofmt: these files are not formatted (run gofmt -w):"
+  echo "$unformatted" | sed 's/^/  /'
+  exit 1
+fi
+phase_done gofmt
+
+phase "go vet ./..."
+go vet ./...
+phase_done "go vet"
+
+phase "go test -race ./..."
+go test -race -timeout 30m "$@" ./...
+phase_done "go test"
