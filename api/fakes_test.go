@@ -197,7 +197,7 @@ func (b *fakeBreakers) ForceClose(name string) (breaker.Snapshot, error) {
 
 // env is a server with its fakes.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	cfg      api.Config
 	server   *api.Server
 	h        http.Handler
@@ -255,7 +255,7 @@ func testConfig(store *fakeStore, searcher *fakeSearcher, writer *fakeWriter, lo
 }
 
 // newEnv builds a server; mutate, when given, edits the config first.
-func newEnv(t *testing.T, mutate func(*api.Config)) *env {
+func newEnv(t testing.TB, mutate func(*api.Config)) *env {
 	t.Helper()
 	store := newFakeStore()
 	e := &env{t: t, store: store, searcher: &fakeSearcher{}, writer: &fakeWriter{store: store}, logs: &syncBuffer{}}
