@@ -44,6 +44,10 @@ const (
 // the vector type.
 const MaxDimension = 2000
 
+// MaxK is the largest K a Retrieve may ask for; larger wraps
+// spi.ErrInvalidQuery.
+const MaxK = 10000
+
 // maxEfSearch is pgvector's upper bound for hnsw.ef_search.
 const maxEfSearch = 1000
 

@@ -93,8 +93,8 @@ func sortRefs(refs []spi.Ref) {
 
 // checkRequest rejects what the database must never see.
 func (b *Backend) checkRequest(req spi.VectorRequest) error {
-	if req.K < 1 {
-		return fmt.Errorf("%w: k must be >= 1, got %d", spi.ErrInvalidQuery, req.K)
+	if req.K < 1 || req.K > MaxK {
+		return fmt.Errorf("%w: k must be in [1, %d], got %d", spi.ErrInvalidQuery, MaxK, req.K)
 	}
 	if err := b.checkVector(req.Vector); err != nil {
 		return err

@@ -620,6 +620,7 @@ func (s *vectorSuite) testInvalid(t *testing.T) {
 		"zero vector":    {Vector: make([]float32, dim), K: 5},
 		"k=0":            {Vector: good, K: 0},
 		"k<0":            {Vector: good, K: -1},
+		"k absurd":       {Vector: good, K: 1 << 40},
 		"empty key":      {Vector: good, K: 5, Filter: spi.Filter{"": {"x"}}},
 		"key, no values": {Vector: good, K: 5, Filter: spi.Filter{"lang": {}}},
 	}

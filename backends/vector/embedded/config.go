@@ -23,6 +23,10 @@ const FileName = "vectors.db"
 // MaxDimension bounds Config.Dimension.
 const MaxDimension = 65536
 
+// MaxK is the largest K a Retrieve may ask for; larger wraps
+// spi.ErrInvalidQuery.
+const MaxK = 10000
+
 // DefaultLockTimeout is how long Open waits for another process to release
 // the file.
 const DefaultLockTimeout = time.Second

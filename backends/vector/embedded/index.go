@@ -198,8 +198,43 @@ type query struct {
 	k      int
 	tenant uint32
 	anyTen bool
-	filter spi.Filter
+	filter []term
 	l2     bool
+}
+
+// term is one filter key with its accepted values. A compiled filter is
+// spi.Filter.Match without the per-row map iteration.
+type term struct {
+	key  string
+	vals []string
+}
+
+func compileFilter(f spi.Filter) []term {
+	terms := make([]term, 0, len(f))
+	for _, k := range f.Keys() {
+		terms = append(terms, term{key: k, vals: f[k]})
+	}
+	return terms
+}
+
+func matchTerms(terms []term, md map[string]string) bool {
+	for _, t := range terms {
+		v, ok := md[t.key]
+		if !ok {
+			return false
+		}
+		found := false
+		for _, want := range t.vals {
+			if v == want {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // minParallelWork is the number of float multiply-adds below which a
@@ -258,7 +293,7 @@ func (ix *index) scanRange(ctx context.Context, q query, lo, hi int, t *topK) er
 		if !q.anyTen && ix.tenants[i] != q.tenant {
 			continue
 		}
-		if filter && !q.filter.Match(ix.meta[i]) {
+		if filter && !matchTerms(q.filter, ix.meta[i]) {
 			continue
 		}
 		row := ix.vecs[i*dim : (i+1)*dim]

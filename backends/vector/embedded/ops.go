@@ -25,7 +25,7 @@ func (s *Store) Retrieve(ctx context.Context, req spi.VectorRequest) ([]spi.Ref,
 	if err := s.checkOpen(ctx, "retrieve"); err != nil {
 		return nil, err
 	}
-	q := query{k: req.K, filter: req.Filter, l2: s.cfg.Distance == L2, anyTen: req.Tenant == ""}
+	q := query{k: req.K, filter: compileFilter(req.Filter), l2: s.cfg.Distance == L2, anyTen: req.Tenant == ""}
 	q.vec = append([]float32(nil), req.Vector...)
 	if s.cfg.Distance == Cosine {
 		normalizeInPlace(q.vec)
@@ -62,8 +62,8 @@ func (s *Store) score(key float32) float64 {
 }
 
 func (s *Store) checkRequest(req spi.VectorRequest) error {
-	if req.K < 1 {
-		return fmt.Errorf("%w: k must be >= 1, got %d", spi.ErrInvalidQuery, req.K)
+	if req.K < 1 || req.K > MaxK {
+		return fmt.Errorf("%w: k must be in [1, %d], got %d", spi.ErrInvalidQuery, MaxK, req.K)
 	}
 	if err := s.checkVector(req.Vector); err != nil {
 		return err
