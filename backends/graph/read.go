@@ -17,10 +17,17 @@ import (
 // metaPrefix prefixes the node properties holding Document.Metadata.
 const metaPrefix = "meta."
 
+// filterCypher is true when document d passes the metadata filter $filter
+// (a map of key to allowed values; every key must hold one of its values).
+// A missing property makes the comparison null, which coalesce turns into
+// a failed match, as spi.Filter.Match has it. MatchEntities uses the same
+// predicate in a WHERE clause, where null already fails.
+const filterCypher = `coalesce(all(k IN keys($filter) WHERE d[$metaPrefix + k] IN $filter[k]), false)`
+
 // adjacencyCypher returns one row per (from, neighbour) pair: shared
-// non-hub entities plus one for a link in either direction. The hub check
-// reads the entity's relationship degree, so a common entity costs O(1)
-// before it is skipped.
+// non-hub entities plus one for a link in either direction, and whether the
+// neighbour fails the filter. The hub check reads the entity's relationship
+// degree, so a common entity costs O(1) before it is skipped.
 const adjacencyCypher = `
 UNWIND $from AS fid
 MATCH (f:Document {id: fid})
@@ -36,10 +43,11 @@ CALL (f) {
   WHERE d <> f AND d.stub IS NULL AND ($tenant = '' OR d.tenant = $tenant)
   RETURN DISTINCT d, 1 AS n
 }
-RETURN fid AS from, d.id AS to, sum(n) AS connectors`
+RETURN fid AS from, d.id AS to, sum(n) AS connectors, NOT ` + filterCypher + ` AS excluded`
 
-// secondHopCypher aggregates the second hop server-side: per candidate the
-// sum of the weights of its distinct distance-1 neighbours, top $limit.
+// secondHopCypher aggregates the second hop server-side: per candidate that
+// passes the filter, the sum of the weights of its distinct distance-1
+// neighbours, top $limit (the filter applies before the cut).
 const secondHopCypher = `
 UNWIND $frontier AS fr
 MATCH (f:Document {id: fr.id})
@@ -55,28 +63,33 @@ CALL (f) {
   WHERE d.stub IS NULL AND ($tenant = '' OR d.tenant = $tenant)
   RETURN d
 }
+WITH fr, d
+WHERE NOT d.id IN $exclude AND ` + filterCypher + `
 WITH d.id AS id, sum(fr.w) AS paths
-WHERE NOT id IN $exclude
 RETURN id, paths
 ORDER BY paths DESC, id ASC
 LIMIT $limit`
 
 // Expand returns documents related to seeds, ranked by the rule documented
 // in package graphspec: hop distance ascending, then distinct connecting
-// paths descending, then id; Ref.Score = graphspec.ExpandScore. Hops outside
-// 1..2 or Limit < 1 wrap spi.ErrInvalidQuery. It costs one query per hop
-// (the second is skipped when the first fills Limit); the work per query is
-// bounded by the frontier's entities times MaxDegree, and the second hop is
+// paths descending, then id; Ref.Score = graphspec.ExpandScore. Documents
+// failing opts.Filter are left out before the Limit cut but still connect
+// the documents beyond them. Hops outside 1..2, Limit < 1 or an invalid
+// filter wrap spi.ErrInvalidQuery. It costs one query per hop (the second
+// is skipped when the first fills Limit); the work per query is bounded by
+// the frontier's entities times MaxDegree, and the second hop is filtered,
 // aggregated, ordered and cut server-side.
 func (b *Backend) Expand(ctx context.Context, seeds []string, opts spi.ExpandOptions) ([]spi.Ref, error) {
 	if err := graphspec.ValidateExpand(opts); err != nil {
 		return nil, fmt.Errorf("graph: expand: %w", err)
 	}
+	filter := filterParam(opts.Filter)
 	var refs []spi.Ref
 	err := b.read(ctx, "expand", func(r runner) error {
 		adj := func(ctx context.Context, from []string) ([]graphspec.Edge, error) {
 			recs, err := run(ctx, r, adjacencyCypher, map[string]any{
 				"from": from, "tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree,
+				"filter": filter, "metaPrefix": metaPrefix,
 			})
 			if err != nil {
 				return nil, err
@@ -86,7 +99,8 @@ func (b *Backend) Expand(ctx context.Context, seeds []string, opts spi.ExpandOpt
 				from, _ := rec.Values[0].(string)
 				to, _ := rec.Values[1].(string)
 				n, _ := rec.Values[2].(int64)
-				edges = append(edges, graphspec.Edge{From: from, To: to, Connectors: int(n)})
+				excluded, _ := rec.Values[3].(bool)
+				edges = append(edges, graphspec.Edge{From: from, To: to, Connectors: int(n), Excluded: excluded})
 			}
 			return edges, nil
 		}
@@ -98,6 +112,7 @@ func (b *Backend) Expand(ctx context.Context, seeds []string, opts spi.ExpandOpt
 			recs, err := run(ctx, r, secondHopCypher, map[string]any{
 				"frontier": frontier, "exclude": exclude, "limit": limit,
 				"tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree,
+				"filter": filter, "metaPrefix": metaPrefix,
 			})
 			if err != nil {
 				return nil, err
@@ -127,7 +142,7 @@ WHERE w > 0 AND deg > 0 AND deg <= $maxDegree
 WITH e, w ORDER BY w DESC, e.name ASC LIMIT $maxEntities
 MATCH (e)<-[:MENTIONS]-(d:Document)
 WHERE ($tenant = '' OR d.tenant = $tenant)
-  AND all(k IN keys($filter) WHERE d[$metaPrefix + k] IN $filter[k])
+  AND ` + filterCypher + `
 WITH d.id AS id, sum(w) AS score
 ORDER BY score DESC, id ASC LIMIT $k
 RETURN id, score`
@@ -154,10 +169,7 @@ func (b *Backend) MatchEntities(ctx context.Context, req spi.KeywordRequest) ([]
 	} else if strings.TrimSpace(lucene) == "" {
 		return nil, nil
 	}
-	filter := make(map[string]any, len(req.Filter))
-	for k, vs := range req.Filter {
-		filter[k] = vs
-	}
+	filter := filterParam(req.Filter)
 	if tokens == nil {
 		tokens = []string{}
 	}
@@ -180,6 +192,16 @@ func (b *Backend) MatchEntities(ctx context.Context, req spi.KeywordRequest) ([]
 		return nil
 	})
 	return refs, err
+}
+
+// filterParam turns f into the $filter parameter of filterCypher: never
+// nil, so keys($filter) is empty rather than null without a filter.
+func filterParam(f spi.Filter) map[string]any {
+	m := make(map[string]any, len(f))
+	for k, vs := range f {
+		m[k] = vs
+	}
+	return m
 }
 
 // LuceneTerms builds a Lucene query matching any of terms literally: each

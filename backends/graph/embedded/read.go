@@ -44,12 +44,14 @@ func (s *Store) Hydrate(ctx context.Context, ids []string) ([]spi.Document, []st
 
 // Expand returns documents related to seeds, ranked by the rule documented
 // in package graphspec: hop distance ascending, then distinct connecting
-// paths descending, then id; Ref.Score = graphspec.ExpandScore. Hops outside
-// 1..2 or Limit < 1 wrap spi.ErrInvalidQuery.
+// paths descending, then id; Ref.Score = graphspec.ExpandScore. Documents
+// failing opts.Filter are left out before the Limit cut but still connect
+// the documents beyond them. Hops outside 1..2, Limit < 1 or an invalid
+// filter wrap spi.ErrInvalidQuery.
 func (s *Store) Expand(ctx context.Context, seeds []string, opts spi.ExpandOptions) ([]spi.Ref, error) {
 	var refs []spi.Ref
 	err := s.view(ctx, "expand", func(tx *bolt.Tx) error {
-		r := reader{tx: tx, tenant: opts.Tenant, maxDegree: s.maxDegree}
+		r := reader{tx: tx, tenant: opts.Tenant, filter: opts.Filter, maxDegree: s.maxDegree}
 		var err error
 		refs, err = graphspec.Expand(ctx, seeds, opts, r.adjacency, nil)
 		return err
@@ -74,7 +76,7 @@ func (s *Store) MatchEntities(ctx context.Context, req spi.KeywordRequest) ([]sp
 	}
 	var refs []spi.Ref
 	err = s.view(ctx, "match entities", func(tx *bolt.Tx) error {
-		r := reader{tx: tx, tenant: req.Tenant, maxDegree: s.maxDegree}
+		r := reader{tx: tx, tenant: req.Tenant, filter: req.Filter, maxDegree: s.maxDegree}
 		termEnt := tx.Bucket(bTermEnt)
 		seen := map[string]bool{}
 		var ents []graphspec.WeightedEntity
@@ -101,7 +103,7 @@ func (s *Store) MatchEntities(ctx context.Context, req spi.KeywordRequest) ([]sp
 				}
 			}
 			for _, d := range r.mentioners(e.Name) {
-				ok, err := r.visible(d, req.Filter)
+				ok, err := r.visible(d)
 				if err != nil {
 					return err
 				}
@@ -117,13 +119,15 @@ func (s *Store) MatchEntities(ctx context.Context, req spi.KeywordRequest) ([]sp
 }
 
 // reader answers adjacency questions inside one read transaction, caching
-// per-call lookups.
+// per-call lookups. filter marks the adjacency's Excluded edges.
 type reader struct {
 	tx        *bolt.Tx
 	tenant    string
+	filter    spi.Filter
 	maxDegree int
 	tenants   map[string]*string // id -> tenant, nil when the document does not exist
 	docsOf    map[string][]string
+	matched   map[string]bool // id -> passes filter
 }
 
 // tenantOf reports whether id is a stored document and its tenant.
@@ -151,18 +155,32 @@ func (r *reader) inTenant(id string) bool {
 }
 
 // visible is inTenant plus the metadata filter.
-func (r *reader) visible(id string, f spi.Filter) (bool, error) {
+func (r *reader) visible(id string) (bool, error) {
 	if !r.inTenant(id) {
 		return false, nil
 	}
-	if len(f) == 0 {
+	return r.matches(id)
+}
+
+// matches reports whether the stored document id passes r.filter (true
+// when there is none), decoding each record at most once per reader.
+func (r *reader) matches(id string) (bool, error) {
+	if len(r.filter) == 0 {
 		return true, nil
+	}
+	if ok, seen := r.matched[id]; seen {
+		return ok, nil
 	}
 	rec, err := decodeRecord(r.tx.Bucket(bDocs).Get([]byte(id)))
 	if err != nil {
 		return false, err
 	}
-	return f.Match(rec.Metadata), nil
+	if r.matched == nil {
+		r.matched = map[string]bool{}
+	}
+	ok := r.filter.Match(rec.Metadata)
+	r.matched[id] = ok
+	return ok, nil
 }
 
 // mentioners returns the documents mentioning entity e (any tenant), or nil
@@ -223,7 +241,11 @@ func (r *reader) adjacency(ctx context.Context, from []string) ([]graphspec.Edge
 			add(to, 1)
 		}
 		for _, to := range order {
-			edges = append(edges, graphspec.Edge{From: f, To: to, Connectors: counts[to]})
+			ok, err := r.matches(to)
+			if err != nil {
+				return nil, err
+			}
+			edges = append(edges, graphspec.Edge{From: f, To: to, Connectors: counts[to], Excluded: !ok})
 		}
 	}
 	return edges, nil

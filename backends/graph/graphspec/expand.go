@@ -10,20 +10,26 @@ import (
 
 // Edge is one adjacency between two documents: To is one hop from From, and
 // Connectors counts what joins them (shared non-hub entities, plus one when
-// a link exists in either direction).
+// a link exists in either direction). Excluded reports that To fails the
+// request's metadata filter: the edge still carries paths, but To is never
+// returned.
 type Edge struct {
 	From, To   string
 	Connectors int
+	Excluded   bool
 }
 
 // AdjacencyFunc returns, for every document in from that exists and belongs
 // to the request's tenant (any tenant when none is set), one Edge per
-// distinct neighbour of that tenant other than itself. The backend closes
-// over the tenant and the hub threshold. Unknown ids in from are ignored.
+// distinct neighbour of that tenant other than itself, with Excluded set
+// when the neighbour fails the request's filter (never when there is none).
+// The backend closes over the tenant, the filter and the hub threshold.
+// Unknown ids in from are ignored.
 type AdjacencyFunc func(ctx context.Context, from []string) ([]Edge, error)
 
-// ValidateExpand checks ExpandOptions: Hops must be 1..MaxHops and Limit at
-// least 1; otherwise the error wraps spi.ErrInvalidQuery.
+// ValidateExpand checks ExpandOptions: Hops must be 1..MaxHops, Limit at
+// least 1 and Filter valid (spi.Filter.Validate); otherwise the error wraps
+// spi.ErrInvalidQuery.
 func ValidateExpand(opts spi.ExpandOptions) error {
 	if opts.Hops < 1 || opts.Hops > MaxHops {
 		return fmt.Errorf("%w: hops must be 1..%d, got %d", spi.ErrInvalidQuery, MaxHops, opts.Hops)
@@ -31,7 +37,7 @@ func ValidateExpand(opts spi.ExpandOptions) error {
 	if opts.Limit < 1 {
 		return fmt.Errorf("%w: limit must be at least 1, got %d", spi.ErrInvalidQuery, opts.Limit)
 	}
-	return nil
+	return opts.Filter.Validate()
 }
 
 // ExpandScore encodes the ranking rule in one number: (3 - distance) +
@@ -47,12 +53,14 @@ type Hop2 struct {
 }
 
 // SecondHopFunc computes the second hop in one step. weights maps each
-// distance-1 document to the number of seeds adjacent to it. It returns the
-// documents adjacent to at least one of them (through the same adjacency as
-// AdjacencyFunc) that are not in exclude, each with Paths = the sum of the
-// weights of its distance-1 neighbours, ordered by Paths descending then id
-// ascending, at most limit of them. A backend provides it when it can
-// aggregate server-side; SecondHopFromAdjacency derives it otherwise.
+// distance-1 document to the number of seeds adjacent to it (whether or not
+// that document passes the filter). It returns the documents adjacent to at
+// least one of them (through the same adjacency as AdjacencyFunc) that are
+// not in exclude and pass the request's filter, each with Paths = the sum of
+// the weights of its distance-1 neighbours, ordered by Paths descending then
+// id ascending, at most limit of them: the filter is applied before the
+// limit cut. A backend provides it when it can aggregate server-side;
+// SecondHopFromAdjacency derives it otherwise.
 type SecondHopFunc func(ctx context.Context, weights map[string]int, exclude []string, limit int) ([]Hop2, error)
 
 // SecondHopFromAdjacency implements SecondHopFunc over an AdjacencyFunc.
@@ -74,7 +82,7 @@ func SecondHopFromAdjacency(adj AdjacencyFunc) SecondHopFunc {
 		paths := map[string]int{}
 		for _, e := range edges {
 			w, ok := weights[e.From]
-			if !ok || skip[e.To] || e.Connectors < 1 {
+			if !ok || skip[e.To] || e.Excluded || e.Connectors < 1 {
 				continue
 			}
 			paths[e.To] += w
@@ -98,9 +106,12 @@ func SecondHopFromAdjacency(adj AdjacencyFunc) SecondHopFunc {
 
 // Expand runs the shared expansion algorithm and returns at most
 // opts.Limit refs (Source spi.SourceGraphExpand) in the order of the ranking
-// rule in the package comment. It calls adj once for the seeds and, when
-// opts.Hops is 2 and fewer than opts.Limit documents lie at distance 1,
-// hop2 once (SecondHopFromAdjacency(adj) when hop2 is nil).
+// rule in the package comment, leaving out documents that fail the filter
+// (Edge.Excluded) before the limit cut. It calls adj once for the seeds and,
+// when opts.Hops is 2 and fewer than opts.Limit returnable documents lie at
+// distance 1, hop2 once (SecondHopFromAdjacency(adj) when hop2 is nil).
+// adj and hop2 must apply opts.Tenant and opts.Filter; Expand only validates
+// them.
 func Expand(ctx context.Context, seeds []string, opts spi.ExpandOptions, adj AdjacencyFunc, hop2 SecondHopFunc) ([]spi.Ref, error) {
 	if err := ValidateExpand(opts); err != nil {
 		return nil, err
@@ -121,19 +132,26 @@ func Expand(ctx context.Context, seeds []string, opts spi.ExpandOptions, adj Adj
 		return nil, err
 	}
 	// Distance 1: paths = sum of connectors over seeds; remember how many
-	// seeds reach each distance-1 document for the second hop.
+	// seeds reach each distance-1 document for the second hop. A document
+	// failing the filter is not returned but still leads to the second hop.
 	paths1 := map[string]int{}
 	seedsOf := map[string]int{}
+	excluded := map[string]bool{}
 	for _, e := range edges {
 		if !isSeed[e.From] || isSeed[e.To] || e.Connectors < 1 {
 			continue
 		}
 		paths1[e.To] += e.Connectors
 		seedsOf[e.To]++
+		if e.Excluded {
+			excluded[e.To] = true
+		}
 	}
-	refs := make([]spi.Ref, 0, len(paths1))
+	refs := make([]spi.Ref, 0, len(paths1)-len(excluded))
 	for id, p := range paths1 {
-		refs = append(refs, spi.Ref{ID: id, Score: ExpandScore(1, p), Source: spi.SourceGraphExpand})
+		if !excluded[id] {
+			refs = append(refs, spi.Ref{ID: id, Score: ExpandScore(1, p), Source: spi.SourceGraphExpand})
+		}
 	}
 	SortRefs(refs)
 	if len(refs) >= opts.Limit {

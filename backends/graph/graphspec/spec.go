@@ -32,6 +32,13 @@
 // so one-hop documents score in [2.5, 3) and two-hop documents in [1.5, 2),
 // and sorting by descending score then id reproduces the rule exactly.
 //
+// A metadata filter (spi.ExpandOptions.Filter) applies to returned documents
+// only: a document that fails it is left out before the Limit cut but still
+// lies at its distance, still connects the documents beyond it and still
+// counts in their paths. So the filtered result is the unfiltered ranking
+// with the failing documents removed, scores unchanged. The tenant, by
+// contrast, bounds every document on a path.
+//
 // # Entity-match ranking
 //
 // The query text is split with QueryTokens. An entity matches when its terms

@@ -185,6 +185,90 @@ func TestExpand(t *testing.T) {
 	}
 }
 
+// adjExcluding is g's adjacency with Edge.Excluded set for the ids in out,
+// as a backend sets it for documents failing the filter.
+func (g fakeGraph) adjExcluding(out map[string]bool) graphspec.AdjacencyFunc {
+	var calls [][]string
+	adj := g.adj(&calls)
+	return func(ctx context.Context, from []string) ([]graphspec.Edge, error) {
+		edges, err := adj(ctx, from)
+		for i := range edges {
+			edges[i].Excluded = out[edges[i].To]
+		}
+		return edges, err
+	}
+}
+
+func TestExpandFilter(t *testing.T) {
+	g := sym(e3{"s1", "a", 2}, e3{"s1", "b", 1}, e3{"s2", "b", 1}, e3{"a", "c", 1}, e3{"b", "c", 3}, e3{"b", "d", 1}, e3{"c", "e", 1})
+	ctx := context.Background()
+	seeds := []string{"s1", "s2"}
+	full, err := graphspec.Expand(ctx, seeds, spi.ExpandOptions{Hops: 2, Limit: 100}, g.adjExcluding(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(full); !reflect.DeepEqual(got, []string{"a", "b", "c", "d"}) {
+		t.Fatalf("unfiltered = %v", got)
+	}
+	// b fails the filter: it is not returned, but c and d are still reached
+	// through it with the same paths (c: (s1,a) (s1,b) (s2,b) = 3, d: 2).
+	refs, err := graphspec.Expand(ctx, seeds, spi.ExpandOptions{Hops: 2, Limit: 10}, g.adjExcluding(map[string]bool{"b": true}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(refs); !reflect.DeepEqual(got, []string{"a", "c", "d"}) ||
+		refs[1].Score != graphspec.ExpandScore(2, 3) || refs[2].Score != graphspec.ExpandScore(2, 2) {
+		t.Fatalf("b excluded = %+v, want a, c (2 hops, 3 paths), d (2 hops, 2 paths)", refs)
+	}
+	// For every exclusion set and limit, with the default and a server-side
+	// style second hop: the filtered result is the unfiltered ranking minus
+	// the excluded documents, cut at the limit afterwards.
+	all := []string{"a", "b", "c", "d", "e"}
+	for mask := range 1 << len(all) {
+		out := map[string]bool{}
+		for i, id := range all {
+			if mask&(1<<i) != 0 {
+				out[id] = true
+			}
+		}
+		var kept []spi.Ref
+		for _, r := range full {
+			if !out[r.ID] {
+				kept = append(kept, r)
+			}
+		}
+		for _, hops := range []int{1, 2} {
+			for limit := 1; limit <= 5; limit++ {
+				adj := g.adjExcluding(out)
+				for name, hop2 := range map[string]graphspec.SecondHopFunc{"derived": nil, "explicit": graphspec.SecondHopFromAdjacency(adj)} {
+					got, err := graphspec.Expand(ctx, seeds, spi.ExpandOptions{Hops: hops, Limit: limit}, adj, hop2)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var want []spi.Ref
+					for _, r := range kept {
+						if len(want) < limit && (hops == 2 || r.Score >= graphspec.ExpandScore(1, 0)) {
+							want = append(want, r)
+						}
+					}
+					if len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, want)) {
+						t.Fatalf("excluded %v, hops %d, limit %d, %s hop 2: got %+v, want %+v", out, hops, limit, name, got, want)
+					}
+				}
+			}
+		}
+	}
+	var calls [][]string
+	for _, f := range []spi.Filter{{"": {"x"}}, {"lang": nil}} {
+		if _, err := graphspec.Expand(ctx, seeds, spi.ExpandOptions{Hops: 1, Limit: 1, Filter: f}, g.adj(&calls), nil); !errors.Is(err, spi.ErrInvalidQuery) {
+			t.Errorf("Expand(filter %v) = %v, want ErrInvalidQuery", f, err)
+		}
+	}
+	if len(calls) != 0 {
+		t.Errorf("an invalid filter reached the backend: %v", calls)
+	}
+}
+
 func TestTopEntitiesAndDocs(t *testing.T) {
 	got := graphspec.TopEntities([]graphspec.WeightedEntity{{"c", 1}, {"b", 2}, {"a", 1}, {"z", 0}}, 2)
 	want := []graphspec.WeightedEntity{{"b", 2}, {"a", 1}}
