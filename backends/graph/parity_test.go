@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -14,8 +15,8 @@ import (
 
 // TestParityCranfield loads Cranfield (title-bigram entities) into Neo4j and
 // into the embedded store and requires identical Expand and MatchEntities
-// results, scores included: the two implementations must not drift on real
-// data either.
+// results, scores included, with and without a metadata filter on Expand:
+// the two implementations must not drift on real data either.
 func TestParityCranfield(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads 1,400 documents into both stores")
@@ -28,6 +29,7 @@ func TestParityCranfield(t *testing.T) {
 	for i := range docs {
 		docs[i].ID = p + docs[i].ID
 		ids[i] = docs[i].ID
+		docs[i].Metadata = map[string]string{"third": fmt.Sprint(i % 3)}
 	}
 	// Every 10th document links to the next one, so links take part too.
 	for i := 0; i+1 < len(docs); i += 10 {
@@ -48,10 +50,13 @@ func TestParityCranfield(t *testing.T) {
 			}
 		}
 	}
-	compared := 0
+	compared, filtered := 0, 0
 	for i := 0; i < len(docs); i += 13 {
-		for _, hops := range []int{1, 2} {
-			opts := spi.ExpandOptions{Hops: hops, Limit: 25, Tenant: p + "cran"}
+		for _, c := range []struct {
+			hops   int
+			filter spi.Filter
+		}{{1, nil}, {2, nil}, {1, spi.Filter{"third": {"0"}}}, {2, spi.Filter{"third": {"0"}}}} {
+			opts := spi.ExpandOptions{Hops: c.hops, Limit: 25, Tenant: p + "cran", Filter: c.filter}
 			seeds := []string{docs[i].ID, docs[(i*7)%len(docs)].ID}
 			a, err := neo.Expand(ctx, seeds, opts)
 			if err != nil {
@@ -65,7 +70,13 @@ func TestParityCranfield(t *testing.T) {
 				t.Fatalf("Expand(%v, %+v) differs:\n neo4j    %v\n embedded %v", seeds, opts, a, b)
 			}
 			compared += len(a)
+			if c.filter != nil {
+				filtered += len(a)
+			}
 		}
+	}
+	if filtered == 0 {
+		t.Fatal("no filtered Expand results compared")
 	}
 	for _, q := range queries {
 		req := spi.KeywordRequest{Text: q, K: 20, Tenant: p + "cran"}
@@ -85,5 +96,5 @@ func TestParityCranfield(t *testing.T) {
 	if compared == 0 {
 		t.Fatal("no results compared")
 	}
-	t.Logf("%d refs identical", compared)
+	t.Logf("%d refs identical (%d from filtered Expand)", compared, filtered)
 }

@@ -40,7 +40,8 @@ type GraphHarness struct {
 
 // RunGraph runs the graph contract suite: the ranking rule of package
 // graphspec on hand-made graphs for Expand and MatchEntities, tenant
-// isolation, seeds, limits, edge replacement, delete, hydrate, hubs,
+// isolation, seeds, limits, metadata filters on expansion (returned
+// documents only, before the limit), edge replacement, delete, hydrate, hubs,
 // cancellation, concurrency and restart persistence.
 func RunGraph(t *testing.T, h GraphHarness) {
 	if h.MaxDegree < 2 || h.MaxDegree > 20 {
@@ -49,6 +50,7 @@ func RunGraph(t *testing.T, h GraphHarness) {
 	t.Run("ExpandRanking", func(t *testing.T) { graphExpandRanking(t, h) })
 	t.Run("ExpandTenant", func(t *testing.T) { graphExpandTenant(t, h) })
 	t.Run("ExpandSeedsLimitErrors", func(t *testing.T) { graphExpandSeeds(t, h) })
+	t.Run("ExpandFilter", func(t *testing.T) { graphExpandFilter(t, h) })
 	t.Run("UpsertReplacesEdges", func(t *testing.T) { graphUpsertReplaces(t, h) })
 	t.Run("DeleteAndDormantLinks", func(t *testing.T) { graphDelete(t, h) })
 	t.Run("Hydrate", func(t *testing.T) { graphHydrate(t, h) })
@@ -179,13 +181,18 @@ type scored struct {
 
 func (g *graphFixture) expand(seeds []string, hops, limit int, tenant string) []spi.Ref {
 	g.t.Helper()
-	opts := spi.ExpandOptions{Hops: hops, Limit: limit}
+	return g.expandFiltered(seeds, hops, limit, tenant, nil)
+}
+
+func (g *graphFixture) expandFiltered(seeds []string, hops, limit int, tenant string, f spi.Filter) []spi.Ref {
+	g.t.Helper()
+	opts := spi.ExpandOptions{Hops: hops, Limit: limit, Filter: f}
 	if tenant != "" {
 		opts.Tenant = g.tenant(tenant)
 	}
 	refs, err := g.s.Expand(context.Background(), g.idsOf(seeds...), opts)
 	if err != nil {
-		g.t.Fatalf("Expand(%v, hops %d, limit %d, tenant %q): %v", seeds, hops, limit, tenant, err)
+		g.t.Fatalf("Expand(%v, hops %d, limit %d, tenant %q, filter %v): %v", seeds, hops, limit, tenant, f, err)
 	}
 	return refs
 }
@@ -230,29 +237,46 @@ func abs(x float64) float64 {
 func one(id string, paths int) scored { return scored{id, graphspec.ExpandScore(1, paths)} }
 func two(id string, paths int) scored { return scored{id, graphspec.ExpandScore(2, paths)} }
 
-// expandGraph is the hand-made graph most Expand tests use:
+// expandGraph is the hand-made graph most Expand tests use, with the
+// metadata of expandGraphMeta:
 //
-//	a: x y        -> b      (tenant T)
-//	b: y u                  (T)
-//	c: x y v q u  -> a      (T)
-//	h:            -> a      (T)
-//	i: q                    (T)
-//	j: u                    (T)
-//	k: x w                  (tenant U)
-//	m: w                    (T; reachable from a only through k)
+//	a: x y        -> b      (tenant T)  lang en
+//	b: y u                  (T)         lang de, doc.type paper
+//	c: x y v q u  -> a      (T)         lang de
+//	h:            -> a      (T)         lang en, doc.type paper
+//	i: q                    (T)         lang en
+//	j: u                    (T)         lang de, doc.type paper, topic flow
+//	k: x w                  (tenant U)  lang en
+//	m: w                    (T; reachable from a only through k)  lang de
 //	z: zz                   (T; isolated)
 func (g *graphFixture) expandGraph() {
-	g.upsert(
-		gdoc{id: "a", tenant: "T", ents: []string{"x", "y"}, links: []string{"b"}},
-		gdoc{id: "b", tenant: "T", ents: []string{"y", "u"}},
-		gdoc{id: "c", tenant: "T", ents: []string{"x", "y", "v", "q", "u"}, links: []string{"a"}},
-		gdoc{id: "h", tenant: "T", links: []string{"a"}},
-		gdoc{id: "i", tenant: "T", ents: []string{"q"}},
-		gdoc{id: "j", tenant: "T", ents: []string{"u"}},
-		gdoc{id: "k", tenant: "U", ents: []string{"x", "w"}},
-		gdoc{id: "m", tenant: "T", ents: []string{"w"}},
-		gdoc{id: "z", tenant: "T", ents: []string{"zz"}},
-	)
+	ds := []gdoc{
+		{id: "a", tenant: "T", ents: []string{"x", "y"}, links: []string{"b"}},
+		{id: "b", tenant: "T", ents: []string{"y", "u"}},
+		{id: "c", tenant: "T", ents: []string{"x", "y", "v", "q", "u"}, links: []string{"a"}},
+		{id: "h", tenant: "T", links: []string{"a"}},
+		{id: "i", tenant: "T", ents: []string{"q"}},
+		{id: "j", tenant: "T", ents: []string{"u"}},
+		{id: "k", tenant: "U", ents: []string{"x", "w"}},
+		{id: "m", tenant: "T", ents: []string{"w"}},
+		{id: "z", tenant: "T", ents: []string{"zz"}},
+	}
+	for i := range ds {
+		ds[i].meta = expandGraphMeta[ds[i].id]
+	}
+	g.upsert(ds...)
+}
+
+// expandGraphMeta is the metadata of expandGraph's documents by short id.
+var expandGraphMeta = map[string]map[string]string{
+	"a": {"lang": "en"},
+	"b": {"lang": "de", "doc.type": "paper"},
+	"c": {"lang": "de"},
+	"h": {"lang": "en", "doc.type": "paper"},
+	"i": {"lang": "en"},
+	"j": {"lang": "de", "doc.type": "paper", "topic": "flow"},
+	"k": {"lang": "en"},
+	"m": {"lang": "de"},
 }
 
 func graphExpandRanking(t *testing.T, h GraphHarness) {
@@ -307,6 +331,76 @@ func graphExpandSeeds(t *testing.T, h GraphHarness) {
 	for _, o := range []spi.ExpandOptions{{Hops: 0, Limit: 5}, {Hops: 3, Limit: 5}, {Hops: -1, Limit: 5}, {Hops: 1, Limit: 0}} {
 		if _, err := g.s.Expand(context.Background(), g.idsOf("a"), o); !errors.Is(err, spi.ErrInvalidQuery) {
 			t.Errorf("Expand(%+v) = %v, want ErrInvalidQuery", o, err)
+		}
+	}
+}
+
+// graphExpandFilter pins ExpandOptions.Filter: it selects the returned
+// documents only (seeds and intermediate documents need not match), it is
+// applied before the limit cut, it leaves distances, paths and scores as
+// they are, and it never lets a path cross the tenant.
+func graphExpandFilter(t *testing.T, h GraphHarness) {
+	g := newGraphFixture(t, h)
+	g.expandGraph()
+	src := spi.SourceGraphExpand
+	en, de := spi.Filter{"lang": {"en"}}, spi.Filter{"lang": {"de"}}
+	// Unfiltered, hops 2: c 3, b 2, h 1, then j 2, i 1 (see graphExpandRanking).
+	g.wantRefs("en, hops 1", g.expandFiltered([]string{"a"}, 1, 10, "T", en), []scored{one("h", 1)}, src)
+	// i is reached through c, which fails the filter: its paths still count.
+	g.wantRefs("en, hops 2", g.expandFiltered([]string{"a"}, 2, 10, "T", en), []scored{one("h", 1), two("i", 1)}, src)
+	// The seed a fails "de" and still expands.
+	g.wantRefs("de, hops 2", g.expandFiltered([]string{"a"}, 2, 10, "T", de), []scored{one("c", 3), one("b", 2), two("j", 2)}, src)
+	// Applied before the limit: unfiltered, limit 2 would be c and b.
+	g.wantRefs("en, limit 2", g.expandFiltered([]string{"a"}, 2, 2, "T", en), []scored{one("h", 1), two("i", 1)}, src)
+	g.wantRefs("en, limit 1", g.expandFiltered([]string{"a"}, 2, 1, "T", en), []scored{one("h", 1)}, src)
+	g.wantRefs("de, limit 2", g.expandFiltered([]string{"a"}, 2, 2, "T", de), []scored{one("c", 3), one("b", 2)}, src)
+	// No distance-1 document matches; j is reached through b and c anyway.
+	g.wantRefs("only at distance 2", g.expandFiltered([]string{"a"}, 2, 1, "T", spi.Filter{"topic": {"flow"}}), []scored{two("j", 2)}, src)
+	g.wantRefs("only at distance 2, hops 1", g.expandFiltered([]string{"a"}, 1, 10, "T", spi.Filter{"topic": {"flow"}}), nil, src)
+	g.wantRefs("any of", g.expandFiltered([]string{"a"}, 2, 10, "T", spi.Filter{"lang": {"en", "de"}}),
+		[]scored{one("c", 3), one("b", 2), one("h", 1), two("j", 2), two("i", 1)}, src)
+	g.wantRefs("and", g.expandFiltered([]string{"a"}, 2, 10, "T", spi.Filter{"lang": {"de"}, "doc.type": {"paper"}}),
+		[]scored{one("b", 2), two("j", 2)}, src)
+	g.wantRefs("missing key", g.expandFiltered([]string{"a"}, 2, 10, "T", spi.Filter{"nokey": {"x"}}), nil, src)
+	g.wantRefs("no value matches", g.expandFiltered([]string{"a"}, 2, 10, "T", spi.Filter{"lang": {"fr"}}), nil, src)
+	// The tenant still bounds every document on a path: m matches "de" but
+	// is reached only through k of tenant U.
+	g.wantRefs("de, no tenant", g.expandFiltered([]string{"a"}, 2, 10, "", de),
+		[]scored{one("c", 3), one("b", 2), two("j", 2), two("m", 1)}, src)
+	for _, r := range g.expandFiltered([]string{"a"}, 2, 100, "T", de) {
+		if r.ID == g.id("m") {
+			t.Fatalf("filtered Expand with tenant T reached m through tenant U's k")
+		}
+	}
+	// In general: the filtered result is the unfiltered ranking without the
+	// documents failing the filter, cut at the limit.
+	for _, f := range []spi.Filter{en, de, {"doc.type": {"paper"}}, {"lang": {"en"}, "doc.type": {"paper"}}, {"topic": {"flow", "x"}}} {
+		for _, tenant := range []string{"T", ""} {
+			for _, hops := range []int{1, 2} {
+				all := g.expand([]string{"a", "i"}, hops, 100, tenant)
+				var kept []scored
+				for _, r := range all {
+					short := strings.TrimPrefix(r.ID, g.ns+"-")
+					if f.Match(expandGraphMeta[short]) {
+						kept = append(kept, scored{short, r.Score})
+					}
+				}
+				for _, limit := range []int{1, 2, 100} {
+					want := kept[:min(limit, len(kept))]
+					g.wantRefs(fmt.Sprintf("filter %v, tenant %q, hops %d, limit %d", f, tenant, hops, limit),
+						g.expandFiltered([]string{"a", "i"}, hops, limit, tenant, f), want, src)
+				}
+			}
+		}
+	}
+	many := spi.Filter{}
+	for i := 0; i <= spi.MaxFilterKeys; i++ {
+		many[fmt.Sprint("k", i)] = []string{"v"}
+	}
+	for _, f := range []spi.Filter{{"": {"en"}}, {"lang": nil}, {"lang": {}}, many} {
+		_, err := g.s.Expand(context.Background(), g.idsOf("a"), spi.ExpandOptions{Hops: 1, Limit: 5, Filter: f})
+		if !errors.Is(err, spi.ErrInvalidQuery) {
+			t.Errorf("Expand(filter with %d keys %v) = %v, want ErrInvalidQuery", len(f), f.Keys(), err)
 		}
 	}
 }
