@@ -50,7 +50,7 @@ func decodeBody(body []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return jsonError(err)
+		return jsonError(err, int64(len(body)))
 	}
 	// Anything but whitespace after the object is an error.
 	if off := dec.InputOffset(); len(bytes.TrimSpace(body[off:])) > 0 {
@@ -62,8 +62,9 @@ func decodeBody(body []byte, dst any) error {
 }
 
 // jsonError turns an encoding/json error into a 400 that names the
-// offending field or byte offset, without echoing values.
-func jsonError(err error) *apiError {
+// offending field or byte offset, without echoing values. size is the
+// body's length, the offset of a premature end.
+func jsonError(err error, size int64) *apiError {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
@@ -73,7 +74,9 @@ func jsonError(err error) *apiError {
 		e.Detail.Offset = &off
 		return e
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return newError(http.StatusBadRequest, CodeMalformedJSON, "malformed JSON: the body ends before the JSON value does")
+		e := newError(http.StatusBadRequest, CodeMalformedJSON, "malformed JSON: the body ends at byte %d before the JSON value does", size)
+		e.Detail.Offset = &size
+		return e
 	case errors.As(err, &te):
 		off := te.Offset
 		if te.Field == "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -220,10 +221,28 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if ae.Status == http.StatusTooManyRequests {
 		c.Response().Header().Set("Retry-After", "1")
 	}
+	if ra := retryAfter(ae.Detail.Sources); ra > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(ra))
+	}
 	if err := s.writeJSON(c, ae.Status, ErrorResponse{Error: detail}); err != nil {
 		s.log.LogAttrs(c.Request().Context(), slog.LevelWarn, "api: writing error response",
 			slog.String("request_id", rid), slog.String("error", err.Error()))
 	}
+}
+
+// retryAfter is the whole seconds until the first circuit-open source
+// admits a trial call, or 0 when no source reports a retry time.
+func retryAfter(sources map[string]retriever.SourceStatus) int {
+	var minMS int64
+	for _, st := range sources {
+		if st.RetryInMS > 0 && (minMS == 0 || st.RetryInMS < minMS) {
+			minMS = st.RetryInMS
+		}
+	}
+	if minMS == 0 {
+		return 0
+	}
+	return int((minMS + 999) / 1000)
 }
 
 func errString(err error) string {

@@ -52,7 +52,7 @@ func TestQueryBadInput(t *testing.T) {
 	}{
 		{"empty body", ``, api.CodeMalformedJSON, "", false},
 		{"whitespace body", "  \n ", api.CodeMalformedJSON, "", false},
-		{"truncated", `{"text":"a"`, api.CodeMalformedJSON, "", false},
+		{"truncated", `{"text":"a"`, api.CodeMalformedJSON, "", true},
 		{"syntax error", `{"text":"a",}`, api.CodeMalformedJSON, "", true},
 		{"trailing data", `{"text":"a"} {"text":"b"}`, api.CodeMalformedJSON, "", true},
 		{"not an object", `[1,2]`, api.CodeInvalidBody, "", true},
@@ -170,9 +170,13 @@ func TestQueryNotEnoughSourcesIs503WithSourceStatuses(t *testing.T) {
 			spi.SourceGraph:   {Status: retriever.StatusTimeout, Error: "deadline"},
 		}})
 	}
-	d := wantError(t, e.do(http.MethodPost, "/v1/query", `{"text":"a","min_sources":2}`), http.StatusServiceUnavailable, api.CodeNotEnoughSources)
+	rec := e.do(http.MethodPost, "/v1/query", `{"text":"a","min_sources":2}`)
+	d := wantError(t, rec, http.StatusServiceUnavailable, api.CodeNotEnoughSources)
 	if d.Required != 2 || d.Healthy == nil || *d.Healthy != 1 {
 		t.Fatalf("required %d healthy %v", d.Required, d.Healthy)
+	}
+	if got := rec.Header().Get("Retry-After"); got != "2" {
+		t.Fatalf("Retry-After %q, want 2 (1500 ms rounded up)", got)
 	}
 	if d.Sources[spi.SourceVector].Status != retriever.StatusCircuitOpen || d.Sources[spi.SourceVector].RetryInMS != 1500 ||
 		d.Sources[spi.SourceGraph].Status != retriever.StatusTimeout || d.Sources[spi.SourceKeyword].Returned != 3 {
