@@ -55,6 +55,10 @@ var ErrConfig = errors.New("api: invalid config")
 // Config.HealthTimeout is zero.
 const DefaultHealthTimeout = 2 * time.Second
 
+// DefaultHealthCacheTTL is how long component health results are reused
+// when Config.HealthCacheTTL is zero.
+const DefaultHealthCacheTTL = time.Second
+
 // retrievalSources are the components whose health decides whether ragd
 // can answer queries at all.
 var retrievalSources = []string{spi.SourceVector, spi.SourceKeyword, spi.SourceGraph}
@@ -79,6 +83,12 @@ type Config struct {
 	// HealthTimeout bounds each health check; zero means
 	// DefaultHealthTimeout.
 	HealthTimeout time.Duration
+	// HealthCacheTTL is how long component health results are reused by
+	// /v1/status/health and /readyz, so a flood of probes (which bypass the
+	// in-flight limit) does not become a flood of backend pings. Zero means
+	// DefaultHealthCacheTTL; negative disables the cache. Breaker states
+	// are always read live.
+	HealthCacheTTL time.Duration
 
 	// Server supplies the body limit, the per-request timeout, the
 	// in-flight limit and the listener settings of HTTPServer.

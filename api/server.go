@@ -28,7 +28,8 @@ type Server struct {
 	slots    chan struct{}
 	openapi  []byte
 	// paths are the registered route templates, for metric labels.
-	paths map[string]bool
+	paths  map[string]bool
+	hcache healthCache
 }
 
 // route is one entry of the route table.
@@ -66,6 +67,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.HealthTimeout == 0 {
 		cfg.HealthTimeout = DefaultHealthTimeout
+	}
+	if cfg.HealthCacheTTL == 0 {
+		cfg.HealthCacheTTL = DefaultHealthCacheTTL
 	}
 	s := &Server{
 		cfg:   cfg,

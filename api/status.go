@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -111,9 +113,35 @@ func (s *Server) forceClose() echo.HandlerFunc {
 	}
 }
 
-// checkHealth runs every health check concurrently, each bounded by
-// HealthTimeout, and rolls them up with the breaker states.
-func (s *Server) checkHealth(ctx context.Context) HealthResponse {
+// healthCache holds the last component health results.
+type healthCache struct {
+	mu    sync.Mutex
+	at    time.Time
+	comps map[string]ComponentHealth
+}
+
+// componentHealth returns every component's health, from the cache when
+// it is younger than HealthCacheTTL. One caller at a time runs the checks;
+// the others wait for its result.
+func (s *Server) componentHealth(ctx context.Context) map[string]ComponentHealth {
+	ttl := s.cfg.HealthCacheTTL
+	if ttl < 0 {
+		return s.runHealthChecks(ctx)
+	}
+	s.hcache.mu.Lock()
+	defer s.hcache.mu.Unlock()
+	if s.hcache.comps == nil || s.now().Sub(s.hcache.at) >= ttl {
+		// Detached from the caller: the result is shared, so one caller
+		// going away must not record every component as down.
+		s.hcache.comps = s.runHealthChecks(context.WithoutCancel(ctx))
+		s.hcache.at = s.now()
+	}
+	return maps.Clone(s.hcache.comps)
+}
+
+// runHealthChecks runs every health check concurrently, each bounded by
+// HealthTimeout.
+func (s *Server) runHealthChecks(ctx context.Context) map[string]ComponentHealth {
 	type result struct {
 		name string
 		h    spi.Health
@@ -137,7 +165,7 @@ func (s *Server) checkHealth(ctx context.Context) HealthResponse {
 		}()
 	}
 
-	resp := HealthResponse{Components: make(map[string]ComponentHealth, len(s.cfg.Health)+4)}
+	comps := make(map[string]ComponentHealth, len(s.cfg.Health))
 	// Wait for every check, but not past the deadline: a checker that
 	// ignores its context (against the spi contract) is reported down and
 	// left to finish on its own into the buffered channel.
@@ -150,17 +178,22 @@ wait:
 		case r := <-results:
 			pending--
 			ms := float64(r.h.Latency.Microseconds()) / 1000
-			resp.Components[r.name] = ComponentHealth{Status: normStatus(r.h.Status), Detail: truncate(r.h.Detail, 200), LatencyMS: &ms}
+			comps[r.name] = ComponentHealth{Status: normStatus(r.h.Status), Detail: truncate(r.h.Detail, 200), LatencyMS: &ms}
 		case <-grace.C:
 			break wait
 		}
 	}
 	for name := range s.cfg.Health {
-		if _, ok := resp.Components[name]; !ok {
-			resp.Components[name] = ComponentHealth{Status: spi.StatusDown, Detail: "health check did not return in time"}
+		if _, ok := comps[name]; !ok {
+			comps[name] = ComponentHealth{Status: spi.StatusDown, Detail: "health check did not return in time"}
 		}
 	}
+	return comps
+}
 
+// checkHealth rolls the component health up with the live breaker states.
+func (s *Server) checkHealth(ctx context.Context) HealthResponse {
+	resp := HealthResponse{Components: s.componentHealth(ctx)}
 	open := map[string]bool{}
 	for _, snap := range s.snapshots() {
 		st := breakerStatus(snap.State)

@@ -211,7 +211,9 @@ func TestHealthz(t *testing.T) {
 func TestReadyz(t *testing.T) {
 	var notReady atomic.Bool
 	vector := &fakeHealth{Status: spi.StatusUp}
+	clock := newFakeClock()
 	e := newEnv(t, func(c *api.Config) {
+		c.Now = clock.Now
 		c.Health = map[string]spi.HealthChecker{"vector": vector}
 		c.Ready = func(context.Context) error {
 			if notReady.Load() {
@@ -235,6 +237,7 @@ func TestReadyz(t *testing.T) {
 	}
 	notReady.Store(false)
 	vector.Status = spi.StatusDown
+	clock.Advance(api.DefaultHealthCacheTTL) // let the cached "up" expire
 	r = decodeAs[api.ReadyResponse](t, serve(t, e.h, http.MethodGet, "/readyz", nil), http.StatusServiceUnavailable)
 	if r.Reason != "no retrieval source is usable" {
 		t.Fatalf("readyz %+v", r)
@@ -256,4 +259,57 @@ func TestReadyzWithOpenBreakers(t *testing.T) {
 		t.Fatal(err)
 	}
 	decodeAs[api.ReadyResponse](t, serve(t, e.h, http.MethodGet, "/readyz", nil), http.StatusOK)
+}
+
+func TestHealthResultsAreCached(t *testing.T) {
+	var calls atomic.Int32
+	counting := &fakeHealth{HealthFn: func(context.Context) spi.Health {
+		calls.Add(1)
+		return spi.Health{Status: spi.StatusUp}
+	}}
+	clock := newFakeClock()
+	e := newEnv(t, func(c *api.Config) {
+		c.Now = clock.Now
+		c.HealthCacheTTL = 5 * time.Second
+		c.Health = map[string]spi.HealthChecker{"vector": counting}
+	})
+	for range 3 {
+		decodeAs[api.HealthResponse](t, e.do(http.MethodGet, "/v1/status/health", nil), http.StatusOK)
+		decodeAs[api.ReadyResponse](t, serve(t, e.h, http.MethodGet, "/readyz", nil), http.StatusOK)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d health checks within the TTL, want 1", n)
+	}
+	clock.Advance(5 * time.Second)
+	decodeAs[api.ReadyResponse](t, serve(t, e.h, http.MethodGet, "/readyz", nil), http.StatusOK)
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d health checks after the TTL, want 2", n)
+	}
+
+	// Breaker states are read live even while component health is cached.
+	reg := newRegistry(t, clock)
+	e2 := newEnv(t, func(c *api.Config) {
+		c.Now = clock.Now
+		c.Breakers = reg
+		c.HealthCacheTTL = time.Hour
+		c.Health = map[string]spi.HealthChecker{"vector": &fakeHealth{Status: spi.StatusUp}}
+	})
+	decodeAs[api.ReadyResponse](t, serve(t, e2.h, http.MethodGet, "/readyz", nil), http.StatusOK)
+	if _, err := reg.ForceOpen("vector"); err != nil {
+		t.Fatal(err)
+	}
+	decodeAs[api.ReadyResponse](t, serve(t, e2.h, http.MethodGet, "/readyz", nil), http.StatusServiceUnavailable)
+
+	// A negative TTL disables the cache.
+	calls.Store(0)
+	e3 := newEnv(t, func(c *api.Config) {
+		c.HealthCacheTTL = -1
+		c.Health = map[string]spi.HealthChecker{"vector": counting}
+	})
+	for range 3 {
+		decodeAs[api.ReadyResponse](t, serve(t, e3.h, http.MethodGet, "/readyz", nil), http.StatusOK)
+	}
+	if n := calls.Load(); n != 3 {
+		t.Fatalf("%d health checks with the cache off, want 3", n)
+	}
 }
