@@ -291,9 +291,6 @@ func (r *HybridRetriever) expand(ctx context.Context, p *plan, q *Query, rk rank
 	if !e.enabled {
 		return skip(StatusDisabled, e.reason, 0)
 	}
-	if len(q.Filter) > 0 {
-		return skip(StatusSkipped, "graph expansion does not apply filters", 0)
-	}
 	n := min(p.seeds, rk.len())
 	if n == 0 {
 		return skip(StatusSkipped, "no seeds", 0)
@@ -308,7 +305,7 @@ func (r *HybridRetriever) expand(ctx context.Context, p *plan, q *Query, rk rank
 	for i := range seeds {
 		seeds[i] = rk.id(i)
 	}
-	opts := spi.ExpandOptions{Hops: p.hops, Limit: e.k, Tenant: q.Tenant}
+	opts := spi.ExpandOptions{Hops: p.hops, Limit: e.k, Tenant: q.Tenant, Filter: q.Filter}
 	refs, a := call(r, ctx, e.timeout, func(ctx context.Context) ([]spi.Ref, error) {
 		return r.cfg.Graph.Expand(ctx, seeds, opts)
 	})

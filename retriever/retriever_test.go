@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -522,18 +523,28 @@ func TestStageTwo(t *testing.T) {
 			t.Errorf("graph_expand explicitly on = %+v", st)
 		}
 	})
-	t.Run("filter skips", func(t *testing.T) {
+	t.Run("filter passed to expand", func(t *testing.T) {
 		s := newStack()
+		s.gr.expand = fault{Refs: refs("graph_expand", "f", "c")}
 		r := mustNew(t, s.config())
-		res := mustRetrieve(t, r, retriever.Query{Text: "q", Filter: spi.Filter{"lang": {"en"}}})
-		if st := res.Sources[spi.SourceGraphExpand]; st.Status != retriever.StatusSkipped || s.gr.expandProbe.calls.Load() != 0 {
-			t.Errorf("graph_expand = %+v", st)
+		filter := spi.Filter{"lang": {"en", "de"}, "kind": {"paper"}}
+		res := mustRetrieve(t, r, retriever.Query{Text: "q", Tenant: "t1", Filter: filter})
+		if st := res.Sources[spi.SourceGraphExpand]; st.Status != retriever.StatusOK || st.Returned != 2 || s.gr.expandProbe.calls.Load() != 1 {
+			t.Errorf("graph_expand = %+v, %d calls; want ok with 2 refs after one call", st, s.gr.expandProbe.calls.Load())
+		}
+		ec := s.gr.expandProbe.lastReq().(expandCall)
+		if !reflect.DeepEqual(ec.Opts.Filter, filter) || ec.Opts.Tenant != "t1" {
+			t.Errorf("expand options = %+v, want filter %v and tenant t1", ec.Opts, filter)
+		}
+		// f is found only by the expansion: it must be among the hits.
+		if !slices.Contains(hitIDs(res), "f") {
+			t.Errorf("hits = %v, want the expanded f", hitIDs(res))
 		}
 		if res.Partial || res.Degraded {
-			t.Errorf("a skipped expansion is neither partial nor degraded")
+			t.Errorf("a filtered expansion is neither partial nor degraded")
 		}
-		if kr := s.kw.lastReq().(spi.KeywordRequest); kr.Filter["lang"][0] != "en" {
-			t.Errorf("filter not passed: %+v", kr)
+		if kr := s.kw.lastReq().(spi.KeywordRequest); !reflect.DeepEqual(kr.Filter, filter) {
+			t.Errorf("filter not passed to keyword: %+v", kr)
 		}
 	})
 	t.Run("no seeds", func(t *testing.T) {
