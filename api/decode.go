@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 )
@@ -99,6 +100,12 @@ func jsonError(err error, size int64) *apiError {
 		}
 		e.Detail.Offset = &off
 		return e
+	}
+	var pe *time.ParseError
+	if errors.As(err, &pe) || strings.Contains(err.Error(), "Time.UnmarshalJSON") {
+		// updated_at is the only timestamp a request body carries.
+		return fieldError("invalid_documents", "documents.updated_at",
+			"documents.updated_at: must be an RFC 3339 timestamp string such as 2026-01-02T15:04:05Z")
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		name = strings.Trim(name, `"`)

@@ -93,6 +93,8 @@ func TestUpsertBadBodies(t *testing.T) {
 		{"vector overflow", `{"documents":[{"id":"a","vector":[1e999]}]}`, "invalid_documents", "documents.vector"},
 		{"entities not strings", `{"documents":[{"id":"a","entities":[1]}]}`, "invalid_documents", "documents.entities"},
 		{"malformed", `{"documents":[{"id":"a"}`, api.CodeMalformedJSON, ""},
+		{"bad timestamp", `{"documents":[{"id":"a","updated_at":"yesterday"}]}`, "invalid_documents", "documents.updated_at"},
+		{"timestamp not a string", `{"documents":[{"id":"a","updated_at":5}]}`, "invalid_documents", "documents.updated_at"},
 	}
 	e := newEnv(t, nil)
 	for _, tc := range cases {

@@ -170,7 +170,7 @@ func TestHealthRollUp(t *testing.T) {
 func TestHealthChecksAreBoundedAndSafe(t *testing.T) {
 	release := make(chan struct{})
 	e := newEnv(t, func(c *api.Config) {
-		c.HealthTimeout = 50 * time.Millisecond
+		c.HealthTimeout = 200 * time.Millisecond
 		c.Health = map[string]spi.HealthChecker{
 			"vector": &fakeHealth{HealthFn: func(ctx context.Context) spi.Health {
 				<-ctx.Done()
