@@ -205,7 +205,12 @@ func (b *Breaker) classify(ctx context.Context, err error, exemptInvalid bool) o
 }
 
 // callerGaveUp reports whether err is the caller's own (done) ctx speaking.
+// A ctx that ended on a per-call deadline whose cause matches ErrCallTimeout
+// is not the caller giving up: the backend was too slow.
 func callerGaveUp(ctx context.Context, err error) bool {
+	if cause := context.Cause(ctx); cause != nil && errors.Is(cause, ErrCallTimeout) {
+		return false
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}

@@ -24,7 +24,9 @@
 //     about the backend. A deadline the backend (or fn) imposes on itself
 //     while the caller's ctx is still live is a failure. So to have a
 //     per-call timeout count against the backend, derive the timeout context
-//     inside fn, not around Call.
+//     inside fn, not around Call, or, when the deadline must be set around
+//     Call (a guarded spi backend), give it a cause matching ErrCallTimeout:
+//     a call that ends because that deadline passed is a failure.
 //   - Config.ShouldCount(err) returned false: neutral.
 //   - any other non-nil error: failure.
 //

@@ -17,6 +17,15 @@ var (
 	// never minted.
 	ErrUnknownBreaker = errors.New("breaker: unknown breaker")
 
+	// ErrCallTimeout marks a per-call deadline set around a protected call
+	// (or a guarded backend) that should count against the backend. A
+	// caller that bounds each call with
+	// context.WithTimeoutCause(ctx, d, cause), where errors.Is(cause,
+	// ErrCallTimeout), has a call that fails because that deadline passed
+	// counted as a failure, not as the caller giving up. Any other
+	// cancellation or deadline of the caller's ctx stays neutral.
+	ErrCallTimeout = errors.New("breaker: call deadline exceeded")
+
 	// errPanicked is the recorded cause when a protected call panicked.
 	errPanicked = errors.New("breaker: protected call panicked")
 )
