@@ -35,11 +35,15 @@ type Writer interface {
 }
 
 // Breakers is the circuit-breaker registry; *breaker.Registry implements
-// it. ForceClose of an unknown name returns an error matching
+// it. ForceClose and ForceOpen of an unknown name return an error matching
 // breaker.ErrUnknownBreaker.
 type Breakers interface {
 	Snapshot() []breaker.Snapshot
 	ForceClose(name string) (breaker.Snapshot, error)
+	// ForceOpen trips a breaker by hand: the operator's way to take a
+	// backend out of queries (maintenance, a known-bad replica) until
+	// force-close or the cooldown admits trials again.
+	ForceOpen(name string) (breaker.Snapshot, error)
 }
 
 var (

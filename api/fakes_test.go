@@ -188,11 +188,15 @@ func (h *fakeHealth) Health(ctx context.Context) spi.Health {
 type fakeBreakers struct {
 	SnapshotFn   func() []breaker.Snapshot
 	ForceCloseFn func(name string) (breaker.Snapshot, error)
+	ForceOpenFn  func(name string) (breaker.Snapshot, error)
 }
 
 func (b *fakeBreakers) Snapshot() []breaker.Snapshot { return b.SnapshotFn() }
 func (b *fakeBreakers) ForceClose(name string) (breaker.Snapshot, error) {
 	return b.ForceCloseFn(name)
+}
+func (b *fakeBreakers) ForceOpen(name string) (breaker.Snapshot, error) {
+	return b.ForceOpenFn(name)
 }
 
 // env is a server with its fakes.

@@ -50,6 +50,7 @@ var routes = []route{
 	{http.MethodDelete, "/v1/documents/:id", access{role: config.RoleAdmin}, (*Server).deleteDocument},
 	{http.MethodGet, "/v1/status/breakers", access{role: config.RoleQuery}, (*Server).listBreakers},
 	{http.MethodPost, "/v1/status/breakers/:name/force-close", access{role: config.RoleAdmin}, (*Server).forceClose},
+	{http.MethodPost, "/v1/status/breakers/:name/force-open", access{role: config.RoleAdmin}, (*Server).forceOpen},
 	{http.MethodGet, "/v1/status/health", access{role: config.RoleQuery}, (*Server).health},
 	{http.MethodGet, "/healthz", access{public: PublicHealth}, (*Server).healthz},
 	{http.MethodGet, "/readyz", access{public: PublicReady}, (*Server).readyz},

@@ -29,6 +29,13 @@ type ForceCloseResponse struct {
 	ForcedClosed bool             `json:"forced_closed"`
 }
 
+// ForceOpenResponse is the body of POST
+// /v1/status/breakers/{name}/force-open.
+type ForceOpenResponse struct {
+	Breaker    breaker.Snapshot `json:"breaker"`
+	ForcedOpen bool             `json:"forced_open"`
+}
+
 // HealthResponse is the body of GET /v1/status/health.
 //
 // Components holds one entry per configured component ("vector",
@@ -93,23 +100,37 @@ func (s *Server) listBreakers() echo.HandlerFunc {
 
 // forceClose serves POST /v1/status/breakers/{name}/force-close.
 func (s *Server) forceClose() echo.HandlerFunc {
+	return s.forceState("force-closed", Breakers.ForceClose, func(snap breaker.Snapshot) any {
+		return ForceCloseResponse{Breaker: snap, ForcedClosed: true}
+	})
+}
+
+// forceOpen serves POST /v1/status/breakers/{name}/force-open.
+func (s *Server) forceOpen() echo.HandlerFunc {
+	return s.forceState("force-opened", Breakers.ForceOpen, func(snap breaker.Snapshot) any {
+		return ForceOpenResponse{Breaker: snap, ForcedOpen: true}
+	})
+}
+
+// forceState applies force to the named breaker and answers body(snapshot).
+func (s *Server) forceState(verb string, force func(Breakers, string) (breaker.Snapshot, error), body func(breaker.Snapshot) any) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		name := c.Param("name")
 		if s.cfg.Breakers == nil {
 			return newError(http.StatusNotFound, CodeUnknownBreaker, "circuit breakers are not enabled on this server")
 		}
-		snap, err := s.cfg.Breakers.ForceClose(name)
+		snap, err := force(s.cfg.Breakers, name)
 		if err != nil {
 			if errors.Is(err, breaker.ErrUnknownBreaker) {
 				return newError(http.StatusNotFound, CodeUnknownBreaker, "no circuit breaker called %q", truncate(name, 64))
 			}
 			return err
 		}
-		s.log.LogAttrs(c.Request().Context(), slog.LevelInfo, "api: breaker force-closed",
+		s.log.LogAttrs(c.Request().Context(), slog.LevelInfo, "api: breaker "+verb,
 			slog.String("request_id", requestID(c)),
 			slog.String("breaker", snap.Name),
 			slog.String("key", principal(c).Name))
-		return s.writeJSON(c, http.StatusOK, ForceCloseResponse{Breaker: snap, ForcedClosed: true})
+		return s.writeJSON(c, http.StatusOK, body(snap))
 	}
 }
 

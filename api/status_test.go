@@ -66,6 +66,16 @@ func TestBreakersListAndForceClose(t *testing.T) {
 		t.Fatalf("breaker state %v after force-close", b.State())
 	}
 	wantError(t, e.do(http.MethodPost, "/v1/status/breakers/nope/force-close", nil), http.StatusNotFound, api.CodeUnknownBreaker)
+
+	fo := decodeAs[api.ForceOpenResponse](t, e.do(http.MethodPost, "/v1/status/breakers/keyword/force-open", nil), http.StatusOK)
+	if !fo.ForcedOpen || fo.Breaker.Name != "keyword" || fo.Breaker.State != breaker.Open || fo.Breaker.RetryIn <= 0 {
+		t.Fatalf("force-open %+v", fo)
+	}
+	if b, _ := reg.Lookup("keyword"); b.State() != breaker.Open {
+		t.Fatalf("breaker state %v after force-open", b.State())
+	}
+	wantError(t, e.do(http.MethodPost, "/v1/status/breakers/nope/force-open", nil), http.StatusNotFound, api.CodeUnknownBreaker)
+	wantError(t, e.do(http.MethodPost, "/v1/status/breakers/keyword/force-open", nil, "Authorization", "Bearer "+queryKey), http.StatusForbidden, api.CodeForbidden)
 }
 
 func TestBreakersWithoutRegistry(t *testing.T) {
@@ -78,6 +88,7 @@ func TestBreakersWithoutRegistry(t *testing.T) {
 				t.Fatalf("list %+v (want an empty array)", list)
 			}
 			wantError(t, e.do(http.MethodPost, "/v1/status/breakers/vector/force-close", nil), http.StatusNotFound, api.CodeUnknownBreaker)
+			wantError(t, e.do(http.MethodPost, "/v1/status/breakers/vector/force-open", nil), http.StatusNotFound, api.CodeUnknownBreaker)
 		})
 	}
 }
