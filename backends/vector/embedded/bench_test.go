@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
@@ -118,17 +119,26 @@ func BenchmarkRetrieve(b *testing.B) {
 }
 
 // BenchmarkOpen: the time to open a store of 100k 256-dimensional vectors
-// (decode every record into memory), i.e. the restart cost.
+// (decode every record into memory), i.e. the restart cost, and the heap the
+// open store holds.
 func BenchmarkOpen(b *testing.B) {
 	dir := syntheticStore(b, 100_000)
+	var heap uint64
 	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
 		s, err := embedded.Open(context.Background(), embedded.Config{Dir: dir, Dimension: benchDim})
 		if err != nil {
 			b.Fatal(err)
 		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		heap = after.HeapAlloc - before.HeapAlloc
 		if s.Len() != 100_000 {
 			b.Fatalf("opened %d docs", s.Len())
 		}
 		s.Close()
 	}
+	b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
 }
