@@ -179,7 +179,8 @@ func nativeNeo4j(tb testing.TB, home string) (*Neo4jServer, error) {
 		conn := Neo4jConn{URI: fmt.Sprintf("bolt://127.0.0.1:%d", bolt), User: "neo4j", Password: dedicatedNeo4jPassword}
 		p := &process{
 			name: fmt.Sprintf("neo4j on bolt port %d", bolt),
-			argv: []string{java, "-Xms128m", "-Xmx512m", "-XX:+UseSerialGC",
+			// C1-only JIT: starts 2-4x faster on a busy two-core machine.
+			argv: []string{java, "-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 				"-XX:+ExitOnOutOfMemoryError", "-Dfile.encoding=UTF-8",
 				"-cp", classpath, "org.neo4j.server.CommunityEntryPoint",
 				"--home-dir=" + base, "--config-dir=" + confDir},
