@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -35,6 +36,14 @@ func (e *deadlineError) Error() string {
 }
 
 func (e *deadlineError) Unwrap() error { return context.DeadlineExceeded }
+
+// Is makes a source's own deadline (not the query budget) match
+// breaker.ErrCallTimeout, so the breaker around the source counts a source
+// that does not answer in time as failing; the caller's cancellation and
+// the exhausted budget stay neutral.
+func (e *deadlineError) Is(target error) bool {
+	return !e.budget && target == breaker.ErrCallTimeout
+}
 
 // panicError is a recovered panic of a source; the stack goes to the log.
 type panicError struct {
