@@ -21,8 +21,12 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
+// bleve's process-wide analysis workers (the real-stack tests open a
+// keyword index) start at package init and are expected.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"),
+	)
 }
 
 func TestRetrieveFusesAllSources(t *testing.T) {
