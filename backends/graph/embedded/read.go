@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"math"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -53,7 +54,7 @@ func (s *Store) Expand(ctx context.Context, seeds []string, opts spi.ExpandOptio
 	err := s.view(ctx, "expand", func(tx *bolt.Tx) error {
 		r := reader{tx: tx, tenant: opts.Tenant, filter: opts.Filter, maxDegree: s.maxDegree}
 		var err error
-		refs, err = graphspec.Expand(ctx, seeds, opts, r.adjacency, nil)
+		refs, err = graphspec.Expand(ctx, seeds, opts, r.adjacency, r.secondHop)
 		return err
 	})
 	return refs, err
@@ -171,14 +172,14 @@ func (r *reader) matches(id string) (bool, error) {
 	if ok, seen := r.matched[id]; seen {
 		return ok, nil
 	}
-	rec, err := decodeRecord(r.tx.Bucket(bDocs).Get([]byte(id)))
+	md, err := decodeMetadata(r.tx.Bucket(bDocs).Get([]byte(id)))
 	if err != nil {
 		return false, err
 	}
 	if r.matched == nil {
 		r.matched = map[string]bool{}
 	}
-	ok := r.filter.Match(rec.Metadata)
+	ok := r.filter.Match(md)
 	r.matched[id] = ok
 	return ok, nil
 }
@@ -206,6 +207,46 @@ func (r *reader) mentioners(e string) []string {
 
 // adjacency implements graphspec.AdjacencyFunc over the stored buckets.
 func (r *reader) adjacency(ctx context.Context, from []string) ([]graphspec.Edge, error) {
+	return r.edges(ctx, from, true)
+}
+
+// secondHop implements graphspec.SecondHopFunc. It aggregates over the
+// unfiltered adjacency and applies the filter afterwards in rank order,
+// stopping once limit documents pass, so only the records of candidates
+// that can still be returned are read (the frontier's neighbourhood is
+// large; the filter check decodes a record).
+func (r *reader) secondHop(ctx context.Context, weights map[string]int, exclude []string, limit int) ([]graphspec.Hop2, error) {
+	if len(r.filter) == 0 {
+		return graphspec.SecondHopFromAdjacency(r.adjacency)(ctx, weights, exclude, limit)
+	}
+	unfiltered := func(ctx context.Context, from []string) ([]graphspec.Edge, error) { return r.edges(ctx, from, false) }
+	all, err := graphspec.SecondHopFromAdjacency(unfiltered)(ctx, weights, exclude, math.MaxInt)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for i, h := range all {
+		if len(out) == limit {
+			break
+		}
+		if i%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		ok, err := r.matches(h.ID)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+// edges is the adjacency; filtered sets Edge.Excluded from r.filter.
+func (r *reader) edges(ctx context.Context, from []string, filtered bool) ([]graphspec.Edge, error) {
 	docEnt, out, in := r.tx.Bucket(bDocEnt), r.tx.Bucket(bLinkOut), r.tx.Bucket(bLinkIn)
 	var edges []graphspec.Edge
 	for i, f := range from {
@@ -241,9 +282,12 @@ func (r *reader) adjacency(ctx context.Context, from []string) ([]graphspec.Edge
 			add(to, 1)
 		}
 		for _, to := range order {
-			ok, err := r.matches(to)
-			if err != nil {
-				return nil, err
+			ok := true
+			if filtered {
+				var err error
+				if ok, err = r.matches(to); err != nil {
+					return nil, err
+				}
 			}
 			edges = append(edges, graphspec.Edge{From: f, To: to, Connectors: counts[to], Excluded: !ok})
 		}

@@ -307,6 +307,17 @@ func seconds(b *bolt.Bucket, a string) []string {
 	return out
 }
 
+// decodeMetadata reads only a record's metadata, for filter checks.
+func decodeMetadata(v []byte) (map[string]string, error) {
+	var r struct {
+		Metadata map[string]string `json:"metadata"`
+	}
+	if err := json.Unmarshal(v, &r); err != nil {
+		return nil, fmt.Errorf("%w: document record: %v", ErrCorrupt, err)
+	}
+	return r.Metadata, nil
+}
+
 func decodeRecord(v []byte) (record, error) {
 	var r record
 	if err := json.Unmarshal(v, &r); err != nil {
