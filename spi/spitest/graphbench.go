@@ -109,7 +109,8 @@ func readJSONL(tb testing.TB, path string, fn func(map[string]string)) {
 
 // BenchGraph benchmarks a graph store on Cranfield: ingest of the whole
 // corpus (batches of 200, ns/op = one full ingest), Expand at hops 1 and 2
-// with limit 10 and 100 from single seeds, and MatchEntities at k 10 and
+// with limit 10 and 100 from single seeds (and, at limit 100, with a
+// metadata filter every third document passes), and MatchEntities at k 10 and
 // 100 with the Cranfield query texts. Latency benchmarks report p50 and p99
 // in ms as custom metrics, measured after an untimed warm-up. open returns an empty store (or one isolated by
 // prefix); prefix namespaces ids and the tenant so a shared server can hold
@@ -120,7 +121,9 @@ func BenchGraph(b *testing.B, open func(b *testing.B) GraphStore, prefix string)
 	docs, queries := CranfieldGraph(b, dir, tenant)
 	for i := range docs {
 		docs[i].ID = prefix + docs[i].ID
+		docs[i].Metadata = map[string]string{"third": fmt.Sprint(i % 3)}
 	}
+	third := spi.Filter{"third": {"0"}}
 	ctx := context.Background()
 	ingest := func(s GraphStore) {
 		for i := 0; i < len(docs); i += 200 {
@@ -175,10 +178,14 @@ func BenchGraph(b *testing.B, open func(b *testing.B) GraphStore, prefix string)
 		b.ReportMetric(float64(results)/float64(len(ds)), "results/op")
 	}
 	for _, hops := range []int{1, 2} {
-		for _, limit := range []int{10, 100} {
-			b.Run(fmt.Sprintf("expand/hops=%d/limit=%d", hops, limit), func(b *testing.B) {
+		for _, c := range []struct {
+			limit  int
+			filter spi.Filter
+			name   string
+		}{{10, nil, ""}, {100, nil, ""}, {100, third, "/filter=third"}} {
+			b.Run(fmt.Sprintf("expand/hops=%d/limit=%d%s", hops, c.limit, c.name), func(b *testing.B) {
 				latency(b, func(i int) int {
-					refs, err := s.Expand(ctx, []string{docs[(i*37)%len(docs)].ID}, spi.ExpandOptions{Hops: hops, Limit: limit, Tenant: tenant})
+					refs, err := s.Expand(ctx, []string{docs[(i*37)%len(docs)].ID}, spi.ExpandOptions{Hops: hops, Limit: c.limit, Tenant: tenant, Filter: c.filter})
 					if err != nil {
 						b.Fatal(err)
 					}
