@@ -208,10 +208,7 @@ func TestConcurrentOpen(t *testing.T) {
 // iterative scan must fill k.
 func TestFilteredQueryFillsK(t *testing.T) {
 	const n, dim = 2000, 32
-	dsn := testenv.Postgres(t) + "&enable_seqscan=off&enable_bitmapscan=off"
-	if !strings.Contains(dsn, "?") {
-		t.Fatalf("testenv DSN has no query string: cannot add runtime parameters")
-	}
+	dsn := withParams(t, testenv.Postgres(t), "enable_seqscan", "off", "enable_bitmapscan", "off")
 	cfg := vector.Config{DSN: dsn, Dimension: dim, HNSW: vector.HNSW{EfSearch: 40}}
 	b := mustOpen(t, cfg)
 	r := rand.New(rand.NewPCG(1, 2))

@@ -3,6 +3,7 @@ package vector_test
 import (
 	"context"
 	"math/rand/v2"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,6 +41,28 @@ func connect(t *testing.T, dsn string) *pgx.Conn {
 		t.Fatal(err)
 	}
 	return conn
+}
+
+// withParams adds run-time parameters (name, value pairs) to a DSN in URL
+// or keyword/value form; PostgreSQL applies them to every session.
+func withParams(t *testing.T, dsn string, kv ...string) string {
+	t.Helper()
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		for i := 0; i < len(kv); i += 2 {
+			q.Set(kv[i], kv[i+1])
+		}
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	for i := 0; i < len(kv); i += 2 {
+		dsn += " " + kv[i] + "=" + kv[i+1]
+	}
+	return dsn
 }
 
 // analyze refreshes planner statistics, as autovacuum would after a load.
