@@ -29,7 +29,10 @@ func subcommands() []func(*app) *cobra.Command {
 	return []func(*app) *cobra.Command{
 		newBreakerCmd,
 		newEvalCmd,
+		newIngestCmd,
+		newQueryCmd,
 		newServeCmd,
+		newStatusCmd,
 	}
 }
 

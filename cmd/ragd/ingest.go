@@ -1,0 +1,657 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/spi"
+)
+
+const (
+	defaultIngestBatch = 256
+	maxIngestBatch     = 10000
+	// maxRetryWait caps one wait between retries of a batch.
+	maxRetryWait = 30 * time.Second
+	// plainProgressEvery spaces the progress lines written when stderr is
+	// not a terminal.
+	plainProgressEvery = 5 * time.Second
+	// maxListedFailures is how many failures the summary lists.
+	maxListedFailures = 10
+	// codeMalformedLine marks an input line that did not parse; it is the
+	// CLI's own code, not the server's.
+	codeMalformedLine = "malformed_line"
+)
+
+type ingestFlags struct {
+	format     string
+	batch      int
+	tenant     string
+	checkpoint string
+	noResume   bool
+	retries    int
+	retryWait  time.Duration
+	progress   string
+}
+
+func newIngestCmd(a *app) *cobra.Command {
+	var f ingestFlags
+	var cf *clientFlags
+	cmd := &cobra.Command{
+		Use:   "ingest FILE|DIR",
+		Short: "Send a JSONL or BEIR corpus to a running ragd server",
+		Long: "ingest reads documents from FILE (one JSON object per line) or from a BEIR\n" +
+			"dataset directory DIR (DIR/corpus.jsonl) and sends them in batches to\n" +
+			"POST /v1/documents of a running server (an admin key when auth is on).\n\n" +
+			"Formats: jsonl lines are ragd documents {\"id\",\"tenant\",\"title\",\"text\",\n" +
+			"\"metadata\",\"vector\",\"entities\",\"links\"} (unknown keys are errors);\n" +
+			"beir lines are {\"_id\",\"title\",\"text\",\"metadata\"}. auto picks beir when the\n" +
+			"first line has an \"_id\" key.\n\n" +
+			"Lines that do not parse are counted as failures with their line number and\n" +
+			"the run goes on. A batch that fails without an answer, or with 429 or 5xx,\n" +
+			"is retried with backoff; after the last retry the run stops.\n\n" +
+			"The run is resumable: after every batch the server answered, the position\n" +
+			"is saved to the checkpoint file (default FILE.ckpt); rerunning the same\n" +
+			"command continues from there, and the file is removed when the input is\n" +
+			"done. Documents that failed for a reason that may pass on a retry\n" +
+			"(store_unavailable, embedder_unavailable, ...) keep the checkpoint before\n" +
+			"them, so a rerun sends them again; re-sending is harmless (upsert by id).\n\n" +
+			"Exits 1 when any document failed or the run stopped early. Partial results\n" +
+			"(stored, but a derived index missed them and will be repaired by the\n" +
+			"server) are warnings, not failures.",
+		Example: "  ragd ingest docs.jsonl\n" +
+			"  ragd ingest ../shared/data/cranfield --batch 500\n" +
+			"  RAGD_API_KEY=... ragd ingest --server https://ragd.example:8080 --tenant acme docs.jsonl\n" +
+			"  ragd ingest docs.jsonl --no-resume",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{fmt.Errorf("ingest takes one FILE or DIR, got %d arguments", len(args))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			if err := f.validate(cmd); err != nil {
+				return err
+			}
+			return runIngest(cmd.Context(), a, c, f, args[0])
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.format, "format", "auto", "input format: auto, jsonl or beir (a directory is always beir)")
+	fl.IntVar(&f.batch, "batch", defaultIngestBatch, "documents per request")
+	fl.StringVar(&f.tenant, "tenant", "", "tenant set on documents that name none")
+	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint file (default FILE.ckpt next to the input)")
+	fl.BoolVar(&f.noResume, "no-resume", false, "start from the first line and keep no checkpoint (an existing default checkpoint is removed)")
+	fl.IntVar(&f.retries, "retries", 4, "retries of a batch that got no answer, 429 or 5xx")
+	fl.DurationVar(&f.retryWait, "retry-wait", time.Second, "wait before the first retry; doubles on each retry")
+	fl.StringVar(&f.progress, "progress", "auto", "progress display: auto (a bar on a terminal, else a line every 5s), bar, plain or none")
+	cf = addClientFlags(cmd)
+	return cmd
+}
+
+func (f *ingestFlags) validate(cmd *cobra.Command) error {
+	if f.batch < 1 || f.batch > maxIngestBatch {
+		return usageError{fmt.Errorf("--batch must be between 1 and %d, got %d", maxIngestBatch, f.batch)}
+	}
+	if f.retries < 0 {
+		return usageError{fmt.Errorf("--retries must not be negative, got %d", f.retries)}
+	}
+	if f.retryWait < 0 {
+		return usageError{fmt.Errorf("--retry-wait must not be negative, got %s", f.retryWait)}
+	}
+	if f.noResume && cmd.Flags().Changed("checkpoint") {
+		return usageError{errors.New("--checkpoint and --no-resume exclude each other")}
+	}
+	switch f.progress {
+	case "auto", "bar", "plain", "none":
+	default:
+		return usageError{fmt.Errorf("--progress must be auto, bar, plain or none, got %q", f.progress)}
+	}
+	if _, err := ingest.ParseFormat(f.format); err != nil {
+		return usageError{fmt.Errorf("--format must be auto, jsonl or beir, got %q", f.format)}
+	}
+	return nil
+}
+
+// docFailure is one document (or input line) that did not make it.
+type docFailure struct {
+	Line    int
+	ID      string
+	Code    string
+	Message string
+}
+
+// ingestStats counts one run.
+type ingestStats struct {
+	sent, ok, partial, failed int
+	malformed                 int // included in failed
+	batches                   int
+	failures                  []docFailure
+}
+
+func (s *ingestStats) fail(f docFailure) {
+	s.failed++
+	if len(s.failures) < maxListedFailures {
+		s.failures = append(s.failures, f)
+	}
+}
+
+// ingester runs one `ragd ingest`.
+type ingester struct {
+	app    *app
+	client *client
+	flags  ingestFlags
+	file   string
+	format ingest.Format
+	size   int64
+
+	ckpt     *ingest.Checkpoint // nil: no checkpointing
+	frozen   bool               // a retryable document failure pinned the checkpoint
+	start    ingest.Position
+	consumed ingest.Position // the input read so far
+	// maxSend is the largest request the server accepted; it shrinks when
+	// the server answers too_many_documents.
+	maxSend int
+
+	stats    ingestStats
+	began    time.Time
+	progress ingestProgress
+	sleep    func(ctx context.Context, d time.Duration) error
+}
+
+func runIngest(ctx context.Context, a *app, c *client, f ingestFlags, arg string) error {
+	format, _ := ingest.ParseFormat(f.format)
+	file, format, err := ingest.ResolveInput(arg, format)
+	if err != nil {
+		return err
+	}
+	in := &ingester{app: a, client: c, flags: f, file: file, format: format, maxSend: f.batch, sleep: sleepCtx}
+	fh, err := os.Open(file)
+	if err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	in.size = st.Size()
+	if in.format == ingest.FormatAuto {
+		// Decide from the first line of the file, not the first line
+		// after a checkpoint.
+		if in.format, err = sniffFormat(fh); err != nil {
+			return fmt.Errorf("ingest: %s: %w", file, err)
+		}
+	}
+	if err := in.openCheckpoint(fh); err != nil {
+		return err
+	}
+
+	if in.start.Line > 0 {
+		fmt.Fprintf(a.stderr, "ingest: resuming %s after line %d (byte %d of %d) from checkpoint %s; --no-resume starts over\n",
+			file, in.start.Line, in.start.Offset, in.size, in.ckpt.Path)
+	} else {
+		fmt.Fprintf(a.stderr, "ingest: reading %s (%s) into %s\n", file, in.format, c.base)
+	}
+	in.began = time.Now()
+	in.progress = newIngestProgress(a.stderr, f.progress, in.size, in.start.Offset)
+	in.consumed = in.start
+	runErr := in.readAndSend(ctx, fh)
+	in.progress.finish()
+
+	complete := runErr == nil
+	if complete && in.ckpt != nil && !in.frozen {
+		if err := in.ckpt.Remove(); err != nil {
+			fmt.Fprintf(a.stderr, "ingest: warning: %v\n", err)
+		}
+	}
+	in.printSummary(a.stdout, complete)
+	switch {
+	case runErr != nil:
+		return in.stoppedError(runErr)
+	case in.stats.failed > 0:
+		msg := fmt.Sprintf("ingest: %d of %d documents failed", in.stats.failed, in.stats.sent+in.stats.malformed)
+		if in.frozen && in.ckpt != nil {
+			msg += fmt.Sprintf("; some may pass on a retry: rerun the same command to resend from line %d (checkpoint %s)", in.resumeLine(), in.ckpt.Path)
+		}
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// openCheckpoint loads the checkpoint and positions fh, or removes a stale
+// one under --no-resume.
+func (in *ingester) openCheckpoint(fh *os.File) error {
+	path := in.flags.checkpoint
+	if path == "" {
+		path = in.file + ".ckpt"
+	}
+	abs, err := filepath.Abs(in.file)
+	if err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	ck := &ingest.Checkpoint{Path: path, Input: abs}
+	if in.flags.noResume {
+		if err := ck.Remove(); err != nil {
+			return err
+		}
+		_, err := fh.Seek(0, io.SeekStart)
+		return err
+	}
+	pos, err := ck.Load(in.size)
+	if err != nil {
+		return fmt.Errorf("%w (remove %s or pass --no-resume to start over)", err, path)
+	}
+	if err := ingest.SeekTo(fh, pos); err != nil {
+		return fmt.Errorf("%w (remove %s or pass --no-resume to start over)", err, path)
+	}
+	in.ckpt, in.start = ck, pos
+	return nil
+}
+
+// readAndSend reads the input from the current position and sends it in
+// batches. It returns nil when the whole input was read and every batch
+// got an answer.
+func (in *ingester) readAndSend(ctx context.Context, r io.Reader) error {
+	var (
+		batch []ingest.Line
+		ids   = map[string]bool{}
+	)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := in.sendBatch(ctx, batch)
+		batch, ids = batch[:0], map[string]bool{}
+		return err
+	}
+	for line, err := range ingest.Read(r, ingest.ReadOptions{Format: in.format, Start: in.start}) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			var le *ingest.LineError
+			if !errors.As(err, &le) {
+				return fmt.Errorf("ingest: %s: %w", in.file, err)
+			}
+			in.stats.malformed++
+			in.stats.fail(docFailure{Line: le.Line, Code: codeMalformedLine, Message: le.Err.Error()})
+			in.consumed = line.Next()
+			continue
+		}
+		if in.flags.tenant != "" && line.Doc.Tenant == "" {
+			line.Doc.Tenant = in.flags.tenant
+		}
+		// The server rejects a whole batch that repeats an id: a repeated
+		// id starts a new batch, so the later line wins as in the file.
+		if line.Doc.ID != "" && ids[line.Doc.ID] {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		batch = append(batch, line)
+		ids[line.Doc.ID] = true
+		in.consumed = line.Next()
+		if len(batch) >= in.flags.batch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	// Malformed lines at the end of the input advance the checkpoint too.
+	if in.consumed != in.start {
+		in.save()
+	}
+	return ctx.Err()
+}
+
+// sendBatch sends lines (in requests of at most maxSend documents),
+// records the results and advances the checkpoint.
+func (in *ingester) sendBatch(ctx context.Context, lines []ingest.Line) error {
+	for len(lines) > 0 {
+		n := min(len(lines), in.maxSend)
+		results, err := in.send(ctx, lines[:n])
+		if err != nil {
+			return err
+		}
+		in.record(lines[:n], results)
+		lines = lines[n:]
+	}
+	in.save()
+	in.progress.update(in.consumed.Offset, in.consumed.Line, &in.stats, time.Since(in.began))
+	return nil
+}
+
+// send posts lines as one request, retrying what may pass, and splits it
+// when the server finds it too large.
+func (in *ingester) send(ctx context.Context, lines []ingest.Line) ([]ingest.Result, error) {
+	docs := make([]spi.Document, len(lines))
+	for i, l := range lines {
+		docs[i] = l.Doc
+	}
+	resp, err := in.post(ctx, docs, lines[0].Number)
+	var he *httpError
+	if errors.As(err, &he) && tooLarge(he) {
+		if len(lines) == 1 {
+			return []ingest.Result{{ID: lines[0].Doc.ID, Status: ingest.StatusFailed, Code: he.code(), Error: he.Detail.Message}}, nil
+		}
+		half := len(lines) / 2
+		if he.Detail.Code == api.CodeTooManyDocuments && half < in.maxSend {
+			in.maxSend = half
+			fmt.Fprintf(in.app.stderr, "ingest: the server accepts fewer documents per request; sending at most %d\n", half)
+		}
+		first, err := in.send(ctx, lines[:half])
+		if err != nil {
+			return nil, err
+		}
+		rest, err := in.send(ctx, lines[half:])
+		if err != nil {
+			return nil, err
+		}
+		return append(first, rest...), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Results) != len(lines) {
+		return nil, fmt.Errorf("ingest: the server answered %d results for %d documents", len(resp.Results), len(lines))
+	}
+	return resp.Results, nil
+}
+
+func tooLarge(he *httpError) bool {
+	return he.Status == http.StatusRequestEntityTooLarge || he.Detail.Code == api.CodeTooManyDocuments
+}
+
+// post sends one request, retrying transport errors, 429 and 5xx.
+func (in *ingester) post(ctx context.Context, docs []spi.Document, firstLine int) (*api.BatchResponse, error) {
+	wait := in.flags.retryWait
+	for attempt := 0; ; attempt++ {
+		resp, err := in.client.do(ctx, http.MethodPost, "/v1/documents", api.UpsertRequest{Documents: docs})
+		if err == nil {
+			var br api.BatchResponse
+			if err := decodeBody("/v1/documents", resp.Body, &br); err != nil {
+				return nil, err
+			}
+			return &br, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !retryable(err) || attempt >= in.flags.retries {
+			return nil, err
+		}
+		d := wait
+		var he *httpError
+		if errors.As(err, &he) && he.RetryAfter > d {
+			d = he.RetryAfter
+		}
+		d = min(d, maxRetryWait)
+		in.progress.clear()
+		fmt.Fprintf(in.app.stderr, "ingest: batch from line %d: %v; retry %d of %d in %s\n",
+			firstLine, err, attempt+1, in.flags.retries, d)
+		if err := in.sleep(ctx, d); err != nil {
+			return nil, err
+		}
+		wait = min(2*wait, maxRetryWait)
+	}
+}
+
+// record counts results; a failure that may pass on a retry pins the
+// checkpoint so a rerun sends the document again.
+func (in *ingester) record(lines []ingest.Line, results []ingest.Result) {
+	in.stats.batches++
+	for i, r := range results {
+		in.stats.sent++
+		switch r.Status {
+		case ingest.StatusOK:
+			in.stats.ok++
+		case ingest.StatusPartial:
+			in.stats.partial++
+		default:
+			in.stats.fail(docFailure{Line: lines[i].Number, ID: r.ID, Code: r.Code, Message: r.Error})
+			if !permanentCode(r.Code) {
+				// Keep the checkpoint where it is (before this batch).
+				in.frozen = true
+			}
+		}
+	}
+}
+
+// permanentCode reports whether a per-document failure will fail again if
+// the same document is sent again.
+func permanentCode(code string) bool {
+	switch code {
+	case ingest.CodeInvalidID, ingest.CodeDuplicateID, ingest.CodeInvalidTenant, ingest.CodeTooLarge,
+		ingest.CodeInvalidText, ingest.CodeEmptyDocument, ingest.CodeInvalidMetadata,
+		ingest.CodeInvalidVector, ingest.CodeInvalidEntities, ingest.CodeEmbedderRejected,
+		ingest.CodeStoreRejected, api.DocTenantForbidden, api.DocIDConflict, api.CodeBodyTooLarge:
+		return true
+	}
+	return false
+}
+
+// save records the input consumed so far, unless checkpointing is off or
+// pinned. A checkpoint that cannot be written turns checkpointing off
+// with a warning: the run goes on, but cannot be resumed.
+func (in *ingester) save() {
+	if in.ckpt == nil || in.frozen {
+		return
+	}
+	if err := in.ckpt.Save(in.consumed); err != nil {
+		in.progress.clear()
+		fmt.Fprintf(in.app.stderr, "ingest: warning: %v; this run cannot be resumed (choose a writable --checkpoint)\n", err)
+		in.ckpt = nil
+	}
+}
+
+// resumeLine is the first line a rerun would read.
+func (in *ingester) resumeLine() int {
+	if in.ckpt == nil {
+		return 1
+	}
+	pos, err := in.ckpt.Load(-1)
+	if err != nil {
+		return 1
+	}
+	return pos.Line + 1
+}
+
+// stoppedError explains a run that did not read the whole input.
+func (in *ingester) stoppedError(err error) error {
+	how := "this run kept no checkpoint: rerun it with --no-resume after fixing the cause"
+	if in.ckpt != nil {
+		if line := in.resumeLine(); line > 1 {
+			how = fmt.Sprintf("rerun the same command to resume from line %d (checkpoint %s)", line, in.ckpt.Path)
+		} else {
+			how = "nothing was committed yet: rerun the same command after fixing the cause"
+		}
+	}
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("ingest: interrupted; %s", how)
+	}
+	return fmt.Errorf("ingest: stopped: %w; %s", err, how)
+}
+
+func (in *ingester) printSummary(w io.Writer, complete bool) {
+	elapsed := time.Since(in.began)
+	s := &in.stats
+	state := "done"
+	if !complete {
+		state = "stopped early"
+	}
+	fmt.Fprintf(w, "ingest %s: %s (%s) in %s\n", state, in.file, in.format, elapsed.Round(time.Millisecond))
+	rate := 0.0
+	if sec := elapsed.Seconds(); sec > 0 {
+		rate = float64(s.sent) / sec
+	}
+	fmt.Fprintf(w, "  sent     %d documents in %d %s (%.1f docs/s)\n", s.sent, s.batches, plural(s.batches, "request", "requests"), rate)
+	fmt.Fprintf(w, "  ok       %d\n", s.ok)
+	if s.partial > 0 {
+		fmt.Fprintf(w, "  partial  %d  (warning, not a failure: stored, but a derived index missed them; the server repairs it)\n", s.partial)
+	} else {
+		fmt.Fprintf(w, "  partial  0\n")
+	}
+	if s.malformed > 0 {
+		fmt.Fprintf(w, "  failed   %d  (%d rejected by the server, %d malformed lines)\n", s.failed, s.failed-s.malformed, s.malformed)
+	} else {
+		fmt.Fprintf(w, "  failed   %d\n", s.failed)
+	}
+	if len(s.failures) == 0 {
+		return
+	}
+	more := ""
+	if s.failed > len(s.failures) {
+		more = fmt.Sprintf(" (first %d of %d)", len(s.failures), s.failed)
+	}
+	fmt.Fprintf(w, "failures%s:\n", more)
+	for _, f := range s.failures {
+		id := "-"
+		if f.ID != "" {
+			id = fmt.Sprintf("%q", truncateRunes(f.ID, 40))
+		}
+		fmt.Fprintf(w, "  line %d  id %s  %s: %s\n", f.Line, id, f.Code, truncateRunes(f.Message, 200))
+	}
+}
+
+// sniffFormat decides auto format from the first non-blank line of fh and
+// rewinds it: an object with an "_id" key is BEIR (ingest.Read's rule).
+func sniffFormat(fh *os.File) (ingest.Format, error) {
+	defer fh.Seek(0, io.SeekStart)
+	br := bufio.NewReaderSize(fh, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			var probe map[string]json.RawMessage
+			if json.Unmarshal(t, &probe) == nil {
+				if _, ok := probe["_id"]; ok {
+					return ingest.FormatBEIR, nil
+				}
+			}
+			return ingest.FormatJSONL, nil
+		}
+		if err == io.EOF {
+			return ingest.FormatJSONL, nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// ingestProgress shows how far a run got.
+type ingestProgress interface {
+	update(offset int64, line int, s *ingestStats, elapsed time.Duration)
+	// clear makes room for a message line.
+	clear()
+	finish()
+}
+
+func newIngestProgress(w io.Writer, mode string, size, start int64) ingestProgress {
+	if mode == "auto" {
+		mode = "plain"
+		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			mode = "bar"
+		}
+	}
+	switch mode {
+	case "bar":
+		bar := progressbar.NewOptions64(size,
+			progressbar.OptionSetWriter(w),
+			progressbar.OptionSetDescription("ingest"),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionSetElapsedTime(true),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionClearOnFinish(),
+		)
+		_ = bar.Set64(start)
+		return &barProgress{bar: bar}
+	case "plain":
+		return &plainProgress{w: w, size: size}
+	}
+	return noProgress{}
+}
+
+type barProgress struct{ bar *progressbar.ProgressBar }
+
+func (p *barProgress) update(offset int64, _ int, s *ingestStats, _ time.Duration) {
+	_ = p.bar.Set64(offset)
+	p.bar.Describe(fmt.Sprintf("ingest: %d ok, %d partial, %d failed", s.ok, s.partial, s.failed))
+}
+func (p *barProgress) clear()  { _ = p.bar.Clear() }
+func (p *barProgress) finish() { _ = p.bar.Finish() }
+
+// plainProgress writes a line after the first batch, then at most every
+// plainProgressEvery.
+type plainProgress struct {
+	w       io.Writer
+	size    int64
+	printed bool
+	last    time.Duration
+}
+
+func (p *plainProgress) update(offset int64, line int, s *ingestStats, elapsed time.Duration) {
+	if p.printed && elapsed-p.last < plainProgressEvery {
+		return
+	}
+	p.printed, p.last = true, elapsed
+	pct := 100.0
+	if p.size > 0 {
+		pct = 100 * float64(offset) / float64(p.size)
+	}
+	rate := 0.0
+	if sec := elapsed.Seconds(); sec > 0 {
+		rate = float64(s.sent) / sec
+	}
+	fmt.Fprintf(p.w, "ingest: line %d (%.0f%%): %d sent, %d ok, %d partial, %d failed, %.0f docs/s\n",
+		line, pct, s.sent, s.ok, s.partial, s.failed, rate)
+}
+func (p *plainProgress) clear()  {}
+func (p *plainProgress) finish() {}
+
+type noProgress struct{}
+
+func (noProgress) update(int64, int, *ingestStats, time.Duration) {}
+func (noProgress) clear()                                         {}
+func (noProgress) finish()                                        {}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

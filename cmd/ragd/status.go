@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/spi"
+)
+
+const (
+	pathHealth   = "/v1/status/health"
+	pathBreakers = "/v1/status/breakers"
+)
+
+func newStatusCmd(a *app) *cobra.Command {
+	var (
+		asJSON bool
+		strict bool
+		cf     *clientFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the health and circuit breakers of a running ragd server",
+		Long: "status reads GET /v1/status/health and GET /v1/status/breakers and prints\n" +
+			"the overall status, each component's health (vector, keyword, graph,\n" +
+			"embedder) and each circuit breaker: state, failures against the threshold,\n" +
+			"how often it opened and, while open, when it admits a trial call.\n\n" +
+			"Overall status: up (every component up), degraded (queries are answered,\n" +
+			"possibly partially: some component is down or a breaker is not closed),\n" +
+			"down (no retrieval source is usable).\n\n" +
+			"Exit codes: 0 when up; 0 with a warning on stderr when degraded, or 1 with\n" +
+			"--strict; 1 when down or when the server cannot be asked.",
+		Example: "  ragd status\n  ragd status --strict && echo all healthy\n  ragd status --json | jq .breakers",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			rep, err := fetchStatus(cmd.Context(), c)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				b, err := json.MarshalIndent(struct {
+					Health   json.RawMessage `json:"health"`
+					Breakers json.RawMessage `json:"breakers"`
+				}{rep.healthRaw, rep.breakersRaw}, "", "  ")
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "%s\n", b)
+			} else {
+				printStatus(a.stdout, c.base.String(), rep)
+			}
+			switch rep.health.Status {
+			case spi.StatusUp:
+				return nil
+			case spi.StatusDegraded:
+				msg := "ragd is degraded: queries are answered, possibly partially (" + notUp(rep.health) + ")"
+				if strict {
+					return errors.New(msg + "; failing because of --strict")
+				}
+				fmt.Fprintf(a.stderr, "ragd: warning: %s\n", msg)
+				return nil
+			}
+			return fmt.Errorf("ragd is %s: no retrieval source is usable (%s)", rep.health.Status, notUp(rep.health))
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"health": ..., "breakers": ...} as the server answered them`)
+	cmd.Flags().BoolVar(&strict, "strict", false, "exit 1 when the status is degraded, not only when down")
+	cf = addClientFlags(cmd)
+	return cmd
+}
+
+type statusReport struct {
+	health                 api.HealthResponse
+	breakers               api.BreakersResponse
+	healthRaw, breakersRaw json.RawMessage
+}
+
+// fetchStatus reads both endpoints. The health endpoint answers 503 with
+// its report when the server is down; that is a report, not an error.
+func fetchStatus(ctx context.Context, c *client) (*statusReport, error) {
+	rep := &statusReport{}
+	resp, err := c.do(ctx, http.MethodGet, pathHealth, nil)
+	var he *httpError
+	switch {
+	case err == nil:
+		rep.healthRaw = resp.Body
+	case errors.As(err, &he) && he.Status == http.StatusServiceUnavailable && he.Detail.Code == "" && len(he.Body) > 0:
+		rep.healthRaw = he.Body
+	default:
+		return nil, err
+	}
+	if err := decodeBody(pathHealth, rep.healthRaw, &rep.health); err != nil {
+		return nil, err
+	}
+	if rep.health.Status == "" {
+		return nil, fmt.Errorf("the answer to %s has no status: %s", pathHealth, snippet(rep.healthRaw))
+	}
+	resp, err = c.do(ctx, http.MethodGet, pathBreakers, nil)
+	if err != nil {
+		return nil, err
+	}
+	rep.breakersRaw = resp.Body
+	if err := decodeBody(pathBreakers, resp.Body, &rep.breakers); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+func printStatus(w io.Writer, server string, rep *statusReport) {
+	usable := "none"
+	if len(rep.health.Usable) > 0 {
+		usable = strings.Join(rep.health.Usable, ", ")
+	}
+	fmt.Fprintf(w, "ragd at %s: %s (usable sources: %s)\n\n", server, rep.health.Status, usable)
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tSTATUS\tLATENCY\tDETAIL")
+	for _, name := range sourceOrder(rep.health.Components) {
+		if strings.HasPrefix(name, "breaker:") {
+			continue // in the breakers table
+		}
+		c := rep.health.Components[name]
+		lat := "-"
+		if c.LatencyMS != nil {
+			lat = fmt.Sprintf("%.1f ms", *c.LatencyMS)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, c.Status, lat, oneLine(c.Detail))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+
+	if len(rep.breakers.Breakers) == 0 {
+		fmt.Fprintln(w, "circuit breakers: none (disabled on this server)")
+		return
+	}
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "BREAKER\tSTATE\tFAILURES\tOPENED\tRETRY IN")
+	for _, b := range rep.breakers.Breakers {
+		retry := "-"
+		if b.RetryIn > 0 {
+			retry = b.RetryIn.Round(100 * time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%s\n", b.Name, b.State, b.FailureCount, b.FailureThreshold, b.OpenedTotal, retry)
+	}
+	tw.Flush()
+}
+
+// notUp names the components that are not up.
+func notUp(h api.HealthResponse) string {
+	var parts []string
+	for _, name := range sortedKeys(h.Components) {
+		if c := h.Components[name]; c.Status != spi.StatusUp {
+			parts = append(parts, name+" "+string(c.Status))
+		}
+	}
+	if len(parts) == 0 {
+		return "no component reported"
+	}
+	return strings.Join(parts, ", ")
+}
