@@ -472,3 +472,36 @@ func TestIngestMissingInput(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+func TestIngestPartialIsAWarning(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req api.UpsertRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			t.Errorf("fake server: %v", err)
+		}
+		resp := api.BatchResponse{Total: len(req.Documents)}
+		for _, d := range req.Documents {
+			if d.ID == "d2" {
+				resp.Partial++
+				resp.Results = append(resp.Results, ingest.Result{ID: d.ID, Status: ingest.StatusPartial, Code: ingest.CodeDerivedStoreFailed,
+					Stores: map[string]string{"vector": "ok", "keyword": "failed"}})
+				continue
+			}
+			resp.OK++
+			resp.Results = append(resp.Results, ingest.Result{ID: d.ID, Status: ingest.StatusOK})
+		}
+		json.NewEncoder(w).Encode(resp)
+	}))
+	defer srv.Close()
+	file := writeJSONL(t, t.TempDir(), "docs.jsonl", numberedDocs(3)...)
+	code, stdout, stderr := runRagd(t, "ingest", file, "--server", srv.URL)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0 for a partial result\n%s\n%s", code, stdout, stderr)
+	}
+	if ingestCount(t, stdout, "partial") != 1 || ingestCount(t, stdout, "ok") != 2 || !strings.Contains(stdout, "warning, not a failure") {
+		t.Fatalf("summary:\n%s", stdout)
+	}
+	if fileExists(t, file+".ckpt") {
+		t.Fatal("a partial result kept the checkpoint")
+	}
+}
