@@ -12,6 +12,9 @@
 # Works as root on a fresh Debian bookworm machine (apt-get, Maven Central) and
 # as an ordinary user once the packages are installed. See docs/services.md.
 set -euo pipefail
+# CI may hand over a trimmed environment: make sure HOME is set.
+: "${HOME:=$(getent passwd "$(id -u)" | cut -d: -f6)}"
+export HOME
 
 # ---- settings (all overridable from the environment) -------------------------
 CACHE_DIR=${RAG_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ragd}
