@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,6 +64,10 @@ type App struct {
 	version        string
 	closers        []io.Closer
 	breakerMetrics *api.BreakerMetrics
+
+	bgCtx    context.Context // background work owned by the app, cancelled by Close
+	bgCancel context.CancelFunc
+	bgWG     sync.WaitGroup
 }
 
 // Sources are the breaker-guarded retrieval sources the retriever queries.
@@ -74,11 +79,11 @@ type Sources struct {
 
 // New opens every configured store and wires the retriever and the write
 // pipeline. On error, whatever was opened is closed again.
-func New(ctx context.Context, cfg *config.Config, opts Options) (a *App, err error) {
+func New(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a = &App{Config: cfg, Logger: opts.Logger, Registry: opts.Registry, now: opts.Now, version: opts.Version}
+	a := &App{Config: cfg, Logger: opts.Logger, Registry: opts.Registry, now: opts.Now, version: opts.Version}
 	if a.Logger == nil {
 		a.Logger = NewLogger(os.Stderr, cfg.Log.Level)
 	}
@@ -89,10 +94,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (a *App, err err
 	if a.now == nil {
 		a.now = time.Now
 	}
+	a.bgCtx, a.bgCancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
 			a.Close()
-			a = nil
 		}
 	}()
 
@@ -252,8 +257,20 @@ func (a *App) Health() map[string]spi.HealthChecker {
 	return m
 }
 
-// Close releases every store, in reverse order of opening.
+// background runs fn on its own goroutine; Close cancels ctx and waits.
+func (a *App) background(fn func(ctx context.Context)) {
+	a.bgWG.Add(1)
+	go func() {
+		defer a.bgWG.Done()
+		fn(a.bgCtx)
+	}()
+}
+
+// Close stops background work and releases every store, in reverse order of
+// opening.
 func (a *App) Close() error {
+	a.bgCancel()
+	a.bgWG.Wait()
 	var errs []error
 	for i := len(a.closers) - 1; i >= 0; i-- {
 		errs = append(errs, a.closers[i].Close())

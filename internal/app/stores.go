@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -38,7 +37,15 @@ func (a *App) openStores(ctx context.Context) error {
 	if err := a.openVector(ctx, emb.Dimension()); err != nil {
 		return err
 	}
+	// The derived stores are rebuilt from the system of record at start
+	// when it can be read; a server that is still unreachable is handled
+	// when it connects (see openKeyword).
 	scanner, _ := a.Vector.(spi.Scanner)
+	if lv, ok := a.Vector.(*lazyVector); ok {
+		if _, connected := lv.current(); !connected {
+			scanner = nil
+		}
+	}
 	if err := a.openKeyword(ctx, scanner); err != nil {
 		return err
 	}
@@ -101,7 +108,7 @@ func (a *App) openVector(ctx context.Context, dim int) error {
 		a.Vector = s
 		a.closers = append(a.closers, s)
 	case config.KindPgvector:
-		b, err := vector.Open(ctx, vector.Config{
+		vc := vector.Config{
 			DSN:            c.DSN,
 			Dimension:      dim,
 			Distance:       vector.Distance(c.Distance),
@@ -111,12 +118,18 @@ func (a *App) openVector(ctx context.Context, dim int) error {
 			ConnectTimeout: config.Millis(c.ConnectTimeoutMS),
 			Now:            a.now,
 			Logger:         a.Logger,
-		})
-		if err != nil {
+		}
+		lv := &lazyVector{dim: dim, lazy: lazy[vectorStore]{
+			name:   "vector (pgvector)",
+			open:   func(ctx context.Context) (vectorStore, error) { return vector.Open(ctx, vc) },
+			logger: a.Logger,
+			now:    a.now,
+		}}
+		if err := lv.start(ctx); err != nil {
 			return fmt.Errorf("app: backends.vector (pgvector): %w", err)
 		}
-		a.Vector = b
-		a.closers = append(a.closers, closerFunc(func() error { b.Close(); return nil }))
+		a.Vector = lv
+		a.closers = append(a.closers, lv)
 	}
 	return nil
 }
@@ -141,7 +154,25 @@ func (a *App) openKeyword(ctx context.Context, src spi.Scanner) error {
 	}
 	a.Keyword = b
 	a.closers = append(a.closers, b)
+	if lv, ok := a.Vector.(*lazyVector); ok && src == nil {
+		// Started while PostgreSQL was unreachable: the index was opened as
+		// it was on disk. If it is empty when PostgreSQL connects, fill it.
+		lv.onConnect = func(v vectorStore) { a.background(func(ctx context.Context) { a.refillKeyword(ctx, b, v) }) }
+	}
 	return nil
+}
+
+// refillKeyword rebuilds an empty keyword index from the system of record.
+func (a *App) refillKeyword(ctx context.Context, k *keyword.Backend, src spi.Scanner) {
+	if n, err := k.DocCount(ctx); err != nil || n > 0 {
+		return
+	}
+	n, err := k.Rebuild(ctx, src)
+	if err != nil {
+		a.Logger.Warn("app: keyword index rebuild after reconnect failed", slog.String("error", err.Error()))
+		return
+	}
+	a.Logger.Info("app: keyword index rebuilt from the system of record", slog.Int("documents", n))
 }
 
 func (a *App) openGraph(ctx context.Context, src spi.Scanner) error {
@@ -166,7 +197,7 @@ func (a *App) openGraph(ctx context.Context, src spi.Scanner) error {
 		a.Graph = s
 		a.closers = append(a.closers, s)
 	case config.KindNeo4j:
-		b, err := graph.Open(ctx, graph.Config{
+		gc := graph.Config{
 			URI:            c.URI,
 			User:           c.User,
 			Password:       c.Password,
@@ -174,12 +205,18 @@ func (a *App) openGraph(ctx context.Context, src spi.Scanner) error {
 			ConnectTimeout: config.Millis(c.ConnectTimeoutMS),
 			Logger:         a.Logger,
 			Now:            a.now,
-		})
-		if err != nil {
+		}
+		lg := &lazyGraph{lazy: lazy[graphStore]{
+			name:   "graph (neo4j)",
+			open:   func(ctx context.Context) (graphStore, error) { return graph.Open(ctx, gc) },
+			logger: a.Logger,
+			now:    a.now,
+		}}
+		if err := lg.start(ctx); err != nil {
 			return fmt.Errorf("app: backends.graph (neo4j): %w", err)
 		}
-		a.Graph = b
-		a.closers = append(a.closers, b)
+		a.Graph = lg
+		a.closers = append(a.closers, lg)
 	}
 	return nil
 }
@@ -213,9 +250,3 @@ func (a *App) fillGraph(ctx context.Context, s *graphembedded.Store, src spi.Sca
 	}
 	return nil
 }
-
-type closerFunc func() error
-
-func (f closerFunc) Close() error { return f() }
-
-var _ io.Closer = closerFunc(nil)

@@ -1,0 +1,219 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ragd/ragd/backends/graph/embedded"
+	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/internal/app"
+	"github.com/ragd/ragd/internal/faultproxy"
+	"github.com/ragd/ragd/internal/testenv"
+	"github.com/ragd/ragd/retriever"
+	"github.com/ragd/ragd/spi"
+)
+
+func embeddedConfig(t *testing.T) *config.Config {
+	t.Helper()
+	c := config.Default()
+	off := false
+	c.Auth.Enabled = &off
+	c.DataDir = t.TempDir()
+	return &c
+}
+
+func newApp(t *testing.T, cfg *config.Config) *app.App {
+	t.Helper()
+	a, err := app.New(context.Background(), cfg, app.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatalf("app.New: %v", err)
+	}
+	return a
+}
+
+func top(t *testing.T, a *app.App, q retriever.Query) *retriever.Result {
+	t.Helper()
+	res, err := a.Retriever.Retrieve(context.Background(), q)
+	if err != nil {
+		t.Fatalf("Retrieve: %v", err)
+	}
+	return res
+}
+
+func TestEmbeddedStackServesAndPersists(t *testing.T) {
+	cfg := embeddedConfig(t)
+	a := newApp(t, cfg)
+	n, err := a.LoadDemo(context.Background())
+	if err != nil || n != 24 {
+		t.Fatalf("LoadDemo = %d, %v; want 24 documents", n, err)
+	}
+	q := retriever.Query{Text: "circuit breaker half-open trial calls", Limit: 3}
+	res := top(t, a, q)
+	if len(res.Hits) == 0 || res.Hits[0].ID != "circuit-breaker" || res.Hits[0].Document == nil {
+		t.Fatalf("want circuit-breaker first and hydrated, got %+v", res.Hits)
+	}
+	for _, s := range []string{spi.SourceVector, spi.SourceKeyword, spi.SourceGraph, spi.SourceGraphExpand} {
+		if res.Sources[s].Status != retriever.StatusOK {
+			t.Errorf("source %s: %+v", s, res.Sources[s])
+		}
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Reopen: the demo is already there, nothing is written again.
+	a = newApp(t, cfg)
+	if n, err := a.LoadDemo(context.Background()); err != nil || n != 0 {
+		t.Fatalf("LoadDemo after restart = %d, %v; want 0 (already stored)", n, err)
+	}
+	if res := top(t, a, q); res.Hits[0].ID != "circuit-breaker" {
+		t.Fatalf("after restart: %+v", res.Hits)
+	}
+	a.Close()
+}
+
+func TestDerivedStoresRebuiltAtStart(t *testing.T) {
+	cfg := embeddedConfig(t)
+	a := newApp(t, cfg)
+	if _, err := a.LoadDemo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+
+	// Lose the keyword index and corrupt the graph file.
+	if err := os.RemoveAll(filepath.Join(cfg.DataDir, "keyword")); err != nil {
+		t.Fatal(err)
+	}
+	graphFile := filepath.Join(cfg.DataDir, "graph", embedded.FileName)
+	if err := os.WriteFile(graphFile, []byte("this is not a bolt database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	a = newApp(t, cfg)
+	defer a.Close()
+	only := func(src string) retriever.Query {
+		q := retriever.Query{Text: "circuit breaker half-open", Limit: 5, Sources: retriever.Only(src)}
+		return q
+	}
+	if res := top(t, a, only(spi.SourceKeyword)); len(res.Hits) == 0 || res.Sources[spi.SourceKeyword].Status != retriever.StatusOK {
+		t.Fatalf("keyword index not rebuilt: %+v", res)
+	}
+	if res := top(t, a, only(spi.SourceGraph)); len(res.Hits) == 0 || res.Sources[spi.SourceGraph].Status != retriever.StatusOK {
+		t.Fatalf("graph store not rebuilt: %+v", res)
+	}
+	if _, err := os.Stat(graphFile + ".corrupt"); err != nil {
+		t.Errorf("corrupt graph file was not kept aside: %v", err)
+	}
+}
+
+func TestStartsWhileServerBackendsAreDown(t *testing.T) {
+	cfg := embeddedConfig(t)
+	cfg.Backends.Vector = config.VectorConfig{Kind: config.KindPgvector, DSN: "postgres://ragd:x@" + deadAddr(t) + "/ragd", Table: "ragd_documents", Distance: "cosine", ConnectTimeoutMS: 500, MaxConns: 2, EFSearch: 40}
+	cfg.Backends.Graph = config.GraphConfig{Kind: config.KindNeo4j, URI: "bolt://" + deadAddr(t), User: "neo4j", Password: "x", ConnectTimeoutMS: 500}
+	a := newApp(t, cfg)
+	defer a.Close()
+
+	// Writes fail per document (the system of record is down): never a panic,
+	// never a silent success.
+	res := a.Pipeline.Upsert(context.Background(), []spi.Document{{ID: "d1", Title: "circuit breakers", Text: "open after failures"}})
+	if len(res) != 1 || res[0].Status != "failed" {
+		t.Fatalf("upsert while the record store is down: %+v", res)
+	}
+	// Queries are answered by whatever is left (the keyword index, empty) and
+	// name the dropped sources.
+	out := top(t, a, retriever.Query{Text: "circuit breakers", Limit: 3})
+	for _, s := range []string{spi.SourceVector, spi.SourceGraph} {
+		if st := out.Sources[s].Status; st != retriever.StatusError && st != retriever.StatusCircuitOpen {
+			t.Errorf("source %s: status %q, want error or circuit_open", s, st)
+		}
+	}
+	if out.Sources[spi.SourceKeyword].Status != retriever.StatusOK || !out.Degraded {
+		t.Errorf("keyword must answer and the result be degraded: %+v", out)
+	}
+	h := a.Health()[spi.SourceVector].Health(context.Background())
+	if h.Status != spi.StatusDown {
+		t.Errorf("vector health %+v, want down", h)
+	}
+}
+
+func TestConnectsWhenPostgresComesBack(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" {
+		t.Skipf("DSN %q is not a URL; this test rewrites its host", dsn)
+	}
+	p, err := faultproxy.New(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.Refuse()
+	u.Host = p.Addr()
+
+	cfg := embeddedConfig(t)
+	cfg.Backends.Vector = config.VectorConfig{Kind: config.KindPgvector, DSN: u.String(), Table: "ragd_documents", Distance: "cosine", ConnectTimeoutMS: 1000, MaxConns: 4, EFSearch: 40}
+	a := newApp(t, cfg)
+	defer a.Close()
+	if r := a.Pipeline.Upsert(context.Background(), []spi.Document{{ID: "early", Title: "t", Text: "x"}}); r[0].Status != "failed" {
+		t.Fatalf("upsert before PostgreSQL is reachable: %+v", r)
+	}
+
+	p.Pass()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r := a.Pipeline.Upsert(context.Background(), []spi.Document{{ID: "late", Title: "zeppelin mooring", Text: "masts"}})
+		if r[0].Status == "ok" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never connected after PostgreSQL came back: %+v", r)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	res := top(t, a, retriever.Query{Text: "zeppelin mooring", Limit: 1})
+	if len(res.Hits) == 0 || res.Hits[0].ID != "late" || res.Sources[spi.SourceVector].Status != retriever.StatusOK {
+		t.Fatalf("after reconnect: %+v", res)
+	}
+}
+
+func TestMisconfiguredServerFailsStart(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" {
+		t.Skipf("DSN %q is not a URL", dsn)
+	}
+	u.User = url.UserPassword("no_such_role_ragd", "wrong")
+	cfg := embeddedConfig(t)
+	cfg.Backends.Vector = config.VectorConfig{Kind: config.KindPgvector, DSN: u.String(), Table: "ragd_documents", Distance: "cosine", ConnectTimeoutMS: 1000, MaxConns: 2, EFSearch: 40}
+	_, err = app.New(context.Background(), cfg, app.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err == nil {
+		t.Fatal("a wrong role must fail start-up, not be retried forever")
+	}
+	if errors.Is(err, spi.ErrUnavailable) {
+		t.Logf("note: authentication failure classified as unavailable: %v", err)
+	}
+	if !strings.Contains(err.Error(), "backends.vector") {
+		t.Errorf("error does not name the backend: %v", err)
+	}
+}
+
+// deadAddr returns a loopback address nothing listens on.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
