@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -141,4 +142,7 @@ func BenchmarkOpen(b *testing.B) {
 		s.Close()
 	}
 	b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
+	if st, err := os.Stat(filepath.Join(dir, embedded.FileName)); err == nil {
+		b.ReportMetric(float64(st.Size())/(1<<20), "file-MiB")
+	}
 }
