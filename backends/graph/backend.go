@@ -93,8 +93,21 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 		drv.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
+	b.warmUp(ctx)
 	b.log.Info("graph backend opened", "uri", redactURI(cfg.URI), "database", cfg.Database)
 	return b, nil
+}
+
+// warmUp runs the retrieval queries once with inputs that match nothing, so
+// the server has planned them before the first real query arrives: a cold
+// plan can cost hundreds of milliseconds, more than a query's graph budget.
+// Failures are ignored; the real calls report their own errors.
+func (b *Backend) warmUp(ctx context.Context) {
+	const none = "ragd:warm-up:no-such-tenant"
+	_, _ = b.MatchEntities(ctx, spi.KeywordRequest{Text: "warm", K: 1, Tenant: none})
+	for _, hops := range []int{1, 2} {
+		_, _ = b.Expand(ctx, []string{none}, spi.ExpandOptions{Hops: hops, Limit: 1, Tenant: none})
+	}
 }
 
 func (b *Backend) ensureSchema(ctx context.Context) error {
