@@ -1,12 +1,12 @@
 package api
 
 import (
-	"errors"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/internal/promreg"
 )
 
 type httpMetrics struct {
@@ -32,32 +32,16 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 		}),
 	}
 	var err error
-	if m.requests, err = register(reg, m.requests); err != nil {
+	if m.requests, err = promreg.Register(reg, m.requests); err != nil {
 		return nil, err
 	}
-	if m.duration, err = register(reg, m.duration); err != nil {
+	if m.duration, err = promreg.Register(reg, m.duration); err != nil {
 		return nil, err
 	}
-	if m.inFlight, err = register(reg, m.inFlight); err != nil {
+	if m.inFlight, err = promreg.Register(reg, m.inFlight); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under
-// the same descriptor (a second Server on the same registry shares it).
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(T); ok {
-				return existing, nil
-			}
-		}
-		var zero T
-		return zero, err
-	}
-	return c, nil
 }
 
 // BreakerMetrics exposes circuit-breaker state to Prometheus:
@@ -105,7 +89,7 @@ func RegisterBreakerMetrics(reg prometheus.Registerer, breakers Breakers) (*Brea
 	}
 	m.SetBreakers(breakers)
 	var err error
-	if m.transitions, err = register(reg, m.transitions); err != nil {
+	if m.transitions, err = promreg.Register(reg, m.transitions); err != nil {
 		return nil, err
 	}
 	if err := reg.Register(breakerCollector{m}); err != nil {

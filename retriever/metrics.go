@@ -1,12 +1,12 @@
 package retriever
 
 import (
-	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragd/ragd/internal/promreg"
 )
 
 // metrics are the retriever's Prometheus instruments; a nil *metrics (no
@@ -50,37 +50,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"reason"}),
 	}
 	var err error
-	if m.sourceDuration, err = register(reg, m.sourceDuration); err != nil {
+	if m.sourceDuration, err = promreg.Register(reg, m.sourceDuration); err != nil {
 		return nil, err
 	}
-	if m.hydratorDuration, err = register(reg, m.hydratorDuration); err != nil {
+	if m.hydratorDuration, err = promreg.Register(reg, m.hydratorDuration); err != nil {
 		return nil, err
 	}
-	if m.queryDuration, err = register(reg, m.queryDuration); err != nil {
+	if m.queryDuration, err = promreg.Register(reg, m.queryDuration); err != nil {
 		return nil, err
 	}
-	if m.queries, err = register(reg, m.queries); err != nil {
+	if m.queries, err = promreg.Register(reg, m.queries); err != nil {
 		return nil, err
 	}
-	if m.failures, err = register(reg, m.failures); err != nil {
+	if m.failures, err = promreg.Register(reg, m.failures); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the identical collector already
-// registered (several retrievers may share one registry).
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(T); ok {
-				return existing, nil
-			}
-		}
-		return c, fmt.Errorf("retriever: register metrics: %w", err)
-	}
-	return c, nil
 }
 
 func (m *metrics) source(name string, a attempt) {
