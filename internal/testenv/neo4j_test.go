@@ -2,6 +2,10 @@ package testenv_test
 
 import (
 	"context"
+	"errors"
+	"net"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,6 +81,9 @@ func TestDedicatedNeo4jStopStartKeepsData(t *testing.T) {
 	vcancel()
 	if err == nil {
 		t.Fatal("VerifyConnectivity succeeded on a stopped server")
+	}
+	if _, err := net.DialTimeout("tcp", strings.TrimPrefix(s.URI, "bolt://"), 5*time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("dial a stopped server: %v, want connection refused", err)
 	}
 
 	if err := s.Start(ctx); err != nil {
