@@ -10,26 +10,28 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// Load phases, by when a request started.
+// Load phases.
 const (
-	phaseBefore   = "before"   // every server up
-	phaseStopping = "stopping" // the server is being stopped
-	phaseAfter    = "after"    // the server is down
+	phaseBefore   = "before"   // answered before the stop began
+	phaseStopping = "stopping" // in flight at some time while the server was being stopped
+	phaseAfter    = "after"    // sent after the server was down
 )
 
 type sample struct {
-	phase   string
-	latency time.Duration
-	status  int
-	err     error
-	partial bool
+	phase      string
+	start, end time.Time
+	latency    time.Duration
+	status     int
+	err        error
+	partial    bool
 	// killed is the status of the stopped server's source in the answer.
 	killed string
+	// took is each source's own time, from the answer.
+	took map[string]time.Duration
 }
 
 // TestLoadWithBackendKilled drives `ragd serve` on dedicated PostgreSQL and
@@ -89,8 +91,6 @@ func TestLoadWithBackendKilled(t *testing.T) {
 		}
 	}
 
-	var phase atomic.Value
-	phase.Store(phaseBefore)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := newClient(s.Ragd.addr, queryKey)
@@ -104,15 +104,20 @@ func TestLoadWithBackendKilled(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for n := i * 17; ctx.Err() == nil; n++ {
-				ph := phase.Load().(string)
 				var res queryResult
 				begin := time.Now()
 				st, _, err := c.call(ctx, http.MethodPost, "/v1/query", queryRequest{Text: s.queryText(n), Limit: 10}, &res)
 				if ctx.Err() != nil {
 					return // cut off at the end of the run
 				}
-				results[i] = append(results[i], sample{phase: ph, latency: time.Since(begin), status: st, err: err,
-					partial: res.Partial, killed: res.Sources[source].Status})
+				x := sample{start: begin, end: time.Now(), latency: time.Since(begin), status: st, err: err,
+					partial: res.Partial, killed: res.Sources[source].Status, took: map[string]time.Duration{}}
+				for name, ss := range res.Sources {
+					if ss.Status == "ok" {
+						x.took[name] = time.Duration(ss.TookMS * float64(time.Millisecond))
+					}
+				}
+				results[i] = append(results[i], x)
 			}
 		}()
 	}
@@ -120,7 +125,6 @@ func TestLoadWithBackendKilled(t *testing.T) {
 	half := duration / 2
 	began := time.Now()
 	time.Sleep(half)
-	phase.Store(phaseStopping)
 	stopBegan := time.Now()
 	if err := stop(context.Background()); err != nil {
 		cancel()
@@ -128,7 +132,6 @@ func TestLoadWithBackendKilled(t *testing.T) {
 		t.Fatalf("stop %s: %v", kill, err)
 	}
 	stopTook := time.Since(stopBegan)
-	phase.Store(phaseAfter)
 	afterBegan := time.Now()
 	time.Sleep(half)
 	cancel()
@@ -142,11 +145,21 @@ func TestLoadWithBackendKilled(t *testing.T) {
 	}
 	var all []sample
 	for _, r := range results {
-		all = append(all, r...)
+		for _, x := range r {
+			switch {
+			case x.end.Before(stopBegan):
+				x.phase = phaseBefore
+			case !x.start.Before(afterBegan):
+				x.phase = phaseAfter
+			default:
+				x.phase = phaseStopping
+			}
+			all = append(all, x)
+		}
 	}
 	t.Logf("load: %d clients, %s stopped after %v (stop took %v), GOMAXPROCS %d, ragd built with race=%v",
 		clients, kill, half, stopTook.Round(time.Millisecond), runtime.GOMAXPROCS(0), os.Getenv(envRace) == "1")
-	t.Logf("%-9s %8s %8s %9s %9s %9s %8s  %s", "phase", "requests", "req/s", "p50", "p99", "max", "partial", source+" statuses")
+	t.Logf("%-9s %8s %8s %9s %9s %9s %8s  %s", "phase", "requests", "req/s", "p50", "p99", "max", "partial", source+" statuses; p50 of each source answering ok")
 	for _, ph := range []string{phaseBefore, phaseStopping, phaseAfter, "overall"} {
 		var part []sample
 		span := end.Sub(began)
@@ -194,7 +207,11 @@ func summary(phase string, xs []sample, span time.Duration) string {
 	lat := make([]time.Duration, len(xs))
 	partial := 0
 	statuses := map[string]int{}
+	took := map[string][]time.Duration{}
 	for i, x := range xs {
+		for name, d := range x.took {
+			took[name] = append(took[name], d)
+		}
 		lat[i] = x.latency
 		if x.partial {
 			partial++
@@ -218,6 +235,12 @@ func summary(phase string, xs []sample, span time.Duration) string {
 		fmt.Fprintf(&st, "%s=%d ", k, statuses[k])
 	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond)) }
+	st.WriteString(";")
+	for _, name := range []string{"vector", "keyword", "graph", "graph_expand"} {
+		if ds := took[name]; len(ds) > 0 {
+			fmt.Fprintf(&st, " %s %s", name, ms(percentile(ds, 50)))
+		}
+	}
 	return fmt.Sprintf("%-9s %8d %8.1f %9s %9s %9s %7.1f%%  %s", phase, len(xs), rate,
 		ms(percentile(lat, 50)), ms(percentile(lat, 99)), ms(percentile(lat, 100)), share, strings.TrimSpace(st.String()))
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -69,6 +70,9 @@ func startRagd(t *testing.T, cfgPath string, env ...string) *ragdProc {
 	}()
 	t.Cleanup(func() {
 		p.stop(t)
+		if p.log.raced.Load() {
+			t.Errorf("ragd reported a data race (built with %s=1); see %s", envRace, logPath)
+		}
 		if t.Failed() {
 			t.Logf("ragd log (%s), last lines other than request logs:\n%s", logPath, p.log.tail(40))
 		}
@@ -136,6 +140,8 @@ type lineWriter struct {
 	onLine func(string)
 	buf    []byte
 	last   []string
+	// raced is set when the race detector reported in the output.
+	raced atomic.Bool
 }
 
 func (lw *lineWriter) Write(b []byte) (int, error) {
@@ -150,6 +156,9 @@ func (lw *lineWriter) Write(b []byte) (int, error) {
 		}
 		line := string(lw.buf[:i])
 		lw.buf = lw.buf[i+1:]
+		if strings.Contains(line, "WARNING: DATA RACE") {
+			lw.raced.Store(true)
+		}
 		lw.last = append(lw.last, line)
 		if len(lw.last) > 200 {
 			lw.last = lw.last[len(lw.last)-200:]
