@@ -109,7 +109,15 @@ func (s *Server) upsertDocuments() echo.HandlerFunc {
 		// create the same new id are not serialised here.)
 		if len(pending) > 0 {
 			owners, err := s.owners(ctx, docs, pending)
-			if err != nil {
+			if errors.Is(err, spi.ErrUnavailable) {
+				// The system of record is down: no document of this batch
+				// can be written. Say so per document, as for any other
+				// write failure, and write nothing.
+				for _, i := range pending {
+					results[i] = failed(docs[i].ID, ingest.CodeStoreUnavailable, "the system of record is unavailable; nothing was written, retry later")
+				}
+				pending = nil
+			} else if err != nil {
 				return err
 			}
 			kept := pending[:0]
@@ -300,11 +308,16 @@ func (s *Server) deleteDocuments() echo.HandlerFunc {
 		}
 		ctx := c.Request().Context()
 		owners, err := s.ownersOf(ctx, ids)
-		if err != nil {
+		results := make([]ingest.Result, len(ids))
+		if errors.Is(err, spi.ErrUnavailable) {
+			for i, id := range ids {
+				results[i] = failed(id, ingest.CodeStoreUnavailable, "the system of record is unavailable; nothing was deleted, retry later")
+			}
+			return s.answerBatch(c, results)
+		} else if err != nil {
 			return err
 		}
 		p := principal(c)
-		results := make([]ingest.Result, len(ids))
 		var pending []int
 		for i, id := range ids {
 			if t, ok := owners[id]; !ok || !p.visible(t) {

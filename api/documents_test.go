@@ -166,9 +166,17 @@ func TestUpsertRecordStoreDown(t *testing.T) {
 	e.store.HydrateFn = func(context.Context, []string) ([]spi.Document, []string, error) {
 		return nil, nil, fmt.Errorf("vector: hydrate: %w", spi.ErrUnavailable)
 	}
-	wantError(t, e.do(http.MethodPost, "/v1/documents", `{"documents":[{"id":"a","text":"x"}]}`), http.StatusServiceUnavailable, api.CodeUnavailable)
+	resp := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", `{"documents":[{"id":"a","text":"x"},{"id":"b","text":"y"}]}`), http.StatusMultiStatus)
+	if resp.Failed != 2 || resp.OK != 0 || statuses(resp.Results) != "a:failed:store_unavailable b:failed:store_unavailable" {
+		t.Fatalf("want every document failed: %+v", resp)
+	}
 	if len(e.writer.upsertCalls()) != 0 {
 		t.Fatal("writer called although ownership could not be checked")
+	}
+	// Batch delete likewise answers per id and deletes nothing.
+	del := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents/delete", `{"ids":["a"]}`), http.StatusMultiStatus)
+	if del.Failed != 1 || del.Results[0].Code != ingest.CodeStoreUnavailable {
+		t.Fatalf("batch delete while the record store is down: %+v", del)
 	}
 }
 
