@@ -3,9 +3,11 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -136,28 +138,43 @@ func (s *Server) forceState(verb string, force func(Breakers, string) (breaker.S
 
 // healthCache holds the last component health results.
 type healthCache struct {
-	mu    sync.Mutex
-	at    time.Time
-	comps map[string]ComponentHealth
+	mu       sync.Mutex
+	at       time.Time
+	breakers string // breakerEpoch when comps was taken
+	comps    map[string]ComponentHealth
 }
 
 // componentHealth returns every component's health, from the cache when
-// it is younger than HealthCacheTTL. One caller at a time runs the checks;
-// the others wait for its result.
+// it is younger than HealthCacheTTL and no breaker changed state since. One
+// caller at a time runs the checks; the others wait for its result.
 func (s *Server) componentHealth(ctx context.Context) map[string]ComponentHealth {
 	ttl := s.cfg.HealthCacheTTL
 	if ttl < 0 {
 		return s.runHealthChecks(ctx)
 	}
+	epoch := s.breakerEpoch()
 	s.hcache.mu.Lock()
 	defer s.hcache.mu.Unlock()
-	if s.hcache.comps == nil || s.now().Sub(s.hcache.at) >= ttl {
+	// A breaker transition invalidates the cache, so a component is never
+	// reported up next to its open breaker.
+	if s.hcache.comps == nil || s.now().Sub(s.hcache.at) >= ttl || s.hcache.breakers != epoch {
 		// Detached from the caller: the result is shared, so one caller
 		// going away must not record every component as down.
 		s.hcache.comps = s.runHealthChecks(context.WithoutCancel(ctx))
 		s.hcache.at = s.now()
+		s.hcache.breakers = epoch
 	}
 	return maps.Clone(s.hcache.comps)
+}
+
+// breakerEpoch summarises every breaker's state and trip count; it changes
+// whenever a breaker changes state.
+func (s *Server) breakerEpoch() string {
+	var b strings.Builder
+	for _, snap := range s.snapshots() {
+		fmt.Fprintf(&b, "%s=%s/%d;", snap.Name, snap.State, snap.OpenedTotal)
+	}
+	return b.String()
 }
 
 // runHealthChecks runs every health check concurrently, each bounded by

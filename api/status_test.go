@@ -297,19 +297,35 @@ func TestHealthResultsAreCached(t *testing.T) {
 		t.Fatalf("%d health checks after the TTL, want 2", n)
 	}
 
-	// Breaker states are read live even while component health is cached.
+	// Breaker states are read live even while component health is cached,
+	// and a breaker transition refreshes the cached component health, so a
+	// component is never reported up next to its open breaker.
 	reg := newRegistry(t, clock)
+	var vectorStatus atomic.Value
+	vectorStatus.Store(spi.StatusUp)
+	var checks atomic.Int32
 	e2 := newEnv(t, func(c *api.Config) {
 		c.Now = clock.Now
 		c.Breakers = reg
 		c.HealthCacheTTL = time.Hour
-		c.Health = map[string]spi.HealthChecker{"vector": &fakeHealth{Status: spi.StatusUp}}
+		c.Health = map[string]spi.HealthChecker{"vector": &fakeHealth{HealthFn: func(context.Context) spi.Health {
+			checks.Add(1)
+			return spi.Health{Status: vectorStatus.Load().(spi.HealthStatus)}
+		}}}
 	})
 	decodeAs[api.ReadyResponse](t, serve(t, e2.h, http.MethodGet, "/readyz", nil), http.StatusOK)
+	vectorStatus.Store(spi.StatusDown)
 	if _, err := reg.ForceOpen("vector"); err != nil {
 		t.Fatal(err)
 	}
 	decodeAs[api.ReadyResponse](t, serve(t, e2.h, http.MethodGet, "/readyz", nil), http.StatusServiceUnavailable)
+	h := decodeAs[api.HealthResponse](t, e2.do(http.MethodGet, "/v1/status/health", nil), http.StatusServiceUnavailable)
+	if h.Components["vector"].Status != spi.StatusDown || h.Components["breaker:vector"].Status != spi.StatusDown {
+		t.Fatalf("after the trip, component and breaker must agree: %+v", h.Components)
+	}
+	if n := checks.Load(); n != 2 {
+		t.Fatalf("%d health checks, want 2 (one before, one after the transition)", n)
+	}
 
 	// A negative TTL disables the cache.
 	calls.Store(0)
