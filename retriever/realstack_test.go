@@ -148,11 +148,14 @@ func rsKeyword(tb testing.TB, dir string) *keyword.Backend {
 	return kb
 }
 
+// rsOpenVector and rsOpenGraph open the stores with the production
+// defaults (a 2 s connect timeout, longer than the per-source deadlines
+// used here, so a blackholed server shows as the source's timeout).
 func rsOpenVector(tb testing.TB, dsn string, dim int) *vector.Backend {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	vb, err := vector.Open(ctx, vector.Config{DSN: dsn, Dimension: dim, ConnectTimeout: time.Second})
+	vb, err := vector.Open(ctx, vector.Config{DSN: dsn, Dimension: dim})
 	if err != nil {
 		tb.Fatalf("vector.Open: %v", err)
 	}
@@ -164,7 +167,7 @@ func rsOpenGraph(tb testing.TB, uri string, conn testenv.Neo4jConn) *graph.Backe
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	gb, err := graph.Open(ctx, graph.Config{URI: uri, User: conn.User, Password: conn.Password, ConnectTimeout: time.Second})
+	gb, err := graph.Open(ctx, graph.Config{URI: uri, User: conn.User, Password: conn.Password})
 	if err != nil {
 		tb.Fatalf("graph.Open: %v", err)
 	}
@@ -172,12 +175,13 @@ func rsOpenGraph(tb testing.TB, uri string, conn testenv.Neo4jConn) *graph.Backe
 	return gb
 }
 
-// loadRSCorpus ingests the corpus; the stores are direct connections used
-// only for ingestion and cleanup; scenarios open their own, through proxies.
-func loadRSCorpus(tb testing.TB) *rsCorpus {
+// loadRSCorpus ingests the first n Cranfield documents; the stores are
+// direct connections used only for ingestion and cleanup; scenarios open
+// their own, through proxies.
+func loadRSCorpus(tb testing.TB, n int) *rsCorpus {
 	tb.Helper()
 	c := &rsCorpus{pgDSN: testenv.Postgres(tb), neo: testenv.Neo4j(tb), tenant: rsUnique(tb), emb: rsEmbedder(tb)}
-	docs, queries := rsDocuments(tb, c.tenant, rsDocs)
+	docs, queries := rsDocuments(tb, c.tenant, n)
 	c.queries = queries
 	for _, d := range docs {
 		c.ids = append(c.ids, d.ID)
@@ -206,7 +210,11 @@ type rsStack struct {
 	pgProxy, neoProxy *faultproxy.Proxy
 	vector            *vector.Backend
 	graph             *graph.Backend
-	log               *rsTransitions
+	// The breaker-wrapped sources the retriever queries.
+	vectorSrc  spi.VectorRetrievalBackend
+	keywordSrc spi.KeywordRetrievalBackend
+	graphSrc   spi.GraphRetrievalBackend
+	log        *rsTransitions
 }
 
 // rsTransitions records breaker transitions.
@@ -234,11 +242,17 @@ func (l *rsTransitions) path(name string) []string {
 	return out
 }
 
-func rsBreaker(tb testing.TB, name string, log *rsTransitions) *breaker.Breaker {
+// rsBreaker returns a breaker configured as internal/app does (errors that
+// are the caller's fault are neutral), with rsThreshold and rsReset unless
+// tune changes them.
+func rsBreaker(tb testing.TB, name string, log *rsTransitions, tune func(*breaker.Config)) *breaker.Breaker {
 	tb.Helper()
 	cfg := breaker.DefaultConfig()
 	cfg.FailureThreshold = rsThreshold
 	cfg.ResetTimeout = rsReset
+	if tune != nil {
+		tune(&cfg)
+	}
 	cfg.ShouldCount = breaker.IgnoreErrors(spi.ErrInvalidQuery, spi.ErrNotFound)
 	cfg.OnStateChange = log.record
 	b, err := breaker.New(name, cfg)
@@ -311,6 +325,9 @@ type rsStackOptions struct {
 	Defaults retriever.Defaults
 	// Keyword replaces the corpus' keyword index (for the all-dead test).
 	Keyword spi.KeywordRetrievalBackend
+	// Tune, when set, adjusts every breaker's config (the defaults are
+	// rsBreaker's).
+	Tune func(*breaker.Config)
 	// GuardedHydrators passes the breaker-wrapped stores as hydrators, so
 	// the retriever skips a store whose breaker is open; internal/app
 	// passes the raw stores (the default here).
@@ -334,9 +351,9 @@ func (c *rsCorpus) newStack(tb testing.TB, o rsStackOptions) *rsStack {
 	if o.Keyword != nil {
 		kw = o.Keyword
 	}
-	s.vb = rsBreaker(tb, spi.SourceVector, s.log)
-	s.kb = rsBreaker(tb, spi.SourceKeyword, s.log)
-	s.gb = rsBreaker(tb, spi.SourceGraph, s.log)
+	s.vb = rsBreaker(tb, spi.SourceVector, s.log, o.Tune)
+	s.kb = rsBreaker(tb, spi.SourceKeyword, s.log, o.Tune)
+	s.gb = rsBreaker(tb, spi.SourceGraph, s.log, o.Tune)
 	vg, kg, gg := breaker.Vector(s.vector, s.vb), breaker.Keyword(kw, s.kb), breaker.Graph(s.graph, s.gb)
 	hydrators := []retriever.NamedHydrator{
 		{Name: spi.SourceVector, Hydrator: s.vector},
@@ -358,6 +375,7 @@ func (c *rsCorpus) newStack(tb testing.TB, o rsStackOptions) *rsStack {
 		tb.Fatalf("retriever.New: %v", err)
 	}
 	s.r = r
+	s.vectorSrc, s.keywordSrc, s.graphSrc = vg, kg, gg
 	return s
 }
 
@@ -446,7 +464,7 @@ func (c *rsCorpus) healthyQueries(tb testing.TB, s *rsStack, n int) []string {
 }
 
 func TestRealStack(t *testing.T) {
-	c := loadRSCorpus(t)
+	c := loadRSCorpus(t, rsDocs)
 	var queries []string
 
 	t.Run("healthy", func(t *testing.T) {
@@ -765,11 +783,11 @@ func TestRealStackPostgresRestart(t *testing.T) {
 	rsIngest(t, emb, vb, []ingest.NamedIndexer{{Name: spi.SourceKeyword, Indexer: kb}, {Name: spi.SourceGraph, Indexer: gs}}, docs)
 
 	log := &rsTransitions{}
-	vbr := rsBreaker(t, spi.SourceVector, log)
+	vbr := rsBreaker(t, spi.SourceVector, log, nil)
 	r, err := retriever.New(retriever.Config{
 		Vector:   breaker.Vector(vb, vbr),
-		Keyword:  breaker.Keyword(kb, rsBreaker(t, spi.SourceKeyword, log)),
-		Graph:    breaker.Graph(gs, rsBreaker(t, spi.SourceGraph, log)),
+		Keyword:  breaker.Keyword(kb, rsBreaker(t, spi.SourceKeyword, log, nil)),
+		Graph:    breaker.Graph(gs, rsBreaker(t, spi.SourceGraph, log, nil)),
 		Embedder: emb,
 		Hydrators: []retriever.NamedHydrator{
 			{Name: spi.SourceVector, Hydrator: vb},
