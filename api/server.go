@@ -6,7 +6,6 @@ import (
 	"log"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -143,16 +142,4 @@ func (s *Server) HTTPServer() *http.Server {
 		MaxHeaderBytes:    1 << 20,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-}
-
-// openAPIPath converts an echo route template to OpenAPI form:
-// /v1/documents/:id → /v1/documents/{id}.
-func openAPIPath(p string) string {
-	parts := strings.Split(p, "/")
-	for i, seg := range parts {
-		if name, ok := strings.CutPrefix(seg, ":"); ok {
-			parts[i] = "{" + name + "}"
-		}
-	}
-	return strings.Join(parts, "/")
 }

@@ -17,8 +17,7 @@ import (
 
 var errBench = errors.New("bench: backend down")
 
-func okFn(context.Context) error   { return nil }
-func failFn(context.Context) error { return errBench }
+func okFn(context.Context) error { return nil }
 
 func newBenchBreaker(b *testing.B) *breaker.Breaker {
 	b.Helper()

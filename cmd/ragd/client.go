@@ -140,15 +140,6 @@ func (c *client) do(ctx context.Context, method, path string, body any) (*respon
 	return nil, newHTTPError(method, path, resp, b)
 }
 
-// getJSON GETs path and decodes a 2xx answer into out.
-func (c *client) getJSON(ctx context.Context, path string, out any) error {
-	resp, err := c.do(ctx, http.MethodGet, path, nil)
-	if err != nil {
-		return err
-	}
-	return decodeBody(path, resp.Body, out)
-}
-
 // decodeBody decodes an answer of path into out.
 func decodeBody(path string, b []byte, out any) error {
 	if err := json.Unmarshal(b, out); err != nil {
