@@ -18,12 +18,11 @@ import (
 var fixedNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 type rig struct {
-	p       *ingest.Pipeline
-	vec     *memStore
-	kw      *memStore
-	graph   *memStore
-	emb     *fakeEmbedder
-	extract ingest.EntityExtractor
+	p     *ingest.Pipeline
+	vec   *memStore
+	kw    *memStore
+	graph *memStore
+	emb   *fakeEmbedder
 }
 
 func newRig(t *testing.T, mod func(*ingest.Config)) *rig {

@@ -18,11 +18,10 @@ func TestEvalCranfieldEmbedded(t *testing.T) {
 		t.Skip("ingests 1,400 documents; skipped in -short mode")
 	}
 	dir := spitest.CranfieldDir(t)
-	code, stdout, stderr := runRagd(t, "eval", dir, "-c", "does-not-exist.yaml")
-	if code == 0 {
+	if code, _, _ := runRagd(t, "eval", dir, "-c", "does-not-exist.yaml"); code == 0 {
 		t.Fatalf("an explicit missing config must fail, got exit 0")
 	}
-	code, stdout, stderr = runRagd(t, "eval", dir, "--modes", "keyword,vector,graph,hybrid")
+	code, stdout, stderr := runRagd(t, "eval", dir, "--modes", "keyword,vector,graph,hybrid")
 	if code != 0 {
 		t.Fatalf("ragd eval exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}

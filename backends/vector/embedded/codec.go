@@ -99,8 +99,7 @@ func (r *reader) string() string {
 type header struct {
 	tenant   string
 	metadata map[string]string
-	vector   []float32 // appended to the caller's slice
-	rest     []byte    // the JSON body, aliasing the input
+	rest     []byte // the JSON body, aliasing the input
 }
 
 // decodeHeader parses a record's header, appending its vector to vec.
