@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ragd/ragd/eval"
+	"github.com/ragd/ragd/spi/spitest"
 )
 
 func writeDataset(t *testing.T, files map[string]string) string {
@@ -115,14 +116,7 @@ func TestWriteRun(t *testing.T) {
 }
 
 func TestLoadCranfield(t *testing.T) {
-	dir := filepath.Join("..", "..", "shared", "data", "cranfield")
-	if _, err := os.Stat(dir); err != nil {
-		dir = "/work/shared/data/cranfield"
-	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Skip("shared Cranfield data not present")
-	}
-	ds, err := eval.LoadBEIR(dir, "test")
+	ds, err := eval.LoadBEIR(spitest.CranfieldDir(t), "test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,14 +22,14 @@ func BenchmarkCranfieldIngest(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := be.Upsert(ctx, c.docs); err != nil {
+		if err := be.Upsert(ctx, c.Corpus); err != nil {
 			b.Fatal(err)
 		}
 		if err := be.Close(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(len(c.docs))*float64(b.N)/b.Elapsed().Seconds(), "docs/s")
+	b.ReportMetric(float64(len(c.Corpus))*float64(b.N)/b.Elapsed().Seconds(), "docs/s")
 }
 
 // BenchmarkCranfieldRetrieve runs the 225 Cranfield queries round-robin and
@@ -43,7 +43,7 @@ func BenchmarkCranfieldRetrieve(b *testing.B) {
 			var lat []time.Duration
 			i := 0
 			for b.Loop() {
-				q := c.queries[i%len(c.queries)]
+				q := c.Queries[i%len(c.Queries)]
 				i++
 				start := time.Now()
 				if _, err := be.Retrieve(ctx, spi.KeywordRequest{Text: q.Text, K: k}); err != nil {

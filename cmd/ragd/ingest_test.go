@@ -22,6 +22,7 @@ import (
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/spi"
+	"github.com/ragd/ragd/spi/spitest"
 )
 
 // ingestCount reads a count ("sent", "ok", "partial", "failed") from the
@@ -81,9 +82,9 @@ func TestIngestJSONL(t *testing.T) {
 
 func TestIngestBEIRDir(t *testing.T) {
 	const n = 12
-	src, err := os.ReadFile("/work/shared/data/cranfield/corpus.jsonl")
+	src, err := os.ReadFile(filepath.Join(spitest.CranfieldDir(t), "corpus.jsonl"))
 	if err != nil {
-		t.Skipf("Cranfield not available: %v", err)
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	head := strings.SplitAfterN(string(src), "\n", n+1)[:n]
