@@ -409,19 +409,25 @@ func (p *Pipeline) writeDerived(ctx context.Context, work []spi.Document, res []
 	}
 	wg.Wait()
 	for _, i := range accepted {
-		var msgs []string
-		for s, d := range p.derived {
-			if err, bad := failed[s][work[i].ID]; bad {
-				res[i].Stores[d.Name] = StoreFailed
-				msgs = append(msgs, d.Name+": "+err.Error())
-			} else {
-				res[i].Stores[d.Name] = StoreOK
-			}
+		p.markDerived(&res[i], failed, work[i].ID)
+	}
+}
+
+// markDerived records in r how each derived store fared with id (failed[s]
+// holds store s's failed ids); a failure makes r partial.
+func (p *Pipeline) markDerived(r *Result, failed []map[string]error, id string) {
+	var msgs []string
+	for s, d := range p.derived {
+		if err, bad := failed[s][id]; bad {
+			r.Stores[d.Name] = StoreFailed
+			msgs = append(msgs, d.Name+": "+err.Error())
+		} else {
+			r.Stores[d.Name] = StoreOK
 		}
-		if len(msgs) > 0 {
-			res[i].Status, res[i].Code = StatusPartial, CodeDerivedStoreFailed
-			res[i].Error = strings.Join(msgs, "; ") + " (queued for repair)"
-		}
+	}
+	if len(msgs) > 0 {
+		r.Status, r.Code = StatusPartial, CodeDerivedStoreFailed
+		r.Error = strings.Join(msgs, "; ") + " (queued for repair)"
 	}
 }
 
@@ -552,19 +558,7 @@ func (p *Pipeline) Delete(ctx context.Context, ids []string) []Result {
 			p.fail(&res[i], recordCode(ctx, err), p.record.Name+": "+err.Error())
 			continue
 		}
-		var msgs []string
-		for s, d := range p.derived {
-			if err, bad := derFailed[s][id]; bad {
-				res[i].Stores[d.Name] = StoreFailed
-				msgs = append(msgs, d.Name+": "+err.Error())
-			} else {
-				res[i].Stores[d.Name] = StoreOK
-			}
-		}
-		if len(msgs) > 0 {
-			res[i].Status, res[i].Code = StatusPartial, CodeDerivedStoreFailed
-			res[i].Error = strings.Join(msgs, "; ") + " (queued for repair)"
-		}
+		p.markDerived(&res[i], derFailed, id)
 	}
 	return res
 }
