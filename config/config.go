@@ -232,7 +232,7 @@ func Default() Config {
 	}
 }
 
-// Duration converts whole seconds or milliseconds from the file.
+// Seconds converts (possibly fractional) seconds from the file.
 func Seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // Millis converts milliseconds from the file.

@@ -8,11 +8,11 @@ import (
 	"strings"
 )
 
-// SourceNames are the retriever's source names valid under
+// sourceNames are the retriever's source names valid under
 // retriever.sources.
 var sourceNames = []string{"vector", "keyword", "graph"}
 
-// BreakerNames are the breakers ragd mints, valid under breakers.overrides.
+// breakerNames are the breakers ragd mints, valid under breakers.overrides.
 var breakerNames = []string{"vector", "keyword", "graph", "embedder"}
 
 var publicEndpoints = []string{"health", "ready", "metrics", "openapi"}

@@ -115,7 +115,7 @@ func classify(sctx context.Context, err error) (st Status, msg string, unhealthy
 	return st, msg, unhealthy
 }
 
-// status renders an attempt as a SourceStatus.
+// sourceStatus renders an attempt as a SourceStatus.
 func (a attempt) sourceStatus(returned int) SourceStatus {
 	return SourceStatus{
 		Status:    a.status,

@@ -248,7 +248,8 @@ func (s *Store) Health(ctx context.Context) spi.Health {
 	return spi.Health{Status: spi.StatusUp, Latency: lat}
 }
 
-// errClosed is returned by calls on a closed store.
+// checkOpen fails an operation whose ctx is done or whose store is closed
+// (spi.ErrUnavailable).
 func (s *Store) checkOpen(ctx context.Context, op string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("vector/embedded: %s: %w", op, context.Cause(ctx))
