@@ -301,6 +301,12 @@ func (r *HybridRetriever) expand(ctx context.Context, p *plan, q *Query, rk rank
 	if retryIn, open := openBreaker(r.cfg.Graph); open {
 		return skip(StatusCircuitOpen, "circuit open", retryIn)
 	}
+	// The graph just failed or timed out in stage 1: asking it again would
+	// spend the rest of the budget on a sick backend and leave none for
+	// hydration.
+	if st := statuses[spi.SourceGraph].Status; st == StatusError || st == StatusTimeout {
+		return skip(StatusSkipped, "graph source failed in stage 1", 0)
+	}
 	seeds := make([]string, n)
 	for i := range seeds {
 		seeds[i] = rk.id(i)

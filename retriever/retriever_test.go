@@ -200,9 +200,9 @@ func TestSlowSourceDroppedAtItsDeadline(t *testing.T) {
 	if !res.Partial || !res.Degraded || len(res.Hits) == 0 {
 		t.Errorf("partial=%v degraded=%v hits=%d", res.Partial, res.Degraded, len(res.Hits))
 	}
-	// The graph source timed out, but its breaker is not open: stage 2 ran.
-	if res.Sources[spi.SourceGraphExpand].Status != retriever.StatusOK {
-		t.Errorf("graph_expand = %+v", res.Sources[spi.SourceGraphExpand])
+	// The graph timed out in stage 1: stage 2 does not ask it again.
+	if st := res.Sources[spi.SourceGraphExpand]; st.Status != retriever.StatusSkipped || s.gr.expandProbe.calls.Load() != 0 {
+		t.Errorf("graph_expand = %+v", st)
 	}
 }
 
@@ -549,6 +549,22 @@ func TestStageTwo(t *testing.T) {
 		}
 		if kr := s.kw.lastReq().(spi.KeywordRequest); !reflect.DeepEqual(kr.Filter, filter) {
 			t.Errorf("filter not passed to keyword: %+v", kr)
+		}
+	})
+	t.Run("graph failed in stage 1", func(t *testing.T) {
+		for _, f := range []fault{{Err: spi.ErrUnavailable}, {Block: true}} {
+			s := newStack()
+			s.gr.fault = f
+			s.gr.expand = fault{Refs: refs("graph_expand", "f")}
+			r := mustNew(t, s.config())
+			res := mustRetrieve(t, r, retriever.Query{Text: "q", Sources: map[string]retriever.SourceOptions{spi.SourceGraph: {TimeoutMS: 20}}})
+			if st := res.Sources[spi.SourceGraphExpand]; st.Status != retriever.StatusSkipped || s.gr.expandProbe.calls.Load() != 0 {
+				t.Errorf("graph %+v in stage 1: graph_expand = %+v after %d calls; want skipped, not called",
+					res.Sources[spi.SourceGraph], st, s.gr.expandProbe.calls.Load())
+			}
+			if !res.Partial || len(res.Hits) == 0 {
+				t.Errorf("the other sources must still answer, partially: %+v", res)
+			}
 		}
 	})
 	t.Run("no seeds", func(t *testing.T) {

@@ -171,15 +171,18 @@ func (a *App) wireRetriever() error {
 	}
 	d.Sources[spi.SourceGraphExpand] = retriever.SourceOptions{TimeoutMS: c.Expand.TimeoutMS}
 
+	// Hydrators are the breaker-wrapped stores, so a store whose breaker is
+	// open is skipped at once (the next store covers) instead of costing
+	// every page its hydration deadline.
 	var hydrators []retriever.NamedHydrator
-	if a.Vector != nil {
-		hydrators = append(hydrators, retriever.NamedHydrator{Name: spi.SourceVector, Hydrator: a.Vector})
+	if a.Sources.Vector != nil {
+		hydrators = append(hydrators, retriever.NamedHydrator{Name: spi.SourceVector, Hydrator: a.Sources.Vector})
 	}
-	if a.Keyword != nil {
-		hydrators = append(hydrators, retriever.NamedHydrator{Name: spi.SourceKeyword, Hydrator: a.Keyword})
+	if a.Sources.Keyword != nil {
+		hydrators = append(hydrators, retriever.NamedHydrator{Name: spi.SourceKeyword, Hydrator: a.Sources.Keyword})
 	}
-	if a.Graph != nil {
-		hydrators = append(hydrators, retriever.NamedHydrator{Name: spi.SourceGraph, Hydrator: a.Graph})
+	if a.Sources.Graph != nil {
+		hydrators = append(hydrators, retriever.NamedHydrator{Name: spi.SourceGraph, Hydrator: a.Sources.Graph})
 	}
 	r, err := retriever.New(retriever.Config{
 		Vector:    a.Sources.Vector,
