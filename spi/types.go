@@ -2,6 +2,7 @@ package spi
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -92,18 +93,7 @@ func (f Filter) Keys() []string {
 // in memory use it so every implementation agrees on the semantics.
 func (f Filter) Match(metadata map[string]string) bool {
 	for k, vs := range f {
-		v, ok := metadata[k]
-		if !ok {
-			return false
-		}
-		found := false
-		for _, want := range vs {
-			if v == want {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if v, ok := metadata[k]; !ok || !slices.Contains(vs, v) {
 			return false
 		}
 	}

@@ -219,18 +219,7 @@ func compileFilter(f spi.Filter) []term {
 
 func matchTerms(terms []term, md map[string]string) bool {
 	for _, t := range terms {
-		v, ok := md[t.key]
-		if !ok {
-			return false
-		}
-		found := false
-		for _, want := range t.vals {
-			if v == want {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if v, ok := md[t.key]; !ok || !slices.Contains(t.vals, v) {
 			return false
 		}
 	}
