@@ -315,6 +315,16 @@ func (c *corpus) expected(distance string, req spi.VectorRequest) []spi.Ref {
 		}
 		refs = append(refs, spi.Ref{ID: d.ID, Score: refScore(distance, req.Vector, d.Vector), Source: spi.SourceVector})
 	}
+	sortRefs(refs)
+	if len(refs) > req.K {
+		refs = refs[:req.K]
+	}
+	return refs
+}
+
+// sortRefs orders refs by descending score, then ascending id: the order
+// every vector backend must return.
+func sortRefs(refs []spi.Ref) {
 	slices.SortFunc(refs, func(a, b spi.Ref) int {
 		if a.Score != b.Score {
 			if a.Score > b.Score {
@@ -324,10 +334,6 @@ func (c *corpus) expected(distance string, req spi.VectorRequest) []spi.Ref {
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	if len(refs) > req.K {
-		refs = refs[:req.K]
-	}
-	return refs
 }
 
 // check compares got with the exact answer and returns the recall. Every

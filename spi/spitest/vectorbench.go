@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -52,15 +51,7 @@ func exactCosine(docs []spi.Document, q []float32, k int) []string {
 	for i, d := range docs {
 		refs[i] = spi.Ref{ID: d.ID, Score: refScore(DistanceCosine, q, d.Vector)}
 	}
-	slices.SortFunc(refs, func(a, b spi.Ref) int {
-		if a.Score != b.Score {
-			if a.Score > b.Score {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	sortRefs(refs)
 	out := make([]string, 0, k)
 	for _, r := range refs[:min(k, len(refs))] {
 		out = append(out, r.ID)
