@@ -3,8 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -149,7 +151,7 @@ func (c *Config) Validate() error {
 		bad("retriever.min_sources", "must be between 1 and 3, got %d", r.MinSources)
 	}
 	positive("retriever.budget_ms", r.BudgetMS)
-	for _, name := range sortedKeys(r.Sources) {
+	for _, name := range slices.Sorted(maps.Keys(r.Sources)) {
 		sc := r.Sources[name]
 		key := "retriever.sources." + name
 		if !oneOf(name, sourceNames...) {
@@ -192,7 +194,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	validateBreaker("breakers", c.Breakers.BreakerSettings, false)
-	for _, name := range sortedKeys(c.Breakers.Overrides) {
+	for _, name := range slices.Sorted(maps.Keys(c.Breakers.Overrides)) {
 		if !oneOf(name, breakerNames...) {
 			bad("breakers.overrides."+name, "unknown breaker; must be one of %s", quoteList(breakerNames))
 			continue

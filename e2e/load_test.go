@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"runtime"
@@ -225,13 +226,8 @@ func summary(phase string, xs []sample, span time.Duration) string {
 	if len(xs) > 0 {
 		share = 100 * float64(partial) / float64(len(xs))
 	}
-	keys := make([]string, 0, len(statuses))
-	for k := range statuses {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var st strings.Builder
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(statuses)) {
 		fmt.Fprintf(&st, "%s=%d ", k, statuses[k])
 	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond)) }

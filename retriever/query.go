@@ -2,6 +2,7 @@ package retriever
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -169,12 +170,7 @@ func (q Query) validateSettings(lim Limits) error {
 	if q.Fusion.K < 0 {
 		return qerr("fusion.k", "must not be negative")
 	}
-	names := make([]string, 0, len(q.Sources))
-	for name := range q.Sources {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(q.Sources)) {
 		if !knownSource(name) {
 			return qerr("sources", "unknown source %q (want vector, keyword, graph or graph_expand)", truncate(name, 32))
 		}

@@ -3,6 +3,7 @@ package retriever
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -121,14 +122,9 @@ type NotEnoughSourcesError struct {
 }
 
 func (e *NotEnoughSourcesError) Error() string {
-	names := make([]string, 0, len(e.Sources))
-	for n := range e.Sources {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v: %d of %d required answered", ErrNotEnoughSources, e.Healthy, e.Required)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(e.Sources)) {
 		s := e.Sources[n]
 		fmt.Fprintf(&b, "; %s: %s", n, s.Status)
 		if s.Error != "" {

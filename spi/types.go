@@ -2,8 +2,8 @@ package spi
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -81,12 +81,7 @@ func (f Filter) Validate() error {
 // Keys returns the filter's keys in sorted order, so backends build
 // deterministic queries.
 func (f Filter) Keys() []string {
-	keys := make([]string, 0, len(f))
-	for k := range f {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return slices.Sorted(maps.Keys(f))
 }
 
 // Match reports whether metadata satisfies the filter. Backends that filter

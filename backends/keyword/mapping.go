@@ -3,7 +3,8 @@ package keyword
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -153,12 +154,7 @@ func buildDoc(d spi.Document, textAn analysis.Analyzer) (*document.Document, doc
 	doc.AddField(analyzedField{text})
 	doc.AddField(document.NewTextFieldCustom(fieldLens, nil, lens.encode(), optsStored, nil))
 	if len(d.Metadata) > 0 {
-		keys := make([]string, 0, len(d.Metadata))
-		for k := range d.Metadata {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(d.Metadata)) {
 			doc.AddField(document.NewTextFieldCustom(fieldMetaPref+k, nil, []byte(d.Metadata[k]), optsFilter, nil))
 		}
 		md, _ := json.Marshal(d.Metadata) // map[string]string cannot fail

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -162,7 +164,7 @@ func printStatus(w io.Writer, server string, rep *statusReport) {
 // notUp names the components that are not up.
 func notUp(h api.HealthResponse) string {
 	var parts []string
-	for _, name := range sortedKeys(h.Components) {
+	for _, name := range slices.Sorted(maps.Keys(h.Components)) {
 		if c := h.Components[name]; c.Status != spi.StatusUp {
 			parts = append(parts, name+" "+string(c.Status))
 		}

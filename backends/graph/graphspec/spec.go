@@ -52,7 +52,8 @@ package graphspec
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -185,7 +186,7 @@ func normEntities(in []string) []string {
 			set[n] = true
 		}
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 func normLinks(self string, in []string) []string {
@@ -195,19 +196,7 @@ func normLinks(self string, in []string) []string {
 			set[l] = true
 		}
 	}
-	return sortedKeys(set)
-}
-
-func sortedKeys(set map[string]bool) []string {
-	if len(set) == 0 {
-		return nil
-	}
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // Dedupe returns ids without repeats, keeping first occurrences in order.

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/ragd/ragd/spi"
@@ -51,7 +53,7 @@ func encodeRecord(d *spi.Document) ([]byte, error) {
 	buf = append(buf, recordVersion)
 	buf = appendString(buf, d.Tenant)
 	buf = binary.AppendUvarint(buf, uint64(len(d.Metadata)))
-	for _, k := range sortedKeys(d.Metadata) {
+	for _, k := range slices.Sorted(maps.Keys(d.Metadata)) {
 		buf = appendString(buf, k)
 		buf = appendString(buf, d.Metadata[k])
 	}

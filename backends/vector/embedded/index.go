@@ -296,12 +296,3 @@ func (ix *index) scanRange(ctx context.Context, q query, lo, hi int, t *topK) er
 	}
 	return nil
 }
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
