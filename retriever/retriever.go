@@ -71,9 +71,8 @@ func (r *HybridRetriever) Retrieve(ctx context.Context, q Query) (*Result, error
 		r.m.failed("invalid")
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		r.m.failed("canceled")
-		return nil, fmt.Errorf("retriever: retrieve: %w", err)
+	if err := r.canceled(ctx); err != nil {
+		return nil, err
 	}
 	p := r.plan(&q)
 	text := strings.TrimSpace(q.Text) != ""
@@ -118,9 +117,8 @@ func (r *HybridRetriever) Retrieve(ctx context.Context, q Query) (*Result, error
 		})
 	}
 	_ = g.Wait() // the goroutines never return errors; failures are in the slots
-	if err := ctx.Err(); err != nil {
-		r.m.failed("canceled")
-		return nil, fmt.Errorf("retriever: retrieve: %w", err)
+	if err := r.canceled(ctx); err != nil {
+		return nil, err
 	}
 
 	healthy := 0
@@ -160,9 +158,8 @@ func (r *HybridRetriever) Retrieve(ctx context.Context, q Query) (*Result, error
 	if expanded || (q.Explain && rk.parts == nil && rk.len() > 0) {
 		rk = rankLists(lists, scorer(p.mode, lists, p.rrfK), q.Explain)
 	}
-	if err := ctx.Err(); err != nil {
-		r.m.failed("canceled")
-		return nil, fmt.Errorf("retriever: retrieve: %w", err)
+	if err := r.canceled(ctx); err != nil {
+		return nil, err
 	}
 
 	// The page, cut from the fixed window, then hydration of the page only.
@@ -185,9 +182,8 @@ func (r *HybridRetriever) Retrieve(ctx context.Context, q Query) (*Result, error
 	for i := range res.Hits {
 		res.Hits[i].Document = docs[i]
 	}
-	if err := ctx.Err(); err != nil {
-		r.m.failed("canceled")
-		return nil, fmt.Errorf("retriever: retrieve: %w", err)
+	if err := r.canceled(ctx); err != nil {
+		return nil, err
 	}
 	if len(res.Missing) > 0 {
 		res.Partial = true
@@ -201,6 +197,16 @@ func (r *HybridRetriever) Retrieve(ctx context.Context, q Query) (*Result, error
 		slog.Bool("partial", res.Partial), slog.Bool("degraded", res.Degraded),
 		slog.Duration("took", took))
 	return res, nil
+}
+
+// canceled returns the caller's cancellation, counted, or nil while ctx is
+// live.
+func (r *HybridRetriever) canceled(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		r.m.failed("canceled")
+		return fmt.Errorf("retriever: retrieve: %w", err)
+	}
+	return nil
 }
 
 // admit decides whether a stage-1 source runs: it returns run=true, or the
@@ -346,16 +352,10 @@ func (r *HybridRetriever) tooFewRunnable(p *plan, statuses map[string]SourceStat
 	return qerr("min_sources", "%d above the %d source(s) that can serve this query%s", p.minSources, runnable, describe(statuses))
 }
 
+// describe lists the stage-1 sources' statuses: "; vector: skipped (...)".
 func describe(statuses map[string]SourceStatus) string {
 	var b strings.Builder
-	for _, name := range stage1 {
-		if s, ok := statuses[name]; ok {
-			fmt.Fprintf(&b, "; %s: %s", name, s.Status)
-			if s.Error != "" {
-				fmt.Fprintf(&b, " (%s)", s.Error)
-			}
-		}
-	}
+	writeStatuses(&b, statuses, stage1[:])
 	return b.String()
 }
 
