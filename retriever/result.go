@@ -124,14 +124,21 @@ type NotEnoughSourcesError struct {
 func (e *NotEnoughSourcesError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v: %d of %d required answered", ErrNotEnoughSources, e.Healthy, e.Required)
-	for _, n := range slices.Sorted(maps.Keys(e.Sources)) {
-		s := e.Sources[n]
-		fmt.Fprintf(&b, "; %s: %s", n, s.Status)
-		if s.Error != "" {
-			fmt.Fprintf(&b, " (%s)", s.Error)
+	writeStatuses(&b, e.Sources, slices.Sorted(maps.Keys(e.Sources)))
+	return b.String()
+}
+
+// writeStatuses appends "; name: status (error)" for each of names that
+// statuses holds.
+func writeStatuses(b *strings.Builder, statuses map[string]SourceStatus, names []string) {
+	for _, n := range names {
+		if s, ok := statuses[n]; ok {
+			fmt.Fprintf(b, "; %s: %s", n, s.Status)
+			if s.Error != "" {
+				fmt.Fprintf(b, " (%s)", s.Error)
+			}
 		}
 	}
-	return b.String()
 }
 
 // Unwrap returns ErrNotEnoughSources.
