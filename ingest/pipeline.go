@@ -333,7 +333,7 @@ func (p *Pipeline) embedChunk(ctx context.Context, work []spi.Document, res []Re
 		}
 		p.log.Warn("ingest: embed failed", "docs", len(chunk), "first_id", work[chunk[0]].ID, "err", err)
 		for _, i := range chunk {
-			p.fail(&res[i], code, "embed: "+err.Error())
+			p.fail(&res[i], code, safeError(ctx, "embedder", err))
 		}
 		return
 	}
@@ -379,7 +379,7 @@ func (p *Pipeline) writeRecord(ctx context.Context, work []spi.Document, res []R
 			}
 			if err, bad := failed[work[i].ID]; bad {
 				res[i].Stores[p.record.Name] = StoreFailed
-				p.fail(&res[i], recordCode(ctx, err), p.record.Name+": "+err.Error())
+				p.fail(&res[i], recordCode(ctx, err), safeError(ctx, p.record.Name, err))
 				continue
 			}
 			res[i].Status = StatusOK
@@ -420,7 +420,7 @@ func (p *Pipeline) markDerived(r *Result, failed []map[string]error, id string) 
 	for s, d := range p.derived {
 		if err, bad := failed[s][id]; bad {
 			r.Stores[d.Name] = StoreFailed
-			msgs = append(msgs, d.Name+": "+err.Error())
+			msgs = append(msgs, safeError(context.Background(), d.Name, err))
 		} else {
 			r.Stores[d.Name] = StoreOK
 		}
@@ -491,6 +491,23 @@ func firstErr(failed map[string]error, batch []spi.Document) error {
 	return nil
 }
 
+// safeError is the per-document message for a store or embedder failure.
+// Results travel to API clients, so a backend's own text (driver messages
+// with hosts and ports, server internals) is replaced by a fixed phrase;
+// the full error goes to the log. A rejection (spi.ErrInvalidQuery) keeps
+// its text: it comes from ragd's own validation and says what to fix.
+func safeError(ctx context.Context, name string, err error) string {
+	switch {
+	case errors.Is(err, spi.ErrInvalidQuery):
+		return name + " rejected the document: " + strings.TrimPrefix(err.Error(), name+": ")
+	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		return name + ": canceled before the write finished"
+	case errors.Is(err, spi.ErrUnavailable):
+		return name + ": unavailable"
+	}
+	return name + ": write failed (details in the server log)"
+}
+
 func recordCode(ctx context.Context, err error) string {
 	switch {
 	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
@@ -555,7 +572,7 @@ func (p *Pipeline) Delete(ctx context.Context, ids []string) []Result {
 			for _, d := range p.derived {
 				res[i].Stores[d.Name] = StoreSkipped
 			}
-			p.fail(&res[i], recordCode(ctx, err), p.record.Name+": "+err.Error())
+			p.fail(&res[i], recordCode(ctx, err), safeError(ctx, p.record.Name, err))
 			continue
 		}
 		p.markDerived(&res[i], derFailed, id)
