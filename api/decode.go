@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 )
@@ -185,6 +186,10 @@ func checkJSONContentType(ct string) error {
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	// Cut on a rune boundary so the message stays valid UTF-8.
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

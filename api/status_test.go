@@ -340,3 +340,14 @@ func TestHealthResultsAreCached(t *testing.T) {
 		t.Fatalf("%d health checks with the cache off, want 3", n)
 	}
 }
+
+func TestLongBreakerNameTruncatedOnRuneBoundary(t *testing.T) {
+	clock := newFakeClock()
+	e := newEnv(t, func(c *api.Config) { c.Breakers = newRegistry(t, clock) })
+	name := strings.Repeat("é", 40) // 80 bytes; the message keeps 64
+	rec := e.do(http.MethodPost, "/v1/status/breakers/"+name+"/force-close", nil)
+	body := decodeAs[api.ErrorResponse](t, rec, http.StatusNotFound)
+	if strings.Contains(body.Error.Message, `\x`) || !strings.Contains(body.Error.Message, strings.Repeat("é", 32)+"…") {
+		t.Fatalf("message %q: want the name cut after 32 whole characters", body.Error.Message)
+	}
+}
