@@ -344,10 +344,10 @@ func TestHealthResultsAreCached(t *testing.T) {
 func TestLongBreakerNameTruncatedOnRuneBoundary(t *testing.T) {
 	clock := newFakeClock()
 	e := newEnv(t, func(c *api.Config) { c.Breakers = newRegistry(t, clock) })
-	name := strings.Repeat("é", 40) // 80 bytes; the message keeps 64
+	name := "a" + strings.Repeat("é", 40) // 81 bytes; byte 64 falls inside an é
 	rec := e.do(http.MethodPost, "/v1/status/breakers/"+name+"/force-close", nil)
 	body := decodeAs[api.ErrorResponse](t, rec, http.StatusNotFound)
-	if strings.Contains(body.Error.Message, `\x`) || !strings.Contains(body.Error.Message, strings.Repeat("é", 32)+"…") {
-		t.Fatalf("message %q: want the name cut after 32 whole characters", body.Error.Message)
+	if strings.Contains(body.Error.Message, `\x`) || !strings.Contains(body.Error.Message, "a"+strings.Repeat("é", 31)+"…") {
+		t.Fatalf("message %q: want the name cut after 31 whole é", body.Error.Message)
 	}
 }
