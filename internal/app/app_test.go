@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ragd/ragd/backends/graph/embedded"
+	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/internal/app"
 	"github.com/ragd/ragd/internal/faultproxy"
@@ -216,4 +217,41 @@ func deadAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+func TestKeywordIndexCatchesUpWithTheRecordAtStart(t *testing.T) {
+	cfg := embeddedConfig(t)
+	a := newApp(t, cfg)
+	if _, err := a.LoadDemo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+
+	// A crash after the record write and before the index write: the
+	// document is only in the system of record.
+	vs, err := vectorembedded.Open(context.Background(), vectorembedded.Config{Dir: filepath.Join(cfg.DataDir, cfg.Backends.Vector.Dir), Dimension: cfg.Embedder.Dimension})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := make([]float32, cfg.Embedder.Dimension)
+	v[0] = 1
+	if err := vs.Upsert(context.Background(), []spi.Document{{ID: "orphan", Title: "zeppelin mooring masts", Text: "only in the record", Vector: v}}); err != nil {
+		t.Fatal(err)
+	}
+	vs.Close()
+
+	a = newApp(t, cfg)
+	defer a.Close()
+	q := retriever.Query{Text: "zeppelin mooring masts", Limit: 1, Sources: retriever.Only(spi.SourceKeyword)}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res := top(t, a, q)
+		if len(res.Hits) > 0 && res.Hits[0].ID == "orphan" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("keyword index never caught up with the record: %+v", res.Hits)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -154,6 +154,17 @@ func (a *App) openKeyword(ctx context.Context, src spi.Scanner) error {
 	}
 	a.Keyword = b
 	a.closers = append(a.closers, b)
+	if counted, ok := src.(interface{ Len() int }); ok {
+		// A crash between the record write and the index write leaves the
+		// index short (or, for deletes, long) with no repair queued: when
+		// the counts disagree, rebuild in the background while serving.
+		n, err := b.DocCount(ctx)
+		if err == nil && n != counted.Len() {
+			a.Logger.Warn("app: keyword index and system of record disagree; rebuilding the index",
+				slog.Int("index_documents", n), slog.Int("record_documents", counted.Len()))
+			a.background(func(ctx context.Context) { a.rebuildKeyword(ctx, b, src) })
+		}
+	}
 	if lv, ok := a.Vector.(*lazyVector); ok && src == nil {
 		// Started while PostgreSQL was unreachable: the index was opened as
 		// it was on disk. If it is empty when PostgreSQL connects, fill it.
@@ -167,9 +178,15 @@ func (a *App) refillKeyword(ctx context.Context, k *keyword.Backend, src spi.Sca
 	if n, err := k.DocCount(ctx); err != nil || n > 0 {
 		return
 	}
+	a.rebuildKeyword(ctx, k, src)
+}
+
+// rebuildKeyword repopulates the live keyword index from src; it keeps
+// serving queries and writes meanwhile.
+func (a *App) rebuildKeyword(ctx context.Context, k *keyword.Backend, src spi.Scanner) {
 	n, err := k.Rebuild(ctx, src)
 	if err != nil {
-		a.Logger.Warn("app: keyword index rebuild after reconnect failed", slog.String("error", err.Error()))
+		a.Logger.Warn("app: keyword index rebuild failed", slog.String("error", err.Error()))
 		return
 	}
 	a.Logger.Info("app: keyword index rebuilt from the system of record", slog.Int("documents", n))
