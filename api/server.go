@@ -118,6 +118,9 @@ func New(cfg Config) (*Server, error) {
 		e.Add(r.method, r.path, r.handler(s), s.requireAccess(r.access))
 		s.paths[r.path] = true
 	}
+	if cfg.Server.Pprof {
+		s.mountPprof(e)
+	}
 	s.e = e
 	return s, nil
 }

@@ -46,6 +46,10 @@ type ServerConfig struct {
 	ShutdownGraceS  int    `yaml:"shutdown_grace_s"`
 	// MaxInFlight bounds concurrent requests; excess requests get 429.
 	MaxInFlight int `yaml:"max_in_flight"`
+	// Pprof serves Go's runtime profiles under /debug/pprof/ to admin keys
+	// that are not bound to a tenant, and only to loopback peers while auth
+	// is off. Off by default.
+	Pprof bool `yaml:"pprof"`
 }
 
 // BackendsConfig selects and configures the three retrieval stores.

@@ -1,0 +1,109 @@
+// Command ragd-bench drives a running ragd with a bounded, loopback-only
+// query load and prints one markdown table row (see scripts/bench.sh).
+//
+//	ragd-bench -server http://127.0.0.1:8080 -queries ../shared/data/cranfield \
+//	    -clients 8 -duration 10s -pid $(pgrep -n ragd) -label "embedded, healthy"
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"time"
+
+	"github.com/ragd/ragd/internal/loadgen"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "ragd-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		cfg     loadgen.Config
+		queries string
+		body    string
+		label   string
+		header  bool
+		jsonOut string
+	)
+	flag.StringVar(&cfg.Server, "server", "http://127.0.0.1:8080", "ragd base URL")
+	flag.StringVar(&cfg.APIKey, "api-key", os.Getenv("RAGD_API_KEY"), "API key (default $RAGD_API_KEY)")
+	flag.StringVar(&queries, "queries", "", "BEIR directory (its queries.jsonl) or a JSONL file of {\"text\"} or {\"_id\",\"text\"} lines")
+	flag.StringVar(&body, "body", "", "JSON object merged into every query body, e.g. '{\"sources\":{\"graph\":{\"enabled\":false}}}'")
+	flag.IntVar(&cfg.Clients, "clients", 8, "concurrent clients")
+	flag.DurationVar(&cfg.Duration, "duration", 10*time.Second, "run length (0: bounded by -requests only)")
+	flag.IntVar(&cfg.MaxRequests, "requests", 0, "stop after this many requests (0: bounded by -duration only)")
+	flag.IntVar(&cfg.PID, "pid", 0, "ragd's process id, for CPU time per query")
+	flag.StringVar(&label, "label", "load", "the row's scenario label")
+	flag.BoolVar(&header, "header", false, "print the table header before the row")
+	flag.StringVar(&jsonOut, "json", "", "also write the report as JSON to this file")
+	flag.Parse()
+
+	qs, err := readQueries(queries)
+	if err != nil {
+		return err
+	}
+	cfg.Queries = qs
+	if body != "" {
+		if err := json.Unmarshal([]byte(body), &cfg.Body); err != nil {
+			return fmt.Errorf("-body: %w", err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	r, err := loadgen.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	r.Label = label
+	if header {
+		loadgen.Header(os.Stdout)
+	}
+	loadgen.Row(os.Stdout, r)
+	if jsonOut != "" {
+		b, err := json.MarshalIndent(r, "", "  ")
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(jsonOut, b, 0o644)
+	}
+	return nil
+}
+
+func readQueries(path string) ([]string, error) {
+	if path == "" {
+		return nil, fmt.Errorf("-queries is required")
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, "queries.jsonl")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		var q struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if q.Text != "" {
+			out = append(out, q.Text)
+		}
+	}
+	return out, sc.Err()
+}
