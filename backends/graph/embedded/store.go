@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -95,6 +96,8 @@ func (c Config) Validate() error {
 // Store is the embedded graph store. Its methods are safe for concurrent use.
 type Store struct {
 	db          *bolt.DB
+	mem         *memGraph  // the read model, see memGraph
+	wmu         sync.Mutex // orders bbolt commits and their read-model updates
 	maxDegree   int
 	maxEntities int
 	log         *slog.Logger
@@ -144,8 +147,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("graph/embedded: open %s: %w", path, err)
 	}
-	cfg.Logger.Info("graph store opened", "path", path)
-	return &Store{db: db, maxDegree: cfg.MaxDegree, maxEntities: cfg.MaxMatchEntities, log: cfg.Logger, now: cfg.Now}, nil
+	mem, err := loadMemGraph(db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("graph/embedded: open %s: load: %w", path, err)
+	}
+	cfg.Logger.Info("graph store opened", "path", path, "documents", len(mem.docIdx))
+	return &Store{db: db, mem: mem, maxDegree: cfg.MaxDegree, maxEntities: cfg.MaxMatchEntities, log: cfg.Logger, now: cfg.Now}, nil
 }
 
 func openBolt(path string, cfg Config) (db *bolt.DB, err error) {

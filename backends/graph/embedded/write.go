@@ -24,7 +24,9 @@ func (s *Store) Upsert(ctx context.Context, docs []spi.Document) error {
 	if len(prepared) == 0 {
 		return nil
 	}
-	return s.update(ctx, "upsert", func(tx *bolt.Tx) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	err = s.update(ctx, "upsert", func(tx *bolt.Tx) error {
 		for i, d := range prepared {
 			if i%64 == 0 {
 				if err := ctx.Err(); err != nil {
@@ -40,6 +42,10 @@ func (s *Store) Upsert(ctx context.Context, docs []spi.Document) error {
 		}
 		return nil
 	})
+	if err == nil {
+		s.mem.upsert(prepared)
+	}
+	return err
 }
 
 // Delete removes documents, their mentions and their outgoing links, and
@@ -51,7 +57,9 @@ func (s *Store) Delete(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	return s.update(ctx, "delete", func(tx *bolt.Tx) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	err := s.update(ctx, "delete", func(tx *bolt.Tx) error {
 		for i, id := range ids {
 			if i%64 == 0 {
 				if err := ctx.Err(); err != nil {
@@ -73,6 +81,10 @@ func (s *Store) Delete(ctx context.Context, ids []string) error {
 		}
 		return nil
 	})
+	if err == nil {
+		s.mem.delete(ids)
+	}
+	return err
 }
 
 // removeEdges deletes id's mentions and outgoing links and prunes orphaned
