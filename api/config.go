@@ -14,6 +14,7 @@ import (
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/internal/faults"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -115,6 +116,9 @@ type Config struct {
 	Now func() time.Time
 	// Version is reported by /healthz and in the OpenAPI document.
 	Version string
+	// Faults, when set, is served under /debug/faults to admins (see
+	// server.debug_faults): run-time fault injection for drills.
+	Faults *faults.Injector
 	// Ready, when set, is an extra readiness condition for /readyz
 	// (for example "the initial index load has finished").
 	Ready func(ctx context.Context) error

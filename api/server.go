@@ -121,6 +121,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Server.Pprof {
 		s.mountPprof(e)
 	}
+	if cfg.Faults != nil {
+		s.mountFaults(e)
+	}
 	s.e = e
 	return s, nil
 }

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/ragd/ragd/spi"
 )
 
 // The breaker's state word packs, from the low bits up: the state (2 bits),
@@ -149,13 +147,7 @@ func (b *Breaker) mono() int64 {
 // package doc for what counts). It returns fn's own error unchanged, or an
 // *OpenError without running fn. If fn panics, the failure is recorded and
 // the panic continues.
-func (b *Breaker) Call(ctx context.Context, fn func(context.Context) error) error {
-	return b.call(ctx, fn, false)
-}
-
-// call is Call; exemptInvalid makes spi.ErrInvalidQuery neutral whatever
-// ShouldCount says (for the spi wrappers).
-func (b *Breaker) call(ctx context.Context, fn func(context.Context) error, exemptInvalid bool) (err error) {
+func (b *Breaker) Call(ctx context.Context, fn func(context.Context) error) (err error) {
 	w := b.word.Load()
 	tok := token{word: w}
 	if w&stateMask != stClosed {
@@ -186,16 +178,13 @@ func (b *Breaker) call(ctx context.Context, fn func(context.Context) error, exem
 		b.report(tok, success, nil)
 		return nil
 	}
-	b.report(tok, b.classify(ctx, err, exemptInvalid), err)
+	b.report(tok, b.classify(ctx, err), err)
 	return err
 }
 
 // classify decides what a non-nil error from fn means.
-func (b *Breaker) classify(ctx context.Context, err error, exemptInvalid bool) outcome {
+func (b *Breaker) classify(ctx context.Context, err error) outcome {
 	if ctx.Err() != nil && callerGaveUp(ctx, err) {
-		return neutral
-	}
-	if exemptInvalid && errors.Is(err, spi.ErrInvalidQuery) {
 		return neutral
 	}
 	if b.cfg.ShouldCount != nil && !b.cfg.ShouldCount(err) {
@@ -575,14 +564,17 @@ func (b *Breaker) ForceOpen() {
 
 // ForceClose closes the breaker now and clears its failure counts and
 // backoff streak. In-flight calls admitted before it are ignored when they
-// report.
+// report: a breaker that is already closed still moves to a new generation
+// (without a transition event).
 func (b *Breaker) ForceClose() {
 	b.mu.Lock()
 	now, t := b.clock()
 	b.advance(now, t)
 	if w := b.word.Load(); w&stateMask == stClosed {
-		key := w &^ failMask
-		for !b.word.CompareAndSwap(w, key) {
+		key := (w&^(failMask|stateMask) + genUnit) | stClosed
+		b.streak = 0
+		b.phase.Store(&phase{key: key, done: b.closedDone(key)})
+		for !b.word.CompareAndSwap(w, key) { // only failure bits can move meanwhile
 			w = b.word.Load()
 		}
 		if b.win != nil {
@@ -593,4 +585,58 @@ func (b *Breaker) ForceClose() {
 	}
 	b.mu.Unlock()
 	b.flush()
+}
+
+// Ticket is one call admitted by Admit. Report its outcome exactly once
+// with Success, Failure or Neutral; a half-open trial that is never
+// reported is reclaimed after Config.TrialLease. The zero Ticket reports
+// nothing.
+type Ticket struct {
+	b   *Breaker
+	tok token
+}
+
+// Admit is the two-step form of Call for callers that classify outcomes
+// themselves (package guard does): it returns a Ticket if the breaker
+// admits a call now, otherwise an *OpenError. ShouldCount is not consulted:
+// the caller says what the outcome was. While closed, Admit takes no lock
+// and allocates nothing.
+func (b *Breaker) Admit() (Ticket, error) {
+	w := b.word.Load()
+	if w&stateMask == stClosed {
+		return Ticket{b: b, tok: token{word: w}}, nil
+	}
+	tok, err := b.admitSlow(w)
+	if err != nil {
+		return Ticket{}, err
+	}
+	return Ticket{b: b, tok: tok}, nil
+}
+
+// Trial reports whether the ticket is a half-open trial.
+func (t Ticket) Trial() bool { return t.tok.ticket != 0 }
+
+// Success records a success.
+func (t Ticket) Success() {
+	if t.b != nil {
+		if t.tok.ticket == 0 && t.b.win == nil && t.b.word.Load() == t.tok.word&^failMask {
+			return // closed, same generation, nothing to reset
+		}
+		t.b.report(t.tok, success, nil)
+	}
+}
+
+// Failure records a failure caused by cause.
+func (t Ticket) Failure(cause error) {
+	if t.b != nil {
+		t.b.report(t.tok, failure, cause)
+	}
+}
+
+// Neutral records an outcome that says nothing about the protected
+// backend; it still frees a half-open trial slot.
+func (t Ticket) Neutral() {
+	if t.b != nil {
+		t.b.report(t.tok, neutral, nil)
+	}
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/ragd/ragd/breaker"
-	"github.com/ragd/ragd/spi"
 )
 
 // Semantics 1: consecutive failures trip; a success resets the count; Call
@@ -65,8 +64,8 @@ func TestOpenFailsFastThenAdmitsTrials(t *testing.T) {
 	if !errors.As(err, &oe) {
 		t.Fatalf("Call while open = %v, want *OpenError", err)
 	}
-	if !errors.Is(err, breaker.ErrOpen) || !errors.Is(err, spi.ErrUnavailable) {
-		t.Fatalf("open error %v must match ErrOpen and spi.ErrUnavailable", err)
+	if !errors.Is(err, breaker.ErrOpen) {
+		t.Fatalf("open error %v must match ErrOpen", err)
 	}
 	if oe.Name != "keyword" || oe.RetryAfter != 6*time.Second || !errors.Is(oe.Cause, errBackend) {
 		t.Fatalf("OpenError = %+v, want name keyword, RetryAfter 6s, Cause errBackend", *oe)
@@ -350,12 +349,12 @@ func TestOutcomeClassification(t *testing.T) {
 		}, nil, true},
 		{"backend says canceled, caller live", context.Background(), func(context.Context) error { return context.Canceled }, nil, true},
 		{"exempted invalid query", context.Background(), func(context.Context) error {
-			return fmt.Errorf("vector: %w: dimension 3, want 4", spi.ErrInvalidQuery)
-		}, breaker.IgnoreErrors(spi.ErrInvalidQuery), false},
+			return fmt.Errorf("vector: %w: dimension 3, want 4", errBadRequest)
+		}, breaker.IgnoreErrors(errBadRequest), false},
 		{"not exempted by default", context.Background(), func(context.Context) error {
-			return fmt.Errorf("vector: %w", spi.ErrInvalidQuery)
+			return fmt.Errorf("vector: %w", errBadRequest)
 		}, nil, true},
-		{"other error with ShouldCount set", context.Background(), func(context.Context) error { return errBackend }, breaker.IgnoreErrors(spi.ErrInvalidQuery), true},
+		{"other error with ShouldCount set", context.Background(), func(context.Context) error { return errBackend }, breaker.IgnoreErrors(errBadRequest), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -418,7 +417,7 @@ func TestNeutralOutcomesReleaseTrialSlot(t *testing.T) {
 			_ = b.Call(cancelled, func(ctx context.Context) error { return ctx.Err() })
 		},
 		"ShouldCount exempt": func(b *breaker.Breaker) {
-			_ = b.Call(context.Background(), func(context.Context) error { return spi.ErrInvalidQuery })
+			_ = b.Call(context.Background(), func(context.Context) error { return errBadRequest })
 		},
 		"done(context.Canceled)": func(b *breaker.Breaker) {
 			done, err := b.Allow()
@@ -432,7 +431,7 @@ func TestNeutralOutcomesReleaseTrialSlot(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			clock := newClock()
 			cfg := testConfig(clock, 1)
-			cfg.ShouldCount = breaker.IgnoreErrors(spi.ErrInvalidQuery)
+			cfg.ShouldCount = breaker.IgnoreErrors(errBadRequest)
 			b := mustNew(t, "x", cfg)
 			trip(t, b)
 			clock.Advance(cfg.ResetTimeout)
@@ -717,5 +716,79 @@ func TestRetryAfterRoundsUpToMillisecond(t *testing.T) {
 	clock.Advance(time.Millisecond)
 	if err := callOK(b); !errors.As(err, &oe) || oe == first || oe.RetryAfter != time.Millisecond {
 		t.Fatalf("a new millisecond should give a fresh error, got %+v", oe)
+	}
+}
+
+func TestAdmitTickets(t *testing.T) {
+	clock := newClock()
+	cfg := breaker.DefaultConfig()
+	cfg.FailureThreshold = 2
+	cfg.ResetTimeout = 10 * time.Second
+	cfg.Now = clock.Now
+	b := mustNew(t, "graph", cfg)
+
+	// Neutral outcomes neither count nor reset.
+	for range 5 {
+		tk, err := b.Admit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk.Neutral()
+	}
+	if s := b.Snapshot(); s.State != breaker.Closed || s.FailureCount != 0 {
+		t.Fatalf("after neutral outcomes: %+v", s)
+	}
+	tk1, _ := b.Admit()
+	tk2, _ := b.Admit()
+	tk1.Failure(errBackend)
+	if tk1.Trial() {
+		t.Fatal("a closed-state ticket reports itself as a trial")
+	}
+	tk2.Failure(errBackend)
+	if b.State() != breaker.Open {
+		t.Fatalf("two failures with threshold 2: state %v", b.State())
+	}
+	if _, err := b.Admit(); !errors.Is(err, breaker.ErrOpen) {
+		t.Fatalf("Admit while open = %v, want ErrOpen", err)
+	}
+	clock.Advance(10 * time.Second)
+	trial, err := b.Admit()
+	if err != nil || !trial.Trial() {
+		t.Fatalf("Admit after the cooldown = %v (trial %v), want a trial", err, trial.Trial())
+	}
+	if _, err := b.Admit(); !errors.Is(err, breaker.ErrOpen) {
+		t.Fatalf("second Admit with one trial slot = %v, want ErrOpen", err)
+	}
+	trial.Success()
+	if b.State() != breaker.Closed {
+		t.Fatalf("trial success: state %v, want closed", b.State())
+	}
+	var zero breaker.Ticket
+	zero.Failure(errBackend) // reports nothing, must not panic
+}
+
+// ForceClose on a closed breaker starts a new generation: failures of calls
+// admitted before it are ignored, as its doc says.
+func TestForceCloseIgnoresEarlierCalls(t *testing.T) {
+	cfg := breaker.DefaultConfig()
+	cfg.FailureThreshold = 2
+	b := mustNew(t, "graph", cfg)
+	before := make([]breaker.Ticket, 2)
+	for i := range before {
+		before[i], _ = b.Admit()
+	}
+	done, _ := b.Allow()
+	b.ForceClose()
+	for _, tk := range before {
+		tk.Failure(errBackend)
+	}
+	done(errBackend)
+	if s := b.Snapshot(); s.State != breaker.Closed || s.FailureCount != 0 {
+		t.Fatalf("failures of calls admitted before ForceClose counted: %+v", s)
+	}
+	tk, _ := b.Admit()
+	tk.Failure(errBackend)
+	if s := b.Snapshot(); s.FailureCount != 1 {
+		t.Fatalf("a call admitted after ForceClose: failure count %d, want 1", s.FailureCount)
 	}
 }

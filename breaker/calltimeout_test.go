@@ -8,21 +8,14 @@ import (
 	"time"
 
 	"github.com/ragd/ragd/breaker"
-	"github.com/ragd/ragd/spi"
 )
 
-// slowBackend blocks until ctx ends and reports it the way the spi
-// backends do: wrapping ctx's error.
-type slowBackend struct{}
-
-func (slowBackend) Retrieve(ctx context.Context, _ spi.KeywordRequest) ([]spi.Ref, error) {
+// slowCall blocks until ctx ends and reports it the way ragd's backends
+// do: wrapping ctx's error.
+func slowCall(ctx context.Context) error {
 	<-ctx.Done()
-	return nil, fmt.Errorf("keyword: retrieve: %w", ctx.Err())
+	return fmt.Errorf("keyword: retrieve: %w", ctx.Err())
 }
-func (slowBackend) Hydrate(context.Context, []string) ([]spi.Document, []string, error) {
-	return nil, nil, nil
-}
-func (slowBackend) Health(context.Context) spi.Health { return spi.Health{Status: spi.StatusUp} }
 
 // callTimeoutCause is how a caller such as the retriever marks its
 // per-call deadline.
@@ -63,13 +56,12 @@ func TestCallTimeoutCounts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := breaker.Keyword(slowBackend{}, b)
 			for range 2 {
 				ctx, cancel := tc.ctx()
-				_, err := g.Retrieve(ctx, spi.KeywordRequest{Text: "x", K: 1})
+				err := b.Call(ctx, slowCall)
 				cancel()
 				if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-					t.Fatalf("Retrieve = %v, want the ctx error", err)
+					t.Fatalf("Call = %v, want the ctx error", err)
 				}
 			}
 			if got, want := b.State() == breaker.Open, tc.trips; got != want {

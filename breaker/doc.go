@@ -1,5 +1,6 @@
-// Package breaker is a circuit breaker for ragd's retrieval backends, with
-// wrappers that put any spi backend behind one.
+// Package breaker is a generic circuit breaker. It knows nothing of ragd's
+// backends: package guard puts it (with a concurrency limit) in front of
+// them and decides which errors count.
 //
 // A Breaker starts Closed and passes calls through. FailureThreshold
 // consecutive failures (or, when Config.FailureRate is set, too high a
@@ -25,8 +26,8 @@
 //     while the caller's ctx is still live is a failure. So to have a
 //     per-call timeout count against the backend, derive the timeout context
 //     inside fn, not around Call, or, when the deadline must be set around
-//     Call (a guarded spi backend), give it a cause matching ErrCallTimeout:
-//     a call that ends because that deadline passed is a failure.
+//     Call, give it a cause matching ErrCallTimeout: a call that ends
+//     because that deadline passed is a failure.
 //   - Config.ShouldCount(err) returned false: neutral.
 //   - any other non-nil error: failure.
 //
@@ -34,10 +35,10 @@
 // errors that say nothing about the backend's health, such as a malformed
 // request, set it with IgnoreErrors:
 //
-//	cfg.ShouldCount = breaker.IgnoreErrors(spi.ErrInvalidQuery)
+//	cfg.ShouldCount = breaker.IgnoreErrors(ErrBadRequest)
 //
-// The spi wrappers (Vector, Keyword, Graph, Embedder) always exempt
-// spi.ErrInvalidQuery, whatever ShouldCount says.
+// Admit, the two-step form that returns a Ticket, leaves classification to
+// the caller entirely: it reports Success, Failure or Neutral itself.
 //
 // # Generations
 //

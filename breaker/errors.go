@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/ragd/ragd/spi"
 )
 
 var (
@@ -30,10 +28,8 @@ var (
 	errPanicked = errors.New("breaker: protected call panicked")
 )
 
-// OpenError is the rejection a breaker returns instead of running a call.
-// errors.Is(err, ErrOpen) holds, and so does errors.Is(err,
-// spi.ErrUnavailable), so code that handles unavailable backends uniformly
-// needs no breaker-specific branch.
+// OpenError is the rejection a breaker returns instead of running a call;
+// errors.Is(err, ErrOpen) holds.
 //
 // Rejections are hot, so a breaker hands the same *OpenError to every caller
 // rejected within the same millisecond of RetryAfter: treat it as read-only.
@@ -64,7 +60,3 @@ func (e *OpenError) Error() string {
 
 // Unwrap returns ErrOpen.
 func (e *OpenError) Unwrap() error { return ErrOpen }
-
-// Is reports whether target is spi.ErrUnavailable; ErrOpen is matched
-// through Unwrap.
-func (e *OpenError) Is(target error) bool { return target == spi.ErrUnavailable }

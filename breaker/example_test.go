@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/ragd/ragd/breaker"
-	"github.com/ragd/ragd/spi"
 )
 
 func Example() {
@@ -76,19 +75,20 @@ func ExampleOpenError() {
 	if errors.As(err, &oe) {
 		fmt.Println("retry after:", oe.RetryAfter, "cause:", oe.Cause)
 	}
-	fmt.Println(errors.Is(err, breaker.ErrOpen), errors.Is(err, spi.ErrUnavailable))
+	fmt.Println(errors.Is(err, breaker.ErrOpen))
 	// Output:
 	// retry after: 20s cause: timeout
-	// true true
+	// true
 }
 
 func ExampleIgnoreErrors() {
 	cfg := breaker.DefaultConfig()
 	cfg.FailureThreshold = 1
-	cfg.ShouldCount = breaker.IgnoreErrors(spi.ErrInvalidQuery)
+	errInvalid := errors.New("invalid query")
+	cfg.ShouldCount = breaker.IgnoreErrors(errInvalid)
 	b, _ := breaker.New("vector", cfg)
 
-	bad := fmt.Errorf("vector: %w: dimension 3, want 384", spi.ErrInvalidQuery)
+	bad := fmt.Errorf("vector: %w: dimension 3, want 384", errInvalid)
 	_ = b.Call(context.Background(), func(context.Context) error { return bad })
 	fmt.Println(b.State()) // a bad request says nothing about the backend
 	// Output: closed
@@ -125,25 +125,24 @@ func ExampleRegistry() {
 	// breaker: unknown breaker: "keyword"
 }
 
-func ExampleGuarded() {
-	b, _ := breaker.New("keyword", breaker.DefaultConfig())
-	var backend spi.KeywordRetrievalBackend = breaker.Keyword(nopKeyword{}, b)
-
-	b.ForceOpen()
-	// A retriever checks the breaker before starting any work for a source.
-	if g, ok := backend.(breaker.Guarded); ok && g.Breaker().State() == breaker.Open {
-		fmt.Println("skipping", g.Breaker().Name())
+func ExampleBreaker_Admit() {
+	b, _ := breaker.New("keyword", breaker.Config{FailureThreshold: 2, ResetTimeout: time.Minute, HalfOpenMaxCalls: 1, SuccessThreshold: 1})
+	// The caller classifies each outcome itself: a timeout it knows was
+	// caused by overload is neutral, a refused connection is a failure.
+	for _, refused := range []bool{false, true, true} {
+		t, err := b.Admit()
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		if refused {
+			t.Failure(errors.New("connection refused"))
+		} else {
+			t.Neutral()
+		}
 	}
-	fmt.Println(backend.Health(context.Background()).Status)
+	_, err := b.Admit()
+	fmt.Println(b.State(), errors.Is(err, breaker.ErrOpen))
 	// Output:
-	// skipping keyword
-	// down
+	// open true
 }
-
-type nopKeyword struct{}
-
-func (nopKeyword) Retrieve(context.Context, spi.KeywordRequest) ([]spi.Ref, error) { return nil, nil }
-func (nopKeyword) Hydrate(context.Context, []string) ([]spi.Document, []string, error) {
-	return nil, nil, nil
-}
-func (nopKeyword) Health(context.Context) spi.Health { return spi.Health{Status: spi.StatusUp} }

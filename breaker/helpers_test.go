@@ -13,7 +13,10 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var errBackend = errors.New("backend: connection refused")
+var (
+	errBackend    = errors.New("backend: connection refused")
+	errBadRequest = errors.New("backend: bad request")
+)
 
 // fakeClock is the injected Config.Now; tests move it by hand.
 type fakeClock struct {

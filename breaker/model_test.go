@@ -125,6 +125,8 @@ func (m *refModel) forceOpen() {
 func (m *refModel) forceClose() {
 	m.advance()
 	if m.state == breaker.Closed {
+		// A new generation without a transition: earlier calls are ignored.
+		m.gen++
 		m.failures = 0
 		return
 	}

@@ -24,15 +24,16 @@ const (
 type Config struct {
 	// DataDir holds every embedded store; relative paths below resolve
 	// against it.
-	DataDir   string          `yaml:"data_dir"`
-	Server    ServerConfig    `yaml:"server"`
-	Backends  BackendsConfig  `yaml:"backends"`
-	Embedder  EmbedderConfig  `yaml:"embedder"`
-	Retriever RetrieverConfig `yaml:"retriever"`
-	Breakers  BreakersConfig  `yaml:"breakers"`
-	Ingest    IngestConfig    `yaml:"ingest"`
-	Auth      AuthConfig      `yaml:"auth"`
-	Log       LogConfig       `yaml:"log"`
+	DataDir     string            `yaml:"data_dir"`
+	Server      ServerConfig      `yaml:"server"`
+	Backends    BackendsConfig    `yaml:"backends"`
+	Embedder    EmbedderConfig    `yaml:"embedder"`
+	Retriever   RetrieverConfig   `yaml:"retriever"`
+	Breakers    BreakersConfig    `yaml:"breakers"`
+	Concurrency ConcurrencyConfig `yaml:"concurrency"`
+	Ingest      IngestConfig      `yaml:"ingest"`
+	Auth        AuthConfig        `yaml:"auth"`
+	Log         LogConfig         `yaml:"log"`
 }
 
 // ServerConfig is the HTTP listener.
@@ -50,6 +51,10 @@ type ServerConfig struct {
 	// that are not bound to a tenant, and only to loopback peers while auth
 	// is off. Off by default.
 	Pprof bool `yaml:"pprof"`
+	// DebugFaults serves run-time fault injection under /debug/faults to
+	// the same callers as Pprof, for load drills in the embedded mode (a
+	// source made slow, hung or failing). Never turn it on in production.
+	DebugFaults bool `yaml:"debug_faults"`
 }
 
 // BackendsConfig selects and configures the three retrieval stores.
@@ -119,6 +124,9 @@ type RetrieverConfig struct {
 	MaxOffset  int                     `yaml:"max_offset"`
 	Sources    map[string]SourceConfig `yaml:"sources"`
 	Expand     ExpandConfig            `yaml:"expand"`
+	// EmbedTimeoutMS bounds embedding the query text, a step of its own
+	// before the vector source's own deadline starts.
+	EmbedTimeoutMS int `yaml:"embed_timeout_ms"`
 }
 
 // SourceConfig is one source's defaults.
@@ -145,6 +153,26 @@ type BreakersConfig struct {
 	Enabled         bool `yaml:"enabled"`
 	BreakerSettings `yaml:",inline"`
 	Overrides       map[string]BreakerSettings `yaml:"overrides"`
+	// WarmupTimeoutS is the deadline of each background probe that makes
+	// a recovering breaker's half-open trial (well above any query
+	// timeout, so a cold server can answer it).
+	WarmupTimeoutS float64 `yaml:"warmup_timeout_s"`
+}
+
+// ConcurrencyConfig sets the adaptive concurrency limit of each guarded
+// source (vector, keyword, graph, graph_expand, embedder), with per-name
+// overrides. A call that finds its source at the limit is shed.
+type ConcurrencyConfig struct {
+	Enabled       bool `yaml:"enabled"`
+	LimitSettings `yaml:",inline"`
+	Overrides     map[string]LimitSettings `yaml:"overrides"`
+}
+
+// LimitSettings bound and start one adaptive limit. Zero means "inherit".
+type LimitSettings struct {
+	MinLimit     int `yaml:"min_limit"`
+	MaxLimit     int `yaml:"max_limit"`
+	InitialLimit int `yaml:"initial_limit"`
 }
 
 // BreakerSettings are the tunables of one breaker. Zero means "inherit".
@@ -222,12 +250,18 @@ func Default() Config {
 		Retriever: RetrieverConfig{
 			Fusion: "rrf", RRFK: 60, Limit: 10, Window: 100, MinSources: 1, BudgetMS: 2000,
 			MaxLimit: 100, MaxWindow: 1000, MaxOffset: 1000,
-			Sources: map[string]SourceConfig{},
-			Expand:  ExpandConfig{Enabled: &t, Seeds: 10, Hops: 1, Limit: 50, Weight: ptr(0.2), TimeoutMS: 500},
+			Sources:        map[string]SourceConfig{},
+			Expand:         ExpandConfig{Enabled: &t, Seeds: 10, Hops: 1, Limit: 50, Weight: ptr(0.2), TimeoutMS: 500},
+			EmbedTimeoutMS: 1000,
 		},
 		Breakers: BreakersConfig{
 			Enabled:         true,
 			BreakerSettings: BreakerSettings{FailureThreshold: 5, ResetTimeoutS: 30, HalfOpenMaxCalls: 1, SuccessThreshold: 1},
+			WarmupTimeoutS:  10,
+		},
+		Concurrency: ConcurrencyConfig{
+			Enabled:       true,
+			LimitSettings: LimitSettings{MinLimit: 8, MaxLimit: 256, InitialLimit: 32},
 		},
 		Ingest: IngestConfig{BatchSize: 256, MaxDocsPerRequest: 1000, MaxIDsPerRequest: 1000, MaxTextBytes: 1 << 20, ExtractEntities: true},
 		Auth:   AuthConfig{Public: []string{"health", "ready", "metrics", "openapi"}},

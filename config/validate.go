@@ -8,14 +8,16 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/ragd/ragd/spi"
 )
 
 // sourceNames are the retriever's source names valid under
 // retriever.sources.
-var sourceNames = []string{"vector", "keyword", "graph"}
+var sourceNames = spi.RetrievalSources()
 
 // breakerNames are the breakers ragd mints, valid under breakers.overrides.
-var breakerNames = []string{"vector", "keyword", "graph", "embedder"}
+var breakerNames = spi.Backends()
 
 var publicEndpoints = []string{"health", "ready", "metrics", "openapi"}
 
@@ -194,12 +196,41 @@ func (c *Config) Validate() error {
 		}
 	}
 	validateBreaker("breakers", c.Breakers.BreakerSettings, false)
+	if c.Breakers.WarmupTimeoutS < 0 {
+		bad("breakers.warmup_timeout_s", "must be >= 0 (0: no background probes), got %g", c.Breakers.WarmupTimeoutS)
+	}
 	for _, name := range slices.Sorted(maps.Keys(c.Breakers.Overrides)) {
 		if !oneOf(name, breakerNames...) {
 			bad("breakers.overrides."+name, "unknown breaker; must be one of %s", quoteList(breakerNames))
 			continue
 		}
 		validateBreaker("breakers.overrides."+name, c.Breakers.Overrides[name], true)
+	}
+
+	validateLimit := func(key string, l LimitSettings, override bool) {
+		for _, f := range []struct {
+			name string
+			v    int
+		}{{"min_limit", l.MinLimit}, {"max_limit", l.MaxLimit}, {"initial_limit", l.InitialLimit}} {
+			if f.v < 0 || (!override && f.v == 0) {
+				bad(key+"."+f.name, "must be >= 1, got %d", f.v)
+			}
+		}
+	}
+	validateLimit("concurrency", c.Concurrency.LimitSettings, false)
+	if l := c.Concurrency.LimitSettings; l.MinLimit > l.MaxLimit || l.InitialLimit < l.MinLimit || l.InitialLimit > l.MaxLimit {
+		bad("concurrency", "want min_limit <= initial_limit <= max_limit, got %d, %d, %d", l.MinLimit, l.InitialLimit, l.MaxLimit)
+	}
+	gated := spi.GatedSources()
+	for _, name := range slices.Sorted(maps.Keys(c.Concurrency.Overrides)) {
+		if !oneOf(name, gated...) {
+			bad("concurrency.overrides."+name, "unknown source; must be one of %s", quoteList(gated))
+			continue
+		}
+		validateLimit("concurrency.overrides."+name, c.Concurrency.Overrides[name], true)
+	}
+	if c.Retriever.EmbedTimeoutMS < 0 {
+		bad("retriever.embed_timeout_ms", "must be >= 0, got %d", c.Retriever.EmbedTimeoutMS)
 	}
 
 	in := c.Ingest

@@ -7,7 +7,6 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -37,14 +36,6 @@ func (e *deadlineError) Error() string {
 
 func (e *deadlineError) Unwrap() error { return context.DeadlineExceeded }
 
-// Is makes a source's own deadline (not the query budget) match
-// breaker.ErrCallTimeout, so the breaker around the source counts a source
-// that does not answer in time as failing; the caller's cancellation and
-// the exhausted budget stay neutral.
-func (e *deadlineError) Is(target error) bool {
-	return !e.budget && target == breaker.ErrCallTimeout
-}
-
 // panicError is a recovered panic of a source; the stack goes to the log.
 type panicError struct {
 	value any
@@ -53,15 +44,20 @@ type panicError struct {
 
 func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
 
-// embedError marks a failure of the embedder inside the vector source.
-type embedError struct{ err error }
-
-func (e *embedError) Error() string { return "embedder: " + e.err.Error() }
-func (e *embedError) Unwrap() error { return e.err }
-
-// call runs fn under its own deadline (inside ctx), recovering a panic into
-// an error, and classifies the outcome.
-func call[T any](r *HybridRetriever, ctx context.Context, timeout time.Duration, fn func(context.Context) (T, error)) (T, attempt) {
+// call runs fn through gate g (nil: ungated) under its own deadline inside
+// ctx, recovering a panic into an error, classifies the outcome and reports
+// it to the gate. ctx is the query's budget context: a call that ends
+// because ctx ended is neutral for the gate, one that ends on its own
+// deadline is a timeout.
+func call[T any](r *HybridRetriever, ctx context.Context, g spi.Gate, timeout time.Duration, fn func(context.Context) (T, error)) (T, attempt) {
+	var zero T
+	var p spi.Permit
+	if g != nil {
+		var err error
+		if p, err = g.Admit(ctx); err != nil {
+			return zero, rejected(err)
+		}
+	}
 	start := r.now()
 	sctx, cancel := context.WithTimeoutCause(ctx, timeout, &deadlineError{after: timeout})
 	defer cancel()
@@ -70,9 +66,42 @@ func call[T any](r *HybridRetriever, ctx context.Context, timeout time.Duration,
 	if err != nil {
 		a.err = err
 		a.status, a.msg, a.unhealthy = classify(sctx, err)
-		a.retryIn, _ = openErr(err)
+	}
+	if p != nil {
+		p.Done(outcome(ctx, sctx, err), a.took)
 	}
 	return v, a
+}
+
+// outcome is what the call means for the source's gate.
+func outcome(ctx, sctx context.Context, err error) spi.Outcome {
+	var pe *panicError
+	switch {
+	case err == nil:
+		return spi.OutcomeSuccess
+	case errors.As(err, &pe):
+		return spi.OutcomeFailure
+	case ctx.Err() == nil && sctx.Err() != nil:
+		return spi.OutcomeTimeout // the source's own deadline, not the budget
+	default:
+		return spi.OutcomeOf(ctx, err)
+	}
+}
+
+// rejected is the attempt of a call its gate refused.
+func rejected(err error) attempt {
+	var re *spi.RejectedError
+	if errors.As(err, &re) && errors.Is(re.Reason, spi.ErrShed) {
+		return attempt{status: StatusShed, msg: "at its concurrency limit", err: err}
+	}
+	a := attempt{status: StatusCircuitOpen, msg: "circuit open", unhealthy: true, err: err}
+	if re != nil {
+		a.retryIn = re.RetryAfter
+	}
+	if !errors.Is(err, spi.ErrCircuitOpen) { // the caller's ctx was already done
+		a.status, a.msg, a.unhealthy = StatusTimeout, "query budget exhausted", false
+	}
+	return a
 }
 
 func protect[T any](ctx context.Context, fn func(context.Context) (T, error)) (v T, err error) {
@@ -89,30 +118,26 @@ func protect[T any](ctx context.Context, fn func(context.Context) (T, error)) (v
 // might quote the query, never reach a response.
 func classify(sctx context.Context, err error) (st Status, msg string, unhealthy bool) {
 	var pe *panicError
-	_, open := openErr(err)
 	switch {
-	case open:
-		st, msg, unhealthy = StatusCircuitOpen, "circuit open", true
 	case errors.As(err, &pe):
-		st, msg, unhealthy = StatusError, "panic", true
+		return StatusError, "panic", true
+	case errors.Is(err, spi.ErrShed):
+		return StatusShed, "at its concurrency limit", false
+	case errors.Is(err, spi.ErrCircuitOpen):
+		return StatusCircuitOpen, "circuit open", true
 	case sctx.Err() != nil && errors.Is(context.Cause(sctx), context.DeadlineExceeded):
-		st, msg, unhealthy = StatusTimeout, context.Cause(sctx).Error(), true
+		return StatusTimeout, context.Cause(sctx).Error(), true
 	case errors.Is(err, context.DeadlineExceeded):
-		st, msg, unhealthy = StatusTimeout, "backend deadline exceeded", true
+		return StatusTimeout, "backend deadline exceeded", true
 	case errors.Is(err, context.Canceled):
-		st, msg, unhealthy = StatusError, "canceled", false
+		return StatusError, "canceled", false
 	case errors.Is(err, spi.ErrInvalidQuery):
-		st, msg, unhealthy = StatusError, "rejected as invalid query", false
+		return StatusError, "rejected as invalid query", false
 	case errors.Is(err, spi.ErrUnavailable):
-		st, msg, unhealthy = StatusError, "backend unavailable", true
+		return StatusError, "backend unavailable", true
 	default:
-		st, msg, unhealthy = StatusError, "backend error", true
+		return StatusError, "backend error", true
 	}
-	var ee *embedError
-	if errors.As(err, &ee) {
-		msg = "embedder: " + msg
-	}
-	return st, msg, unhealthy
 }
 
 // sourceStatus renders an attempt as a SourceStatus.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,7 @@ const (
 	DefaultBudget         = 2 * time.Second
 	DefaultSourceTimeout  = time.Second
 	DefaultHydrateTimeout = 500 * time.Millisecond
+	DefaultEmbedTimeout   = time.Second
 	DefaultWeight         = 1.0
 	DefaultExpandWeight   = 0.5
 	DefaultExpandSeeds    = 10
@@ -37,17 +39,12 @@ const (
 	DefaultMaxHops        = 2
 )
 
-// stage1 lists the first-stage sources in their fixed order.
+// stage1 is spi.RetrievalSources as an array, so per-query state can be
+// sized at compile time (a test keeps the two equal).
 var stage1 = [...]string{spi.SourceVector, spi.SourceKeyword, spi.SourceGraph}
 
 // knownSource reports whether name is a source a query may configure.
-func knownSource(name string) bool {
-	switch name {
-	case spi.SourceVector, spi.SourceKeyword, spi.SourceGraph, spi.SourceGraphExpand:
-		return true
-	}
-	return false
-}
+func knownSource(name string) bool { return slices.Contains(spi.QuerySources(), name) }
 
 // NamedHydrator is a document store consulted to hydrate the returned page,
 // under the name used in logs, metrics and Result.Hydration.
@@ -73,6 +70,9 @@ type Defaults struct {
 	SourceTimeout time.Duration
 	// HydrateTimeout is each hydrator's deadline, inside the budget.
 	HydrateTimeout time.Duration
+	// EmbedTimeout is the deadline for embedding the query text, inside
+	// the budget and before the vector source's own deadline starts.
+	EmbedTimeout time.Duration
 }
 
 // Limits bound what a query may ask for. Zero fields fall back to the
@@ -132,13 +132,17 @@ func (l Limits) Validate() error {
 }
 
 // Config wires a HybridRetriever. Any backend may be nil (not configured),
-// but at least one of Vector, Keyword and Graph must be set. Backends may be
-// wrapped by package breaker; the retriever then skips them while open.
+// but at least one of Vector, Keyword and Graph must be set.
 type Config struct {
 	Vector   spi.VectorRetrievalBackend
 	Keyword  spi.KeywordRetrievalBackend
 	Graph    spi.GraphRetrievalBackend
 	Embedder spi.Embedder
+	// Gates admit the calls to each source, keyed by spi.GatedSources
+	// names (vector, keyword, graph, graph_expand, embedder); a source
+	// without a gate is called unguarded. Hydrators are checked against
+	// the gate of their own name: an open circuit skips them at once.
+	Gates map[string]spi.Gate
 	// Hydrators are consulted in order for the returned page: the system of
 	// record first, then fallbacks. Ids missing from one, or all ids when one
 	// fails, go to the next.
@@ -157,6 +161,14 @@ type Config struct {
 func (c Config) Validate() error {
 	if c.Vector == nil && c.Keyword == nil && c.Graph == nil {
 		return errors.New("retriever: config: no retrieval backend configured")
+	}
+	for name, g := range c.Gates {
+		if !slices.Contains(spi.GatedSources(), name) {
+			return fmt.Errorf("retriever: config: gate for unknown source %q", name)
+		}
+		if g == nil {
+			return fmt.Errorf("retriever: config: gate %q is nil", name)
+		}
 	}
 	seen := make(map[string]bool, len(c.Hydrators))
 	for i, h := range c.Hydrators {
@@ -230,7 +242,7 @@ func (d Defaults) validate(lim Limits) error {
 	for _, c := range []struct {
 		name string
 		v    time.Duration
-	}{{"Budget", d.Budget}, {"SourceTimeout", d.SourceTimeout}, {"HydrateTimeout", d.HydrateTimeout}} {
+	}{{"Budget", d.Budget}, {"SourceTimeout", d.SourceTimeout}, {"HydrateTimeout", d.HydrateTimeout}, {"EmbedTimeout", d.EmbedTimeout}} {
 		if c.v < 0 {
 			return fmt.Errorf("retriever: config: Defaults.%s must not be negative", c.name)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/guard"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -263,6 +264,18 @@ func mustOpenBreaker(tb testing.TB, name string) *breaker.Breaker {
 	return b
 }
 
+// withBreaker puts a gate holding breaker b (no limit, no probe) in front
+// of each of the named sources.
+func withBreaker(cfg *retriever.Config, b *breaker.Breaker, names ...string) {
+	if cfg.Gates == nil {
+		cfg.Gates = map[string]spi.Gate{}
+	}
+	c := guard.NewCircuit(b, guard.ProbeConfig{})
+	for _, n := range names {
+		cfg.Gates[n] = guard.New(n, guard.Config{Circuit: c})
+	}
+}
+
 func hitIDs(res *retriever.Result) []string {
 	ids := make([]string, len(res.Hits))
 	for i, h := range res.Hits {
@@ -272,3 +285,32 @@ func hitIDs(res *retriever.Result) []string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// fakeGate refuses Check with check and Admit with admit when set, and
+// otherwise admits, recording every outcome.
+type fakeGate struct {
+	check, admit error
+	mu           sync.Mutex
+	outcomes     []spi.Outcome
+}
+
+func (g *fakeGate) Check() error { return g.check }
+
+func (g *fakeGate) Admit(context.Context) (spi.Permit, error) {
+	if g.admit != nil {
+		return nil, g.admit
+	}
+	return g, nil
+}
+
+func (g *fakeGate) Done(o spi.Outcome, _ time.Duration) {
+	g.mu.Lock()
+	g.outcomes = append(g.outcomes, o)
+	g.mu.Unlock()
+}
+
+func (g *fakeGate) seen() []spi.Outcome {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]spi.Outcome(nil), g.outcomes...)
+}

@@ -36,13 +36,17 @@ func (r *HybridRetriever) hydrate(ctx context.Context, ids []string, tenant stri
 			res.Degraded = true
 			continue
 		}
-		if retryIn, open := openBreaker(h.Hydrator); open {
-			res.Hydration[h.Name] = SourceStatus{Status: StatusCircuitOpen, Error: "circuit open", RetryInMS: retryIn.Milliseconds()}
-			res.Degraded = true
-			continue
+		if g := r.gate(h.Name); g != nil {
+			if err := g.Check(); err != nil {
+				res.Hydration[h.Name] = rejected(err).sourceStatus(0)
+				res.Degraded = true
+				continue
+			}
 		}
 		ask := remaining
-		got, a := call(r, ctx, timeout, func(ctx context.Context) ([]spi.Document, error) {
+		// Hydration is not admitted through the gate (not limited, not
+		// counted): only its open circuit is honoured, above.
+		got, a := call(r, ctx, nil, timeout, func(ctx context.Context) ([]spi.Document, error) {
 			d, _, err := h.Hydrator.Hydrate(ctx, ask)
 			return d, err
 		})

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -109,11 +108,13 @@ func TestHydrationAllFail(t *testing.T) {
 }
 
 func TestHydrationCircuitOpenFallsThrough(t *testing.T) {
-	// A breaker-wrapped store is skipped as a hydrator while its breaker is open.
+	// A store whose gate has an open circuit is skipped as a hydrator.
 	vec := &fakeVector{docs: docsFor("a", "b", "c", "d")}
-	guarded := breaker.Vector(vec, mustOpenBreaker(t, "vector"))
 	fb := &fakeHydrator{docs: docsFor("a", "b")}
-	r := hydrationStack(t, retriever.NamedHydrator{Name: "vector", Hydrator: guarded}, retriever.NamedHydrator{Name: "fb", Hydrator: fb})
+	kw := &fakeKeyword{fault: fault{Refs: refs("keyword", "a", "b", "c", "d")}}
+	cfg := retriever.Config{Keyword: kw, Hydrators: []retriever.NamedHydrator{{Name: "vector", Hydrator: vec}, {Name: "fb", Hydrator: fb}}}
+	withBreaker(&cfg, mustOpenBreaker(t, "vector"), spi.SourceVector)
+	r := mustNew(t, cfg)
 	res := mustRetrieve(t, r, retriever.Query{Text: "q", Limit: 2})
 	if st := res.Hydration["vector"]; st.Status != retriever.StatusCircuitOpen || st.RetryInMS <= 0 {
 		t.Errorf("vector hydrator = %+v", st)

@@ -26,17 +26,19 @@ type plan struct {
 	src                   [len(stage1)]sourcePlan
 	expand                sourcePlan // k is the expansion limit
 	seeds, hops           int
+	embedTimeout          time.Duration
 }
 
 func (r *HybridRetriever) plan(q *Query) plan {
 	d := &r.cfg.Defaults
 	p := plan{
-		limit:      orInt(q.Limit, orInt(d.Limit, DefaultLimit)),
-		offset:     q.Offset,
-		window:     orInt(q.Window, orInt(d.Window, DefaultWindow)),
-		mode:       q.Fusion.Mode,
-		minSources: orInt(q.MinSources, orInt(d.MinSources, DefaultMinSources)),
-		budget:     orDur(time.Duration(q.BudgetMS)*time.Millisecond, orDur(d.Budget, DefaultBudget)),
+		limit:        orInt(q.Limit, orInt(d.Limit, DefaultLimit)),
+		offset:       q.Offset,
+		window:       orInt(q.Window, orInt(d.Window, DefaultWindow)),
+		mode:         q.Fusion.Mode,
+		minSources:   orInt(q.MinSources, orInt(d.MinSources, DefaultMinSources)),
+		budget:       orDur(time.Duration(q.BudgetMS)*time.Millisecond, orDur(d.Budget, DefaultBudget)),
+		embedTimeout: orDur(d.EmbedTimeout, DefaultEmbedTimeout),
 	}
 	if p.mode == "" {
 		p.mode = orStr(d.Fusion.Mode, FusionRRF)

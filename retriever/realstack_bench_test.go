@@ -74,31 +74,27 @@ func reportLatency(b *testing.B, name string, ds []time.Duration) time.Duration 
 // half-open trial falls into phase 3.
 //
 // Sub-benchmarks: graph blackholes Neo4j; postgres blackholes PostgreSQL
-// with the stores wired as internal/app wires them (raw stores as
-// hydrators, so the system of record is still asked to hydrate while its
-// breaker is open); postgres_guarded_hydrators passes the breaker-wrapped
-// stores as hydrators instead, so an open breaker skips hydration there too.
+// (an open circuit skips the system of record as a hydrator too, the next
+// store covers).
 func BenchmarkRealStackBlackhole(b *testing.B) {
 	c := loadRSCorpus(b, rsBenchDocs)
 	for _, tc := range []struct {
-		name    string
-		source  string
-		guarded bool
+		name   string
+		source string
 	}{
-		{"graph", spi.SourceGraph, false},
-		{"postgres", spi.SourceVector, false},
-		{"postgres_guarded_hydrators", spi.SourceVector, true},
+		{"graph", spi.SourceGraph},
+		{"postgres", spi.SourceVector},
 	} {
-		b.Run(tc.name, func(b *testing.B) { benchBlackhole(b, c, tc.source, tc.guarded) })
+		b.Run(tc.name, func(b *testing.B) { benchBlackhole(b, c, tc.source) })
 	}
 }
 
-func benchBlackhole(b *testing.B, c *rsCorpus, source string, guarded bool) {
+func benchBlackhole(b *testing.B, c *rsCorpus, source string) {
 	tune := func(cfg *breaker.Config) {
 		cfg.FailureThreshold = breaker.DefaultConfig().FailureThreshold
 		cfg.ResetTimeout = time.Hour
 	}
-	o := rsStackOptions{Tune: tune, GuardedHydrators: guarded}
+	o := rsStackOptions{Tune: tune}
 	faulty, ref := c.newStack(b, o), c.newStack(b, o)
 	proxy, br := faulty.neoProxy, faulty.gb
 	if source == spi.SourceVector {

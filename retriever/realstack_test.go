@@ -210,7 +210,7 @@ type rsStack struct {
 	pgProxy, neoProxy *faultproxy.Proxy
 	vector            *vector.Backend
 	graph             *graph.Backend
-	// The breaker-wrapped sources the retriever queries.
+	// The sources the retriever queries (behind gates).
 	vectorSrc  spi.VectorRetrievalBackend
 	keywordSrc spi.KeywordRetrievalBackend
 	graphSrc   spi.GraphRetrievalBackend
@@ -328,15 +328,12 @@ type rsStackOptions struct {
 	// Tune, when set, adjusts every breaker's config (the defaults are
 	// rsBreaker's).
 	Tune func(*breaker.Config)
-	// GuardedHydrators passes the breaker-wrapped stores as hydrators, so
-	// the retriever skips a store whose breaker is open; internal/app
-	// passes the raw stores (the default here).
-	GuardedHydrators bool
 }
 
 // newStack opens PostgreSQL and Neo4j through fresh proxies and wires a
-// retriever the way internal/app does: breaker-wrapped sources, the raw
-// stores as hydrators (vector, the system of record, first).
+// retriever the way internal/app does: a gate with a breaker per source
+// (the expansion sharing the graph's), the stores as hydrators (vector,
+// the system of record, first), skipped while their circuit is open.
 func (c *rsCorpus) newStack(tb testing.TB, o rsStackOptions) *rsStack {
 	tb.Helper()
 	s := &rsStack{log: &rsTransitions{}}
@@ -354,28 +351,27 @@ func (c *rsCorpus) newStack(tb testing.TB, o rsStackOptions) *rsStack {
 	s.vb = rsBreaker(tb, spi.SourceVector, s.log, o.Tune)
 	s.kb = rsBreaker(tb, spi.SourceKeyword, s.log, o.Tune)
 	s.gb = rsBreaker(tb, spi.SourceGraph, s.log, o.Tune)
-	vg, kg, gg := breaker.Vector(s.vector, s.vb), breaker.Keyword(kw, s.kb), breaker.Graph(s.graph, s.gb)
-	hydrators := []retriever.NamedHydrator{
-		{Name: spi.SourceVector, Hydrator: s.vector},
-		{Name: spi.SourceKeyword, Hydrator: kw},
-		{Name: spi.SourceGraph, Hydrator: s.graph},
+	cfg := retriever.Config{
+		Vector:   s.vector,
+		Keyword:  kw,
+		Graph:    s.graph,
+		Embedder: c.emb,
+		Hydrators: []retriever.NamedHydrator{
+			{Name: spi.SourceVector, Hydrator: s.vector},
+			{Name: spi.SourceKeyword, Hydrator: kw},
+			{Name: spi.SourceGraph, Hydrator: s.graph},
+		},
+		Defaults: o.Defaults,
 	}
-	if o.GuardedHydrators {
-		hydrators[0].Hydrator, hydrators[1].Hydrator, hydrators[2].Hydrator = vg, kg, gg
-	}
-	r, err := retriever.New(retriever.Config{
-		Vector:    vg,
-		Keyword:   kg,
-		Graph:     gg,
-		Embedder:  c.emb,
-		Hydrators: hydrators,
-		Defaults:  o.Defaults,
-	})
+	withBreaker(&cfg, s.vb, spi.SourceVector)
+	withBreaker(&cfg, s.kb, spi.SourceKeyword)
+	withBreaker(&cfg, s.gb, spi.SourceGraph, spi.SourceGraphExpand)
+	r, err := retriever.New(cfg)
 	if err != nil {
 		tb.Fatalf("retriever.New: %v", err)
 	}
 	s.r = r
-	s.vectorSrc, s.keywordSrc, s.graphSrc = vg, kg, gg
+	s.vectorSrc, s.keywordSrc, s.graphSrc = s.vector, kw, s.graph
 	return s
 }
 
@@ -525,7 +521,7 @@ func TestRealStack(t *testing.T) {
 		// wires it) every query would also wait for the hydration
 		// deadline, breaker open or not; the guarded store is skipped
 		// once its breaker is open.
-		s := c.newStack(t, rsStackOptions{GuardedHydrators: true, Defaults: retriever.Defaults{HydrateTimeout: rsFaultTimeout}})
+		s := c.newStack(t, rsStackOptions{Defaults: retriever.Defaults{HydrateTimeout: rsFaultTimeout}})
 		warm(t, s, c, queries)
 		s.pgProxy.Blackhole()
 		faultPhase(t, s, c, queries, s.vb, spi.SourceVector, retriever.StatusTimeout, rsFaultTimeout)
@@ -784,17 +780,21 @@ func TestRealStackPostgresRestart(t *testing.T) {
 
 	log := &rsTransitions{}
 	vbr := rsBreaker(t, spi.SourceVector, log, nil)
-	r, err := retriever.New(retriever.Config{
-		Vector:   breaker.Vector(vb, vbr),
-		Keyword:  breaker.Keyword(kb, rsBreaker(t, spi.SourceKeyword, log, nil)),
-		Graph:    breaker.Graph(gs, rsBreaker(t, spi.SourceGraph, log, nil)),
+	cfg := retriever.Config{
+		Vector:   vb,
+		Keyword:  kb,
+		Graph:    gs,
 		Embedder: emb,
 		Hydrators: []retriever.NamedHydrator{
 			{Name: spi.SourceVector, Hydrator: vb},
 			{Name: spi.SourceKeyword, Hydrator: kb},
 			{Name: spi.SourceGraph, Hydrator: gs},
 		},
-	})
+	}
+	withBreaker(&cfg, vbr, spi.SourceVector)
+	withBreaker(&cfg, rsBreaker(t, spi.SourceKeyword, log, nil), spi.SourceKeyword)
+	withBreaker(&cfg, rsBreaker(t, spi.SourceGraph, log, nil), spi.SourceGraph, spi.SourceGraphExpand)
+	r, err := retriever.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -860,9 +860,9 @@ func TestRealStackPostgresRestart(t *testing.T) {
 }
 
 // TestSourceDeadlineCountsAgainstBreaker needs no server: a source that
-// does not answer within its own deadline trips its breaker (the deadline's
-// cause matches breaker.ErrCallTimeout), while a source cut off by the
-// query budget, the caller's limit, does not. Without the first, a
+// does not answer within its own deadline trips its breaker (a timeout of
+// an unsaturated source), while a source cut off by the query budget, the
+// caller's limit, does not. Without the first, a
 // blackholed backend would be waited for on every query forever.
 func TestSourceDeadlineCountsAgainstBreaker(t *testing.T) {
 	newGuarded := func(t *testing.T) (*retriever.HybridRetriever, *breaker.Breaker, *stack) {
@@ -876,7 +876,7 @@ func TestSourceDeadlineCountsAgainstBreaker(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg := s.config()
-		cfg.Graph = breaker.Graph(s.gr, b)
+		withBreaker(&cfg, b, spi.SourceGraph, spi.SourceGraphExpand)
 		return mustNew(t, cfg), b, s
 	}
 	t.Run("own deadline trips", func(t *testing.T) {

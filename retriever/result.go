@@ -20,6 +20,10 @@ const (
 	// StatusCircuitOpen: the source's (or the embedder's) breaker was open;
 	// it was skipped without being called.
 	StatusCircuitOpen Status = "circuit_open"
+	// StatusShed: the source was at its concurrency limit; it was skipped
+	// without being called. It is busy, not unhealthy: the answer is
+	// partial, not degraded, and the breaker counts nothing.
+	StatusShed Status = "shed"
 	// StatusError: the source failed (backend error, panic, rejected query).
 	StatusError Status = "error"
 	// StatusTimeout: the source's own deadline or the query budget expired.
@@ -84,10 +88,11 @@ type ExpandSettings struct {
 // search response.
 type Result struct {
 	Hits []Hit `json:"hits"`
-	// Sources has an entry for vector, keyword, graph and graph_expand.
+	// Sources has an entry for vector, keyword, graph and graph_expand, and
+	// one for the embedder when the query text had to be embedded.
 	Sources map[string]SourceStatus `json:"sources"`
 	// Partial: the answer is incomplete — an enabled source answered with
-	// error, timeout or circuit_open, so its list is missing from the
+	// error, timeout, circuit_open or shed, so its list is missing from the
 	// fusion, or a document of the page could not be hydrated (Missing is
 	// not empty).
 	Partial bool `json:"partial"`

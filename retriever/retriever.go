@@ -48,15 +48,33 @@ func New(cfg Config) (*HybridRetriever, error) {
 	return r, nil
 }
 
-// Limits returns the effective limits, for callers that validate a Query
-// before calling Retrieve (Retrieve validates again).
+// Limits returns the effective limits, which Retrieve validates a Query
+// against.
 func (r *HybridRetriever) Limits() Limits { return r.limits }
+
+// gate returns the gate of source name, or nil.
+func (r *HybridRetriever) gate(name string) spi.Gate { return r.cfg.Gates[name] }
+
+// run is one query's working state.
+type run struct {
+	r        *HybridRetriever
+	q        *Query
+	p        plan
+	text     bool
+	res      *Result
+	statuses map[string]SourceStatus
+	lists    []RankedList
+	healthy  int
+}
 
 // stage1Outcome is one stage-1 goroutine's result slot.
 type stage1Outcome struct {
 	refs []spi.Ref
 	a    attempt
 	ran  bool // a goroutine was started for this source
+	// embed is the embedder's attempt, for the vector source with no
+	// query vector (status empty when no embedding was needed or tried).
+	embed attempt
 }
 
 // Retrieve runs q. It returns a *QueryError (wrapping spi.ErrInvalidQuery)
@@ -74,121 +92,32 @@ func (r *HybridRetriever) Retrieve(ctx context.Context, q Query) (*Result, error
 	if err := r.canceled(ctx); err != nil {
 		return nil, err
 	}
-	p := r.plan(&q)
-	text := strings.TrimSpace(q.Text) != ""
-
-	bctx, cancel := context.WithTimeoutCause(ctx, p.budget, &deadlineError{budget: true, after: p.budget})
+	ru := &run{r: r, q: &q, p: r.plan(&q), text: strings.TrimSpace(q.Text) != "", statuses: make(map[string]SourceStatus, 5)}
+	ru.res = &Result{Offset: ru.p.offset, Limit: ru.p.limit, Fusion: ru.p.settings()}
+	bctx, cancel := context.WithTimeoutCause(ctx, ru.p.budget, &deadlineError{budget: true, after: ru.p.budget})
 	defer cancel()
 
-	// Stage 1: decide per source, then fan out.
-	var out [len(stage1)]stage1Outcome
-	statuses := make(map[string]SourceStatus, 4)
-	runnable := 0
-	for i := range stage1 {
-		sp := &p.src[i]
-		st, retryIn, run := r.admit(sp, &q, text)
-		if run || st == StatusCircuitOpen {
-			runnable++
-		}
-		if !run {
-			statuses[sp.name] = SourceStatus{Status: st, Error: sp.reason, RetryInMS: retryIn.Milliseconds()}
-			if st == StatusCircuitOpen {
-				out[i].a = attempt{status: st, msg: sp.reason, unhealthy: true, retryIn: retryIn}
-				r.m.source(sp.name, out[i].a)
-			}
-			continue
-		}
-		out[i].ran = true
+	if err := ru.stage1(bctx); err != nil {
+		return nil, err
 	}
-	if runnable < p.minSources {
-		r.m.failed("invalid")
-		return nil, r.tooFewRunnable(&p, statuses, runnable)
-	}
-	var g errgroup.Group
-	for i := range stage1 {
-		if !out[i].ran {
-			continue
-		}
-		sp, slot := p.src[i], &out[i]
-		fn := r.stage1Func(sp, &q)
-		g.Go(func() error {
-			slot.refs, slot.a = call(r, bctx, sp.timeout, fn)
-			return nil
-		})
-	}
-	_ = g.Wait() // the goroutines never return errors; failures are in the slots
 	if err := r.canceled(ctx); err != nil {
 		return nil, err
 	}
-
-	healthy := 0
-	lists := make([]RankedList, 0, len(stage1)+1)
-	res := &Result{Offset: p.offset, Limit: p.limit, Fusion: p.settings()}
-	for i := range stage1 {
-		sp, o := &p.src[i], &out[i]
-		if !o.ran {
-			res.markAttempt(o.a)
-			continue
-		}
-		if len(o.refs) > sp.k {
-			o.refs = o.refs[:sp.k]
-		}
-		statuses[sp.name] = o.a.sourceStatus(len(o.refs))
-		r.m.source(sp.name, o.a)
-		res.markAttempt(o.a)
-		if o.a.status != StatusOK {
-			r.logDrop(sp.name, o.a, q.Text)
-			continue
-		}
-		healthy++
-		lists = append(lists, RankedList{Source: sp.name, Weight: sp.weight, Refs: o.refs})
-	}
-	if healthy < p.minSources {
-		statuses[spi.SourceGraphExpand] = SourceStatus{Status: StatusSkipped, Error: "stage 1 failed"}
+	if ru.healthy < ru.p.minSources {
+		ru.statuses[spi.SourceGraphExpand] = SourceStatus{Status: StatusSkipped, Error: "stage 1 failed"}
 		r.m.failed("not_enough_sources")
-		return nil, &NotEnoughSourcesError{Required: p.minSources, Healthy: healthy, Sources: statuses}
+		return nil, &NotEnoughSourcesError{Required: ru.p.minSources, Healthy: ru.healthy, Sources: ru.statuses}
 	}
-	// Stage-1 ranking; Parts only when they will be shown and no
-	// expansion is going to re-rank.
-	rk := rankLists(lists, scorer(p.mode, lists, p.rrfK), q.Explain && !p.expand.enabled)
-
-	// Stage 2: expand from the top fused seeds through the graph.
-	var expanded bool
-	lists, expanded = r.expand(bctx, &p, &q, rk, lists, statuses, res)
-	if expanded || (q.Explain && rk.parts == nil && rk.len() > 0) {
-		rk = rankLists(lists, scorer(p.mode, lists, p.rrfK), q.Explain)
-	}
+	rk := ru.fuse(bctx)
 	if err := r.canceled(ctx); err != nil {
 		return nil, err
 	}
-
-	// The page, cut from the fixed window, then hydration of the page only.
-	res.Total = min(rk.len(), p.window)
-	lo, hi := p.offset, min(p.offset+p.limit, res.Total)
-	if lo > hi {
-		lo = hi
-	}
-	res.Hits = make([]Hit, hi-lo)
-	ids := make([]string, hi-lo)
-	for j := lo; j < hi; j++ {
-		h := &res.Hits[j-lo]
-		*h = Hit{ID: rk.id(j), Rank: j + 1, Score: rk.score(j)}
-		ids[j-lo] = h.ID
-		if q.Explain {
-			h.Explain = explain(lists, rk.partsOf(j))
-		}
-	}
-	docs := r.hydrate(bctx, ids, q.Tenant, res)
-	for i := range res.Hits {
-		res.Hits[i].Document = docs[i]
-	}
+	ru.page(bctx, rk)
 	if err := r.canceled(ctx); err != nil {
 		return nil, err
 	}
-	if len(res.Missing) > 0 {
-		res.Partial = true
-	}
-	res.Sources = statuses
+	res := ru.res
+	res.Sources = ru.statuses
 	took := r.now().Sub(start)
 	res.TookMS = durMS(took)
 	r.m.query(res, took)
@@ -209,135 +138,264 @@ func (r *HybridRetriever) canceled(ctx context.Context) error {
 	return nil
 }
 
-// admit decides whether a stage-1 source runs: it returns run=true, or the
-// status it gets without running (disabled, skipped, circuit_open), setting
-// sp.reason.
-func (r *HybridRetriever) admit(sp *sourcePlan, q *Query, text bool) (Status, time.Duration, bool) {
+// stage1 decides per source, fans out to the runnable ones and collects
+// their lists. It fails only when min_sources cannot be met even before any
+// call (a *QueryError).
+func (ru *run) stage1(ctx context.Context) error {
+	r, p := ru.r, &ru.p
+	var out [len(stage1)]stage1Outcome
+	runnable := 0
+	for i := range stage1 {
+		sp := &p.src[i]
+		a, run := ru.admit(sp)
+		if run || a.status == StatusCircuitOpen {
+			runnable++
+		}
+		if !run {
+			out[i].a = a
+			continue
+		}
+		out[i].ran = true
+	}
+	if runnable < p.minSources {
+		for i := range stage1 {
+			if !out[i].ran {
+				ru.statuses[p.src[i].name] = out[i].a.sourceStatus(0)
+			}
+		}
+		r.m.failed("invalid")
+		return ru.tooFewRunnable(runnable)
+	}
+	var g errgroup.Group
+	for i := range stage1 {
+		if !out[i].ran {
+			continue
+		}
+		sp, slot := p.src[i], &out[i]
+		g.Go(func() error {
+			ru.callStage1(ctx, sp, slot)
+			return nil
+		})
+	}
+	_ = g.Wait() // the goroutines never return errors; failures are in the slots
+	for i := range stage1 {
+		ru.collect(&p.src[i], &out[i])
+	}
+	return nil
+}
+
+// admit decides whether a stage-1 source runs: run=true, or the attempt it
+// gets without running (disabled, skipped, circuit_open).
+func (ru *run) admit(sp *sourcePlan) (attempt, bool) {
+	r, q := ru.r, ru.q
 	if !sp.enabled {
-		return StatusDisabled, 0, false
+		return attempt{status: StatusDisabled, msg: sp.reason}, false
 	}
-	var backend any
-	switch sp.name {
-	case spi.SourceVector:
-		backend = r.cfg.Vector
-		if len(q.Vector) == 0 {
-			if !text {
-				sp.reason = "no query vector and no text"
-				return StatusSkipped, 0, false
-			}
-			if r.cfg.Embedder == nil {
-				sp.reason = "no query vector and no embedder configured"
-				return StatusSkipped, 0, false
-			}
-		}
-	case spi.SourceKeyword:
-		backend = r.cfg.Keyword
-	case spi.SourceGraph:
-		backend = r.cfg.Graph
+	embed := sp.name == spi.SourceVector && len(q.Vector) == 0
+	switch {
+	case sp.name != spi.SourceVector && !ru.text:
+		return attempt{status: StatusSkipped, msg: "no query text"}, false
+	case embed && !ru.text:
+		return attempt{status: StatusSkipped, msg: "no query vector and no text"}, false
+	case embed && r.cfg.Embedder == nil:
+		return attempt{status: StatusSkipped, msg: "no query vector and no embedder configured"}, false
 	}
-	if sp.name != spi.SourceVector && !text {
-		sp.reason = "no query text"
-		return StatusSkipped, 0, false
-	}
-	if retryIn, open := openBreaker(backend); open {
-		sp.reason = "circuit open"
-		return StatusCircuitOpen, retryIn, false
-	}
-	if sp.name == spi.SourceVector && len(q.Vector) == 0 {
-		if retryIn, open := openBreaker(r.cfg.Embedder); open {
-			sp.reason = "embedder: circuit open"
-			return StatusCircuitOpen, retryIn, false
+	// An open circuit skips the source without starting any work.
+	if g := r.gate(sp.name); g != nil {
+		if err := g.Check(); err != nil {
+			return rejected(err), false
 		}
 	}
-	return "", 0, true
+	if g := r.gate(spi.SourceEmbedder); embed && g != nil {
+		if err := g.Check(); err != nil {
+			a := rejected(err)
+			a.msg = "embedder: " + a.msg
+			return a, false
+		}
+	}
+	return attempt{}, true
 }
 
-// stage1Func returns the call a stage-1 source makes.
-func (r *HybridRetriever) stage1Func(sp sourcePlan, q *Query) func(context.Context) ([]spi.Ref, error) {
+// callStage1 runs one stage-1 source into slot. The vector source first
+// embeds the query text when it has no vector: a step with its own gate and
+// deadline, so a slow embedder fails the embedder, never the vector store.
+func (ru *run) callStage1(ctx context.Context, sp sourcePlan, slot *stage1Outcome) {
+	r, q := ru.r, ru.q
+	req := spi.KeywordRequest{Text: q.Text, K: sp.k, Tenant: q.Tenant, Filter: q.Filter}
 	switch sp.name {
 	case spi.SourceVector:
-		return func(ctx context.Context) ([]spi.Ref, error) {
-			vec := q.Vector
-			if len(vec) == 0 {
-				vs, err := r.cfg.Embedder.Embed(ctx, []string{q.Text})
-				if err != nil {
-					return nil, &embedError{err: err}
-				}
-				if len(vs) != 1 || !finite(vs[0]) || (r.limits.VectorDimension > 0 && len(vs[0]) != r.limits.VectorDimension) {
-					return nil, &embedError{err: fmt.Errorf("unusable embedding")}
-				}
-				vec = vs[0]
+		vec := q.Vector
+		if len(vec) == 0 {
+			var a attempt
+			vec, a = ru.embed(ctx)
+			slot.embed = a
+			if a.status != StatusOK {
+				slot.a = a
+				slot.a.msg = "embedder: " + a.msg
+				return
 			}
+		}
+		slot.refs, slot.a = call(r, ctx, r.gate(sp.name), sp.timeout, func(ctx context.Context) ([]spi.Ref, error) {
 			return r.cfg.Vector.Retrieve(ctx, spi.VectorRequest{Vector: vec, K: sp.k, Tenant: q.Tenant, Filter: q.Filter})
-		}
+		})
+		slot.a.took += slot.embed.took
 	case spi.SourceKeyword:
-		return func(ctx context.Context) ([]spi.Ref, error) {
-			return r.cfg.Keyword.Retrieve(ctx, spi.KeywordRequest{Text: q.Text, K: sp.k, Tenant: q.Tenant, Filter: q.Filter})
-		}
+		slot.refs, slot.a = call(r, ctx, r.gate(sp.name), sp.timeout, func(ctx context.Context) ([]spi.Ref, error) {
+			return r.cfg.Keyword.Retrieve(ctx, req)
+		})
 	default:
-		return func(ctx context.Context) ([]spi.Ref, error) {
-			return r.cfg.Graph.MatchEntities(ctx, spi.KeywordRequest{Text: q.Text, K: sp.k, Tenant: q.Tenant, Filter: q.Filter})
-		}
+		slot.refs, slot.a = call(r, ctx, r.gate(sp.name), sp.timeout, func(ctx context.Context) ([]spi.Ref, error) {
+			return r.cfg.Graph.MatchEntities(ctx, req)
+		})
 	}
 }
 
-// expand runs stage 2 and records its status. It returns the lists with the
-// expansion appended and whether it was.
-func (r *HybridRetriever) expand(ctx context.Context, p *plan, q *Query, rk ranking, lists []RankedList, statuses map[string]SourceStatus, res *Result) ([]RankedList, bool) {
+// embed turns the query text into a vector through the embedder's gate.
+func (ru *run) embed(ctx context.Context) ([]float32, attempt) {
+	r := ru.r
+	vec, a := call(r, ctx, r.gate(spi.SourceEmbedder), ru.p.embedTimeout, func(ctx context.Context) ([]float32, error) {
+		vs, err := r.cfg.Embedder.Embed(ctx, []string{ru.q.Text})
+		if err != nil {
+			return nil, err
+		}
+		if len(vs) != 1 || !finite(vs[0]) || (r.limits.VectorDimension > 0 && len(vs[0]) != r.limits.VectorDimension) {
+			return nil, errUnusableEmbedding
+		}
+		return vs[0], nil
+	})
+	return vec, a
+}
+
+var errUnusableEmbedding = fmt.Errorf("retriever: the embedder returned an unusable vector")
+
+// collect records one stage-1 source's outcome and keeps its list when ok.
+func (ru *run) collect(sp *sourcePlan, o *stage1Outcome) {
+	r := ru.r
+	if o.embed.status != "" {
+		ru.statuses[spi.SourceEmbedder] = o.embed.sourceStatus(1)
+		r.m.source(spi.SourceEmbedder, o.embed)
+		ru.res.markAttempt(o.embed)
+	}
+	if len(o.refs) > sp.k {
+		o.refs = o.refs[:sp.k]
+	}
+	ru.statuses[sp.name] = o.a.sourceStatus(len(o.refs))
+	ru.res.markAttempt(o.a)
+	if o.a.status == StatusDisabled || o.a.status == StatusSkipped {
+		return
+	}
+	r.m.source(sp.name, o.a)
+	if o.a.status != StatusOK {
+		r.logDrop(sp.name, o.a, ru.q.Text)
+		return
+	}
+	ru.healthy++
+	ru.lists = append(ru.lists, RankedList{Source: sp.name, Weight: sp.weight, Refs: o.refs})
+}
+
+// fuse ranks the stage-1 lists, runs stage 2 and re-ranks with the
+// expansion when it answered.
+func (ru *run) fuse(ctx context.Context) ranking {
+	p, q := &ru.p, ru.q
+	// Parts only when they will be shown and no expansion is going to re-rank.
+	rk := rankLists(ru.lists, scorer(p.mode, ru.lists, p.rrfK), q.Explain && !p.expand.enabled)
+	expanded := ru.expand(ctx, rk)
+	if expanded || (q.Explain && rk.parts == nil && rk.len() > 0) {
+		rk = rankLists(ru.lists, scorer(p.mode, ru.lists, p.rrfK), q.Explain)
+	}
+	return rk
+}
+
+// expand runs stage 2 from the top fused seeds and records its status. It
+// reports whether the expansion's list was added.
+func (ru *run) expand(ctx context.Context, rk ranking) bool {
+	r, p, q := ru.r, &ru.p, ru.q
 	e := &p.expand
-	skip := func(st Status, msg string, retryIn time.Duration) ([]RankedList, bool) {
-		statuses[e.name] = SourceStatus{Status: st, Error: msg, RetryInMS: retryIn.Milliseconds()}
-		a := attempt{status: st, unhealthy: st == StatusCircuitOpen || st == StatusTimeout}
-		res.markAttempt(a)
-		if st == StatusCircuitOpen {
+	skip := func(a attempt) bool {
+		ru.statuses[e.name] = a.sourceStatus(0)
+		ru.res.markAttempt(a)
+		if a.status == StatusCircuitOpen || a.status == StatusShed {
 			r.m.source(e.name, a)
 		}
-		return lists, false
+		return false
 	}
 	if !e.enabled {
-		return skip(StatusDisabled, e.reason, 0)
+		return skip(attempt{status: StatusDisabled, msg: e.reason})
 	}
 	n := min(p.seeds, rk.len())
 	if n == 0 {
-		return skip(StatusSkipped, "no seeds", 0)
+		return skip(attempt{status: StatusSkipped, msg: "no seeds"})
 	}
 	if ctx.Err() != nil {
-		return skip(StatusTimeout, context.Cause(ctx).Error(), 0)
+		return skip(attempt{status: StatusTimeout, msg: context.Cause(ctx).Error(), unhealthy: true})
 	}
-	if retryIn, open := openBreaker(r.cfg.Graph); open {
-		return skip(StatusCircuitOpen, "circuit open", retryIn)
+	g := r.gate(spi.SourceGraphExpand)
+	if g != nil {
+		if err := g.Check(); err != nil {
+			return skip(rejected(err))
+		}
 	}
 	// The graph just failed or timed out in stage 1: asking it again would
 	// spend the rest of the budget on a sick backend and leave none for
 	// hydration.
-	if st := statuses[spi.SourceGraph].Status; st == StatusError || st == StatusTimeout {
-		return skip(StatusSkipped, "graph source failed in stage 1", 0)
+	if st := ru.statuses[spi.SourceGraph].Status; st == StatusError || st == StatusTimeout {
+		return skip(attempt{status: StatusSkipped, msg: "graph source failed in stage 1"})
 	}
 	seeds := make([]string, n)
 	for i := range seeds {
 		seeds[i] = rk.id(i)
 	}
 	opts := spi.ExpandOptions{Hops: p.hops, Limit: e.k, Tenant: q.Tenant, Filter: q.Filter}
-	refs, a := call(r, ctx, e.timeout, func(ctx context.Context) ([]spi.Ref, error) {
+	refs, a := call(r, ctx, g, e.timeout, func(ctx context.Context) ([]spi.Ref, error) {
 		return r.cfg.Graph.Expand(ctx, seeds, opts)
 	})
 	if len(refs) > e.k {
 		refs = refs[:e.k]
 	}
-	statuses[e.name] = a.sourceStatus(len(refs))
+	ru.statuses[e.name] = a.sourceStatus(len(refs))
 	r.m.source(e.name, a)
-	res.markAttempt(a)
+	ru.res.markAttempt(a)
 	if a.status != StatusOK {
 		r.logDrop(e.name, a, q.Text)
-		return lists, false
+		return false
 	}
-	return append(lists, RankedList{Source: e.name, Weight: e.weight, Refs: refs}), true
+	ru.lists = append(ru.lists, RankedList{Source: e.name, Weight: e.weight, Refs: refs})
+	return true
+}
+
+// page cuts the returned page from the fixed window and hydrates it.
+func (ru *run) page(ctx context.Context, rk ranking) {
+	res, p := ru.res, &ru.p
+	res.Total = min(rk.len(), p.window)
+	lo, hi := p.offset, min(p.offset+p.limit, res.Total)
+	if lo > hi {
+		lo = hi
+	}
+	res.Hits = make([]Hit, hi-lo)
+	ids := make([]string, hi-lo)
+	for j := lo; j < hi; j++ {
+		h := &res.Hits[j-lo]
+		*h = Hit{ID: rk.id(j), Rank: j + 1, Score: rk.score(j)}
+		ids[j-lo] = h.ID
+		if ru.q.Explain {
+			h.Explain = explain(ru.lists, rk.partsOf(j))
+		}
+	}
+	docs := ru.r.hydrate(ctx, ids, ru.q.Tenant, res)
+	for i := range res.Hits {
+		res.Hits[i].Document = docs[i]
+	}
+	if len(res.Missing) > 0 {
+		res.Partial = true
+	}
 }
 
 // markAttempt folds an enabled source's outcome into partial and degraded.
+// A shed source leaves the answer partial but not degraded: it was busy,
+// not unhealthy.
 func (res *Result) markAttempt(a attempt) {
 	switch a.status {
-	case StatusError, StatusTimeout, StatusCircuitOpen:
+	case StatusError, StatusTimeout, StatusCircuitOpen, StatusShed:
 		res.Partial = true
 		if a.unhealthy {
 			res.Degraded = true
@@ -345,11 +403,11 @@ func (res *Result) markAttempt(a attempt) {
 	}
 }
 
-func (r *HybridRetriever) tooFewRunnable(p *plan, statuses map[string]SourceStatus, runnable int) error {
+func (ru *run) tooFewRunnable(runnable int) error {
 	if runnable == 0 {
-		return &QueryError{Field: "sources", Message: "no enabled source can serve this query" + describe(statuses)}
+		return &QueryError{Field: "sources", Message: "no enabled source can serve this query" + describe(ru.statuses)}
 	}
-	return qerr("min_sources", "%d above the %d source(s) that can serve this query%s", p.minSources, runnable, describe(statuses))
+	return qerr("min_sources", "%d above the %d source(s) that can serve this query%s", ru.p.minSources, runnable, describe(ru.statuses))
 }
 
 // describe lists the stage-1 sources' statuses: "; vector: skipped (...)".
@@ -375,8 +433,12 @@ func explain(lists []RankedList, parts []Contribution) map[string]*Contribution 
 
 // logDrop logs a dropped source. Invalid-query rejections are logged without
 // the error, which might quote the query; other errors are logged with any
-// occurrence of the query text redacted.
+// occurrence of the query text redacted. Shed sources are not logged one by
+// one (a burst would flood the log); their metric counts them.
 func (r *HybridRetriever) logDrop(source string, a attempt, text string) {
+	if a.status == StatusShed {
+		return
+	}
 	attrs := []slog.Attr{slog.String("source", source), slog.String("status", string(a.status)),
 		slog.String("reason", a.msg), slog.Duration("took", a.took)}
 	if pe, ok := a.err.(*panicError); ok {

@@ -245,7 +245,7 @@ func TestAllDeadIsNotEnoughSources(t *testing.T) {
 	if !errors.As(err, &nes) {
 		t.Fatalf("err %T is not *NotEnoughSourcesError", err)
 	}
-	if nes.Required != 1 || nes.Healthy != 0 || len(nes.Sources) != 4 {
+	if nes.Required != 1 || nes.Healthy != 0 || len(nes.Sources) != 5 || nes.Sources[spi.SourceEmbedder].Status != retriever.StatusOK {
 		t.Errorf("error = %+v", nes)
 	}
 	for _, name := range []string{spi.SourceVector, spi.SourceKeyword, spi.SourceGraph} {
@@ -349,20 +349,77 @@ func TestEmbedderFailureDropsOnlyVector(t *testing.T) {
 		t.Errorf("result: %+v", res)
 	}
 
-	// Slow embedder: the vector source's deadline covers embedding.
+	if st := res.Sources[spi.SourceEmbedder]; st.Status != retriever.StatusError || st.Error != "backend unavailable" {
+		t.Errorf("embedder status = %+v", st)
+	}
+
+	// Slow embedder: embedding has its own deadline, before the vector
+	// source's own starts.
 	s2 := newStack()
 	s2.emb.fault = fault{Delay: 10 * time.Second}
-	r2 := mustNew(t, s2.config())
-	res2 := mustRetrieve(t, r2, retriever.Query{Text: "q", Sources: map[string]retriever.SourceOptions{spi.SourceVector: {TimeoutMS: 30}}})
+	cfg := s2.config()
+	cfg.Defaults.EmbedTimeout = 30 * time.Millisecond
+	r2 := mustNew(t, cfg)
+	res2 := mustRetrieve(t, r2, retriever.Query{Text: "q"})
 	if st := res2.Sources[spi.SourceVector]; st.Status != retriever.StatusTimeout || st.Error != "embedder: deadline of 30ms exceeded" {
 		t.Errorf("vector status = %+v", st)
+	}
+	if st := res2.Sources[spi.SourceEmbedder]; st.Status != retriever.StatusTimeout || st.Error != "deadline of 30ms exceeded" {
+		t.Errorf("embedder status = %+v", st)
+	}
+	if s2.vec.calls.Load() != 0 {
+		t.Error("vector store called without a vector")
+	}
+}
+
+// A slow embedder opens the embedder's breaker, never the vector store's:
+// embedding is its own guarded step.
+func TestSlowEmbedderOpensOnlyItsBreaker(t *testing.T) {
+	s := newStack()
+	s.emb.fault = fault{Block: true}
+	cfg := s.config()
+	cfg.Defaults.EmbedTimeout = 20 * time.Millisecond
+	newBreaker := func(name string) *breaker.Breaker {
+		bc := breaker.DefaultConfig()
+		bc.FailureThreshold = 3
+		bc.ResetTimeout = time.Hour
+		b, err := breaker.New(name, bc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	eb, vb := newBreaker(spi.SourceEmbedder), newBreaker(spi.SourceVector)
+	withBreaker(&cfg, eb, spi.SourceEmbedder)
+	withBreaker(&cfg, vb, spi.SourceVector)
+	r := mustNew(t, cfg)
+	for range 3 {
+		res := mustRetrieve(t, r, retriever.Query{Text: "q"})
+		if st := res.Sources[spi.SourceEmbedder]; st.Status != retriever.StatusTimeout {
+			t.Fatalf("embedder = %+v, want timeout", st)
+		}
+	}
+	if eb.State() != breaker.Open || vb.State() != breaker.Closed {
+		t.Fatalf("after three embedder timeouts: embedder breaker %v, vector breaker %v; want open, closed", eb.State(), vb.State())
+	}
+	res := mustRetrieve(t, r, retriever.Query{Text: "q"})
+	if st := res.Sources[spi.SourceVector]; st.Status != retriever.StatusCircuitOpen || st.Error != "embedder: circuit open" {
+		t.Errorf("vector with the embedder open = %+v", st)
+	}
+	// A query that brings its own vector needs no embedder.
+	res = mustRetrieve(t, r, retriever.Query{Text: "q", Vector: []float32{1, 0, 0, 0}})
+	if st := res.Sources[spi.SourceVector]; st.Status != retriever.StatusOK {
+		t.Errorf("vector with a supplied vector = %+v", st)
+	}
+	if _, ok := res.Sources[spi.SourceEmbedder]; ok {
+		t.Error("embedder status reported for a query that needed no embedding")
 	}
 }
 
 func TestEmbedderBreakerOpen(t *testing.T) {
 	s := newStack()
 	cfg := s.config()
-	cfg.Embedder = breaker.Embedder(s.emb, mustOpenBreaker(t, "embedder"))
+	withBreaker(&cfg, mustOpenBreaker(t, "embedder"), spi.SourceEmbedder)
 	r := mustNew(t, cfg)
 	res := mustRetrieve(t, r, retriever.Query{Text: "q"})
 	st := res.Sources[spi.SourceVector]
@@ -391,13 +448,13 @@ func TestBreakerOpenSourceSkipped(t *testing.T) {
 			var calls func() int64
 			switch name {
 			case spi.SourceVector:
-				cfg.Vector = breaker.Vector(s.vec, b)
+				withBreaker(&cfg, b, name)
 				calls = s.vec.calls.Load
 			case spi.SourceKeyword:
-				cfg.Keyword = breaker.Keyword(s.kw, b)
+				withBreaker(&cfg, b, name)
 				calls = s.kw.calls.Load
 			case spi.SourceGraph:
-				cfg.Graph = breaker.Graph(s.gr, b)
+				withBreaker(&cfg, b, name, spi.SourceGraphExpand)
 				calls = s.gr.calls.Load
 			}
 			r := mustNew(t, cfg)
@@ -431,7 +488,7 @@ func TestBreakerOpenCountsAsRunnableFor503(t *testing.T) {
 	s := newStack()
 	cfg := s.config()
 	cfg.Vector, cfg.Graph = nil, nil
-	cfg.Keyword = breaker.Keyword(s.kw, mustOpenBreaker(t, "keyword"))
+	withBreaker(&cfg, mustOpenBreaker(t, "keyword"), spi.SourceKeyword)
 	r := mustNew(t, cfg)
 	_, err := r.Retrieve(context.Background(), retriever.Query{Text: "q"})
 	var nes *retriever.NotEnoughSourcesError
@@ -452,7 +509,7 @@ func TestBreakerTripsThroughRetriever(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := s.config()
-	cfg.Keyword = breaker.Keyword(s.kw, b)
+	withBreaker(&cfg, b, spi.SourceKeyword)
 	r := mustNew(t, cfg)
 	for range 2 {
 		res := mustRetrieve(t, r, retriever.Query{Text: "q"})
@@ -866,11 +923,12 @@ func TestJSONShape(t *testing.T) {
 }
 
 func TestBreakerRejectionAtCallTime(t *testing.T) {
-	// The breaker can open (or fill its trial slots) between the check and
+	// The circuit can open (or fill its trial slots) between the check and
 	// the call; the rejection is still reported as circuit_open.
 	s := newStack()
-	s.kw.fault = fault{Err: fmt.Errorf("keyword: %w", &breaker.OpenError{Name: "keyword", RetryAfter: 5 * time.Second})}
-	r := mustNew(t, s.config())
+	cfg := s.config()
+	cfg.Gates = map[string]spi.Gate{spi.SourceKeyword: &fakeGate{admit: &spi.RejectedError{Gate: "keyword", Reason: spi.ErrCircuitOpen, RetryAfter: 5 * time.Second}}}
+	r := mustNew(t, cfg)
 	res := mustRetrieve(t, r, retriever.Query{Text: "q"})
 	if st := res.Sources[spi.SourceKeyword]; st.Status != retriever.StatusCircuitOpen || st.Error != "circuit open" || st.RetryInMS != 5000 {
 		t.Errorf("keyword = %+v", st)
@@ -894,7 +952,7 @@ func TestHalfOpenBreakerGetsTrialCall(t *testing.T) {
 	b.ForceOpen()
 	s := newStack()
 	cfg := s.config()
-	cfg.Keyword = breaker.Keyword(s.kw, b)
+	withBreaker(&cfg, b, spi.SourceKeyword)
 	r := mustNew(t, cfg)
 	res := mustRetrieve(t, r, retriever.Query{Text: "q"})
 	if st := res.Sources[spi.SourceKeyword]; st.Status != retriever.StatusCircuitOpen || st.RetryInMS != 60000 {

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -145,9 +144,9 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
-	wrapped := retriever.Config{Vector: breaker.Vector(&dimVector{dim: 8}, mustOpenBreaker(t, "vector")), Embedder: &fakeEmbedder{dim: 4}}
+	wrapped := retriever.Config{Vector: unwrapper{&dimVector{dim: 8}}, Embedder: &fakeEmbedder{dim: 4}}
 	if err := wrapped.Validate(); err == nil || !strings.Contains(err.Error(), "does not match vector store dimension 8") {
-		t.Errorf("a breaker-wrapped store's dimension must be checked too: %v", err)
+		t.Errorf("a wrapped store's dimension must be checked too: %v", err)
 	}
 	good := retriever.Config{Vector: &dimVector{dim: 4}, Embedder: &fakeEmbedder{dim: 4}}
 	if err := good.Validate(); err != nil {
@@ -246,3 +245,8 @@ func TestTookUsesInjectedClock(t *testing.T) {
 		t.Errorf("took: keyword %v total %v", res.Sources[spi.SourceKeyword].TookMS, res.TookMS)
 	}
 }
+
+// unwrapper is a wrapper (such as a lazy connector) that offers Unwrap.
+type unwrapper struct{ spi.VectorRetrievalBackend }
+
+func (u unwrapper) Unwrap() spi.VectorRetrievalBackend { return u.VectorRetrievalBackend }

@@ -14,7 +14,29 @@ const (
 	SourceGraph   = "graph"
 	// SourceGraphExpand names the stage-two graph expansion list.
 	SourceGraphExpand = "graph_expand"
+	// SourceEmbedder names the query embedder: its gate, its breaker and
+	// its entry in a query's source statuses.
+	SourceEmbedder = "embedder"
 )
+
+// The one registry of source names. Every list of sources in ragd (query
+// options, statuses, breakers, gates, config keys) derives from these.
+
+// RetrievalSources returns the first-stage retrieval sources in their fixed
+// order.
+func RetrievalSources() []string { return []string{SourceVector, SourceKeyword, SourceGraph} }
+
+// QuerySources returns the names a query may configure: the retrieval
+// sources and the expansion.
+func QuerySources() []string { return append(RetrievalSources(), SourceGraphExpand) }
+
+// GatedSources returns every name that has a gate (a concurrency limit and
+// a breaker): the query sources and the embedder.
+func GatedSources() []string { return append(QuerySources(), SourceEmbedder) }
+
+// Backends returns the names that have a circuit breaker of their own: one
+// per backend (the expansion shares the graph's) and the embedder.
+func Backends() []string { return append(RetrievalSources(), SourceEmbedder) }
 
 // Ref is one ranked hit from a retrieval backend: a document id, the
 // backend's raw score (higher is better; its scale is backend specific) and

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ragd/ragd/backends/graph"
 	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/guard"
 	"github.com/ragd/ragd/internal/testenv"
 	"github.com/ragd/ragd/spi"
 	"github.com/ragd/ragd/spi/spitest"
@@ -199,7 +200,11 @@ func TestServerStopped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	guarded := breaker.Graph(b, br)
+	circuit := guard.NewCircuit(br, guard.ProbeConfig{})
+	g := guard.New("graph", guard.Config{Circuit: circuit})
+	guardedExpand := func(ctx context.Context) ([]spi.Ref, error) {
+		return guard.Do(ctx, g, func(ctx context.Context) ([]spi.Ref, error) { return b.Expand(ctx, []string{"a"}, opts) })
+	}
 
 	if err := srv.Stop(ctx); err != nil {
 		t.Fatal(err)
@@ -228,17 +233,17 @@ func TestServerStopped(t *testing.T) {
 	}
 
 	for range 2 {
-		_, err := guarded.Expand(callCtx, []string{"a"}, opts)
+		_, err := guardedExpand(callCtx)
 		unavailable("guarded Expand", err)
 	}
 	if br.State() != breaker.Open {
 		t.Fatalf("breaker state after 2 failures = %v, want open", br.State())
 	}
-	_, err = guarded.Expand(callCtx, []string{"a"}, opts)
-	if !errors.Is(err, breaker.ErrOpen) {
-		t.Fatalf("guarded Expand while open = %v, want breaker.ErrOpen", err)
+	_, err = guardedExpand(callCtx)
+	if !errors.Is(err, spi.ErrCircuitOpen) {
+		t.Fatalf("guarded Expand while open = %v, want spi.ErrCircuitOpen", err)
 	}
-	if h := guarded.Health(callCtx); h.Status != spi.StatusDown {
+	if h := guard.Health(b, circuit).Health(callCtx); h.Status != spi.StatusDown {
 		t.Fatalf("guarded Health while open = %+v, want down", h)
 	}
 
@@ -257,7 +262,7 @@ func TestServerStopped(t *testing.T) {
 		t.Fatalf("Expand after restart = %v, %v; want [b]", refs, err)
 	}
 	br.ForceClose()
-	if refs, err := guarded.Expand(ctx, []string{"a"}, opts); err != nil || len(refs) != 1 {
+	if refs, err := guardedExpand(ctx); err != nil || len(refs) != 1 {
 		t.Fatalf("guarded Expand after recovery = %v, %v", refs, err)
 	}
 }

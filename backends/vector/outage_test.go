@@ -9,6 +9,7 @@ import (
 
 	"github.com/ragd/ragd/backends/vector"
 	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/guard"
 	"github.com/ragd/ragd/internal/testenv"
 	"github.com/ragd/ragd/spi"
 )
@@ -99,9 +100,13 @@ func TestServerStoppedTripsBreaker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	guarded := breaker.Vector(b, br)
+	circuit := guard.NewCircuit(br, guard.ProbeConfig{})
+	g := guard.New("vector", guard.Config{Circuit: circuit})
 	req := spi.VectorRequest{Vector: []float32{1, 2, 3}, K: 1}
-	if _, err := guarded.Retrieve(ctx, req); err != nil {
+	retrieve := func(ctx context.Context) ([]spi.Ref, error) {
+		return guard.Do(ctx, g, func(ctx context.Context) ([]spi.Ref, error) { return b.Retrieve(ctx, req) })
+	}
+	if _, err := retrieve(ctx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -111,8 +116,8 @@ func TestServerStoppedTripsBreaker(t *testing.T) {
 		t.Fatalf("stop server: %v", err)
 	}
 	for i := range cfg.FailureThreshold {
-		_, err := guarded.Retrieve(ctx, req)
-		if !errors.Is(err, spi.ErrUnavailable) || errors.Is(err, breaker.ErrOpen) {
+		_, err := retrieve(ctx)
+		if !errors.Is(err, spi.ErrUnavailable) || errors.Is(err, spi.ErrCircuitOpen) {
 			t.Fatalf("failure %d: %v, want the backend's ErrUnavailable", i+1, err)
 		}
 	}
@@ -120,15 +125,15 @@ func TestServerStoppedTripsBreaker(t *testing.T) {
 		t.Fatalf("breaker %v after %d failures, want open", br.State(), cfg.FailureThreshold)
 	}
 	start := time.Now()
-	_, err = guarded.Retrieve(ctx, req)
-	var oe *breaker.OpenError
-	if !errors.As(err, &oe) || !errors.Is(err, spi.ErrUnavailable) {
-		t.Fatalf("Retrieve with the breaker open: %v, want *breaker.OpenError matching ErrUnavailable", err)
+	_, err = retrieve(ctx)
+	var re *spi.RejectedError
+	if !errors.As(err, &re) || !errors.Is(err, spi.ErrCircuitOpen) || !errors.Is(err, spi.ErrUnavailable) {
+		t.Fatalf("Retrieve with the breaker open: %v, want *spi.RejectedError matching ErrCircuitOpen and ErrUnavailable", err)
 	}
 	if d := time.Since(start); d > 100*time.Millisecond {
 		t.Errorf("open breaker took %v to reject", d)
 	}
-	if h := guarded.Health(ctx); h.Status != spi.StatusDown {
+	if h := guard.Health(b, circuit).Health(ctx); h.Status != spi.StatusDown {
 		t.Errorf("Health with the breaker open = %+v, want down", h)
 	}
 
@@ -136,14 +141,14 @@ func TestServerStoppedTripsBreaker(t *testing.T) {
 		t.Fatalf("start server: %v", err)
 	}
 	clock.Add(int64(cfg.ResetTimeout + time.Second))
-	refs, err := guarded.Retrieve(ctx, req)
+	refs, err := retrieve(ctx)
 	if err != nil || len(refs) != 1 {
 		t.Fatalf("trial after restart = %v, %v", refs, err)
 	}
 	if br.State() != breaker.Closed {
 		t.Errorf("breaker %v after a successful trial, want closed", br.State())
 	}
-	if h := guarded.Health(ctx); h.Status != spi.StatusUp {
+	if h := guard.Health(b, circuit).Health(ctx); h.Status != spi.StatusUp {
 		t.Errorf("Health after recovery = %+v, want up", h)
 	}
 }

@@ -20,7 +20,9 @@ import (
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/guard"
 	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/internal/faults"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -48,14 +50,18 @@ type App struct {
 	// Breakers is nil when breakers are disabled in rag.yaml.
 	Breakers *breaker.Registry
 
-	// Embedder is breaker-wrapped when breakers are enabled.
+	// Embedder, Vector, Keyword and Graph are the stores (nil when not
+	// configured); Guards put each behind its circuit and concurrency
+	// limit, keyed by spi.GatedSources names.
 	Embedder spi.Embedder
-	// Vector, Keyword and Graph are the raw stores (nil when not
-	// configured); Sources hold the same stores breaker-wrapped.
-	Vector  spi.VectorRetrievalBackend
-	Keyword spi.KeywordRetrievalBackend
-	Graph   spi.GraphRetrievalBackend
-	Sources Sources
+	Vector   spi.VectorRetrievalBackend
+	Keyword  spi.KeywordRetrievalBackend
+	Graph    spi.GraphRetrievalBackend
+	Guards   map[string]*guard.Guard
+	// Faults is the run-time fault injector in front of the read path,
+	// nil unless server.debug_faults is on.
+	Faults *faults.Injector
+	read   readPath
 
 	Retriever *retriever.HybridRetriever
 	Pipeline  *ingest.Pipeline
@@ -68,13 +74,6 @@ type App struct {
 	bgCtx    context.Context // background work owned by the app, cancelled by Close
 	bgCancel context.CancelFunc
 	bgWG     sync.WaitGroup
-}
-
-// Sources are the breaker-guarded retrieval sources the retriever queries.
-type Sources struct {
-	Vector  spi.VectorRetrievalBackend
-	Keyword spi.KeywordRetrievalBackend
-	Graph   spi.GraphRetrievalBackend
 }
 
 // New opens every configured store and wires the retriever and the write
@@ -113,6 +112,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err err
 	if err := a.openStores(ctx); err != nil {
 		return nil, err
 	}
+	a.wireReadPath()
+	if err := a.wireGuards(); err != nil {
+		return nil, err
+	}
 	if err := a.wireRetriever(); err != nil {
 		return nil, err
 	}
@@ -126,14 +129,6 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err err
 		slog.String("embedder", cfg.Embedder.Kind),
 		slog.Bool("breakers", cfg.Breakers.Enabled))
 	return a, nil
-}
-
-// guard returns the breaker for name, or nil when breakers are off.
-func (a *App) guard(name string) *breaker.Breaker {
-	if a.Breakers == nil {
-		return nil
-	}
-	return a.Breakers.Get(name)
 }
 
 func (a *App) wireRetriever() error {
@@ -161,7 +156,7 @@ func (a *App) wireRetriever() error {
 		}
 		d.Expand.Weight = *w
 	}
-	for _, name := range []string{spi.SourceVector, spi.SourceKeyword, spi.SourceGraph} {
+	for _, name := range spi.RetrievalSources() {
 		sc := c.Sources[name]
 		o := retriever.SourceOptions{Enabled: sc.Enabled, K: sc.K, TimeoutMS: sc.TimeoutMS, Weight: c.SourceWeight(name)}
 		if o.Weight == 0 {
@@ -171,24 +166,26 @@ func (a *App) wireRetriever() error {
 	}
 	d.Sources[spi.SourceGraphExpand] = retriever.SourceOptions{TimeoutMS: c.Expand.TimeoutMS}
 
-	// Hydrators are the breaker-wrapped stores, so a store whose breaker is
-	// open is skipped at once (the next store covers) instead of costing
-	// every page its hydration deadline.
+	d.EmbedTimeout = config.Millis(c.EmbedTimeoutMS)
+	// Hydrators carry their source's name, so the retriever skips a store
+	// whose circuit is open at once (the next store covers) instead of
+	// costing every page its hydration deadline.
 	var hydrators []retriever.NamedHydrator
-	if a.Sources.Vector != nil {
-		hydrators = append(hydrators, retriever.NamedHydrator{Name: spi.SourceVector, Hydrator: a.Sources.Vector})
+	if a.Vector != nil {
+		hydrators = append(hydrators, retriever.NamedHydrator{Name: spi.SourceVector, Hydrator: a.Vector})
 	}
-	if a.Sources.Keyword != nil {
-		hydrators = append(hydrators, retriever.NamedHydrator{Name: spi.SourceKeyword, Hydrator: a.Sources.Keyword})
+	if a.Keyword != nil {
+		hydrators = append(hydrators, retriever.NamedHydrator{Name: spi.SourceKeyword, Hydrator: a.Keyword})
 	}
-	if a.Sources.Graph != nil {
-		hydrators = append(hydrators, retriever.NamedHydrator{Name: spi.SourceGraph, Hydrator: a.Sources.Graph})
+	if a.Graph != nil {
+		hydrators = append(hydrators, retriever.NamedHydrator{Name: spi.SourceGraph, Hydrator: a.Graph})
 	}
 	r, err := retriever.New(retriever.Config{
-		Vector:    a.Sources.Vector,
-		Keyword:   a.Sources.Keyword,
-		Graph:     a.Sources.Graph,
-		Embedder:  a.Embedder,
+		Vector:    a.read.vector,
+		Keyword:   a.read.keyword,
+		Graph:     a.read.graph,
+		Embedder:  a.read.embedder,
+		Gates:     a.gates(),
 		Hydrators: hydrators,
 		Defaults:  d,
 		Limits: retriever.Limits{
@@ -210,8 +207,12 @@ func (a *App) wireRetriever() error {
 
 func (a *App) wirePipeline() error {
 	c := a.Config.Ingest
+	emb := a.Embedder
+	if g := a.Guards[spi.SourceEmbedder]; g != nil && emb != nil {
+		emb = guard.Embedder(emb, g)
+	}
 	pc := ingest.Config{
-		Embedder:  a.Embedder,
+		Embedder:  emb,
 		BatchSize: c.BatchSize,
 		Limits:    ingest.Limits{MaxTextBytes: c.MaxTextBytes},
 		Logger:    a.Logger,
@@ -245,17 +246,17 @@ func (a *App) wirePipeline() error {
 // names the API reports: vector, keyword, graph and embedder.
 func (a *App) Health() map[string]spi.HealthChecker {
 	m := map[string]spi.HealthChecker{}
-	if a.Sources.Vector != nil {
-		m[spi.SourceVector] = a.Sources.Vector
+	if a.Vector != nil {
+		m[spi.SourceVector] = a.healthOf(spi.SourceVector, a.Vector)
 	}
-	if a.Sources.Keyword != nil {
-		m[spi.SourceKeyword] = a.Sources.Keyword
+	if a.Keyword != nil {
+		m[spi.SourceKeyword] = a.healthOf(spi.SourceKeyword, a.Keyword)
 	}
-	if a.Sources.Graph != nil {
-		m[spi.SourceGraph] = a.Sources.Graph
+	if a.Graph != nil {
+		m[spi.SourceGraph] = a.healthOf(spi.SourceGraph, a.Graph)
 	}
 	if h, ok := a.Embedder.(spi.HealthChecker); ok {
-		m["embedder"] = h
+		m[spi.SourceEmbedder] = a.healthOf(spi.SourceEmbedder, h)
 	}
 	return m
 }

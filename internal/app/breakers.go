@@ -12,10 +12,6 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// BreakerNames are the breakers ragd mints: one per backend and one for the
-// embedder.
-var BreakerNames = []string{spi.SourceVector, spi.SourceKeyword, spi.SourceGraph, "embedder"}
-
 // newBreakers builds the registry from rag.yaml's breakers section. Every
 // breaker ignores spi.ErrInvalidQuery (the caller's fault, not the
 // backend's) and reports its transitions to onChange.
@@ -24,16 +20,24 @@ func newBreakers(cfg *config.Config, now func() time.Time, onChange func(breaker
 	base.Now = now
 	base.OnStateChange = onChange
 	base.ShouldCount = breaker.IgnoreErrors(spi.ErrInvalidQuery, spi.ErrNotFound)
+	// A trial made by a background probe may spend the whole warm-up
+	// deadline warming a cold server; its slot must outlive that.
+	base.TrialLease = max(base.ResetTimeout, 2*config.Seconds(cfg.Breakers.WarmupTimeoutS), time.Second)
 	if err := base.Validate(); err != nil {
 		return nil, fmt.Errorf("app: breakers: %w", err)
 	}
 	reg := breaker.NewRegistry(base)
 	for name, o := range cfg.Breakers.Overrides {
-		if err := reg.Override(name, breakerConfig(o, base)); err != nil {
+		oc := breakerConfig(o, base)
+		// The registry runs its own OnStateChange for every breaker;
+		// inheriting it here as well would report each transition twice.
+		oc.OnStateChange = nil
+		oc.TrialLease = max(oc.ResetTimeout, base.TrialLease)
+		if err := reg.Override(name, oc); err != nil {
 			return nil, fmt.Errorf("app: breakers.overrides.%s: %w", name, err)
 		}
 	}
-	for _, name := range BreakerNames {
+	for _, name := range spi.Backends() {
 		reg.Get(name) // mint eagerly so status endpoints list them all
 	}
 	return reg, nil

@@ -31,6 +31,7 @@ func (a *App) API() (*api.Server, error) {
 	}
 	return api.New(api.Config{
 		Searcher:   a.Retriever,
+		Faults:     a.Faults,
 		Writer:     a.Pipeline,
 		Documents:  docs,
 		Breakers:   breakers,

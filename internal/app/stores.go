@@ -13,15 +13,13 @@ import (
 	"github.com/ragd/ragd/backends/keyword"
 	"github.com/ragd/ragd/backends/vector"
 	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
-	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/embedder/hashing"
 	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/spi"
 )
 
-// openStores opens the embedder and every configured store, wrapping each
-// in its breaker. The vector store is the system of record; the keyword
+// openStores opens the embedder and every configured store. The vector store is the system of record; the keyword
 // index and the embedded graph are derived from it and rebuilt from it when
 // missing or corrupt.
 func (a *App) openStores(ctx context.Context) error {
@@ -30,9 +28,6 @@ func (a *App) openStores(ctx context.Context) error {
 		return err
 	}
 	a.Embedder = emb
-	if b := a.guard("embedder"); b != nil {
-		a.Embedder = breaker.Embedder(emb, b)
-	}
 
 	if err := a.openVector(ctx, emb.Dimension()); err != nil {
 		return err
@@ -51,25 +46,6 @@ func (a *App) openStores(ctx context.Context) error {
 	}
 	if err := a.openGraph(ctx, scanner); err != nil {
 		return err
-	}
-
-	if a.Vector != nil {
-		a.Sources.Vector = a.Vector
-		if b := a.guard(spi.SourceVector); b != nil {
-			a.Sources.Vector = breaker.Vector(a.Vector, b)
-		}
-	}
-	if a.Keyword != nil {
-		a.Sources.Keyword = a.Keyword
-		if b := a.guard(spi.SourceKeyword); b != nil {
-			a.Sources.Keyword = breaker.Keyword(a.Keyword, b)
-		}
-	}
-	if a.Graph != nil {
-		a.Sources.Graph = a.Graph
-		if b := a.guard(spi.SourceGraph); b != nil {
-			a.Sources.Graph = breaker.Graph(a.Graph, b)
-		}
 	}
 	return nil
 }

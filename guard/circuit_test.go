@@ -1,0 +1,175 @@
+package guard_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/guard"
+	"github.com/ragd/ragd/spi"
+)
+
+// transitions records a breaker's path as "from>to" steps.
+type transitions struct {
+	mu   sync.Mutex
+	path []string
+}
+
+func (r *transitions) record(t breaker.Transition) {
+	r.mu.Lock()
+	r.path = append(r.path, t.From.String()+">"+t.To.String())
+	r.mu.Unlock()
+}
+
+func (r *transitions) get() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.path...)
+}
+
+// probedCircuit returns a real-clock breaker with a short cooldown whose
+// trials are made by probe, its loop running until the test ends.
+func probedCircuit(t *testing.T, probe func(context.Context) error, warmup, target time.Duration) (*guard.Guard, *breaker.Breaker, *transitions) {
+	t.Helper()
+	rec := &transitions{}
+	cfg := breaker.DefaultConfig()
+	cfg.FailureThreshold = 1
+	cfg.ResetTimeout = 20 * time.Millisecond
+	cfg.TrialLease = time.Minute
+	cfg.OnStateChange = rec.record
+	b, err := breaker.New("graph", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := guard.NewCircuit(b, guard.ProbeConfig{Probe: probe, Warmup: warmup, Target: target, Poll: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return guard.New("graph", guard.Config{Circuit: c}), b, rec
+}
+
+// eventually polls cond for up to 20 s: generous, so a loaded machine
+// cannot fail it; the assertions are about what happens, not how fast.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not reached within 20s: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// With a probe, a user call is never a half-open trial: users are refused
+// until the background probe closes the circuit.
+func TestProbeMakesTheTrials(t *testing.T) {
+	var probes atomic.Int64
+	g, b, rec := probedCircuit(t, func(context.Context) error { probes.Add(1); return nil }, time.Second, time.Second)
+	b.ForceOpen()
+	admittedWhileNotClosed := 0
+	eventually(t, "the probe closes the circuit", func() bool {
+		state := b.State()
+		p, err := g.Admit(context.Background())
+		if err == nil {
+			if state != breaker.Closed {
+				admittedWhileNotClosed++
+			}
+			p.Done(spi.OutcomeSuccess, 0)
+		} else if !errors.Is(err, spi.ErrCircuitOpen) {
+			t.Fatalf("Admit = %v", err)
+		}
+		return state == breaker.Closed && probes.Load() > 0
+	})
+	if admittedWhileNotClosed != 0 {
+		t.Fatalf("%d user calls admitted while the circuit was not closed", admittedWhileNotClosed)
+	}
+	if p := rec.get(); len(p) < 3 || p[len(p)-1] != "half_open>closed" {
+		t.Fatalf("transitions %v, want to close through a half-open trial", p)
+	}
+}
+
+// A probe that answers slower than the warm target found a cold source: it
+// is probed again, within the warm-up deadline, before the trial succeeds.
+func TestWarmupReprobesColdSource(t *testing.T) {
+	var probes atomic.Int64
+	var deadlineLeft atomic.Int64
+	probe := func(ctx context.Context) error {
+		n := probes.Add(1)
+		if dl, ok := ctx.Deadline(); ok && n == 1 {
+			deadlineLeft.Store(int64(time.Until(dl)))
+		}
+		if n <= 2 {
+			time.Sleep(60 * time.Millisecond) // cold: slower than the target
+		}
+		return nil
+	}
+	_, b, rec := probedCircuit(t, probe, 10*time.Second, 30*time.Millisecond)
+	b.ForceOpen()
+	eventually(t, "closed", func() bool { return b.State() == breaker.Closed })
+	if n := probes.Load(); n != 3 {
+		t.Fatalf("%d probes before closing, want 3 (two cold, one warm)", n)
+	}
+	// Each probe has the warm-up deadline, far above any query timeout.
+	if left := time.Duration(deadlineLeft.Load()); left < 5*time.Second {
+		t.Fatalf("probe deadline %v, want the 10s warm-up", left)
+	}
+	if p := rec.get(); len(p) != 3 {
+		t.Fatalf("transitions %v, want closed>open, open>half_open, half_open>closed", p)
+	}
+}
+
+// A failed probe re-opens the circuit for another cooldown; a later probe
+// closes it.
+func TestFailedProbeReopens(t *testing.T) {
+	var probes atomic.Int64
+	probe := func(context.Context) error {
+		if probes.Add(1) == 1 {
+			return spi.ErrUnavailable
+		}
+		return nil
+	}
+	_, b, rec := probedCircuit(t, probe, time.Second, time.Second)
+	b.ForceOpen()
+	eventually(t, "closed", func() bool { return b.State() == breaker.Closed })
+	want := []string{"closed>open", "open>half_open", "half_open>open", "open>half_open", "half_open>closed"}
+	if p := rec.get(); !equal(p, want) {
+		t.Fatalf("transitions %v, want %v", p, want)
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Without a probe, a half-open circuit admits user calls as its trials.
+func TestNoProbeUserTrials(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1e9, 0)}
+	b := newBreaker(t, clock, 1)
+	g := guard.New("graph", guard.Config{Circuit: guard.NewCircuit(b, guard.ProbeConfig{})})
+	b.ForceOpen()
+	if err := g.Check(); !errors.Is(err, spi.ErrCircuitOpen) {
+		t.Fatalf("Check while open = %v", err)
+	}
+	clock.Advance(10 * time.Second)
+	if err := g.Check(); err != nil {
+		t.Fatalf("Check while half-open without a probe = %v, want nil", err)
+	}
+	mustAdmit(t, g).Done(spi.OutcomeSuccess, 0)
+	if b.State() != breaker.Closed {
+		t.Fatalf("a user trial's success left the breaker %v", b.State())
+	}
+}
