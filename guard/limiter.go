@@ -72,7 +72,9 @@ func NewAdaptive(cfg AdaptiveConfig) (Limiter, error) {
 	return adaptive{l}, nil
 }
 
-type adaptive struct{ l adaptivelimiter.AdaptiveLimiter[any] }
+type adaptive struct {
+	l adaptivelimiter.AdaptiveLimiter[any]
+}
 
 func (a adaptive) TryAcquire() (LimitPermit, bool) {
 	p, ok := a.l.TryAcquirePermit()
