@@ -19,15 +19,24 @@
 //   - failure (connection refused, a server error, a panic): a failure;
 //   - timeout of the call's own per-source deadline: a failure only when the
 //     source was unsaturated. A call is saturated when it took the last free
-//     slot under the limit, or when another call was shed while it ran: its
-//     timeout then says the source is overloaded, which the limit handles,
-//     not that it is dead. It is neutral for the breaker and still feeds
-//     the limiter as a slow sample, which lowers the limit;
+//     slot under the limit, when another call was shed while it ran, or when
+//     another call to the source succeeded while it ran (the source is
+//     alive and answering; this call waited in its queue). Its timeout then
+//     says the source is overloaded, which the limit handles, not that it is
+//     dead: it is neutral for the breaker and still feeds the limiter as a
+//     slow sample, which lowers the limit. Unsaturated timeouts count once
+//     per stall: a timeout counts only if its call began after the last
+//     counted timeout ended, so the calls one pause cuts off together are one
+//     failure, not one per call;
 //   - neutral (the caller gave up, the query's own budget ran out, the
 //     request was invalid): nothing.
 //
-// A dead or hung source fails unsaturated calls first (its limit is well
-// above the traffic it sees before it hangs), so it still trips.
+// A dead or hung source answers nothing, so its timeouts find no success
+// and no shed call beside them (its limit is well above the traffic it sees
+// when it hangs) and it still trips. The price: a source that hangs for
+// some calls while answering others (one bad replica of several) is not
+// tripped by those timeouts; the limit still narrows, and its errors still
+// count.
 //
 // # Recovery off the user's path
 //

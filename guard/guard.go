@@ -20,6 +20,8 @@ type Config struct {
 	// OnShed, when set, is called (synchronously, keep it cheap) whenever a
 	// call is shed.
 	OnShed func(name string)
+	// Now is the clock for the timeout rule; nil means time.Now.
+	Now func() time.Time
 }
 
 // Guard admits calls to one source. It implements spi.Gate and is safe for
@@ -31,6 +33,8 @@ type Guard struct {
 
 	shedTotal      atomic.Uint64
 	shedSeq        atomic.Uint64 // bumped on every shed; a saturation clock
+	okSeq          atomic.Uint64 // bumped on every success; a liveness clock
+	lastCounted    atomic.Int64  // when the last counted timeout ended (unix ns)
 	timeoutsCount  atomic.Uint64 // timeouts counted against the breaker
 	timeoutsIgnore atomic.Uint64 // timeouts of saturated calls
 }
@@ -39,6 +43,9 @@ var _ spi.Gate = (*Guard)(nil)
 
 // New returns the guard of source name.
 func New(name string, cfg Config) *Guard {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Guard{name: name, cfg: cfg, shed: &spi.RejectedError{Gate: name, Reason: spi.ErrShed}}
 }
 
@@ -84,7 +91,8 @@ func (g *Guard) Admit(ctx context.Context) (spi.Permit, error) {
 		p.lp = lp
 		p.saturated = l.Inflight() >= l.Limit()
 	}
-	p.seq = g.shedSeq.Load()
+	p.shedSeq, p.okSeq = g.shedSeq.Load(), g.okSeq.Load()
+	p.start = g.cfg.Now().UnixNano()
 	return p, nil
 }
 
@@ -94,7 +102,9 @@ type permit struct {
 	tk        breaker.Ticket
 	lp        LimitPermit
 	saturated bool   // took the last slot
-	seq       uint64 // shedSeq at admission
+	shedSeq   uint64 // g.shedSeq at admission
+	okSeq     uint64 // g.okSeq at admission
+	start     int64  // admission time, unix ns
 }
 
 var (
@@ -113,11 +123,12 @@ func (p *permit) Done(o spi.Outcome, _ time.Duration) {
 	}
 	switch o {
 	case spi.OutcomeSuccess:
+		p.g.okSeq.Add(1)
 		p.tk.Success()
 	case spi.OutcomeFailure:
 		p.tk.Failure(errFailed)
 	case spi.OutcomeTimeout:
-		if p.saturated || p.g.shedSeq.Load() != p.seq {
+		if p.busy() || !p.g.countTimeout(p.start) {
 			p.g.timeoutsIgnore.Add(1)
 			p.tk.Neutral()
 		} else {
@@ -126,6 +137,31 @@ func (p *permit) Done(o spi.Outcome, _ time.Duration) {
 		}
 	default:
 		p.tk.Neutral()
+	}
+}
+
+// busy reports whether the source was saturated during the call: it took
+// the last slot, a call was shed while it ran, or another call succeeded
+// while it ran (the source is alive and answering; this call queued).
+func (p *permit) busy() bool {
+	return p.saturated || p.g.shedSeq.Load() != p.shedSeq || p.g.okSeq.Load() != p.okSeq
+}
+
+// countTimeout decides whether an unsaturated timeout of a call admitted at
+// start is independent evidence: it is only if the call began after the
+// last counted timeout ended. Calls cut off together by one stall (a GC
+// pause, a starved CPU) overlap, and count once; a hung source still
+// fails call after call and trips after FailureThreshold timeouts in a row.
+func (g *Guard) countTimeout(start int64) bool {
+	end := g.cfg.Now().UnixNano()
+	for {
+		last := g.lastCounted.Load()
+		if start <= last {
+			return false
+		}
+		if g.lastCounted.CompareAndSwap(last, end) {
+			return true
+		}
 	}
 }
 

@@ -230,3 +230,46 @@ ragd_guard_timeouts_total{counted="true",source="keyword"} 0
 		t.Fatal(err)
 	}
 }
+
+// A timeout while another call to the source succeeded is an overloaded,
+// live source: it does not count.
+func TestTimeoutBesideSuccessIsNeutral(t *testing.T) {
+	b := newBreaker(t, nil, 1)
+	g := guard.New("graph", guard.Config{Circuit: guard.NewCircuit(b, guard.ProbeConfig{}), Limiter: &fakeLimiter{limit: 8}})
+	slow, fast := mustAdmit(t, g), mustAdmit(t, g)
+	fast.Done(spi.OutcomeSuccess, time.Millisecond)
+	slow.Done(spi.OutcomeTimeout, time.Second)
+	if b.State() != breaker.Closed {
+		t.Fatalf("a timeout beside a success tripped the breaker (threshold 1)")
+	}
+	if s := g.Snapshot(); s.TimeoutsSaturated != 1 {
+		t.Fatalf("snapshot %+v", s)
+	}
+}
+
+// Calls cut off together by one stall overlap and count once; a hang keeps
+// failing call after call and trips (fake clock).
+func TestOverlappingTimeoutsCountOnce(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1e9, 0)}
+	b := newBreaker(t, clock, 2)
+	g := guard.New("graph", guard.Config{Circuit: guard.NewCircuit(b, guard.ProbeConfig{}), Limiter: &fakeLimiter{limit: 16}, Now: clock.Now})
+	stalled := make([]spi.Permit, 6)
+	for i := range stalled {
+		stalled[i] = mustAdmit(t, g)
+	}
+	clock.Advance(800 * time.Millisecond) // one stall: all six time out together
+	for _, p := range stalled {
+		p.Done(spi.OutcomeTimeout, 800*time.Millisecond)
+	}
+	if s := g.Snapshot(); b.State() != breaker.Closed || s.TimeoutsCounted != 1 || s.TimeoutsSaturated != 5 {
+		t.Fatalf("one stall: breaker %v, snapshot %+v; want closed, 1 counted, 5 not", b.State(), s)
+	}
+	// Still hung: the next call, begun after that, times out too.
+	clock.Advance(time.Millisecond)
+	p := mustAdmit(t, g)
+	clock.Advance(800 * time.Millisecond)
+	p.Done(spi.OutcomeTimeout, 800*time.Millisecond)
+	if b.State() != breaker.Open {
+		t.Fatalf("a second, later timeout: breaker %v, want open", b.State())
+	}
+}

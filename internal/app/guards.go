@@ -72,7 +72,7 @@ func (a *App) wireGuards() error {
 		if !a.configured(name) {
 			continue
 		}
-		gc := guard.Config{Circuit: circuits[name]}
+		gc := guard.Config{Circuit: circuits[name], Now: a.now}
 		if cc.Enabled {
 			l := limitSettings(cc.LimitSettings, cc.Overrides[name])
 			lim, err := guard.NewAdaptive(guard.AdaptiveConfig{Min: l.MinLimit, Max: l.MaxLimit, Initial: l.InitialLimit})
