@@ -1,8 +1,17 @@
 // Command ragd-bench drives a running ragd with a bounded, loopback-only
-// query load and prints one markdown table row (see scripts/bench.sh).
+// query load and prints markdown table rows (see scripts/bench.sh).
+//
+// One load run, one row:
 //
 //	ragd-bench -server http://127.0.0.1:8080 -queries ../shared/data/cranfield \
 //	    -clients 8 -duration 10s -pid $(pgrep -n ragd) -label "embedded, healthy"
+//
+// A fault scenario (healthy phase, then per fault: until the breaker opens,
+// breaker open, healed until the source answers), one row per phase:
+//
+//	ragd-bench -scenario embedded ...      faults injected through /debug/faults
+//	ragd-bench -scenario servers -neo4j-pid N -pg-pids "P1 P2 ..." \
+//	    -neo4j-stop CMD -neo4j-start CMD ...   SIGSTOP/SIGCONT, then a restart
 package main
 
 import (
@@ -34,6 +43,7 @@ func run() error {
 		label   string
 		header  bool
 		jsonOut string
+		sc      scenarioFlags
 	)
 	flag.StringVar(&cfg.Server, "server", "http://127.0.0.1:8080", "ragd base URL")
 	flag.StringVar(&cfg.APIKey, "api-key", os.Getenv("RAGD_API_KEY"), "API key (default $RAGD_API_KEY)")
@@ -46,6 +56,7 @@ func run() error {
 	flag.StringVar(&label, "label", "load", "the row's scenario label")
 	flag.BoolVar(&header, "header", false, "print the table header before the row")
 	flag.StringVar(&jsonOut, "json", "", "also write the report as JSON to this file")
+	sc.register()
 	flag.Parse()
 
 	qs, err := readQueries(queries)
@@ -60,6 +71,9 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if sc.mode != "" {
+		return sc.run(ctx, cfg)
+	}
 	r, err := loadgen.Run(ctx, cfg)
 	if err != nil {
 		return err

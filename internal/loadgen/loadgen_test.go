@@ -1,0 +1,66 @@
+package loadgen_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ragd/ragd/internal/loadgen"
+)
+
+// A fake ragd: every third answer leaves graph out; /metrics counts one
+// graph transition per 10 queries.
+func TestRunSummarises(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/metrics":
+			fmt.Fprintf(w, "ragd_breaker_transitions_total{breaker=\"graph\",from=\"closed\",reason=\"x\",to=\"open\"} %d\n", n.Load()/10)
+		case "/v1/query":
+			i := n.Add(1)
+			graph := "ok"
+			if i%3 == 0 {
+				graph = "circuit_open"
+			}
+			fmt.Fprintf(w, `{"partial":%v,"sources":{"keyword":{"status":"ok"},"graph":{"status":%q}}}`, graph != "ok", graph)
+		}
+	}))
+	defer srv.Close()
+	r, err := loadgen.Run(context.Background(), loadgen.Config{Server: srv.URL, Queries: []string{"a", "b"}, Clients: 3, MaxRequests: 30, Duration: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests != 30 || r.Non200 != 0 || r.Partial != 10 {
+		t.Fatalf("requests %d non-200 %d partial %d; want 30, 0, 10", r.Requests, r.Non200, r.Partial)
+	}
+	if r.SourceOK["keyword"] != 1 || r.SourceOK["graph"] < 0.66 || r.SourceOK["graph"] > 0.67 {
+		t.Fatalf("source shares %v", r.SourceOK)
+	}
+	if r.Transitions["graph closed→open"] != 3 {
+		t.Fatalf("transitions %v, want 3 graph closed→open", r.Transitions)
+	}
+	var b strings.Builder
+	loadgen.Header(&b)
+	loadgen.Row(&b, r)
+	if !strings.Contains(b.String(), "| 66.7 % |") || !strings.Contains(b.String(), "graph closed→open ×3") {
+		t.Fatalf("table:\n%s", b.String())
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	ds := []time.Duration{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
+	if p := loadgen.Percentile(ds, 0.5); p != 5 {
+		t.Errorf("p50 = %v", p)
+	}
+	if p := loadgen.Percentile(ds, 0.99); p != 10 {
+		t.Errorf("p99 = %v", p)
+	}
+	if loadgen.Percentile(nil, 0.5) != 0 {
+		t.Error("empty")
+	}
+}
