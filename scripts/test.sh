@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The project's one test command: gofmt check, go vet, go test -race.
+# The project's one test command: gofmt check, go vet, staticcheck, go test -race.
 #
 # Integration tests find their servers through the RAG_TEST_* variables
 # (eval "$(scripts/services.sh env)" after scripts/services.sh up); without
@@ -29,6 +29,11 @@ phase_done gofmt
 phase "go vet ./..."
 go vet ./...
 phase_done "go vet"
+
+phase "staticcheck ./..."
+# Pinned by the tool directive in go.mod; built once into the Go build cache.
+go tool staticcheck ./...
+phase_done staticcheck
 
 phase "go test -race ./..."
 go test -race -timeout 30m "$@" ./...
