@@ -417,6 +417,9 @@ dbms.security.auth_enabled=true
 dbms.usage_report.enabled=false
 db.tx_log.preallocate=false
 server.config.strict_validation.enabled=false
+# Bolt's network layer otherwise waits twice 5 s for quiet on shutdown.
+internal.dbms.bolt.netty_server_shutdown_quiet_period=0
+internal.dbms.bolt.netty_server_shutdown_timeout=1s
 server.directories.data=$NEO4J_DIR/data
 server.directories.logs=$NEO4J_DIR/logs
 server.directories.run=$NEO4J_DIR/run
