@@ -590,12 +590,12 @@ stop_embedder() {
 LEGACY=
 # use_legacy_state: an earlier version of this script kept one state
 # directory for every checkout, directly in $STATE_BASE, on fixed ports.
-# While this checkout has no state of its own (and RAG_SERVICES_DIR is
+# While this checkout has never started its own (and RAG_SERVICES_DIR is
 # unset), env and status describe the servers still running there, with the
 # ports read from their configuration, so that running services keep working
 # across the upgrade. up, down and purge never touch them.
 use_legacy_state() {
-  [ -z "${RAG_SERVICES_DIR:-}" ] && [ ! -f "$RECORD" ] &&
+  [ -z "${RAG_SERVICES_DIR:-}" ] && [ -z "$(record_get PG_PORT)" ] &&
     [ -f "$STATE_BASE/postgres/data/postmaster.pid" ] || return 0
   local own=$STATE_DIR
   STATE_DIR=$STATE_BASE; set_paths
