@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/ragd/ragd/api"
@@ -28,7 +29,16 @@ func FuzzQueryHandler(f *testing.F) {
 		`{"documents":[{"id":"a","title":"t","text":"x","metadata":{"k":"v"},"vector":[1,2,3,4],"entities":["e"],"links":["b"]}]}`,
 		`{"documents":[{"id":"a"},{"id":"a"}]}`,
 		`{"documents":[{"id":"","tenant":"t"}]}`,
+		`{"text":"circuit breaker","fusion":{"mode":"score"},"sources":{"keyword":{"weight":1e308},"vector":{"weight":1e308}}}`,
+		`{"text":"a","fusion":{"mode":"dbsf"},"sources":{"keyword":{"weight":1e308}}}`,
+		`{"text":"a","limit":2.5}`,
 		`[]`, `null`, `{`, `{"text":"\ud800"}`, "{\"text\":\"a\"}\x00",
+		// Bad inputs found by black-box testing (issue 12): huge weights,
+		// fractional integers, null bodies and members.
+		`{"text":"circuit breaker","fusion":{"mode":"score"},"sources":{"keyword":{"weight":1e308},"vector":{"weight":1e308}}}`,
+		`{"text":"a","fusion":{"mode":"dbsf"},"sources":{"graph":{"weight":-1e308}}}`,
+		`{"text":"a","limit":2.5,"window":1e3}`, `{"text":"a","limit":1e400}`,
+		`{"text":null}`, `{"documents":null}`, `{"documents":[null]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -48,6 +58,31 @@ func FuzzQueryHandler(f *testing.F) {
 			}
 			if !json.Valid(rec.Body.Bytes()) {
 				t.Fatalf("POST %s %q: body is not JSON: %s", path, body, rec.Body.String())
+			}
+			if rec.Code >= 400 {
+				errorOf(t, rec)
+			}
+		}
+	})
+}
+
+// FuzzDocumentID reads and deletes documents by arbitrary ids: whatever the
+// id, the answer is never a 5xx, always JSON, and every 4xx has the error
+// shape with the request id.
+func FuzzDocumentID(f *testing.F) {
+	for _, seed := range []string{"a", "", "%zz", "%", "a/b", "..", "\x00", "\xed\xa0\x80", "\xff\xfe", "é", "a b?c#d"} {
+		f.Add(seed)
+	}
+	e := newEnv(f, func(c *api.Config) { c.Logger = nil })
+	f.Fuzz(func(t *testing.T, id string) {
+		path := "/v1/documents/" + url.PathEscape(id)
+		for _, method := range []string{http.MethodGet, http.MethodDelete} {
+			rec := serve(t, e.h, method, path, nil, "Authorization", "Bearer "+acmeAdminKey)
+			if rec.Code >= 500 || rec.Code < 200 {
+				t.Fatalf("%s %s: status %d: %s", method, path, rec.Code, rec.Body.String())
+			}
+			if !json.Valid(rec.Body.Bytes()) {
+				t.Fatalf("%s %s: body is not JSON: %s", method, path, rec.Body.String())
 			}
 			if rec.Code >= 400 {
 				errorOf(t, rec)

@@ -92,7 +92,11 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 			k, v := n.Content[i], n.Content[i+1]
 			ft, ok := fields[k.Value]
 			if !ok {
-				return &Error{Key: join(path, k.Value), Line: k.Line, Message: "unknown key" + suggest(k.Value, fields)}
+				name := k.Value
+				if name == "" {
+					name = `""` // an empty key, e.g. a bare "?" in YAML
+				}
+				return &Error{Key: join(path, name), Line: k.Line, Message: "unknown key" + suggest(k.Value, fields)}
 			}
 			if err := checkKeys(v, ft, join(path, k.Value)); err != nil {
 				return err

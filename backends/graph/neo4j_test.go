@@ -182,6 +182,7 @@ func TestOpenErrors(t *testing.T) {
 // around the backend trips and Health reports down; after Start the same
 // backend serves the data written before the stop.
 func TestServerStopped(t *testing.T) {
+	t.Parallel() // mostly waits for its own Neo4j: overlap TestParityCranfield
 	srv := testenv.DedicatedNeo4j(t)
 	b := openBackend(t, srv.Neo4jConn, func(c *graph.Config) { c.ConnectTimeout = time.Second; c.RetryTime = time.Second })
 	ctx := context.Background()

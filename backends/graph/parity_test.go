@@ -23,6 +23,7 @@ func TestParityCranfield(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads 1,400 documents into both stores")
 	}
+	t.Parallel() // its own ids and entity names: overlap TestServerStopped
 	conn := testenv.Neo4j(t)
 	dir := spitest.CranfieldDir(t)
 	run := uniq(t)

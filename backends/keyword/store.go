@@ -12,7 +12,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
-	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Directory layout under Config.Dir:
@@ -227,7 +227,7 @@ func openIndex(path string, cfg Config) (idx bleve.Index, err error) {
 // permission problems are environmental, everything else is damage.
 func classifyOpen(err error) error {
 	switch {
-	case errors.Is(err, bolt.ErrTimeout):
+	case errors.Is(err, berrors.ErrTimeout):
 		return fmt.Errorf("%w: %v", ErrLocked, err)
 	case errors.Is(err, fs.ErrPermission):
 		return err

@@ -107,48 +107,48 @@ var tableRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}(\.[A-Za-z_][A-Za-
 func (c Config) Validate() error {
 	var errs []error
 	if c.DSN == "" {
-		errs = append(errs, errors.New("DSN is required"))
+		errs = append(errs, errors.New("Config.DSN is required"))
 	} else if _, err := pgxpool.ParseConfig(c.DSN); err != nil {
 		// The parse error can echo the DSN, which may hold a password.
-		errs = append(errs, errors.New("DSN does not parse as a PostgreSQL connection string"))
+		errs = append(errs, errors.New("Config.DSN does not parse as a PostgreSQL connection string"))
 	}
 	if c.Dimension < 1 || c.Dimension > MaxDimension {
-		errs = append(errs, fmt.Errorf("Dimension must be in [1, %d], got %d", MaxDimension, c.Dimension))
+		errs = append(errs, fmt.Errorf("Config.Dimension must be in [1, %d], got %d", MaxDimension, c.Dimension))
 	}
 	switch c.Distance {
 	case "", Cosine, L2, InnerProduct:
 	default:
-		errs = append(errs, fmt.Errorf("Distance must be %q, %q or %q, got %q", Cosine, L2, InnerProduct, c.Distance))
+		errs = append(errs, fmt.Errorf("Config.Distance must be %q, %q or %q, got %q", Cosine, L2, InnerProduct, c.Distance))
 	}
 	if c.Table != "" && !tableRE.MatchString(c.Table) {
-		errs = append(errs, fmt.Errorf("Table must be a plain identifier, optionally schema-qualified, got %q", c.Table))
+		errs = append(errs, fmt.Errorf("Config.Table must be a plain identifier, optionally schema-qualified, got %q", c.Table))
 	}
 	h := c.withDefaults().HNSW
 	if h.M < 2 || h.M > 100 {
-		errs = append(errs, fmt.Errorf("HNSW.M must be in [2, 100], got %d", h.M))
+		errs = append(errs, fmt.Errorf("Config.HNSW.M must be in [2, 100], got %d", h.M))
 	}
 	if h.EfConstruction < 2*h.M || h.EfConstruction > 1000 {
-		errs = append(errs, fmt.Errorf("HNSW.EfConstruction must be in [2*M, 1000], got %d", h.EfConstruction))
+		errs = append(errs, fmt.Errorf("Config.HNSW.EfConstruction must be in [2*M, 1000], got %d", h.EfConstruction))
 	}
 	if h.EfSearch < 1 || h.EfSearch > maxEfSearch {
-		errs = append(errs, fmt.Errorf("HNSW.EfSearch must be in [1, %d], got %d", maxEfSearch, h.EfSearch))
+		errs = append(errs, fmt.Errorf("Config.HNSW.EfSearch must be in [1, %d], got %d", maxEfSearch, h.EfSearch))
 	}
 	if h.MaxScanTuples < 0 {
-		errs = append(errs, fmt.Errorf("HNSW.MaxScanTuples must be >= 0, got %d", h.MaxScanTuples))
+		errs = append(errs, fmt.Errorf("Config.HNSW.MaxScanTuples must be >= 0, got %d", h.MaxScanTuples))
 	}
 	switch c.IterativeScan {
 	case "", IterativeRelaxed, IterativeStrict, IterativeOff:
 	default:
-		errs = append(errs, fmt.Errorf("IterativeScan must be %q, %q or %q, got %q", IterativeRelaxed, IterativeStrict, IterativeOff, c.IterativeScan))
+		errs = append(errs, fmt.Errorf("Config.IterativeScan must be %q, %q or %q, got %q", IterativeRelaxed, IterativeStrict, IterativeOff, c.IterativeScan))
 	}
 	if c.MaxConns < 0 || c.MinConns < 0 || (c.MaxConns > 0 && c.MinConns > c.MaxConns) {
-		errs = append(errs, fmt.Errorf("MaxConns and MinConns must be >= 0 with MinConns <= MaxConns, got %d and %d", c.MaxConns, c.MinConns))
+		errs = append(errs, fmt.Errorf("Config.MaxConns and MinConns must be >= 0 with MinConns <= MaxConns, got %d and %d", c.MaxConns, c.MinConns))
 	}
 	if c.ConnectTimeout < 0 {
-		errs = append(errs, fmt.Errorf("ConnectTimeout must be >= 0, got %s", c.ConnectTimeout))
+		errs = append(errs, fmt.Errorf("Config.ConnectTimeout must be >= 0, got %s", c.ConnectTimeout))
 	}
 	if c.ScanPageSize < 0 {
-		errs = append(errs, fmt.Errorf("ScanPageSize must be >= 0, got %d", c.ScanPageSize))
+		errs = append(errs, fmt.Errorf("Config.ScanPageSize must be >= 0, got %d", c.ScanPageSize))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("vector: config: %w", err)

@@ -69,7 +69,9 @@ type Stats struct {
 	// Accepted counts connections accepted and kept (forwarded or
 	// blackholed); Refused counts connections reset on accept.
 	Accepted, Refused int64
-	// Open is the number of client connections currently held.
+	// Open is the number of client connections currently held; a
+	// connection the proxy closed on a mode change is no longer counted
+	// once the mode change returns.
 	Open int
 	// Dropped counts bytes read and dropped while blackholed, both
 	// directions.
@@ -165,12 +167,17 @@ func (p *Proxy) setMode(m Mode) {
 	if p.closed {
 		return
 	}
+	// A link closed here leaves the set at once, so that Stats.Open is
+	// exact when setMode returns; its goroutines still end on their own
+	// (Close waits for them) and their own remove is then a no-op.
 	for l := range p.links {
 		switch {
 		case m == ModeRefuse:
 			l.close(true)
+			delete(p.links, l)
 		case m == ModePass && l.isTainted():
 			l.close(false)
+			delete(p.links, l)
 		}
 	}
 }

@@ -220,6 +220,10 @@ func writeNeo4jConf(confDir, base string, bolt, http int) error {
 		"dbms.usage_report.enabled=false",
 		"db.tx_log.preallocate=false",
 		"server.config.strict_validation.enabled=false",
+		// Bolt's network layer otherwise waits twice 5 s for quiet on
+		// shutdown: Stop took 11 s instead of 1 s.
+		"internal.dbms.bolt.netty_server_shutdown_quiet_period=0",
+		"internal.dbms.bolt.netty_server_shutdown_timeout=1s",
 		"server.directories.data=" + filepath.Join(base, "data"),
 		"server.directories.logs=" + filepath.Join(base, "logs"),
 		"server.directories.run=" + filepath.Join(base, "run"),

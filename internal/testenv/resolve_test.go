@@ -3,6 +3,8 @@ package testenv_test
 import (
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
@@ -56,7 +58,8 @@ func run(t *testing.T, f func(testing.TB)) *recorder {
 // noServices clears every variable testenv reads and disables Docker.
 func noServices(t *testing.T) {
 	for _, v := range []string{testenv.EnvPGDSN, testenv.EnvPGBin, testenv.EnvNeo4jURI,
-		testenv.EnvNeo4jUser, testenv.EnvNeo4jPassword, testenv.EnvNeo4jHome, testenv.EnvRequireIntegration} {
+		testenv.EnvNeo4jUser, testenv.EnvNeo4jPassword, testenv.EnvNeo4jHome, testenv.EnvRequireIntegration,
+		testenv.EnvEmbedderURL, testenv.EnvEmbedderModel, testenv.EnvEmbedderDim} {
 		t.Setenv(v, "")
 	}
 	t.Setenv(testenv.EnvNoDocker, "1")
@@ -72,6 +75,7 @@ var helpers = []struct {
 	{"Neo4j", func(tb testing.TB) { testenv.Neo4j(tb) }, testenv.EnvNeo4jURI},
 	{"DedicatedPostgres", func(tb testing.TB) { testenv.DedicatedPostgres(tb) }, testenv.EnvPGBin},
 	{"DedicatedNeo4j", func(tb testing.TB) { testenv.DedicatedNeo4j(tb) }, testenv.EnvNeo4jHome},
+	{"Embedder", func(tb testing.TB) { testenv.Embedder(tb) }, testenv.EnvEmbedderURL},
 }
 
 func TestNoServiceSkipsNamingTheVariable(t *testing.T) {
@@ -137,6 +141,15 @@ func TestBrokenEnvironmentFails(t *testing.T) {
 		{"DedicatedNeo4j", map[string]string{
 			testenv.EnvNeo4jHome: t.TempDir(), // no lib/*.jar in it
 		}, func(tb testing.TB) { testenv.DedicatedNeo4j(tb) }},
+		{"Embedder", map[string]string{
+			testenv.EnvEmbedderURL: fmt.Sprintf("http://127.0.0.1:%d", closedPort(t)), testenv.EnvEmbedderModel: "m", testenv.EnvEmbedderDim: "384",
+		}, func(tb testing.TB) { testenv.Embedder(tb) }},
+		{"EmbedderWrongDimension", map[string]string{
+			testenv.EnvEmbedderURL: embeddingServer(t, 3), testenv.EnvEmbedderModel: "m", testenv.EnvEmbedderDim: "384",
+		}, func(tb testing.TB) { testenv.Embedder(tb) }},
+		{"EmbedderNoDimension", map[string]string{
+			testenv.EnvEmbedderURL: embeddingServer(t, 384), testenv.EnvEmbedderModel: "m",
+		}, func(tb testing.TB) { testenv.Embedder(tb) }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -149,5 +162,30 @@ func TestBrokenEnvironmentFails(t *testing.T) {
 				t.Fatalf("skipped=%v failed=%v, want a failure; msg %q", r.skipped, r.failed, r.msg)
 			}
 		})
+	}
+}
+
+// embeddingServer serves /v1/embeddings answering every input with a vector
+// of dim numbers: enough to check testenv's own probe.
+func embeddingServer(t *testing.T, dim int) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"data":[{"index":0,"embedding":[%s]}]}`, strings.TrimSuffix(strings.Repeat("0.5,", dim), ","))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// The probe accepts a server whose vectors have the stated dimension.
+func TestEmbedderAcceptsMatchingServer(t *testing.T) {
+	noServices(t)
+	url := embeddingServer(t, 4)
+	t.Setenv(testenv.EnvEmbedderURL, url+"/")
+	t.Setenv(testenv.EnvEmbedderModel, "m")
+	t.Setenv(testenv.EnvEmbedderDim, "4")
+	got := testenv.Embedder(t)
+	if want := (testenv.EmbedderConn{URL: url, Model: "m", Dimension: 4}); got != want {
+		t.Fatalf("Embedder = %+v, want %+v", got, want)
 	}
 }

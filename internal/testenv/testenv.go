@@ -19,6 +19,9 @@ const (
 	EnvNeo4jUser          = "RAG_TEST_NEO4J_USER"
 	EnvNeo4jPassword      = "RAG_TEST_NEO4J_PASSWORD"
 	EnvNeo4jHome          = "RAG_TEST_NEO4J_HOME"
+	EnvEmbedderURL        = "RAG_TEST_EMBEDDER_URL"
+	EnvEmbedderModel      = "RAG_TEST_EMBEDDER_MODEL"
+	EnvEmbedderDim        = "RAG_TEST_EMBEDDER_DIM"
 	EnvRequireIntegration = "RAG_REQUIRE_INTEGRATION"
 	// EnvNoDocker, when set to 1, disables the Docker fallback.
 	EnvNoDocker = "RAG_TEST_NO_DOCKER"

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/ragd/ragd/backends/graph/graphspec"
 	"github.com/ragd/ragd/spi"
@@ -168,9 +169,9 @@ func openBolt(path string, cfg Config) (db *bolt.DB, err error) {
 	switch {
 	case err == nil:
 		return db, nil
-	case errors.Is(err, bolt.ErrTimeout):
+	case errors.Is(err, berrors.ErrTimeout):
 		return nil, fmt.Errorf("%w: %s", ErrLocked, path)
-	case errors.Is(err, bolt.ErrInvalid), errors.Is(err, bolt.ErrChecksum), errors.Is(err, bolt.ErrVersionMismatch), errors.Is(err, bolt.ErrInvalidMapping):
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrInvalidMapping):
 		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, err)
 	default:
 		return nil, fmt.Errorf("graph/embedded: open %s: %w", path, err)
@@ -268,7 +269,7 @@ func (s *Store) run(ctx context.Context, op string, write bool, fn func(*bolt.Tx
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, bolt.ErrDatabaseNotOpen):
+	case errors.Is(err, berrors.ErrDatabaseNotOpen):
 		return fmt.Errorf("graph/embedded: %s: %w: store closed", op, spi.ErrUnavailable)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, spi.ErrInvalidQuery), errors.Is(err, spi.ErrUnsupported):

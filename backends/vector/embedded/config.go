@@ -62,21 +62,21 @@ type Config struct {
 func (c Config) Validate() error {
 	var errs []error
 	if c.Dir == "" {
-		errs = append(errs, errors.New("Dir is required"))
+		errs = append(errs, errors.New("Config.Dir is required"))
 	}
 	if c.Dimension < 1 || c.Dimension > MaxDimension {
-		errs = append(errs, fmt.Errorf("Dimension must be in [1, %d], got %d", MaxDimension, c.Dimension))
+		errs = append(errs, fmt.Errorf("Config.Dimension must be in [1, %d], got %d", MaxDimension, c.Dimension))
 	}
 	switch c.Distance {
 	case "", Cosine, L2, InnerProduct:
 	default:
-		errs = append(errs, fmt.Errorf("Distance must be %q, %q or %q, got %q", Cosine, L2, InnerProduct, c.Distance))
+		errs = append(errs, fmt.Errorf("Config.Distance must be %q, %q or %q, got %q", Cosine, L2, InnerProduct, c.Distance))
 	}
 	if c.LockTimeout < 0 {
-		errs = append(errs, fmt.Errorf("LockTimeout must be >= 0, got %s", c.LockTimeout))
+		errs = append(errs, fmt.Errorf("Config.LockTimeout must be >= 0, got %s", c.LockTimeout))
 	}
 	if c.Parallelism < 0 {
-		errs = append(errs, fmt.Errorf("Parallelism must be >= 0, got %d", c.Parallelism))
+		errs = append(errs, fmt.Errorf("Config.Parallelism must be >= 0, got %d", c.Parallelism))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("vector/embedded: config: %w", err)
