@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/retriever"
 )
 
 var testEnv = map[string]string{
@@ -65,6 +66,7 @@ func TestBadFiles(t *testing.T) {
 		"not-mapping.bad.yaml":       {"line 1", "mapping"},
 		"syntax.bad.yaml":            {"(file)"},
 		"listen.bad.yaml":            {"server.listen", "host:port"},
+		"weight.bad.yaml":            {"retriever.sources.keyword.weight", "between 0 and 1000"},
 	}
 	files, _ := filepath.Glob("testdata/*.bad.yaml")
 	if len(files) != len(want) {
@@ -150,6 +152,12 @@ func TestEnvExpansionDoesNotInjectYAML(t *testing.T) {
 	}
 	if c.Backends.Graph.Password != "x\nlog: {level: nope}" || c.Log.Level != "info" {
 		t.Fatalf("env value was parsed as YAML: %+v", c.Log)
+	}
+}
+
+func TestMaxWeightIsTheRetrievers(t *testing.T) {
+	if config.MaxWeight != retriever.MaxWeight {
+		t.Fatalf("config.MaxWeight %d, retriever.MaxWeight %d", config.MaxWeight, retriever.MaxWeight)
 	}
 }
 

@@ -19,6 +19,12 @@ var breakerNames = []string{"vector", "keyword", "graph", "embedder"}
 
 var publicEndpoints = []string{"health", "ready", "metrics", "openapi"}
 
+// MaxWeight bounds a fusion weight; it is retriever.MaxWeight, which keeps
+// fused scores finite (a test checks that the two agree).
+const MaxWeight = 1000
+
+func validWeight(w float64) bool { return w >= 0 && w <= MaxWeight }
+
 // Validate checks every value and returns all problems joined, each an
 // *Error naming its key.
 func (c *Config) Validate() error {
@@ -161,8 +167,8 @@ func (c *Config) Validate() error {
 		if sc.K < 0 || sc.K > r.MaxWindow {
 			bad(key+".k", "must be between 0 (use window) and max_window (%d), got %d", r.MaxWindow, sc.K)
 		}
-		if sc.Weight != nil && *sc.Weight < 0 {
-			bad(key+".weight", "must be >= 0, got %g", *sc.Weight)
+		if sc.Weight != nil && !validWeight(*sc.Weight) {
+			bad(key+".weight", "must be between 0 and %d, got %g", MaxWeight, *sc.Weight)
 		}
 		if sc.TimeoutMS < 0 {
 			bad(key+".timeout_ms", "must be >= 0, got %d", sc.TimeoutMS)
@@ -175,8 +181,8 @@ func (c *Config) Validate() error {
 	positive("retriever.expand.seeds", x.Seeds)
 	positive("retriever.expand.limit", x.Limit)
 	positive("retriever.expand.timeout_ms", x.TimeoutMS)
-	if x.Weight != nil && *x.Weight < 0 {
-		bad("retriever.expand.weight", "must be >= 0, got %g", *x.Weight)
+	if x.Weight != nil && !validWeight(*x.Weight) {
+		bad("retriever.expand.weight", "must be between 0 and %d, got %g", MaxWeight, *x.Weight)
 	}
 
 	validateBreaker := func(key string, b BreakerSettings, override bool) {

@@ -102,7 +102,7 @@ func classify(sctx context.Context, err error) (st Status, msg string, unhealthy
 	case errors.Is(err, context.Canceled):
 		st, msg, unhealthy = StatusError, "canceled", false
 	case errors.Is(err, spi.ErrInvalidQuery):
-		st, msg, unhealthy = StatusError, "rejected as invalid query", false
+		st, msg, unhealthy = StatusError, ReasonInvalidQuery, false
 	case errors.Is(err, spi.ErrUnavailable):
 		st, msg, unhealthy = StatusError, "backend unavailable", true
 	default:
