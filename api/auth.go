@@ -30,6 +30,9 @@ type access struct {
 	// public, when set, names the config.AuthConfig.Public entry that makes
 	// the route callable without a key.
 	public string
+	// global routes act for every tenant (circuit breakers): a key bound to
+	// a tenant may not call them, whatever its role.
+	global bool
 }
 
 // Principal is who made a request: the key's name, role and bound tenant
@@ -132,6 +135,10 @@ func (s *Server) requireAccess(a access) echo.MiddlewareFunc {
 			if a.role != "" && !roleAllows(p.Role, a.role) {
 				s.logAuth(c, "role not allowed", p.Name)
 				return newError(http.StatusForbidden, CodeForbidden, "the %s role may not call this route; %s is required", p.Role, a.role)
+			}
+			if a.global && p.Tenant != "" {
+				s.logAuth(c, "tenant-bound key on a global route", p.Name)
+				return newError(http.StatusForbidden, CodeForbidden, "this route acts for every tenant; a key bound to a tenant may not call it")
 			}
 			return next(c)
 		}

@@ -351,3 +351,40 @@ func TestLongBreakerNameTruncatedOnRuneBoundary(t *testing.T) {
 		t.Fatalf("message %q: want the name cut after 31 whole é", body.Error.Message)
 	}
 }
+
+// TestTenantBoundKeysDoNotTouchGlobalState is issue 12 item 3: a key bound
+// to a tenant may not force breakers, which act for every tenant, and does
+// not see the details of component health, which describe every tenant's
+// data (a document count).
+func TestTenantBoundKeysDoNotTouchGlobalState(t *testing.T) {
+	reg := newRegistry(t, newFakeClock())
+	e := newEnv(t, func(c *api.Config) {
+		c.Breakers = reg
+		c.Health[spi.SourceKeyword] = &fakeHealth{HealthFn: func(context.Context) spi.Health {
+			return spi.Health{Status: spi.StatusUp, Detail: "1400 documents"}
+		}}
+	})
+	for _, verb := range []string{"force-open", "force-close"} {
+		d := wantError(t, e.do(http.MethodPost, "/v1/status/breakers/vector/"+verb, nil, "Authorization", "Bearer "+acmeAdminKey),
+			http.StatusForbidden, api.CodeForbidden)
+		if !strings.Contains(d.Message, "tenant") {
+			t.Errorf("%s: message %q does not say why", verb, d.Message)
+		}
+	}
+	if b, _ := reg.Lookup("vector"); b.State() != breaker.Closed {
+		t.Fatalf("a tenant-bound admin key moved the vector breaker to %v", b.State())
+	}
+	// An admin key without a tenant still may.
+	decodeAs[api.ForceOpenResponse](t, e.do(http.MethodPost, "/v1/status/breakers/vector/force-open", nil), http.StatusOK)
+
+	for _, key := range []string{acmeQueryKey, acmeAdminKey} {
+		h := decodeAs[api.HealthResponse](t, e.do(http.MethodGet, "/v1/status/health", nil, "Authorization", "Bearer "+key), http.StatusOK)
+		if kw := h.Components[spi.SourceKeyword]; kw.Status != spi.StatusUp || kw.Detail != "" {
+			t.Errorf("tenant-bound key sees keyword health %+v", kw)
+		}
+	}
+	h := decodeAs[api.HealthResponse](t, e.do(http.MethodGet, "/v1/status/health", nil, "Authorization", "Bearer "+queryKey), http.StatusOK)
+	if kw := h.Components[spi.SourceKeyword]; kw.Detail != "1400 documents" {
+		t.Errorf("an unbound key lost the detail: %+v", kw)
+	}
+}
