@@ -42,6 +42,7 @@ func TestConfigValidate(t *testing.T) {
 		{"empty key", func(c *api.Config) { c.Auth.Keys[0].Key = "" }, "empty key"},
 		{"duplicate key", func(c *api.Config) { c.Auth.Keys[1].Key = c.Auth.Keys[0].Key }, "duplicates"},
 		{"bad role", func(c *api.Config) { c.Auth.Keys[0].Role = "root" }, "role"},
+		{"bad tenant", func(c *api.Config) { c.Auth.Keys[2].Tenant = "acme\x00" }, "tenant"},
 		{"unknown public endpoint", func(c *api.Config) { c.Auth.Public = []string{"health", "everything"} }, "everything"},
 		{"registerer without gatherer", func(c *api.Config) {
 			c.Registerer = prometheus.WrapRegistererWithPrefix("x_", prometheus.NewRegistry())

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/ragd/ragd/ingest"
 )
 
 // sourceNames are the retriever's source names valid under
@@ -229,6 +231,9 @@ func (c *Config) Validate() error {
 		seen[key.Key] = true
 		if !oneOf(key.Role, RoleQuery, RoleAdmin) {
 			bad(p+".role", `must be "query" or "admin", got %q`, key.Role)
+		}
+		if key.Tenant != "" && ingest.ValidateID(key.Tenant, ingest.DefaultMaxIDBytes) != nil {
+			bad(p+".tenant", "must be a tenant as documents carry it: at most %d bytes of UTF-8 without control characters", ingest.DefaultMaxIDBytes)
 		}
 	}
 	for i, p := range c.Auth.Public {
