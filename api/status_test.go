@@ -121,7 +121,11 @@ func TestHealthRollUp(t *testing.T) {
 		code       int
 	}{
 		{"all up", comps{"vector": "up", "keyword": "up", "graph": "up", "embedder": "up"}, nil, false, spi.StatusUp, []string{"vector", "keyword", "graph"}, 200},
-		{"embedder down", comps{"vector": "up", "keyword": "up", "embedder": "down"}, nil, false, spi.StatusDegraded, []string{"vector", "keyword"}, 200},
+		// The vector source needs the embedder for every text query (issue
+		// 12 item 8).
+		{"embedder down", comps{"vector": "up", "keyword": "up", "embedder": "down"}, nil, false, spi.StatusDegraded, []string{"keyword"}, 200},
+		{"embedder breaker open", comps{"vector": "up", "keyword": "up", "embedder": "up"}, []string{"embedder"}, false, spi.StatusDegraded, []string{"keyword"}, 200},
+		{"embedder breaker half-open", comps{"vector": "up", "keyword": "up", "embedder": "up"}, []string{"embedder"}, true, spi.StatusDegraded, []string{"vector", "keyword"}, 200},
 		{"one source down", comps{"vector": "down", "keyword": "up"}, nil, false, spi.StatusDegraded, []string{"keyword"}, 200},
 		{"source degraded still usable", comps{"vector": "degraded"}, nil, false, spi.StatusDegraded, []string{"vector"}, 200},
 		{"every source down", comps{"vector": "down", "keyword": "down", "embedder": "up"}, nil, false, spi.StatusDown, []string{}, 503},

@@ -254,8 +254,8 @@ func (a *App) Health() map[string]spi.HealthChecker {
 	if a.Sources.Graph != nil {
 		m[spi.SourceGraph] = a.Sources.Graph
 	}
-	if h, ok := a.Embedder.(spi.HealthChecker); ok {
-		m["embedder"] = h
+	if a.Embedder != nil {
+		m["embedder"] = embedderHealth{a.Embedder}
 	}
 	return m
 }

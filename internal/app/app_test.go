@@ -255,3 +255,24 @@ func TestKeywordIndexCatchesUpWithTheRecordAtStart(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestHealthReportsTheEmbedder is issue 12 item 8: health lists an
+// embedder component, as the docs and `ragd status` promise, and it follows
+// the embedder's breaker.
+func TestHealthReportsTheEmbedder(t *testing.T) {
+	a := newApp(t, embeddedConfig(t))
+	defer a.Close()
+	hc, ok := a.Health()["embedder"]
+	if !ok {
+		t.Fatalf("no embedder component in %v", a.Health())
+	}
+	if h := hc.Health(context.Background()); h.Status != spi.StatusUp {
+		t.Fatalf("embedder health %+v, want up", h)
+	}
+	if _, err := a.Breakers.ForceOpen("embedder"); err != nil {
+		t.Fatal(err)
+	}
+	if h := hc.Health(context.Background()); h.Status != spi.StatusDown {
+		t.Fatalf("embedder health with its breaker open %+v, want down", h)
+	}
+}
