@@ -16,30 +16,44 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// decodeJSON reads the request body into dst: the content type must be
-// JSON, the body at most the configured limit (checked against
-// Content-Length before reading, and enforced while reading so a lying or
-// chunked client cannot make the server read more), one JSON object with
-// no unknown fields and nothing after it.
-func (s *Server) decodeJSON(c echo.Context, dst any) error {
-	r := c.Request()
-	if err := checkJSONContentType(r.Header.Get(echo.HeaderContentType)); err != nil {
-		return err
-	}
-	limit := s.cfg.Server.BodyLimitBytes
-	if r.ContentLength > limit {
-		return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
-			"request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit)
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, limit))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
-				"request body exceeds the limit of %d bytes", limit)
+// readBody reads a JSON request body into memory before the handler runs:
+// the content type must be JSON, the body at most the configured limit
+// (checked against Content-Length before reading, and enforced while
+// reading so a lying or chunked client cannot make the server read more).
+// The whole read is bounded by the server's read timeout.
+func (s *Server) readBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if err := checkJSONContentType(r.Header.Get(echo.HeaderContentType)); err != nil {
+			return err
 		}
-		// The client went away or the connection broke mid-body.
-		return newError(http.StatusBadRequest, CodeMalformedJSON, "could not read the request body")
+		limit := s.cfg.Server.BodyLimitBytes
+		if r.ContentLength > limit {
+			return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+				"request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit)
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, limit))
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+					"request body exceeds the limit of %d bytes", limit)
+			}
+			// The client went away, stalled past the read timeout, or
+			// the connection broke mid-body.
+			return newError(http.StatusBadRequest, CodeMalformedJSON, "could not read the request body")
+		}
+		c.Set(ctxBody, body)
+		return next(c)
+	}
+}
+
+// decodeJSON decodes the body readBody read into dst: one JSON object
+// with no unknown fields and nothing after it.
+func (s *Server) decodeJSON(c echo.Context, dst any) error {
+	body, ok := c.Get(ctxBody).([]byte)
+	if !ok {
+		return errors.New("api: decodeJSON on a route without readBody")
 	}
 	return decodeBody(body, dst)
 }

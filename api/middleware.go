@@ -20,6 +20,7 @@ const (
 	ctxRequestID = "ragd.request_id"
 	ctxPrincipal = "ragd.principal"
 	ctxErrorCode = "ragd.error_code"
+	ctxBody      = "ragd.body"
 )
 
 // HeaderRequestID carries the request id in and out.
@@ -141,12 +142,10 @@ func (s *Server) recoverer() echo.MiddlewareFunc {
 var operational = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
 
 // limitInFlight answers 429 when MaxInFlight requests are already being
-// served. It never queues.
+// served. It never queues. It runs after authentication and after the body
+// is read, so only admitted requests with their whole body hold a slot.
 func (s *Server) limitInFlight(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if operational[c.Path()] {
-			return next(c)
-		}
 		select {
 		case s.slots <- struct{}{}:
 			defer func() { <-s.slots }()
@@ -157,6 +156,9 @@ func (s *Server) limitInFlight(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 	}
 }
+
+// saturated reports whether every in-flight slot is taken.
+func (s *Server) saturated() bool { return len(s.slots) >= cap(s.slots) }
 
 // withTimeout bounds the request's context by server.request_timeout_s.
 // Handlers pass the context down; a deadline that expires answers 504.

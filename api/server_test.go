@@ -72,10 +72,10 @@ func TestConfigValidate(t *testing.T) {
 func TestHTTPServerSettings(t *testing.T) {
 	e := newEnv(t, func(c *api.Config) {
 		c.Server.Listen = "127.0.0.1:9999"
-		c.Server.ReadTimeoutS, c.Server.WriteTimeoutS, c.Server.IdleTimeoutS = 3, 7, 11
+		c.Server.ReadHeaderTimeoutS, c.Server.ReadTimeoutS, c.Server.WriteTimeoutS, c.Server.IdleTimeoutS = 2, 3, 7, 11
 	})
 	srv := e.server.HTTPServer()
-	if srv.Addr != "127.0.0.1:9999" || srv.ReadTimeout != 3*time.Second || srv.ReadHeaderTimeout != 3*time.Second ||
+	if srv.Addr != "127.0.0.1:9999" || srv.ReadTimeout != 3*time.Second || srv.ReadHeaderTimeout != 2*time.Second ||
 		srv.WriteTimeout != 7*time.Second || srv.IdleTimeout != 11*time.Second || srv.Handler == nil || srv.ErrorLog == nil {
 		t.Fatalf("server %+v", srv)
 	}

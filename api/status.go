@@ -323,7 +323,8 @@ func (s *Server) healthz() echo.HandlerFunc {
 }
 
 // readyz serves GET /readyz, the readiness probe: 200 when at least one
-// retrieval source is usable and Config.Ready (if set) passes, else 503.
+// retrieval source is usable, an in-flight slot is free and Config.Ready
+// (if set) passes, else 503.
 func (s *Server) readyz() echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx := c.Request().Context()
@@ -331,6 +332,8 @@ func (s *Server) readyz() echo.HandlerFunc {
 		resp := ReadyResponse{Status: "ready", Usable: h.Usable}
 		if len(h.Usable) == 0 {
 			resp.Status, resp.Reason = "not_ready", "no retrieval source is usable"
+		} else if s.saturated() {
+			resp.Status, resp.Reason = "not_ready", fmt.Sprintf("%d requests in flight, the most server.max_in_flight allows", cap(s.slots))
 		} else if s.cfg.Ready != nil {
 			if err := s.cfg.Ready(ctx); err != nil {
 				// The reason may hold internals and /readyz may be public:

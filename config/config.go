@@ -37,13 +37,16 @@ type Config struct {
 
 // ServerConfig is the HTTP listener.
 type ServerConfig struct {
-	Listen          string `yaml:"listen"`
-	BodyLimitBytes  int64  `yaml:"body_limit_bytes"`
-	ReadTimeoutS    int    `yaml:"read_timeout_s"`
-	WriteTimeoutS   int    `yaml:"write_timeout_s"`
-	IdleTimeoutS    int    `yaml:"idle_timeout_s"`
-	RequestTimeoutS int    `yaml:"request_timeout_s"`
-	ShutdownGraceS  int    `yaml:"shutdown_grace_s"`
+	Listen         string `yaml:"listen"`
+	BodyLimitBytes int64  `yaml:"body_limit_bytes"`
+	// ReadHeaderTimeoutS bounds reading a request's headers; ReadTimeoutS
+	// bounds reading the whole request, body included.
+	ReadHeaderTimeoutS int `yaml:"read_header_timeout_s"`
+	ReadTimeoutS       int `yaml:"read_timeout_s"`
+	WriteTimeoutS      int `yaml:"write_timeout_s"`
+	IdleTimeoutS       int `yaml:"idle_timeout_s"`
+	RequestTimeoutS    int `yaml:"request_timeout_s"`
+	ShutdownGraceS     int `yaml:"shutdown_grace_s"`
 	// MaxInFlight bounds concurrent requests; excess requests get 429.
 	MaxInFlight int `yaml:"max_in_flight"`
 	// Pprof serves Go's runtime profiles under /debug/pprof/ to admin keys
@@ -204,14 +207,15 @@ func Default() Config {
 	return Config{
 		DataDir: "data",
 		Server: ServerConfig{
-			Listen:          "127.0.0.1:8080",
-			BodyLimitBytes:  8 << 20,
-			ReadTimeoutS:    15,
-			WriteTimeoutS:   60,
-			IdleTimeoutS:    120,
-			RequestTimeoutS: 30,
-			ShutdownGraceS:  15,
-			MaxInFlight:     256,
+			Listen:             "127.0.0.1:8080",
+			BodyLimitBytes:     8 << 20,
+			ReadHeaderTimeoutS: 5,
+			ReadTimeoutS:       15,
+			WriteTimeoutS:      60,
+			IdleTimeoutS:       120,
+			RequestTimeoutS:    30,
+			ShutdownGraceS:     15,
+			MaxInFlight:        256,
 		},
 		Backends: BackendsConfig{
 			Vector:  VectorConfig{Kind: KindEmbedded, Dir: "vector", Table: "ragd_documents", Distance: "cosine", ConnectTimeoutMS: 2000, MaxConns: 8, EFSearch: 100},

@@ -51,6 +51,7 @@ func (c *Config) Validate() error {
 	if s.BodyLimitBytes < 1024 {
 		bad("server.body_limit_bytes", "must be at least 1024, got %d", s.BodyLimitBytes)
 	}
+	positive("server.read_header_timeout_s", s.ReadHeaderTimeoutS)
 	positive("server.read_timeout_s", s.ReadTimeoutS)
 	positive("server.write_timeout_s", s.WriteTimeoutS)
 	positive("server.idle_timeout_s", s.IdleTimeoutS)
