@@ -233,5 +233,10 @@ func (s *Server) writeJSON(c echo.Context, status int, v any) error {
 		return fmt.Errorf("api: encode response: %w", err)
 	}
 	b = append(b, '\n')
+	if c.Request().Method == http.MethodHead {
+		c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		c.Response().WriteHeader(status)
+		return nil
+	}
 	return c.Blob(status, echo.MIMEApplicationJSON, b)
 }

@@ -235,6 +235,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if ae.Status == http.StatusUnauthorized {
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="ragd"`)
 	}
+	if ae.Status == http.StatusMethodNotAllowed {
+		c.Response().Header().Set(echo.HeaderAllow, allowHeader(c))
+	}
 	if ae.Status == http.StatusTooManyRequests {
 		c.Response().Header().Set("Retry-After", "1")
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -135,6 +136,33 @@ func (s *Server) recoverer() echo.MiddlewareFunc {
 				Detail: ErrorDetail{Code: CodeInternal, Message: "internal error"}, logged: true}
 		},
 	})
+}
+
+// refuseOptions answers OPTIONS on an existing route 405 like any other
+// method the route does not have (echo would answer 204 without auth).
+// OPTIONS is not part of the API: ragd serves no CORS.
+func refuseOptions(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().Method == http.MethodOptions {
+			if _, routed := c.Get(echo.ContextKeyHeaderAllow).(string); routed {
+				return echo.ErrMethodNotAllowed
+			}
+		}
+		return next(c)
+	}
+}
+
+// allowHeader is echo's Allow list for the matched route without OPTIONS,
+// which ragd does not serve.
+func allowHeader(c echo.Context) string {
+	allow, _ := c.Get(echo.ContextKeyHeaderAllow).(string)
+	var methods []string
+	for _, m := range strings.Split(allow, ",") {
+		if m = strings.TrimSpace(m); m != "" && m != http.MethodOptions {
+			methods = append(methods, m)
+		}
+	}
+	return strings.Join(methods, ", ")
 }
 
 // operational routes are exempt from the in-flight limit (a probe must

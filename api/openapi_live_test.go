@@ -149,6 +149,8 @@ func TestLiveResponsesMatchTheOpenAPIDocument(t *testing.T) {
 		{"GET", "/v1/status/health", queryKey, "", false},
 		{"GET", "/healthz", "", "", false},
 		{"GET", "/readyz", "", "", false},
+		{"HEAD", "/healthz", "", "", false},
+		{"HEAD", "/readyz", "", "", false},
 		{"GET", "/metrics", "", "", false},
 		{"GET", "/openapi.json", "", "", false},
 	} {

@@ -55,7 +55,9 @@ var routes = []route{
 	{http.MethodPost, "/v1/status/breakers/:name/force-open", access{role: config.RoleAdmin, global: true}, (*Server).forceOpen, false},
 	{http.MethodGet, "/v1/status/health", access{role: config.RoleQuery}, (*Server).health, false},
 	{http.MethodGet, "/healthz", access{public: PublicHealth}, (*Server).healthz, false},
+	{http.MethodHead, "/healthz", access{public: PublicHealth}, (*Server).healthz, false},
 	{http.MethodGet, "/readyz", access{public: PublicReady}, (*Server).readyz, false},
+	{http.MethodHead, "/readyz", access{public: PublicReady}, (*Server).readyz, false},
 	{http.MethodGet, "/metrics", access{public: PublicMetrics}, (*Server).metricsHandler, false},
 	{http.MethodGet, "/openapi.json", access{public: PublicOpenAPI}, (*Server).openAPI, false},
 }
@@ -116,7 +118,7 @@ func New(cfg Config) (*Server, error) {
 	e.Server.ErrorLog = e.StdLogger
 	e.TLSServer.ErrorLog = e.StdLogger
 	e.HTTPErrorHandler = s.handleError
-	e.Use(withRequestID, s.observe, s.recoverer(), s.withTimeout)
+	e.Use(withRequestID, s.observe, s.recoverer(), refuseOptions, s.withTimeout)
 	for _, r := range routes {
 		// Authenticate, then read the body, and only then take an
 		// in-flight slot: a client that stalls its headers or its body

@@ -77,7 +77,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}()
 
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(srv.Listener(ln)) }()
 	a.Logger.Info("ragd: listening", slog.String("addr", ln.Addr().String()), slog.Bool("auth", a.Config.AuthEnabled()))
 
 	select {
