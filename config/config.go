@@ -23,7 +23,8 @@ const (
 // Config is the whole of rag.yaml.
 type Config struct {
 	// DataDir holds every embedded store; relative paths below resolve
-	// against it.
+	// against it. A relative data_dir read by Load resolves against the
+	// directory of the file, not the working directory.
 	DataDir   string          `yaml:"data_dir"`
 	Server    ServerConfig    `yaml:"server"`
 	Backends  BackendsConfig  `yaml:"backends"`
@@ -277,7 +278,8 @@ func (e *Error) Error() string {
 // Unwrap makes every *Error match ErrInvalid.
 func (e *Error) Unwrap() error { return ErrInvalid }
 
-// Load reads path, or only the defaults when path is empty.
+// Load reads path, or only the defaults when path is empty. A relative
+// data_dir in the file is resolved against the file's directory.
 func Load(path string) (*Config, error) {
 	if path == "" {
 		c := Default()
@@ -290,7 +292,14 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return Parse(b, os.LookupEnv)
+	c, err := Parse(b, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	if !filepath.IsAbs(c.DataDir) {
+		c.DataDir = filepath.Join(filepath.Dir(path), c.DataDir)
+	}
+	return c, nil
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -172,4 +172,9 @@ func TestLoad(t *testing.T) {
 	if err != nil || c == nil {
 		t.Fatalf("Load: %v", err)
 	}
+	// A relative data_dir is the file's directory's, not the working
+	// directory's (issue 12 item 11).
+	if want := filepath.Join("testdata", "data"); c.DataDir != want {
+		t.Fatalf("data_dir %q, want %q", c.DataDir, want)
+	}
 }
