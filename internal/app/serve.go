@@ -122,10 +122,15 @@ func (a *App) repairLoop(ctx context.Context) {
 	}
 }
 
-// LoadDemo writes the bundled sample corpus through the pipeline, unless
-// the system of record already holds all of it, and returns how many
-// documents were written.
+// LoadDemo writes the bundled sample corpus through the pipeline once per
+// data directory (demo.Seeded), and returns how many documents were
+// written: later calls write nothing, so a restart keeps the user's edits
+// and deletions of sample documents.
 func (a *App) LoadDemo(ctx context.Context) (int, error) {
+	dir := a.Config.DataDir
+	if seeded, err := demo.Seeded(dir); err != nil || seeded {
+		return 0, err
+	}
 	docs, err := demo.Documents()
 	if err != nil {
 		return 0, err
@@ -135,8 +140,9 @@ func (a *App) LoadDemo(ctx context.Context) (int, error) {
 		for i, d := range docs {
 			ids[i] = d.ID
 		}
-		if _, missing, err := h.Hydrate(ctx, ids); err == nil && len(missing) == 0 {
-			return 0, nil
+		// Loaded by a ragd that kept no marker: record it, load nothing.
+		if found, _, err := h.Hydrate(ctx, ids); err == nil && len(found) > 0 {
+			return 0, demo.MarkSeeded(dir, a.now())
 		}
 	}
 	var failed []string
@@ -148,7 +154,7 @@ func (a *App) LoadDemo(ctx context.Context) (int, error) {
 	if len(failed) > 0 {
 		return len(docs) - len(failed), fmt.Errorf("app: demo corpus: %d documents failed, first: %s", len(failed), failed[0])
 	}
-	return len(docs), nil
+	return len(docs), demo.MarkSeeded(dir, a.now())
 }
 
 // Listen opens the configured listener.
