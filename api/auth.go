@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/spi"
 )
 
 // Public operational endpoint names, as listed in config.AuthConfig.Public.
@@ -162,7 +163,5 @@ func principal(c echo.Context) *Principal {
 }
 
 // visible reports whether a document of tenant may be seen by p: keys not
-// bound to a tenant see every document.
-func (p *Principal) visible(tenant string) bool {
-	return p.Tenant == "" || p.Tenant == tenant
-}
+// bound to a tenant see every document (spi.Visible).
+func (p *Principal) visible(tenant string) bool { return spi.Visible(p.Tenant, tenant) }
