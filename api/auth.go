@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/spi"
 )
 
 // Public operational endpoint names, as listed in config.AuthConfig.Public.
@@ -30,6 +31,9 @@ type access struct {
 	// public, when set, names the config.AuthConfig.Public entry that makes
 	// the route callable without a key.
 	public string
+	// global routes act for every tenant (circuit breakers): a key bound to
+	// a tenant may not call them, whatever its role.
+	global bool
 }
 
 // Principal is who made a request: the key's name, role and bound tenant
@@ -133,6 +137,10 @@ func (s *Server) requireAccess(a access) echo.MiddlewareFunc {
 				s.logAuth(c, "role not allowed", p.Name)
 				return newError(http.StatusForbidden, CodeForbidden, "the %s role may not call this route; %s is required", p.Role, a.role)
 			}
+			if a.global && p.Tenant != "" {
+				s.logAuth(c, "tenant-bound key on a global route", p.Name)
+				return newError(http.StatusForbidden, CodeForbidden, "this route acts for every tenant; a key bound to a tenant may not call it")
+			}
 			return next(c)
 		}
 	}
@@ -155,7 +163,5 @@ func principal(c echo.Context) *Principal {
 }
 
 // visible reports whether a document of tenant may be seen by p: keys not
-// bound to a tenant see every document.
-func (p *Principal) visible(tenant string) bool {
-	return p.Tenant == "" || p.Tenant == tenant
-}
+// bound to a tenant see every document (spi.Visible).
+func (p *Principal) visible(tenant string) bool { return spi.Visible(p.Tenant, tenant) }

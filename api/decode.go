@@ -16,43 +16,65 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// decodeJSON reads the request body into dst: the content type must be
-// JSON, the body at most the configured limit (checked against
-// Content-Length before reading, and enforced while reading so a lying or
-// chunked client cannot make the server read more), one JSON object with
-// no unknown fields and nothing after it.
-func (s *Server) decodeJSON(c echo.Context, dst any) error {
-	r := c.Request()
-	if err := checkJSONContentType(r.Header.Get(echo.HeaderContentType)); err != nil {
-		return err
-	}
-	limit := s.cfg.Server.BodyLimitBytes
-	if r.ContentLength > limit {
-		return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
-			"request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit)
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, limit))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
-				"request body exceeds the limit of %d bytes", limit)
+// readBody reads a JSON request body into memory before the handler runs:
+// the content type must be JSON, the body at most the configured limit
+// (checked against Content-Length before reading, and enforced while
+// reading so a lying or chunked client cannot make the server read more).
+// The whole read is bounded by the server's read timeout.
+func (s *Server) readBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if err := checkJSONContentType(r.Header.Get(echo.HeaderContentType)); err != nil {
+			return err
 		}
-		// The client went away or the connection broke mid-body.
-		return newError(http.StatusBadRequest, CodeMalformedJSON, "could not read the request body")
+		limit := s.cfg.Server.BodyLimitBytes
+		if r.ContentLength > limit {
+			return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+				"request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit)
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, limit))
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+					"request body exceeds the limit of %d bytes", limit)
+			}
+			// The client went away, stalled past the read timeout, or
+			// the connection broke mid-body.
+			return newError(http.StatusBadRequest, CodeMalformedJSON, "could not read the request body")
+		}
+		c.Set(ctxBody, body)
+		return next(c)
+	}
+}
+
+// decodeJSON decodes the body readBody read into dst: one JSON object
+// with no unknown fields and nothing after it.
+func (s *Server) decodeJSON(c echo.Context, dst any) error {
+	body, ok := c.Get(ctxBody).([]byte)
+	if !ok {
+		return errors.New("api: decodeJSON on a route without readBody")
 	}
 	return decodeBody(body, dst)
 }
 
 // decodeBody decodes one JSON object from body into dst, strictly.
 func decodeBody(body []byte, dst any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
 		return newError(http.StatusBadRequest, CodeMalformedJSON, "request body is empty; a JSON object is required")
+	}
+	if string(trimmed) == "null" {
+		// encoding/json leaves dst untouched for null: it would pass as {}.
+		off := int64(bytes.Index(body, trimmed))
+		e := newError(http.StatusBadRequest, CodeInvalidBody, "the request body must be a JSON object, got null")
+		e.Detail.Offset = &off
+		return e
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return jsonError(err, int64(len(body)))
+		return jsonError(err, body, reflect.TypeOf(dst))
 	}
 	// Anything but whitespace after the object is an error.
 	if off := dec.InputOffset(); len(bytes.TrimSpace(body[off:])) > 0 {
@@ -63,10 +85,11 @@ func decodeBody(body []byte, dst any) error {
 	return nil
 }
 
-// jsonError turns an encoding/json error into a 400 that names the
-// offending field or byte offset, without echoing values. size is the
-// body's length, the offset of a premature end.
-func jsonError(err error, size int64) *apiError {
+// jsonError turns an encoding/json error from decoding body into a value
+// of type t into a 400 that names the offending field by its full JSON
+// path, or the byte offset, without echoing values.
+func jsonError(err error, body []byte, t reflect.Type) *apiError {
+	size := int64(len(body))
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
@@ -86,35 +109,43 @@ func jsonError(err error, size int64) *apiError {
 			e.Detail.Offset = &off
 			return e
 		}
-		root := rootField(te.Field)
+		field := pathAt(body, t, off)
+		if field == "" {
+			field = te.Field
+		}
+		root := rootField(field)
 		var e *apiError
 		switch {
 		case root == "filter":
-			e = fieldError("invalid_filter", te.Field,
-				"filter: values must be arrays of strings, got %s at byte %d", jsonKind(te.Value), off)
+			e = fieldError("invalid_filter", field,
+				"%s: filter values must be arrays of strings, got %s at byte %d", field, jsonKind(te.Value), off)
 		case strings.HasPrefix(te.Value, "number") && isNumberType(te.Type):
-			e = fieldError("invalid_"+root, te.Field,
-				"%s: a number out of range or not allowed for %s, at byte %d", te.Field, describeType(te.Type), off)
+			e = fieldError("invalid_"+root, field,
+				"%s: a number out of range or not allowed for %s, at byte %d", field, describeType(te.Type), off)
 		default:
-			e = fieldError("invalid_"+root, te.Field,
-				"%s: got %s, want %s, at byte %d", te.Field, jsonKind(te.Value), describeType(te.Type), off)
+			e = fieldError("invalid_"+root, field,
+				"%s: got %s, want %s, at byte %d", field, jsonKind(te.Value), describeType(te.Type), off)
 		}
 		e.Detail.Offset = &off
 		return e
 	}
 	var pe *time.ParseError
 	if errors.As(err, &pe) || strings.Contains(err.Error(), "Time.UnmarshalJSON") {
-		// updated_at is the only timestamp a request body carries.
-		return fieldError("invalid_documents", "documents.updated_at",
-			"documents.updated_at: must be an RFC 3339 timestamp string such as 2026-01-02T15:04:05Z")
+		field := badTimePath(body, t)
+		if field == "" {
+			field = "documents.updated_at" // the only timestamp a request body carries
+		}
+		return fieldError("invalid_"+rootField(field), field,
+			"%s: must be an RFC 3339 timestamp string such as 2026-01-02T15:04:05Z", field)
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		name = strings.Trim(name, `"`)
-		if len(name) > 64 {
-			name = name[:64] + "…"
+		field := unknownKeyPath(body, t, name)
+		if field == "" {
+			field = name
 		}
-		e := newError(http.StatusBadRequest, CodeUnknownField, "unknown field %q", name)
-		e.Detail.Field = name
+		e := newError(http.StatusBadRequest, CodeUnknownField, "unknown field %q", truncate(field, 64))
+		e.Detail.Field = truncate(field, 256)
 		return e
 	}
 	return newError(http.StatusBadRequest, CodeMalformedJSON, "malformed JSON")
@@ -202,5 +233,10 @@ func (s *Server) writeJSON(c echo.Context, status int, v any) error {
 		return fmt.Errorf("api: encode response: %w", err)
 	}
 	b = append(b, '\n')
+	if c.Request().Method == http.MethodHead {
+		c.Response().Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		c.Response().WriteHeader(status)
+		return nil
+	}
 	return c.Blob(status, echo.MIMEApplicationJSON, b)
 }

@@ -87,14 +87,16 @@ func TestUpsertBadBodies(t *testing.T) {
 		{"documents not array", `{"documents":{"id":"a"}}`, "invalid_documents", "documents"},
 		{"too many documents", `{"documents":[` + strings.Join(many, ",") + `]}`, api.CodeTooManyDocuments, "documents"},
 		{"duplicate ids", `{"documents":[{"id":"a","text":"x"},{"id":"b","text":"y"},{"id":"a","text":"z"}]}`, api.CodeDuplicateID, "documents[2].id"},
-		{"unknown document field", `{"documents":[{"id":"a","txt":"x"}]}`, api.CodeUnknownField, "txt"},
+		{"unknown document field", `{"documents":[{"id":"a","txt":"x"}]}`, api.CodeUnknownField, "documents[0].txt"},
 		{"unknown top-level field", `{"documents":[{"id":"a"}],"upsert":true}`, api.CodeUnknownField, "upsert"},
-		{"metadata not strings", `{"documents":[{"id":"a","metadata":{"n":1}}]}`, "invalid_documents", "documents.metadata"},
-		{"vector overflow", `{"documents":[{"id":"a","vector":[1e999]}]}`, "invalid_documents", "documents.vector"},
-		{"entities not strings", `{"documents":[{"id":"a","entities":[1]}]}`, "invalid_documents", "documents.entities"},
+		{"metadata not strings", `{"documents":[{"id":"a","metadata":{"n":1}}]}`, "invalid_documents", "documents[0].metadata.n"},
+		{"vector overflow", `{"documents":[{"id":"a","vector":[1e999]}]}`, "invalid_documents", "documents[0].vector[0]"},
+		{"entities not strings", `{"documents":[{"id":"a","entities":[1]}]}`, "invalid_documents", "documents[0].entities[0]"},
 		{"malformed", `{"documents":[{"id":"a"}`, api.CodeMalformedJSON, ""},
-		{"bad timestamp", `{"documents":[{"id":"a","updated_at":"yesterday"}]}`, "invalid_documents", "documents.updated_at"},
-		{"timestamp not a string", `{"documents":[{"id":"a","updated_at":5}]}`, "invalid_documents", "documents.updated_at"},
+		{"second document's field", `{"documents":[{"id":"a"},{"id":"b","metadata":{"lang":["en"]}}]}`, "invalid_documents", "documents[1].metadata.lang"},
+		{"null body", `null`, api.CodeInvalidBody, ""},
+		{"bad timestamp", `{"documents":[{"id":"a","updated_at":"yesterday"}]}`, "invalid_documents", "documents[0].updated_at"},
+		{"timestamp not a string", `{"documents":[{"id":"a","updated_at":5}]}`, "invalid_documents", "documents[0].updated_at"},
 	}
 	e := newEnv(t, nil)
 	for _, tc := range cases {
@@ -318,7 +320,7 @@ func TestBatchDeleteBadBodies(t *testing.T) {
 		{"too many ids", `{"ids":[` + strings.Join(ids, ",") + `]}`, api.CodeTooManyIDs, "ids"},
 		{"duplicate", `{"ids":["a","b","a"]}`, api.CodeDuplicateID, "ids[2]"},
 		{"empty id", `{"ids":["a",""]}`, api.CodeInvalidID, "ids[1]"},
-		{"ids not strings", `{"ids":[1]}`, "invalid_ids", "ids"},
+		{"ids not strings", `{"ids":[1]}`, "invalid_ids", "ids[0]"},
 		{"unknown field", `{"ids":["a"],"force":true}`, api.CodeUnknownField, "force"},
 	}
 	e := newEnv(t, nil)

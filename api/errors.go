@@ -116,7 +116,13 @@ func translate(err error) *apiError {
 		return queryError(qe)
 	}
 	var ne *retriever.NotEnoughSourcesError
-	if errors.As(err, &ne) {
+	if errors.As(err, &ne) && rejectedAsInvalid(ne.Sources) {
+		// The client's query, not the backends, is at fault.
+		e := newError(http.StatusBadRequest, CodeInvalidQuery, "a retrieval source rejected the query as invalid; see sources")
+		e.Detail.Sources = ne.Sources
+		return e
+	}
+	if ne != nil {
 		healthy := ne.Healthy
 		e := newError(http.StatusServiceUnavailable, CodeNotEnoughSources,
 			"%d of the required %d retrieval sources answered; see sources", ne.Healthy, ne.Required)
@@ -144,6 +150,17 @@ func translate(err error) *apiError {
 		return &apiError{Status: http.StatusServiceUnavailable, Detail: ErrorDetail{Code: CodeUnavailable, Message: "a backend is unavailable; retry later"}, cause: err}
 	}
 	return &apiError{Status: http.StatusInternalServerError, Detail: ErrorDetail{Code: CodeInternal, Message: "internal error"}, cause: err}
+}
+
+// rejectedAsInvalid reports whether some source rejected the query as
+// invalid.
+func rejectedAsInvalid(sources map[string]retriever.SourceStatus) bool {
+	for _, st := range sources {
+		if st.Status == retriever.StatusError && st.Error == retriever.ReasonInvalidQuery {
+			return true
+		}
+	}
+	return false
 }
 
 // queryError answers a retriever validation error with a code named after
@@ -217,6 +234,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	if ae.Status == http.StatusUnauthorized {
 		c.Response().Header().Set("WWW-Authenticate", `Bearer realm="ragd"`)
+	}
+	if ae.Status == http.StatusMethodNotAllowed {
+		c.Response().Header().Set(echo.HeaderAllow, allowHeader(c))
 	}
 	if ae.Status == http.StatusTooManyRequests {
 		c.Response().Header().Set("Retry-After", "1")

@@ -241,7 +241,7 @@ func testConfig(store *fakeStore, searcher *fakeSearcher, writer *fakeWriter, lo
 		},
 		Server: config.ServerConfig{
 			Listen: "127.0.0.1:0", BodyLimitBytes: testBodyLimit, RequestTimeoutS: 5, MaxInFlight: testMaxInFight,
-			ReadTimeoutS: 5, WriteTimeoutS: 5, IdleTimeoutS: 5,
+			ReadHeaderTimeoutS: 5, ReadTimeoutS: 5, WriteTimeoutS: 5, IdleTimeoutS: 5,
 		},
 		Ingest: config.IngestConfig{MaxDocsPerRequest: testMaxDocs, MaxIDsPerRequest: testMaxIDs, MaxTextBytes: testMaxText},
 		Auth: config.AuthConfig{

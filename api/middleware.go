@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -20,6 +21,7 @@ const (
 	ctxRequestID = "ragd.request_id"
 	ctxPrincipal = "ragd.principal"
 	ctxErrorCode = "ragd.error_code"
+	ctxBody      = "ragd.body"
 )
 
 // HeaderRequestID carries the request id in and out.
@@ -136,17 +138,42 @@ func (s *Server) recoverer() echo.MiddlewareFunc {
 	})
 }
 
+// refuseOptions answers OPTIONS on an existing route 405 like any other
+// method the route does not have (echo would answer 204 without auth).
+// OPTIONS is not part of the API: ragd serves no CORS.
+func refuseOptions(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().Method == http.MethodOptions {
+			if _, routed := c.Get(echo.ContextKeyHeaderAllow).(string); routed {
+				return echo.ErrMethodNotAllowed
+			}
+		}
+		return next(c)
+	}
+}
+
+// allowHeader is echo's Allow list for the matched route without OPTIONS,
+// which ragd does not serve.
+func allowHeader(c echo.Context) string {
+	allow, _ := c.Get(echo.ContextKeyHeaderAllow).(string)
+	var methods []string
+	for _, m := range strings.Split(allow, ",") {
+		if m = strings.TrimSpace(m); m != "" && m != http.MethodOptions {
+			methods = append(methods, m)
+		}
+	}
+	return strings.Join(methods, ", ")
+}
+
 // operational routes are exempt from the in-flight limit (a probe must
 // not fail because the server is busy) and logged at debug level.
 var operational = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
 
 // limitInFlight answers 429 when MaxInFlight requests are already being
-// served. It never queues.
+// served. It never queues. It runs after authentication and after the body
+// is read, so only admitted requests with their whole body hold a slot.
 func (s *Server) limitInFlight(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if operational[c.Path()] {
-			return next(c)
-		}
 		select {
 		case s.slots <- struct{}{}:
 			defer func() { <-s.slots }()
@@ -157,6 +184,9 @@ func (s *Server) limitInFlight(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 	}
 }
+
+// saturated reports whether every in-flight slot is taken.
+func (s *Server) saturated() bool { return len(s.slots) >= cap(s.slots) }
 
 // withTimeout bounds the request's context by server.request_timeout_s.
 // Handlers pass the context down; a deadline that expires answers 504.

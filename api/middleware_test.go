@@ -84,11 +84,15 @@ func TestInFlightLimit(t *testing.T) {
 	if rec.Header().Get("Retry-After") == "" {
 		t.Fatal("429 without Retry-After")
 	}
-	// Probes are exempt.
-	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {
+	// Probes are exempt; readiness answers, and says the server is
+	// saturated.
+	for _, p := range []string{"/healthz", "/metrics"} {
 		if rec := serve(t, e.h, http.MethodGet, p, nil); rec.Code != http.StatusOK {
 			t.Fatalf("%s while saturated: %d", p, rec.Code)
 		}
+	}
+	if rec := serve(t, e.h, http.MethodGet, "/readyz", nil); rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz while saturated: %d", rec.Code)
 	}
 	close(release)
 	wg.Wait()

@@ -16,6 +16,7 @@ type openAPIOp struct {
 	OperationID string                     `json:"operationId"`
 	Role        string                     `json:"x-ragd-role"`
 	Public      string                     `json:"x-ragd-public"`
+	Global      bool                       `json:"x-ragd-global"`
 	RequestBody map[string]any             `json:"requestBody"`
 	Responses   map[string]json.RawMessage `json:"responses"`
 }
@@ -172,6 +173,10 @@ func TestOpenAPIRolesMatchBehaviour(t *testing.T) {
 				}
 			default:
 				t.Errorf("%s: unknown x-ragd-role %q", name, op.Role)
+			}
+			withTenantAdmin := serve(t, closed.h, method, url, body, "Authorization", "Bearer "+acmeAdminKey)
+			if op.Global != (withTenantAdmin.Code == http.StatusForbidden) {
+				t.Errorf("%s documented global=%v, a tenant-bound admin key got %d", name, op.Global, withTenantAdmin.Code)
 			}
 			if op.Public != "" && noKey.Code == http.StatusUnauthorized {
 				t.Errorf("%s documented public (%s) but needs a key when listed", name, op.Public)

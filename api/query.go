@@ -2,6 +2,8 @@ package api
 
 import (
 	"errors"
+	"log/slog"
+	"math"
 	"net/http"
 	"strings"
 
@@ -40,6 +42,51 @@ func (s *Server) query() echo.HandlerFunc {
 		if res == nil {
 			return errors.New("api: searcher returned neither a result nor an error")
 		}
+		if n := clampNonFinite(res); n > 0 {
+			s.log.LogAttrs(c.Request().Context(), slog.LevelWarn, "api: clamped non-finite numbers in a query result",
+				slog.String("request_id", requestID(c)), slog.Int("count", n))
+		}
 		return s.writeJSON(c, http.StatusOK, res)
 	}
+}
+
+// clampNonFinite replaces every NaN and infinity of res (scores, explain
+// contributions, fusion weights) with a finite number, which JSON can
+// carry: ±Inf becomes ±math.MaxFloat64, NaN becomes 0. It returns how many
+// it replaced. Query validation bounds weights so this should not happen;
+// it keeps a backend's odd score from turning into a 500.
+func clampNonFinite(res *retriever.Result) int {
+	n := 0
+	fix := func(f *float64) {
+		switch {
+		case math.IsNaN(*f):
+			*f = 0
+		case math.IsInf(*f, 1):
+			*f = math.MaxFloat64
+		case math.IsInf(*f, -1):
+			*f = -math.MaxFloat64
+		default:
+			return
+		}
+		n++
+	}
+	for i := range res.Hits {
+		h := &res.Hits[i]
+		fix(&h.Score)
+		for _, c := range h.Explain {
+			if c != nil {
+				fix(&c.RawScore)
+				fix(&c.Contribution)
+			}
+		}
+	}
+	for name, w := range res.Fusion.Weights {
+		fix(&w)
+		res.Fusion.Weights[name] = w
+	}
+	if x := res.Fusion.Expand; x != nil {
+		fix(&x.Weight)
+	}
+	fix(&res.TookMS)
+	return n
 }

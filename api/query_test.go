@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -58,21 +59,25 @@ func TestQueryBadInput(t *testing.T) {
 		{"not an object", `[1,2]`, api.CodeInvalidBody, "", true},
 		{"string body", `"text"`, api.CodeInvalidBody, "", true},
 		{"unknown field", `{"text":"a","txt":"b"}`, api.CodeUnknownField, "txt", false},
-		{"nested unknown field", `{"text":"a","sources":{"vector":{"weigth":1}}}`, api.CodeUnknownField, "weigth", false},
+		{"nested unknown field", `{"text":"a","sources":{"vector":{"weigth":1}}}`, api.CodeUnknownField, "sources.vector.weigth", false},
 		{"empty query", `{}`, api.CodeEmptyQuery, "text", false},
-		{"null body", `null`, api.CodeEmptyQuery, "text", false},
+		{"null body", `null`, api.CodeInvalidBody, "", true},
+		{"null body with spaces", " null \n", api.CodeInvalidBody, "", true},
 		{"blank text", `{"text":"  \t "}`, api.CodeEmptyQuery, "text", false},
 		{"text too long", `{"text":"` + long + `"}`, "invalid_text", "text", false},
 		{"vector wrong dimension", `{"vector":[1,2]}`, "invalid_vector", "vector", false},
-		{"vector overflow 1e999", `{"vector":[1e999,0,0,0]}`, "invalid_vector", "vector", true},
-		{"vector float32 overflow", `{"vector":[1e39,0,0,0]}`, "invalid_vector", "vector", true},
-		{"vector NaN string", `{"vector":["NaN",0,0,0]}`, "invalid_vector", "vector", true},
+		{"vector overflow 1e999", `{"vector":[1e999,0,0,0]}`, "invalid_vector", "vector[0]", true},
+		{"vector float32 overflow", `{"vector":[0,1e39,0,0]}`, "invalid_vector", "vector[1]", true},
+		{"vector NaN string", `{"vector":["NaN",0,0,0]}`, "invalid_vector", "vector[0]", true},
 		{"vector not array", `{"vector":1}`, "invalid_vector", "vector", true},
 		{"limit above max", `{"text":"a","limit":101}`, "invalid_limit", "limit", false},
 		{"negative limit", `{"text":"a","limit":-1}`, "invalid_limit", "limit", false},
 		{"limit not integer", `{"text":"a","limit":1.5}`, "invalid_limit", "limit", true},
 		{"limit huge", `{"text":"a","limit":1e20}`, "invalid_limit", "limit", true},
 		{"limit string", `{"text":"a","limit":"5"}`, "invalid_limit", "limit", true},
+		{"weight string", `{"text":"a","sources":{"keyword":{"weight":"x"}}}`, "invalid_sources", "sources.keyword.weight", true},
+		{"k object", `{"text":"a","sources":{"graph":{"k":{"n":1}}}}`, "invalid_sources", "sources.graph.k", true},
+		{"expand enabled string", `{"text":"a","expand":{"enabled":"yes"}}`, "invalid_expand", "expand.enabled", true},
 		{"window above max", `{"text":"a","window":100000}`, "invalid_window", "window", false},
 		{"offset above max", `{"text":"a","offset":5000}`, "invalid_offset", "offset", false},
 		{"unknown source", `{"text":"a","sources":{"bogus":{}}}`, "invalid_sources", "sources", false},
@@ -82,8 +87,8 @@ func TestQueryBadInput(t *testing.T) {
 		{"hops above 2", `{"text":"a","expand":{"hops":3}}`, "invalid_expand", "expand.hops", false},
 		{"min_sources above 3", `{"text":"a","min_sources":4}`, "invalid_min_sources", "min_sources", false},
 		{"budget above max", `{"text":"a","budget_ms":99999999}`, "invalid_budget_ms", "budget_ms", false},
-		{"filter value string", `{"text":"a","filter":{"lang":"en"}}`, "invalid_filter", "filter", true},
-		{"filter value numbers", `{"text":"a","filter":{"lang":[1]}}`, "invalid_filter", "filter", true},
+		{"filter value string", `{"text":"a","filter":{"lang":"en"}}`, "invalid_filter", "filter.lang", true},
+		{"filter value numbers", `{"text":"a","filter":{"lang":[1]}}`, "invalid_filter", "filter.lang[0]", true},
 		{"filter array", `{"text":"a","filter":["lang"]}`, "invalid_filter", "filter", true},
 		{"filter empty values", `{"text":"a","filter":{"lang":[]}}`, "invalid_filter", "filter", false},
 		{"filter empty key", `{"text":"a","filter":{"":["x"]}}`, "invalid_filter", "filter", false},
@@ -267,5 +272,93 @@ func TestQueryTenantBinding(t *testing.T) {
 	}
 	if want := []string{"acme", "acme", "globex", ""}; strings.Join(tenants, ",") != strings.Join(want, ",") {
 		t.Fatalf("tenants %q, want %q", tenants, want)
+	}
+}
+
+// TestQueryHugeWeightsAre400 is issue 12 item 1: weights so large that the
+// fused score overflows must be refused up front, not answered with a 500
+// from the JSON encoder.
+func TestQueryHugeWeightsAre400(t *testing.T) {
+	e := newEnv(t, nil)
+	body := `{"text":"circuit breaker","fusion":{"mode":"score"},"sources":{"keyword":{"weight":1e308},"vector":{"weight":1e308}}}`
+	d := wantError(t, e.do(http.MethodPost, "/v1/query", body), http.StatusBadRequest, "invalid_sources")
+	if d.Field != "sources.keyword.weight" {
+		t.Fatalf("field %q, want sources.keyword.weight", d.Field)
+	}
+	d = wantError(t, e.do(http.MethodPost, "/v1/query", `{"text":"a","expand":{"weight":1e300}}`), http.StatusBadRequest, "invalid_expand")
+	if d.Field != "expand.weight" {
+		t.Fatalf("field %q, want expand.weight", d.Field)
+	}
+	w := retriever.MaxWeight
+	decodeAs[retriever.Result](t, e.do(http.MethodPost, "/v1/query", fmt.Sprintf(`{"text":"a","sources":{"keyword":{"weight":%d}}}`, w)), http.StatusOK)
+}
+
+// TestQueryNonFiniteNumbersNeverReachTheEncoder: whatever a searcher
+// computes, a non-finite score is not a 500.
+func TestQueryNonFiniteNumbersNeverReachTheEncoder(t *testing.T) {
+	e := newEnv(t, nil)
+	inf := math.Inf(1)
+	e.searcher.RetrieveFn = func(context.Context, retriever.Query) (*retriever.Result, error) {
+		return &retriever.Result{
+			Hits: []retriever.Hit{
+				{ID: "a", Rank: 1, Score: inf, Explain: map[string]*retriever.Contribution{
+					spi.SourceKeyword: {Rank: 1, RawScore: math.NaN(), Contribution: inf}, spi.SourceVector: nil}},
+				{ID: "b", Rank: 2, Score: math.Inf(-1)},
+			},
+			Sources: map[string]retriever.SourceStatus{spi.SourceKeyword: {Status: retriever.StatusOK, Returned: 2}},
+			Fusion:  retriever.FusionSettings{Mode: "score", Weights: map[string]float64{spi.SourceKeyword: inf}},
+			Missing: []string{}, Total: 2, Limit: 10,
+		}, nil
+	}
+	res := decodeAs[retriever.Result](t, e.do(http.MethodPost, "/v1/query", `{"text":"a"}`), http.StatusOK)
+	if len(res.Hits) != 2 || res.Hits[0].Score != math.MaxFloat64 || res.Hits[1].Score != -math.MaxFloat64 {
+		t.Fatalf("hits %+v", res.Hits)
+	}
+	if c := res.Hits[0].Explain[spi.SourceKeyword]; c == nil || c.RawScore != 0 || c.Contribution != math.MaxFloat64 {
+		t.Fatalf("explain %+v", res.Hits[0].Explain)
+	}
+	if res.Fusion.Weights[spi.SourceKeyword] != math.MaxFloat64 {
+		t.Fatalf("weights %+v", res.Fusion.Weights)
+	}
+	if !strings.Contains(e.logs.String(), "non-finite") {
+		t.Fatalf("the clamp was not logged: %s", e.logs.String())
+	}
+}
+
+// TestQueryInvalidForABackendIs400 is issue 12 item 2: a query every
+// backend would reject is a 400 up front, never a 503 or a silently
+// partial answer.
+func TestQueryInvalidForABackendIs400(t *testing.T) {
+	e := newEnv(t, nil)
+	d := wantError(t, e.do(http.MethodPost, "/v1/query", `{"vector":[0,0,0,0]}`), http.StatusBadRequest, "invalid_vector")
+	if d.Field != "vector" {
+		t.Fatalf("field %q", d.Field)
+	}
+	words := strings.TrimSpace(strings.Repeat("ab ", retriever.MaxQueryTerms+1))
+	d = wantError(t, e.do(http.MethodPost, "/v1/query", `{"text":"`+words+`"}`), http.StatusBadRequest, "invalid_text")
+	if d.Field != "text" || !strings.Contains(d.Message, fmt.Sprint(retriever.MaxQueryTerms)) {
+		t.Fatalf("field %q message %q", d.Field, d.Message)
+	}
+	if n := len(e.searcher.calls()); n != 0 {
+		t.Fatalf("searcher called %d times", n)
+	}
+	// At the limit the query goes through.
+	words = strings.TrimSpace(strings.Repeat("ab ", retriever.MaxQueryTerms))
+	decodeAs[retriever.Result](t, e.do(http.MethodPost, "/v1/query", `{"text":"`+words+`"}`), http.StatusOK)
+
+	// A source that still rejects the query as invalid makes the answer a
+	// 400, not a 503 not_enough_sources.
+	e.searcher.RetrieveFn = func(context.Context, retriever.Query) (*retriever.Result, error) {
+		return nil, &retriever.NotEnoughSourcesError{Required: 1, Healthy: 0, Sources: map[string]retriever.SourceStatus{
+			spi.SourceKeyword: {Status: retriever.StatusError, Error: retriever.ReasonInvalidQuery},
+			spi.SourceVector:  {Status: retriever.StatusDisabled},
+		}}
+	}
+	d = wantError(t, e.do(http.MethodPost, "/v1/query", `{"text":"a"}`), http.StatusBadRequest, api.CodeInvalidQuery)
+	if d.Sources[spi.SourceKeyword].Error != retriever.ReasonInvalidQuery {
+		t.Fatalf("sources %+v", d.Sources)
+	}
+	if strings.Contains(e.logs.String(), `"level":"ERROR"`) {
+		t.Fatalf("an invalid query was logged as an error: %s", e.logs.String())
 	}
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"log"
@@ -37,24 +38,28 @@ type route struct {
 	path    string
 	access  access
 	handler func(*Server) echo.HandlerFunc
+	// body routes read a JSON body (see readBody).
+	body bool
 }
 
 // routes is the whole API. The OpenAPI document must describe exactly
 // these (a test walks echo's Routes() against it).
 var routes = []route{
-	{http.MethodPost, "/v1/query", access{role: config.RoleQuery}, (*Server).query},
-	{http.MethodPost, "/v1/documents", access{role: config.RoleAdmin}, (*Server).upsertDocuments},
-	{http.MethodPost, "/v1/documents/delete", access{role: config.RoleAdmin}, (*Server).deleteDocuments},
-	{http.MethodGet, "/v1/documents/:id", access{role: config.RoleQuery}, (*Server).getDocument},
-	{http.MethodDelete, "/v1/documents/:id", access{role: config.RoleAdmin}, (*Server).deleteDocument},
-	{http.MethodGet, "/v1/status/breakers", access{role: config.RoleQuery}, (*Server).listBreakers},
-	{http.MethodPost, "/v1/status/breakers/:name/force-close", access{role: config.RoleAdmin}, (*Server).forceClose},
-	{http.MethodPost, "/v1/status/breakers/:name/force-open", access{role: config.RoleAdmin}, (*Server).forceOpen},
-	{http.MethodGet, "/v1/status/health", access{role: config.RoleQuery}, (*Server).health},
-	{http.MethodGet, "/healthz", access{public: PublicHealth}, (*Server).healthz},
-	{http.MethodGet, "/readyz", access{public: PublicReady}, (*Server).readyz},
-	{http.MethodGet, "/metrics", access{public: PublicMetrics}, (*Server).metricsHandler},
-	{http.MethodGet, "/openapi.json", access{public: PublicOpenAPI}, (*Server).openAPI},
+	{http.MethodPost, "/v1/query", access{role: config.RoleQuery}, (*Server).query, true},
+	{http.MethodPost, "/v1/documents", access{role: config.RoleAdmin}, (*Server).upsertDocuments, true},
+	{http.MethodPost, "/v1/documents/delete", access{role: config.RoleAdmin}, (*Server).deleteDocuments, true},
+	{http.MethodGet, "/v1/documents/:id", access{role: config.RoleQuery}, (*Server).getDocument, false},
+	{http.MethodDelete, "/v1/documents/:id", access{role: config.RoleAdmin}, (*Server).deleteDocument, false},
+	{http.MethodGet, "/v1/status/breakers", access{role: config.RoleQuery}, (*Server).listBreakers, false},
+	{http.MethodPost, "/v1/status/breakers/:name/force-close", access{role: config.RoleAdmin, global: true}, (*Server).forceClose, false},
+	{http.MethodPost, "/v1/status/breakers/:name/force-open", access{role: config.RoleAdmin, global: true}, (*Server).forceOpen, false},
+	{http.MethodGet, "/v1/status/health", access{role: config.RoleQuery}, (*Server).health, false},
+	{http.MethodGet, "/healthz", access{public: PublicHealth}, (*Server).healthz, false},
+	{http.MethodHead, "/healthz", access{public: PublicHealth}, (*Server).healthz, false},
+	{http.MethodGet, "/readyz", access{public: PublicReady}, (*Server).readyz, false},
+	{http.MethodHead, "/readyz", access{public: PublicReady}, (*Server).readyz, false},
+	{http.MethodGet, "/metrics", access{public: PublicMetrics}, (*Server).metricsHandler, false},
+	{http.MethodGet, "/openapi.json", access{public: PublicOpenAPI}, (*Server).openAPI, false},
 }
 
 // New validates cfg and builds the server with every route registered.
@@ -113,9 +118,19 @@ func New(cfg Config) (*Server, error) {
 	e.Server.ErrorLog = e.StdLogger
 	e.TLSServer.ErrorLog = e.StdLogger
 	e.HTTPErrorHandler = s.handleError
-	e.Use(withRequestID, s.observe, s.recoverer(), s.limitInFlight, s.withTimeout)
+	e.Use(withRequestID, s.observe, s.recoverer(), refuseOptions, s.withTimeout)
 	for _, r := range routes {
-		e.Add(r.method, r.path, r.handler(s), s.requireAccess(r.access))
+		// Authenticate, then read the body, and only then take an
+		// in-flight slot: a client that stalls its headers or its body
+		// holds no slot, so it cannot starve the others.
+		mw := []echo.MiddlewareFunc{s.requireAccess(r.access)}
+		if r.body {
+			mw = append(mw, s.readBody)
+		}
+		if !operational[r.path] {
+			mw = append(mw, s.limitInFlight)
+		}
+		e.Add(r.method, r.path, r.handler(s), mw...)
 		s.paths[r.path] = true
 	}
 	if cfg.Server.Pprof {
@@ -132,8 +147,9 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Handler() http.Handler { return s.e }
 
 // HTTPServer returns an *http.Server for s with the listen address and the
-// read, write and idle timeouts of Config.Server, and the server's own
-// errors logged through Config.Logger. The caller runs ListenAndServe and,
+// header-read, read, write and idle timeouts of Config.Server (a zero
+// ReadHeaderTimeoutS takes ReadTimeoutS), and the server's own errors
+// logged through Config.Logger. The caller runs ListenAndServe and,
 // on shutdown, Shutdown with a context bounded by shutdown_grace_s.
 func (s *Server) HTTPServer() *http.Server {
 	sc := s.cfg.Server
@@ -141,7 +157,7 @@ func (s *Server) HTTPServer() *http.Server {
 	return &http.Server{
 		Addr:              sc.Listen,
 		Handler:           s.e,
-		ReadHeaderTimeout: sec(sc.ReadTimeoutS),
+		ReadHeaderTimeout: sec(cmp.Or(sc.ReadHeaderTimeoutS, sc.ReadTimeoutS)),
 		ReadTimeout:       sec(sc.ReadTimeoutS),
 		WriteTimeout:      sec(sc.WriteTimeoutS),
 		IdleTimeout:       sec(sc.IdleTimeoutS),

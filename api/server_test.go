@@ -42,6 +42,7 @@ func TestConfigValidate(t *testing.T) {
 		{"empty key", func(c *api.Config) { c.Auth.Keys[0].Key = "" }, "empty key"},
 		{"duplicate key", func(c *api.Config) { c.Auth.Keys[1].Key = c.Auth.Keys[0].Key }, "duplicates"},
 		{"bad role", func(c *api.Config) { c.Auth.Keys[0].Role = "root" }, "role"},
+		{"bad tenant", func(c *api.Config) { c.Auth.Keys[2].Tenant = "acme\x00" }, "tenant"},
 		{"unknown public endpoint", func(c *api.Config) { c.Auth.Public = []string{"health", "everything"} }, "everything"},
 		{"registerer without gatherer", func(c *api.Config) {
 			c.Registerer = prometheus.WrapRegistererWithPrefix("x_", prometheus.NewRegistry())
@@ -71,10 +72,10 @@ func TestConfigValidate(t *testing.T) {
 func TestHTTPServerSettings(t *testing.T) {
 	e := newEnv(t, func(c *api.Config) {
 		c.Server.Listen = "127.0.0.1:9999"
-		c.Server.ReadTimeoutS, c.Server.WriteTimeoutS, c.Server.IdleTimeoutS = 3, 7, 11
+		c.Server.ReadHeaderTimeoutS, c.Server.ReadTimeoutS, c.Server.WriteTimeoutS, c.Server.IdleTimeoutS = 2, 3, 7, 11
 	})
 	srv := e.server.HTTPServer()
-	if srv.Addr != "127.0.0.1:9999" || srv.ReadTimeout != 3*time.Second || srv.ReadHeaderTimeout != 3*time.Second ||
+	if srv.Addr != "127.0.0.1:9999" || srv.ReadTimeout != 3*time.Second || srv.ReadHeaderTimeout != 2*time.Second ||
 		srv.WriteTimeout != 7*time.Second || srv.IdleTimeout != 11*time.Second || srv.Handler == nil || srv.ErrorLog == nil {
 		t.Fatalf("server %+v", srv)
 	}

@@ -38,6 +38,10 @@ type ForceOpenResponse struct {
 	ForcedOpen bool             `json:"forced_open"`
 }
 
+// componentEmbedder is the health component (and breaker) name of the
+// embedder.
+const componentEmbedder = "embedder"
+
 // HealthResponse is the body of GET /v1/status/health.
 //
 // Components holds one entry per configured component ("vector",
@@ -46,7 +50,9 @@ type ForceOpenResponse struct {
 //
 //   - down: no retrieval source (vector, keyword, graph) is usable — a
 //     source is usable when its health is up or degraded and its breaker,
-//     if any, is not open; queries cannot be answered;
+//     if any, is not open; the vector source also needs the embedder (its
+//     health not down, its breaker not open), which embeds every text
+//     query; queries cannot be answered;
 //   - degraded: at least one retrieval source is usable but some component
 //     is not up (a source or the embedder down or degraded, a breaker open
 //     or half-open); queries are answered, possibly partially;
@@ -242,11 +248,19 @@ func (s *Server) checkHealth(ctx context.Context) HealthResponse {
 	}
 
 	resp.Usable = []string{}
-	for _, name := range retrievalSources {
+	down := func(name string) bool {
 		comp, ok := resp.Components[name]
-		if ok && comp.Status != spi.StatusDown && !open[name] {
-			resp.Usable = append(resp.Usable, name)
+		return ok && comp.Status == spi.StatusDown || open[name]
+	}
+	for _, name := range retrievalSources {
+		if _, ok := resp.Components[name]; !ok || down(name) {
+			continue
 		}
+		// The vector source embeds the text of every text query.
+		if name == spi.SourceVector && down(componentEmbedder) {
+			continue
+		}
+		resp.Usable = append(resp.Usable, name)
 	}
 	resp.Status = spi.StatusUp
 	for _, comp := range resp.Components {
@@ -284,6 +298,14 @@ func breakerStatus(st breaker.State) spi.HealthStatus {
 func (s *Server) health() echo.HandlerFunc {
 	return func(c echo.Context) error {
 		resp := s.checkHealth(c.Request().Context())
+		if principal(c).Tenant != "" {
+			// Details describe every tenant's data (a document count) or
+			// the deployment: keys bound to a tenant see statuses only.
+			for name, comp := range resp.Components {
+				comp.Detail = ""
+				resp.Components[name] = comp
+			}
+		}
 		status := http.StatusOK
 		if resp.Status == spi.StatusDown {
 			status = http.StatusServiceUnavailable
@@ -301,7 +323,8 @@ func (s *Server) healthz() echo.HandlerFunc {
 }
 
 // readyz serves GET /readyz, the readiness probe: 200 when at least one
-// retrieval source is usable and Config.Ready (if set) passes, else 503.
+// retrieval source is usable, an in-flight slot is free and Config.Ready
+// (if set) passes, else 503.
 func (s *Server) readyz() echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx := c.Request().Context()
@@ -309,6 +332,8 @@ func (s *Server) readyz() echo.HandlerFunc {
 		resp := ReadyResponse{Status: "ready", Usable: h.Usable}
 		if len(h.Usable) == 0 {
 			resp.Status, resp.Reason = "not_ready", "no retrieval source is usable"
+		} else if s.saturated() {
+			resp.Status, resp.Reason = "not_ready", fmt.Sprintf("%d requests in flight, the most server.max_in_flight allows", cap(s.slots))
 		} else if s.cfg.Ready != nil {
 			if err := s.cfg.Ready(ctx); err != nil {
 				// The reason may hold internals and /readyz may be public:

@@ -121,7 +121,11 @@ func TestHealthRollUp(t *testing.T) {
 		code       int
 	}{
 		{"all up", comps{"vector": "up", "keyword": "up", "graph": "up", "embedder": "up"}, nil, false, spi.StatusUp, []string{"vector", "keyword", "graph"}, 200},
-		{"embedder down", comps{"vector": "up", "keyword": "up", "embedder": "down"}, nil, false, spi.StatusDegraded, []string{"vector", "keyword"}, 200},
+		// The vector source needs the embedder for every text query (issue
+		// 12 item 8).
+		{"embedder down", comps{"vector": "up", "keyword": "up", "embedder": "down"}, nil, false, spi.StatusDegraded, []string{"keyword"}, 200},
+		{"embedder breaker open", comps{"vector": "up", "keyword": "up", "embedder": "up"}, []string{"embedder"}, false, spi.StatusDegraded, []string{"keyword"}, 200},
+		{"embedder breaker half-open", comps{"vector": "up", "keyword": "up", "embedder": "up"}, []string{"embedder"}, true, spi.StatusDegraded, []string{"vector", "keyword"}, 200},
 		{"one source down", comps{"vector": "down", "keyword": "up"}, nil, false, spi.StatusDegraded, []string{"keyword"}, 200},
 		{"source degraded still usable", comps{"vector": "degraded"}, nil, false, spi.StatusDegraded, []string{"vector"}, 200},
 		{"every source down", comps{"vector": "down", "keyword": "down", "embedder": "up"}, nil, false, spi.StatusDown, []string{}, 503},
@@ -349,5 +353,42 @@ func TestLongBreakerNameTruncatedOnRuneBoundary(t *testing.T) {
 	body := decodeAs[api.ErrorResponse](t, rec, http.StatusNotFound)
 	if strings.Contains(body.Error.Message, `\x`) || !strings.Contains(body.Error.Message, "a"+strings.Repeat("é", 31)+"…") {
 		t.Fatalf("message %q: want the name cut after 31 whole é", body.Error.Message)
+	}
+}
+
+// TestTenantBoundKeysDoNotTouchGlobalState is issue 12 item 3: a key bound
+// to a tenant may not force breakers, which act for every tenant, and does
+// not see the details of component health, which describe every tenant's
+// data (a document count).
+func TestTenantBoundKeysDoNotTouchGlobalState(t *testing.T) {
+	reg := newRegistry(t, newFakeClock())
+	e := newEnv(t, func(c *api.Config) {
+		c.Breakers = reg
+		c.Health[spi.SourceKeyword] = &fakeHealth{HealthFn: func(context.Context) spi.Health {
+			return spi.Health{Status: spi.StatusUp, Detail: "1400 documents"}
+		}}
+	})
+	for _, verb := range []string{"force-open", "force-close"} {
+		d := wantError(t, e.do(http.MethodPost, "/v1/status/breakers/vector/"+verb, nil, "Authorization", "Bearer "+acmeAdminKey),
+			http.StatusForbidden, api.CodeForbidden)
+		if !strings.Contains(d.Message, "tenant") {
+			t.Errorf("%s: message %q does not say why", verb, d.Message)
+		}
+	}
+	if b, _ := reg.Lookup("vector"); b.State() != breaker.Closed {
+		t.Fatalf("a tenant-bound admin key moved the vector breaker to %v", b.State())
+	}
+	// An admin key without a tenant still may.
+	decodeAs[api.ForceOpenResponse](t, e.do(http.MethodPost, "/v1/status/breakers/vector/force-open", nil), http.StatusOK)
+
+	for _, key := range []string{acmeQueryKey, acmeAdminKey} {
+		h := decodeAs[api.HealthResponse](t, e.do(http.MethodGet, "/v1/status/health", nil, "Authorization", "Bearer "+key), http.StatusOK)
+		if kw := h.Components[spi.SourceKeyword]; kw.Status != spi.StatusUp || kw.Detail != "" {
+			t.Errorf("tenant-bound key sees keyword health %+v", kw)
+		}
+	}
+	h := decodeAs[api.HealthResponse](t, e.do(http.MethodGet, "/v1/status/health", nil, "Authorization", "Bearer "+queryKey), http.StatusOK)
+	if kw := h.Components[spi.SourceKeyword]; kw.Detail != "1400 documents" {
+		t.Errorf("an unbound key lost the detail: %+v", kw)
 	}
 }

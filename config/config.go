@@ -23,7 +23,8 @@ const (
 // Config is the whole of rag.yaml.
 type Config struct {
 	// DataDir holds every embedded store; relative paths below resolve
-	// against it.
+	// against it. A relative data_dir read by Load resolves against the
+	// directory of the file, not the working directory.
 	DataDir     string            `yaml:"data_dir"`
 	Server      ServerConfig      `yaml:"server"`
 	Backends    BackendsConfig    `yaml:"backends"`
@@ -38,13 +39,16 @@ type Config struct {
 
 // ServerConfig is the HTTP listener.
 type ServerConfig struct {
-	Listen          string `yaml:"listen"`
-	BodyLimitBytes  int64  `yaml:"body_limit_bytes"`
-	ReadTimeoutS    int    `yaml:"read_timeout_s"`
-	WriteTimeoutS   int    `yaml:"write_timeout_s"`
-	IdleTimeoutS    int    `yaml:"idle_timeout_s"`
-	RequestTimeoutS int    `yaml:"request_timeout_s"`
-	ShutdownGraceS  int    `yaml:"shutdown_grace_s"`
+	Listen         string `yaml:"listen"`
+	BodyLimitBytes int64  `yaml:"body_limit_bytes"`
+	// ReadHeaderTimeoutS bounds reading a request's headers; ReadTimeoutS
+	// bounds reading the whole request, body included.
+	ReadHeaderTimeoutS int `yaml:"read_header_timeout_s"`
+	ReadTimeoutS       int `yaml:"read_timeout_s"`
+	WriteTimeoutS      int `yaml:"write_timeout_s"`
+	IdleTimeoutS       int `yaml:"idle_timeout_s"`
+	RequestTimeoutS    int `yaml:"request_timeout_s"`
+	ShutdownGraceS     int `yaml:"shutdown_grace_s"`
 	// MaxInFlight bounds concurrent requests; excess requests get 429.
 	MaxInFlight int `yaml:"max_in_flight"`
 	// Pprof serves Go's runtime profiles under /debug/pprof/ to admin keys
@@ -232,14 +236,15 @@ func Default() Config {
 	return Config{
 		DataDir: "data",
 		Server: ServerConfig{
-			Listen:          "127.0.0.1:8080",
-			BodyLimitBytes:  8 << 20,
-			ReadTimeoutS:    15,
-			WriteTimeoutS:   60,
-			IdleTimeoutS:    120,
-			RequestTimeoutS: 30,
-			ShutdownGraceS:  15,
-			MaxInFlight:     256,
+			Listen:             "127.0.0.1:8080",
+			BodyLimitBytes:     8 << 20,
+			ReadHeaderTimeoutS: 5,
+			ReadTimeoutS:       15,
+			WriteTimeoutS:      60,
+			IdleTimeoutS:       120,
+			RequestTimeoutS:    30,
+			ShutdownGraceS:     15,
+			MaxInFlight:        256,
 		},
 		Backends: BackendsConfig{
 			Vector:  VectorConfig{Kind: KindEmbedded, Dir: "vector", Table: "ragd_documents", Distance: "cosine", ConnectTimeoutMS: 2000, MaxConns: 8, EFSearch: 100},
@@ -307,7 +312,8 @@ func (e *Error) Error() string {
 // Unwrap makes every *Error match ErrInvalid.
 func (e *Error) Unwrap() error { return ErrInvalid }
 
-// Load reads path, or only the defaults when path is empty.
+// Load reads path, or only the defaults when path is empty. A relative
+// data_dir in the file is resolved against the file's directory.
 func Load(path string) (*Config, error) {
 	if path == "" {
 		c := Default()
@@ -320,7 +326,14 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return Parse(b, os.LookupEnv)
+	c, err := Parse(b, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	if !filepath.IsAbs(c.DataDir) {
+		c.DataDir = filepath.Join(filepath.Dir(path), c.DataDir)
+	}
+	return c, nil
 }
 
 func ptr[T any](v T) *T { return &v }

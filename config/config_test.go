@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/retriever"
 )
 
 var testEnv = map[string]string{
@@ -53,18 +54,22 @@ func TestBadFiles(t *testing.T) {
 		"unknown-nested.bad.yaml":    {"line 7", "backends.graph.passwrd", "unknown key"},
 		"unknown-in-map.bad.yaml":    {"line 5", "retriever.sources.vector.weigth", "unknown key"},
 		"bad-kind.bad.yaml":          {"backends.vector.kind", `"faiss"`},
-		"limit-over-max.bad.yaml":    {"retriever.limit", "500"},
+		"limit-over-max.bad.yaml":    {"line 4", "retriever.limit", "500"},
 		"type.bad.yaml":              {"line 4", "retriever.window", "many"},
 		"env-missing.bad.yaml":       {"line 6", "NOT_SET_ANYWHERE", "not set"},
 		"auth-no-keys.bad.yaml":      {"auth.keys", "enabled: false"},
-		"breaker-threshold.bad.yaml": {"breakers.failure_threshold"},
+		"breaker-threshold.bad.yaml": {"line 4", "breakers.failure_threshold"},
+		"int-fraction.bad.yaml":      {"line 4", "breakers.failure_threshold", "whole number", "1.9"},
+		"int-half.bad.yaml":          {"line 4", "server.max_in_flight", "whole number", "0.5"},
+		"tenant.bad.yaml":            {"line 4", "auth.keys[1].tenant", "control characters"},
 		"breaker-unknown.bad.yaml":   {"breakers.overrides.postgres", "unknown breaker"},
 		"unknown-source.bad.yaml":    {"retriever.sources.bm25", "unknown source"},
 		"no-backends.bad.yaml":       {"backends", "at least one"},
-		"key.bad.yaml":               {"auth.keys[0].key", "auth.keys[0].role"},
+		"key.bad.yaml":               {"line 4", "auth.keys[0].key", "auth.keys[0].role"},
 		"not-mapping.bad.yaml":       {"line 1", "mapping"},
 		"syntax.bad.yaml":            {"(file)"},
 		"listen.bad.yaml":            {"server.listen", "host:port"},
+		"weight.bad.yaml":            {"retriever.sources.keyword.weight", "between 0 and 1000"},
 	}
 	files, _ := filepath.Glob("testdata/*.bad.yaml")
 	if len(files) != len(want) {
@@ -153,6 +158,12 @@ func TestEnvExpansionDoesNotInjectYAML(t *testing.T) {
 	}
 }
 
+func TestMaxWeightIsTheRetrievers(t *testing.T) {
+	if config.MaxWeight != retriever.MaxWeight {
+		t.Fatalf("config.MaxWeight %d, retriever.MaxWeight %d", config.MaxWeight, retriever.MaxWeight)
+	}
+}
+
 func TestLoad(t *testing.T) {
 	if _, err := config.Load("testdata/does-not-exist.yaml"); err == nil {
 		t.Fatal("missing file must be an error")
@@ -160,5 +171,10 @@ func TestLoad(t *testing.T) {
 	c, err := config.Load("testdata/minimal.good.yaml")
 	if err != nil || c == nil {
 		t.Fatalf("Load: %v", err)
+	}
+	// A relative data_dir is the file's directory's, not the working
+	// directory's (issue 12 item 11).
+	if want := filepath.Join("testdata", "data"); c.DataDir != want {
+		t.Fatalf("data_dir %q, want %q", c.DataDir, want)
 	}
 }

@@ -3,8 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -37,9 +39,63 @@ func Parse(b []byte, lookup LookupEnv) (*Config, error) {
 		}
 	}
 	if err := c.Validate(); err != nil {
+		if len(root.Content) > 0 {
+			addLines(err, root.Content[0])
+		}
 		return nil, err
 	}
 	return &c, nil
+}
+
+// addLines sets the line of every *Error in err whose key is in the file.
+func addLines(err error, doc *yaml.Node) {
+	var ce *Error
+	if errors.As(err, &ce) && ce.Line == 0 {
+		if n := nodeAt(doc, ce.Key); n != nil {
+			ce.Line = n.Line
+		}
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			addLines(e, doc)
+		}
+	}
+}
+
+// nodeAt finds the node of path ("auth.keys[1].tenant") in the mapping
+// doc: the key node of a mapping entry, the item of a sequence. It returns
+// nil when the file does not set the path.
+func nodeAt(doc *yaml.Node, path string) *yaml.Node {
+	n, found := doc, (*yaml.Node)(nil)
+	for _, seg := range strings.Split(path, ".") {
+		name, rest, _ := strings.Cut(seg, "[")
+		if n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == name {
+				found, next = n.Content[i], n.Content[i+1]
+				break
+			}
+		}
+		for next != nil && rest != "" {
+			var idx string
+			idx, rest, _ = strings.Cut(rest, "]")
+			rest = strings.TrimPrefix(rest, "[")
+			i, err := strconv.Atoi(idx)
+			if err != nil || next.Kind != yaml.SequenceNode || i >= len(next.Content) {
+				return nil
+			}
+			next = next.Content[i]
+			found = next
+		}
+		if next == nil {
+			return nil
+		}
+		n = next
+	}
+	return found
 }
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
@@ -86,6 +142,11 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 		t = t.Elem()
 	}
 	switch {
+	case n.Kind == yaml.ScalarNode && isInt(t.Kind()) && n.ShortTag() == "!!float":
+		// yaml truncates 1.9 to 1 when decoding into an int.
+		if f, err := strconv.ParseFloat(n.Value, 64); err != nil || f != math.Trunc(f) {
+			return &Error{Key: path, Line: n.Line, Message: "must be a whole number, got " + n.Value}
+		}
 	case n.Kind == yaml.MappingNode && t.Kind() == reflect.Struct:
 		fields := yamlFields(t)
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -116,6 +177,15 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 		}
 	}
 	return nil
+}
+
+func isInt(k reflect.Kind) bool {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
 }
 
 func yamlFields(t reflect.Type) map[string]reflect.Type {

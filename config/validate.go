@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -20,6 +21,12 @@ var sourceNames = spi.RetrievalSources()
 var breakerNames = spi.Backends()
 
 var publicEndpoints = []string{"health", "ready", "metrics", "openapi"}
+
+// MaxWeight bounds a fusion weight; it is retriever.MaxWeight, which keeps
+// fused scores finite (a test checks that the two agree).
+const MaxWeight = 1000
+
+func validWeight(w float64) bool { return w >= 0 && w <= MaxWeight }
 
 // Validate checks every value and returns all problems joined, each an
 // *Error naming its key.
@@ -45,6 +52,7 @@ func (c *Config) Validate() error {
 	if s.BodyLimitBytes < 1024 {
 		bad("server.body_limit_bytes", "must be at least 1024, got %d", s.BodyLimitBytes)
 	}
+	positive("server.read_header_timeout_s", s.ReadHeaderTimeoutS)
 	positive("server.read_timeout_s", s.ReadTimeoutS)
 	positive("server.write_timeout_s", s.WriteTimeoutS)
 	positive("server.idle_timeout_s", s.IdleTimeoutS)
@@ -163,8 +171,8 @@ func (c *Config) Validate() error {
 		if sc.K < 0 || sc.K > r.MaxWindow {
 			bad(key+".k", "must be between 0 (use window) and max_window (%d), got %d", r.MaxWindow, sc.K)
 		}
-		if sc.Weight != nil && *sc.Weight < 0 {
-			bad(key+".weight", "must be >= 0, got %g", *sc.Weight)
+		if sc.Weight != nil && !validWeight(*sc.Weight) {
+			bad(key+".weight", "must be between 0 and %d, got %g", MaxWeight, *sc.Weight)
 		}
 		if sc.TimeoutMS < 0 {
 			bad(key+".timeout_ms", "must be >= 0, got %d", sc.TimeoutMS)
@@ -177,8 +185,8 @@ func (c *Config) Validate() error {
 	positive("retriever.expand.seeds", x.Seeds)
 	positive("retriever.expand.limit", x.Limit)
 	positive("retriever.expand.timeout_ms", x.TimeoutMS)
-	if x.Weight != nil && *x.Weight < 0 {
-		bad("retriever.expand.weight", "must be >= 0, got %g", *x.Weight)
+	if x.Weight != nil && !validWeight(*x.Weight) {
+		bad("retriever.expand.weight", "must be between 0 and %d, got %g", MaxWeight, *x.Weight)
 	}
 
 	validateBreaker := func(key string, b BreakerSettings, override bool) {
@@ -254,6 +262,9 @@ func (c *Config) Validate() error {
 		seen[key.Key] = true
 		if !oneOf(key.Role, RoleQuery, RoleAdmin) {
 			bad(p+".role", `must be "query" or "admin", got %q`, key.Role)
+		}
+		if key.Tenant != "" && ingest.ValidateID(key.Tenant, ingest.DefaultMaxIDBytes) != nil {
+			bad(p+".tenant", "must be a tenant as documents carry it: at most %d bytes of UTF-8 without control characters", ingest.DefaultMaxIDBytes)
 		}
 	}
 	for i, p := range c.Auth.Public {

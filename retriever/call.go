@@ -132,7 +132,7 @@ func classify(sctx context.Context, err error) (st Status, msg string, unhealthy
 	case errors.Is(err, context.Canceled):
 		return StatusError, "canceled", false
 	case errors.Is(err, spi.ErrInvalidQuery):
-		return StatusError, "rejected as invalid query", false
+		return StatusError, ReasonInvalidQuery, false
 	case errors.Is(err, spi.ErrUnavailable):
 		return StatusError, "backend unavailable", true
 	default:

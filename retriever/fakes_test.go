@@ -201,6 +201,16 @@ func docsFor(ids ...string) map[string]spi.Document {
 	return m
 }
 
+// tenantDocs sets the tenant of every document of docs: a query scoped to
+// a tenant sees only that tenant's documents (spi.Visible).
+func tenantDocs(tenant string, docs map[string]spi.Document) map[string]spi.Document {
+	for id, d := range docs {
+		d.Tenant = tenant
+		docs[id] = d
+	}
+	return docs
+}
+
 // stack is a set of fakes with the retriever config that wires them.
 type stack struct {
 	vec *fakeVector
@@ -216,7 +226,7 @@ func newStack() *stack {
 		kw:  &fakeKeyword{fault: fault{Refs: refs("keyword", "b", "d", "a")}},
 		gr:  &fakeGraph{fault: fault{Refs: refs("graph", "e", "b")}},
 		emb: &fakeEmbedder{dim: 4},
-		sor: &fakeHydrator{docs: docsFor("a", "b", "c", "d", "e", "f", "g")},
+		sor: &fakeHydrator{docs: tenantDocs("t1", docsFor("a", "b", "c", "d", "e", "f", "g"))},
 	}
 }
 

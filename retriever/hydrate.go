@@ -10,8 +10,8 @@ import (
 // hydrators in order: ids one hydrator lacks, or all of them when it fails,
 // go to the next. It never fails: ids nobody provided are recorded in
 // res.Missing, each hydrator's outcome in res.Hydration, and a failing
-// hydrator marks the result degraded. Vectors are stripped; a document of
-// another tenant than the query's is not accepted. With no hydrators
+// hydrator marks the result degraded. Vectors are stripped; a document the
+// query's tenant may not see (spi.Visible) is not accepted. With no hydrators
 // configured, hydration is off: documents stay nil and nothing is missing.
 func (r *HybridRetriever) hydrate(ctx context.Context, ids []string, tenant string, res *Result) []*spi.Document {
 	docs := make([]*spi.Document, len(ids))
@@ -60,7 +60,7 @@ func (r *HybridRetriever) hydrate(ctx context.Context, ids []string, tenant stri
 		found := 0
 		for _, d := range got {
 			i, ok := pos[d.ID]
-			if !ok || docs[i] != nil || (tenant != "" && d.Tenant != "" && d.Tenant != tenant) {
+			if !ok || docs[i] != nil || !spi.Visible(tenant, d.Tenant) {
 				continue
 			}
 			d.Vector = nil

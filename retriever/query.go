@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/ragd/ragd/spi"
 )
@@ -93,6 +94,22 @@ func Only(names ...string) map[string]SourceOptions {
 	return m
 }
 
+// MaxWeight bounds a source's or the expansion's fusion weight: weights
+// are relative, and a bound keeps every fused score finite.
+const MaxWeight = 1000
+
+// MaxQueryTerms bounds the words of Text. It is the keyword backend's
+// limit (keyword.DefaultMaxTerms), checked here so that a query the
+// keyword source would reject is refused as a whole instead of being
+// answered without it. Words are counted as the most finely splitting of
+// the keyword analyzers would split them, at least: every run of letters,
+// every run of digits and every CJK ideograph is one word.
+const MaxQueryTerms = 1024
+
+// ReasonInvalidQuery is the SourceStatus.Error of a source that rejected
+// the query as invalid (spi.ErrInvalidQuery).
+const ReasonInvalidQuery = "rejected as invalid query"
+
 // QueryError is a Query rejected by Validate. Field is the JSON path of the
 // offending field ("limit", "sources.keyword.weight"); Message says what is
 // wrong without echoing the query text. It matches spi.ErrInvalidQuery.
@@ -122,14 +139,22 @@ func (q Query) Validate(limits Limits) error {
 	if len(q.Text) > lim.MaxTextBytes {
 		return qerr("text", "%d bytes, at most %d allowed", len(q.Text), lim.MaxTextBytes)
 	}
+	if n := countTerms(q.Text); n > MaxQueryTerms {
+		return qerr("text", "%d words, at most %d allowed", n, MaxQueryTerms)
+	}
 	if len(q.Vector) > 0 {
 		if lim.VectorDimension > 0 && len(q.Vector) != lim.VectorDimension {
 			return qerr("vector", "dimension %d, want %d", len(q.Vector), lim.VectorDimension)
 		}
+		zero := true
 		for i, x := range q.Vector {
 			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
 				return qerr("vector", "component %d is not a finite number", i)
 			}
+			zero = zero && x == 0
+		}
+		if zero {
+			return qerr("vector", "every component is zero; a zero vector has no direction")
 		}
 	}
 	if err := q.Filter.Validate(); err != nil {
@@ -218,7 +243,32 @@ func checkWeight(field string, w float64) error {
 	if w < 0 {
 		return qerr(field, "must not be negative")
 	}
+	if w > MaxWeight {
+		return qerr(field, "%g above the maximum %d", w, MaxWeight)
+	}
 	return nil
+}
+
+// countTerms counts the words of text as MaxQueryTerms defines them.
+func countTerms(text string) int {
+	n := 0
+	var prev rune // 'L' in a run of letters, 'D' in a run of digits, 0 between
+	for _, r := range text {
+		class := rune(0)
+		switch {
+		case unicode.In(r, unicode.Han, unicode.Hiragana):
+			n++ // one word each, whatever surrounds it
+		case unicode.IsLetter(r):
+			class = 'L'
+		case unicode.IsDigit(r):
+			class = 'D'
+		}
+		if class != 0 && class != prev {
+			n++
+		}
+		prev = class
+	}
+	return n
 }
 
 func truncate(s string, n int) string {

@@ -98,6 +98,9 @@ func (w breakerWalk) run(ctx context.Context, out io.Writer) error {
 	reached := 0
 	call := func() error {
 		return b.Call(ctx, func(context.Context) error {
+			// A transition made on admitting this call (the cooldown has
+			// passed: open -> half_open) comes before its outcome.
+			printTransitions()
 			reached++
 			return w.backend(reached)
 		})

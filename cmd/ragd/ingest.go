@@ -70,6 +70,8 @@ func newIngestCmd(a *app) *cobra.Command {
 			"done. Documents that failed for a reason that may pass on a retry\n" +
 			"(store_unavailable, embedder_unavailable, ...) keep the checkpoint before\n" +
 			"them, so a rerun sends them again; re-sending is harmless (upsert by id).\n\n" +
+			"Documents the server refuses as empty (no title, text or vector: Cranfield\n" +
+			"has two) are skipped and counted on one summary line; they are not failures.\n" +
 			"Exits 1 when any document failed or the run stopped early. Partial results\n" +
 			"(stored, but a derived index missed them and will be repaired by the\n" +
 			"server) are warnings, not failures.",
@@ -143,8 +145,12 @@ type docFailure struct {
 type ingestStats struct {
 	sent, ok, partial, failed int
 	malformed                 int // included in failed
-	batches                   int
-	failures                  []docFailure
+	// empty counts documents the server refused as empty (no title, text
+	// or vector): there is nothing to index, so they are skipped, not
+	// failures.
+	empty    int
+	batches  int
+	failures []docFailure
 }
 
 func (s *ingestStats) fail(f docFailure) {
@@ -429,6 +435,12 @@ func (in *ingester) record(lines []ingest.Line, results []ingest.Result) {
 			in.stats.ok++
 		case ingest.StatusPartial:
 			in.stats.partial++
+		case ingest.StatusFailed:
+			if r.Code == ingest.CodeEmptyDocument {
+				in.stats.empty++
+				continue
+			}
+			fallthrough
 		default:
 			in.stats.fail(docFailure{Line: lines[i].Number, ID: r.ID, Code: r.Code, Message: r.Error})
 			if !permanentCode(r.Code) {
@@ -512,6 +524,9 @@ func (in *ingester) printSummary(w io.Writer, complete bool) {
 		fmt.Fprintf(w, "  partial  %d  (warning, not a failure: stored, but a derived index missed them; the server repairs it)\n", s.partial)
 	} else {
 		fmt.Fprintf(w, "  partial  0\n")
+	}
+	if s.empty > 0 {
+		fmt.Fprintf(w, "  skipped  %d  (empty documents: no title, text or vector, so nothing to index; not a failure)\n", s.empty)
 	}
 	if s.malformed > 0 {
 		fmt.Fprintf(w, "  failed   %d  (%d rejected by the server, %d malformed lines)\n", s.failed, s.failed-s.malformed, s.malformed)

@@ -22,7 +22,9 @@ func newServeCmd(a *app) *cobra.Command {
 			"accepting, finishes in-flight requests within server.shutdown_grace_s and\n" +
 			"closes the stores.\n\n" +
 			"With --demo, the bundled sample corpus (two dozen documents about resilient\n" +
-			"retrieval) is loaded first unless the stores already hold it.",
+			"retrieval) is loaded first, once per data directory: a file demo-seeded in\n" +
+			"data_dir records it, so later starts keep your edits and deletions of the\n" +
+			"sample documents (remove the file to load the corpus again).",
 		Example: "  ragd serve --demo\n  ragd serve -c deploy/rag.servers.yaml",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -255,8 +255,8 @@ func (a *App) Health() map[string]spi.HealthChecker {
 	if a.Graph != nil {
 		m[spi.SourceGraph] = a.healthOf(spi.SourceGraph, a.Graph)
 	}
-	if h, ok := a.Embedder.(spi.HealthChecker); ok {
-		m[spi.SourceEmbedder] = a.healthOf(spi.SourceEmbedder, h)
+	if a.Embedder != nil {
+		m[spi.SourceEmbedder] = a.healthOf(spi.SourceEmbedder, embedderHealth{a.Embedder})
 	}
 	return m
 }

@@ -255,3 +255,57 @@ func TestKeywordIndexCatchesUpWithTheRecordAtStart(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestHealthReportsTheEmbedder is issue 12 item 8: health lists an
+// embedder component, as the docs and `ragd status` promise, and it follows
+// the embedder's breaker.
+func TestHealthReportsTheEmbedder(t *testing.T) {
+	a := newApp(t, embeddedConfig(t))
+	defer a.Close()
+	hc, ok := a.Health()["embedder"]
+	if !ok {
+		t.Fatalf("no embedder component in %v", a.Health())
+	}
+	if h := hc.Health(context.Background()); h.Status != spi.StatusUp {
+		t.Fatalf("embedder health %+v, want up", h)
+	}
+	if _, err := a.Breakers.ForceOpen("embedder"); err != nil {
+		t.Fatal(err)
+	}
+	if h := hc.Health(context.Background()); h.Status != spi.StatusDown {
+		t.Fatalf("embedder health with its breaker open %+v, want down", h)
+	}
+}
+
+// TestDemoIsSeededOnce is issue 12 item 9: `serve --demo` loads the sample
+// corpus into a data directory once; a restart neither overwrites the
+// user's edits of sample documents nor brings back deleted ones.
+func TestDemoIsSeededOnce(t *testing.T) {
+	cfg := embeddedConfig(t)
+	a := newApp(t, cfg)
+	n, err := a.LoadDemo(context.Background())
+	if err != nil || n < 20 {
+		t.Fatalf("first LoadDemo: %d, %v", n, err)
+	}
+	edited := spi.Document{ID: "circuit-breaker", Title: "Edited", Text: "the user's own words"}
+	if res := a.Pipeline.Upsert(context.Background(), []spi.Document{edited}); res[0].Status != "ok" {
+		t.Fatalf("edit: %+v", res)
+	}
+	if res := a.Pipeline.Delete(context.Background(), []string{"bm25"}); res[0].Status != "ok" {
+		t.Fatalf("delete: %+v", res)
+	}
+	a.Close()
+
+	a = newApp(t, cfg)
+	defer a.Close()
+	if n, err := a.LoadDemo(context.Background()); err != nil || n != 0 {
+		t.Fatalf("LoadDemo after a restart: %d, %v; want 0", n, err)
+	}
+	docs, missing, err := a.Vector.Hydrate(context.Background(), []string{"circuit-breaker", "bm25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 1 || docs[0].Title != "Edited" || len(missing) != 1 || missing[0] != "bm25" {
+		t.Fatalf("after restart: docs %+v missing %v; want the edit kept and bm25 still deleted", docs, missing)
+	}
+}

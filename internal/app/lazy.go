@@ -23,6 +23,12 @@ const ReconnectInterval = 2 * time.Second
 // Errors other than spi.ErrUnavailable (a wrong password, a dimension
 // mismatch) are configuration errors: they fail start-up, and later
 // attempts keep returning them.
+//
+// An attempt is not bound to the call that triggered it: it runs with that
+// call's values but not its cancellation (the open function bounds itself
+// with its connect timeout), so a caller that goes away stops waiting
+// without aborting the attempt, and no other caller ever sees that
+// caller's cancellation as the backend's error.
 type lazy[T any] struct {
 	name      string
 	open      func(ctx context.Context) (T, error)
@@ -30,12 +36,14 @@ type lazy[T any] struct {
 	logger    *slog.Logger
 	now       func() time.Time
 
-	mu      sync.Mutex
-	b       T
-	ok      bool
-	opening bool
-	lastTry time.Time
-	lastErr error
+	mu       sync.Mutex
+	b        T
+	ok       bool
+	opening  bool
+	closed   bool
+	lastTry  time.Time
+	lastErr  error
+	attempts sync.WaitGroup
 }
 
 // start tries once. It returns nil when the backend opened or was merely
@@ -60,7 +68,7 @@ func (l *lazy[T]) get(ctx context.Context) (T, error) {
 	}
 	// One caller at a time tries to connect; the others fail fast instead
 	// of queueing behind its connect timeout.
-	if l.opening || (!l.lastTry.IsZero() && l.now().Sub(l.lastTry) < ReconnectInterval) {
+	if l.closed || l.opening || (!l.lastTry.IsZero() && l.now().Sub(l.lastTry) < ReconnectInterval) {
 		err := l.lastErr
 		l.mu.Unlock()
 		if err == nil {
@@ -69,16 +77,47 @@ func (l *lazy[T]) get(ctx context.Context) (T, error) {
 		return zero, fmt.Errorf("%s: not connected: %w", l.name, err)
 	}
 	l.opening, l.lastTry = true, l.now()
+	l.attempts.Add(1)
 	l.mu.Unlock()
 
-	b, err := l.open(ctx)
+	var (
+		b    T
+		err  error
+		done = make(chan struct{})
+	)
+	go func() {
+		defer l.attempts.Done()
+		defer close(done)
+		b, err = l.open(context.WithoutCancel(ctx))
+		l.finish(b, err)
+	}()
+	select {
+	case <-done:
+		if err != nil {
+			return zero, err
+		}
+		return b, nil
+	case <-ctx.Done():
+		return zero, fmt.Errorf("%s: connecting: %w", l.name, context.Cause(ctx))
+	}
+}
 
+// finish records the outcome of an attempt. A backend that opens after
+// close is closed again at once.
+func (l *lazy[T]) finish(b T, err error) {
 	l.mu.Lock()
 	l.opening = false
 	if err != nil {
 		l.lastErr = err
 		l.mu.Unlock()
-		return zero, err
+		return
+	}
+	if l.closed {
+		l.mu.Unlock()
+		if c, ok := any(b).(spi.Closer); ok {
+			_ = c.Close()
+		}
+		return
 	}
 	l.b, l.ok = b, true
 	l.mu.Unlock()
@@ -86,7 +125,21 @@ func (l *lazy[T]) get(ctx context.Context) (T, error) {
 	if l.onConnect != nil {
 		l.onConnect(b)
 	}
-	return b, nil
+}
+
+// close waits for an attempt under way and closes the backend if it is
+// open; no attempt is made afterwards.
+func (l *lazy[T]) close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.attempts.Wait()
+	if b, ok := l.current(); ok {
+		if c, ok := any(b).(spi.Closer); ok {
+			return c.Close()
+		}
+	}
+	return nil
 }
 
 // current returns the backend if it is open, without trying to open it.
@@ -172,12 +225,7 @@ func (v *lazyVector) Scan(ctx context.Context, fn func(spi.Document) error) erro
 	return b.Scan(ctx, fn)
 }
 
-func (v *lazyVector) Close() error {
-	if b, ok := v.current(); ok {
-		return b.Close()
-	}
-	return nil
-}
+func (v *lazyVector) Close() error { return v.close() }
 
 // graphStore is the full capability set of a server graph store.
 type graphStore interface {
@@ -245,9 +293,4 @@ func (g *lazyGraph) Delete(ctx context.Context, ids []string) error {
 	return b.Delete(ctx, ids)
 }
 
-func (g *lazyGraph) Close() error {
-	if b, ok := g.current(); ok {
-		return b.Close()
-	}
-	return nil
-}
+func (g *lazyGraph) Close() error { return g.close() }

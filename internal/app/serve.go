@@ -78,7 +78,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}()
 
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(srv.Listener(ln)) }()
 	a.Logger.Info("ragd: listening", slog.String("addr", ln.Addr().String()), slog.Bool("auth", a.Config.AuthEnabled()))
 
 	select {
@@ -123,10 +123,15 @@ func (a *App) repairLoop(ctx context.Context) {
 	}
 }
 
-// LoadDemo writes the bundled sample corpus through the pipeline, unless
-// the system of record already holds all of it, and returns how many
-// documents were written.
+// LoadDemo writes the bundled sample corpus through the pipeline once per
+// data directory (demo.Seeded), and returns how many documents were
+// written: later calls write nothing, so a restart keeps the user's edits
+// and deletions of sample documents.
 func (a *App) LoadDemo(ctx context.Context) (int, error) {
+	dir := a.Config.DataDir
+	if seeded, err := demo.Seeded(dir); err != nil || seeded {
+		return 0, err
+	}
 	docs, err := demo.Documents()
 	if err != nil {
 		return 0, err
@@ -136,8 +141,9 @@ func (a *App) LoadDemo(ctx context.Context) (int, error) {
 		for i, d := range docs {
 			ids[i] = d.ID
 		}
-		if _, missing, err := h.Hydrate(ctx, ids); err == nil && len(missing) == 0 {
-			return 0, nil
+		// Loaded by a ragd that kept no marker: record it, load nothing.
+		if found, _, err := h.Hydrate(ctx, ids); err == nil && len(found) > 0 {
+			return 0, demo.MarkSeeded(dir, a.now())
 		}
 	}
 	var failed []string
@@ -149,7 +155,7 @@ func (a *App) LoadDemo(ctx context.Context) (int, error) {
 	if len(failed) > 0 {
 		return len(docs) - len(failed), fmt.Errorf("app: demo corpus: %d documents failed, first: %s", len(failed), failed[0])
 	}
-	return len(docs), nil
+	return len(docs), demo.MarkSeeded(dir, a.now())
 }
 
 // Listen opens the configured listener.

@@ -1,0 +1,24 @@
+package app
+
+import (
+	"context"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// embedderHealth reports the embedder's health: its own check when it has
+// one, otherwise up (an embedder that is not a spi.HealthChecker, like the
+// built-in hashing one, cannot be down). App.Health puts it behind the
+// embedder's circuit, like the stores.
+type embedderHealth struct {
+	e spi.Embedder
+}
+
+var _ spi.HealthChecker = embedderHealth{}
+
+func (h embedderHealth) Health(ctx context.Context) spi.Health {
+	if c, ok := h.e.(spi.HealthChecker); ok {
+		return c.Health(ctx)
+	}
+	return spi.Health{Status: spi.StatusUp}
+}
