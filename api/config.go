@@ -79,6 +79,11 @@ type Config struct {
 	// Breakers lists and force-closes circuit breakers; nil means breakers
 	// are disabled (the list is empty, force-close answers 404).
 	Breakers Breakers
+	// Events is the operator timeline served by GET /v1/status/events;
+	// nil answers an empty timeline.
+	Events Events
+	// Stats feeds GET /v1/status/sources; nil answers no figures.
+	Stats SourceStats
 	// Health holds the component health checks reported by
 	// /v1/status/health, keyed by component name: "vector", "keyword",
 	// "graph" (the retrieval sources) and "embedder", as configured. At

@@ -51,6 +51,8 @@ var routes = []route{
 	{http.MethodPost, "/v1/status/breakers/:name/force-close", access{role: config.RoleAdmin}, (*Server).forceClose},
 	{http.MethodPost, "/v1/status/breakers/:name/force-open", access{role: config.RoleAdmin}, (*Server).forceOpen},
 	{http.MethodGet, "/v1/status/health", access{role: config.RoleQuery}, (*Server).health},
+	{http.MethodGet, "/v1/status/events", access{role: config.RoleQuery}, (*Server).listEvents},
+	{http.MethodGet, "/v1/status/sources", access{role: config.RoleQuery}, (*Server).sourceStats},
 	{http.MethodGet, "/healthz", access{public: PublicHealth}, (*Server).healthz},
 	{http.MethodGet, "/readyz", access{public: PublicReady}, (*Server).readyz},
 	{http.MethodGet, "/metrics", access{public: PublicMetrics}, (*Server).metricsHandler},
@@ -118,6 +120,7 @@ func New(cfg Config) (*Server, error) {
 		e.Add(r.method, r.path, r.handler(s), s.requireAccess(r.access))
 		s.paths[r.path] = true
 	}
+	s.mountUI(e)
 	if cfg.Server.Pprof {
 		s.mountPprof(e)
 	}

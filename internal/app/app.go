@@ -21,6 +21,8 @@ import (
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/internal/events"
+	"github.com/ragd/ragd/internal/sourcestats"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -60,6 +62,11 @@ type App struct {
 	Retriever *retriever.HybridRetriever
 	Pipeline  *ingest.Pipeline
 
+	// Events is the console's timeline; SourceStats its per-source window,
+	// fed by the queries the API answers.
+	Events      *events.Ring
+	SourceStats *sourcestats.Window
+
 	now            func() time.Time
 	version        string
 	closers        []io.Closer
@@ -95,6 +102,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err err
 		a.now = time.Now
 	}
 	a.bgCtx, a.bgCancel = context.WithCancel(context.Background())
+	if err := a.wireConsole(); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			a.Close()
