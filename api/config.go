@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
@@ -114,6 +115,10 @@ type Config struct {
 	// registry is used.
 	Registerer prometheus.Registerer
 	Gatherer   prometheus.Gatherer
+	// TracerProvider makes a server span per request under the caller's
+	// W3C trace context; nil makes none (the context still flows on).
+	TracerProvider trace.TracerProvider
+
 	// Logger receives JSON operational logs; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock for request durations; nil means time.Now.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ragd/ragd/config"
 )
@@ -29,6 +30,7 @@ type Server struct {
 	// paths are the registered route templates, for metric labels.
 	paths  map[string]bool
 	hcache healthCache
+	tracer trace.Tracer
 }
 
 // route is one entry of the route table.
@@ -115,7 +117,8 @@ func New(cfg Config) (*Server, error) {
 	e.Server.ErrorLog = e.StdLogger
 	e.TLSServer.ErrorLog = e.StdLogger
 	e.HTTPErrorHandler = s.handleError
-	e.Use(withRequestID, s.observe, s.recoverer(), s.limitInFlight, s.withTimeout)
+	s.tracer = newTracer(cfg.TracerProvider)
+	e.Use(withRequestID, s.traced, s.observe, s.recoverer(), s.limitInFlight, s.withTimeout)
 	for _, r := range routes {
 		e.Add(r.method, r.path, r.handler(s), s.requireAccess(r.access))
 		s.paths[r.path] = true

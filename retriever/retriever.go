@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ragd/ragd/spi"
@@ -23,6 +24,7 @@ type HybridRetriever struct {
 	log    *slog.Logger
 	now    func() time.Time
 	m      *metrics
+	tracer trace.Tracer
 }
 
 // New validates cfg, applies defaults and registers the metrics.
@@ -30,7 +32,7 @@ func New(cfg Config) (*HybridRetriever, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &HybridRetriever{cfg: cfg, limits: cfg.Limits.withDefaults(), log: cfg.Logger, now: cfg.Now}
+	r := &HybridRetriever{cfg: cfg, limits: cfg.Limits.withDefaults(), log: cfg.Logger, now: cfg.Now, tracer: newTracer(cfg.TracerProvider)}
 	if r.limits.VectorDimension == 0 {
 		r.limits.VectorDimension = max(cfg.embedderDim(), cfg.storeDim())
 	}
@@ -92,6 +94,7 @@ func (r *HybridRetriever) Retrieve(ctx context.Context, q Query) (*Result, error
 		}
 		if !run {
 			statuses[sp.name] = SourceStatus{Status: st, Error: sp.reason, RetryInMS: retryIn.Milliseconds()}
+			r.traceSkipped(ctx, sp.name, statuses[sp.name])
 			if st == StatusCircuitOpen {
 				out[i].a = attempt{status: st, msg: sp.reason, unhealthy: true, retryIn: retryIn}
 				r.m.source(sp.name, out[i].a)
@@ -112,7 +115,9 @@ func (r *HybridRetriever) Retrieve(ctx context.Context, q Query) (*Result, error
 		sp, slot := p.src[i], &out[i]
 		fn := r.stage1Func(sp, &q)
 		g.Go(func() error {
-			slot.refs, slot.a = call(r, bctx, sp.timeout, fn)
+			sctx, span := r.traceSource(bctx, sp.name)
+			slot.refs, slot.a = call(r, sctx, sp.timeout, fn)
+			r.endSource(span, sp.name, slot.a.sourceStatus(len(slot.refs)))
 			return nil
 		})
 	}
@@ -150,13 +155,15 @@ func (r *HybridRetriever) Retrieve(ctx context.Context, q Query) (*Result, error
 	}
 	// Stage-1 ranking; Parts only when they will be shown and no
 	// expansion is going to re-rank.
-	rk := rankLists(lists, scorer(p.mode, lists, p.rrfK), q.Explain && !p.expand.enabled)
+	rk := r.fuse(ctx, lists, &p, q.Explain && !p.expand.enabled)
 
 	// Stage 2: expand from the top fused seeds through the graph.
 	var expanded bool
-	lists, expanded = r.expand(bctx, &p, &q, rk, lists, statuses, res)
+	ectx, espan := r.traceExpansion(bctx)
+	lists, expanded = r.expand(ectx, &p, &q, rk, lists, statuses, res)
+	r.endSource(espan, spi.SourceGraphExpand, statuses[spi.SourceGraphExpand])
 	if expanded || (q.Explain && rk.parts == nil && rk.len() > 0) {
-		rk = rankLists(lists, scorer(p.mode, lists, p.rrfK), q.Explain)
+		rk = r.fuse(ctx, lists, &p, q.Explain)
 	}
 	if err := r.canceled(ctx); err != nil {
 		return nil, err
@@ -178,7 +185,9 @@ func (r *HybridRetriever) Retrieve(ctx context.Context, q Query) (*Result, error
 			h.Explain = explain(lists, rk.partsOf(j))
 		}
 	}
-	docs := r.hydrate(bctx, ids, q.Tenant, res)
+	hctx, hspan := r.traceStage(bctx, spanHydration)
+	docs := r.hydrate(hctx, ids, q.Tenant, res)
+	endHydration(hspan, res)
 	for i := range res.Hits {
 		res.Hits[i].Document = docs[i]
 	}
@@ -192,6 +201,7 @@ func (r *HybridRetriever) Retrieve(ctx context.Context, q Query) (*Result, error
 	took := r.now().Sub(start)
 	res.TookMS = durMS(took)
 	r.m.query(res, took)
+	traceResult(ctx, res)
 	r.log.LogAttrs(ctx, slog.LevelDebug, "retriever: query",
 		slog.Int("hits", len(res.Hits)), slog.Int("total", res.Total),
 		slog.Bool("partial", res.Partial), slog.Bool("degraded", res.Degraded),

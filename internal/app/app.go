@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/breaker"
@@ -40,6 +41,9 @@ type Options struct {
 	Now func() time.Time
 	// Version is reported by the API.
 	Version string
+	// TracerProvider, when set, makes the spans instead of the one
+	// rag.yaml's tracing section describes (tests pass an in-memory one).
+	TracerProvider trace.TracerProvider
 }
 
 // App is a wired ragd instance. Close releases every store.
@@ -70,6 +74,7 @@ type App struct {
 	now            func() time.Time
 	version        string
 	closers        []io.Closer
+	tracer         trace.TracerProvider
 	breakerMetrics *api.BreakerMetrics
 
 	bgCtx    context.Context // background work owned by the app, cancelled by Close
@@ -103,6 +108,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err err
 	}
 	a.bgCtx, a.bgCancel = context.WithCancel(context.Background())
 	if err := a.wireConsole(); err != nil {
+		return nil, err
+	}
+	if err := a.wireTracing(ctx, opts.TracerProvider); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -210,6 +218,8 @@ func (a *App) wireRetriever() error {
 		Registerer: a.Registry,
 		Logger:     a.Logger,
 		Now:        a.now,
+
+		TracerProvider: a.tracer,
 	})
 	if err != nil {
 		return fmt.Errorf("app: retriever: %w", err)
@@ -226,6 +236,8 @@ func (a *App) wirePipeline() error {
 		Limits:    ingest.Limits{MaxTextBytes: c.MaxTextBytes},
 		Logger:    a.Logger,
 		Now:       a.now,
+
+		TracerProvider: a.tracer,
 	}
 	if v, ok := a.Vector.(spi.Indexer); ok && a.Vector != nil {
 		pc.Record, pc.RecordName = v, spi.SourceVector

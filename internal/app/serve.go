@@ -46,6 +46,8 @@ func (a *App) API() (*api.Server, error) {
 		Logger:     a.Logger,
 		Now:        a.now,
 		Version:    a.version,
+
+		TracerProvider: a.tracer,
 	})
 }
 
