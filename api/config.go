@@ -116,7 +116,7 @@ type Config struct {
 	Registerer prometheus.Registerer
 	Gatherer   prometheus.Gatherer
 	// TracerProvider makes a server span per request under the caller's
-	// W3C trace context; nil makes none (the context still flows on).
+	// W3C trace context (traceparent); nil makes none.
 	TracerProvider trace.TracerProvider
 
 	// Logger receives JSON operational logs; nil discards them.

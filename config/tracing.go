@@ -5,8 +5,8 @@ import "net/url"
 // TracingConfig exports OpenTelemetry traces over OTLP/HTTP: one span per
 // HTTP request, per retrieval source call, for fusion, expansion and
 // hydration, and per store write. Spans carry names, statuses, breaker
-// states and counts, never query text or document bodies. Off by default;
-// incoming W3C traceparent headers are honoured either way.
+// states and counts, never query text or document bodies. A request's span
+// continues the caller's W3C traceparent. Off by default.
 type TracingConfig struct {
 	Enabled bool `yaml:"enabled"`
 	// Endpoint is the collector's OTLP/HTTP traces URL; http:// sends

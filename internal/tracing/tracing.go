@@ -4,8 +4,8 @@
 //
 // Spans are made by the packages that do the work (api, retriever, ingest)
 // from the provider they are given; none of them uses OpenTelemetry's
-// global provider. With tracing off they are given none: the API still
-// passes an incoming W3C trace context on, the others make no spans.
+// global provider. With tracing off they are given none and make no spans,
+// at no cost.
 package tracing
 
 import (
