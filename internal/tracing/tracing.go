@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -35,16 +36,15 @@ type Provider struct {
 // that fail later are retried and then dropped by the exporter, never
 // failing a request.
 //
-// Failed exports are reported to log (nil discards them). The OpenTelemetry
+// Failed exports are reported to log (nil discards them), at most once per
+// errorLogInterval with the count since the last report. The OpenTelemetry
 // SDK reports them only through its process-wide error handler, so New
-// sets that handler when tracing is on.
+// sets that handler.
 func New(ctx context.Context, cfg config.TracingConfig, version string, log *slog.Logger) (*Provider, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
-		log.Warn("tracing: span export failed", slog.String("error", err.Error()))
-	}))
+	otel.SetErrorHandler(&errorLog{log: log, every: errorLogInterval})
 	exp, err := otlptracehttp.New(ctx,
 		otlptracehttp.WithEndpointURL(cfg.Endpoint),
 		otlptracehttp.WithTimeout(time.Duration(cfg.TimeoutMS)*time.Millisecond))
@@ -71,3 +71,32 @@ func NewSDK(exp sdktrace.SpanExporter, ratio float64, res *resource.Resource) *P
 // Shutdown flushes the spans not yet exported and stops the exporter,
 // within ctx.
 func (p *Provider) Shutdown(ctx context.Context) error { return p.shutdown(ctx) }
+
+// errorLogInterval spaces the warnings about failed exports: a collector
+// that is down fails several batches a second under load.
+const errorLogInterval = time.Minute
+
+// errorLog is the SDK's error handler: it logs the first error and then at
+// most one per interval, with how many occurred.
+type errorLog struct {
+	log   *slog.Logger
+	every time.Duration
+
+	mu     sync.Mutex
+	last   time.Time
+	missed int
+}
+
+func (e *errorLog) Handle(err error) {
+	e.mu.Lock()
+	now := time.Now()
+	if !e.last.IsZero() && now.Sub(e.last) < e.every {
+		e.missed++
+		e.mu.Unlock()
+		return
+	}
+	missed := e.missed
+	e.last, e.missed = now, 0
+	e.mu.Unlock()
+	e.log.Warn("tracing: span export failed", slog.String("error", err.Error()), slog.Int("more_since_last_report", missed))
+}
