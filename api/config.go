@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
@@ -80,6 +81,11 @@ type Config struct {
 	// Breakers lists and force-closes circuit breakers; nil means breakers
 	// are disabled (the list is empty, force-close answers 404).
 	Breakers Breakers
+	// Events is the operator timeline served by GET /v1/status/events;
+	// nil answers an empty timeline.
+	Events Events
+	// Stats feeds GET /v1/status/sources; nil answers no figures.
+	Stats SourceStats
 	// Health holds the component health checks reported by
 	// /v1/status/health, keyed by component name: "vector", "keyword",
 	// "graph" (the retrieval sources) and "embedder", as configured. At
@@ -110,6 +116,10 @@ type Config struct {
 	// registry is used.
 	Registerer prometheus.Registerer
 	Gatherer   prometheus.Gatherer
+	// TracerProvider makes a server span per request under the caller's
+	// W3C trace context (traceparent); nil makes none.
+	TracerProvider trace.TracerProvider
+
 	// Logger receives JSON operational logs; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock for request durations; nil means time.Now.

@@ -147,6 +147,8 @@ func TestLiveResponsesMatchTheOpenAPIDocument(t *testing.T) {
 		{"POST", "/v1/status/breakers/nope/force-close", adminKey, "", false},
 		{"POST", "/v1/status/breakers/vector/force-open", acmeAdminKey, "", false},
 		{"GET", "/v1/status/health", queryKey, "", false},
+		{"GET", "/v1/status/events", queryKey, "", false},
+		{"GET", "/v1/status/sources", queryKey, "", false},
 		{"GET", "/healthz", "", "", false},
 		{"GET", "/readyz", "", "", false},
 		{"HEAD", "/healthz", "", "", false},

@@ -64,6 +64,9 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 
 	var routes []string
 	for _, r := range e.h.(*echo.Echo).Routes() {
+		if r.Path == "/ui" || strings.HasPrefix(r.Path, "/ui/") {
+			continue // the console's static files are not API
+		}
 		routes = append(routes, r.Method+" "+openAPIPath(r.Path))
 	}
 	var documented []string

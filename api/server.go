@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ragd/ragd/config"
 )
@@ -30,6 +31,7 @@ type Server struct {
 	// paths are the registered route templates, for metric labels.
 	paths  map[string]bool
 	hcache healthCache
+	tracer trace.Tracer
 }
 
 // route is one entry of the route table.
@@ -54,6 +56,8 @@ var routes = []route{
 	{http.MethodPost, "/v1/status/breakers/:name/force-close", access{role: config.RoleAdmin, global: true}, (*Server).forceClose, false},
 	{http.MethodPost, "/v1/status/breakers/:name/force-open", access{role: config.RoleAdmin, global: true}, (*Server).forceOpen, false},
 	{http.MethodGet, "/v1/status/health", access{role: config.RoleQuery}, (*Server).health, false},
+	{http.MethodGet, "/v1/status/events", access{role: config.RoleQuery}, (*Server).listEvents, false},
+	{http.MethodGet, "/v1/status/sources", access{role: config.RoleQuery}, (*Server).sourceStats, false},
 	{http.MethodGet, "/healthz", access{public: PublicHealth}, (*Server).healthz, false},
 	{http.MethodHead, "/healthz", access{public: PublicHealth}, (*Server).healthz, false},
 	{http.MethodGet, "/readyz", access{public: PublicReady}, (*Server).readyz, false},
@@ -118,7 +122,8 @@ func New(cfg Config) (*Server, error) {
 	e.Server.ErrorLog = e.StdLogger
 	e.TLSServer.ErrorLog = e.StdLogger
 	e.HTTPErrorHandler = s.handleError
-	e.Use(withRequestID, s.observe, s.recoverer(), refuseOptions, s.withTimeout)
+	s.tracer = newTracer(cfg.TracerProvider)
+	e.Use(withRequestID, s.traced, s.observe, s.recoverer(), refuseOptions, s.withTimeout)
 	for _, r := range routes {
 		// Authenticate, then read the body, and only then take an
 		// in-flight slot: a client that stalls its headers or its body
@@ -133,6 +138,7 @@ func New(cfg Config) (*Server, error) {
 		e.Add(r.method, r.path, r.handler(s), mw...)
 		s.paths[r.path] = true
 	}
+	s.mountUI(e)
 	if cfg.Server.Pprof {
 		s.mountPprof(e)
 	}

@@ -35,6 +35,7 @@ type Config struct {
 	Ingest      IngestConfig      `yaml:"ingest"`
 	Auth        AuthConfig        `yaml:"auth"`
 	Log         LogConfig         `yaml:"log"`
+	Tracing     TracingConfig     `yaml:"tracing"`
 }
 
 // ServerConfig is the HTTP listener.
@@ -271,6 +272,8 @@ func Default() Config {
 		Ingest: IngestConfig{BatchSize: 256, MaxDocsPerRequest: 1000, MaxIDsPerRequest: 1000, MaxTextBytes: 1 << 20, ExtractEntities: true},
 		Auth:   AuthConfig{Public: []string{"health", "ready", "metrics", "openapi"}},
 		Log:    LogConfig{Level: "info"},
+
+		Tracing: DefaultTracing(), // off
 	}
 }
 

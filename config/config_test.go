@@ -70,6 +70,7 @@ func TestBadFiles(t *testing.T) {
 		"syntax.bad.yaml":            {"(file)"},
 		"listen.bad.yaml":            {"server.listen", "host:port"},
 		"weight.bad.yaml":            {"retriever.sources.keyword.weight", "between 0 and 1000"},
+		"tracing.bad.yaml":           {"tracing.endpoint", "tracing.sample_ratio"},
 	}
 	files, _ := filepath.Glob("testdata/*.bad.yaml")
 	if len(files) != len(want) {
@@ -125,6 +126,8 @@ func TestFullFileValues(t *testing.T) {
 		{"auth on", c.AuthEnabled(), true},
 		{"absolute dir kept", c.Path("/tmp/kw"), "/tmp/kw"},
 		{"relative dir joined", c.Path("graph"), filepath.Join("/var/lib/ragd", "graph")},
+		{"tracing on", c.Tracing.Enabled, true},
+		{"tracing ratio", c.Tracing.SampleRatio, 0.25},
 	}
 	for _, ch := range checks {
 		if ch.got != ch.want {

@@ -276,5 +276,6 @@ func (c *Config) Validate() error {
 	if !oneOf(c.Log.Level, "debug", "info", "warn", "error") {
 		bad("log.level", `must be one of "debug", "info", "warn", "error", got %q`, c.Log.Level)
 	}
+	c.Tracing.validate(bad)
 	return errors.Join(errs...)
 }

@@ -52,6 +52,17 @@ func New(name string, cfg Config) *Guard {
 // Name returns the source's name.
 func (g *Guard) Name() string { return g.name }
 
+// CircuitState implements spi.CircuitStater: the breaker's state, or ""
+// without a circuit.
+func (g *Guard) CircuitState() string {
+	if g.cfg.Circuit == nil {
+		return ""
+	}
+	return g.cfg.Circuit.b.State().String()
+}
+
+var _ spi.CircuitStater = (*Guard)(nil)
+
 // Circuit returns the guard's circuit, or nil.
 func (g *Guard) Circuit() *Circuit { return g.cfg.Circuit }
 

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ragd/ragd/spi"
 )
 
@@ -86,6 +88,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now stamps UpdatedAt on documents without one; nil means time.Now.
 	Now func() time.Time
+	// TracerProvider makes the spans of each write (see trace.go); nil
+	// makes none.
+	TracerProvider trace.TracerProvider
 }
 
 // Validate reports a configuration New would reject.
@@ -159,6 +164,7 @@ type Pipeline struct {
 	maxQueue  int
 	log       *slog.Logger
 	now       func() time.Time
+	tracer    trace.Tracer
 
 	// storeMu serialises writes to each derived store so that a repair
 	// never overwrites a newer version written by Upsert in the meantime.
@@ -185,6 +191,7 @@ func New(cfg Config) (*Pipeline, error) {
 		maxQueue:  cmp.Or(cfg.MaxRepairQueue, DefaultMaxRepairQueue),
 		log:       cfg.Logger,
 		now:       cfg.Now,
+		tracer:    newTracer(cfg.TracerProvider),
 		storeMu:   map[string]*sync.Mutex{},
 		queue:     map[string]map[string]repairOp{},
 		dropped:   map[string]int{},
@@ -263,7 +270,10 @@ func (p *Pipeline) Upsert(ctx context.Context, docs []spi.Document) []Result {
 		seen[work[i].ID] = i
 		valid = append(valid, i)
 	}
-	valid = p.embed(ctx, work, res, valid)
+	ectx, endEmbed := p.storeSpan(ctx, spanEmbed, "embedder", len(valid))
+	n := len(valid)
+	valid = p.embed(ectx, work, res, valid)
+	endEmbed(n - len(valid))
 	p.extract(ctx, work, valid)
 	now := p.now().UTC()
 	for _, i := range valid {
@@ -271,7 +281,9 @@ func (p *Pipeline) Upsert(ctx context.Context, docs []spi.Document) []Result {
 			work[i].UpdatedAt = now
 		}
 	}
-	accepted := p.writeRecord(ctx, work, res, valid)
+	rctx, endRecord := p.storeSpan(ctx, spanRecord, p.record.Name, len(valid))
+	accepted := p.writeRecord(rctx, work, res, valid)
+	endRecord(len(valid) - len(accepted))
 	p.writeDerived(ctx, work, res, accepted)
 	return res
 }
@@ -405,7 +417,11 @@ func (p *Pipeline) writeDerived(ctx context.Context, work []spi.Document, res []
 	failed := make([]map[string]error, len(p.derived))
 	var wg sync.WaitGroup
 	for s, d := range p.derived {
-		wg.Go(func() { failed[s] = p.upsertDerived(ctx, d, docs) })
+		wg.Go(func() {
+			sctx, end := p.storeSpan(ctx, spanApply, d.Name, len(docs))
+			failed[s] = p.upsertDerived(sctx, d, docs)
+			end(len(failed[s]))
+		})
 	}
 	wg.Wait()
 	for _, i := range accepted {
@@ -542,8 +558,9 @@ func (p *Pipeline) Delete(ctx context.Context, ids []string) []Result {
 	}
 	recFailed := map[string]error{}
 	var deleted []string
+	rctx, endRecord := p.storeSpan(ctx, spanRecord, p.record.Name, len(valid))
 	for chunk := range slices.Chunk(valid, p.batch) {
-		if err := p.record.Indexer.Delete(ctx, chunk); err != nil {
+		if err := p.record.Indexer.Delete(rctx, chunk); err != nil {
 			for _, id := range chunk {
 				recFailed[id] = err
 			}
@@ -552,11 +569,16 @@ func (p *Pipeline) Delete(ctx context.Context, ids []string) []Result {
 		}
 		deleted = append(deleted, chunk...)
 	}
+	endRecord(len(recFailed))
 	derFailed := make([]map[string]error, len(p.derived))
 	if len(deleted) > 0 {
 		var wg sync.WaitGroup
 		for s, d := range p.derived {
-			wg.Go(func() { derFailed[s] = p.deleteDerived(ctx, d, deleted) })
+			wg.Go(func() {
+				sctx, end := p.storeSpan(ctx, spanApply, d.Name, len(deleted))
+				derFailed[s] = p.deleteDerived(sctx, d, deleted)
+				end(len(derFailed[s]))
+			})
 		}
 		wg.Wait()
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ragd/ragd/spi"
 )
@@ -155,6 +156,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock used for took_ms figures; nil means time.Now.
 	Now func() time.Time
+	// TracerProvider makes the spans of each query (see trace.go); nil
+	// makes none.
+	TracerProvider trace.TracerProvider
 }
 
 // Validate checks the configuration as given (zero values mean defaults).

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ragd/ragd/spi"
@@ -23,6 +24,7 @@ type HybridRetriever struct {
 	log    *slog.Logger
 	now    func() time.Time
 	m      *metrics
+	tracer trace.Tracer
 }
 
 // New validates cfg, applies defaults and registers the metrics.
@@ -30,7 +32,7 @@ func New(cfg Config) (*HybridRetriever, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &HybridRetriever{cfg: cfg, limits: cfg.Limits.withDefaults(), log: cfg.Logger, now: cfg.Now}
+	r := &HybridRetriever{cfg: cfg, limits: cfg.Limits.withDefaults(), log: cfg.Logger, now: cfg.Now, tracer: newTracer(cfg.TracerProvider)}
 	if r.limits.VectorDimension == 0 {
 		r.limits.VectorDimension = max(cfg.embedderDim(), cfg.storeDim())
 	}
@@ -118,6 +120,7 @@ func (r *HybridRetriever) Retrieve(ctx context.Context, q Query) (*Result, error
 	}
 	res := ru.res
 	res.Sources = ru.statuses
+	traceResult(ctx, res)
 	took := r.now().Sub(start)
 	res.TookMS = durMS(took)
 	r.m.query(res, took)
@@ -153,6 +156,7 @@ func (ru *run) stage1(ctx context.Context) error {
 		}
 		if !run {
 			out[i].a = a
+			r.traceSkipped(ctx, sp.name, a.sourceStatus(0))
 			continue
 		}
 		out[i].ran = true
@@ -173,7 +177,9 @@ func (ru *run) stage1(ctx context.Context) error {
 		}
 		sp, slot := p.src[i], &out[i]
 		g.Go(func() error {
-			ru.callStage1(ctx, sp, slot)
+			sctx, span := r.traceSource(ctx, sp.name)
+			ru.callStage1(sctx, sp, slot)
+			r.endSource(span, sp.name, slot.a.sourceStatus(len(slot.refs)))
 			return nil
 		})
 	}
@@ -296,12 +302,14 @@ func (ru *run) collect(sp *sourcePlan, o *stage1Outcome) {
 // fuse ranks the stage-1 lists, runs stage 2 and re-ranks with the
 // expansion when it answered.
 func (ru *run) fuse(ctx context.Context) ranking {
-	p, q := &ru.p, ru.q
+	r, p, q := ru.r, &ru.p, ru.q
 	// Parts only when they will be shown and no expansion is going to re-rank.
-	rk := rankLists(ru.lists, scorer(p.mode, ru.lists, p.rrfK), q.Explain && !p.expand.enabled)
-	expanded := ru.expand(ctx, rk)
+	rk := r.fuse(ctx, ru.lists, p, q.Explain && !p.expand.enabled)
+	ectx, espan := r.traceExpansion(ctx)
+	expanded := ru.expand(ectx, rk)
+	r.endSource(espan, spi.SourceGraphExpand, ru.statuses[spi.SourceGraphExpand])
 	if expanded || (q.Explain && rk.parts == nil && rk.len() > 0) {
-		rk = rankLists(ru.lists, scorer(p.mode, ru.lists, p.rrfK), q.Explain)
+		rk = r.fuse(ctx, ru.lists, p, q.Explain)
 	}
 	return rk
 }
@@ -381,7 +389,9 @@ func (ru *run) page(ctx context.Context, rk ranking) {
 			h.Explain = explain(ru.lists, rk.partsOf(j))
 		}
 	}
-	docs := ru.r.hydrate(ctx, ids, ru.q.Tenant, res)
+	hctx, hspan := ru.r.traceStage(ctx, spanHydration)
+	docs := ru.r.hydrate(hctx, ids, ru.q.Tenant, res)
+	endHydration(hspan, res)
 	for i := range res.Hits {
 		res.Hits[i].Document = docs[i]
 	}

@@ -24,6 +24,13 @@ type Gate interface {
 	Check() error
 }
 
+// CircuitStater is an optional capability of a Gate with a circuit
+// breaker: its state ("closed", "half_open", "open"), for traces and
+// status reports.
+type CircuitStater interface {
+	CircuitState() string
+}
+
 // Permit is one admitted call.
 type Permit interface {
 	// Done reports how the call went and releases the permit. took is how

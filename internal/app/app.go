@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/breaker"
@@ -23,6 +24,8 @@ import (
 	"github.com/ragd/ragd/guard"
 	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/internal/faults"
+	"github.com/ragd/ragd/internal/events"
+	"github.com/ragd/ragd/internal/sourcestats"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -40,6 +43,9 @@ type Options struct {
 	Now func() time.Time
 	// Version is reported by the API.
 	Version string
+	// TracerProvider, when set, makes the spans instead of the one
+	// rag.yaml's tracing section describes (tests pass an in-memory one).
+	TracerProvider trace.TracerProvider
 }
 
 // App is a wired ragd instance. Close releases every store.
@@ -66,9 +72,15 @@ type App struct {
 	Retriever *retriever.HybridRetriever
 	Pipeline  *ingest.Pipeline
 
+	// Events is the console's timeline; SourceStats its per-source window,
+	// fed by the queries the API answers.
+	Events      *events.Ring
+	SourceStats *sourcestats.Window
+
 	now            func() time.Time
 	version        string
 	closers        []io.Closer
+	tracer         trace.TracerProvider
 	breakerMetrics *api.BreakerMetrics
 
 	bgCtx    context.Context // background work owned by the app, cancelled by Close
@@ -94,6 +106,12 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err err
 		a.now = time.Now
 	}
 	a.bgCtx, a.bgCancel = context.WithCancel(context.Background())
+	if err := a.wireConsole(); err != nil {
+		return nil, err
+	}
+	if err := a.wireTracing(ctx, opts.TracerProvider); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			a.Close()
@@ -197,6 +215,8 @@ func (a *App) wireRetriever() error {
 		Registerer: a.Registry,
 		Logger:     a.Logger,
 		Now:        a.now,
+
+		TracerProvider: a.tracer,
 	})
 	if err != nil {
 		return fmt.Errorf("app: retriever: %w", err)
@@ -217,6 +237,8 @@ func (a *App) wirePipeline() error {
 		Limits:    ingest.Limits{MaxTextBytes: c.MaxTextBytes},
 		Logger:    a.Logger,
 		Now:       a.now,
+
+		TracerProvider: a.tracer,
 	}
 	if v, ok := a.Vector.(spi.Indexer); ok && a.Vector != nil {
 		pc.Record, pc.RecordName = v, spi.SourceVector

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/internal/events"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -71,6 +72,7 @@ func (a *App) onTransition(t breaker.Transition) {
 	if a.breakerMetrics != nil {
 		a.breakerMetrics.ObserveTransition(t)
 	}
+	a.publish(events.FromTransition(t))
 }
 
 var errNotConfigured = errors.New("app: not configured")

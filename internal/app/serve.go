@@ -12,6 +12,7 @@ import (
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/internal/demo"
+	"github.com/ragd/ragd/internal/sourcestats"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -30,8 +31,10 @@ func (a *App) API() (*api.Server, error) {
 		docs = firstHydrator(a.Keyword, a.Graph)
 	}
 	return api.New(api.Config{
-		Searcher:   a.Retriever,
+		Searcher:   sourcestats.Observed{Retriever: a.Retriever, Window: a.SourceStats},
 		Faults:     a.Faults,
+		Events:     a.Events,
+		Stats:      a.SourceStats,
 		Writer:     a.Pipeline,
 		Documents:  docs,
 		Breakers:   breakers,
@@ -44,6 +47,8 @@ func (a *App) API() (*api.Server, error) {
 		Logger:     a.Logger,
 		Now:        a.now,
 		Version:    a.version,
+
+		TracerProvider: a.tracer,
 	})
 }
 

@@ -1,0 +1,105 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ragd/ragd/api/ui"
+	"github.com/ragd/ragd/internal/events"
+	"github.com/ragd/ragd/internal/sourcestats"
+)
+
+// Events is the operator timeline; *events.Ring implements it.
+type Events interface {
+	// Since returns the newest events after sequence number after, at most
+	// limit of them, oldest first.
+	Since(after uint64, limit int) events.Page
+}
+
+// SourceStats summarises recent per-source query outcomes;
+// *sourcestats.Window implements it.
+type SourceStats interface {
+	// Snapshot summarises the recent queries of tenant ("" for all).
+	Snapshot(tenant string) sourcestats.Snapshot
+}
+
+var (
+	_ Events      = (*events.Ring)(nil)
+	_ SourceStats = (*sourcestats.Window)(nil)
+)
+
+// CodeInvalidParameter answers a malformed URL query parameter.
+const CodeInvalidParameter = "invalid_parameter"
+
+// Bounds of GET /v1/status/events' limit parameter.
+const (
+	DefaultEventsLimit = 100
+	MaxEventsLimit     = 1000
+)
+
+// EventsResponse is the body of GET /v1/status/events.
+type EventsResponse = events.Page
+
+// SourcesResponse is the body of GET /v1/status/sources.
+type SourcesResponse = sourcestats.Snapshot
+
+// listEvents serves GET /v1/status/events?after=SEQ&limit=N. Events carry
+// names, states and counts only, no tenant data, so every key may read them.
+func (s *Server) listEvents() echo.HandlerFunc {
+	return func(c echo.Context) error {
+		after, err := uintParam(c, "after", 0, 1<<63)
+		if err != nil {
+			return err
+		}
+		limit, err := uintParam(c, "limit", DefaultEventsLimit, MaxEventsLimit)
+		if err != nil {
+			return err
+		}
+		if limit == 0 {
+			return fieldError(CodeInvalidParameter, "limit", "limit must be between 1 and %d", MaxEventsLimit)
+		}
+		page := events.Page{Events: []events.Event{}}
+		if s.cfg.Events != nil {
+			page = s.cfg.Events.Since(after, int(limit))
+		}
+		return s.writeJSON(c, http.StatusOK, page)
+	}
+}
+
+// sourceStats serves GET /v1/status/sources. A key bound to a tenant sees
+// the figures of its tenant's queries only.
+func (s *Server) sourceStats() echo.HandlerFunc {
+	return func(c echo.Context) error {
+		snap := sourcestats.Snapshot{Sources: []sourcestats.Source{}}
+		if s.cfg.Stats != nil {
+			snap = s.cfg.Stats.Snapshot(principal(c).Tenant)
+		}
+		return s.writeJSON(c, http.StatusOK, snap)
+	}
+}
+
+// uintParam parses the optional URL query parameter name as an integer in
+// [0, maxV]; def when absent.
+func uintParam(c echo.Context, name string, def, maxV uint64) (uint64, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || n > maxV {
+		return 0, fieldError(CodeInvalidParameter, name, "%s must be an integer between 0 and %d", name, maxV)
+	}
+	return n, nil
+}
+
+// mountUI serves the operator console at /ui/. Its assets are static and
+// public: every figure it shows comes from the API with the key the user
+// types in, held by the page in memory only.
+func (s *Server) mountUI(e *echo.Echo) {
+	h := echo.WrapHandler(http.StripPrefix("/ui", ui.Handler()))
+	e.GET("/ui", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/ui/") })
+	e.GET("/ui/*", h)
+	s.paths["/ui"], s.paths["/ui/*"] = true, true // metric labels
+}

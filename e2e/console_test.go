@@ -1,0 +1,395 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/ragd/ragd/internal/demo"
+	"github.com/ragd/ragd/internal/testenv"
+)
+
+// envArtifacts names the directory the browser tests save their
+// screenshots in; unset, a temporary directory (logged) is used.
+const envArtifacts = "RAG_TEST_ARTIFACTS"
+
+// consoleSources are the cards the console must show for the embedded
+// stack: the three sources, graph expansion and the embedder's breaker.
+var consoleSources = []string{"vector", "keyword", "graph", "graph_expand", "embedder"}
+
+// consoleConfig is the zero-setup embedded stack with auth on: an admin key
+// for the console's force actions, and a reset timeout long enough that a
+// forced-open breaker stays open for the whole test.
+func consoleConfig(dataDir string) string {
+	q := strconv.Quote
+	return `data_dir: ` + q(dataDir) + `
+server:
+  listen: 127.0.0.1:0
+backends:
+  vector: {kind: embedded, dir: vector}
+  keyword: {kind: bleve, dir: keyword}
+  graph: {kind: embedded, dir: graph}
+embedder: {kind: hashing, dimension: 384}
+breakers:
+  enabled: true
+  failure_threshold: 5
+  reset_timeout_s: 600
+auth:
+  enabled: true
+  keys:
+    - {name: console-admin, key: ` + q(adminKey) + `, role: admin}
+    - {name: console-query, key: ` + q(queryKey) + `, role: query}
+`
+}
+
+// browser is one headless Chromium tab on the console.
+type browser struct {
+	t    *testing.T
+	ctx  context.Context
+	dir  string // screenshots
+	shot int
+}
+
+// newBrowser starts Debian's chromium with the flags known to work in CI
+// containers and a fresh profile, and closes it when the test ends.
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	exe := testenv.Chromium(t)
+	profile, err := os.MkdirTemp("", "ragd-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1280, 1000),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(func() {
+		cancelCtx()
+		cancelAlloc()
+		// Chromium's helpers may still write to the profile for a moment.
+		for range 50 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	// The first Run starts the browser; it must not carry a timeout.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`1 + 1`)); err != nil {
+		t.Fatalf("start chromium (%s): %v", exe, err)
+	}
+	dir := os.Getenv(envArtifacts)
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	dir = filepath.Join(dir, "console")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("console screenshots go to %s", dir)
+	return &browser{t: t, ctx: ctx, dir: dir}
+}
+
+// stepTimeout bounds one browser step; generous, because CI machines are
+// shared and the console polls every two seconds.
+const stepTimeout = 90 * time.Second
+
+// do runs actions, failing the test with what when they fail.
+func (b *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.screenshot("failed-" + what)
+		b.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// jsEval evaluates a JavaScript expression into T.
+func jsEval[T any](b *browser, expr string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// waitFor polls a JavaScript predicate until it holds.
+func (b *browser) waitFor(what, predicate string) {
+	b.t.Helper()
+	b.do(what, chromedp.Poll[chromedp.Void](predicate,
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(stepTimeout)))
+}
+
+// screenshot saves the whole page as NN-name.png.
+func (b *browser) screenshot(name string) string {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Errorf("screenshot %s: %v", name, err)
+		return ""
+	}
+	b.shot++
+	path := filepath.Join(b.dir, fmt.Sprintf("%02d-%s.png", b.shot, name))
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		b.t.Errorf("save screenshot: %v", err)
+	}
+	b.t.Logf("screenshot: %s", path)
+	return path
+}
+
+// pageText is the trimmed textContent of the first element matching sel.
+func pageText(b *browser, sel string) string {
+	b.t.Helper()
+	return jsEval[string](b, `(document.querySelector(`+strconv.Quote(sel)+`)?.textContent ?? "").trim()`)
+}
+
+// tabTo presses Tab until the focused element matches sel, at most limit
+// times, and fails the test if it never does.
+func (b *browser) tabTo(sel string, limit int) {
+	b.t.Helper()
+	for range limit {
+		b.do("press Tab", chromedp.KeyEvent(kb.Tab))
+		if jsEval[bool](b, `document.activeElement?.matches(`+strconv.Quote(sel)+`) ?? false`) {
+			return
+		}
+	}
+	b.screenshot("tab-lost")
+	b.t.Fatalf("%s not reached with %d presses of Tab; focus is on %s", sel, limit,
+		jsEval[string](b, `document.activeElement?.outerHTML.slice(0, 200) ?? "nothing"`))
+}
+
+// TestConsoleInBrowser drives the operator console in headless Chromium
+// against a real `ragd serve` on the embedded stack: every source shows a
+// card, force-opening graph through the UI turns its card open with a
+// ticking countdown, a query shows its explain bars, and the whole page
+// works from the keyboard with every control labelled.
+func TestConsoleInBrowser(t *testing.T) {
+	b := newBrowser(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "rag.yaml")
+	if err := os.WriteFile(cfgPath, []byte(consoleConfig(filepath.Join(dir, "data"))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := startRagd(t, cfgPath)
+	admin := newClient(srv.addr, adminKey)
+	t.Cleanup(admin.close)
+	loadDemo(t, admin)
+	ui := "http://" + srv.addr + "/ui/"
+
+	t.Log("step: every source has a card")
+	{
+		b.do("open the console", chromedp.Navigate(ui))
+		b.waitFor("ask for a key", `document.getElementById("overall").textContent.includes("needs an API key")`)
+		b.do("enter the admin key",
+			chromedp.SendKeys(chromedp.CSS("#api-key"), adminKey),
+			chromedp.Click(chromedp.CSS("#use-key")))
+		b.waitFor("cards", `["`+strings.Join(consoleSources, `","`)+`"].every(n => document.querySelector("#card-" + n))`)
+		// Three queries through the API; the cards show them within a poll
+		// (the window is the last minute: they are sent just now).
+		for range 3 {
+			if st, body, err := admin.call(context.Background(), http.MethodPost, "/v1/query",
+				queryRequest{Text: "retrieval fusion"}, nil); err != nil || st != http.StatusOK {
+				t.Fatalf("query: %d %v %s", st, err, body)
+			}
+		}
+		b.waitFor("figures", `document.querySelector("#card-keyword").textContent.includes("of 3 queries")`)
+		for _, name := range []string{"vector", "keyword", "graph", "embedder"} {
+			if st := pageText(b, "#card-"+name+" h3 .badge"); st != "closed" {
+				t.Errorf("%s card shows %q, want closed", name, st)
+			}
+		}
+		// The key lives in memory only.
+		if stored := jsEval[string](b, `localStorage.length + "/" + sessionStorage.length + "/" + document.cookie`); stored != "0/0/" {
+			t.Errorf("the page stored something: localStorage/sessionStorage/cookie = %s", stored)
+		}
+		if v := jsEval[string](b, `document.getElementById("api-key").value`); v != "" {
+			t.Errorf("the key stays in the input field: %q", v)
+		}
+		b.screenshot("sources")
+	}
+
+	t.Log("step: force-open graph from its card")
+	{
+		b.do("click force open", chromedp.Click(chromedp.CSS(`#card-graph button[aria-label="Force open graph breaker"]`)))
+		b.waitFor("graph card open", `document.querySelector("#card-graph").dataset.state === "open"`)
+		// Graph expansion has no breaker of its own: its card follows graph's.
+		b.waitFor("graph_expand card open", `document.querySelector("#card-graph_expand").dataset.state === "open"`)
+		b.waitFor("countdown", `/^\d+ s$/.test(document.querySelector("#card-graph .countdown").textContent)`)
+		first := countdown(b)
+		if first < 500 || first > 600 {
+			t.Errorf("countdown %d s right after force-open, want about 600", first)
+		}
+		b.waitFor("countdown ticks", `parseInt(document.querySelector("#card-graph .countdown").textContent) < `+strconv.Itoa(first))
+		b.waitFor("timeline entry", `[...document.querySelectorAll('#events li[data-source="graph"]')].some(li => li.textContent.includes("closed → open (forced"))`)
+		// The API agrees with the card.
+		var br struct {
+			Breakers []breakerSnap `json:"breakers"`
+		}
+		if st, body, err := admin.call(context.Background(), http.MethodGet, "/v1/status/breakers", nil, &br); err != nil || st != http.StatusOK {
+			t.Fatalf("breakers: %d %v %s", st, err, body)
+		}
+		if i := slices.IndexFunc(br.Breakers, func(s breakerSnap) bool { return s.Name == "graph" }); i < 0 || br.Breakers[i].State != "open" {
+			t.Fatalf("the API does not report graph open: %+v", br.Breakers)
+		}
+		b.screenshot("graph-forced-open")
+	}
+
+	t.Log("step: query shows explain bars")
+	{
+		b.do("run a query",
+			chromedp.SendKeys(chromedp.CSS("#q-text"), "circuit breaker half-open trial calls"),
+			chromedp.Click(chromedp.CSS("#run-query")))
+		b.waitFor("hits", `document.querySelectorAll("#hits .hit[data-id]").length > 0`)
+		// graph is forced open: the query says so, the others answered.
+		for src, want := range map[string]string{"graph": "circuit_open", "vector": "ok", "keyword": "ok"} {
+			if got := jsEval[string](b, `document.querySelector('#query-sources tr[data-source="`+src+`"]')?.dataset.status ?? ""`); got != want {
+				t.Errorf("query status of %s: %q, want %q", src, got, want)
+			}
+		}
+		widths := jsEval[map[string]float64](b, `Object.fromEntries([...document.querySelectorAll("#hits .hit:first-child .bar")]
+			.map(bar => [bar.dataset.source, bar.getBoundingClientRect().width]))`)
+		if widths["keyword"] <= 0 || widths["vector"] <= 0 {
+			t.Errorf("explain bars of the top hit: %v, want keyword and vector wider than 0", widths)
+		}
+		if _, ok := widths["graph"]; ok {
+			t.Errorf("the top hit has a graph bar although graph was circuit-open: %v", widths)
+		}
+		if d := pageText(b, "#hits .hit:first-child .detail"); !regexp.MustCompile(`^rank \d+ · raw \S+ · \+\S+$`).MatchString(d) {
+			t.Errorf("contribution detail %q, want rank, raw score and contribution", d)
+		}
+		b.do("scroll to the hits", chromedp.ScrollIntoView(chromedp.CSS("#playground")))
+		b.screenshot("query-explain")
+	}
+
+	t.Log("step: keyboard and labels")
+	{
+		// A reload forgets the key: it was never stored.
+		b.do("reload", chromedp.Reload())
+		b.waitFor("key forgotten", `document.getElementById("overall").textContent.includes("needs an API key")`)
+
+		// Keyboard only from here: the skip link comes first, then the key.
+		b.tabTo(`a.skip`, 3)
+		b.tabTo(`#api-key`, 3)
+		b.do("type the key", chromedp.KeyEvent(adminKey), chromedp.KeyEvent(kb.Enter))
+		b.waitFor("key in use", `document.getElementById("key-status").textContent.startsWith("Using the key")`)
+		b.waitFor("graph card", `document.querySelector("#card-graph")?.dataset.state === "open"`)
+		b.tabTo(`button[aria-label="Force close graph breaker"]`, 40)
+		b.do("press Enter on force close", chromedp.KeyEvent(kb.Enter))
+		b.waitFor("graph closed", `document.querySelector("#card-graph").dataset.state === "closed"`)
+		b.tabTo(`#q-text`, 40)
+		b.do("type a query", chromedp.KeyEvent("hybrid retrieval fusion"), chromedp.KeyEvent(kb.Enter))
+		b.waitFor("hits", `document.querySelectorAll("#hits .hit[data-id]").length > 0 &&
+			document.querySelector('#query-sources tr[data-source="graph"]')?.dataset.status === "ok"`)
+
+		// Every control has an accessible name, as Chromium computes it.
+		unnamed := unnamedControls(t, b)
+		if len(unnamed) > 0 {
+			t.Errorf("controls without an accessible name: %v", unnamed)
+		}
+		if n := jsEval[int](b, `[...document.querySelectorAll("article.card")].filter(c =>
+			!document.getElementById(c.getAttribute("aria-labelledby"))).length`); n != 0 {
+			t.Errorf("%d cards without a resolvable aria-labelledby", n)
+		}
+		b.do("focus the query field", chromedp.Focus(chromedp.CSS("#q-text")))
+		b.screenshot("keyboard")
+	}
+}
+
+// countdown reads graph's retry countdown in seconds.
+func countdown(b *browser) int {
+	b.t.Helper()
+	s := strings.TrimSuffix(pageText(b, "#card-graph .countdown"), " s")
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		b.t.Fatalf("countdown %q: %v", s, err)
+	}
+	return n
+}
+
+type breakerSnap struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+}
+
+// unnamedControls lists the form controls whose computed accessible name
+// is empty.
+func unnamedControls(t *testing.T, b *browser) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	tree, err := chromedp.Call(ctx, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
+	if err != nil {
+		t.Fatalf("accessibility tree: %v", err)
+	}
+	controls := []string{"textbox", "searchbox", "combobox", "button", "checkbox", "spinbutton", "link"}
+	var unnamed []string
+	seen := 0
+	for _, n := range tree.Nodes {
+		if n.Ignored || n.Role == nil {
+			continue
+		}
+		var role, name string
+		_ = json.Unmarshal(n.Role.Value, &role)
+		if !slices.Contains(controls, role) {
+			continue
+		}
+		seen++
+		if n.Name != nil {
+			_ = json.Unmarshal(n.Name.Value, &name)
+		}
+		if strings.TrimSpace(name) == "" {
+			unnamed = append(unnamed, role+"#"+string(n.NodeID))
+		}
+	}
+	// Key form 3, query form 5 + 8 per-source controls + run, 2 per breaker.
+	if seen < 20 {
+		t.Fatalf("only %d controls in the accessibility tree", seen)
+	}
+	return unnamed
+}
+
+// loadDemo posts the bundled sample corpus through the API.
+func loadDemo(t *testing.T, c *client) {
+	t.Helper()
+	docs, err := demo.Documents()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp batchResponse
+	st, body, err := c.call(context.Background(), http.MethodPost, "/v1/documents", map[string]any{"documents": docs}, &resp)
+	if err != nil || st != http.StatusOK || resp.OK != len(docs) {
+		t.Fatalf("load the demo corpus: %d %v %s", st, err, body)
+	}
+}

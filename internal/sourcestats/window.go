@@ -1,0 +1,238 @@
+// Package sourcestats keeps what the operator console shows per source
+// beside its breaker: call latency (p50 and p99) over the last minute and
+// the share of recent queries the source answered, computed from the
+// per-source statuses of recent query results. It also turns bursts of
+// timed-out or shed calls into timeline events.
+//
+// Only source names, statuses, durations and the query's tenant are kept —
+// never query text or documents — and at most Config.Capacity queries.
+package sourcestats
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ragd/ragd/internal/events"
+	"github.com/ragd/ragd/retriever"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultSpan           = time.Minute
+	DefaultCapacity       = 4096
+	DefaultBurstThreshold = 5
+	DefaultBurstWindow    = 10 * time.Second
+)
+
+// DefaultBurstStatuses are the source statuses whose repetition is a burst.
+var DefaultBurstStatuses = []retriever.Status{retriever.StatusTimeout, "shed"}
+
+// ErrConfig is wrapped by every Config.Validate error.
+var ErrConfig = errors.New("sourcestats: invalid config")
+
+// Config tunes a Window. Zero fields take the defaults above.
+type Config struct {
+	// Span is how far back Snapshot looks.
+	Span time.Duration
+	// Capacity bounds the queries remembered; under heavy load the window
+	// is the last Capacity queries when they span less than Span.
+	Capacity int
+	// BurstStatuses are the statuses that form bursts.
+	BurstStatuses []retriever.Status
+	// A burst of a source and status starts when BurstThreshold calls end
+	// with that status within BurstWindow, and ends when none has for
+	// BurstWindow.
+	BurstThreshold int
+	BurstWindow    time.Duration
+	// Publish receives burst events; nil drops them.
+	Publish func(events.Event)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Validate reports negative settings.
+func (c Config) Validate() error {
+	if c.Span < 0 || c.Capacity < 0 || c.BurstThreshold < 0 || c.BurstWindow < 0 {
+		return fmt.Errorf("%w: span, capacity, burst threshold and burst window must not be negative", ErrConfig)
+	}
+	return nil
+}
+
+// Window is the sliding window. It is safe for concurrent use.
+type Window struct {
+	cfg Config
+
+	mu     sync.Mutex
+	ring   []query // ring[(n-1) % len(ring)] is the newest query
+	n      uint64  // queries observed
+	bursts map[burstKey]*burst
+}
+
+// query is one observed query.
+type query struct {
+	at      time.Time
+	tenant  string
+	sources []outcome
+}
+
+type outcome struct {
+	name   string
+	status retriever.Status
+	tookMS float64
+}
+
+// New validates cfg and returns an empty window.
+func New(cfg Config) (*Window, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Span == 0 {
+		cfg.Span = DefaultSpan
+	}
+	if cfg.Capacity == 0 {
+		cfg.Capacity = DefaultCapacity
+	}
+	if cfg.BurstStatuses == nil {
+		cfg.BurstStatuses = DefaultBurstStatuses
+	}
+	if cfg.BurstThreshold == 0 {
+		cfg.BurstThreshold = DefaultBurstThreshold
+	}
+	if cfg.BurstWindow == 0 {
+		cfg.BurstWindow = DefaultBurstWindow
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Window{cfg: cfg, ring: make([]query, cfg.Capacity), bursts: map[burstKey]*burst{}}, nil
+}
+
+// Observe records one query's per-source statuses (a Result's Sources, or
+// a NotEnoughSourcesError's).
+func (w *Window) Observe(tenant string, sources map[string]retriever.SourceStatus) {
+	var evs []events.Event
+	w.mu.Lock()
+	now := w.cfg.Now()
+	w.n++
+	q := &w.ring[(w.n-1)%uint64(len(w.ring))]
+	q.at, q.tenant, q.sources = now, tenant, q.sources[:0]
+	for name, st := range sources {
+		q.sources = append(q.sources, outcome{name: name, status: st.Status, tookMS: st.TookMS})
+		if slices.Contains(w.cfg.BurstStatuses, st.Status) {
+			if e, ok := w.burstCall(name, st.Status, now); ok {
+				evs = append(evs, e)
+			}
+		}
+	}
+	evs = append(evs, w.endBursts(now)...)
+	w.mu.Unlock()
+	w.publish(evs)
+}
+
+// Snapshot is the window's summary.
+type Snapshot struct {
+	// SpanMS is how far back the summary looks.
+	SpanMS int64 `json:"span_ms"`
+	// Queries is the number of queries in the window.
+	Queries int `json:"queries"`
+	// Sources has one entry per source seen in the window, by name.
+	Sources []Source `json:"sources"`
+}
+
+// Source is one source's summary.
+type Source struct {
+	Name string `json:"name"`
+	// Answered counts the queries the source answered (status ok); Share
+	// is Answered over Snapshot.Queries.
+	Answered int     `json:"answered"`
+	Share    float64 `json:"share"`
+	// Statuses counts the queries by the source's status.
+	Statuses map[retriever.Status]int `json:"statuses"`
+	// Calls counts the calls made (time spent on the source); P50MS and
+	// P99MS are their latency percentiles, absent without calls.
+	Calls int      `json:"calls"`
+	P50MS *float64 `json:"p50_ms,omitempty"`
+	P99MS *float64 `json:"p99_ms,omitempty"`
+}
+
+// Snapshot summarises the queries of the last Span; with a non-empty
+// tenant, only that tenant's queries. It also ends bursts that went quiet.
+func (w *Window) Snapshot(tenant string) Snapshot {
+	type acc struct {
+		src  Source
+		took []float64
+	}
+	w.mu.Lock()
+	now := w.cfg.Now()
+	evs := w.endBursts(now)
+	snap := Snapshot{SpanMS: w.cfg.Span.Milliseconds(), Sources: []Source{}}
+	var by []*acc // a handful of sources: a slice beats a map here
+	size := uint64(len(w.ring))
+	for i := uint64(0); i < min(w.n, size); i++ {
+		q := &w.ring[(w.n-1-i)%size]
+		if now.Sub(q.at) > w.cfg.Span {
+			break // older entries are older still
+		}
+		if tenant != "" && q.tenant != tenant {
+			continue
+		}
+		snap.Queries++
+		for _, o := range q.sources {
+			i := slices.IndexFunc(by, func(a *acc) bool { return a.src.Name == o.name })
+			if i < 0 {
+				i = len(by)
+				by = append(by, &acc{src: Source{Name: o.name, Statuses: map[retriever.Status]int{}}, took: make([]float64, 0, size)})
+			}
+			a := by[i]
+			a.src.Statuses[o.status]++
+			if o.status == retriever.StatusOK {
+				a.src.Answered++
+			}
+			if o.tookMS > 0 {
+				a.took = append(a.took, o.tookMS)
+			}
+		}
+	}
+	w.mu.Unlock()
+	w.publish(evs)
+
+	for _, a := range by {
+		s := a.src
+		s.Share = float64(s.Answered) / float64(snap.Queries)
+		if s.Calls = len(a.took); s.Calls > 0 {
+			slices.Sort(a.took)
+			s.P50MS, s.P99MS = percentile(a.took, 0.50), percentile(a.took, 0.99)
+		}
+		snap.Sources = append(snap.Sources, s)
+	}
+	slices.SortFunc(snap.Sources, func(a, b Source) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return snap
+}
+
+// percentile is the nearest-rank percentile of sorted samples.
+func percentile(sorted []float64, p float64) *float64 {
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	v := sorted[max(i, 0)]
+	return &v
+}
+
+func (w *Window) publish(evs []events.Event) {
+	if w.cfg.Publish == nil {
+		return
+	}
+	for _, e := range evs {
+		w.cfg.Publish(e)
+	}
+}
