@@ -23,7 +23,7 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-func embeddedConfig(t *testing.T) *config.Config {
+func embeddedConfig(t testing.TB) *config.Config {
 	t.Helper()
 	c := config.Default()
 	off := false
@@ -32,7 +32,7 @@ func embeddedConfig(t *testing.T) *config.Config {
 	return &c
 }
 
-func newApp(t *testing.T, cfg *config.Config) *app.App {
+func newApp(t testing.TB, cfg *config.Config) *app.App {
 	t.Helper()
 	a, err := app.New(context.Background(), cfg, app.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

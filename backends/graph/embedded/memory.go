@@ -3,7 +3,6 @@ package embedded
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 
@@ -49,10 +48,37 @@ type memEnt struct {
 	docs  []int32 // existing documents mentioning it, any tenant
 }
 
-// scratch is per-call working memory indexed by document slot.
+// scratch is per-call working memory indexed by document slot: a few
+// dense counters and the slots touched, so a call neither allocates maps
+// nor clears more than it used.
 type scratch struct {
-	count   []int32
-	touched []int32
+	count   []int32 // connectors from the current seed (edges)
+	paths   []int32 // distance-1 paths, then distance-2 paths
+	seeds   []int32 // seeds adjacent to each distance-1 document
+	mark    []uint8 // bit 1: seed, bit 2: distance 1, bit 4: excluded by the filter
+	score   []float64
+	touched []int32 // slots with count set
+	near    []int32 // slots with paths, seeds or mark set
+}
+
+func (s *scratch) grow(n int) {
+	if len(s.count) >= n {
+		return
+	}
+	n += n / 4
+	s.count, s.paths, s.seeds = make([]int32, n), make([]int32, n), make([]int32, n)
+	s.mark, s.score = make([]uint8, n), make([]float64, n)
+}
+
+// reset clears what the call used.
+func (s *scratch) reset() {
+	for _, i := range s.touched {
+		s.count[i] = 0
+	}
+	for _, i := range s.near {
+		s.paths[i], s.seeds[i], s.mark[i], s.score[i] = 0, 0, 0, 0
+	}
+	s.touched, s.near = s.touched[:0], s.near[:0]
 }
 
 func newMemGraph() *memGraph {
@@ -217,18 +243,12 @@ func (g *memGraph) getScratch() *scratch {
 	if s == nil {
 		s = &scratch{}
 	}
-	if len(s.count) < len(g.docs) {
-		s.count = make([]int32, len(g.docs)+len(g.docs)/4)
-	}
+	s.grow(len(g.docs))
 	return s
 }
 
-// putScratch clears the touched counts and returns s to the pool.
 func (g *memGraph) putScratch(s *scratch) {
-	for _, i := range s.touched {
-		s.count[i] = 0
-	}
-	s.touched = s.touched[:0]
+	s.reset()
 	g.scratch.Put(s)
 }
 
@@ -263,13 +283,13 @@ func (v *view) mentioners(e int32) []int32 {
 func (v *view) matchEntities(ctx context.Context, tokens []string, maxEntities, k int) ([]spi.Ref, error) {
 	g := v.g
 	var ents []graphspec.WeightedEntity
-	seen := map[int32]bool{}
+	var slots []int32
 	for _, t := range tokens {
 		for _, e := range g.termEnt[t] {
-			if seen[e] {
+			if slices.Contains(slots, e) {
 				continue
 			}
-			seen[e] = true
+			slots = append(slots, e)
 			if len(v.mentioners(e)) == 0 { // hubs come back empty
 				continue
 			}
@@ -280,91 +300,215 @@ func (v *view) matchEntities(ctx context.Context, tokens []string, maxEntities, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	scores := map[string]float64{}
+	s := g.getScratch()
+	defer g.putScratch(s)
 	for _, we := range graphspec.TopEntities(ents, maxEntities) {
 		for _, d := range v.mentioners(g.entIdx[we.Name]) {
-			if v.inTenant(d) && v.matches(d) {
-				scores[g.docs[d].id] += we.Weight
+			if !v.inTenant(d) || !v.matches(d) {
+				continue
 			}
+			if s.mark[d] == 0 {
+				s.mark[d] = 1
+				s.near = append(s.near, d)
+			}
+			s.score[d] += we.Weight
 		}
 	}
-	return graphspec.TopDocs(scores, k), nil
+	return topRefs(g, s.near, k, func(d int32) float64 { return s.score[d] }, spi.SourceGraph), nil
 }
 
-// edges implements graphspec.AdjacencyFunc; filtered sets Edge.Excluded.
-func (v *view) edges(ctx context.Context, from []string, filtered bool) ([]graphspec.Edge, error) {
+// neighbours calls fn once for every neighbour of f in the view's tenant
+// (other than f) with the number of its connectors: shared non-hub
+// entities, plus one for a link in either direction.
+func (v *view) neighbours(s *scratch, f int32, fn func(to, connectors int32)) {
+	g := v.g
+	start := len(s.touched)
+	add := func(to int32) {
+		if to == f || !v.inTenant(to) {
+			return
+		}
+		if s.count[to] == 0 {
+			s.touched = append(s.touched, to)
+		}
+		s.count[to]++
+	}
+	md := &g.docs[f]
+	for _, e := range md.ents {
+		for _, d := range v.mentioners(e) {
+			add(d)
+		}
+	}
+	for _, to := range md.out {
+		add(to)
+	}
+	for _, from := range md.in {
+		if !slices.Contains(md.out, from) {
+			add(from)
+		}
+	}
+	for _, to := range s.touched[start:] {
+		fn(to, s.count[to])
+		s.count[to] = 0
+	}
+	s.touched = s.touched[:start]
+}
+
+const (
+	markSeed     = 1
+	markNear     = 2
+	markExcluded = 4
+)
+
+// expand implements graphspec's Expand rule over the read model directly
+// (dense counters instead of edge lists and maps); the contract suite and
+// the Neo4j parity test hold it to the same answers.
+func (v *view) expand(ctx context.Context, seeds []string, opts spi.ExpandOptions) ([]spi.Ref, error) {
+	if err := graphspec.ValidateExpand(opts); err != nil {
+		return nil, err
+	}
+	if len(seeds) == 0 {
+		return nil, nil
+	}
 	g := v.g
 	s := g.getScratch()
 	defer g.putScratch(s)
-	var edges []graphspec.Edge
-	for n, id := range from {
-		if n%64 == 0 {
+	var from []int32
+	for _, id := range seeds {
+		if d, ok := g.docIdx[id]; ok && s.mark[d]&markSeed == 0 {
+			s.mark[d] |= markSeed
+			s.near = append(s.near, d)
+			if v.inTenant(d) {
+				from = append(from, d)
+			}
+		}
+	}
+	// Distance 1: paths = connectors summed over seeds; how many seeds reach
+	// each document weighs the second hop. A document failing the filter
+	// is not returned but still leads on.
+	var dist1 []int32
+	for n, f := range from {
+		if n%64 == 63 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 		}
-		f, ok := g.docIdx[id]
-		if !ok || !v.inTenant(f) {
-			continue
-		}
-		start := len(s.touched)
-		add := func(to int32, c int32) {
-			if to == f || !v.inTenant(to) {
+		v.neighbours(s, f, func(to, c int32) {
+			if s.mark[to]&markSeed != 0 {
 				return
 			}
-			if s.count[to] == 0 {
-				s.touched = append(s.touched, to)
+			if s.mark[to] == 0 {
+				s.near = append(s.near, to)
 			}
-			s.count[to] += c
-		}
-		for _, e := range g.docs[f].ents {
-			for _, d := range v.mentioners(e) {
-				add(d, 1)
+			if s.mark[to]&markNear == 0 {
+				s.mark[to] |= markNear
+				dist1 = append(dist1, to)
+				if !v.matches(to) {
+					s.mark[to] |= markExcluded
+				}
 			}
-		}
-		// A link counts once whichever directions exist.
-		md := &g.docs[f]
-		for _, to := range md.out {
-			add(to, 1)
-		}
-		for _, from := range md.in {
-			if !slices.Contains(md.out, from) {
-				add(from, 1)
-			}
-		}
-		for _, to := range s.touched[start:] {
-			edges = append(edges, graphspec.Edge{From: id, To: g.docs[to].id, Connectors: int(s.count[to]),
-				Excluded: filtered && !v.matches(to)})
-			s.count[to] = 0
-		}
-		s.touched = s.touched[:start]
+			s.paths[to] += c
+			s.seeds[to]++
+		})
 	}
-	return edges, nil
-}
-
-func (v *view) adjacency(ctx context.Context, from []string) ([]graphspec.Edge, error) {
-	return v.edges(ctx, from, true)
-}
-
-// secondHop implements graphspec.SecondHopFunc: it aggregates over the
-// unfiltered adjacency and applies the filter afterwards in rank order.
-func (v *view) secondHop(ctx context.Context, weights map[string]int, exclude []string, limit int) ([]graphspec.Hop2, error) {
-	if len(v.filter) == 0 {
-		return graphspec.SecondHopFromAdjacency(v.adjacency)(ctx, weights, exclude, limit)
+	var returnable []int32
+	for _, d := range dist1 {
+		if s.mark[d]&markExcluded == 0 {
+			returnable = append(returnable, d)
+		}
 	}
-	unfiltered := func(ctx context.Context, from []string) ([]graphspec.Edge, error) { return v.edges(ctx, from, false) }
-	all, err := graphspec.SecondHopFromAdjacency(unfiltered)(ctx, weights, exclude, math.MaxInt)
-	if err != nil {
+	score1 := func(d int32) float64 { return graphspec.ExpandScore(1, int(s.paths[d])) }
+	refs := topRefs(g, returnable, opts.Limit, score1, spi.SourceGraphExpand)
+	if len(refs) >= opts.Limit || opts.Hops < 2 || len(dist1) == 0 {
+		return refs, nil
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	out := all[:0]
-	for _, h := range all {
-		if len(out) == limit {
-			break
-		}
-		if v.matches(v.g.docIdx[h.ID]) {
-			out = append(out, h)
+	// Distance 2: per candidate outside the seeds and distance 1 that
+	// passes the filter, the summed weights of its distance-1 neighbours.
+	var dist2 []int32
+	for _, fr := range dist1 {
+		w := s.seeds[fr]
+		v.neighbours(s, fr, func(to, _ int32) {
+			if s.mark[to]&(markSeed|markNear) != 0 {
+				return
+			}
+			if s.mark[to] == 0 {
+				s.near = append(s.near, to)
+				s.mark[to] = 8 // distance 2
+				dist2 = append(dist2, to)
+				if !v.matches(to) {
+					s.mark[to] |= markExcluded
+				}
+			}
+			s.score[to] += float64(w)
+		})
+	}
+	kept := dist2[:0]
+	for _, d := range dist2 {
+		if s.mark[d]&markExcluded == 0 {
+			kept = append(kept, d)
 		}
 	}
-	return out, nil
+	score2 := func(d int32) float64 { return graphspec.ExpandScore(2, int(s.score[d])) }
+	return append(refs, topRefs(g, kept, opts.Limit-len(refs), score2, spi.SourceGraphExpand)...), nil
+}
+
+// topRefs returns the k best of docs by score descending, then id
+// ascending, as refs of source: a bounded heap, so ranking a few thousand
+// candidates for a window of 100 sorts only those 100.
+func topRefs(g *memGraph, docs []int32, k int, score func(int32) float64, source string) []spi.Ref {
+	if k <= 0 || len(docs) == 0 {
+		return []spi.Ref{}
+	}
+	worse := func(a, b spi.Ref) bool { // a ranks below b
+		if a.Score != b.Score {
+			return a.Score < b.Score
+		}
+		return a.ID > b.ID
+	}
+	h := make([]spi.Ref, 0, min(k, len(docs)))
+	for _, d := range docs {
+		r := spi.Ref{ID: g.docs[d].id, Score: score(d), Source: source}
+		if len(h) < k {
+			h = append(h, r)
+			for i := len(h) - 1; i > 0; { // sift up: the root is the worst
+				p := (i - 1) / 2
+				if !worse(h[i], h[p]) {
+					break
+				}
+				h[i], h[p] = h[p], h[i]
+				i = p
+			}
+			continue
+		}
+		if !worse(h[0], r) {
+			continue
+		}
+		h[0] = r
+		for i := 0; ; { // sift down
+			l, m := 2*i+1, i
+			if l < len(h) && worse(h[l], h[m]) {
+				m = l
+			}
+			if l+1 < len(h) && worse(h[l+1], h[m]) {
+				m = l + 1
+			}
+			if m == i {
+				break
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	slices.SortFunc(h, func(a, b spi.Ref) int {
+		switch {
+		case worse(b, a):
+			return -1
+		case worse(a, b):
+			return 1
+		}
+		return 0
+	})
+	return h
 }

@@ -55,7 +55,7 @@ func (s *Store) Expand(ctx context.Context, seeds []string, opts spi.ExpandOptio
 	s.mem.mu.RLock()
 	defer s.mem.mu.RUnlock()
 	v := view{g: s.mem, tenant: opts.Tenant, filter: opts.Filter, maxDegree: s.maxDegree}
-	refs, err := graphspec.Expand(ctx, seeds, opts, v.adjacency, v.secondHop)
+	refs, err := v.expand(ctx, graphspec.Dedupe(seeds), opts)
 	if err != nil {
 		return nil, fmt.Errorf("graph/embedded: expand: %w", err)
 	}
