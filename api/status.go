@@ -38,10 +38,6 @@ type ForceOpenResponse struct {
 	ForcedOpen bool             `json:"forced_open"`
 }
 
-// componentEmbedder is the health component (and breaker) name of the
-// embedder.
-const componentEmbedder = "embedder"
-
 // HealthResponse is the body of GET /v1/status/health.
 //
 // Components holds one entry per configured component ("vector",
@@ -257,7 +253,7 @@ func (s *Server) checkHealth(ctx context.Context) HealthResponse {
 			continue
 		}
 		// The vector source embeds the text of every text query.
-		if name == spi.SourceVector && down(componentEmbedder) {
+		if name == spi.SourceVector && down(spi.SourceEmbedder) {
 			continue
 		}
 		resp.Usable = append(resp.Usable, name)
