@@ -57,6 +57,7 @@ type scratch struct {
 	seeds   []int32 // seeds adjacent to each distance-1 document
 	mark    []uint8 // bit 1: seed, bit 2: distance 1, bit 4: excluded by the filter
 	score   []float64
+	ent     []bool  // entity slots seen (matchEntities)
 	touched []int32 // slots with count set
 	near    []int32 // slots with paths, seeds or mark set
 }
@@ -79,6 +80,7 @@ func (s *scratch) reset() {
 		s.paths[i], s.seeds[i], s.mark[i], s.score[i] = 0, 0, 0, 0
 	}
 	s.touched, s.near = s.touched[:0], s.near[:0]
+	clear(s.ent)
 }
 
 func newMemGraph() *memGraph {
@@ -244,6 +246,9 @@ func (g *memGraph) getScratch() *scratch {
 		s = &scratch{}
 	}
 	s.grow(len(g.docs))
+	if len(s.ent) < len(g.ents) {
+		s.ent = make([]bool, len(g.ents)+len(g.ents)/4)
+	}
 	return s
 }
 
@@ -282,14 +287,15 @@ func (v *view) mentioners(e int32) []int32 {
 // matchEntities implements the entity-match rule of package graphspec.
 func (v *view) matchEntities(ctx context.Context, tokens []string, maxEntities, k int) ([]spi.Ref, error) {
 	g := v.g
+	s := g.getScratch()
+	defer g.putScratch(s)
 	var ents []graphspec.WeightedEntity
-	var slots []int32
 	for _, t := range tokens {
 		for _, e := range g.termEnt[t] {
-			if slices.Contains(slots, e) {
+			if s.ent[e] {
 				continue
 			}
-			slots = append(slots, e)
+			s.ent[e] = true
 			if len(v.mentioners(e)) == 0 { // hubs come back empty
 				continue
 			}
@@ -300,8 +306,6 @@ func (v *view) matchEntities(ctx context.Context, tokens []string, maxEntities, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	s := g.getScratch()
-	defer g.putScratch(s)
 	for _, we := range graphspec.TopEntities(ents, maxEntities) {
 		for _, d := range v.mentioners(g.entIdx[we.Name]) {
 			if !v.inTenant(d) || !v.matches(d) {
