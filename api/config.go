@@ -22,11 +22,9 @@ import (
 
 // Searcher answers queries; *retriever.HybridRetriever implements it.
 type Searcher interface {
-	// Retrieve runs q; see retriever.HybridRetriever.Retrieve for the errors.
+	// Retrieve validates and runs q; see retriever.HybridRetriever.Retrieve
+	// for the errors (a bad query is a *retriever.QueryError, a 400).
 	Retrieve(ctx context.Context, q retriever.Query) (*retriever.Result, error)
-	// Limits are the bounds the API validates a query against before
-	// calling Retrieve.
-	Limits() retriever.Limits
 }
 
 // Writer is the write path; *ingest.Pipeline implements it. Both methods

@@ -42,7 +42,12 @@ type fakeSearcher struct {
 	LimitsFn   func() retriever.Limits
 }
 
+// Retrieve validates q as the HybridRetriever does (bad input never gets
+// further), then records it.
 func (f *fakeSearcher) Retrieve(ctx context.Context, q retriever.Query) (*retriever.Result, error) {
+	if err := q.Validate(f.Limits()); err != nil {
+		return nil, err
+	}
 	f.mu.Lock()
 	f.queries = append(f.queries, q)
 	f.mu.Unlock()

@@ -32,9 +32,7 @@ func (s *Server) query() echo.HandlerFunc {
 		if strings.TrimSpace(q.Text) == "" && len(q.Vector) == 0 {
 			return fieldError(CodeEmptyQuery, "text", "text or vector is required")
 		}
-		if err := q.Validate(s.cfg.Searcher.Limits()); err != nil {
-			return err
-		}
+		// Retrieve validates q once (a *retriever.QueryError is a 400).
 		res, err := s.cfg.Searcher.Retrieve(c.Request().Context(), q)
 		if err != nil {
 			return err

@@ -11,7 +11,6 @@ import (
 // it (and Observed implements api.Searcher).
 type Retriever interface {
 	Retrieve(ctx context.Context, q retriever.Query) (*retriever.Result, error)
-	Limits() retriever.Limits
 }
 
 // Observed feeds every query's per-source statuses into Window: those of
