@@ -1,0 +1,525 @@
+package keyword
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2"
+	index "github.com/blevesearch/bleve_index_api"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// The in-memory postings of plain-text search.
+//
+// bleve stays the index of record: documents, analysis, stored fields,
+// query-string (Syntax) searches, persistence. But its searchers walk a
+// heap of per-term iterators and build a DocumentMatch for every matching
+// document, so a plain-text query costs in proportion to all its matches:
+// 125 ms p50 over 100k documents for Cranfield's queries (255 ms with the
+// BM25 searcher of bm25.go). This index keeps, per term, the documents
+// holding it with their title and text frequencies, and per document its
+// field lengths, tenant and metadata, so a query is a tight loop adding
+// BM25 contributions into a dense per-document array, then a bounded
+// top-K heap. It scores with the same formula as bm25.go.
+//
+// It is built from the bleve index at open (postings walked term by term,
+// stored fields read once per document) and updated after every committed
+// batch, under the store's writer lock. A document's slot is never reused:
+// replacing or deleting it marks the old slot dead, and a compaction drops
+// dead slots once they make up a quarter of the slots.
+type impactIndex struct {
+	mu      sync.RWMutex
+	ids     []string
+	tenant  []uint32
+	meta    []map[string]string
+	lenT    []uint32
+	lenX    []uint32
+	terms   [][]uint32 // term ids of each slot, for df on removal
+	alive   []bool
+	pos     map[string]int32
+	termIdx map[string]uint32
+	post    []postings
+	tenants map[string]uint32
+	live    int
+	dead    int
+	totT    int64
+	totX    int64
+	pool    sync.Pool // *[]float64 score arrays
+}
+
+// postings of one term: slots ascending, with the term's frequency in
+// each field (capped at 65535), and df, the live documents holding it.
+type postings struct {
+	docs     []int32
+	tfT, tfX []uint16
+	df       int32
+}
+
+func newImpactIndex() *impactIndex {
+	return &impactIndex{pos: map[string]int32{}, termIdx: map[string]uint32{}, tenants: map[string]uint32{"": 0}}
+}
+
+// fieldFreqs is a document's analysed term frequencies in title and text.
+type fieldFreqs struct {
+	title, text map[string]int
+}
+
+// put adds or replaces a document. The caller holds no lock.
+func (x *impactIndex) put(id, tenant string, meta map[string]string, lens docLens, f fieldFreqs) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.putLocked(id, tenant, meta, lens, f)
+}
+
+func (x *impactIndex) putLocked(id, tenant string, meta map[string]string, lens docLens, f fieldFreqs) {
+	x.removeLocked(id)
+	slot := int32(len(x.ids))
+	t, ok := x.tenants[tenant]
+	if !ok {
+		t = uint32(len(x.tenants))
+		x.tenants[tenant] = t
+	}
+	x.ids = append(x.ids, id)
+	x.tenant = append(x.tenant, t)
+	x.meta = append(x.meta, meta)
+	x.lenT = append(x.lenT, uint32(lens.title))
+	x.lenX = append(x.lenX, uint32(lens.text))
+	x.alive = append(x.alive, true)
+	x.pos[id] = slot
+	x.live++
+	x.totT += int64(lens.title)
+	x.totX += int64(lens.text)
+	var tids []uint32
+	add := func(term string, tfT, tfX int) {
+		tid, ok := x.termIdx[term]
+		if !ok {
+			tid = uint32(len(x.post))
+			x.termIdx[term] = tid
+			x.post = append(x.post, postings{})
+		}
+		p := &x.post[tid]
+		p.docs = append(p.docs, slot)
+		p.tfT = append(p.tfT, cap16(tfT))
+		p.tfX = append(p.tfX, cap16(tfX))
+		p.df++
+		tids = append(tids, tid)
+	}
+	for term, n := range f.title {
+		add(term, n, f.text[term])
+	}
+	for term, n := range f.text {
+		if _, both := f.title[term]; !both {
+			add(term, 0, n)
+		}
+	}
+	x.terms = append(x.terms, tids)
+}
+
+func cap16(n int) uint16 { return uint16(min(n, math.MaxUint16)) }
+
+// remove deletes a document if present.
+func (x *impactIndex) remove(id string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.removeLocked(id)
+}
+
+func (x *impactIndex) removeLocked(id string) {
+	slot, ok := x.pos[id]
+	if !ok {
+		return
+	}
+	delete(x.pos, id)
+	x.alive[slot] = false
+	x.live--
+	x.dead++
+	x.totT -= int64(x.lenT[slot])
+	x.totX -= int64(x.lenX[slot])
+	for _, tid := range x.terms[slot] {
+		x.post[tid].df--
+	}
+	x.terms[slot], x.meta[slot] = nil, nil
+	if x.dead >= 1024 && x.dead > len(x.ids)/4 {
+		x.compact()
+	}
+}
+
+// compact renumbers the live slots and drops the dead ones from every
+// postings list. The caller holds mu for writing.
+func (x *impactIndex) compact() {
+	remap := make([]int32, len(x.ids))
+	n := int32(0)
+	for s := range x.ids {
+		if !x.alive[s] {
+			remap[s] = -1
+			continue
+		}
+		remap[s] = n
+		x.ids[n], x.tenant[n], x.meta[n] = x.ids[s], x.tenant[s], x.meta[s]
+		x.lenT[n], x.lenX[n], x.terms[n], x.alive[n] = x.lenT[s], x.lenX[s], x.terms[s], true
+		x.pos[x.ids[n]] = n
+		n++
+	}
+	clear(x.ids[n:])
+	clear(x.meta[n:])
+	clear(x.terms[n:])
+	x.ids, x.tenant, x.meta = x.ids[:n], x.tenant[:n], x.meta[:n]
+	x.lenT, x.lenX, x.terms, x.alive = x.lenT[:n], x.lenX[:n], x.terms[:n], x.alive[:n]
+	for tid := range x.post {
+		p := &x.post[tid]
+		j := 0
+		for i, d := range p.docs {
+			if nd := remap[d]; nd >= 0 {
+				p.docs[j], p.tfT[j], p.tfX[j] = nd, p.tfT[i], p.tfX[i]
+				j++
+			}
+		}
+		p.docs, p.tfT, p.tfX = p.docs[:j], p.tfT[:j], p.tfX[:j]
+	}
+	x.dead = 0
+	x.pool = sync.Pool{} // arrays sized for the old slot count
+}
+
+// bm25Params are the scoring settings of a search.
+type bm25Params struct {
+	k1, b, titleWeight float64
+}
+
+// search returns the k best live documents for the analysed query tokens
+// (a token repeated counts repeatedly), restricted to tenant (when set)
+// and filter, by the BM25 of bm25.go: score descending, then id
+// ascending.
+func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant string, filter spi.Filter, p bm25Params) ([]spi.Ref, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.live == 0 || len(tokens) == 0 {
+		return []spi.Ref{}, nil
+	}
+	want := uint32(0)
+	if tenant != "" {
+		t, ok := x.tenants[tenant]
+		if !ok {
+			return []spi.Ref{}, nil
+		}
+		want = t
+	}
+	n := float64(x.live)
+	avgT, avgX := float64(x.totT)/n, float64(x.totX)/n
+	// f + k1·(1 − b + b·len/avg) = f + a + c·len, per field.
+	aT, cT := p.k1*(1-p.b), 0.0
+	aX, cX := aT, 0.0
+	if avgT > 0 {
+		cT = p.k1 * p.b / avgT
+	}
+	if avgX > 0 {
+		cX = p.k1 * p.b / avgX
+	}
+	wT := p.titleWeight
+	if avgT <= 0 {
+		wT = 0 // an empty field scores nothing, as in bm25.go
+	}
+	wX := 1.0
+	if avgX <= 0 {
+		wX = 0
+	}
+
+	scores := x.scores()
+	defer x.pool.Put(scores)
+	acc := *scores
+	var touched []int32
+	qtf := map[uint32]float64{}
+	var order []uint32
+	for _, t := range tokens {
+		tid, ok := x.termIdx[t]
+		if !ok {
+			continue
+		}
+		if _, seen := qtf[tid]; !seen {
+			order = append(order, tid)
+		}
+		qtf[tid]++
+	}
+	for i, tid := range order {
+		if i%8 == 7 {
+			if err := ctx.Err(); err != nil {
+				clearTouched(acc, touched)
+				return nil, err
+			}
+		}
+		pl := &x.post[tid]
+		if pl.df <= 0 {
+			continue
+		}
+		df := float64(pl.df)
+		w := qtf[tid] * math.Log(1+(n-df+0.5)/(df+0.5))
+		for j, d := range pl.docs {
+			if !x.alive[d] {
+				continue
+			}
+			var s float64
+			if f := float64(pl.tfT[j]); f > 0 && wT > 0 {
+				s += wT * f / (f + aT + cT*float64(x.lenT[d]))
+			}
+			if f := float64(pl.tfX[j]); f > 0 && wX > 0 {
+				s += wX * f / (f + aX + cX*float64(x.lenX[d]))
+			}
+			if s == 0 {
+				continue
+			}
+			if acc[d] == 0 {
+				touched = append(touched, d)
+			}
+			acc[d] += w * s
+		}
+	}
+	h := make(refHeap, 0, min(k, len(touched)))
+	for _, d := range touched {
+		s := acc[d]
+		acc[d] = 0
+		if tenant != "" && x.tenant[d] != want {
+			continue
+		}
+		if len(filter) > 0 && !filter.Match(x.meta[d]) {
+			continue
+		}
+		h.offer(spi.Ref{ID: x.ids[d], Score: s, Source: spi.SourceKeyword}, k)
+	}
+	return h.sorted(), nil
+}
+
+// scores returns a zeroed array of one score per slot.
+func (x *impactIndex) scores() *[]float64 {
+	if p, ok := x.pool.Get().(*[]float64); ok && len(*p) >= len(x.ids) {
+		return p
+	}
+	s := make([]float64, len(x.ids)+len(x.ids)/8+64)
+	return &s
+}
+
+func clearTouched(acc []float64, touched []int32) {
+	for _, d := range touched {
+		acc[d] = 0
+	}
+}
+
+// refHeap keeps the k best refs seen; its root is the worst of them.
+type refHeap []spi.Ref
+
+// below reports whether a ranks below b: lower score, or on a tie the
+// larger id.
+func below(a, b spi.Ref) bool {
+	if a.Score != b.Score {
+		return a.Score < b.Score
+	}
+	return a.ID > b.ID
+}
+
+func (h *refHeap) offer(r spi.Ref, k int) {
+	s := *h
+	if len(s) < k {
+		s = append(s, r)
+		for i := len(s) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !below(s[i], s[p]) {
+				break
+			}
+			s[i], s[p] = s[p], s[i]
+			i = p
+		}
+		*h = s
+		return
+	}
+	if k == 0 || !below(s[0], r) {
+		return
+	}
+	s[0] = r
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < len(s) && below(s[l], s[m]) {
+			m = l
+		}
+		if l+1 < len(s) && below(s[l+1], s[m]) {
+			m = l + 1
+		}
+		if m == i {
+			return
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+}
+
+func (h refHeap) sorted() []spi.Ref {
+	slices.SortFunc(h, func(a, b spi.Ref) int {
+		switch {
+		case below(b, a):
+			return -1
+		case below(a, b):
+			return 1
+		}
+		return 0
+	})
+	return h
+}
+
+// loadImpact builds the postings from a bleve index: every live document's
+// tenant, metadata and lengths from its stored fields, then the title and
+// text postings, term by term.
+func loadImpact(ctx context.Context, idx bleve.Index) (*impactIndex, error) {
+	adv, err := idx.Advanced()
+	if err != nil {
+		return nil, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	x := newImpactIndex()
+	slots := map[uint64]int32{}
+	dr, err := r.DocIDReaderAll()
+	if err != nil {
+		return nil, err
+	}
+	defer dr.Close()
+	for {
+		iid, err := dr.Next()
+		if err != nil {
+			return nil, err
+		}
+		if iid == nil {
+			break
+		}
+		if len(slots)%1024 == 1023 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		ext, err := r.ExternalID(iid)
+		if err != nil {
+			return nil, err
+		}
+		doc, err := r.Document(ext)
+		if err != nil || doc == nil {
+			return nil, fmt.Errorf("document %q: %v", ext, err)
+		}
+		var tenant string
+		var meta map[string]string
+		var lens docLens
+		doc.VisitFields(func(f index.Field) {
+			switch f.Name() {
+			case fieldTenant:
+				tenant = string(f.Value())
+			case fieldMetaJSON:
+				_ = json.Unmarshal(f.Value(), &meta)
+			case fieldLens:
+				lens, _ = parseLens(f.Value())
+			}
+		})
+		slot := int32(len(x.ids))
+		slots[internalKey(iid)] = slot
+		x.putLocked(ext, tenant, meta, lens, fieldFreqs{})
+	}
+	// Postings, per field, in internal-id order (which is slot order): the
+	// title's kept until the text's of the same term are merged with them.
+	titles := map[string][]slotFreq{}
+	err = walkPostings(ctx, r, fieldTitle, slots, func(term string, ps []slotFreq) { titles[term] = ps })
+	if err != nil {
+		return nil, err
+	}
+	err = walkPostings(ctx, r, fieldText, slots, func(term string, ps []slotFreq) {
+		x.addPostings(term, titles[term], ps)
+		delete(titles, term)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for term, ps := range titles {
+		x.addPostings(term, ps, nil)
+	}
+	return x, nil
+}
+
+type slotFreq struct {
+	slot int32
+	tf   uint16
+}
+
+// walkPostings calls fn with each term of field and its postings.
+func walkPostings(ctx context.Context, r index.IndexReader, field string, slots map[uint64]int32, fn func(string, []slotFreq)) error {
+	dict, err := r.FieldDict(field)
+	if err != nil {
+		return err
+	}
+	defer dict.Close()
+	var td *index.TermFieldDoc
+	for {
+		e, err := dict.Next()
+		if err != nil || e == nil {
+			return err
+		}
+		tfr, err := r.TermFieldReader(ctx, []byte(e.Term), field, true, false, false)
+		if err != nil {
+			return err
+		}
+		ps := make([]slotFreq, 0, e.Count)
+		for {
+			if td, err = tfr.Next(td); err != nil || td == nil {
+				break
+			}
+			if s, ok := slots[internalKey(td.ID)]; ok {
+				ps = append(ps, slotFreq{s, cap16(int(td.Freq))})
+			}
+		}
+		tfr.Close()
+		if err != nil {
+			return err
+		}
+		fn(e.Term, ps)
+	}
+}
+
+// addPostings merges a term's title and text postings (each ascending)
+// into a new postings list. Used while loading only.
+func (x *impactIndex) addPostings(term string, title, text []slotFreq) {
+	tid := uint32(len(x.post))
+	x.termIdx[term] = tid
+	n := len(title) + len(text)
+	p := postings{docs: make([]int32, 0, n), tfT: make([]uint16, 0, n), tfX: make([]uint16, 0, n)}
+	i, j := 0, 0
+	for i < len(title) || j < len(text) {
+		switch {
+		case j == len(text) || (i < len(title) && title[i].slot < text[j].slot):
+			p.docs, p.tfT, p.tfX = append(p.docs, title[i].slot), append(p.tfT, title[i].tf), append(p.tfX, 0)
+			i++
+		case i == len(title) || text[j].slot < title[i].slot:
+			p.docs, p.tfT, p.tfX = append(p.docs, text[j].slot), append(p.tfT, 0), append(p.tfX, text[j].tf)
+			j++
+		default:
+			p.docs, p.tfT, p.tfX = append(p.docs, title[i].slot), append(p.tfT, title[i].tf), append(p.tfX, text[j].tf)
+			i, j = i+1, j+1
+		}
+	}
+	p.df = int32(len(p.docs))
+	for _, s := range p.docs {
+		x.terms[s] = append(x.terms[s], tid)
+	}
+	x.post = append(x.post, p)
+}
+
+func internalKey(id index.IndexInternalID) uint64 {
+	if len(id) == 8 {
+		return binary.BigEndian.Uint64(id)
+	}
+	var k uint64
+	for _, b := range id {
+		k = k<<8 | uint64(b)
+	}
+	return k
+}

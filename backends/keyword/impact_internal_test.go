@@ -1,0 +1,191 @@
+package keyword
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// refDoc is a document of the reference model.
+type refDoc struct {
+	id, tenant  string
+	meta        map[string]string
+	title, text map[string]int
+}
+
+func (d refDoc) lens() docLens {
+	sum := func(m map[string]int) int {
+		n := 0
+		for _, v := range m {
+			n += v
+		}
+		return n
+	}
+	return docLens{title: sum(d.title), text: sum(d.text)}
+}
+
+// bruteBM25 scores every live document directly from the formula of
+// bm25.go: a reference written without postings.
+func bruteBM25(docs map[string]refDoc, tokens []string, tenant string, filter spi.Filter, p bm25Params, k int) []spi.Ref {
+	n := float64(len(docs))
+	var totT, totX float64
+	for _, d := range docs {
+		l := d.lens()
+		totT += float64(l.title)
+		totX += float64(l.text)
+	}
+	avgT, avgX := totT/n, totX/n
+	qtf := map[string]float64{}
+	for _, t := range tokens {
+		qtf[t]++
+	}
+	var out []spi.Ref
+	for _, d := range docs {
+		if (tenant != "" && d.tenant != tenant) || (len(filter) > 0 && !filter.Match(d.meta)) {
+			continue
+		}
+		l := d.lens()
+		var s float64
+		for term, q := range qtf {
+			df := 0.0
+			for _, o := range docs {
+				if o.title[term] > 0 || o.text[term] > 0 {
+					df++
+				}
+			}
+			if df == 0 {
+				continue
+			}
+			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+			if f := float64(d.title[term]); f > 0 && avgT > 0 {
+				s += q * p.titleWeight * idf * f / (f + p.k1*(1-p.b+p.b*float64(l.title)/avgT))
+			}
+			if f := float64(d.text[term]); f > 0 && avgX > 0 {
+				s += q * idf * f / (f + p.k1*(1-p.b+p.b*float64(l.text)/avgX))
+			}
+		}
+		if s > 0 {
+			out = append(out, spi.Ref{ID: d.id, Score: s, Source: spi.SourceKeyword})
+		}
+	}
+	slices.SortFunc(out, func(a, b spi.Ref) int {
+		switch {
+		case a.Score > b.Score:
+			return -1
+		case a.Score < b.Score:
+			return 1
+		}
+		return cmpString(a.ID, b.ID)
+	})
+	return out[:min(k, len(out))]
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// The impact index answers exactly as the formula does, through puts,
+// replacements, deletes and compactions, with tenants and filters.
+func TestImpactIndexMatchesTheFormula(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	vocab := make([]string, 40)
+	for i := range vocab {
+		vocab[i] = fmt.Sprintf("w%d", i)
+	}
+	freqs := func(n int) map[string]int {
+		m := map[string]int{}
+		for range n {
+			m[vocab[rng.IntN(len(vocab))]]++
+		}
+		return m
+	}
+	x := newImpactIndex()
+	model := map[string]refDoc{}
+	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1.5}
+	check := func(step int) {
+		t.Helper()
+		for q := range 20 {
+			tokens := []string{vocab[rng.IntN(len(vocab))], vocab[rng.IntN(len(vocab))], vocab[rng.IntN(8)], "unknown"}
+			tenant, filter := "", spi.Filter(nil)
+			switch q % 4 {
+			case 1:
+				tenant = "t1"
+			case 2:
+				filter = spi.Filter{"lang": {"en"}}
+			}
+			got, err := x.search(context.Background(), tokens, 10, tenant, filter, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := bruteBM25(model, tokens, tenant, filter, p, len(model))
+			want := all[:min(10, len(all))]
+			if len(got) != len(want) {
+				t.Fatalf("step %d query %v: %d refs, want %d", step, tokens, len(got), len(want))
+			}
+			for i := range got {
+				if math.Abs(got[i].Score-want[i].Score) > 1e-9*want[i].Score {
+					t.Fatalf("step %d query %v: ref %d = %+v, want %+v", step, tokens, i, got[i], want[i])
+				}
+				// The same score summed in another order can differ in its
+				// last bit: then any order of the tied ids is right.
+				if got[i].ID != want[i].ID && !slices.ContainsFunc(all, func(r spi.Ref) bool {
+					return r.ID == got[i].ID && math.Abs(r.Score-got[i].Score) <= 1e-9*r.Score
+				}) {
+					t.Fatalf("step %d query %v: ref %d = %+v, want %+v", step, tokens, i, got[i], want[i])
+				}
+			}
+		}
+	}
+	for step := range 3000 {
+		id := fmt.Sprintf("d%03d", rng.IntN(300))
+		if rng.IntN(4) == 0 {
+			x.remove(id)
+			delete(model, id)
+		} else {
+			d := refDoc{id: id, tenant: []string{"", "t1", "t2"}[rng.IntN(3)], title: freqs(rng.IntN(4)), text: freqs(1 + rng.IntN(30))}
+			if rng.IntN(2) == 0 {
+				d.meta = map[string]string{"lang": []string{"en", "de"}[rng.IntN(2)]}
+			}
+			x.put(d.id, d.tenant, d.meta, d.lens(), fieldFreqs{title: d.title, text: d.text})
+			model[id] = d
+		}
+		if step%500 == 499 {
+			check(step)
+		}
+	}
+	if x.live != len(model) {
+		t.Fatalf("live %d, model %d", x.live, len(model))
+	}
+}
+
+func TestImpactIndexEmptyAndCancelled(t *testing.T) {
+	x := newImpactIndex()
+	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1}
+	if refs, err := x.search(context.Background(), []string{"a"}, 5, "", nil, p); err != nil || len(refs) != 0 || refs == nil {
+		t.Fatalf("empty index: %v, %v", refs, err)
+	}
+	x.put("a", "", nil, docLens{text: 1}, fieldFreqs{text: map[string]int{"a": 1}})
+	if refs, _ := x.search(context.Background(), []string{"a"}, 5, "nobody", nil, p); len(refs) != 0 {
+		t.Fatalf("unknown tenant: %v", refs)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	many := make([]string, 16)
+	for i := range many {
+		many[i] = "a"
+	}
+	if _, err := x.search(ctx, many, 5, "", nil, p); err != nil {
+		t.Fatalf("one distinct term needs no cancellation check: %v", err)
+	}
+}
