@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/document"
 	index "github.com/blevesearch/bleve_index_api"
 
 	"github.com/ragd/ragd/spi"
@@ -522,4 +523,27 @@ func internalKey(id index.IndexInternalID) uint64 {
 		k = k<<8 | uint64(b)
 	}
 	return k
+}
+
+// freqsOf returns the analysed term frequencies of a document buildDoc
+// made.
+func freqsOf(doc *document.Document) fieldFreqs {
+	var f fieldFreqs
+	for _, fl := range doc.Fields {
+		af, ok := fl.(analyzedField)
+		if !ok {
+			continue
+		}
+		m := map[string]int{}
+		for term, tf := range af.AnalyzedTokenFrequencies() {
+			m[term] = tf.Frequency()
+		}
+		switch af.Name() {
+		case fieldTitle:
+			f.title = m
+		case fieldText:
+			f.text = m
+		}
+	}
+	return f
 }

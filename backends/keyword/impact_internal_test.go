@@ -189,3 +189,52 @@ func TestImpactIndexEmptyAndCancelled(t *testing.T) {
 		t.Fatalf("one distinct term needs no cancellation check: %v", err)
 	}
 }
+
+// Loaded from a bleve index, the postings equal those put document by
+// document from the same analysis.
+func TestImpactIndexLoadsFromBleve(t *testing.T) {
+	b, err := Open(Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	docs := []spi.Document{
+		{ID: "a", Title: "Shock waves", Text: "The shock wave of a blunt body in supersonic flow.", Tenant: "t1"},
+		{ID: "b", Title: "Boundary layers", Text: "Laminar boundary layer flow, boundary layer transition.", Metadata: map[string]string{"lang": "en"}},
+		{ID: "c", Title: "Flutter", Text: "Panel flutter at supersonic speeds; shock interaction."},
+		{ID: "d", Text: "Gone soon."},
+	}
+	ctx := context.Background()
+	if err := b.Upsert(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Delete(ctx, []string{"d"}); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := loadImpact(ctx, b.st.idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := newImpactIndex()
+	for _, d := range docs[:3] {
+		built, lens := buildDoc(d, b.st.an)
+		put.put(d.ID, d.Tenant, d.Metadata, lens, freqsOf(built))
+	}
+	if loaded.live != 3 || loaded.totT != put.totT || loaded.totX != put.totX {
+		t.Fatalf("loaded: live %d, lengths %d/%d; put: %d/%d", loaded.live, loaded.totT, loaded.totX, put.totT, put.totX)
+	}
+	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1}
+	for _, q := range [][]string{{"shock"}, {"boundari", "layer", "flow"}, {"supersonic", "flutter", "flutter"}} {
+		got, err1 := loaded.search(ctx, q, 10, "", nil, p)
+		want, err2 := put.search(ctx, q, 10, "", nil, p)
+		if err1 != nil || err2 != nil || !slices.Equal(got, want) || len(want) == 0 {
+			t.Fatalf("query %v: loaded %v (%v), put %v (%v)", q, got, err1, want, err2)
+		}
+	}
+	if got, _ := loaded.search(ctx, []string{"shock"}, 10, "t1", nil, p); len(got) != 1 || got[0].ID != "a" {
+		t.Fatalf("tenant t1: %v", got)
+	}
+	if got, _ := loaded.search(ctx, []string{"flow"}, 10, "", spi.Filter{"lang": {"en"}}, p); len(got) != 1 || got[0].ID != "b" {
+		t.Fatalf("filter: %v", got)
+	}
+}
