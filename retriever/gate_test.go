@@ -85,3 +85,43 @@ func TestRejectedErrorMatches(t *testing.T) {
 		t.Fatalf("%v must match ErrShed and ErrUnavailable only", err)
 	}
 }
+
+// Issue 12 item 16: an ExpandOptions field wins over
+// Sources["graph_expand"], the query over the defaults, as plan.go says.
+func TestExpandEnabledPrecedence(t *testing.T) {
+	off, on := false, true
+	cases := []struct {
+		name string
+		d    retriever.Defaults
+		q    retriever.Query
+		want retriever.Status
+	}{
+		{"defaults expand on beats defaults source off",
+			retriever.Defaults{Expand: retriever.ExpandOptions{Enabled: &on}, Sources: map[string]retriever.SourceOptions{spi.SourceGraphExpand: {Enabled: &off}}},
+			retriever.Query{Text: "q"}, retriever.StatusOK},
+		{"query expand on beats defaults source off",
+			retriever.Defaults{Sources: map[string]retriever.SourceOptions{spi.SourceGraphExpand: {Enabled: &off}}},
+			retriever.Query{Text: "q", Expand: retriever.ExpandOptions{Enabled: &on}}, retriever.StatusOK},
+		{"query expand on beats query source off",
+			retriever.Defaults{},
+			retriever.Query{Text: "q", Expand: retriever.ExpandOptions{Enabled: &on}, Sources: map[string]retriever.SourceOptions{spi.SourceGraphExpand: {Enabled: &off}}},
+			retriever.StatusOK},
+		{"query source on beats defaults expand off",
+			retriever.Defaults{Expand: retriever.ExpandOptions{Enabled: &off}},
+			retriever.Query{Text: "q", Sources: map[string]retriever.SourceOptions{spi.SourceGraphExpand: {Enabled: &on}}}, retriever.StatusOK},
+		{"query expand off beats everything",
+			retriever.Defaults{Expand: retriever.ExpandOptions{Enabled: &on}},
+			retriever.Query{Text: "q", Expand: retriever.ExpandOptions{Enabled: &off}}, retriever.StatusDisabled},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStack()
+			cfg := s.config()
+			cfg.Defaults = tc.d
+			res := mustRetrieve(t, mustNew(t, cfg), tc.q)
+			if st := res.Sources[spi.SourceGraphExpand]; st.Status != tc.want {
+				t.Fatalf("graph_expand = %+v, want %s", st, tc.want)
+			}
+		})
+	}
+}

@@ -55,6 +55,12 @@ func (r *HybridRetriever) plan(q *Query) plan {
 	// the query over the defaults.
 	e := r.sourcePlan(q, spi.SourceGraphExpand, r.cfg.Graph != nil, p.window, DefaultExpandWeight)
 	qo, do := q.Sources[spi.SourceGraphExpand], d.Sources[spi.SourceGraphExpand]
+	// The precedence below decides, not sourcePlan's reading of
+	// Sources["graph_expand"].Enabled alone.
+	e.enabled, e.reason = r.cfg.Graph != nil, ""
+	if !e.enabled {
+		e.reason = "not configured"
+	}
 	if e.enabled {
 		switch {
 		case q.Expand.Enabled != nil:

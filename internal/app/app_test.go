@@ -309,3 +309,36 @@ func TestDemoIsSeededOnce(t *testing.T) {
 		t.Fatalf("after restart: docs %+v missing %v; want the edit kept and bm25 still deleted", docs, missing)
 	}
 }
+
+// Issue 12 item 14: a breaker with an override reports each transition
+// once (it was logged and counted twice: by its own hook and the
+// registry's).
+func TestOverriddenBreakerTransitionsCountOnce(t *testing.T) {
+	cfg := embeddedConfig(t)
+	cfg.Breakers.Overrides = map[string]config.BreakerSettings{spi.SourceGraph: {FailureThreshold: 2}}
+	a := newApp(t, cfg)
+	defer a.Close()
+	if _, err := a.Breakers.ForceOpen(spi.SourceGraph); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := a.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() != "ragd_breaker_transitions_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "breaker" && l.GetValue() == spi.SourceGraph {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("graph transitions counted %v times, want 1", n)
+	}
+}
