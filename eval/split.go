@@ -12,9 +12,9 @@ import (
 type Half string
 
 const (
-	AllQueries Half = ""      // every judged query
-	TuneHalf   Half = "tune"  // queries whose id hashes even
-	TestHalf   Half = "test"  // queries whose id hashes odd
+	AllQueries Half = ""     // every judged query
+	TuneHalf   Half = "tune" // queries whose id hashes even
+	TestHalf   Half = "test" // queries whose id hashes odd
 )
 
 // QueryHalf is the half a query id belongs to: the low bit of the id's
