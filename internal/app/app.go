@@ -185,7 +185,7 @@ func (a *App) wireRetriever() error {
 	}
 	for _, name := range spi.RetrievalSources() {
 		sc := c.Sources[name]
-		o := retriever.SourceOptions{Enabled: sc.Enabled, K: sc.K, TimeoutMS: sc.TimeoutMS, Weight: c.SourceWeight(name)}
+		o := retriever.SourceOptions{Enabled: sc.Enabled, K: sc.K, TimeoutMS: sc.TimeoutMS, Weight: a.Config.SourceWeight(name)}
 		if o.Weight == 0 {
 			o.Enabled = &off
 		}
