@@ -181,3 +181,24 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("data_dir %q, want %q", c.DataDir, want)
 	}
 }
+
+// The default fusion weights: equal for keyword and vector, the graph left
+// out, and the built-in hashing embedder's vectors weighted down; a weight
+// set in the file wins.
+func TestDefaultSourceWeights(t *testing.T) {
+	c := config.Default()
+	for name, want := range map[string]float64{"keyword": 1, "vector": config.DefaultHashingVectorWeight, "graph": 0} {
+		if got := c.SourceWeight(name); got != want {
+			t.Errorf("hashing embedder: %s weight %v, want %v", name, got, want)
+		}
+	}
+	c.Embedder.Kind = config.KindOpenAI
+	if got := c.SourceWeight("vector"); got != 1 {
+		t.Errorf("openai embedder: vector weight %v, want 1", got)
+	}
+	w := 0.7
+	c.Retriever.Sources = map[string]config.SourceConfig{"vector": {Weight: &w}}
+	if got := c.SourceWeight("vector"); got != 0.7 {
+		t.Errorf("configured vector weight: %v, want 0.7", got)
+	}
+}

@@ -101,8 +101,9 @@ retriever:
   sources:
     vector:  {timeout_ms: 2000}
     keyword: {timeout_ms: 2000}
-    graph:   {timeout_ms: 2000}
+    graph:   {weight: 1, timeout_ms: 2000}
   expand:
+    enabled: true
     timeout_ms: 1000
 breakers:
   enabled: true

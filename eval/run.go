@@ -24,18 +24,32 @@ var _ Searcher = (*retriever.HybridRetriever)(nil)
 // Mode is one retrieval configuration to evaluate.
 type Mode struct {
 	Name string
+	// Single names the one source a single-source mode queries (keyword,
+	// vector or graph); empty for hybrid modes. Hybrid modes are compared
+	// with the best single-source mode of the same run.
+	Single string
 	// Sources is set as Query.Sources; nil keeps the server defaults (every
 	// configured source, graph expansion included).
 	Sources map[string]retriever.SourceOptions
+	// Fusion and Expand are set as Query.Fusion and Query.Expand; zero
+	// values keep the server defaults.
+	Fusion retriever.FusionOptions
+	Expand retriever.ExpandOptions
 }
 
 // Standard modes.
-func KeywordMode() Mode { return Mode{Name: "keyword", Sources: retriever.Only(spi.SourceKeyword)} }
-func VectorMode() Mode  { return Mode{Name: "vector", Sources: retriever.Only(spi.SourceVector)} }
+func KeywordMode() Mode {
+	return Mode{Name: "keyword", Single: spi.SourceKeyword, Sources: retriever.Only(spi.SourceKeyword)}
+}
+func VectorMode() Mode {
+	return Mode{Name: "vector", Single: spi.SourceVector, Sources: retriever.Only(spi.SourceVector)}
+}
 
 // GraphMode is the graph's first stage alone (entity match), without
 // expansion.
-func GraphMode() Mode { return Mode{Name: "graph", Sources: retriever.Only(spi.SourceGraph)} }
+func GraphMode() Mode {
+	return Mode{Name: "graph", Single: spi.SourceGraph, Sources: retriever.Only(spi.SourceGraph)}
+}
 
 // HybridMode runs every configured source with the server's fusion and
 // graph-expansion defaults.
@@ -49,27 +63,6 @@ func DefaultModes(graph bool) []Mode {
 		ms = append(ms, GraphMode())
 	}
 	return append(ms, HybridMode())
-}
-
-// ParseModes reads a comma-separated list of keyword, vector, graph and
-// hybrid.
-func ParseModes(s string) ([]Mode, error) {
-	var ms []Mode
-	for name := range strings.SplitSeq(s, ",") {
-		switch strings.TrimSpace(strings.ToLower(name)) {
-		case "keyword":
-			ms = append(ms, KeywordMode())
-		case "vector":
-			ms = append(ms, VectorMode())
-		case "graph":
-			ms = append(ms, GraphMode())
-		case "hybrid":
-			ms = append(ms, HybridMode())
-		default:
-			return nil, fmt.Errorf("eval: unknown mode %q (want keyword, vector, graph or hybrid)", name)
-		}
-	}
-	return ms, nil
 }
 
 // Cut-offs of the reported metrics.
@@ -111,7 +104,9 @@ type Report struct {
 
 // ModeReport holds one mode's averages over the evaluated queries.
 type ModeReport struct {
-	Mode      string
+	Mode string
+	// Single is the source of a single-source mode, empty for hybrid ones.
+	Single    string
 	NDCG10    float64
 	Recall100 float64
 	MRR10     float64
@@ -126,6 +121,9 @@ type ModeReport struct {
 	FirstError string
 	// Runs maps query id → ranked ids, when Options.KeepRuns.
 	Runs map[string][]string
+	// PerQueryNDCG10 is each evaluated query's nDCG@10, in the order of
+	// the dataset's queries: the input of Compare's paired test.
+	PerQueryNDCG10 []float64
 }
 
 // Run evaluates every judged query of ds in each mode and returns the
@@ -154,14 +152,16 @@ func Run(ctx context.Context, ds *Dataset, s Searcher, modes []Mode, opts Option
 	rep := &Report{Dataset: ds.Name, Documents: len(ds.Corpus), Queries: len(ds.Queries), Notes: ds.Notes}
 	for _, m := range modes {
 		query := func(q Query) retriever.Query {
-			return retriever.Query{Text: q.Text, Limit: opts.Limit, Window: opts.Limit, Tenant: opts.Tenant, Sources: m.Sources}
+			return retriever.Query{Text: q.Text, Limit: opts.Limit, Window: opts.Limit, Tenant: opts.Tenant,
+				Sources: m.Sources, Fusion: m.Fusion, Expand: m.Expand}
 		}
 		for _, q := range ds.Queries[:min(opts.Warmup, len(ds.Queries))] {
 			if _, err := s.Retrieve(ctx, query(q)); ctx.Err() != nil {
 				return nil, fmt.Errorf("eval: %s: %w", m.Name, errors.Join(ctx.Err(), err))
 			}
 		}
-		mr := ModeReport{Mode: m.Name, Queries: len(ds.Queries)}
+		mr := ModeReport{Mode: m.Name, Single: m.Single, Queries: len(ds.Queries),
+			PerQueryNDCG10: make([]float64, 0, len(ds.Queries))}
 		if opts.KeepRuns {
 			mr.Runs = make(map[string][]string, len(ds.Queries))
 		}
@@ -190,7 +190,9 @@ func Run(ctx context.Context, ds *Dataset, s Searcher, modes []Mode, opts Option
 				}
 			}
 			j := ds.Qrels[q.ID]
-			mr.NDCG10 += NDCG(ranked, j, NDCGCut)
+			ndcg := NDCG(ranked, j, NDCGCut)
+			mr.PerQueryNDCG10 = append(mr.PerQueryNDCG10, ndcg)
+			mr.NDCG10 += ndcg
 			mr.Recall100 += Recall(ranked, j, RecallCut)
 			mr.MRR10 += ReciprocalRank(ranked, j, MRRCut)
 			if mr.Runs != nil {
@@ -220,6 +222,17 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, "| %s | %.4f | %.4f | %.4f | %s | %s | %s | %d |\n",
 			m.Mode, m.NDCG10, m.Recall100, m.MRR10, ms(m.P50), ms(m.P95), ms(m.P99), m.Queries)
 	}
+	cs, err := r.Comparisons()
+	if err != nil {
+		return err
+	}
+	if len(cs) > 0 {
+		b.WriteString("\n")
+	}
+	for _, c := range cs {
+		fmt.Fprintf(&b, "%s vs %s (best single source): ΔnDCG@10 = %+.4f, p = %.4f (paired randomization test, %d queries, %d sign flips); better on %d, worse on %d, tied on %d queries\n",
+			c.A, c.B, c.MeanDiff, c.P, c.Better+c.Worse+c.Tied, RandomizationSamples, c.Better, c.Worse, c.Tied)
+	}
 	for _, m := range r.Modes {
 		if m.Failed > 0 || m.Partial > 0 {
 			fmt.Fprintf(&b, "\n%s: %d failed (scored 0), %d partial", m.Mode, m.Failed, m.Partial)
@@ -229,7 +242,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 			b.WriteString("\n")
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err = io.WriteString(w, b.String())
 	return err
 }
 

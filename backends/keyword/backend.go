@@ -24,9 +24,6 @@ var (
 // Backend is the bleve keyword index. It is safe for concurrent use.
 type Backend struct {
 	cfg Config
-	// bleveStats makes Retrieve use bleve's own collection statistics
-	// instead of the exact ones (for the tuning comparison in tests).
-	bleveStats bool
 
 	rebuildMu sync.Mutex // one Rebuild at a time
 	writeMu   sync.Mutex // serialises writes so a rebuild replays them in order

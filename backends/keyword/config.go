@@ -11,7 +11,7 @@ import (
 
 // Defaults applied by Config.withDefaults for zero-valued fields.
 const (
-	DefaultTitleBoost  = 1.5
+	DefaultTitleBoost  = 1.0
 	DefaultAnalyzer    = "en"
 	DefaultBatchSize   = 500
 	DefaultMaxK        = 10000
@@ -24,10 +24,16 @@ const (
 type Config struct {
 	// Dir is the index directory. It is created when missing.
 	Dir string
-	// TitleBoost multiplies title matches relative to text matches (>= 0;
-	// 0 selects DefaultTitleBoost). It applies at query time, so it can be
-	// changed without a rebuild.
+	// TitleBoost is the weight of title matches; text matches weigh 1
+	// (>= 0; 0 selects DefaultTitleBoost, 1: the title is evidence like
+	// any other text). It applies at query time, so it can be changed
+	// without a rebuild.
 	TitleBoost float64
+	// K1 and B are BM25's term-frequency saturation and length
+	// normalisation for plain-text queries (0 selects DefaultK1 and
+	// DefaultB, Lucene's 1.2 and 0.75; B at most 1). Query time, no
+	// rebuild needed.
+	K1, B float64
 	// Analyzer names the bleve analyzer for title and text ("en" by
 	// default; "standard" or "simple" disable stemming). It is fixed when
 	// the index is created: opening an index built with another analyzer
@@ -60,6 +66,9 @@ func (c Config) Validate() error {
 	if c.TitleBoost < 0 {
 		errs = append(errs, fmt.Errorf("title boost %v must not be negative", c.TitleBoost))
 	}
+	if c.K1 < 0 || c.B < 0 || c.B > 1 {
+		errs = append(errs, fmt.Errorf("bm25 k1 %v must be >= 0 and b %v within 0..1", c.K1, c.B))
+	}
 	if c.BatchSize < 0 {
 		errs = append(errs, fmt.Errorf("batch size %d must not be negative", c.BatchSize))
 	}
@@ -86,6 +95,12 @@ func (c Config) Validate() error {
 func (c Config) withDefaults() Config {
 	if c.TitleBoost == 0 {
 		c.TitleBoost = DefaultTitleBoost
+	}
+	if c.K1 == 0 {
+		c.K1 = DefaultK1
+	}
+	if c.B == 0 {
+		c.B = DefaultB
 	}
 	if c.Analyzer == "" {
 		c.Analyzer = DefaultAnalyzer

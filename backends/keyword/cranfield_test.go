@@ -51,14 +51,15 @@ func openCranfield(tb testing.TB, c *eval.Dataset, cfg keyword.Config) *keyword.
 	return b
 }
 
-// The quality floor from the issue: keyword-only nDCG@10 on Cranfield must
-// reach what textbook BM25 (k1=1.2, b=0.75, no stemming) scores, 0.355.
+// The quality floor: keyword-only nDCG@10 on Cranfield with the defaults
+// scores 0.3912 (docs/keyword.md); the floor keeps a margin below it and
+// stays above what bm25s with a Snowball stemmer scores (0.3727).
 func TestCranfieldNDCG(t *testing.T) {
 	c := loadCranfield(t)
 	b := openCranfield(t, c, keyword.Config{})
 	got := meanNDCG10(t, b, c)
 	t.Logf("cranfield nDCG@10 = %.4f over %d judged queries (default config)", got, len(c.Queries))
-	if got < 0.355 {
-		t.Fatalf("nDCG@10 = %.4f, want >= 0.355", got)
+	if got < 0.385 {
+		t.Fatalf("nDCG@10 = %.4f, want >= 0.385", got)
 	}
 }

@@ -1,13 +1,17 @@
 package keyword
 
-// UseBleveStats switches Retrieve to bleve's own BM25 collection
-// statistics, for the tuning comparison.
-func (b *Backend) UseBleveStats(on bool) { b.bleveStats = on }
-
-// WithTitleBoost returns a view of b that shares its index but queries with
-// another title boost.
-func (b *Backend) WithTitleBoost(x float64) *Backend {
+// WithScoring returns a view of b that shares its index but queries with
+// another title boost and BM25 k1 and b (zero keeps b's value).
+func (b *Backend) WithScoring(titleBoost, k1, bb float64) *Backend {
 	cfg := b.cfg
-	cfg.TitleBoost = x
-	return &Backend{cfg: cfg, bleveStats: b.bleveStats, st: b.st, gen: b.gen}
+	if titleBoost != 0 {
+		cfg.TitleBoost = titleBoost
+	}
+	if k1 != 0 {
+		cfg.K1 = k1
+	}
+	if bb != 0 {
+		cfg.B = bb
+	}
+	return &Backend{cfg: cfg, st: b.st, gen: b.gen}
 }

@@ -15,18 +15,17 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// Retrieve returns up to req.K refs ordered by descending BM25 score, ties
-// by ascending id. Score is bleve's BM25 score (see docs/keyword.md for how
-// it differs from textbook BM25); the tenant and metadata filters restrict
-// the candidates without changing scores.
-//
-// req.Text is analysed with the index analyzer and matched as words: each
-// term is looked up in title (boosted by Config.TitleBoost) and text.
-// Characters such as ':' '(' '"' have no meaning. Text that is empty or
-// consists only of stop words and punctuation yields no refs and no error.
-// With req.Syntax set, Text is parsed as bleve query-string syntax instead;
-// unqualified terms then search the text field, and a parse error wraps
-// spi.ErrInvalidQuery.
+// Retrieve returns up to req.K refs ordered by descending score, ties by
+// ascending id. req.Text is analysed with the index analyzer and matched as
+// words, each term in title and text; Score is the BM25 of bm25.go (Lucene's
+// formula with a document-level idf, summed over the two fields, the title
+// weighted by Config.TitleBoost, repeated query words counted repeatedly).
+// The tenant and metadata filters restrict the candidates without changing
+// scores. Characters such as ':' '(' '"' have no meaning. Text that is empty
+// or consists only of stop words and punctuation yields no refs and no
+// error. With req.Syntax set, Text is parsed as bleve query-string syntax
+// instead and scored by bleve's own BM25; unqualified terms then search the
+// text field, and a parse error wraps spi.ErrInvalidQuery.
 //
 // K < 1, K > Config.MaxK, more than Config.MaxTerms query terms (or, with
 // Syntax, term expansions) and an invalid filter wrap spi.ErrInvalidQuery.
@@ -66,38 +65,26 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.R
 			return nil, fmt.Errorf("keyword: retrieve: %w: query has %d terms, at most %d allowed",
 				spi.ErrInvalidQuery, len(tokens), b.cfg.MaxTerms)
 		}
-		q = textQuery(tokens, b.cfg.TitleBoost)
+		n, err := st.idx.DocCount()
+		if err != nil {
+			return nil, fmt.Errorf("keyword: retrieve: %w: doc count: %v", spi.ErrUnavailable, err)
+		}
+		q = b.textQuery(st, tokens, n)
 	}
-	// Every term query (two per plain-text term, one per filter value, the
-	// expansions of a Syntax wildcard) counts against bleve's limit.
+	// Every term query of a Syntax search (the expansions of a wildcard
+	// included) and every filter value counts against bleve's limit.
 	limit := 2*b.cfg.MaxTerms + 1
 	for _, vs := range req.Filter {
 		limit += len(vs)
 	}
 	sctx := context.WithValue(ctx, search.MaxTermSearchersKey, limit)
-	var filterFields []string
 	if f := filterQuery(req.Tenant, req.Filter); f != nil {
 		bq := query.NewBooleanQuery([]query.Query{q}, nil, nil)
 		bq.AddFilter(f)
 		q = bq
-		if req.Tenant != "" {
-			filterFields = append(filterFields, fieldTenant)
-		}
-		for _, k := range req.Filter.Keys() {
-			filterFields = append(filterFields, fieldMetaPref+k)
-		}
 	}
 	sr := bleve.NewSearchRequestOptions(q, req.K, 0, false)
 	sr.SortBy([]string{"-_score", "_id"})
-	if !req.Syntax && !b.bleveStats {
-		// Query-string searches may name any field, so they keep
-		// bleve's own statistics; see stats.go.
-		n, err := st.idx.DocCount()
-		if err != nil {
-			return nil, fmt.Errorf("keyword: retrieve: %w: doc count: %v", spi.ErrUnavailable, err)
-		}
-		sr.PreSearchData = map[string]any{search.BM25PreSearchDataKey: st.bm25Stats(n, filterFields)}
-	}
 	res, err := st.idx.SearchInContext(sctx, sr)
 	if err != nil {
 		if cerr := ctxErr(ctx); cerr != nil {
@@ -126,26 +113,26 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.R
 	return refs, nil
 }
 
-// textQuery turns user text into a query over title and text without any
-// query syntax: the text is analysed once and every resulting term becomes
-// two term queries, title (boosted) and text, all in one disjunction.
-// Repeated words count repeatedly, like query term frequency.
-//
-// Other shapes were measured on Cranfield (a disjunction per term, one per
-// field, text only); see docs/keyword.md.
-func textQuery(tokens analysis.TokenStream, titleBoost float64) query.Query {
-	clauses := make([]query.Query, 0, 2*len(tokens))
-	for _, tok := range tokens {
-		title := query.NewTermQuery(string(tok.Term))
-		title.SetField(fieldTitle)
-		title.SetBoost(titleBoost)
-		body := query.NewTermQuery(string(tok.Term))
-		body.SetField(fieldText)
-		clauses = append(clauses, title, body)
+// textQuery turns analysed user text into the BM25 query of bm25.go over
+// title (weighted by Config.TitleBoost) and text (weight 1). Repeated
+// words count repeatedly (query term frequency).
+func (b *Backend) textQuery(st *store, tokens analysis.TokenStream, docCount uint64) query.Query {
+	terms := make([]string, len(tokens))
+	for i, tok := range tokens {
+		terms[i] = string(tok.Term)
 	}
-	dq := query.NewDisjunctionQuery(clauses)
-	dq.SetMin(1)
-	return dq
+	t := st.totals.Load()
+	avg := func(total int64) float64 {
+		if docCount == 0 {
+			return 0
+		}
+		return float64(total) / float64(docCount)
+	}
+	fields := []bm25Field{
+		{name: fieldTitle, weight: b.cfg.TitleBoost, avgLen: avg(t.Title)},
+		{name: fieldText, weight: 1, avgLen: avg(t.Text)},
+	}
+	return newBM25Query(terms, fields, docCount, b.cfg.K1, b.cfg.B)
 }
 
 // filterQuery is the non-scoring restriction: the tenant term AND, per

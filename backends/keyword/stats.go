@@ -9,7 +9,6 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
-	"github.com/blevesearch/bleve/v2/search"
 	index "github.com/blevesearch/bleve_index_api"
 )
 
@@ -22,9 +21,8 @@ import (
 // differently an hour later. This package instead keeps the total token
 // count of title and text across live documents (each document stores its
 // own lengths in fieldLens; the totals live in a bleve internal key
-// updated in the same atomic batch as the documents) and hands bleve the
-// true figures through SearchRequest.PreSearchData, the hook bleve uses to
-// make scores consistent across the shards of an index alias.
+// // updated in the same atomic batch as the documents) and gives the true
+// averages to the BM25 query of bm25.go.
 
 // totalsKey is the bleve internal key holding the fieldTotals record.
 var totalsKey = []byte("ragd.keyword.totals")
@@ -95,21 +93,6 @@ func newStore(idx bleve.Index, analyzer string) (*store, error) {
 	}
 	s.totals.Store(&t)
 	return s, nil
-}
-
-// bm25Stats returns exact statistics for a search over title and text;
-// filter fields (tenant, metadata.*) need an entry too, though they do not
-// score.
-func (s *store) bm25Stats(docCount uint64, filterFields []string) *search.BM25Stats {
-	t := s.totals.Load()
-	fc := map[string]int{fieldTitle: int(t.Title), fieldText: int(t.Text)}
-	// "*" is the pseudo-field of scorch's unscored disjunction/conjunction
-	// optimisation, used by the filter.
-	fc["*"] = int(docCount)
-	for _, f := range filterFields {
-		fc[f] = int(docCount)
-	}
-	return &search.BM25Stats{DocCount: float64(docCount), FieldCardinality: fc}
 }
 
 // storedLens returns the token counts recorded for id, if it is indexed.

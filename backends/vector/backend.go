@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
@@ -19,6 +20,7 @@ type Backend struct {
 	cfg   Config
 	pool  *pgxpool.Pool
 	table string // sanitized, possibly schema-qualified identifier
+	meta  string // sanitized ragd_meta table in the same schema
 	op    string // distance operator
 	q     queries
 }
@@ -56,6 +58,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	b := &Backend{cfg: cfg}
 	parts := strings.Split(cfg.Table, ".")
 	b.table = pgx.Identifier(parts).Sanitize()
+	b.meta = pgx.Identifier(append(parts[:len(parts)-1:len(parts)-1], "ragd_meta")).Sanitize()
 	b.op, _ = cfg.Distance.operator()
 	b.q = buildQueries(b.table, b.op)
 
@@ -136,6 +139,7 @@ func (b *Backend) setupSchema(ctx context.Context, ccfg *pgx.ConnConfig) error {
 	embedding  vector(%d) NOT NULL,
 	updated_at timestamptz NOT NULL DEFAULT now()
 )`, b.table, cfg.Dimension),
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (key text PRIMARY KEY, value text NOT NULL)`, b.meta),
 	}
 	tx, err := conn.Begin(ctx)
 	if err != nil {
@@ -177,12 +181,89 @@ WHERE a.attrelid = to_regclass($1) AND a.attname = 'embedding' AND NOT a.attisdr
 			return wrapErr(ctx, "open: schema", err)
 		}
 	}
+	if err := b.checkEmbedder(ctx, tx); err != nil {
+		return err
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return wrapErr(ctx, "open: schema", err)
 	}
 	cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "vector: schema ready",
 		slog.String("table", cfg.Table), slog.Int("dimension", cfg.Dimension), slog.String("distance", string(cfg.Distance)))
 	return nil
+}
+
+// EmbedderChangedError is returned by Open when the table's vectors were
+// made by another embedder than the configured one (Config.Embedder).
+// Vectors of two embedders are not comparable: rebuild them with the
+// configured one (ragd reembed) or configure the previous embedder.
+type EmbedderChangedError struct {
+	Table      string
+	Recorded   string
+	Configured string
+}
+
+func (e *EmbedderChangedError) Error() string {
+	return fmt.Sprintf("vector: open: table %s holds vectors made by embedder [%s] but the configured embedder is [%s]; "+
+		"vectors of different embedders cannot be compared: run `ragd reembed` to rebuild them with the configured embedder, "+
+		"or configure the previous one", e.Table, e.Recorded, e.Configured)
+}
+
+// embedderKey is the ragd_meta key of the table's embedder identity.
+func (b *Backend) embedderKey() string { return "embedder:" + b.cfg.Table }
+
+// checkEmbedder records Config.Embedder for a table that records none or
+// holds no row, and fails with *EmbedderChangedError when the table
+// records another.
+func (b *Backend) checkEmbedder(ctx context.Context, tx pgx.Tx) error {
+	if b.cfg.Embedder == "" {
+		return nil
+	}
+	var rec string
+	err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT value FROM %s WHERE key = $1`, b.meta), b.embedderKey()).Scan(&rec)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return wrapErr(ctx, "open: embedder", err)
+	}
+	if rec == b.cfg.Embedder {
+		return nil
+	}
+	if rec != "" {
+		var rows bool
+		if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM %s)`, b.table)).Scan(&rows); err != nil {
+			return wrapErr(ctx, "open: embedder", err)
+		}
+		if rows {
+			return &EmbedderChangedError{Table: b.cfg.Table, Recorded: rec, Configured: b.cfg.Embedder}
+		}
+	}
+	return b.putEmbedder(ctx, tx, b.cfg.Embedder)
+}
+
+func (b *Backend) putEmbedder(ctx context.Context, db interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, id string) error {
+	_, err := db.Exec(ctx, fmt.Sprintf(`INSERT INTO %s (key, value) VALUES ($1, $2)
+ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, b.meta), b.embedderKey(), id)
+	if err != nil {
+		return wrapErr(ctx, "embedder", err)
+	}
+	return nil
+}
+
+// Embedder returns the identity of the embedder recorded with the vectors,
+// "" when none is.
+func (b *Backend) Embedder(ctx context.Context) (string, error) {
+	var id string
+	err := b.pool.QueryRow(ctx, fmt.Sprintf(`SELECT value FROM %s WHERE key = $1`, b.meta), b.embedderKey()).Scan(&id)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return "", wrapErr(ctx, "embedder", err)
+	}
+	return id, nil
+}
+
+// RecordEmbedder records id as the identity of the embedder that made the
+// stored vectors, once they have all been rebuilt with it.
+func (b *Backend) RecordEmbedder(ctx context.Context, id string) error {
+	return b.putEmbedder(ctx, b.pool, id)
 }
 
 // truncIdent keeps an identifier within PostgreSQL's 63-byte limit.

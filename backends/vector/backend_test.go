@@ -158,6 +158,38 @@ func TestDimensionMismatch(t *testing.T) {
 	}
 }
 
+// The embedder identity is recorded per table in ragd_meta: a table built
+// by one embedder refuses another while it holds rows, and RecordEmbedder
+// replaces it.
+func TestEmbedderIdentity(t *testing.T) {
+	ctx := context.Background()
+	dsn := testenv.Postgres(t)
+	b := mustOpen(t, vector.Config{DSN: dsn, Dimension: 4, Table: "docs", Embedder: "kind=hashing one"})
+	if err := b.Upsert(ctx, []spi.Document{{ID: "a", Vector: []float32{1, 2, 3, 4}}}); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := b.Embedder(ctx); err != nil || id != "kind=hashing one" {
+		t.Fatalf("Embedder = %q, %v", id, err)
+	}
+	b.Close()
+	// Another table of the same schema records its own identity.
+	mustOpen(t, vector.Config{DSN: dsn, Dimension: 4, Table: "other", Embedder: "kind=openai two"})
+	_, err := vector.Open(ctx, vector.Config{DSN: dsn, Dimension: 4, Table: "docs", Embedder: "kind=openai two"})
+	var ec *vector.EmbedderChangedError
+	if !errors.As(err, &ec) || ec.Recorded != "kind=hashing one" || ec.Configured != "kind=openai two" {
+		t.Fatalf("Open with another embedder: %v, want *EmbedderChangedError", err)
+	}
+	if !strings.Contains(err.Error(), "ragd reembed") {
+		t.Errorf("error %q does not say how to fix it", err)
+	}
+	b = mustOpen(t, vector.Config{DSN: dsn, Dimension: 4, Table: "docs"})
+	if err := b.RecordEmbedder(ctx, "kind=openai two"); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	mustOpen(t, vector.Config{DSN: dsn, Dimension: 4, Table: "docs", Embedder: "kind=openai two"})
+}
+
 // Several processes starting at once against a database without the
 // extension or the table must all succeed, and leave one table with its
 // four indexes.

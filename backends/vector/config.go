@@ -72,6 +72,13 @@ type Config struct {
 	// Dimension is the length of every stored and query vector. It must
 	// match the embedding column of an existing table.
 	Dimension int
+	// Embedder is the identity of the embedder whose vectors the table
+	// holds (its kind, model, dimension and query/document marking), kept
+	// in the ragd_meta table of the same schema. Open records it for a new
+	// or empty table and fails with *EmbedderChangedError when the table
+	// records another; a table that records none (built before identities
+	// were kept) takes it. Empty skips the check.
+	Embedder string
 	// Distance is the similarity metric; cosine when empty.
 	Distance Distance
 	// Table is the documents table, optionally schema-qualified

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +17,7 @@ func newEvalCmd(a *app) *cobra.Command {
 		cfgPath  *string
 		modes    string
 		split    string
+		half     string
 		dataDir  string
 		limit    int
 		runsOut  string
@@ -29,10 +29,14 @@ func newEvalCmd(a *app) *cobra.Command {
 		Long: "eval ingests DATASET_DIR/corpus.jsonl into the stores configured in rag.yaml,\n" +
 			"runs every judged query of DATASET_DIR/queries.jsonl in each mode and prints\n" +
 			"nDCG@10, Recall@100 and MRR@10 (linear gains, as pytrec_eval) and latency\n" +
-			"percentiles as a markdown table.\n\n" +
+			"percentiles as a markdown table, then, for every hybrid mode, its paired\n" +
+			"randomization test against the best single-source mode.\n\n" +
+			"--half tune|test evaluates one fixed half of the queries (eval.QueryHalf):\n" +
+			"tune settings on one half, report the other.\n\n" +
 			"Embedded stores are created in a fresh temporary directory (removed afterwards)\n" +
 			"unless --data-dir is given; server stores (pgvector, neo4j) receive the corpus.",
-		Example: "  ragd eval ../shared/data/cranfield\n  ragd eval --modes keyword,hybrid ./scifact",
+		Example: "  ragd eval ../shared/data/cranfield\n  ragd eval --modes keyword,hybrid ./scifact\n" +
+			"  ragd eval --half tune --modes 'keyword,vector,hybrid(fusion=dbsf vector=0.5 graph=0 expand=0)' ../shared/data/cranfield",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageError{fmt.Errorf("eval takes one DATASET_DIR, got %d arguments", len(args))}
@@ -42,6 +46,10 @@ func newEvalCmd(a *app) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			ms, err := eval.ParseModes(modes)
+			if err != nil {
+				return usageError{err}
+			}
+			h, err := eval.ParseHalf(half)
 			if err != nil {
 				return usageError{err}
 			}
@@ -75,10 +83,10 @@ func newEvalCmd(a *app) *cobra.Command {
 			}
 			fmt.Fprintf(a.stderr, "eval: ingested %d documents in %s (%d skipped as empty)\n", st.OK, st.Took.Round(time.Millisecond), st.Skipped)
 
-			if !strings.Contains(modes, "graph") && cfg.Backends.Graph.Kind == config.KindNone {
+			if cfg.Backends.Graph.Kind == config.KindNone && !cmd.Flags().Changed("modes") {
 				ms = dropMode(ms, "graph")
 			}
-			rep, err := eval.Run(ctx, ds, inst.Retriever, ms, eval.Options{Limit: limit, KeepRuns: runsOut != ""})
+			rep, err := eval.Run(ctx, ds.Split(h), inst.Retriever, ms, eval.Options{Limit: limit, KeepRuns: runsOut != ""})
 			if err != nil {
 				return err
 			}
@@ -92,7 +100,8 @@ func newEvalCmd(a *app) *cobra.Command {
 		},
 	}
 	cfgPath = addConfigFlag(cmd)
-	cmd.Flags().StringVar(&modes, "modes", "keyword,vector,graph,hybrid", "comma-separated modes: keyword, vector, graph, hybrid")
+	cmd.Flags().StringVar(&modes, "modes", "keyword,vector,graph,hybrid", "comma-separated modes: keyword, vector, graph, hybrid, hybrid(SETTINGS) (see docs/eval.md)")
+	cmd.Flags().StringVar(&half, "half", "all", "queries to evaluate: all, tune or test (a fixed split by query id)")
 	cmd.Flags().StringVar(&split, "split", "test", "qrels split: reads DATASET_DIR/qrels/SPLIT.tsv")
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "directory for embedded stores (default: a temporary directory)")
 	cmd.Flags().IntVar(&limit, "limit", 100, "hits per query (Recall@100 needs 100)")

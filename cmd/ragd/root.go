@@ -29,6 +29,7 @@ func subcommands() []func(*app) *cobra.Command {
 	return []func(*app) *cobra.Command{
 		newBreakerCmd,
 		newEvalCmd,
+		newReembedCmd,
 		newIngestCmd,
 		newQueryCmd,
 		newServeCmd,

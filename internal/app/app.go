@@ -46,6 +46,9 @@ type Options struct {
 	// TracerProvider, when set, makes the spans instead of the one
 	// rag.yaml's tracing section describes (tests pass an in-memory one).
 	TracerProvider trace.TracerProvider
+	// Reembed opens the vector store without checking that its vectors
+	// come from the configured embedder, for Reembed.
+	Reembed bool
 }
 
 // App is a wired ragd instance. Close releases every store.
@@ -58,12 +61,17 @@ type App struct {
 
 	// Embedder, Vector, Keyword and Graph are the stores (nil when not
 	// configured); Guards put each behind its circuit and concurrency
-	// limit, keyed by spi.GatedSources names.
-	Embedder spi.Embedder
-	Vector   spi.VectorRetrievalBackend
-	Keyword  spi.KeywordRetrievalBackend
-	Graph    spi.GraphRetrievalBackend
-	Guards   map[string]*guard.Guard
+	// limit, keyed by spi.GatedSources names. Embedder embeds documents,
+	// QueryEmbedder query text (they differ for models that mark queries,
+	// such as e5); EmbedderIdentity names the vector space both produce,
+	// which the vector store records.
+	Embedder         spi.Embedder
+	QueryEmbedder    spi.Embedder
+	EmbedderIdentity string
+	Vector           spi.VectorRetrievalBackend
+	Keyword          spi.KeywordRetrievalBackend
+	Graph            spi.GraphRetrievalBackend
+	Guards           map[string]*guard.Guard
 	// Faults is the run-time fault injector in front of the read path,
 	// nil unless server.debug_faults is on.
 	Faults *faults.Injector
@@ -79,6 +87,7 @@ type App struct {
 
 	now            func() time.Time
 	version        string
+	reembed        bool
 	closers        []io.Closer
 	tracer         trace.TracerProvider
 	breakerMetrics *api.BreakerMetrics
@@ -94,7 +103,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err err
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Logger: opts.Logger, Registry: opts.Registry, now: opts.Now, version: opts.Version}
+	a := &App{Config: cfg, Logger: opts.Logger, Registry: opts.Registry, now: opts.Now, version: opts.Version, reembed: opts.Reembed}
 	if a.Logger == nil {
 		a.Logger = NewLogger(os.Stderr, cfg.Log.Level)
 	}
@@ -176,7 +185,7 @@ func (a *App) wireRetriever() error {
 	}
 	for _, name := range spi.RetrievalSources() {
 		sc := c.Sources[name]
-		o := retriever.SourceOptions{Enabled: sc.Enabled, K: sc.K, TimeoutMS: sc.TimeoutMS, Weight: c.SourceWeight(name)}
+		o := retriever.SourceOptions{Enabled: sc.Enabled, K: sc.K, TimeoutMS: sc.TimeoutMS, Weight: a.Config.SourceWeight(name)}
 		if o.Weight == 0 {
 			o.Enabled = &off
 		}

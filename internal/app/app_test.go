@@ -29,6 +29,11 @@ func embeddedConfig(t testing.TB) *config.Config {
 	off := false
 	c.Auth.Enabled = &off
 	c.DataDir = t.TempDir()
+	// The graph source and its expansion are off by default; these tests
+	// are about the wiring of all three sources, so they switch them on.
+	on, one := true, 1.0
+	c.Retriever.Sources = map[string]config.SourceConfig{"graph": {Weight: &one}}
+	c.Retriever.Expand.Enabled = &on
 	return &c
 }
 

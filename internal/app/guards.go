@@ -26,7 +26,7 @@ type readPath struct {
 }
 
 func (a *App) wireReadPath() {
-	a.read = readPath{a.Vector, a.Keyword, a.Graph, a.Embedder}
+	a.read = readPath{a.Vector, a.Keyword, a.Graph, a.QueryEmbedder}
 	if !a.Config.Server.DebugFaults {
 		return
 	}
@@ -40,8 +40,8 @@ func (a *App) wireReadPath() {
 	if a.Graph != nil {
 		a.read.graph = a.Faults.Graph(a.Graph)
 	}
-	if a.Embedder != nil {
-		a.read.embedder = a.Faults.Embedder(a.Embedder)
+	if a.QueryEmbedder != nil {
+		a.read.embedder = a.Faults.Embedder(a.QueryEmbedder)
 	}
 }
 

@@ -225,6 +225,19 @@ func (v *lazyVector) Scan(ctx context.Context, fn func(spi.Document) error) erro
 	return b.Scan(ctx, fn)
 }
 
+// RecordEmbedder passes through to the store once it is connected.
+func (v *lazyVector) RecordEmbedder(ctx context.Context, id string) error {
+	b, err := v.get(ctx)
+	if err != nil {
+		return err
+	}
+	r, ok := b.(embedderRecorder)
+	if !ok {
+		return fmt.Errorf("%s: %w: records no embedder identity", v.name, spi.ErrUnsupported)
+	}
+	return r.RecordEmbedder(ctx, id)
+}
+
 func (v *lazyVector) Close() error { return v.close() }
 
 // graphStore is the full capability set of a server graph store.

@@ -9,7 +9,6 @@ import (
 	"github.com/ragd/ragd/config"
 
 	"github.com/ragd/ragd/embedder/openai"
-	"github.com/ragd/ragd/spi"
 )
 
 // openOpenAIEmbedder builds the OpenAI-compatible embedder and probes it
@@ -17,7 +16,7 @@ import (
 // unreachable server is only logged, because ragd must start and answer
 // from its keyword and graph sources while the embedder is down (its breaker
 // then keeps the vector source out of queries until the server is back).
-func (a *App) openOpenAIEmbedder(ctx context.Context) (spi.Embedder, error) {
+func (a *App) openOpenAIEmbedder(ctx context.Context) (*openai.Embedder, error) {
 	c := a.Config.Embedder
 	e, err := openai.New(openai.Config{
 		BaseURL:     c.BaseURL,
@@ -25,6 +24,8 @@ func (a *App) openOpenAIEmbedder(ctx context.Context) (spi.Embedder, error) {
 		Dimension:   c.Dimension,
 		APIKeyEnv:   c.APIKeyEnv,
 		BatchSize:   c.BatchSize,
+		QueryPrefix: c.QueryPrefix, DocumentPrefix: c.DocumentPrefix,
+		QueryInputType: c.QueryInputType, DocumentInputType: c.DocumentInputType,
 		Timeout:     config.Millis(c.TimeoutMS),
 		MaxAttempts: c.MaxRetries + 1,
 	})

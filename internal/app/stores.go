@@ -27,9 +27,10 @@ func (a *App) openStores(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.Embedder = emb
+	a.Embedder, a.QueryEmbedder = emb.doc, emb.query
+	a.EmbedderIdentity = emb.identity
 
-	if err := a.openVector(ctx, emb.Dimension()); err != nil {
+	if err := a.openVector(ctx, emb.doc.Dimension()); err != nil {
 		return err
 	}
 	// The derived stores are rebuilt from the system of record at start
@@ -50,19 +51,40 @@ func (a *App) openStores(ctx context.Context) error {
 	return nil
 }
 
-func (a *App) openEmbedder(ctx context.Context) (spi.Embedder, error) {
+// embedders are the embedder for document texts, the one for query texts
+// (they differ for models that mark queries, such as e5) and the identity
+// of the vector space both produce, which the vector store records.
+type embedders struct {
+	doc, query spi.Embedder
+	identity   string
+}
+
+func (a *App) openEmbedder(ctx context.Context) (embedders, error) {
 	cfg := a.Config
 	switch cfg.Embedder.Kind {
 	case config.KindHashing:
 		e, err := hashing.New(hashing.Config{Dimension: cfg.Embedder.Dimension})
 		if err != nil {
-			return nil, fmt.Errorf("app: embedder: %w", err)
+			return embedders{}, fmt.Errorf("app: embedder: %w", err)
 		}
-		return e, nil
+		return embedders{doc: e, query: e, identity: "kind=hashing fingerprint=" + e.Fingerprint()}, nil
 	case config.KindOpenAI:
-		return a.openOpenAIEmbedder(ctx)
+		e, err := a.openOpenAIEmbedder(ctx)
+		if err != nil {
+			return embedders{}, err
+		}
+		return embedders{doc: e, query: e.ForQueries(), identity: e.Identity()}, nil
 	}
-	return nil, fmt.Errorf("app: embedder.kind %q: %w", cfg.Embedder.Kind, errNotConfigured)
+	return embedders{}, fmt.Errorf("app: embedder.kind %q: %w", cfg.Embedder.Kind, errNotConfigured)
+}
+
+// checkedEmbedder is the embedder identity the vector store checks at open:
+// none while re-embedding (Options.Reembed), which records it at the end.
+func (a *App) checkedEmbedder() string {
+	if a.reembed {
+		return ""
+	}
+	return a.EmbedderIdentity
 }
 
 func (a *App) openVector(ctx context.Context, dim int) error {
@@ -74,6 +96,7 @@ func (a *App) openVector(ctx context.Context, dim int) error {
 		s, err := vectorembedded.Open(ctx, vectorembedded.Config{
 			Dir:       a.Config.Path(c.Dir),
 			Dimension: dim,
+			Embedder:  a.checkedEmbedder(),
 			Distance:  vectorembedded.Distance(c.Distance),
 			Now:       a.now,
 			Logger:    a.Logger,
@@ -87,6 +110,7 @@ func (a *App) openVector(ctx context.Context, dim int) error {
 		vc := vector.Config{
 			DSN:            c.DSN,
 			Dimension:      dim,
+			Embedder:       a.checkedEmbedder(),
 			Distance:       vector.Distance(c.Distance),
 			Table:          c.Table,
 			HNSW:           vector.HNSW{EfSearch: c.EFSearch},

@@ -39,6 +39,13 @@ type Config struct {
 	// recorded in the file at creation; reopening with another dimension is
 	// an error naming both.
 	Dimension int
+	// Embedder is the identity of the embedder whose vectors the store
+	// holds (its kind, model, dimension and query/document marking). Open
+	// records it in a new or empty store and fails with
+	// *EmbedderChangedError when the store records another; a store that
+	// records none (built before identities were kept) takes it. Empty
+	// skips the check.
+	Embedder string
 	// Distance is the similarity metric; cosine when empty. Vectors are
 	// stored raw, so the distance may change between runs.
 	Distance Distance

@@ -40,11 +40,28 @@ func (e *DimensionMismatchError) Error() string {
 		"use the embedder the store was built with, or another directory", e.Path, e.Existing, e.Configured)
 }
 
+// EmbedderChangedError is returned by Open when the store's vectors were
+// made by another embedder than the configured one (Config.Embedder).
+// Vectors of two embedders are not comparable: rebuild them with the
+// configured one (ragd reembed) or configure the previous embedder.
+type EmbedderChangedError struct {
+	Path       string
+	Recorded   string
+	Configured string
+}
+
+func (e *EmbedderChangedError) Error() string {
+	return fmt.Sprintf("vector/embedded: open: %s holds vectors made by embedder [%s] but the configured embedder is [%s]; "+
+		"vectors of different embedders cannot be compared: run `ragd reembed` to rebuild them with the configured embedder, "+
+		"or configure the previous one", e.Path, e.Recorded, e.Configured)
+}
+
 var (
 	bucketMeta = []byte("meta")
 	bucketDocs = []byte("docs")
 	keyDim     = []byte("dimension")
 	keyFormat  = []byte("format")
+	keyEmbed   = []byte("embedder")
 )
 
 const fileFormat = 1
@@ -99,7 +116,7 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 			s, err = nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, path, r)
 		}
 	}()
-	if err := initMeta(db, path, cfg.Dimension); err != nil {
+	if err := initMeta(db, path, cfg.Dimension, cfg.Embedder); err != nil {
 		return nil, err
 	}
 	s = &Store{cfg: cfg, path: path, db: db, idx: newIndex(cfg.Dimension, cfg.Distance == Cosine)}
@@ -126,8 +143,10 @@ func openBolt(path string, cfg Config) (*bolt.DB, error) {
 	}
 }
 
-// initMeta records the dimension in a new file and checks it in an old one.
-func initMeta(db *bolt.DB, path string, dim int) error {
+// initMeta records the dimension in a new file and checks it in an old one;
+// with an embedder identity, it records it in a file that has none or holds
+// no document, and checks it otherwise.
+func initMeta(db *bolt.DB, path string, dim int, embedder string) error {
 	return db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
@@ -144,7 +163,10 @@ func initMeta(db *bolt.DB, path string, dim int) error {
 			if err := meta.Put(keyFormat, binary.AppendUvarint(nil, fileFormat)); err != nil {
 				return fmt.Errorf("vector/embedded: open: %w", err)
 			}
-			return meta.Put(keyDim, binary.AppendUvarint(nil, uint64(dim)))
+			if err := meta.Put(keyDim, binary.AppendUvarint(nil, uint64(dim))); err != nil {
+				return fmt.Errorf("vector/embedded: open: %w", err)
+			}
+			return putEmbedder(meta, embedder)
 		}
 		format, n := binary.Uvarint(meta.Get(keyFormat))
 		if n <= 0 || format != fileFormat {
@@ -157,8 +179,59 @@ func initMeta(db *bolt.DB, path string, dim int) error {
 		if int(stored) != dim {
 			return &DimensionMismatchError{Path: path, Existing: int(stored), Configured: dim}
 		}
+		rec := string(meta.Get(keyEmbed))
+		if embedder == "" || rec == embedder {
+			return nil
+		}
+		if k, _ := tx.Bucket(bucketDocs).Cursor().First(); rec != "" && k != nil {
+			return &EmbedderChangedError{Path: path, Recorded: rec, Configured: embedder}
+		}
+		return putEmbedder(meta, embedder)
+	})
+}
+
+func putEmbedder(meta *bolt.Bucket, embedder string) error {
+	if embedder == "" {
+		return nil
+	}
+	if err := meta.Put(keyEmbed, []byte(embedder)); err != nil {
+		return fmt.Errorf("vector/embedded: open: %w", err)
+	}
+	return nil
+}
+
+// Embedder returns the identity of the embedder recorded with the vectors,
+// "" when none is.
+func (s *Store) Embedder(ctx context.Context) (string, error) {
+	if err := s.checkOpen(ctx, "embedder"); err != nil {
+		return "", err
+	}
+	var id string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		id = string(tx.Bucket(bucketMeta).Get(keyEmbed))
 		return nil
 	})
+	if err != nil {
+		return "", s.readErr("embedder", err)
+	}
+	return id, nil
+}
+
+// RecordEmbedder records id as the identity of the embedder that made the
+// stored vectors, once they have all been rebuilt with it.
+func (s *Store) RecordEmbedder(ctx context.Context, id string) error {
+	if err := s.checkOpen(ctx, "record embedder"); err != nil {
+		return err
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(keyEmbed, []byte(id))
+	})
+	if err != nil {
+		return s.writeErr("record embedder", err)
+	}
+	return nil
 }
 
 // load decodes every record's header into the index.

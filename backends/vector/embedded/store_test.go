@@ -177,6 +177,68 @@ func TestDimensionMismatch(t *testing.T) {
 	}
 }
 
+// The embedder identity is recorded with the vectors: a store built by one
+// embedder refuses another, unless it holds no document; a store that
+// records none takes the configured one; RecordEmbedder replaces it.
+func TestEmbedderIdentity(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	reopen := func(id string) (*embedded.Store, error) {
+		return embedded.Open(ctx, embedded.Config{Dir: dir, Dimension: 4, Embedder: id})
+	}
+	// Built without an identity (an older store), with one document.
+	s := mustOpen(t, embedded.Config{Dir: dir, Dimension: 4})
+	if err := s.Upsert(ctx, []spi.Document{{ID: "a", Vector: []float32{1, 2, 3, 4}}}); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := s.Embedder(ctx); err != nil || id != "" {
+		t.Fatalf("Embedder = %q, %v; want none recorded", id, err)
+	}
+	s.Close()
+	s, err := reopen("kind=hashing one")
+	if err != nil {
+		t.Fatalf("a store without an identity must take the configured one: %v", err)
+	}
+	if id, err := s.Embedder(ctx); err != nil || id != "kind=hashing one" {
+		t.Fatalf("Embedder = %q, %v", id, err)
+	}
+	s.Close()
+	_, err = reopen("kind=openai two")
+	var ec *embedded.EmbedderChangedError
+	if !errors.As(err, &ec) || ec.Recorded != "kind=hashing one" || ec.Configured != "kind=openai two" {
+		t.Fatalf("Open with another embedder: %v, want *EmbedderChangedError", err)
+	}
+	if !strings.Contains(err.Error(), "ragd reembed") {
+		t.Errorf("error %q does not say how to fix it", err)
+	}
+	// Without an identity configured, nothing is checked.
+	s, err = reopen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordEmbedder(ctx, "kind=openai two"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = reopen("kind=openai two")
+	if err != nil {
+		t.Fatalf("after RecordEmbedder: %v", err)
+	}
+	// An empty store may change embedder: nothing can be mixed.
+	if err := s.Delete(ctx, []string{"a"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = reopen("kind=three")
+	if err != nil {
+		t.Fatalf("empty store, new embedder: %v", err)
+	}
+	if id, _ := s.Embedder(ctx); id != "kind=three" {
+		t.Fatalf("Embedder = %q after opening an empty store with a new one", id)
+	}
+	s.Close()
+}
+
 func TestCorruptFile(t *testing.T) {
 	tests := map[string]func(t *testing.T, path string){
 		"garbage": func(t *testing.T, path string) {
