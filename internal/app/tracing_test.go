@@ -174,7 +174,7 @@ func TestQueryTrace(t *testing.T) {
 	if e := one(t, spans, "retriever.expansion"); attr(e, "ragd.source") != "graph_expand" || attr(e, "ragd.source.status") != "ok" {
 		t.Errorf("expansion span: %v", e.Attributes)
 	}
-	if f := byName(spans, "retriever.fusion")[0]; attr(f, "ragd.fusion.mode") != "rrf" || attr(f, "ragd.fusion.lists") != "3" {
+	if f := byName(spans, "retriever.fusion")[0]; attr(f, "ragd.fusion.mode") != config.Default().Retriever.Fusion || attr(f, "ragd.fusion.lists") != "3" {
 		t.Errorf("fusion span: %v", f.Attributes)
 	}
 	// No query text, no document text or title in any attribute.
