@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -51,7 +52,7 @@ func TestQueryTable(t *testing.T) {
 	for _, want := range []string{
 		"RANK  ID", "Boundary layer transition on a flat plate",
 		"sources:", "keyword       ok", "vector        disabled",
-		"2 hits of", "fusion rrf", "took", "complete",
+		"2 hits of", "fusion " + config.Default().Retriever.Fusion, "took", "complete",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)

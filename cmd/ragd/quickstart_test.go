@@ -155,9 +155,10 @@ func TestQuickstart(t *testing.T) {
 	if len(a.Hits) == 0 || a.Hits[0].ID != "circuit-breaker" || a.Hits[0].Document == nil {
 		t.Fatalf("known answer: want circuit-breaker first, hydrated; got %+v", a.Hits)
 	}
-	for _, src := range []string{"vector", "keyword", "graph"} {
-		if a.Sources[src].Status != "ok" {
-			t.Errorf("source %s: status %q, want ok", src, a.Sources[src].Status)
+	// The shipped rag.yaml leaves the graph out (docs/eval.md).
+	for src, want := range map[string]string{"vector": "ok", "keyword": "ok", "graph": "disabled"} {
+		if a.Sources[src].Status != want {
+			t.Errorf("source %s: status %q, want %s", src, a.Sources[src].Status, want)
 		}
 	}
 	resp, err := http.Post("http://"+q.addr+"/v1/documents", "application/json", strings.NewReader(

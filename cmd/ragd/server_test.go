@@ -43,6 +43,11 @@ func startTestRagd(t *testing.T, configure func(*config.Config)) *liveRagd {
 	cfg.Auth.Enabled = &off
 	cfg.Server.Listen = "127.0.0.1:0"
 	cfg.Server.ShutdownGraceS = 1
+	// The graph source and its expansion are off by default; the CLI's
+	// reports are about every source, so these tests switch them on.
+	on, one := true, 1.0
+	cfg.Retriever.Sources = map[string]config.SourceConfig{"graph": {Weight: &one}}
+	cfg.Retriever.Expand.Enabled = &on
 	if configure != nil {
 		configure(&cfg)
 	}
