@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -123,6 +124,19 @@ func (x *impactIndex) putLocked(id, tenant string, meta map[string]string, lens 
 }
 
 func cap16(n int) uint16 { return uint16(min(n, math.MaxUint16)) }
+
+// apply mirrors a committed batch: documents as buildDoc built them, and
+// deleted ids. The caller serialises writes (the store's writer lock).
+func (x *impactIndex) apply(docs []spi.Document, built []*document.Document, lens []docLens, del []string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for i, d := range docs {
+		x.putLocked(d.ID, d.Tenant, maps.Clone(d.Metadata), lens[i], freqsOf(built[i]))
+	}
+	for _, id := range del {
+		x.removeLocked(id)
+	}
+}
 
 // remove deletes a document if present.
 func (x *impactIndex) remove(id string) {

@@ -1,6 +1,7 @@
 package keyword
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -73,6 +74,9 @@ type store struct {
 	idx    bleve.Index
 	an     analysis.Analyzer
 	totals atomic.Pointer[fieldTotals]
+	// impact holds the postings of plain-text search (impact.go), kept
+	// in step with idx by writeBatch.
+	impact *impactIndex
 }
 
 func newStore(idx bleve.Index, analyzer string) (*store, error) {
@@ -92,6 +96,9 @@ func newStore(idx bleve.Index, analyzer string) (*store, error) {
 		}
 	}
 	s.totals.Store(&t)
+	if s.impact, err = loadImpact(context.Background(), idx); err != nil {
+		return nil, fmt.Errorf("%w: load postings: %v", ErrCorrupt, err)
+	}
 	return s, nil
 }
 

@@ -120,6 +120,7 @@ func writeBatch(s *store, docs []spi.Document, del []string) error {
 		return fmt.Errorf("%w: batch: %v", spi.ErrUnavailable, err)
 	}
 	s.totals.Store(&totals)
+	s.impact.apply(docs, built, lens, del)
 	return nil
 }
 
