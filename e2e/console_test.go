@@ -212,10 +212,20 @@ func TestConsoleInBrowser(t *testing.T) {
 	{
 		b.do("open the console", chromedp.Navigate(ui))
 		b.waitFor("ask for a key", `document.getElementById("overall").textContent.includes("needs an API key")`)
-		b.do("enter the admin key",
-			chromedp.SendKeys(chromedp.CSS("#api-key"), adminKey),
+		// A query key sees everything but may not force a breaker.
+		b.do("enter the query key",
+			chromedp.SendKeys(chromedp.CSS("#api-key"), queryKey),
 			chromedp.Click(chromedp.CSS("#use-key")))
 		b.waitFor("cards", `["`+strings.Join(consoleSources, `","`)+`"].every(n => document.querySelector("#card-" + n))`)
+		b.do("force open with the query key", chromedp.Click(chromedp.CSS(`#card-graph button[aria-label="Force open graph breaker"]`)))
+		b.waitFor("refusal shown", `document.getElementById("action-status").textContent.includes("(forbidden")`)
+		if st := pageText(b, "#card-graph h3 .badge"); st != "closed" {
+			t.Fatalf("graph card shows %q after a refused force-open, want closed", st)
+		}
+		b.do("switch to the admin key",
+			chromedp.Click(chromedp.CSS("#forget-key")),
+			chromedp.SendKeys(chromedp.CSS("#api-key"), adminKey),
+			chromedp.Click(chromedp.CSS("#use-key")))
 		// Three queries through the API; the cards show them within a poll
 		// (the window is the last minute: they are sent just now).
 		for range 3 {
