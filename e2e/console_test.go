@@ -11,10 +11,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/accessibility"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -61,6 +63,9 @@ type browser struct {
 	ctx  context.Context
 	dir  string // screenshots
 	shot int
+
+	mu         sync.Mutex
+	exceptions []string // uncaught JavaScript exceptions of the page
 }
 
 // newBrowser starts Debian's chromium with the flags known to work in CI
@@ -87,8 +92,9 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 1000),
 	}
+	b := &browser{t: t}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
+	ctx, cancelCtx := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf), chromedp.WithListener(b.listen))
 	t.Cleanup(func() {
 		cancelCtx()
 		cancelAlloc()
@@ -113,7 +119,31 @@ func newBrowser(t *testing.T) *browser {
 		t.Fatal(err)
 	}
 	t.Logf("console screenshots go to %s", dir)
-	return &browser{t: t, ctx: ctx, dir: dir}
+	b.ctx, b.dir = ctx, dir
+	return b
+}
+
+// listen records the page's uncaught exceptions.
+func (b *browser) listen(ev any) {
+	if e, ok := ev.(*cdpruntime.EventExceptionThrown); ok && e.ExceptionDetails != nil {
+		d := e.ExceptionDetails
+		msg := d.Text
+		if d.Exception != nil && d.Exception.Description != "" {
+			msg = d.Exception.Description
+		}
+		b.mu.Lock()
+		b.exceptions = append(b.exceptions, fmt.Sprintf("%s:%d: %s", d.URL, d.LineNumber+1, msg))
+		b.mu.Unlock()
+	}
+}
+
+// checkExceptions fails the test for any uncaught exception so far.
+func (b *browser) checkExceptions() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, e := range b.exceptions {
+		b.t.Errorf("uncaught JavaScript exception: %s", e)
+	}
 }
 
 // stepTimeout bounds one browser step; generous, because CI machines are
@@ -335,6 +365,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.do("focus the query field", chromedp.Focus(chromedp.CSS("#q-text")))
 		b.screenshot("keyboard")
 	}
+	b.checkExceptions()
 }
 
 // countdown reads graph's retry countdown in seconds.
