@@ -256,6 +256,23 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.Click(chromedp.CSS("#forget-key")),
 			chromedp.SendKeys(chromedp.CSS("#api-key"), adminKey),
 			chromedp.Click(chromedp.CSS("#use-key")))
+		// However often the key form is sent, even while a poll is in
+		// flight, one poll loop runs: about five status polls in ten seconds,
+		// fewer on a loaded machine, never the ten or more of two loops.
+		jsEval[bool](b, `(() => { window.polls = 0; const f = window.fetch;
+			window.fetch = (u, i) => { if (String(u).startsWith("/v1/status/breakers")) window.polls++; return f(u, i); };
+			const form = document.getElementById("key-form");
+			for (let i = 0; i < 5; i++) form.requestSubmit();
+			return true; })()`)
+		b.do("let the submits' polls finish", chromedp.Sleep(time.Second))
+		jsEval[int](b, `window.polls = 0`)
+		b.do("watch the polls", chromedp.Sleep(10*time.Second))
+		if n := jsEval[int](b, `window.polls`); n > 7 {
+			t.Errorf("%d status polls in 10 s, want at most 7 (one loop every 2 s)", n)
+		}
+		if ks := pageText(b, "#key-status"); !strings.HasPrefix(ks, "Using the key") {
+			t.Errorf("sending the key form empty dropped the key: %q", ks)
+		}
 		// Three queries through the API; the cards show them within a poll
 		// (the window is the last minute: they are sent just now).
 		for range 3 {

@@ -91,7 +91,8 @@
 
   $("key-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
-    apiKey = $("api-key").value.trim();
+    const typed = $("api-key").value.trim();
+    if (typed) apiKey = typed; // an empty field keeps the key in use
     $("api-key").value = "";
     setKeyStatus();
     refresh();
