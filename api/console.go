@@ -61,7 +61,7 @@ func (s *Server) listEvents() echo.HandlerFunc {
 			return fieldError(CodeInvalidParameter, "limit", "limit must be between 1 and %d", MaxEventsLimit)
 		}
 		page := events.Page{Events: []events.Event{}}
-		if s.cfg.Events != nil {
+		if !isNil(s.cfg.Events) {
 			page = s.cfg.Events.Since(after, int(limit))
 		}
 		return s.writeJSON(c, http.StatusOK, page)
@@ -73,7 +73,7 @@ func (s *Server) listEvents() echo.HandlerFunc {
 func (s *Server) sourceStats() echo.HandlerFunc {
 	return func(c echo.Context) error {
 		snap := sourcestats.Snapshot{Sources: []sourcestats.Source{}}
-		if s.cfg.Stats != nil {
+		if !isNil(s.cfg.Stats) {
 			snap = s.cfg.Stats.Snapshot(principal(c).Tenant)
 		}
 		return s.writeJSON(c, http.StatusOK, snap)

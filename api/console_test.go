@@ -44,7 +44,8 @@ func TestEventsEndpoint(t *testing.T) {
 }
 
 func TestEventsEndpointWithoutRing(t *testing.T) {
-	e := newEnv(t, nil)
+	var ring *events.Ring // a typed nil is "none" too
+	e := newEnv(t, func(c *api.Config) { c.Events = ring })
 	page := decodeAs[api.EventsResponse](t, e.do(http.MethodGet, "/v1/status/events", nil), http.StatusOK)
 	if page.Events == nil || len(page.Events) != 0 {
 		t.Fatalf("no ring: %+v", page)

@@ -11,10 +11,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/accessibility"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -61,6 +63,9 @@ type browser struct {
 	ctx  context.Context
 	dir  string // screenshots
 	shot int
+
+	mu         sync.Mutex
+	exceptions []string // uncaught JavaScript exceptions of the page
 }
 
 // newBrowser starts Debian's chromium with the flags known to work in CI
@@ -87,8 +92,9 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 1000),
 	}
+	b := &browser{t: t}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
+	ctx, cancelCtx := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf), chromedp.WithListener(b.listen))
 	t.Cleanup(func() {
 		cancelCtx()
 		cancelAlloc()
@@ -113,7 +119,31 @@ func newBrowser(t *testing.T) *browser {
 		t.Fatal(err)
 	}
 	t.Logf("console screenshots go to %s", dir)
-	return &browser{t: t, ctx: ctx, dir: dir}
+	b.ctx, b.dir = ctx, dir
+	return b
+}
+
+// listen records the page's uncaught exceptions.
+func (b *browser) listen(ev any) {
+	if e, ok := ev.(*cdpruntime.EventExceptionThrown); ok && e.ExceptionDetails != nil {
+		d := e.ExceptionDetails
+		msg := d.Text
+		if d.Exception != nil && d.Exception.Description != "" {
+			msg = d.Exception.Description
+		}
+		b.mu.Lock()
+		b.exceptions = append(b.exceptions, fmt.Sprintf("%s:%d: %s", d.URL, d.LineNumber+1, msg))
+		b.mu.Unlock()
+	}
+}
+
+// checkExceptions fails the test for any uncaught exception so far.
+func (b *browser) checkExceptions() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, e := range b.exceptions {
+		b.t.Errorf("uncaught JavaScript exception: %s", e)
+	}
 }
 
 // stepTimeout bounds one browser step; generous, because CI machines are
@@ -212,10 +242,37 @@ func TestConsoleInBrowser(t *testing.T) {
 	{
 		b.do("open the console", chromedp.Navigate(ui))
 		b.waitFor("ask for a key", `document.getElementById("overall").textContent.includes("needs an API key")`)
-		b.do("enter the admin key",
-			chromedp.SendKeys(chromedp.CSS("#api-key"), adminKey),
+		// A query key sees everything but may not force a breaker.
+		b.do("enter the query key",
+			chromedp.SendKeys(chromedp.CSS("#api-key"), queryKey),
 			chromedp.Click(chromedp.CSS("#use-key")))
 		b.waitFor("cards", `["`+strings.Join(consoleSources, `","`)+`"].every(n => document.querySelector("#card-" + n))`)
+		b.do("force open with the query key", chromedp.Click(chromedp.CSS(`#card-graph button[aria-label="Force open graph breaker"]`)))
+		b.waitFor("refusal shown", `document.getElementById("action-status").textContent.includes("(forbidden")`)
+		if st := pageText(b, "#card-graph h3 .badge"); st != "closed" {
+			t.Fatalf("graph card shows %q after a refused force-open, want closed", st)
+		}
+		b.do("switch to the admin key",
+			chromedp.Click(chromedp.CSS("#forget-key")),
+			chromedp.SendKeys(chromedp.CSS("#api-key"), adminKey),
+			chromedp.Click(chromedp.CSS("#use-key")))
+		// However often the key form is sent, even while a poll is in
+		// flight, one poll loop runs: about five status polls in ten seconds,
+		// fewer on a loaded machine, never the ten or more of two loops.
+		jsEval[bool](b, `(() => { window.polls = 0; const f = window.fetch;
+			window.fetch = (u, i) => { if (String(u).startsWith("/v1/status/breakers")) window.polls++; return f(u, i); };
+			const form = document.getElementById("key-form");
+			for (let i = 0; i < 5; i++) form.requestSubmit();
+			return true; })()`)
+		b.do("let the submits' polls finish", chromedp.Sleep(time.Second))
+		jsEval[int](b, `window.polls = 0`)
+		b.do("watch the polls", chromedp.Sleep(10*time.Second))
+		if n := jsEval[int](b, `window.polls`); n > 7 {
+			t.Errorf("%d status polls in 10 s, want at most 7 (one loop every 2 s)", n)
+		}
+		if ks := pageText(b, "#key-status"); !strings.HasPrefix(ks, "Using the key") {
+			t.Errorf("sending the key form empty dropped the key: %q", ks)
+		}
 		// Three queries through the API; the cards show them within a poll
 		// (the window is the last minute: they are sent just now).
 		for range 3 {
@@ -325,6 +382,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.do("focus the query field", chromedp.Focus(chromedp.CSS("#q-text")))
 		b.screenshot("keyboard")
 	}
+	b.checkExceptions()
 }
 
 // countdown reads graph's retry countdown in seconds.

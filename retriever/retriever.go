@@ -233,7 +233,9 @@ func (ru *run) callStage1(ctx context.Context, sp sourcePlan, slot *stage1Outcom
 		vec := q.Vector
 		if len(vec) == 0 {
 			var a attempt
-			vec, a = ru.embed(ctx)
+			ectx, span := r.traceSource(ctx, spi.SourceEmbedder)
+			vec, a = ru.embed(ectx)
+			r.endSource(span, spi.SourceEmbedder, a.sourceStatus(1))
 			slot.embed = a
 			if a.status != StatusOK {
 				slot.a = a

@@ -13,7 +13,8 @@ import (
 
 // Spans of a query, children of the span in the caller's context: one per
 // stage-1 source ("source.vector", "source.keyword", "source.graph"; an
-// instant span for a source that was not called), one for each fusion (a
+// instant span for a source that was not called; the query's embedding is
+// "source.embedder" inside "source.vector"), one for each fusion (a
 // second one re-ranks after expansion), one for expansion and one for
 // hydration. Attributes are names, statuses, breaker states
 // and counts, never the query's text, vector or filter values.

@@ -20,8 +20,7 @@ func (a *App) wireConsole() error {
 	return nil
 }
 
-// publish adds e to the timeline; breaker transitions may arrive before
-// wireConsole ran, and are then not recorded.
+// publish adds e to the timeline (the breakers' and the window's hook).
 func (a *App) publish(e events.Event) {
 	if a.Events != nil {
 		a.Events.Publish(e)

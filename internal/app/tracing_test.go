@@ -160,6 +160,10 @@ func TestQueryTrace(t *testing.T) {
 	if n := len(byName(spans, "retriever.fusion")); n != 2 {
 		t.Errorf("%d fusion spans, want 2", n)
 	}
+	if e, v := one(t, spans, "source.embedder"), one(t, spans, "source.vector"); e.Parent.SpanID() != v.SpanContext.SpanID() ||
+		attr(e, "ragd.source.status") != "ok" || attr(e, "ragd.breaker.state") != "closed" {
+		t.Errorf("embedding span: parent %s (vector %s), attributes %v", e.Parent.SpanID(), v.SpanContext.SpanID(), e.Attributes)
+	}
 	for _, name := range []string{"source.vector", "source.keyword", "source.graph", "retriever.expansion", "retriever.hydration"} {
 		s := one(t, spans, name)
 		if s.Parent.SpanID() != root.SpanContext.SpanID() || s.SpanContext.TraceID().String() != remoteTrace {

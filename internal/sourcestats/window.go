@@ -29,7 +29,7 @@ const (
 )
 
 // DefaultBurstStatuses are the source statuses whose repetition is a burst.
-var DefaultBurstStatuses = []retriever.Status{retriever.StatusTimeout, "shed"}
+var DefaultBurstStatuses = []retriever.Status{retriever.StatusTimeout, retriever.StatusShed}
 
 // ErrConfig is wrapped by every Config.Validate error.
 var ErrConfig = errors.New("sourcestats: invalid config")

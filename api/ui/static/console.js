@@ -14,6 +14,7 @@
   let authOff = false; // a request without a key succeeded
   let lastEvent = 0;
   let timer = 0;
+  let generation = 0; // of refresh calls
   const cards = new Map(); // source name -> card elements
   const retryAt = new Map(); // breaker name -> epoch ms it admits a trial
 
@@ -90,7 +91,8 @@
 
   $("key-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
-    apiKey = $("api-key").value.trim();
+    const typed = $("api-key").value.trim();
+    if (typed) apiKey = typed; // an empty field keeps the key in use
     $("api-key").value = "";
     setKeyStatus();
     refresh();
@@ -185,8 +187,8 @@
       if (b && b.state !== "closed" && b.retry_in_ms > 0) retryAt.set(name, now + b.retry_in_ms);
       else retryAt.delete(name);
       show(c.retry, b ? "" : null);
-      show(c.latency, s || !b || QUERY_SOURCES.includes(name) ? (s && s.calls ? fmtMS(s.p50_ms) + " / " + fmtMS(s.p99_ms) : "no calls") : null);
-      show(c.share, s ? fmtPct(s.share) + " of " + stats.queries + " queries" : QUERY_SOURCES.includes(name) ? "no queries" : null);
+      show(c.latency, s && s.calls ? fmtMS(s.p50_ms) + " / " + fmtMS(s.p99_ms) : "no calls");
+      show(c.share, s ? fmtPct(s.share) + " of " + stats.queries + " queries" : "no queries");
       show(c.statuses, s ? Object.entries(s.statuses).sort().map(([k, v]) => k + " " + v).join(", ") : null);
       // Derived-store lag, when the health endpoint reports one.
       show(c.lag, comp && comp.lag !== undefined ? lagText(comp.lag) : null);
@@ -276,8 +278,12 @@
 
   // ---- polling -----------------------------------------------------------------
 
+  // refresh polls once and schedules the next poll; a refresh started while
+  // one is in flight (a new key) supersedes it, so one poll loop runs.
   async function refresh() {
     clearTimeout(timer);
+    const mine = ++generation;
+    const again = () => { if (mine === generation) timer = setTimeout(refresh, POLL_MS); };
     try {
       const [br, health, stats] = await Promise.all([
         get("/v1/status/breakers"), get("/v1/status/health", true), get("/v1/status/sources"),
@@ -291,14 +297,13 @@
       const o = $("overall");
       o.className = "overall error";
       o.textContent = e.status === 401 ? "This server needs an API key." : e.status === 403 ? "This key may not read the status." : "Error: " + e.message;
-      o.className = "overall error";
       if (e.status === 401) authOff = false;
       setKeyStatus();
-      timer = setTimeout(refresh, POLL_MS);
+      again();
       return;
     }
     $("overall").className = "overall";
-    timer = setTimeout(refresh, POLL_MS);
+    again();
   }
 
   // ---- query playground ----------------------------------------------------------
