@@ -11,15 +11,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/eval"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi/spitest"
 )
 
 // BenchmarkCranfieldQuery is the read path's CPU cost on the embedded
-// default stack with Cranfield ingested: "retrieve" calls the retriever,
-// "http" sends the same queries through the API handler (JSON decoding,
-// middleware and encoding included). Queries run round-robin from 8
+// default stack (the shipped defaults: keyword and vector, DBSF) with
+// Cranfield ingested: "retrieve" calls the retriever, "http" sends the
+// same queries through the API handler (JSON decoding, middleware and
+// encoding included), "graph" is retrieve with the graph source and its
+// expansion switched on. Queries run round-robin from 8
 // goroutines, like the load benchmark's 8 clients. cpu-ms/op is the
 // process's user+system CPU time per query (getrusage), which machine load
 // inflates far less than wall time:
@@ -30,8 +33,11 @@ func BenchmarkCranfieldQuery(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := embeddedConfig(b)
-	a := newApp(b, cfg)
+	cfg := config.Default()
+	off := false
+	cfg.Auth.Enabled = &off
+	cfg.DataDir = b.TempDir()
+	a := newApp(b, &cfg)
 	defer a.Close()
 	ctx := context.Background()
 	var docs = ds.Corpus[:0]
@@ -81,6 +87,17 @@ func BenchmarkCranfieldQuery(b *testing.B) {
 	b.Run("retrieve", func(b *testing.B) {
 		run(b, func(i int) {
 			if _, err := a.Retriever.Retrieve(ctx, retriever.Query{Text: texts[i%len(texts)]}); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("graph", func(b *testing.B) {
+		on := true
+		q := retriever.Query{Expand: retriever.ExpandOptions{Enabled: &on},
+			Sources: map[string]retriever.SourceOptions{"graph": {Enabled: &on, Weight: 1}}}
+		run(b, func(i int) {
+			q.Text = texts[i%len(texts)]
+			if _, err := a.Retriever.Retrieve(ctx, q); err != nil {
 				b.Fatal(err)
 			}
 		})
