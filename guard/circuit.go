@@ -21,8 +21,8 @@ type ProbeConfig struct {
 	// and below the breaker's TrialLease.
 	Warmup time.Duration
 	// Target is the latency under which a probe finds the source warm; a
-	// slower answer is probed again (within Warmup) before the trial
-	// counts. Typically the source's per-query timeout.
+	// slower answer is probed again, and a source still slower once Warmup
+	// is spent fails the trial. Typically the source's per-query timeout.
 	Target time.Duration
 	// Poll is how often the loop looks at a closed breaker (it is also
 	// woken by refusals); 0 means 1s.
@@ -166,17 +166,27 @@ func (c *Circuit) trial(ctx context.Context) {
 				slog.Int("probes", probes), slog.Duration("took", took), slog.String("outcome", spi.OutcomeOf(ctx, perr).String()))
 			tk.Failure(errProbeFailed)
 			return
-		case took <= c.p.Target || time.Since(start) >= c.p.Warmup:
+		case took <= c.p.Target:
 			c.p.Logger.Info("guard: trial succeeded", slog.String("breaker", c.b.Name()),
 				slog.Int("probes", probes), slog.Duration("took", took))
 			tk.Success()
+			return
+		case time.Since(start) >= c.p.Warmup:
+			// Still slower than a query may wait after a whole warm-up:
+			// it answers, but not usefully. Another cooldown.
+			c.p.Logger.Warn("guard: trial too slow", slog.String("breaker", c.b.Name()),
+				slog.Int("probes", probes), slog.Duration("took", took))
+			tk.Failure(errProbeSlow)
 			return
 		}
 		// Answered, but cold: probe again to warm it.
 	}
 }
 
-var errProbeFailed = errors.New("guard: probe failed")
+var (
+	errProbeFailed = errors.New("guard: probe failed")
+	errProbeSlow   = errors.New("guard: probe answered slower than the source's timeout for a whole warm-up")
+)
 
 func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)

@@ -3,6 +3,7 @@ package guard_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -171,5 +172,28 @@ func TestNoProbeUserTrials(t *testing.T) {
 	mustAdmit(t, g).Done(spi.OutcomeSuccess, 0)
 	if b.State() != breaker.Closed {
 		t.Fatalf("a user trial's success left the breaker %v", b.State())
+	}
+}
+
+// A source that answers, but never within its timeout, fails the trial
+// once the warm-up is spent: it is not handed user traffic.
+func TestSlowProbeFailsAfterWarmup(t *testing.T) {
+	var probes atomic.Int64
+	probe := func(ctx context.Context) error {
+		probes.Add(1)
+		time.Sleep(15 * time.Millisecond)
+		return nil
+	}
+	_, b, rec := probedCircuit(t, probe, 100*time.Millisecond, time.Millisecond)
+	b.ForceOpen()
+	eventually(t, "a failed trial", func() bool {
+		p := rec.get()
+		return len(p) >= 3 && p[2] == "half_open>open"
+	})
+	if p := rec.get(); slices.Contains(p, "half_open>closed") {
+		t.Fatalf("transitions %v: a source slower than its timeout closed the circuit", p)
+	}
+	if probes.Load() < 2 {
+		t.Fatalf("%d probes: the slow source was not re-probed within the warm-up", probes.Load())
 	}
 }

@@ -30,12 +30,13 @@ type Fault struct {
 // Injector holds the faults set per source. The zero value is not usable;
 // create it with New.
 type Injector struct {
-	mu     sync.RWMutex
-	faults map[string]Fault
+	mu      sync.RWMutex
+	faults  map[string]Fault
+	changed chan struct{} // closed and replaced on every Set
 }
 
 // New returns an injector with no faults set.
-func New() *Injector { return &Injector{faults: map[string]Fault{}} }
+func New() *Injector { return &Injector{faults: map[string]Fault{}, changed: make(chan struct{})} }
 
 // Set sets (or, with the zero Fault, clears) the fault of source, one of
 // spi.GatedSources. graph covers entity match and expansion alike.
@@ -53,6 +54,10 @@ func (in *Injector) Set(source string, f Fault) error {
 	} else {
 		in.faults[source] = f
 	}
+	// Calls held by the old fault look again, as a SIGCONT lets a
+	// stopped server answer the requests it holds.
+	close(in.changed)
+	in.changed = make(chan struct{})
 	return nil
 }
 
@@ -71,13 +76,18 @@ func (in *Injector) List() map[string]Fault {
 func (in *Injector) apply(ctx context.Context, source string) error {
 	in.mu.RLock()
 	f, ok := in.faults[source]
+	changed := in.changed
 	in.mu.RUnlock()
 	if !ok {
 		return nil
 	}
 	if f.Hang {
-		<-ctx.Done()
-		return fmt.Errorf("faults: %s hung: %w", source, ctx.Err())
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("faults: %s hung: %w", source, ctx.Err())
+		case <-changed:
+			return in.apply(ctx, source)
+		}
 	}
 	if f.DelayMS > 0 {
 		t := time.NewTimer(time.Duration(f.DelayMS) * time.Millisecond)

@@ -55,3 +55,33 @@ func TestInjector(t *testing.T) {
 		t.Error("negative delay accepted")
 	}
 }
+
+// Clearing a hang releases the calls it holds, as SIGCONT does.
+func TestHealReleasesHungCalls(t *testing.T) {
+	in := faults.New()
+	kw := in.Keyword(okKeyword{})
+	if err := in.Set(spi.SourceKeyword, faults.Fault{Hang: true}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := kw.Retrieve(context.Background(), spi.KeywordRequest{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a hung call returned: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	if err := in.Set(spi.SourceKeyword, faults.Fault{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("released call: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("healing did not release the hung call")
+	}
+}
