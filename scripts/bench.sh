@@ -5,9 +5,11 @@
 #   scripts/bench.sh load embedded   ragd with its embedded stores: healthy,
 #                                    then the graph store hung and the keyword
 #                                    index slowed by fault injection
-#   scripts/bench.sh load servers    ragd on PostgreSQL + Neo4j (scripts/services.sh
-#                                    up first): healthy, Neo4j SIGSTOPped,
-#                                    PostgreSQL SIGSTOPped, Neo4j restarted
+#   scripts/bench.sh load servers    ragd on PostgreSQL + Neo4j servers of its own
+#                                    (scripts/services.sh in a scratch state
+#                                    directory, ports BENCH_PORT+1..): healthy,
+#                                    Neo4j SIGSTOPped, PostgreSQL SIGSTOPped,
+#                                    Neo4j restarted
 #
 # Each prints one markdown table (req/s, p50/p99, CPU ms per query, each
 # source's share of ok answers, breaker transitions per phase) and a summary
@@ -32,8 +34,10 @@ port=${BENCH_PORT:-18090}
 reset=${BENCH_RESET_S:-10}
 work=$(mktemp -d)
 ragd_pid=
+services_up=
 cleanup() {
   [ -n "$ragd_pid" ] && kill "$ragd_pid" 2>/dev/null && wait "$ragd_pid" 2>/dev/null
+  [ -n "$services_up" ] && scripts/services.sh purge >/dev/null 2>&1
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -49,6 +53,15 @@ if [ "$mode" = embedded ]; then
   src=rag.yaml
 else
   src=deploy/rag.servers.yaml
+  # Servers of the benchmark's own, so stopping them disturbs nobody.
+  # (PostgreSQL runs as the postgres user when we are root, which cannot
+  # enter a root-owned scratch directory: use the services' own base then.)
+  sdir=$work/services
+  [ "$(id -u)" = 0 ] && sdir=/var/lib/ragd-services/bench-$port
+  export RAG_SERVICES_DIR=$sdir RAG_SERVICES_PORT_BASE=$((port + 1))
+  echo "== starting PostgreSQL and Neo4j in $RAG_SERVICES_DIR" >&2
+  services_up=1
+  scripts/services.sh up >&2
   eval "$(scripts/services.sh env)"
   export RAGD_ADMIN_KEY=${RAGD_ADMIN_KEY:-bench-admin-key-$RANDOM$RANDOM$RANDOM}
   export RAGD_API_KEY=$RAGD_ADMIN_KEY
