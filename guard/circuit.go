@@ -123,6 +123,13 @@ func (c *Circuit) Run(ctx context.Context) {
 			continue
 		case breaker.Open:
 			wait = max(s.RetryIn, time.Millisecond)
+			if s.RetryIn > c.p.Poll {
+				// Warm the backend while the cooldown runs, so that the
+				// trial at its end finds it warm: a restarted server
+				// spends its cold start now, not after the trial.
+				c.warm(ctx, s.RetryIn)
+				wait = c.p.Poll
+			}
 		}
 		t.Reset(wait)
 		select {
@@ -135,6 +142,14 @@ func (c *Circuit) Run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// warm makes one probe during a cooldown with at most the time left of it
+// as its deadline. Its outcome goes to no breaker: the trial decides.
+func (c *Circuit) warm(ctx context.Context, left time.Duration) {
+	wctx, cancel := context.WithTimeout(ctx, min(left, c.p.Warmup))
+	defer cancel()
+	_ = c.p.Probe(wctx)
 }
 
 // trial takes the half-open trial slot and reports one trial: probes until

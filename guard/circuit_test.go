@@ -33,7 +33,9 @@ func (r *transitions) get() []string {
 }
 
 // probedCircuit returns a real-clock breaker with a short cooldown whose
-// trials are made by probe, its loop running until the test ends.
+// trials are made by probe, its loop running until the test ends. The loop
+// polls less often than the cooldown lasts, so it makes no warm-up probes
+// during it (TestWarmDuringCooldown covers those): every probe is a trial's.
 func probedCircuit(t *testing.T, probe func(context.Context) error, warmup, target time.Duration) (*guard.Guard, *breaker.Breaker, *transitions) {
 	t.Helper()
 	rec := &transitions{}
@@ -46,7 +48,7 @@ func probedCircuit(t *testing.T, probe func(context.Context) error, warmup, targ
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := guard.NewCircuit(b, guard.ProbeConfig{Probe: probe, Warmup: warmup, Target: target, Poll: 10 * time.Millisecond})
+	c := guard.NewCircuit(b, guard.ProbeConfig{Probe: probe, Warmup: warmup, Target: target, Poll: 30 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); c.Run(ctx) }()
@@ -195,5 +197,34 @@ func TestSlowProbeFailsAfterWarmup(t *testing.T) {
 	}
 	if probes.Load() < 2 {
 		t.Fatalf("%d probes: the slow source was not re-probed within the warm-up", probes.Load())
+	}
+}
+
+// While the cooldown runs, the loop warms the backend with probes whose
+// outcomes go to no breaker; the trial still waits for the cooldown.
+func TestWarmDuringCooldown(t *testing.T) {
+	var probes atomic.Int64
+	rec := &transitions{}
+	cfg := breaker.DefaultConfig()
+	cfg.FailureThreshold = 1
+	cfg.ResetTimeout = 300 * time.Millisecond
+	cfg.OnStateChange = rec.record
+	b, err := breaker.New("graph", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := guard.NewCircuit(b, guard.ProbeConfig{Probe: func(context.Context) error { probes.Add(1); return nil },
+		Warmup: time.Second, Target: time.Second, Poll: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	b.ForceOpen()
+	eventually(t, "closed", func() bool { return b.State() == breaker.Closed })
+	if n := probes.Load(); n < 3 {
+		t.Fatalf("%d probes over a 300 ms cooldown polled every 20 ms, want warm-up probes besides the trial", n)
+	}
+	if p := rec.get(); !equal(p, []string{"closed>open", "open>half_open", "half_open>closed"}) {
+		t.Fatalf("transitions %v: warm-up probes must not decide the breaker", p)
 	}
 }

@@ -46,7 +46,9 @@
 // call under a warm-up deadline (longer than any per-query timeout). A probe
 // that answers, but slower than the warm target, found a cold server: the
 // loop probes again to warm it before the trial counts as a success, so a
-// restarted Neo4j is not handed user traffic while its caches are cold; one
+// restarted Neo4j is not handed user traffic while its caches are cold. The
+// loop also probes once a poll interval while the cooldown runs (outcomes
+// ignored), so a server that came back mid-cooldown is warm by the trial; one
 // still slower than the target once the warm-up deadline is spent fails
 // the trial (it answers, but not within what a query may wait).
 package guard

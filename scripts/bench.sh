@@ -66,10 +66,17 @@ else
   export RAGD_ADMIN_KEY=${RAGD_ADMIN_KEY:-bench-admin-key-$RANDOM$RANDOM$RANDOM}
   export RAGD_API_KEY=$RAGD_ADMIN_KEY
 fi
-sed -e "s/^  reset_timeout_s: .*/  reset_timeout_s: $reset/" \
+# Servers mode switches the graph source and its expansion on, so that
+# Neo4j is on every query's path (the shipped file leaves it off).
+graph_on=()
+[ "$mode" = servers ] && graph_on=(-e "s/^    graph:   {weight: 0,/    graph:   {weight: 1.0,/" -e "s/^    enabled: false        # follows graph links/    enabled: true         # follows graph links/")
+sed "${graph_on[@]}" -e "s/^  reset_timeout_s: .*/  reset_timeout_s: $reset/" \
     -e "s/^  shutdown_grace_s: .*/&\n  pprof: true\n  debug_faults: true/" \
     -e "s/^  level: info/  level: warn/" "$src" > "$work/rag.yaml"
 grep -q "reset_timeout_s: $reset" "$work/rag.yaml" || { echo "bench: could not set reset_timeout_s in $src" >&2; exit 1; }
+if [ "$mode" = servers ] && ! grep -q "graph:   {weight: 1.0," "$work/rag.yaml"; then
+  echo "bench: could not switch the graph on in $src" >&2; exit 1
+fi
 
 echo "== starting ragd ($mode) on 127.0.0.1:$port" >&2
 RAGD_DATA_DIR="$work/data" RAGD_LISTEN="127.0.0.1:$port" "$work/ragd" serve -c "$work/rag.yaml" 2>"$work/ragd.log" &
