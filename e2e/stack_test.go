@@ -73,14 +73,15 @@ func loadCranfield(t *testing.T) *eval.Dataset {
 // one second. The per-source timeouts are long: on a loaded two-core machine
 // (load average 30) a Neo4j query took more than 2 s often enough to open
 // the graph breaker with every server up, and the outages here are stopped
-// servers, which fail at once, not hung ones.
+// servers, which fail at once, not hung ones. The shutdown grace is a cap,
+// long for the same reason: ragd exits as soon as its requests are done.
 func stackConfig(dataDir, pgDSN string, neo testenv.Neo4jConn) string {
 	q := strconv.Quote
 	return `data_dir: ` + q(dataDir) + `
 server:
   listen: 127.0.0.1:0
   request_timeout_s: 60
-  shutdown_grace_s: 30
+  shutdown_grace_s: 120
   max_in_flight: 512
 backends:
   vector:
