@@ -33,7 +33,8 @@ func Embedder(tb testing.TB) EmbedderConn {
 	tb.Helper()
 	url := os.Getenv(EnvEmbedderURL)
 	if url == "" {
-		unavailable(tb, "embedding server", "set "+EnvEmbedderURL+", "+EnvEmbedderModel+" and "+EnvEmbedderDim)
+		skipOrFail(tb, "embedding server", "set "+EnvEmbedderURL+", "+EnvEmbedderModel+" and "+EnvEmbedderDim+
+			"; "+servicesHint+" (there is no Docker fallback)")
 	}
 	dim, err := strconv.Atoi(os.Getenv(EnvEmbedderDim))
 	if err != nil || dim <= 0 {

@@ -39,12 +39,21 @@ func requireIntegration() bool {
 	return os.Getenv(EnvRequireIntegration) == "1"
 }
 
-// unavailable skips tb, or fails it when RAG_REQUIRE_INTEGRATION=1.
+// servicesHint says how to get every service natively.
+const servicesHint = "run `eval \"$(scripts/services.sh env)\"` after `scripts/services.sh up`"
+
+// unavailable skips tb, or fails it when RAG_REQUIRE_INTEGRATION=1, for a
+// service that Docker can also provide.
 func unavailable(tb testing.TB, what, hint string) {
 	tb.Helper()
-	msg := fmt.Sprintf("testenv: no %s for this integration test: %s; "+
-		"run `eval \"$(scripts/services.sh env)\"` after `scripts/services.sh up`, "+
-		"or make a Docker engine reachable", what, hint)
+	skipOrFail(tb, what, hint+"; "+servicesHint+", or make a Docker engine reachable")
+}
+
+// skipOrFail skips tb, or fails it when RAG_REQUIRE_INTEGRATION=1, saying
+// that what is missing and how to provide it.
+func skipOrFail(tb testing.TB, what, remedy string) {
+	tb.Helper()
+	msg := fmt.Sprintf("testenv: no %s for this integration test: %s", what, remedy)
 	if requireIntegration() {
 		tb.Fatalf("%s (%s=1, so this is a failure)", msg, EnvRequireIntegration)
 	}
