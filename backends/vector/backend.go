@@ -23,6 +23,7 @@ type Backend struct {
 	meta  string // sanitized ragd_meta table in the same schema
 	op    string // distance operator
 	q     queries
+	lq    logQueries
 }
 
 // Interface guards.
@@ -61,6 +62,7 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	b.meta = pgx.Identifier(append(parts[:len(parts)-1:len(parts)-1], "ragd_meta")).Sanitize()
 	b.op, _ = cfg.Distance.operator()
 	b.q = buildQueries(b.table, b.op)
+	b.lq = b.buildLogQueries()
 
 	// The vector type exists only once the extension does, so the schema is
 	// set up on a plain connection before the pool registers the codec on
@@ -182,6 +184,9 @@ WHERE a.attrelid = to_regclass($1) AND a.attname = 'embedding' AND NOT a.attisdr
 		}
 	}
 	if err := b.checkEmbedder(ctx, tx); err != nil {
+		return err
+	}
+	if err := b.setupLog(ctx, tx); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {

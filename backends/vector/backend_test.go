@@ -312,3 +312,9 @@ func TestClosed(t *testing.T) {
 		t.Errorf("Health after Close = %+v, want down", h)
 	}
 }
+
+func TestChangeLog(t *testing.T) {
+	spitest.TestChangeLog(t, 4, func(t *testing.T) spitest.RecordStore {
+		return mustOpen(t, vector.Config{DSN: testenv.Postgres(t), Dimension: 4})
+	})
+}

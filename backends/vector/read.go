@@ -101,11 +101,13 @@ func (b *Backend) scanPage(ctx context.Context, after string) ([]spi.Document, e
 	return page, nil
 }
 
-// scanDoc reads one row selected with the columns list.
-func scanDoc(rows pgx.Rows) (spi.Document, error) {
+// scanDoc reads one row selected with the columns list, followed by extra
+// columns scanned into extra.
+func scanDoc(rows pgx.Rows, extra ...any) (spi.Document, error) {
 	var d spi.Document
 	var vec pgvector.Vector
-	if err := rows.Scan(&d.ID, &d.Tenant, &d.Title, &d.Text, &d.Metadata, &d.Entities, &d.Links, &vec, &d.UpdatedAt); err != nil {
+	dest := append([]any{&d.ID, &d.Tenant, &d.Title, &d.Text, &d.Metadata, &d.Entities, &d.Links, &vec, &d.UpdatedAt}, extra...)
+	if err := rows.Scan(dest...); err != nil {
 		return d, fmt.Errorf("read row: %w", err)
 	}
 	d.Vector = vec.Slice()

@@ -6,83 +6,47 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/pgvector/pgvector-go"
-
 	"github.com/ragd/ragd/spi"
 )
 
-// copyThreshold is the batch size from which Upsert loads rows with COPY
-// into a temporary table instead of a pipelined batch of INSERTs.
-const copyThreshold = 64
-
 // Upsert inserts or replaces docs by id, atomically: either every document
-// is written or none is. Every document needs an id and a valid vector;
-// an invalid document wraps spi.ErrInvalidQuery and nothing is written. When
-// ids repeat within docs the last one wins. A document without UpdatedAt is
-// stamped with Config.Now.
+// is written or none is. It is Commit of upserts without a tenant scope,
+// so the change log records them. Every document needs an id and a valid
+// vector; an invalid document wraps spi.ErrInvalidQuery and nothing is
+// written. When ids repeat within docs the last one wins. A document
+// without UpdatedAt is stamped with Config.Now.
 func (b *Backend) Upsert(ctx context.Context, docs []spi.Document) error {
-	rows, err := b.rows(docs)
+	at := make(map[string]int, len(docs))
+	writes := make([]spi.Write, 0, len(docs))
+	for i := range docs {
+		d := docs[i]
+		if err := validateDoc(&d); err != nil {
+			return fmt.Errorf("vector: upsert: %w", err)
+		}
+		if err := b.checkVector(d.Vector); err != nil {
+			return fmt.Errorf("vector: upsert: document %q: %w", d.ID, err)
+		}
+		w := spi.Write{Op: spi.OpUpsert, Doc: d}
+		if j, ok := at[d.ID]; ok {
+			writes[j] = w
+			continue
+		}
+		at[d.ID] = len(writes)
+		writes = append(writes, w)
+	}
+	if len(writes) == 0 {
+		return nil
+	}
+	out, err := b.Commit(ctx, writes)
 	if err != nil {
 		return fmt.Errorf("vector: upsert: %w", err)
 	}
-	if len(rows) == 0 {
-		return nil
+	for _, o := range out {
+		if o.Err != nil {
+			return fmt.Errorf("vector: upsert: %w", o.Err)
+		}
 	}
-	if len(rows) < copyThreshold {
-		// A batch runs in one implicit transaction: all rows or none.
-		batch := &pgx.Batch{}
-		for _, r := range rows {
-			batch.Queue(b.q.upsert, r...)
-		}
-		return wrapErr(ctx, "upsert", b.pool.SendBatch(ctx, batch).Close())
-	}
-	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, b.q.createTemp); err != nil {
-			return err
-		}
-		cols := strings.Split(columns, ", ")
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"ragd_upsert"}, cols, pgx.CopyFromRows(rows)); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, b.q.mergeTemp)
-		return err
-	})
-	return wrapErr(ctx, "upsert", err)
-}
-
-// rows validates docs and turns them into column values, deduplicated by
-// id with the last occurrence winning.
-func (b *Backend) rows(docs []spi.Document) ([][]any, error) {
-	at := make(map[string]int, len(docs))
-	rows := make([][]any, 0, len(docs))
-	now := b.cfg.Now().UTC()
-	for i := range docs {
-		d := &docs[i]
-		if err := validateDoc(d); err != nil {
-			return nil, err
-		}
-		if err := b.checkVector(d.Vector); err != nil {
-			return nil, fmt.Errorf("document %q: %w", d.ID, err)
-		}
-		md := d.Metadata
-		if md == nil {
-			md = map[string]string{}
-		}
-		updated := d.UpdatedAt
-		if updated.IsZero() {
-			updated = now
-		}
-		row := []any{d.ID, d.Tenant, d.Title, d.Text, md, nonNil(d.Entities), nonNil(d.Links),
-			pgvector.NewVector(d.Vector), updated}
-		if j, ok := at[d.ID]; ok {
-			rows[j] = row
-			continue
-		}
-		at[d.ID] = len(rows)
-		rows = append(rows, row)
-	}
-	return rows, nil
+	return nil
 }
 
 func nonNil(s []string) []string {
@@ -116,18 +80,23 @@ func validateDoc(d *spi.Document) error {
 // UTF-8 without NUL bytes.
 func storable(s string) bool { return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 }
 
-// Delete removes documents by id in one statement. Unknown ids (including
-// ids no document could have) are ignored.
+// Delete removes documents by id in one transaction, through Commit, so
+// the change log records it. Unknown ids (including ids no document could
+// have) are ignored.
 func (b *Backend) Delete(ctx context.Context, ids []string) error {
-	valid := make([]string, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
+	writes := make([]spi.Write, 0, len(ids))
 	for _, id := range ids {
-		if storable(id) {
-			valid = append(valid, id)
+		if storable(id) && id != "" && !seen[id] {
+			seen[id] = true
+			writes = append(writes, spi.Write{Op: spi.OpDelete, Doc: spi.Document{ID: id}})
 		}
 	}
-	if len(valid) == 0 {
+	if len(writes) == 0 {
 		return nil
 	}
-	_, err := b.pool.Exec(ctx, b.q.delete, valid)
-	return wrapErr(ctx, "delete", err)
+	if _, err := b.Commit(ctx, writes); err != nil {
+		return fmt.Errorf("vector: delete: %w", err)
+	}
+	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
@@ -111,74 +110,40 @@ func validateDoc(d *spi.Document) error {
 }
 
 // Upsert inserts or replaces docs by id in one durable transaction: all or
-// none. An invalid document wraps spi.ErrInvalidQuery and nothing is
-// written. When ids repeat within docs the last one wins. A document without
+// none. It is Commit of upserts without a tenant scope, so the change log
+// records them. An invalid document wraps spi.ErrInvalidQuery and nothing
+// is written; an id held by another tenant fails with a *spi.BatchError
+// naming it (wrapping spi.ErrTenantConflict) while the others are written.
+// When ids repeat within docs the last one wins. A document without
 // UpdatedAt is stamped with Config.Now; times are kept to the microsecond,
 // as PostgreSQL keeps them.
 func (s *Store) Upsert(ctx context.Context, docs []spi.Document) error {
-	type rec struct {
-		doc spi.Document
-		val []byte
-	}
-	recs := make([]rec, 0, len(docs))
-	at := make(map[string]int, len(docs))
-	now := s.cfg.Now()
+	writes := make([]spi.Write, len(docs))
 	for i := range docs {
-		d := docs[i]
-		if err := validateDoc(&d); err != nil {
+		d := &docs[i]
+		if err := validateDoc(d); err != nil {
 			return fmt.Errorf("vector/embedded: upsert: %w", err)
 		}
 		if err := s.checkVector(d.Vector); err != nil {
 			return fmt.Errorf("vector/embedded: upsert: document %q: %w", d.ID, err)
 		}
-		if d.UpdatedAt.IsZero() {
-			d.UpdatedAt = now
-		}
-		d.UpdatedAt = d.UpdatedAt.UTC().Truncate(time.Microsecond)
-		val, err := encodeRecord(&d)
-		if err != nil {
-			return fmt.Errorf("vector/embedded: upsert: document %q: %w: %v", d.ID, spi.ErrInvalidQuery, err)
-		}
-		if j, ok := at[d.ID]; ok {
-			recs[j] = rec{d, val}
-			continue
-		}
-		at[d.ID] = len(recs)
-		recs = append(recs, rec{d, val})
+		writes[i] = spi.Write{Op: spi.OpUpsert, Doc: *d}
 	}
-	if len(recs) == 0 {
+	if len(writes) == 0 {
 		return nil
 	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if err := s.checkOpen(ctx, "upsert"); err != nil {
+	out, err := s.Commit(ctx, writes)
+	if err != nil {
 		return err
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketDocs)
-		for i, r := range recs {
-			if i%ctxCheckEvery == ctxCheckEvery-1 && ctx.Err() != nil {
-				return context.Cause(ctx)
-			}
-			if err := b.Put([]byte(r.doc.ID), r.val); err != nil {
-				return err
-			}
+	failed := map[string]error{}
+	for i, o := range out {
+		if o.Err != nil {
+			failed[docs[i].ID] = fmt.Errorf("vector/embedded: upsert: %w", o.Err)
 		}
-		return nil
-	})
-	if err != nil {
-		return s.writeErr("upsert", err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range recs {
-		md := r.doc.Metadata
-		if len(md) == 0 {
-			md = nil
-		} else {
-			md = cloneMap(md)
-		}
-		s.idx.put(r.doc.ID, r.doc.Tenant, md, r.doc.Vector)
+	if len(failed) > 0 {
+		return &spi.BatchError{Failed: failed}
 	}
 	return nil
 }
@@ -210,36 +175,18 @@ func cloneMap(m map[string]string) map[string]string {
 	return c
 }
 
-// Delete removes documents by id in one durable transaction. Unknown ids
-// are ignored.
+// Delete removes documents by id in one durable transaction, through
+// Commit, so the change log records it. Unknown ids are ignored.
 func (s *Store) Delete(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	if err := s.checkOpen(ctx, "delete"); err != nil {
-		return err
+	writes := make([]spi.Write, len(ids))
+	for i, id := range ids {
+		writes[i] = spi.Write{Op: spi.OpDelete, Doc: spi.Document{ID: id}}
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketDocs)
-		for _, id := range ids {
-			if id == "" || len(id) > bolt.MaxKeySize {
-				continue
-			}
-			if err := b.Delete([]byte(id)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return s.writeErr("delete", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, id := range ids {
-		s.idx.remove(id)
+	if _, err := s.Commit(ctx, writes); err != nil {
+		return fmt.Errorf("vector/embedded: delete: %w", err)
 	}
 	return nil
 }

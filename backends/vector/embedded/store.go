@@ -119,6 +119,9 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	if err := initMeta(db, path, cfg.Dimension, cfg.Embedder); err != nil {
 		return nil, err
 	}
+	if err := initLog(db); err != nil {
+		return nil, err
+	}
 	s = &Store{cfg: cfg, path: path, db: db, idx: newIndex(cfg.Dimension, cfg.Distance == Cosine)}
 	if err := s.load(ctx); err != nil {
 		return nil, err

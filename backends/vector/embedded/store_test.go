@@ -331,3 +331,9 @@ func TestClosed(t *testing.T) {
 		t.Errorf("Upsert after Close: %v, want ErrUnavailable", err)
 	}
 }
+
+func TestChangeLog(t *testing.T) {
+	spitest.TestChangeLog(t, 4, func(t *testing.T) spitest.RecordStore {
+		return mustOpen(t, embedded.Config{Dir: t.TempDir(), Dimension: 4, NoSync: true})
+	})
+}

@@ -1,0 +1,428 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// The change log (spi.ChangeLog) lives in the store file, beside the
+// documents, and is written in the same bbolt transaction:
+//
+//	log       seq (8 bytes big-endian) -> op byte, commit time (unix ns, 8 bytes BE), id
+//	versions  id -> version (8 bytes BE), content hash (32 bytes), tenant
+//	meta      "log_id" -> 16 random bytes, hex
+//
+// bbolt has one writer at a time, so sequences (the log bucket's
+// NextSequence) increase in commit order. Files written before the log
+// existed are upgraded at open: their documents have version 0 until they
+// are written again.
+var (
+	bucketLog      = []byte("log")
+	bucketVersions = []byte("versions")
+	keyLogID       = []byte("log_id")
+)
+
+var _ spi.ChangeLog = (*Store)(nil)
+
+// initLog creates the log buckets and the log id when missing.
+func initLog(db *bolt.DB) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketLog, bucketVersions} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("vector/embedded: open: %w", err)
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if meta.Get(keyLogID) != nil {
+			return nil
+		}
+		var id [16]byte
+		if _, err := rand.Read(id[:]); err != nil {
+			return fmt.Errorf("vector/embedded: open: log id: %w", err)
+		}
+		return meta.Put(keyLogID, []byte(hex.EncodeToString(id[:])))
+	})
+}
+
+// state is what the versions bucket holds for a document.
+type state struct {
+	version uint64
+	hash    [32]byte
+	tenant  string
+}
+
+func encodeState(s state) []byte {
+	buf := make([]byte, 0, 40+len(s.tenant))
+	buf = binary.BigEndian.AppendUint64(buf, s.version)
+	buf = append(buf, s.hash[:]...)
+	return append(buf, s.tenant...)
+}
+
+// lookup returns the state of id, and whether the record holds it. A
+// document written before the log existed has version 0 and no hash.
+func (s *Store) lookup(tx *bolt.Tx, id []byte) (state, bool, error) {
+	if v := tx.Bucket(bucketVersions).Get(id); len(v) >= 40 {
+		st := state{version: binary.BigEndian.Uint64(v), tenant: string(v[40:])}
+		copy(st.hash[:], v[8:40])
+		return st, true, nil
+	}
+	rec := tx.Bucket(bucketDocs).Get(id)
+	if rec == nil {
+		return state{}, false, nil
+	}
+	h, _, err := decodeHeader(rec, s.cfg.Dimension, nil)
+	if err != nil {
+		return state{}, false, fmt.Errorf("%w: record %q: %v", ErrCorrupt, id, err)
+	}
+	return state{tenant: h.tenant}, true, nil
+}
+
+func encodeEntry(op spi.Op, at time.Time, id string) []byte {
+	buf := make([]byte, 0, 9+len(id))
+	buf = append(buf, byte(op))
+	buf = binary.BigEndian.AppendUint64(buf, uint64(at.UnixNano()))
+	return append(buf, id...)
+}
+
+func decodeEntry(seq uint64, v []byte) (spi.Change, error) {
+	if len(v) < 9 {
+		return spi.Change{}, fmt.Errorf("%w: log entry %d is truncated", ErrCorrupt, seq)
+	}
+	return spi.Change{
+		Seq: seq, Op: spi.Op(v[0]), ID: string(v[9:]),
+		At: time.Unix(0, int64(binary.BigEndian.Uint64(v[1:9]))).UTC(),
+	}, nil
+}
+
+func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
+
+// prepared is one validated write.
+type prepared struct {
+	w    spi.Write
+	val  []byte // encoded record (upserts)
+	hash [32]byte
+	err  error
+}
+
+// Commit implements spi.ChangeLog: the documents, their versions and the
+// log entries are written in one durable transaction. A document the store
+// cannot hold gets its own WriteResult.Err (wrapping spi.ErrInvalidQuery)
+// while the others are written.
+func (s *Store) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResult, error) {
+	now := s.cfg.Now()
+	preps := make([]prepared, len(writes))
+	for i, w := range writes {
+		preps[i].w = w
+		if w.Op == spi.OpUpsert {
+			preps[i].err = s.prepare(&preps[i], now)
+		} else if w.Op != spi.OpDelete {
+			preps[i].err = fmt.Errorf("vector/embedded: commit: %w: unknown op %d", spi.ErrInvalidQuery, w.Op)
+		}
+	}
+	out := make([]spi.WriteResult, len(writes))
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.checkOpen(ctx, "commit"); err != nil {
+		return nil, err
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		for i := range preps {
+			if i%ctxCheckEvery == ctxCheckEvery-1 && ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			o, err := s.apply(tx, &preps[i], now)
+			if err != nil {
+				return err
+			}
+			out[i] = o
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			return nil, fmt.Errorf("vector/embedded: commit: %w", err)
+		}
+		return nil, s.writeErr("commit", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, p := range preps {
+		if !out[i].Changed {
+			continue
+		}
+		if p.w.Op == spi.OpDelete {
+			s.idx.remove(p.w.Doc.ID)
+			continue
+		}
+		d := p.w.Doc
+		md := d.Metadata
+		if len(md) == 0 {
+			md = nil
+		} else {
+			md = cloneMap(md)
+		}
+		s.idx.put(d.ID, d.Tenant, md, d.Vector)
+	}
+	return out, nil
+}
+
+// prepare validates and encodes an upsert.
+func (s *Store) prepare(p *prepared, now time.Time) error {
+	d := &p.w.Doc
+	if err := validateDoc(d); err != nil {
+		return fmt.Errorf("vector/embedded: commit: %w", err)
+	}
+	if err := s.checkVector(d.Vector); err != nil {
+		return fmt.Errorf("vector/embedded: commit: document %q: %w", d.ID, err)
+	}
+	if d.UpdatedAt.IsZero() {
+		d.UpdatedAt = now
+	}
+	d.UpdatedAt = d.UpdatedAt.UTC().Truncate(time.Microsecond)
+	val, err := encodeRecord(d)
+	if err != nil {
+		return fmt.Errorf("vector/embedded: commit: document %q: %w: %v", d.ID, spi.ErrInvalidQuery, err)
+	}
+	p.val, p.hash = val, spi.ContentHash(*d)
+	return nil
+}
+
+// apply performs one prepared write inside tx. Only storage errors are
+// returned; a write's own failure goes into its WriteResult.
+func (s *Store) apply(tx *bolt.Tx, p *prepared, now time.Time) (spi.WriteResult, error) {
+	if p.err != nil {
+		return spi.WriteResult{Err: p.err}, nil
+	}
+	id := p.w.Doc.ID
+	if id == "" || len(id) > bolt.MaxKeySize {
+		if p.w.Op == spi.OpDelete {
+			return spi.WriteResult{Err: spi.ErrNotFound}, nil
+		}
+		return spi.WriteResult{Err: fmt.Errorf("%w: invalid document id", spi.ErrInvalidQuery)}, nil
+	}
+	key := []byte(id)
+	cur, exists, err := s.lookup(tx, key)
+	if err != nil {
+		return spi.WriteResult{}, err
+	}
+	docs, versions, log := tx.Bucket(bucketDocs), tx.Bucket(bucketVersions), tx.Bucket(bucketLog)
+	if p.w.Op == spi.OpDelete {
+		if !exists || (p.w.Scope != "" && cur.tenant != p.w.Scope) {
+			return spi.WriteResult{Err: spi.ErrNotFound}, nil
+		}
+		seq, err := log.NextSequence()
+		if err != nil {
+			return spi.WriteResult{}, err
+		}
+		if err := docs.Delete(key); err != nil {
+			return spi.WriteResult{}, err
+		}
+		if err := versions.Delete(key); err != nil {
+			return spi.WriteResult{}, err
+		}
+		return spi.WriteResult{Version: seq, Changed: true}, log.Put(seqKey(seq), encodeEntry(spi.OpDelete, now, id))
+	}
+	d := p.w.Doc
+	switch {
+	case p.w.Scope != "" && d.Tenant != p.w.Scope:
+		return spi.WriteResult{Err: spi.ErrTenantConflict}, nil
+	case exists && p.w.KeepTenant && cur.tenant != d.Tenant:
+		return spi.WriteResult{Err: spi.ErrTenantConflict}, nil
+	case exists && cur.version > 0 && cur.hash == p.hash:
+		return spi.WriteResult{Version: cur.version}, nil
+	}
+	seq, err := log.NextSequence()
+	if err != nil {
+		return spi.WriteResult{}, err
+	}
+	if err := docs.Put(key, p.val); err != nil {
+		return spi.WriteResult{}, err
+	}
+	if err := versions.Put(key, encodeState(state{version: seq, hash: p.hash, tenant: d.Tenant})); err != nil {
+		return spi.WriteResult{}, err
+	}
+	return spi.WriteResult{Version: seq, Changed: true}, log.Put(seqKey(seq), encodeEntry(spi.OpUpsert, now, id))
+}
+
+// Changes implements spi.ChangeLog: entries and the current documents are
+// read in one transaction.
+func (s *Store) Changes(ctx context.Context, after uint64, limit int) ([]spi.Change, error) {
+	if err := s.checkOpen(ctx, "changes"); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	var out []spi.Change
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketLog).Cursor()
+		for k, v := c.Seek(seqKey(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+			ch, err := decodeEntry(binary.BigEndian.Uint64(k), v)
+			if err != nil {
+				return err
+			}
+			if err := s.fill(tx, &ch, ch.Seq); err != nil {
+				return err
+			}
+			out = append(out, ch)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.readErr("changes", err)
+	}
+	return out, nil
+}
+
+// fill sets ch.Doc and ch.Version from the record; tomb is the version of
+// a deletion.
+func (s *Store) fill(tx *bolt.Tx, ch *spi.Change, tomb uint64) error {
+	ch.Doc, ch.Version = nil, tomb
+	if ch.ID == "" || len(ch.ID) > bolt.MaxKeySize {
+		return nil
+	}
+	rec := tx.Bucket(bucketDocs).Get([]byte(ch.ID))
+	if rec == nil {
+		return nil
+	}
+	d, err := decodeDocument(ch.ID, rec, s.cfg.Dimension)
+	if err != nil {
+		return fmt.Errorf("%w: record %q: %v", ErrCorrupt, ch.ID, err)
+	}
+	st, _, err := s.lookup(tx, []byte(ch.ID))
+	if err != nil {
+		return err
+	}
+	ch.Doc, ch.Version = &d, st.version
+	return nil
+}
+
+// Current implements spi.ChangeLog. An id the record does not hold gets
+// the log's last sequence as its tombstone version.
+func (s *Store) Current(ctx context.Context, ids []string) ([]spi.Change, error) {
+	if err := s.checkOpen(ctx, "current"); err != nil {
+		return nil, err
+	}
+	out := make([]spi.Change, len(ids))
+	err := s.db.View(func(tx *bolt.Tx) error {
+		last := tx.Bucket(bucketLog).Sequence()
+		for i, id := range ids {
+			out[i] = spi.Change{ID: id}
+			if err := s.fill(tx, &out[i], last); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.readErr("current", err)
+	}
+	return out, nil
+}
+
+// LogState implements spi.ChangeLog.
+func (s *Store) LogState(ctx context.Context) (spi.LogState, error) {
+	if err := s.checkOpen(ctx, "log state"); err != nil {
+		return spi.LogState{}, err
+	}
+	var st spi.LogState
+	err := s.db.View(func(tx *bolt.Tx) error {
+		st.ID = string(tx.Bucket(bucketMeta).Get(keyLogID))
+		b := tx.Bucket(bucketLog)
+		st.Last = b.Sequence()
+		if k, _ := b.Cursor().First(); k != nil {
+			st.First = binary.BigEndian.Uint64(k)
+		}
+		return nil
+	})
+	if err != nil {
+		return spi.LogState{}, s.readErr("log state", err)
+	}
+	return st, nil
+}
+
+// Versions implements spi.ChangeLog.
+func (s *Store) Versions(ctx context.Context, fn func(id string, version uint64) error) error {
+	var after []byte
+	for {
+		if err := s.checkOpen(ctx, "versions"); err != nil {
+			return err
+		}
+		type iv struct {
+			id string
+			v  uint64
+		}
+		page := make([]iv, 0, scanPage)
+		err := s.db.View(func(tx *bolt.Tx) error {
+			c := tx.Bucket(bucketDocs).Cursor()
+			k, _ := c.First()
+			if after != nil {
+				k, _ = c.Seek(after)
+				if bytes.Equal(k, after) {
+					k, _ = c.Next()
+				}
+			}
+			for ; k != nil && len(page) < scanPage; k, _ = c.Next() {
+				st, _, err := s.lookup(tx, k)
+				if err != nil {
+					return err
+				}
+				page = append(page, iv{string(k), st.version})
+			}
+			return nil
+		})
+		if err != nil {
+			return s.readErr("versions", err)
+		}
+		for _, p := range page {
+			if err := fn(p.id, p.v); err != nil {
+				return err
+			}
+		}
+		if len(page) < scanPage {
+			return nil
+		}
+		after = []byte(page[len(page)-1].id)
+	}
+}
+
+// CompactLog implements spi.ChangeLog.
+func (s *Store) CompactLog(ctx context.Context, before time.Time, upTo uint64) (int, error) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	if err := s.checkOpen(ctx, "compact log"); err != nil {
+		return 0, err
+	}
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketLog).Cursor()
+		for k, v := c.First(); k != nil && binary.BigEndian.Uint64(k) <= upTo; k, v = c.First() {
+			ch, err := decodeEntry(binary.BigEndian.Uint64(k), v)
+			if err != nil {
+				return err
+			}
+			if !ch.At.Before(before) {
+				return nil
+			}
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, s.writeErr("compact log", err)
+	}
+	return n, nil
+}
