@@ -48,6 +48,9 @@ const (
 	ConstraintDocumentID = "ragd_document_id"
 	ConstraintEntityName = "ragd_entity_name"
 	FulltextEntityTerms  = "ragd_entity_terms"
+	// The change-log applier's versions and checkpoints (apply.go).
+	ConstraintVersionKey    = "ragd_version_key"
+	ConstraintCheckpointLog = "ragd_checkpoint_log"
 )
 
 // Backend is the Neo4j graph backend. Its methods are safe for concurrent use.
@@ -114,6 +117,8 @@ func (b *Backend) ensureSchema(ctx context.Context) error {
 	stmts := []string{
 		"CREATE CONSTRAINT " + ConstraintDocumentID + " IF NOT EXISTS FOR (d:Document) REQUIRE d.id IS UNIQUE",
 		"CREATE CONSTRAINT " + ConstraintEntityName + " IF NOT EXISTS FOR (e:Entity) REQUIRE e.name IS UNIQUE",
+		"CREATE CONSTRAINT " + ConstraintVersionKey + " IF NOT EXISTS FOR (v:RagdVersion) REQUIRE v.key IS UNIQUE",
+		"CREATE CONSTRAINT " + ConstraintCheckpointLog + " IF NOT EXISTS FOR (c:RagdCheckpoint) REQUIRE c.log IS UNIQUE",
 		"CREATE FULLTEXT INDEX " + FulltextEntityTerms + " IF NOT EXISTS FOR (e:Entity) ON EACH [e.terms] " +
 			"OPTIONS {indexConfig: {`fulltext.analyzer`: 'whitespace'}}",
 	}

@@ -85,7 +85,7 @@ func (b *Backend) Upsert(ctx context.Context, docs []spi.Document) error {
 		var old []any
 		err := b.write(ctx, "upsert", func(tx neo4j.ManagedTransaction) error {
 			var err error
-			old, err = upsertBatch(ctx, tx, batch)
+			old, err = upsertBatch(ctx, tx, batch, docProps)
 			return err
 		})
 		if err != nil {
@@ -100,13 +100,15 @@ func (b *Backend) Upsert(ctx context.Context, docs []spi.Document) error {
 	return nil
 }
 
-func upsertBatch(ctx context.Context, tx neo4j.ManagedTransaction, batch []spi.Document) ([]any, error) {
+// upsertBatch writes batch in tx with the node properties props(d) and
+// returns the element ids of nodes that lost an edge (for prune).
+func upsertBatch(ctx context.Context, tx neo4j.ManagedTransaction, batch []spi.Document, props func(spi.Document) map[string]any) ([]any, error) {
 	ids := make([]string, len(batch))
 	docs := make([]any, len(batch))
 	var mentions, links []any
 	for i, d := range batch {
 		ids[i] = d.ID
-		docs[i] = map[string]any{"id": d.ID, "props": docProps(d)}
+		docs[i] = map[string]any{"id": d.ID, "props": props(d)}
 		for _, e := range d.Entities {
 			mentions = append(mentions, map[string]any{"doc": d.ID, "name": e, "terms": strings.Join(graphspec.Tokens(e), " ")})
 		}
@@ -181,13 +183,7 @@ func (b *Backend) Delete(ctx context.Context, ids []string) error {
 	var old []any
 	err := b.write(ctx, "delete", func(tx neo4j.ManagedTransaction) error {
 		var err error
-		if old, err = dropEdges(ctx, tx, ids); err != nil {
-			return err
-		}
-		if _, err := run(ctx, tx, stubDeletedCypher, map[string]any{"ids": ids}); err != nil {
-			return err
-		}
-		_, err = run(ctx, tx, deleteDocsCypher, map[string]any{"ids": ids})
+		old, err = deleteBatch(ctx, tx, ids)
 		return err
 	})
 	if err != nil {
@@ -195,4 +191,18 @@ func (b *Backend) Delete(ctx context.Context, ids []string) error {
 	}
 	b.prune(ctx, old)
 	return nil
+}
+
+// deleteBatch deletes ids in tx (keeping linked-to documents as stubs) and
+// returns the element ids of nodes that lost an edge (for prune).
+func deleteBatch(ctx context.Context, tx neo4j.ManagedTransaction, ids []string) ([]any, error) {
+	old, err := dropEdges(ctx, tx, ids)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := run(ctx, tx, stubDeletedCypher, map[string]any{"ids": ids}); err != nil {
+		return nil, err
+	}
+	_, err = run(ctx, tx, deleteDocsCypher, map[string]any{"ids": ids})
+	return old, err
 }

@@ -69,15 +69,16 @@ func writeDocs(ctx context.Context, s *store, docs []spi.Document, size int) (in
 			return start, err
 		}
 		end := min(start+size, len(docs))
-		if err := writeBatch(s, lastByID(docs[start:end]), nil); err != nil {
+		if err := writeBatch(s, lastByID(docs[start:end]), nil, nil); err != nil {
 			return start, err
 		}
 	}
 	return len(docs), nil
 }
 
-// writeBatch applies upserts and deletes as one atomic bleve batch.
-func writeBatch(s *store, docs []spi.Document, del []string) error {
+// writeBatch applies upserts, deletes and the internal key/values set as
+// one atomic bleve batch.
+func writeBatch(s *store, docs []spi.Document, del []string, set map[string][]byte) error {
 	adv, err := s.idx.Advanced()
 	if err != nil {
 		return fmt.Errorf("%w: %v", spi.ErrUnavailable, err)
@@ -114,6 +115,9 @@ func writeBatch(s *store, docs []spi.Document, del []string) error {
 			return err
 		}
 		batch.Delete(id)
+	}
+	for k, v := range set {
+		batch.SetInternal([]byte(k), v)
 	}
 	batch.SetInternal(totalsKey, totals.encode())
 	if err := s.idx.Batch(batch); err != nil {
@@ -189,7 +193,7 @@ func deleteIDs(ctx context.Context, s *store, ids []string, size int) (int, erro
 			return start, err
 		}
 		end := min(start+size, len(ids))
-		if err := writeBatch(s, nil, uniqueIDs(ids[start:end])); err != nil {
+		if err := writeBatch(s, nil, uniqueIDs(ids[start:end]), nil); err != nil {
 			return start, err
 		}
 	}

@@ -1,0 +1,160 @@
+package embedded
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/ragd/ragd/backends/graph/graphspec"
+	"github.com/ragd/ragd/spi"
+)
+
+// The change-log applier (spi.ChangeApplier). Versions and the checkpoint
+// live in the store file and are written in the transaction that applies
+// the changes, so the store and its checkpoint never disagree:
+//
+//	versions  id -> version (8 bytes BE); kept after a delete (tombstone)
+//	meta      "applied_log" -> log id, "applied_seq" -> seq (8 bytes BE)
+//
+// Versions belong to the log named in applied_log: applying changes of
+// another log drops them first.
+var (
+	bVersions     = []byte("versions")
+	keyAppliedLog = []byte("applied_log")
+	keyAppliedSeq = []byte("applied_seq")
+)
+
+var _ spi.ChangeApplier = (*Store)(nil)
+
+// ApplyChanges implements spi.ChangeApplier in one transaction.
+func (s *Store) ApplyChanges(ctx context.Context, log string, changes []spi.Change, through uint64) error {
+	states := spi.LastStates(changes)
+	var docs []spi.Document
+	for _, c := range states {
+		if c.Doc != nil {
+			docs = append(docs, *c.Doc)
+		}
+	}
+	prepared, err := graphspec.Prepare(docs)
+	if err != nil {
+		return fmt.Errorf("graph/embedded: apply: %w", err)
+	}
+	byID := make(map[string]spi.Document, len(prepared))
+	for _, d := range prepared {
+		byID[d.ID] = d
+	}
+	return s.update(ctx, "apply", func(tx *bolt.Tx) error {
+		vb, err := versionsFor(tx, log)
+		if err != nil {
+			return err
+		}
+		for i, c := range states {
+			if i%64 == 63 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			if version(vb, c.ID) >= c.Version {
+				continue
+			}
+			if err := removeEdges(tx, c.ID); err != nil {
+				return err
+			}
+			if c.Doc == nil {
+				if err := tx.Bucket(bDocs).Delete([]byte(c.ID)); err != nil {
+					return err
+				}
+				if err := tx.Bucket(bTenant).Delete([]byte(c.ID)); err != nil {
+					return err
+				}
+			} else if err := putDoc(tx, byID[c.ID]); err != nil {
+				return err
+			}
+			if err := vb.Put([]byte(c.ID), binary.BigEndian.AppendUint64(nil, c.Version)); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bMeta)
+		if through <= seqOf(meta.Get(keyAppliedSeq)) {
+			return nil
+		}
+		return meta.Put(keyAppliedSeq, binary.BigEndian.AppendUint64(nil, through))
+	})
+}
+
+// versionsFor returns the versions bucket of log, recreating it (and
+// resetting the checkpoint) when the store held another log's.
+func versionsFor(tx *bolt.Tx, log string) (*bolt.Bucket, error) {
+	meta := tx.Bucket(bMeta)
+	if string(meta.Get(keyAppliedLog)) != log {
+		if tx.Bucket(bVersions) != nil {
+			if err := tx.DeleteBucket(bVersions); err != nil {
+				return nil, err
+			}
+		}
+		if err := meta.Put(keyAppliedLog, []byte(log)); err != nil {
+			return nil, err
+		}
+		if err := meta.Delete(keyAppliedSeq); err != nil {
+			return nil, err
+		}
+	}
+	return tx.CreateBucketIfNotExists(bVersions)
+}
+
+func seqOf(v []byte) uint64 {
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+func version(b *bolt.Bucket, id string) uint64 {
+	if b == nil || id == "" || len(id) > bolt.MaxKeySize {
+		return 0
+	}
+	return seqOf(b.Get([]byte(id)))
+}
+
+// AppliedSeq implements spi.ChangeApplier.
+func (s *Store) AppliedSeq(ctx context.Context, log string) (uint64, error) {
+	var seq uint64
+	err := s.run(ctx, "applied seq", false, func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bMeta)
+		if string(meta.Get(keyAppliedLog)) == log {
+			seq = seqOf(meta.Get(keyAppliedSeq))
+		}
+		return nil
+	})
+	return seq, err
+}
+
+// Versions implements spi.ChangeApplier, in id order.
+func (s *Store) Versions(ctx context.Context, log string, fn func(id string, version uint64) error) error {
+	type iv struct {
+		id string
+		v  uint64
+	}
+	var all []iv
+	err := s.run(ctx, "versions", false, func(tx *bolt.Tx) error {
+		var vb *bolt.Bucket
+		if string(tx.Bucket(bMeta).Get(keyAppliedLog)) == log {
+			vb = tx.Bucket(bVersions)
+		}
+		return tx.Bucket(bTenant).ForEach(func(k, _ []byte) error {
+			all = append(all, iv{string(k), version(vb, string(k))})
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range all {
+		if err := fn(p.id, p.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}

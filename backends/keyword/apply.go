@@ -1,0 +1,192 @@
+package keyword
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	index "github.com/blevesearch/bleve_index_api"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// The change-log applier (spi.ChangeApplier). Versions and the checkpoint
+// are bleve internal keys, set in the same atomic batch as the documents
+// they describe:
+//
+//	ragd.v/<id>    log tag (8 bytes) + version (8 bytes BE); kept after a
+//	               delete as the tombstone
+//	ragd.applied   log tag (8 bytes) + seq (8 bytes BE)
+//
+// The log tag is the first 8 bytes of SHA-256(log id): a value written for
+// another log reads as absent. A Rebuild starts a new index without
+// versions or checkpoint, so the log is applied again from its start (or
+// the store is resynchronised by ragd check).
+const versionPrefix = "ragd.v/"
+
+var appliedKey = []byte("ragd.applied")
+
+// errRebuilding makes the applier retry once a running Rebuild is done.
+var errRebuilding = errors.New("keyword: a rebuild is running")
+
+var _ spi.ChangeApplier = (*Backend)(nil)
+
+func logTag(log string) []byte {
+	h := sha256.Sum256([]byte(log))
+	return h[:8]
+}
+
+// tagged decodes a tag+number value; 0 when it belongs to another log.
+func tagged(v, tag []byte) uint64 {
+	if len(v) != 16 || !bytes.Equal(v[:8], tag) {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v[8:])
+}
+
+func taggedValue(tag []byte, n uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte(nil), tag...), n)
+}
+
+// ApplyChanges implements spi.ChangeApplier in one bleve batch.
+func (b *Backend) ApplyChanges(ctx context.Context, log string, changes []spi.Change, through uint64) error {
+	states := spi.LastStates(changes)
+	for _, c := range states {
+		if c.Doc != nil {
+			if err := validateDoc(*c.Doc); err != nil {
+				return fmt.Errorf("keyword: apply: %w", err)
+			}
+		}
+	}
+	b.writeMu.Lock()
+	defer b.writeMu.Unlock()
+	st, unlock, err := b.acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("keyword: apply: %w", err)
+	}
+	defer unlock()
+	if b.pending != nil {
+		return fmt.Errorf("keyword: apply: %w: %w", spi.ErrUnavailable, errRebuilding)
+	}
+	tag := logTag(log)
+	var docs []spi.Document
+	var del []string
+	set := map[string][]byte{}
+	err = b.withReader(st, func(r index.IndexReader) error {
+		for _, c := range states {
+			v, err := r.GetInternal([]byte(versionPrefix + c.ID))
+			if err != nil {
+				return err
+			}
+			if tagged(v, tag) >= c.Version {
+				continue
+			}
+			if c.Doc != nil {
+				docs = append(docs, *c.Doc)
+			} else {
+				del = append(del, c.ID)
+			}
+			set[versionPrefix+c.ID] = taggedValue(tag, c.Version)
+		}
+		cur, err := r.GetInternal(appliedKey)
+		if err != nil {
+			return err
+		}
+		if through > tagged(cur, tag) {
+			set[string(appliedKey)] = taggedValue(tag, through)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("keyword: apply: %w: %v", spi.ErrUnavailable, err)
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	if err := ctxErr(ctx); err != nil {
+		return fmt.Errorf("keyword: apply: %w", err)
+	}
+	if err := writeBatch(st, docs, del, set); err != nil {
+		return fmt.Errorf("keyword: apply: %w", err)
+	}
+	return nil
+}
+
+func (b *Backend) withReader(st *store, fn func(index.IndexReader) error) error {
+	adv, err := st.idx.Advanced()
+	if err != nil {
+		return err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return fn(r)
+}
+
+// AppliedSeq implements spi.ChangeApplier.
+func (b *Backend) AppliedSeq(ctx context.Context, log string) (uint64, error) {
+	st, unlock, err := b.acquire(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("keyword: applied seq: %w", err)
+	}
+	defer unlock()
+	v, err := st.idx.GetInternal(appliedKey)
+	if err != nil {
+		return 0, fmt.Errorf("keyword: applied seq: %w: %v", spi.ErrUnavailable, err)
+	}
+	return tagged(v, logTag(log)), nil
+}
+
+// Versions implements spi.ChangeApplier, from one index snapshot.
+func (b *Backend) Versions(ctx context.Context, log string, fn func(id string, version uint64) error) error {
+	st, unlock, err := b.acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("keyword: versions: %w", err)
+	}
+	type iv struct {
+		id string
+		v  uint64
+	}
+	var all []iv
+	tag := logTag(log)
+	err = b.withReader(st, func(r index.IndexReader) error {
+		ids, err := r.DocIDReaderAll()
+		if err != nil {
+			return err
+		}
+		defer ids.Close()
+		for {
+			iid, err := ids.Next()
+			if err != nil {
+				return err
+			}
+			if iid == nil {
+				return nil
+			}
+			id, err := r.ExternalID(iid)
+			if err != nil {
+				return err
+			}
+			v, err := r.GetInternal([]byte(versionPrefix + id))
+			if err != nil {
+				return err
+			}
+			all = append(all, iv{id, tagged(v, tag)})
+		}
+	})
+	unlock()
+	if err != nil {
+		return fmt.Errorf("keyword: versions: %w: %v", spi.ErrUnavailable, err)
+	}
+	for _, p := range all {
+		if err := fn(p.id, p.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
