@@ -27,11 +27,17 @@ type Searcher interface {
 	Retrieve(ctx context.Context, q retriever.Query) (*retriever.Result, error)
 }
 
-// Writer is the write path; *ingest.Pipeline implements it. Both methods
-// return one result per input, in input order.
+// Writer is the write path; *ingest.Pipeline implements it. Upsert and
+// Delete return one result per input, in input order; the write path
+// validates each document and applies the tenant rule (opts.Tenant).
+// Status reports the change log's lag per derived store and Check compares
+// (and repairs) the derived stores; both return ingest.ErrNoLog when the
+// record keeps no log.
 type Writer interface {
-	Upsert(ctx context.Context, docs []spi.Document) []ingest.Result
-	Delete(ctx context.Context, ids []string) []ingest.Result
+	Upsert(ctx context.Context, docs []spi.Document, opts ingest.WriteOptions) []ingest.Result
+	Delete(ctx context.Context, ids []string, opts ingest.WriteOptions) []ingest.Result
+	Status(ctx context.Context) (ingest.LogStatus, error)
+	Check(ctx context.Context, repair bool) (ingest.CheckReport, error)
 }
 
 // Breakers is the circuit-breaker registry; *breaker.Registry implements
@@ -73,8 +79,8 @@ type Config struct {
 	Searcher Searcher
 	// Writer performs POST /v1/documents and the deletes. Required.
 	Writer Writer
-	// Documents is the system of record: GET /v1/documents/{id} reads it,
-	// and writes and deletes consult it for tenant ownership. Required.
+	// Documents is the system of record: GET /v1/documents/{id} reads it.
+	// Required.
 	Documents spi.Hydrator
 	// Breakers lists and force-closes circuit breakers; nil means breakers
 	// are disabled (the list is empty, force-close answers 404).

@@ -71,6 +71,14 @@ func decodeBody(body []byte, dst any) error {
 		e.Detail.Offset = &off
 		return e
 	}
+	// encoding/json would turn invalid UTF-8 into U+FFFD silently, and an
+	// id would then be stored under another name.
+	if !utf8.Valid(body) {
+		off := int64(invalidUTF8At(body))
+		e := newError(http.StatusBadRequest, CodeMalformedJSON, "the body is not valid UTF-8 (byte %d)", off)
+		e.Detail.Offset = &off
+		return e
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
@@ -239,4 +247,17 @@ func (s *Server) writeJSON(c echo.Context, status int, v any) error {
 		return nil
 	}
 	return c.Blob(status, echo.MIMEApplicationJSON, b)
+}
+
+// invalidUTF8At is the offset of the first byte of b that is not valid
+// UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }

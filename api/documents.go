@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -30,32 +33,62 @@ type BatchResponse struct {
 	Results []ingest.Result `json:"results"`
 	Total   int             `json:"total"`
 	OK      int             `json:"ok"`
-	Partial int             `json:"partial"`
 	Failed  int             `json:"failed"`
 	// NotFound counts delete ids that did not exist (or belong to another
 	// tenant); it is not a failure.
 	NotFound int `json:"not_found,omitempty"`
+	// Pending counts results some derived store has not applied yet (see
+	// each result's stores); they are stored and will be.
+	Pending int `json:"pending,omitempty"`
 }
 
-// Per-document codes the API adds to those of package ingest.
+// Per-document codes of the write path, as the API reports them.
 const (
 	// DocTenantForbidden: the document names a tenant other than the one
 	// the API key is bound to.
-	DocTenantForbidden = "tenant_forbidden"
-	// DocIDConflict: the id belongs to a document of another tenant; a
-	// document never moves between tenants by upsert (delete it first).
-	DocIDConflict = "id_conflict"
+	DocTenantForbidden = ingest.CodeTenantForbidden
+	// DocIDConflict: the id cannot be used (another tenant holds it; the
+	// answer does not say which, nor GET tell it exists).
+	DocIDConflict = ingest.CodeIDConflict
 	// StatusNotFound is the delete status of an id that does not exist.
-	StatusNotFound = "not_found"
+	StatusNotFound = ingest.StatusNotFound
 )
 
-func failed(id, code, format string, args ...any) ingest.Result {
-	return ingest.Result{ID: id, Status: ingest.StatusFailed, Code: code, Error: fmt.Sprintf(format, args...)}
+// MaxWait bounds the wait parameter of the write endpoints.
+const MaxWait = time.Minute
+
+// writeOptions reads the caller's tenant and the optional wait parameter:
+// ?wait=DURATION (Go syntax, e.g. 500ms or 5s; "true" means 10s) makes the
+// answer wait until every derived store has applied the writes, at most
+// that long and never past the request's deadline.
+func writeOptions(c echo.Context) (ingest.WriteOptions, error) {
+	opts := ingest.WriteOptions{Tenant: principal(c).Tenant}
+	raw := c.QueryParam("wait")
+	if raw == "" || raw == "false" {
+		return opts, nil
+	}
+	d, err := time.ParseDuration(raw)
+	if raw == "true" {
+		d, err = 10*time.Second, nil
+	}
+	if err != nil || d < 0 || d > MaxWait {
+		e := newError(http.StatusBadRequest, CodeInvalidParameter, "wait must be a duration between 0s and %s (e.g. 5s) or true", MaxWait)
+		e.Detail.Field = "wait"
+		return opts, e
+	}
+	opts.Wait = d
+	return opts, nil
 }
 
-// upsertDocuments serves POST /v1/documents.
+// upsertDocuments serves POST /v1/documents. Validation, the tenant rule
+// and ownership are the write path's (package ingest): the handler checks
+// the shape of the batch only.
 func (s *Server) upsertDocuments() echo.HandlerFunc {
 	return func(c echo.Context) error {
+		opts, err := writeOptions(c)
+		if err != nil {
+			return err
+		}
 		var req UpsertRequest
 		if err := s.decodeJSON(c, &req); err != nil {
 			return err
@@ -78,96 +111,12 @@ func (s *Server) upsertDocuments() echo.HandlerFunc {
 			}
 			seen[d.ID] = i
 		}
-
-		ctx := c.Request().Context()
-		p := principal(c)
-		results := make([]ingest.Result, len(docs))
-		var pending []int
-		for i := range docs {
-			d := &docs[i]
-			if err := ingest.ValidateID(d.ID, ingest.DefaultMaxIDBytes); err != nil {
-				results[i] = failed(d.ID, ingest.CodeInvalidID, "id must be 1-%d bytes of valid UTF-8 without control characters", ingest.DefaultMaxIDBytes)
-				continue
-			}
-			if p.Tenant != "" {
-				if d.Tenant == "" {
-					d.Tenant = p.Tenant
-				} else if d.Tenant != p.Tenant {
-					results[i] = failed(d.ID, DocTenantForbidden, "this API key is bound to another tenant")
-					continue
-				}
-			}
-			if max := s.cfg.Ingest.MaxTextBytes; len(d.Text) > max {
-				results[i] = failed(d.ID, ingest.CodeTooLarge, "text is %d bytes, at most %d allowed", len(d.Text), max)
-				continue
-			}
-			pending = append(pending, i)
+		out := s.cfg.Writer.Upsert(c.Request().Context(), docs, opts)
+		if len(out) != len(docs) {
+			return fmt.Errorf("api: writer returned %d results for %d documents", len(out), len(docs))
 		}
-
-		// A document id belongs to its tenant: never overwrite another
-		// tenant's document. (Check-then-write: two tenants racing to
-		// create the same new id are not serialised here.)
-		if len(pending) > 0 {
-			owners, err := s.owners(ctx, docs, pending)
-			if errors.Is(err, spi.ErrUnavailable) {
-				// The system of record is down: no document of this batch
-				// can be written. Say so per document, as for any other
-				// write failure, and write nothing.
-				for _, i := range pending {
-					results[i] = failed(docs[i].ID, ingest.CodeStoreUnavailable, "the system of record is unavailable; nothing was written, retry later")
-				}
-				pending = nil
-			} else if err != nil {
-				return err
-			}
-			kept := pending[:0]
-			for _, i := range pending {
-				if t, ok := owners[docs[i].ID]; ok && t != docs[i].Tenant {
-					results[i] = failed(docs[i].ID, DocIDConflict, "the id is already used by a document of another tenant")
-					continue
-				}
-				kept = append(kept, i)
-			}
-			pending = kept
-		}
-
-		if len(pending) > 0 {
-			batch := make([]spi.Document, len(pending))
-			for j, i := range pending {
-				batch[j] = docs[i]
-			}
-			out := s.cfg.Writer.Upsert(ctx, batch)
-			if len(out) != len(batch) {
-				return fmt.Errorf("api: writer returned %d results for %d documents", len(out), len(batch))
-			}
-			for j, i := range pending {
-				results[i] = out[j]
-			}
-		}
-		return s.answerBatch(c, results)
+		return s.answerBatch(c, out)
 	}
-}
-
-// owners returns the tenant of every id among docs[pending] that the system
-// of record already holds.
-func (s *Server) owners(ctx context.Context, docs []spi.Document, pending []int) (map[string]string, error) {
-	ids := make([]string, len(pending))
-	for j, i := range pending {
-		ids[j] = docs[i].ID
-	}
-	return s.ownersOf(ctx, ids)
-}
-
-func (s *Server) ownersOf(ctx context.Context, ids []string) (map[string]string, error) {
-	found, _, err := s.cfg.Documents.Hydrate(ctx, ids)
-	if err != nil {
-		return nil, fmt.Errorf("api: documents: hydrate: %w", err)
-	}
-	owners := make(map[string]string, len(found))
-	for _, d := range found {
-		owners[d.ID] = d.Tenant
-	}
-	return owners, nil
 }
 
 // answerBatch counts the results and answers 200, or 207 when any failed.
@@ -179,15 +128,16 @@ func (s *Server) answerBatch(c echo.Context, results []ingest.Result) error {
 		switch r.Status {
 		case ingest.StatusOK:
 			resp.OK++
-		case ingest.StatusPartial:
-			resp.Partial++
+			if slices.Contains(slices.Collect(maps.Values(r.Stores)), ingest.StorePending) {
+				resp.Pending++
+			}
 		case StatusNotFound:
 			resp.NotFound++
 		default:
 			resp.Failed++
 		}
 	}
-	if err := c.Request().Context().Err(); err != nil && resp.OK+resp.Partial == 0 && resp.Failed > 0 {
+	if err := c.Request().Context().Err(); err != nil && resp.OK == 0 && resp.Failed > 0 {
 		return err
 	}
 	status := http.StatusOK
@@ -244,23 +194,29 @@ func (s *Server) getDocument() echo.HandlerFunc {
 	}
 }
 
-// deleteDocument serves DELETE /v1/documents/{id}.
+// deleteDocument serves DELETE /v1/documents/{id}: 404 for an id that does
+// not exist or belongs to another tenant (the write path decides, in the
+// record's transaction).
 func (s *Server) deleteDocument() echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id, err := pathID(c)
 		if err != nil {
 			return err
 		}
-		if _, err := s.visibleDocument(c, id); err != nil {
+		opts, err := writeOptions(c)
+		if err != nil {
 			return err
 		}
-		out := s.cfg.Writer.Delete(c.Request().Context(), []string{id})
+		out := s.cfg.Writer.Delete(c.Request().Context(), []string{id}, opts)
 		if len(out) != 1 {
 			return fmt.Errorf("api: writer returned %d results for 1 id", len(out))
 		}
 		r := out[0]
-		if r.Status == ingest.StatusFailed {
+		switch r.Status {
+		case ingest.StatusFailed:
 			return deleteFailure(c.Request().Context(), r)
+		case StatusNotFound:
+			return newError(http.StatusNotFound, CodeNotFound, "no document with this id")
 		}
 		return s.writeJSON(c, http.StatusOK, r)
 	}
@@ -306,39 +262,15 @@ func (s *Server) deleteDocuments() echo.HandlerFunc {
 			}
 			seen[id] = i
 		}
-		ctx := c.Request().Context()
-		owners, err := s.ownersOf(ctx, ids)
-		results := make([]ingest.Result, len(ids))
-		if errors.Is(err, spi.ErrUnavailable) {
-			for i, id := range ids {
-				results[i] = failed(id, ingest.CodeStoreUnavailable, "the system of record is unavailable; nothing was deleted, retry later")
-			}
-			return s.answerBatch(c, results)
-		} else if err != nil {
+		opts, err := writeOptions(c)
+		if err != nil {
 			return err
 		}
-		p := principal(c)
-		var pending []int
-		for i, id := range ids {
-			if t, ok := owners[id]; !ok || !p.visible(t) {
-				results[i] = ingest.Result{ID: id, Status: StatusNotFound}
-				continue
-			}
-			pending = append(pending, i)
+		out := s.cfg.Writer.Delete(c.Request().Context(), ids, opts)
+		if len(out) != len(ids) {
+			return fmt.Errorf("api: writer returned %d results for %d ids", len(out), len(ids))
 		}
-		if len(pending) > 0 {
-			batch := make([]string, len(pending))
-			for j, i := range pending {
-				batch[j] = ids[i]
-			}
-			out := s.cfg.Writer.Delete(ctx, batch)
-			if len(out) != len(batch) {
-				return fmt.Errorf("api: writer returned %d results for %d ids", len(out), len(batch))
-			}
-			for j, i := range pending {
-				results[i] = out[j]
-			}
-		}
+		results := out
 		return s.answerBatch(c, results)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/ingest"
@@ -50,8 +51,8 @@ func TestUpsertPartialBatchIs207(t *testing.T) {
 			switch d.ID {
 			case "bad":
 				out[i] = ingest.Result{ID: d.ID, Status: ingest.StatusFailed, Code: ingest.CodeInvalidVector, Error: "dimension 2, want 4"}
-			case "half":
-				out[i] = ingest.Result{ID: d.ID, Status: ingest.StatusPartial, Code: ingest.CodeDerivedStoreFailed, Stores: map[string]string{"vector": "ok", "keyword": "failed"}}
+			case "later":
+				out[i] = ingest.Result{ID: d.ID, Status: ingest.StatusOK, Version: 7, Stores: map[string]string{"vector": "ok", "keyword": "pending"}}
 			default:
 				out[i] = ingest.Result{ID: d.ID, Status: ingest.StatusOK}
 			}
@@ -59,18 +60,56 @@ func TestUpsertPartialBatchIs207(t *testing.T) {
 		return out
 	}
 	resp := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents",
-		`{"documents":[{"id":"ok1","text":"x"},{"id":"bad","vector":[1,2]},{"id":"half","text":"y"}]}`), http.StatusMultiStatus)
-	if resp.OK != 1 || resp.Failed != 1 || resp.Partial != 1 || statuses(resp.Results) != "ok1:ok bad:failed:invalid_vector half:partial:derived_store_failed" {
+		`{"documents":[{"id":"ok1","text":"x"},{"id":"bad","vector":[1,2]},{"id":"later","text":"y"}]}`), http.StatusMultiStatus)
+	if resp.OK != 2 || resp.Failed != 1 || resp.Pending != 1 || statuses(resp.Results) != "ok1:ok bad:failed:invalid_vector later:ok" {
 		t.Fatalf("response %+v", resp)
 	}
-	if resp.Results[2].Stores["keyword"] != "failed" {
-		t.Fatalf("stores not passed through: %+v", resp.Results[2])
+	if r := resp.Results[2]; r.Stores["keyword"] != "pending" || r.Version != 7 {
+		t.Fatalf("stores and version not passed through: %+v", r)
 	}
 
-	// Only partial (derived-store) results: every document is stored, 200.
-	resp = decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", `{"documents":[{"id":"half","text":"y"}]}`), http.StatusOK)
-	if resp.Partial != 1 || resp.Failed != 0 {
+	// Only pending results: every document is stored, 200.
+	resp = decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", `{"documents":[{"id":"later","text":"y"}]}`), http.StatusOK)
+	if resp.Pending != 1 || resp.Failed != 0 {
 		t.Fatalf("response %+v", resp)
+	}
+}
+
+// TestUpsertWaitParameter: ?wait reaches the write path bounded; a bad
+// value is a 400 before anything is written.
+func TestUpsertWaitParameter(t *testing.T) {
+	e := newEnv(t, nil)
+	decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents?wait=2s", `{"documents":[{"id":"a","text":"x"}]}`), http.StatusOK)
+	if got := e.writer.lastOpts().Wait; got != 2*time.Second {
+		t.Fatalf("wait reached the writer as %v, want 2s", got)
+	}
+	decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents?wait=true", `{"documents":[{"id":"a","text":"x"}]}`), http.StatusOK)
+	if got := e.writer.lastOpts().Wait; got != 10*time.Second {
+		t.Fatalf("wait=true reached the writer as %v, want 10s", got)
+	}
+	n := len(e.writer.upsertCalls())
+	for _, bad := range []string{"soon", "-1s", "2h"} {
+		d := wantError(t, e.do(http.MethodPost, "/v1/documents?wait="+bad, `{"documents":[{"id":"a","text":"x"}]}`), http.StatusBadRequest, api.CodeInvalidParameter)
+		if d.Field != "wait" {
+			t.Fatalf("wait=%s: field %q", bad, d.Field)
+		}
+	}
+	wantError(t, e.do(http.MethodPost, "/v1/documents/delete?wait=x", `{"ids":["a"]}`), http.StatusBadRequest, api.CodeInvalidParameter)
+	if len(e.writer.upsertCalls()) != n {
+		t.Fatal("writer called despite a bad wait")
+	}
+}
+
+func TestUpsertInvalidUTF8Body(t *testing.T) {
+	e := newEnv(t, nil)
+	prefix := `{"documents":[{"id":"a`
+	body := append(append([]byte(prefix), 0xff), `","text":"x"}]}`...)
+	d := wantError(t, e.do(http.MethodPost, "/v1/documents", body), http.StatusBadRequest, api.CodeMalformedJSON)
+	if d.Offset == nil || *d.Offset != int64(len(prefix)) {
+		t.Fatalf("offset = %v, want %d (the invalid byte)", d.Offset, len(prefix))
+	}
+	if _, ok := e.store.get("a\ufffd"); ok || len(e.writer.upsertCalls()) != 0 {
+		t.Fatal("a document with an invalid id was written")
 	}
 }
 
@@ -112,6 +151,9 @@ func TestUpsertBadBodies(t *testing.T) {
 	}
 }
 
+// TestUpsertPerDocumentChecks: the write path (here the real pipeline over
+// an in-memory record) validates each document and applies the key's
+// tenant; the handler passes the tenant through and reports per document.
 func TestUpsertPerDocumentChecks(t *testing.T) {
 	e := newEnv(t, nil)
 	e.store.docs["owned"] = spi.Document{ID: "owned", Tenant: "globex", Text: "theirs"}
@@ -123,26 +165,29 @@ func TestUpsertPerDocumentChecks(t *testing.T) {
 		{"id":"owned","text":"steal"},
 		{"id":"mine","text":"new"},
 		{"id":"fresh","text":"y"},
+		{"id":"nul","text":"a\u0000b"},
 		{"id":"bad\u0001id","text":"z"}]}`, strings.Repeat("x", testMaxText+1))
 	resp := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", body, "Authorization", "Bearer "+acmeAdminKey), http.StatusMultiStatus)
-	want := ":failed:invalid_id big:failed:too_large other:failed:tenant_forbidden owned:failed:id_conflict mine:ok fresh:ok bad\x01id:failed:invalid_id"
+	want := ":failed:invalid_id big:failed:too_large other:failed:tenant_forbidden owned:failed:id_conflict mine:ok fresh:ok nul:failed:invalid_text bad\x01id:failed:invalid_id"
 	if got := statuses(resp.Results); got != want {
 		t.Fatalf("results\n got %q\nwant %q", got, want)
 	}
-	if resp.Failed != 5 || resp.OK != 2 || resp.Total != 7 {
+	if resp.Failed != 6 || resp.OK != 2 || resp.Total != 8 {
 		t.Fatalf("counts %+v", resp)
 	}
-	calls := e.writer.upsertCalls()
-	if len(calls) != 1 || len(calls[0]) != 2 || calls[0][0].ID != "mine" || calls[0][1].ID != "fresh" {
-		t.Fatalf("writer calls %+v", calls)
+	if got := e.writer.lastOpts().Tenant; got != "acme" {
+		t.Fatalf("the key's tenant reached the writer as %q", got)
 	}
-	for _, d := range calls[0] {
-		if d.Tenant != "acme" {
-			t.Fatalf("document %s written with tenant %q, want the key's tenant", d.ID, d.Tenant)
+	for _, id := range []string{"mine", "fresh"} {
+		if d, _ := e.store.get(id); d.Tenant != "acme" {
+			t.Fatalf("document %s written with tenant %q, want the key's tenant", id, d.Tenant)
 		}
 	}
 	if d, _ := e.store.get("owned"); d.Text != "theirs" || d.Tenant != "globex" {
 		t.Fatalf("another tenant's document was overwritten: %+v", d)
+	}
+	if strings.Contains(resp.Results[3].Error, "globex") || strings.Contains(resp.Results[3].Error, "tenant") {
+		t.Fatalf("id_conflict reveals the owner: %q", resp.Results[3].Error)
 	}
 }
 
@@ -153,8 +198,8 @@ func TestUpsertIDConflictAppliesToUnboundKeys(t *testing.T) {
 	if statuses(resp.Results) != "x:failed:id_conflict" {
 		t.Fatalf("results %s", statuses(resp.Results))
 	}
-	if len(e.writer.upsertCalls()) != 0 {
-		t.Fatal("writer called for a conflicting document")
+	if d, _ := e.store.get("x"); d.Tenant != "acme" {
+		t.Fatalf("document moved tenants: %+v", d)
 	}
 	// The same tenant may overwrite.
 	resp = decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", `{"documents":[{"id":"x","tenant":"acme","text":"new"}]}`), http.StatusOK)
@@ -172,8 +217,8 @@ func TestUpsertRecordStoreDown(t *testing.T) {
 	if resp.Failed != 2 || resp.OK != 0 || statuses(resp.Results) != "a:failed:store_unavailable b:failed:store_unavailable" {
 		t.Fatalf("want every document failed: %+v", resp)
 	}
-	if len(e.writer.upsertCalls()) != 0 {
-		t.Fatal("writer called although ownership could not be checked")
+	if _, ok := e.store.get("a"); ok {
+		t.Fatal("written although ownership could not be checked")
 	}
 	// Batch delete likewise answers per id and deletes nothing.
 	del := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents/delete", `{"ids":["a"]}`), http.StatusMultiStatus)
@@ -255,8 +300,8 @@ func TestDeleteDocument(t *testing.T) {
 	if _, ok := e.store.get("g"); !ok {
 		t.Fatal("another tenant's document was deleted")
 	}
-	if calls := e.writer.deleteCalls(); len(calls) != 1 {
-		t.Fatalf("writer delete calls %v, want only the first", calls)
+	if got := e.writer.lastOpts().Tenant; got != "acme" {
+		t.Fatalf("the key's tenant reached the writer as %q", got)
 	}
 
 	for _, tc := range []struct {
@@ -271,9 +316,9 @@ func TestDeleteDocument(t *testing.T) {
 		wantError(t, e.do(http.MethodDelete, "/v1/documents/g", nil), tc.status, tc.code)
 	}
 	e.writer.DeleteFn = func(_ context.Context, ids []string) []ingest.Result {
-		return []ingest.Result{{ID: ids[0], Status: ingest.StatusPartial, Code: ingest.CodeDerivedStoreFailed}}
+		return []ingest.Result{{ID: ids[0], Status: ingest.StatusOK, Version: 3, Stores: map[string]string{"vector": "ok", "graph": "pending"}}}
 	}
-	if r := decodeAs[ingest.Result](t, e.do(http.MethodDelete, "/v1/documents/g", nil), http.StatusOK); r.Status != ingest.StatusPartial {
+	if r := decodeAs[ingest.Result](t, e.do(http.MethodDelete, "/v1/documents/g", nil), http.StatusOK); r.Stores["graph"] != ingest.StorePending {
 		t.Fatalf("result %+v", r)
 	}
 }
@@ -292,8 +337,8 @@ func TestBatchDelete(t *testing.T) {
 	if resp.OK != 2 || resp.NotFound != 2 || resp.Failed != 0 {
 		t.Fatalf("counts %+v", resp)
 	}
-	if calls := e.writer.deleteCalls(); len(calls) != 1 || strings.Join(calls[0], ",") != "a,b" {
-		t.Fatalf("writer got %v", calls)
+	if got := e.writer.lastOpts().Tenant; got != "acme" {
+		t.Fatalf("the key's tenant reached the writer as %q", got)
 	}
 	if _, ok := e.store.get("g"); !ok {
 		t.Fatal("another tenant's document was deleted")

@@ -54,6 +54,7 @@ const (
 	CodeTooManyIDs            = "too_many_ids"
 	CodeDuplicateID           = "duplicate_id"
 	CodeInvalidID             = "invalid_id"
+	CodeNoChangeLog           = "no_change_log"
 	CodeUnauthorized          = "unauthorized"
 	CodeForbidden             = "forbidden"
 	CodeTenantForbidden       = "tenant_forbidden"

@@ -119,49 +119,83 @@ func (s *fakeStore) get(id string) (spi.Document, bool) {
 	return d, ok
 }
 
-// fakeWriter writes into a fakeStore unless UpsertFn / DeleteFn say
-// otherwise, and records what it was asked.
+// Upsert and Delete make fakeStore a record store for the real write
+// path (a keyword-only deployment: no change log).
+func (s *fakeStore) Upsert(_ context.Context, docs []spi.Document) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range docs {
+		s.docs[d.ID] = d
+	}
+	return nil
+}
+
+func (s *fakeStore) Delete(_ context.Context, ids []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		delete(s.docs, id)
+	}
+	return nil
+}
+
+// fakeWriter is the real write path (ingest.Pipeline) over a fakeStore,
+// unless UpsertFn / DeleteFn / StatusFn / CheckFn say otherwise; it
+// records what it was asked.
 type fakeWriter struct {
-	store    *fakeStore
+	p        *ingest.Pipeline
 	mu       sync.Mutex
 	upserts  [][]spi.Document
 	deletes  [][]string
+	opts     []ingest.WriteOptions
 	UpsertFn func(ctx context.Context, docs []spi.Document) []ingest.Result
 	DeleteFn func(ctx context.Context, ids []string) []ingest.Result
+	StatusFn func(ctx context.Context) (ingest.LogStatus, error)
+	CheckFn  func(ctx context.Context, repair bool) (ingest.CheckReport, error)
 }
 
-func (w *fakeWriter) Upsert(ctx context.Context, docs []spi.Document) []ingest.Result {
+func newFakeWriter(t testing.TB, store *fakeStore) *fakeWriter {
+	p, err := ingest.New(ingest.Config{Record: store, Dimension: testDimension, Limits: ingest.Limits{MaxTextBytes: testMaxText}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fakeWriter{p: p}
+}
+
+func (w *fakeWriter) Upsert(ctx context.Context, docs []spi.Document, opts ingest.WriteOptions) []ingest.Result {
 	w.mu.Lock()
 	w.upserts = append(w.upserts, slices.Clone(docs))
+	w.opts = append(w.opts, opts)
 	w.mu.Unlock()
 	if w.UpsertFn != nil {
 		return w.UpsertFn(ctx, docs)
 	}
-	out := make([]ingest.Result, len(docs))
-	w.store.mu.Lock()
-	defer w.store.mu.Unlock()
-	for i, d := range docs {
-		w.store.docs[d.ID] = d
-		out[i] = ingest.Result{ID: d.ID, Status: ingest.StatusOK, Stores: map[string]string{"vector": "ok"}}
-	}
-	return out
+	return w.p.Upsert(ctx, docs, opts)
 }
 
-func (w *fakeWriter) Delete(ctx context.Context, ids []string) []ingest.Result {
+func (w *fakeWriter) Delete(ctx context.Context, ids []string, opts ingest.WriteOptions) []ingest.Result {
 	w.mu.Lock()
 	w.deletes = append(w.deletes, slices.Clone(ids))
+	w.opts = append(w.opts, opts)
 	w.mu.Unlock()
 	if w.DeleteFn != nil {
 		return w.DeleteFn(ctx, ids)
 	}
-	out := make([]ingest.Result, len(ids))
-	w.store.mu.Lock()
-	defer w.store.mu.Unlock()
-	for i, id := range ids {
-		delete(w.store.docs, id)
-		out[i] = ingest.Result{ID: id, Status: ingest.StatusOK, Stores: map[string]string{"vector": "ok"}}
+	return w.p.Delete(ctx, ids, opts)
+}
+
+func (w *fakeWriter) Status(ctx context.Context) (ingest.LogStatus, error) {
+	if w.StatusFn != nil {
+		return w.StatusFn(ctx)
 	}
-	return out
+	return w.p.Status(ctx)
+}
+
+func (w *fakeWriter) Check(ctx context.Context, repair bool) (ingest.CheckReport, error) {
+	if w.CheckFn != nil {
+		return w.CheckFn(ctx, repair)
+	}
+	return w.p.Check(ctx, repair)
 }
 
 func (w *fakeWriter) upsertCalls() [][]spi.Document {
@@ -174,6 +208,15 @@ func (w *fakeWriter) deleteCalls() [][]string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.deletes)
+}
+
+func (w *fakeWriter) lastOpts() ingest.WriteOptions {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.opts) == 0 {
+		return ingest.WriteOptions{}
+	}
+	return w.opts[len(w.opts)-1]
 }
 
 // fakeHealth reports HealthFn, or a fixed status.
@@ -267,7 +310,7 @@ func testConfig(store *fakeStore, searcher *fakeSearcher, writer *fakeWriter, lo
 func newEnv(t testing.TB, mutate func(*api.Config)) *env {
 	t.Helper()
 	store := newFakeStore()
-	e := &env{t: t, store: store, searcher: &fakeSearcher{}, writer: &fakeWriter{store: store}, logs: &syncBuffer{}}
+	e := &env{t: t, store: store, searcher: &fakeSearcher{}, writer: newFakeWriter(t, store), logs: &syncBuffer{}}
 	e.cfg = testConfig(store, e.searcher, e.writer, e.logs)
 	if mutate != nil {
 		mutate(&e.cfg)

@@ -32,6 +32,7 @@ type Server struct {
 	paths  map[string]bool
 	hcache healthCache
 	tracer trace.Tracer
+	lcache logCache
 }
 
 // route is one entry of the route table.
@@ -56,6 +57,7 @@ var routes = []route{
 	{http.MethodPost, "/v1/status/breakers/:name/force-close", access{role: config.RoleAdmin, global: true}, (*Server).forceClose, false},
 	{http.MethodPost, "/v1/status/breakers/:name/force-open", access{role: config.RoleAdmin, global: true}, (*Server).forceOpen, false},
 	{http.MethodGet, "/v1/status/health", access{role: config.RoleQuery}, (*Server).health, false},
+	{http.MethodPost, "/v1/status/check", access{role: config.RoleAdmin, global: true}, (*Server).check, false},
 	{http.MethodGet, "/v1/status/events", access{role: config.RoleQuery}, (*Server).listEvents, false},
 	{http.MethodGet, "/v1/status/sources", access{role: config.RoleQuery}, (*Server).sourceStats, false},
 	{http.MethodGet, "/healthz", access{public: PublicHealth}, (*Server).healthz, false},

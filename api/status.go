@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -58,6 +59,10 @@ type HealthResponse struct {
 	Components map[string]ComponentHealth `json:"components"`
 	// Usable lists the retrieval sources that can serve queries now.
 	Usable []string `json:"usable"`
+	// Log is the change log's head and each derived store's lag; absent
+	// when the record keeps no log or cannot be read. A store whose applies
+	// are failing makes the status degraded.
+	Log *ingest.LogStatus `json:"log,omitempty"`
 }
 
 // ComponentHealth is one component's entry in HealthResponse.
@@ -262,6 +267,13 @@ func (s *Server) checkHealth(ctx context.Context) HealthResponse {
 	for _, comp := range resp.Components {
 		if comp.Status != spi.StatusUp {
 			resp.Status = spi.StatusDegraded
+		}
+	}
+	if resp.Log = s.logStatus(ctx); resp.Log != nil {
+		for _, l := range resp.Log.Stores {
+			if l.Error != "" && resp.Status == spi.StatusUp {
+				resp.Status = spi.StatusDegraded
+			}
 		}
 	}
 	if len(resp.Usable) == 0 {

@@ -206,6 +206,16 @@ type IngestConfig struct {
 	// the built-in offline keyphrase extractor, so the graph has edges to
 	// follow for corpora without entity annotations.
 	ExtractEntities bool `yaml:"extract_entities"`
+	// CheckAtStart compares every derived store with the record when ragd
+	// starts (in the background, while serving) and repairs what differs,
+	// as `ragd check --repair` does.
+	CheckAtStart bool `yaml:"check_at_start"`
+	// LogRetentionH is how many hours applied change-log entries are kept;
+	// 0 keeps them forever.
+	LogRetentionH int `yaml:"log_retention_h"`
+	// ApplyPollMS is how often a derived store looks for log entries other
+	// replicas appended (this process's own writes wake it at once).
+	ApplyPollMS int `yaml:"apply_poll_ms"`
 }
 
 // AuthConfig configures bearer-token API keys.
@@ -276,9 +286,10 @@ func Default() Config {
 			Enabled:       true,
 			LimitSettings: LimitSettings{MinLimit: 8, MaxLimit: 256, InitialLimit: 32},
 		},
-		Ingest: IngestConfig{BatchSize: 256, MaxDocsPerRequest: 1000, MaxIDsPerRequest: 1000, MaxTextBytes: 1 << 20, ExtractEntities: true},
-		Auth:   AuthConfig{Public: []string{"health", "ready", "metrics", "openapi"}},
-		Log:    LogConfig{Level: "info"},
+		Ingest: IngestConfig{BatchSize: 256, MaxDocsPerRequest: 1000, MaxIDsPerRequest: 1000, MaxTextBytes: 1 << 20, ExtractEntities: true,
+			CheckAtStart: true, LogRetentionH: 7 * 24, ApplyPollMS: 250},
+		Auth: AuthConfig{Public: []string{"health", "ready", "metrics", "openapi"}},
+		Log:  LogConfig{Level: "info"},
 
 		Tracing: DefaultTracing(), // off
 	}

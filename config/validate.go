@@ -246,6 +246,13 @@ func (c *Config) Validate() error {
 	positive("ingest.max_docs_per_request", in.MaxDocsPerRequest)
 	positive("ingest.max_ids_per_request", in.MaxIDsPerRequest)
 	positive("ingest.max_text_bytes", in.MaxTextBytes)
+	positive("ingest.apply_poll_ms", in.ApplyPollMS)
+	if in.LogRetentionH < 0 {
+		bad("ingest.log_retention_h", "must be >= 0 (0 keeps the log forever), got %d", in.LogRetentionH)
+	}
+	if c.Backends.Vector.Kind == KindNone && c.Backends.Keyword.Kind != KindNone && c.Backends.Graph.Kind != KindNone {
+		bad("backends.graph", "a graph store needs a vector store: the vector store is the system of record whose change log the graph applies")
+	}
 
 	if c.AuthEnabled() && len(c.Auth.Keys) == 0 {
 		bad("auth.keys", "auth is enabled but no keys are configured (add keys, or set auth.enabled: false explicitly)")

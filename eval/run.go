@@ -272,6 +272,19 @@ type IngestStats struct {
 	Took       time.Duration
 }
 
+// ingestWait bounds how long Ingest waits for the derived stores to apply
+// a batch.
+const ingestWait = 5 * time.Minute
+
+func pending(r ingest.Result) bool {
+	for _, st := range r.Stores {
+		if st == ingest.StorePending {
+			return true
+		}
+	}
+	return false
+}
+
 // ErrIngest means some documents of the corpus were not fully written;
 // scores computed anyway would be too low.
 var ErrIngest = errors.New("eval: corpus not fully ingested")
@@ -311,15 +324,18 @@ func Ingest(ctx context.Context, ds *Dataset, p *ingest.Pipeline, opts IngestOpt
 		if err := ctx.Err(); err != nil {
 			return st, fmt.Errorf("eval: ingest: %w", err)
 		}
-		for _, r := range p.Upsert(ctx, chunk) {
-			switch r.Status {
-			case ingest.StatusOK:
+		// Queries follow the ingestion at once: wait for every derived
+		// store to apply each batch.
+		for _, r := range p.Upsert(ctx, chunk, ingest.WriteOptions{Wait: ingestWait}) {
+			switch {
+			case r.Status != ingest.StatusOK:
+				st.Failed++
+			case pending(r):
+				st.Partial++
+				r.Code, r.Error = "pending", "a derived store had not applied the write after "+ingestWait.String()
+			default:
 				st.OK++
 				continue
-			case ingest.StatusPartial:
-				st.Partial++
-			default:
-				st.Failed++
 			}
 			if st.FirstError == "" {
 				st.FirstError = fmt.Sprintf("%s: %s: %s", r.ID, r.Code, r.Error)

@@ -250,7 +250,7 @@ func (m *memIndexer) Delete(context.Context, []string) error { return nil }
 
 func TestIngest(t *testing.T) {
 	store := &memIndexer{docs: map[string]spi.Document{}}
-	p, err := ingest.New(ingest.Config{Derived: []ingest.NamedIndexer{{Name: "keyword", Indexer: store}}})
+	p, err := ingest.New(ingest.Config{Record: store, RecordName: "keyword"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 // BenchmarkUpsert measures the pipeline's own cost per 64-document batch
 // (validation, hashing embedder, keyphrase extraction, bookkeeping) with
-// in-memory stores, so store latency is excluded.
+// an in-memory record, so store latency is excluded.
 func BenchmarkUpsert(b *testing.B) {
 	emb, err := hashing.New(hashing.Config{})
 	if err != nil {
@@ -22,7 +22,6 @@ func BenchmarkUpsert(b *testing.B) {
 	kp, _ := ingest.NewKeyphraseExtractor(ingest.KeyphraseConfig{})
 	p, err := ingest.New(ingest.Config{
 		Record:    newStore(),
-		Derived:   []ingest.NamedIndexer{{Name: "keyword", Indexer: newStore()}, {Name: "graph", Indexer: newStore()}},
 		Embedder:  emb,
 		Extractor: kp,
 	})
@@ -36,7 +35,7 @@ func BenchmarkUpsert(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		for _, r := range p.Upsert(context.Background(), docs) {
+		for _, r := range p.Upsert(context.Background(), docs, ingest.WriteOptions{}) {
 			if r.Status != ingest.StatusOK {
 				b.Fatal(r)
 			}

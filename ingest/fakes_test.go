@@ -11,9 +11,9 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// memStore is an in-memory spi.Indexer and spi.Scanner with fault
-// injection: err fails every call, failIDs fails the named documents with a
-// *spi.BatchError.
+// memStore is an in-memory record store without a change log (a
+// keyword-only deployment), with fault injection: err fails every call,
+// failIDs fails the named documents with a *spi.BatchError.
 type memStore struct {
 	mu      sync.Mutex
 	docs    map[string]spi.Document
@@ -30,18 +30,6 @@ var (
 )
 
 func newStore() *memStore { return &memStore{docs: map[string]spi.Document{}} }
-
-func (s *memStore) setErr(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.err = err
-}
-
-func (s *memStore) setFail(ids map[string]error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failIDs = ids
-}
 
 func (s *memStore) Upsert(ctx context.Context, docs []spi.Document) error {
 	s.mu.Lock()
@@ -105,17 +93,19 @@ func (s *memStore) Scan(ctx context.Context, fn func(spi.Document) error) error 
 	return nil
 }
 
-func (s *memStore) ids() []string {
+func (s *memStore) Hydrate(_ context.Context, ids []string) ([]spi.Document, []string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Sorted(maps.Keys(s.docs))
-}
-
-func (s *memStore) get(id string) (spi.Document, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.docs[id]
-	return d, ok
+	var docs []spi.Document
+	var missing []string
+	for _, id := range ids {
+		if d, ok := s.docs[id]; ok {
+			docs = append(docs, d)
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	return docs, missing, nil
 }
 
 // dimStore adds spi.Dimensioner to memStore.
@@ -157,8 +147,79 @@ func vectors(dim int, texts []string) [][]float32 {
 	return out
 }
 
-func (f *fakeEmbedder) batches() [][]string {
+// faultyApplier wraps a real derived store. While err is set, every call
+// fails with it; while block is set, ApplyChanges waits for the channel to
+// close (a hung server) or ctx to end.
+type faultyApplier struct {
+	spi.ChangeApplier
+	mu    sync.Mutex
+	err   error
+	block chan struct{}
+	calls int
+}
+
+func (f *faultyApplier) set(err error, block chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return slices.Clone(f.calls)
+	f.err, f.block = err, block
+}
+
+func (f *faultyApplier) ApplyChanges(ctx context.Context, log string, cs []spi.Change, through uint64) error {
+	f.mu.Lock()
+	err, block := f.err, f.block
+	f.calls++
+	f.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return fmt.Errorf("faulty: %w: %w", spi.ErrUnavailable, ctx.Err())
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return f.ChangeApplier.ApplyChanges(ctx, log, cs, through)
+}
+
+func (f *faultyApplier) AppliedSeq(ctx context.Context, log string) (uint64, error) {
+	f.mu.Lock()
+	err := f.err
+	f.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	return f.ChangeApplier.AppliedSeq(ctx, log)
+}
+
+// faultyRecord wraps the real record store. CommitFn, when set, replaces
+// Commit (it may call next).
+type faultyRecord struct {
+	spitestRecord
+	mu       sync.Mutex
+	CommitFn func(ctx context.Context, ws []spi.Write, next func(context.Context, []spi.Write) ([]spi.WriteResult, error)) ([]spi.WriteResult, error)
+}
+
+// spitestRecord is the record's full capability set.
+type spitestRecord interface {
+	spi.ChangeLog
+	spi.Indexer
+	spi.Hydrator
+	spi.Dimensioner
+}
+
+func (f *faultyRecord) setCommit(fn func(ctx context.Context, ws []spi.Write, next func(context.Context, []spi.Write) ([]spi.WriteResult, error)) ([]spi.WriteResult, error)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.CommitFn = fn
+}
+
+func (f *faultyRecord) Commit(ctx context.Context, ws []spi.Write) ([]spi.WriteResult, error) {
+	f.mu.Lock()
+	fn := f.CommitFn
+	f.mu.Unlock()
+	if fn != nil {
+		return fn(ctx, ws, f.spitestRecord.Commit)
+	}
+	return f.spitestRecord.Commit(ctx, ws)
 }

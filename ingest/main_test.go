@@ -6,5 +6,8 @@ import (
 	"go.uber.org/goleak"
 )
 
-// The pipeline writes derived stores from goroutines; none may outlive a call.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The appliers run on goroutines that Run owns; none may outlive it. bleve
+// keeps a package-level analysis worker pool.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"))
+}

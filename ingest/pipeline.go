@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ragd/ragd/spi"
@@ -21,30 +20,33 @@ var ErrConfig = errors.New("ingest: invalid config")
 
 // Defaults for zero Config fields.
 const (
-	DefaultBatchSize      = 64
-	DefaultMaxRepairQueue = 10000
-	DefaultRecordName     = spi.SourceVector
+	DefaultBatchSize    = 64
+	DefaultRecordName   = spi.SourceVector
+	DefaultApplyBatch   = 256
+	DefaultPoll         = 250 * time.Millisecond
+	DefaultApplyTimeout = 30 * time.Second
+	DefaultRetention    = 7 * 24 * time.Hour
 )
 
 // Result statuses.
 const (
-	StatusOK      = "ok"      // every store has the document
-	StatusPartial = "partial" // the record store has it, a derived store does not (yet)
-	StatusFailed  = "failed"  // not accepted: the record store does not have it
+	StatusOK       = "ok"        // the record holds the write; every derived store will apply it
+	StatusFailed   = "failed"    // not written (see Code: outcome_unknown means "may have been")
+	StatusNotFound = "not_found" // a delete of an id that does not exist (or is another tenant's)
 )
 
-// Per-store statuses in Result.Stores.
+// Per-store states in Result.Stores.
 const (
-	StoreOK      = "ok"
-	StoreFailed  = "failed"
-	StoreSkipped = "skipped" // not attempted because the record store failed
+	StoreOK      = "ok"      // the record store committed the write
+	StoreCurrent = "current" // a derived store has applied it
+	StorePending = "pending" // a derived store has not applied it yet; it will, from the log
 )
 
-// NamedIndexer is a store under the name used in results, logs and the
-// repair queue (spi.SourceKeyword, spi.SourceGraph, ...).
-type NamedIndexer struct {
+// NamedApplier is a derived store under the name used in results, logs and
+// metrics (spi.SourceKeyword, spi.SourceGraph).
+type NamedApplier struct {
 	Name    string
-	Indexer spi.Indexer
+	Applier spi.ChangeApplier
 }
 
 // EntityExtractor finds entity names in a document that carries none.
@@ -55,15 +57,15 @@ type EntityExtractor interface {
 
 // Config wires a Pipeline.
 type Config struct {
-	// Record is the system of record (the vector store): a document is
-	// accepted only once Record has it. When nil, the first Derived store
-	// is the record (keyword-only deployments).
+	// Record is the system of record (the vector store): a write is
+	// accepted once Record has committed it. Derived stores need a Record
+	// with a change log (spi.ChangeLog); without one (keyword-only
+	// deployments) ownership is checked before the write, not inside it.
 	Record spi.Indexer
 	// RecordName names Record in results; default "vector".
 	RecordName string
-	// Derived stores (keyword, graph) are written after the record. A
-	// failure there makes the result partial and queues a repair.
-	Derived []NamedIndexer
+	// Derived stores (keyword, graph) apply the record's change log.
+	Derived []NamedApplier
 	// Embedder makes vectors for documents that carry none. Nil means
 	// documents are stored without vectors unless they bring one.
 	Embedder spi.Embedder
@@ -75,52 +77,64 @@ type Config struct {
 	// EmbedText is the text embedded for a document; nil means the title and
 	// the text joined by a blank line.
 	EmbedText func(spi.Document) string
-	// BatchSize bounds one Embed call and one store write; default 64.
+	// BatchSize bounds one Embed call and one record commit; default 64.
 	BatchSize int
 	// Limits bound each document.
 	Limits Limits
-	// MaxRepairQueue bounds the queued repairs per derived store (default
-	// 10000). Beyond it, failures are counted as dropped and the store
-	// needs RebuildDerived.
-	MaxRepairQueue int
+	// ApplyBatch bounds the log entries a derived store applies at once;
+	// default 256.
+	ApplyBatch int
+	// Poll is how often a derived store looks for entries appended by other
+	// processes (replicas); this pipeline's own writes wake it at once.
+	// Default 250ms.
+	Poll time.Duration
+	// ApplyTimeout bounds one apply call to a derived store; default 30s.
+	ApplyTimeout time.Duration
+	// Retention is how long applied log entries are kept; default 7 days,
+	// negative keeps them forever. See Pipeline.Compact.
+	Retention time.Duration
+	// Registerer receives the log metrics; nil registers none.
+	Registerer prometheus.Registerer
 	// Logger receives ids, store names and errors, never document content;
 	// nil discards.
 	Logger *slog.Logger
 	// Now stamps UpdatedAt on documents without one; nil means time.Now.
 	Now func() time.Time
-	// TracerProvider makes the spans of each write (see trace.go); nil
-	// makes none.
+	// TracerProvider makes the spans of each write and of each apply (see
+	// trace.go); nil makes none.
 	TracerProvider trace.TracerProvider
 }
 
 // Validate reports a configuration New would reject.
 func (c Config) Validate() error {
-	if c.Record == nil && len(c.Derived) == 0 {
-		return fmt.Errorf("%w: no store configured", ErrConfig)
+	if c.Record == nil {
+		return fmt.Errorf("%w: no record store configured", ErrConfig)
 	}
-	names := map[string]bool{}
-	if c.Record != nil {
-		names[cmp.Or(c.RecordName, DefaultRecordName)] = true
+	if _, ok := c.Record.(spi.ChangeLog); !ok && len(c.Derived) > 0 {
+		return fmt.Errorf("%w: derived stores need a record store with a change log (a vector store)", ErrConfig)
 	}
+	names := map[string]bool{cmp.Or(c.RecordName, DefaultRecordName): true}
 	for i, d := range c.Derived {
 		switch {
 		case d.Name == "":
 			return fmt.Errorf("%w: derived store %d has no name", ErrConfig, i)
-		case d.Indexer == nil:
-			return fmt.Errorf("%w: derived store %q has no indexer", ErrConfig, d.Name)
+		case d.Applier == nil:
+			return fmt.Errorf("%w: derived store %q has no applier", ErrConfig, d.Name)
 		case names[d.Name]:
 			return fmt.Errorf("%w: store name %q used twice", ErrConfig, d.Name)
 		}
 		names[d.Name] = true
 	}
-	if c.BatchSize < 0 {
-		return fmt.Errorf("%w: batch_size must be >= 0, got %d", ErrConfig, c.BatchSize)
-	}
-	if c.MaxRepairQueue < 0 {
-		return fmt.Errorf("%w: max_repair_queue must be >= 0, got %d", ErrConfig, c.MaxRepairQueue)
-	}
-	if c.Dimension < 0 {
-		return fmt.Errorf("%w: dimension must be >= 0, got %d", ErrConfig, c.Dimension)
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"batch_size", int64(c.BatchSize)}, {"dimension", int64(c.Dimension)}, {"apply_batch", int64(c.ApplyBatch)},
+		{"poll", int64(c.Poll)}, {"apply_timeout", int64(c.ApplyTimeout)},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("%w: %s must be >= 0, got %d", ErrConfig, f.name, f.v)
+		}
 	}
 	if c.Embedder != nil && c.Dimension != 0 && c.Dimension != c.Embedder.Dimension() {
 		return fmt.Errorf("%w: dimension %d differs from the embedder's %d", ErrConfig, c.Dimension, c.Embedder.Dimension())
@@ -135,66 +149,79 @@ func (c Config) Validate() error {
 	return c.Limits.Validate()
 }
 
-// Result is the outcome for one input document, in input order.
+// Result is the outcome for one input document or id, in input order.
 type Result struct {
 	ID string `json:"id"`
-	// Status is "ok", "partial" or "failed".
+	// Status is "ok", "failed" or (deletes) "not_found".
 	Status string `json:"status"`
-	// Code is one of the Code* constants when Status is not "ok".
+	// Code is one of the Code* constants when Status is "failed".
 	Code string `json:"code,omitempty"`
 	// Error says what went wrong, without document content.
 	Error string `json:"error,omitempty"`
-	// Stores maps each store the document reached to "ok", "failed" or
-	// "skipped"; nil when the document failed before any write.
+	// Version is the document's version after the write: the sequence of
+	// its entry in the record's change log (0 without a log).
+	Version uint64 `json:"version,omitempty"`
+	// Unchanged marks an upsert identical to the stored document (a
+	// retry): nothing was written and Version is the existing one.
+	Unchanged bool `json:"unchanged,omitempty"`
+	// Stores maps the record store to "ok" and each derived store to
+	// "current" (it has applied the write) or "pending" (it will); nil when
+	// the write failed.
 	Stores map[string]string `json:"stores,omitempty"`
 }
 
-// Pipeline is the write path shared by POST /v1/documents, `ragd ingest`
-// and `ragd eval`: validate, embed, extract entities, write the record
-// store, then the derived stores. It is safe for concurrent use.
-type Pipeline struct {
-	record    NamedIndexer
-	derived   []NamedIndexer
-	embedder  spi.Embedder
-	extractor EntityExtractor
-	embedText func(spi.Document) string
-	dim       int
-	batch     int
-	limits    Limits
-	maxQueue  int
-	log       *slog.Logger
-	now       func() time.Time
-	tracer    trace.Tracer
-
-	// storeMu serialises writes to each derived store so that a repair
-	// never overwrites a newer version written by Upsert in the meantime.
-	storeMu map[string]*sync.Mutex
-	// qmu guards queue, dropped and seq.
-	qmu     sync.Mutex
-	queue   map[string]map[string]repairOp
-	dropped map[string]int
-	seq     uint64
+// WriteOptions qualify one Upsert or Delete.
+type WriteOptions struct {
+	// Tenant, when set, is the writer's tenant: documents that name no
+	// tenant get it, documents naming another fail with tenant_forbidden,
+	// and deletes reach only its documents (others read as not_found).
+	Tenant string
+	// Wait, when positive, delays the answer until every derived store has
+	// applied the writes or Wait has passed, whichever comes first. The
+	// results say which stores are current either way.
+	Wait time.Duration
 }
 
-// New validates cfg and returns a Pipeline.
+// Pipeline is the write path shared by POST /v1/documents, `ragd ingest`
+// and `ragd eval`: validate, embed, extract entities, commit to the record
+// store (which appends to its change log), and answer. Derived stores apply
+// the log in the background (Run). It is safe for concurrent use.
+type Pipeline struct {
+	record     recordWriter
+	recordName string
+	log        spi.ChangeLog // nil without a change log
+	tailers    []*tailer
+	embedder   spi.Embedder
+	extractor  EntityExtractor
+	embedText  func(spi.Document) string
+	dim        int
+	batch      int
+	limits     Limits
+	retention  time.Duration
+	logger     *slog.Logger
+	now        func() time.Time
+	metrics    *metrics
+	tracer     trace.Tracer
+}
+
+// New validates cfg and returns a Pipeline. Call Run to start applying the
+// log to the derived stores.
 func New(cfg Config) (*Pipeline, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	p := &Pipeline{
-		embedder:  cfg.Embedder,
-		extractor: cfg.Extractor,
-		embedText: cfg.EmbedText,
-		dim:       cfg.Dimension,
-		batch:     cmp.Or(cfg.BatchSize, DefaultBatchSize),
-		limits:    cfg.Limits.WithDefaults(),
-		maxQueue:  cmp.Or(cfg.MaxRepairQueue, DefaultMaxRepairQueue),
-		log:       cfg.Logger,
-		now:       cfg.Now,
-		tracer:    newTracer(cfg.TracerProvider),
-		storeMu:   map[string]*sync.Mutex{},
-		queue:     map[string]map[string]repairOp{},
-		dropped:   map[string]int{},
+		recordName: cmp.Or(cfg.RecordName, DefaultRecordName),
+		embedder:   cfg.Embedder,
+		extractor:  cfg.Extractor,
+		embedText:  cfg.EmbedText,
+		dim:        cfg.Dimension,
+		batch:      cmp.Or(cfg.BatchSize, DefaultBatchSize),
+		limits:     cfg.Limits.WithDefaults(),
+		retention:  cmp.Or(cfg.Retention, DefaultRetention),
+		logger:     cfg.Logger,
+		now:        cfg.Now,
+		tracer:     newTracer(cfg.TracerProvider),
 	}
 	if p.dim == 0 && p.embedder != nil {
 		p.dim = p.embedder.Dimension()
@@ -202,21 +229,30 @@ func New(cfg Config) (*Pipeline, error) {
 	if p.embedText == nil {
 		p.embedText = DefaultEmbedText
 	}
-	if p.log == nil {
-		p.log = slog.New(slog.DiscardHandler)
+	if p.logger == nil {
+		p.logger = slog.New(slog.DiscardHandler)
 	}
 	if p.now == nil {
 		p.now = time.Now
 	}
-	derived := cfg.Derived
-	if cfg.Record != nil {
-		p.record = NamedIndexer{Name: cmp.Or(cfg.RecordName, DefaultRecordName), Indexer: cfg.Record}
+	if l, ok := cfg.Record.(spi.ChangeLog); ok {
+		p.log, p.record = l, l
 	} else {
-		p.record, derived = derived[0], derived[1:]
+		p.record = directRecord{ix: cfg.Record}
 	}
-	p.derived = slices.Clone(derived)
-	for _, d := range p.derived {
-		p.storeMu[d.Name] = &sync.Mutex{}
+	var err error
+	if p.metrics, err = newMetrics(cfg.Registerer, p); err != nil {
+		return nil, err
+	}
+	for _, d := range cfg.Derived {
+		p.tailers = append(p.tailers, &tailer{
+			p: p, name: d.Name, store: d.Applier,
+			batch:   cmp.Or(cfg.ApplyBatch, DefaultApplyBatch),
+			poll:    cmp.Or(cfg.Poll, DefaultPoll),
+			timeout: cmp.Or(cfg.ApplyTimeout, DefaultApplyTimeout),
+			wake:    make(chan struct{}, 1),
+			moved:   make(chan struct{}),
+		})
 	}
 	return p, nil
 }
@@ -234,24 +270,34 @@ func DefaultEmbedText(d spi.Document) string {
 }
 
 // RecordName is the name of the store acting as the system of record.
-func (p *Pipeline) RecordName() string { return p.record.Name }
+func (p *Pipeline) RecordName() string { return p.recordName }
 
 // Dimension is the vector length documents are checked against (0 when
 // there is neither an embedder nor a configured dimension).
 func (p *Pipeline) Dimension() int { return p.dim }
 
+// DerivedNames lists the derived stores in configuration order.
+func (p *Pipeline) DerivedNames() []string {
+	names := make([]string, len(p.tailers))
+	for i, t := range p.tailers {
+		names[i] = t.name
+	}
+	return names
+}
+
 // Upsert writes docs and returns one Result per input document, in order.
 //
-// Each document is validated on its own; an invalid one fails with a
+// Each document is validated on its own, once; an invalid one fails with a
 // Code* code while the others proceed. Documents without a vector are
-// embedded in batches (an embedder failure fails those documents with
-// embedder_unavailable; nothing is written for them). Documents without
-// entities get them from the Extractor, when configured. The record store
-// is written first: a document it does not accept fails. Accepted documents
-// are then written to every derived store; a derived failure makes the
-// result "partial", names the store in Stores, and queues the document for
-// Repair. Input documents are not modified.
-func (p *Pipeline) Upsert(ctx context.Context, docs []spi.Document) []Result {
+// embedded in batches; documents without entities get them from the
+// Extractor. The record store then commits them, in batches, together with
+// their log entries; ownership is decided inside that transaction (an id
+// held by another tenant fails with id_conflict, which does not say whose
+// it is). A batch the record rejects as invalid is bisected, so only the
+// documents it cannot hold fail. The answer comes once the record has
+// committed; derived stores apply the log on their own, and opts.Wait
+// waits for them. Input documents are not modified.
+func (p *Pipeline) Upsert(ctx context.Context, docs []spi.Document, opts WriteOptions) []Result {
 	res := make([]Result, len(docs))
 	work := make([]spi.Document, len(docs))
 	copy(work, docs)
@@ -259,12 +305,22 @@ func (p *Pipeline) Upsert(ctx context.Context, docs []spi.Document) []Result {
 	seen := make(map[string]int, len(docs))
 	for i := range work {
 		res[i].ID = work[i].ID
+		if opts.Tenant != "" {
+			switch work[i].Tenant {
+			case "":
+				work[i].Tenant = opts.Tenant
+			case opts.Tenant:
+			default:
+				fail(&res[i], CodeTenantForbidden, "the document names a tenant this writer may not write to")
+				continue
+			}
+		}
 		if e := validate(&work[i], p.limits, p.dim); e != nil {
-			p.fail(&res[i], e.code, e.msg)
+			fail(&res[i], e.code, e.msg)
 			continue
 		}
 		if first, dup := seen[work[i].ID]; dup {
-			p.fail(&res[i], CodeDuplicateID, fmt.Sprintf("id appears earlier in the batch (document %d)", first))
+			fail(&res[i], CodeDuplicateID, fmt.Sprintf("id appears earlier in the batch (document %d)", first))
 			continue
 		}
 		seen[work[i].ID] = i
@@ -276,20 +332,185 @@ func (p *Pipeline) Upsert(ctx context.Context, docs []spi.Document) []Result {
 	endEmbed(n - len(valid))
 	p.extract(ctx, work, valid)
 	now := p.now().UTC()
-	for _, i := range valid {
+	writes := make([]spi.Write, len(valid))
+	for k, i := range valid {
 		if work[i].UpdatedAt.IsZero() {
 			work[i].UpdatedAt = now
 		}
+		writes[k] = spi.Write{Op: spi.OpUpsert, Doc: work[i], Scope: opts.Tenant, KeepTenant: true}
 	}
-	rctx, endRecord := p.storeSpan(ctx, spanRecord, p.record.Name, len(valid))
-	accepted := p.writeRecord(rctx, work, res, valid)
-	endRecord(len(valid) - len(accepted))
-	p.writeDerived(ctx, work, res, accepted)
+	p.commit(ctx, writes, valid, res, opts)
 	return res
 }
 
-func (p *Pipeline) fail(r *Result, code, msg string) {
+// Delete removes ids and returns one Result per input id. The record store
+// commits the deletes (with their log entries, the tombstones); derived
+// stores apply them from the log. An id that does not exist, or belongs to
+// another tenant than opts.Tenant, is "not_found".
+func (p *Pipeline) Delete(ctx context.Context, ids []string, opts WriteOptions) []Result {
+	res := make([]Result, len(ids))
+	var idx []int
+	var writes []spi.Write
+	first := map[string]int{}
+	for i, id := range ids {
+		res[i].ID = id
+		if e := checkID("id", id, p.limits.MaxIDBytes); e != nil {
+			fail(&res[i], e.code, e.msg)
+			continue
+		}
+		if j, dup := first[id]; dup {
+			fail(&res[i], CodeDuplicateID, fmt.Sprintf("id appears earlier in the batch (id %d)", j))
+			continue
+		}
+		first[id] = i
+		idx = append(idx, i)
+		writes = append(writes, spi.Write{Op: spi.OpDelete, Doc: spi.Document{ID: id}, Scope: opts.Tenant})
+	}
+	p.commit(ctx, writes, idx, res, opts)
+	return res
+}
+
+func fail(r *Result, code, msg string) {
 	r.Status, r.Code, r.Error = StatusFailed, code, msg
+}
+
+// commit writes writes (writes[k] belongs to res[idx[k]]) in batches,
+// fills the results, wakes the appliers and, when asked, waits for them.
+func (p *Pipeline) commit(ctx context.Context, writes []spi.Write, idx []int, res []Result, opts WriteOptions) {
+	var top uint64
+	var done []int
+	rctx, endRecord := p.storeSpan(ctx, spanRecord, p.recordName, len(writes))
+	defer func() { endRecord(len(writes) - len(done)) }()
+	for start := 0; start < len(writes); start += p.batch {
+		end := min(start+p.batch, len(writes))
+		outs, errs := p.commitBisect(rctx, writes[start:end])
+		for k := range outs {
+			i := idx[start+k]
+			p.settle(ctx, &res[i], writes[start+k].Op, outs[k], errs[k])
+			if res[i].Status == StatusOK {
+				top = max(top, res[i].Version)
+				done = append(done, i)
+			}
+		}
+	}
+	if len(done) == 0 {
+		return
+	}
+	p.metrics.committed(len(done))
+	for _, t := range p.tailers {
+		t.poke()
+	}
+	if opts.Wait > 0 && top > 0 {
+		p.waitApplied(ctx, top, opts.Wait)
+	}
+	for _, i := range done {
+		r := &res[i]
+		r.Stores = map[string]string{p.recordName: StoreOK}
+		for _, t := range p.tailers {
+			r.Stores[t.name] = StorePending
+			if t.applied() >= r.Version {
+				r.Stores[t.name] = StoreCurrent
+			}
+		}
+	}
+}
+
+// commitBisect commits writes and returns each write's outcome, or the
+// error that failed it. A batch the record rejects as invalid is split in
+// halves until the culprits stand alone.
+func (p *Pipeline) commitBisect(ctx context.Context, writes []spi.Write) ([]spi.WriteResult, []error) {
+	outs := make([]spi.WriteResult, len(writes))
+	errs := make([]error, len(writes))
+	if len(writes) == 0 {
+		return outs, errs
+	}
+	o, err := p.record.Commit(ctx, writes)
+	switch {
+	case err == nil && len(o) == len(writes):
+		return o, errs
+	case err == nil:
+		err = fmt.Errorf("%w: the record returned %d outcomes for %d writes", spi.ErrUnavailable, len(o), len(writes))
+	case errors.Is(err, spi.ErrInvalidQuery) && len(writes) > 1 && ctx.Err() == nil:
+		half := len(writes) / 2
+		o1, e1 := p.commitBisect(ctx, writes[:half])
+		o2, e2 := p.commitBisect(ctx, writes[half:])
+		return append(o1, o2...), append(e1, e2...)
+	}
+	p.logger.Warn("ingest: record commit failed", "store", p.recordName, "writes", len(writes), "first_id", writes[0].Doc.ID, "err", err)
+	for i := range errs {
+		errs[i] = err
+	}
+	return outs, errs
+}
+
+// settle turns one write's outcome into its result.
+func (p *Pipeline) settle(ctx context.Context, r *Result, op spi.Op, o spi.WriteResult, err error) {
+	if err == nil {
+		err = o.Err
+	}
+	switch {
+	case err == nil:
+		r.Status, r.Version, r.Unchanged = StatusOK, o.Version, op == spi.OpUpsert && !o.Changed
+	case errors.Is(err, spi.ErrNotFound) && op == spi.OpDelete:
+		r.Status = StatusNotFound
+	case errors.Is(err, spi.ErrTenantConflict) && op == spi.OpUpsert:
+		fail(r, CodeIDConflict, "this id cannot be used: choose another id")
+	default:
+		fail(r, recordCode(ctx, err), safeError(ctx, p.recordName, err))
+	}
+}
+
+// waitApplied waits until every derived store has applied seq, at most d.
+func (p *Pipeline) waitApplied(ctx context.Context, seq uint64, d time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for _, t := range p.tailers {
+		if !t.waitFor(ctx, seq) {
+			return
+		}
+	}
+}
+
+// safeError is the per-document message for a store or embedder failure.
+// Results travel to API clients, so a backend's own text (driver messages
+// with hosts and ports, server internals) is replaced by a fixed phrase;
+// the full error goes to the log. A rejection (spi.ErrInvalidQuery) keeps
+// its text: it comes from ragd's own validation and says what to fix.
+func safeError(ctx context.Context, name string, err error) string {
+	switch {
+	case errors.Is(err, spi.ErrOutcomeUnknown):
+		return name + ": the write was sent but not confirmed; it may have been stored: retry it (an identical retry changes nothing)"
+	case errors.Is(err, spi.ErrInvalidQuery):
+		return name + " rejected the document: " + trimPrefixes(err.Error(), name+": ", "vector: commit: ", "vector/embedded: commit: ")
+	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		return name + ": canceled before the write finished; nothing was written"
+	case errors.Is(err, spi.ErrUnavailable):
+		return name + ": unavailable; nothing was written"
+	}
+	return name + ": write failed; nothing was written (details in the server log)"
+}
+
+func trimPrefixes(s string, prefixes ...string) string {
+	for _, pre := range prefixes {
+		if len(s) >= len(pre) && s[:len(pre)] == pre {
+			s = s[len(pre):]
+		}
+	}
+	return s
+}
+
+func recordCode(ctx context.Context, err error) string {
+	switch {
+	case errors.Is(err, spi.ErrOutcomeUnknown):
+		return CodeOutcomeUnknown
+	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		return CodeCanceled
+	case errors.Is(err, spi.ErrInvalidQuery):
+		return CodeStoreRejected
+	case errors.Is(err, spi.ErrUnavailable):
+		return CodeStoreUnavailable
+	}
+	return CodeStoreFailed
 }
 
 // embed fills the vectors of valid documents that lack one and returns the
@@ -321,8 +542,8 @@ func (p *Pipeline) embedChunk(ctx context.Context, work []spi.Document, res []Re
 	}
 	if err == nil {
 		for k := range vecs {
-			if verr := spi.ValidateVector(vecs[k], p.dim); verr != nil {
-				err = fmt.Errorf("%w: embedder output: %v", spi.ErrUnavailable, verr)
+			if verr := checkVector(vecs[k], p.dim); verr != nil {
+				err = fmt.Errorf("%w: embedder output: %s", spi.ErrUnavailable, verr.msg)
 				break
 			}
 		}
@@ -343,9 +564,9 @@ func (p *Pipeline) embedChunk(ctx context.Context, work []spi.Document, res []Re
 		case errors.Is(err, spi.ErrInvalidQuery):
 			code = CodeEmbedderRejected
 		}
-		p.log.Warn("ingest: embed failed", "docs", len(chunk), "first_id", work[chunk[0]].ID, "err", err)
+		p.logger.Warn("ingest: embed failed", "docs", len(chunk), "first_id", work[chunk[0]].ID, "err", err)
 		for _, i := range chunk {
-			p.fail(&res[i], code, safeError(ctx, "embedder", err))
+			fail(&res[i], code, safeError(ctx, "embedder", err))
 		}
 		return
 	}
@@ -364,7 +585,7 @@ func (p *Pipeline) extract(ctx context.Context, work []spi.Document, valid []int
 		}
 		ents, err := p.extractor.Extract(ctx, work[i])
 		if err != nil {
-			p.log.Warn("ingest: entity extraction failed; storing without entities", "id", work[i].ID, "err", err)
+			p.logger.Warn("ingest: entity extraction failed; storing without entities", "id", work[i].ID, "err", err)
 			continue
 		}
 		if len(ents) > p.limits.MaxEntities {
@@ -372,256 +593,4 @@ func (p *Pipeline) extract(ctx context.Context, work []spi.Document, valid []int
 		}
 		work[i].Entities = ents
 	}
-}
-
-// writeRecord writes valid documents to the record store and returns the
-// indices it accepted.
-func (p *Pipeline) writeRecord(ctx context.Context, work []spi.Document, res []Result, valid []int) []int {
-	var accepted []int
-	for chunk := range slices.Chunk(valid, p.batch) {
-		batch := make([]spi.Document, len(chunk))
-		for k, i := range chunk {
-			batch[k] = work[i]
-		}
-		failed := failures(p.record.Indexer.Upsert(ctx, batch), batch)
-		for _, i := range chunk {
-			res[i].Stores = map[string]string{p.record.Name: StoreOK}
-			for _, d := range p.derived {
-				res[i].Stores[d.Name] = StoreSkipped
-			}
-			if err, bad := failed[work[i].ID]; bad {
-				res[i].Stores[p.record.Name] = StoreFailed
-				p.fail(&res[i], recordCode(ctx, err), safeError(ctx, p.record.Name, err))
-				continue
-			}
-			res[i].Status = StatusOK
-			accepted = append(accepted, i)
-		}
-		if len(failed) > 0 {
-			p.log.Warn("ingest: record store write failed", "store", p.record.Name, "failed", len(failed), "batch", len(batch), "err", firstErr(failed, batch))
-		}
-	}
-	return accepted
-}
-
-// writeDerived writes accepted documents to every derived store
-// concurrently, one result slot per store.
-func (p *Pipeline) writeDerived(ctx context.Context, work []spi.Document, res []Result, accepted []int) {
-	if len(accepted) == 0 || len(p.derived) == 0 {
-		return
-	}
-	docs := make([]spi.Document, len(accepted))
-	for k, i := range accepted {
-		docs[k] = work[i]
-	}
-	failed := make([]map[string]error, len(p.derived))
-	var wg sync.WaitGroup
-	for s, d := range p.derived {
-		wg.Go(func() {
-			sctx, end := p.storeSpan(ctx, spanApply, d.Name, len(docs))
-			failed[s] = p.upsertDerived(sctx, d, docs)
-			end(len(failed[s]))
-		})
-	}
-	wg.Wait()
-	for _, i := range accepted {
-		p.markDerived(&res[i], failed, work[i].ID)
-	}
-}
-
-// markDerived records in r how each derived store fared with id (failed[s]
-// holds store s's failed ids); a failure makes r partial.
-func (p *Pipeline) markDerived(r *Result, failed []map[string]error, id string) {
-	var msgs []string
-	for s, d := range p.derived {
-		if err, bad := failed[s][id]; bad {
-			r.Stores[d.Name] = StoreFailed
-			msgs = append(msgs, safeError(context.Background(), d.Name, err))
-		} else {
-			r.Stores[d.Name] = StoreOK
-		}
-	}
-	if len(msgs) > 0 {
-		r.Status, r.Code = StatusPartial, CodeDerivedStoreFailed
-		r.Error = strings.Join(msgs, "; ") + " (queued for repair)"
-	}
-}
-
-// upsertDerived writes docs to one derived store under its lock, updates
-// the repair queue, and returns the failed ids.
-func (p *Pipeline) upsertDerived(ctx context.Context, d NamedIndexer, docs []spi.Document) map[string]error {
-	mu := p.storeMu[d.Name]
-	mu.Lock()
-	defer mu.Unlock()
-	all := map[string]error{}
-	for batch := range slices.Chunk(docs, p.batch) {
-		failed := failures(d.Indexer.Upsert(ctx, batch), batch)
-		p.qmu.Lock()
-		for k := range batch {
-			id := batch[k].ID
-			if err, bad := failed[id]; bad {
-				all[id] = err
-				p.enqueueLocked(d.Name, id, &batch[k])
-			} else {
-				delete(p.queue[d.Name], id) // the newest version is in: an older repair is moot
-			}
-		}
-		p.qmu.Unlock()
-		if len(failed) > 0 {
-			p.log.Warn("ingest: derived store write failed; queued for repair", "store", d.Name, "failed", len(failed), "batch", len(batch), "err", firstErr(failed, batch))
-		}
-	}
-	return all
-}
-
-// failures maps a store error to the failed documents of batch: nil → none,
-// *spi.BatchError → the ones it names, anything else → all.
-func failures(err error, batch []spi.Document) map[string]error {
-	if err == nil {
-		return nil
-	}
-	out := make(map[string]error, len(batch))
-	var be *spi.BatchError
-	if errors.As(err, &be) {
-		for _, d := range batch {
-			if e, ok := be.Failed[d.ID]; ok {
-				out[d.ID] = e
-			}
-		}
-		if len(out) > 0 {
-			return out
-		}
-	}
-	for _, d := range batch {
-		out[d.ID] = err
-	}
-	return out
-}
-
-func firstErr(failed map[string]error, batch []spi.Document) error {
-	for _, d := range batch {
-		if err, ok := failed[d.ID]; ok {
-			return err
-		}
-	}
-	return nil
-}
-
-// safeError is the per-document message for a store or embedder failure.
-// Results travel to API clients, so a backend's own text (driver messages
-// with hosts and ports, server internals) is replaced by a fixed phrase;
-// the full error goes to the log. A rejection (spi.ErrInvalidQuery) keeps
-// its text: it comes from ragd's own validation and says what to fix.
-func safeError(ctx context.Context, name string, err error) string {
-	switch {
-	case errors.Is(err, spi.ErrInvalidQuery):
-		return name + " rejected the document: " + strings.TrimPrefix(err.Error(), name+": ")
-	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
-		return name + ": canceled before the write finished"
-	case errors.Is(err, spi.ErrUnavailable):
-		return name + ": unavailable"
-	}
-	return name + ": write failed (details in the server log)"
-}
-
-func recordCode(ctx context.Context, err error) string {
-	switch {
-	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
-		return CodeCanceled
-	case errors.Is(err, spi.ErrInvalidQuery):
-		return CodeStoreRejected
-	case errors.Is(err, spi.ErrUnavailable):
-		return CodeStoreUnavailable
-	}
-	return CodeStoreFailed
-}
-
-// Delete removes ids from every store and returns one Result per input id.
-// The record store goes first: an id it fails to delete is "failed" and the
-// derived stores are not touched (they must not lose a document the record
-// still has). A derived failure is "partial" and queues the delete for
-// Repair. Unknown ids succeed (spi.Indexer ignores them).
-func (p *Pipeline) Delete(ctx context.Context, ids []string) []Result {
-	res := make([]Result, len(ids))
-	var valid []string
-	seen := map[string]bool{}
-	for i, id := range ids {
-		res[i].ID = id
-		if e := checkID("id", id, p.limits.MaxIDBytes); e != nil {
-			p.fail(&res[i], e.code, e.msg)
-			continue
-		}
-		if !seen[id] {
-			seen[id] = true
-			valid = append(valid, id)
-		}
-	}
-	recFailed := map[string]error{}
-	var deleted []string
-	rctx, endRecord := p.storeSpan(ctx, spanRecord, p.record.Name, len(valid))
-	for chunk := range slices.Chunk(valid, p.batch) {
-		if err := p.record.Indexer.Delete(rctx, chunk); err != nil {
-			for _, id := range chunk {
-				recFailed[id] = err
-			}
-			p.log.Warn("ingest: record store delete failed", "store", p.record.Name, "ids", len(chunk), "err", err)
-			continue
-		}
-		deleted = append(deleted, chunk...)
-	}
-	endRecord(len(recFailed))
-	derFailed := make([]map[string]error, len(p.derived))
-	if len(deleted) > 0 {
-		var wg sync.WaitGroup
-		for s, d := range p.derived {
-			wg.Go(func() {
-				sctx, end := p.storeSpan(ctx, spanApply, d.Name, len(deleted))
-				derFailed[s] = p.deleteDerived(sctx, d, deleted)
-				end(len(derFailed[s]))
-			})
-		}
-		wg.Wait()
-	}
-	for i := range res {
-		if res[i].Status == StatusFailed {
-			continue
-		}
-		id := ids[i]
-		res[i].Status = StatusOK
-		res[i].Stores = map[string]string{p.record.Name: StoreOK}
-		if err, bad := recFailed[id]; bad {
-			res[i].Stores[p.record.Name] = StoreFailed
-			for _, d := range p.derived {
-				res[i].Stores[d.Name] = StoreSkipped
-			}
-			p.fail(&res[i], recordCode(ctx, err), safeError(ctx, p.record.Name, err))
-			continue
-		}
-		p.markDerived(&res[i], derFailed, id)
-	}
-	return res
-}
-
-func (p *Pipeline) deleteDerived(ctx context.Context, d NamedIndexer, ids []string) map[string]error {
-	mu := p.storeMu[d.Name]
-	mu.Lock()
-	defer mu.Unlock()
-	all := map[string]error{}
-	for chunk := range slices.Chunk(ids, p.batch) {
-		err := d.Indexer.Delete(ctx, chunk)
-		p.qmu.Lock()
-		for _, id := range chunk {
-			if err != nil {
-				all[id] = err
-				p.enqueueLocked(d.Name, id, nil)
-			} else {
-				delete(p.queue[d.Name], id)
-			}
-		}
-		p.qmu.Unlock()
-		if err != nil {
-			p.log.Warn("ingest: derived store delete failed; queued for repair", "store", d.Name, "ids", len(chunk), "err", err)
-		}
-	}
-	return all
 }

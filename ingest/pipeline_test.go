@@ -5,43 +5,103 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	graphembedded "github.com/ragd/ragd/backends/graph/embedded"
+	"github.com/ragd/ragd/backends/keyword"
+	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
 	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/spi"
 )
 
 var fixedNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
+// rig is a pipeline over real embedded stores: the vector store is the
+// record, bleve and the embedded graph are derived. The derived stores and
+// the record are wrapped for fault injection.
 type rig struct {
 	p     *ingest.Pipeline
-	vec   *memStore
-	kw    *memStore
-	graph *memStore
+	rec   *faultyRecord
+	kw    *faultyApplier
+	graph *faultyApplier
+	kwB   *keyword.Backend
+	grB   *graphembedded.Store
 	emb   *fakeEmbedder
+	dir   string
+	stop  func()
 }
 
-func newRig(t *testing.T, mod func(*ingest.Config)) *rig {
+type rigOpts struct {
+	dir    string // reuse stores from an earlier rig
+	noRun  bool   // do not start the appliers
+	config func(*ingest.Config)
+}
+
+func newRig(t *testing.T, o rigOpts) *rig {
 	t.Helper()
-	r := &rig{vec: newStore(), kw: newStore(), graph: newStore(), emb: &fakeEmbedder{dim: 4}}
+	dir := o.dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	ctx := context.Background()
+	vs, err := vectorembedded.Open(ctx, vectorembedded.Config{Dir: dir + "/vector", Dimension: 4, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kw, err := keyword.Open(keyword.Config{Dir: dir + "/keyword"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr, err := graphembedded.Open(ctx, graphembedded.Config{Dir: dir + "/graph", NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{rec: &faultyRecord{spitestRecord: vs}, kw: &faultyApplier{ChangeApplier: kw}, graph: &faultyApplier{ChangeApplier: gr},
+		kwB: kw, grB: gr, emb: &fakeEmbedder{dim: 4}, dir: dir}
 	cfg := ingest.Config{
-		Record:   r.vec,
-		Derived:  []ingest.NamedIndexer{{Name: spi.SourceKeyword, Indexer: r.kw}, {Name: spi.SourceGraph, Indexer: r.graph}},
+		Record: r.rec,
+		Derived: []ingest.NamedApplier{
+			{Name: spi.SourceKeyword, Applier: r.kw},
+			{Name: spi.SourceGraph, Applier: r.graph},
+		},
 		Embedder: r.emb,
+		Poll:     20 * time.Millisecond,
 		Now:      func() time.Time { return fixedNow },
 	}
-	if mod != nil {
-		mod(&cfg)
+	if o.config != nil {
+		o.config(&cfg)
 	}
 	p, err := ingest.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.p = p
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	if o.noRun {
+		close(done)
+	} else {
+		go func() { defer close(done); p.Run(runCtx) }()
+	}
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			r.kw.set(nil, nil)
+			r.graph.set(nil, nil)
+			for _, c := range []interface{ Close() error }{gr, kw, vs} {
+				if err := c.Close(); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	t.Cleanup(r.stop)
 	return r
 }
 
@@ -63,536 +123,560 @@ func statuses(rs []ingest.Result) string {
 	return b.String()
 }
 
-func TestUpsertAllOK(t *testing.T) {
-	r := newRig(t, func(c *ingest.Config) { c.BatchSize = 2 })
-	in := []spi.Document{doc("a"), doc("b"), doc("c")}
-	in[1].Vector = []float32{9, 9, 9, 9} // kept, not re-embedded
-	in[2].UpdatedAt = fixedNow.Add(-time.Hour)
-	orig := slices.Clone(in)
-	res := r.p.Upsert(context.Background(), in)
-	if got := statuses(res); got != "a:ok b:ok c:ok" {
-		t.Fatalf("results = %s", got)
+var none ingest.WriteOptions
+
+// waitFor polls cond for up to 30 s (generous: the machine may be loaded).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	for _, res := range res {
-		want := map[string]string{"vector": "ok", "keyword": "ok", "graph": "ok"}
-		if fmt.Sprint(res.Stores) != fmt.Sprint(want) {
-			t.Fatalf("%s stores = %v", res.ID, res.Stores)
+}
+
+// converged checks every derived store against the record and fails on
+// any difference.
+func (r *rig) converged(t *testing.T) ingest.CheckReport {
+	t.Helper()
+	rep, err := r.p.Check(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rep.Stores {
+		if s.Error != "" || s.Differences() > 0 {
+			t.Fatalf("store %s differs from the record: %+v", s.Store, s)
 		}
 	}
-	for _, s := range []*memStore{r.vec, r.kw, r.graph} {
-		if got := strings.Join(s.ids(), ","); got != "a,b,c" {
-			t.Fatalf("store has %s", got)
+	return rep
+}
+
+func (r *rig) kwText(t *testing.T, id string) (string, bool) {
+	t.Helper()
+	docs, _, err := r.kwB.Hydrate(context.Background(), []string{id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) == 0 {
+		return "", false
+	}
+	return docs[0].Text, true
+}
+
+func TestUpsertReachesEveryStore(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	res := r.p.Upsert(context.Background(), []spi.Document{doc("a"), doc("b")}, ingest.WriteOptions{Wait: 30 * time.Second})
+	if got := statuses(res); got != "a:ok b:ok" {
+		t.Fatalf("statuses = %s", got)
+	}
+	for _, x := range res {
+		if x.Version == 0 {
+			t.Errorf("%s has no version", x.ID)
+		}
+		want := map[string]string{"vector": "ok", "keyword": "current", "graph": "current"}
+		for k, v := range want {
+			if x.Stores[k] != v {
+				t.Errorf("%s: stores = %v, want %v (wait was given)", x.ID, x.Stores, want)
+			}
 		}
 	}
-	a, _ := r.vec.get("a")
-	if len(a.Vector) != 4 || a.Vector[1] != 1 {
-		t.Fatalf("a was not embedded from title+text: %v", a.Vector)
+	if text, ok := r.kwText(t, "a"); !ok || text != doc("a").Text {
+		t.Fatalf("keyword holds a = %q, %v", text, ok)
 	}
-	if !a.UpdatedAt.Equal(fixedNow) {
-		t.Fatalf("UpdatedAt = %v, want injected now", a.UpdatedAt)
+	rep := r.converged(t)
+	if rep.Head != res[1].Version {
+		t.Fatalf("log head = %d, want the last version %d", rep.Head, res[1].Version)
 	}
-	if c, _ := r.vec.get("c"); !c.UpdatedAt.Equal(fixedNow.Add(-time.Hour)) {
-		t.Fatalf("a given UpdatedAt was overwritten: %v", c.UpdatedAt)
+	st, err := r.p.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if b, _ := r.kw.get("b"); b.Vector[0] != 9 {
-		t.Fatalf("given vector replaced: %v", b.Vector)
+	for _, s := range st.Stores {
+		if s.Behind != 0 || s.LagSeconds != 0 || s.Applied != st.Head {
+			t.Errorf("lag of %s = %+v, want none at head %d", s.Store, s, st.Head)
+		}
 	}
-	// Only a and c were embedded, in one batch, as "title\n\ntext".
-	calls := r.emb.batches()
-	if len(calls) != 1 || len(calls[0]) != 2 || calls[0][0] != "title a\n\naerodynamics of wing a" {
-		t.Fatalf("embed calls = %q", calls)
+}
+
+// TestHungStoreDoesNotDelayWrites: a derived store that never answers does
+// not hold the write's answer; the answer says the store is pending, and
+// the store catches up when it answers again.
+func TestHungStoreDoesNotDelayWrites(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	release := make(chan struct{})
+	r.graph.set(nil, release)
+	type out struct{ res []ingest.Result }
+	ch := make(chan out, 1)
+	go func() { ch <- out{r.p.Upsert(context.Background(), []spi.Document{doc("a")}, none)} }()
+	var res []ingest.Result
+	select {
+	case o := <-ch:
+		res = o.res
+	case <-time.After(30 * time.Second):
+		close(release)
+		t.Fatal("the write waited for the hung graph store")
 	}
-	if len(orig[0].Vector) != 0 || in[0].Vector != nil || !in[0].UpdatedAt.IsZero() {
-		t.Fatal("Upsert modified the caller's documents")
+	if res[0].Status != ingest.StatusOK || res[0].Stores["graph"] != ingest.StorePending {
+		t.Fatalf("result = %+v, want ok with graph pending", res[0])
 	}
-	// BatchSize 2 → the record store saw two writes.
-	if r.vec.upserts != 2 {
-		t.Fatalf("record upserts = %d, want 2 batches", r.vec.upserts)
+	waitFor(t, "keyword to apply the write", func() bool {
+		_, ok := r.kwText(t, "a")
+		return ok
+	})
+	// With wait, the answer still comes, after the wait, naming the store
+	// that is not current.
+	res = r.p.Upsert(context.Background(), []spi.Document{doc("b")}, ingest.WriteOptions{Wait: 50 * time.Millisecond})
+	if res[0].Status != ingest.StatusOK || res[0].Stores["graph"] != ingest.StorePending || res[0].Stores["keyword"] != ingest.StoreCurrent {
+		t.Fatalf("result with wait = %+v, want keyword current and graph pending", res[0])
 	}
+	close(release)
+	r.graph.set(nil, nil)
+	waitFor(t, "the graph to catch up", func() bool {
+		st, err := r.p.Status(context.Background())
+		return err == nil && st.Stores[1].Behind == 0
+	})
+	r.converged(t)
+}
+
+func TestFailingStoreReportsLagAndRecovers(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	r.kw.set(fmt.Errorf("keyword: %w: disk full", spi.ErrUnavailable), nil)
+	r.p.Upsert(context.Background(), []spi.Document{doc("a"), doc("b"), doc("c")}, none)
+	waitFor(t, "the keyword lag to show the failure", func() bool {
+		st, err := r.p.Status(context.Background())
+		return err == nil && st.Stores[0].Behind == 3 && st.Stores[0].Error != "" && st.Stores[0].LagSeconds >= 0
+	})
+	st, _ := r.p.Status(context.Background())
+	if strings.Contains(st.Stores[0].Error, "disk full") {
+		t.Errorf("the lag error quotes the backend: %q", st.Stores[0].Error)
+	}
+	if st.Stores[1].Behind != 0 && st.Stores[1].Error != "" {
+		t.Errorf("graph is affected by the keyword failure: %+v", st.Stores[1])
+	}
+	r.kw.set(nil, nil)
+	waitFor(t, "keyword to recover", func() bool {
+		st, err := r.p.Status(context.Background())
+		return err == nil && st.Stores[0].Behind == 0 && st.Stores[0].Error == ""
+	})
+	r.converged(t)
 }
 
 func TestInvalidDocumentsFailIndividually(t *testing.T) {
-	r := newRig(t, func(c *ingest.Config) {
-		c.Limits = ingest.Limits{MaxTextBytes: 50, MaxMetadataKeys: 2, MaxEntities: 2}
+	r := newRig(t, rigOpts{})
+	long := strings.Repeat("x", ingest.DefaultMaxTextBytes+1)
+	docs := []spi.Document{
+		doc("good1"),
+		{ID: "", Text: "no id"},
+		{ID: "bad\x00id", Text: "nul in id"},
+		{ID: "bad-utf8-\xff", Text: "invalid id"},
+		{ID: "nul-text", Text: "a\x00b"},
+		{ID: "nul-title", Title: "a\x00b", Text: "t"},
+		{ID: "nul-meta", Text: "t", Metadata: map[string]string{"k": "v\x00"}},
+		{ID: "bad-text-utf8", Text: "\xffabc"},
+		{ID: "zero-vector", Text: "t", Vector: []float32{0, 0, 0, 0}},
+		{ID: "nan-vector", Text: "t", Vector: []float32{1, float32(math.NaN()), 0, 0}},
+		{ID: "short-vector", Text: "t", Vector: []float32{1}},
+		{ID: "too-long", Text: long},
+		{ID: "empty"},
+		doc("good2"),
+	}
+	res := r.p.Upsert(context.Background(), docs, ingest.WriteOptions{Wait: 30 * time.Second})
+	want := ":failed/invalid_id bad\x00id:failed/invalid_id bad-utf8-\xff:failed/invalid_id nul-text:failed/invalid_text " +
+		"nul-title:failed/invalid_text nul-meta:failed/invalid_metadata bad-text-utf8:failed/invalid_text " +
+		"zero-vector:failed/invalid_vector nan-vector:failed/invalid_vector short-vector:failed/invalid_vector " +
+		"too-long:failed/too_large empty:failed/empty_document"
+	if got := statuses(res); got != "good1:ok "+want+" good2:ok" {
+		t.Fatalf("statuses =\n%q\nwant\n%q", got, "good1:ok "+want+" good2:ok")
+	}
+	for _, x := range res {
+		if x.Status == ingest.StatusFailed && (strings.Contains(x.Error, "good") || x.Stores != nil) {
+			t.Errorf("%q: error %q stores %v: a failure names another document or claims a store", x.ID, x.Error, x.Stores)
+		}
+	}
+	r.converged(t)
+}
+
+// TestRecordBatchErrorIsBisected: the record rejects any batch that holds
+// "poison" (as PostgreSQL rejects a whole transaction); the others land.
+func TestRecordBatchErrorIsBisected(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	r.rec.setCommit(func(ctx context.Context, ws []spi.Write, next func(context.Context, []spi.Write) ([]spi.WriteResult, error)) ([]spi.WriteResult, error) {
+		for _, w := range ws {
+			if w.Doc.ID == "poison" {
+				return nil, fmt.Errorf("vector: commit: %w: invalid byte sequence", spi.ErrInvalidQuery)
+			}
+		}
+		return next(ctx, ws)
 	})
-	bad := []struct {
-		doc  spi.Document
-		code string
-	}{
-		{spi.Document{ID: "", Text: "x"}, ingest.CodeInvalidID},
-		{spi.Document{ID: strings.Repeat("x", 257), Text: "x"}, ingest.CodeInvalidID},
-		{spi.Document{ID: "a\nb", Text: "x"}, ingest.CodeInvalidID},
-		{spi.Document{ID: "t1", Tenant: "bad\x00", Text: "x"}, ingest.CodeInvalidTenant},
-		{spi.Document{ID: "big", Text: strings.Repeat("y", 51)}, ingest.CodeTooLarge},
-		{spi.Document{ID: "utf", Text: "\xff\xfe"}, ingest.CodeInvalidText},
-		{spi.Document{ID: "empty"}, ingest.CodeEmptyDocument},
-		{spi.Document{ID: "md", Text: "x", Metadata: map[string]string{"a": "1", "b": "2", "c": "3"}}, ingest.CodeInvalidMetadata},
-		{spi.Document{ID: "mdkey", Text: "x", Metadata: map[string]string{"": "1"}}, ingest.CodeInvalidMetadata},
-		{spi.Document{ID: "dim", Text: "x", Vector: []float32{1, 2}}, ingest.CodeInvalidVector},
-		{spi.Document{ID: "nan", Text: "x", Vector: []float32{1, 2, 3, float32(math.NaN())}}, ingest.CodeInvalidVector},
-		{spi.Document{ID: "ents", Text: "x", Entities: []string{"a", "b", "c"}}, ingest.CodeInvalidEntities},
-		{spi.Document{ID: "ent0", Text: "x", Entities: []string{""}}, ingest.CodeInvalidEntities},
-		{spi.Document{ID: "link", Text: "x", Links: []string{"ok", ""}}, ingest.CodeInvalidEntities},
+	var docs []spi.Document
+	for i := range 9 {
+		docs = append(docs, doc(fmt.Sprint("d", i)))
 	}
-	var in []spi.Document
-	var want []string
-	for i, b := range bad {
-		in = append(in, doc(fmt.Sprint("good", i)), b.doc)
-		want = append(want, "ok", b.code)
-	}
-	res := r.p.Upsert(context.Background(), in)
-	for i, res := range res {
-		got := res.Status
-		if res.Status == ingest.StatusFailed {
-			got = res.Code
-			if res.Error == "" || res.Stores != nil {
-				t.Errorf("doc %d: failed result needs an error and no stores: %+v", i, res)
-			}
+	docs[5].ID = "poison"
+	res := r.p.Upsert(context.Background(), docs, none)
+	for i, x := range res {
+		want := ingest.StatusOK
+		if i == 5 {
+			want = ingest.StatusFailed
 		}
-		if got != want[i] {
-			t.Errorf("doc %d (%.20q): got %s, want %s (%s)", i, in[i].ID, got, want[i], res.Error)
+		if x.Status != want {
+			t.Fatalf("%s: %s (%s %s), want %s", x.ID, x.Status, x.Code, x.Error, want)
 		}
 	}
-	if n := len(r.vec.ids()); n != len(bad) {
-		t.Fatalf("record store has %d docs, want the %d valid ones", n, len(bad))
-	}
-	// The error never quotes the document's text.
-	for _, res := range res {
-		if strings.Contains(res.Error, "yyyy") {
-			t.Fatalf("error quotes content: %s", res.Error)
-		}
+	if res[5].Code != ingest.CodeStoreRejected || !strings.Contains(res[5].Error, "invalid byte sequence") {
+		t.Fatalf("poison = %+v, want store_rejected with the reason", res[5])
 	}
 }
 
-func TestDuplicateIDInBatch(t *testing.T) {
-	r := newRig(t, nil)
-	a2 := doc("a")
-	a2.Text = "second version"
-	res := r.p.Upsert(context.Background(), []spi.Document{doc("a"), a2})
-	if got := statuses(res); got != "a:ok a:failed/duplicate_id" {
-		t.Fatalf("results = %s", got)
-	}
-	if d, _ := r.vec.get("a"); d.Text == "second version" {
-		t.Fatal("the rejected duplicate was written")
-	}
-}
-
-func TestEmbedderDown(t *testing.T) {
-	r := newRig(t, nil)
-	r.emb.EmbedFn = func(context.Context, []string) ([][]float32, error) {
-		return nil, fmt.Errorf("embedder: %w: connection refused", spi.ErrUnavailable)
-	}
-	withVec := doc("v")
-	withVec.Vector = []float32{1, 0, 0, 0}
-	res := r.p.Upsert(context.Background(), []spi.Document{doc("a"), withVec, doc("b")})
-	if got := statuses(res); got != "a:failed/embedder_unavailable v:ok b:failed/embedder_unavailable" {
-		t.Fatalf("results = %s", got)
-	}
-	for _, s := range []*memStore{r.vec, r.kw, r.graph} {
-		if got := strings.Join(s.ids(), ","); got != "v" {
-			t.Fatalf("a store has %q; nothing may be written for docs that failed to embed", got)
-		}
-	}
-}
-
-func TestEmbedderBadOutput(t *testing.T) {
-	for name, fn := range map[string]func(context.Context, []string) ([][]float32, error){
-		"too few vectors": func(_ context.Context, texts []string) ([][]float32, error) {
-			return vectors(4, texts)[1:], nil
-		},
-		"wrong dimension": func(_ context.Context, texts []string) ([][]float32, error) {
-			return vectors(3, texts), nil
-		},
-		"NaN": func(_ context.Context, texts []string) ([][]float32, error) {
-			v := vectors(4, texts)
-			v[0][2] = float32(math.NaN())
-			return v, nil
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			r := newRig(t, nil)
-			r.emb.EmbedFn = fn
-			res := r.p.Upsert(context.Background(), []spi.Document{doc("a"), doc("b")})
-			if got := statuses(res); got != "a:failed/embedder_unavailable b:failed/embedder_unavailable" {
-				t.Fatalf("results = %s", got)
-			}
-			if len(r.vec.ids()) != 0 {
-				t.Fatal("bad vectors were written")
-			}
-		})
-	}
-}
-
-func TestEmbedderRejectsOneTextOfABatch(t *testing.T) {
-	r := newRig(t, nil)
-	r.emb.EmbedFn = func(_ context.Context, texts []string) ([][]float32, error) {
-		for _, t := range texts {
-			if strings.Contains(t, "poison") {
-				return nil, fmt.Errorf("embedder: %w: input too long", spi.ErrInvalidQuery)
-			}
-		}
-		return vectors(4, texts), nil
-	}
-	p := doc("p")
-	p.Text = "poison"
-	res := r.p.Upsert(context.Background(), []spi.Document{doc("a"), p, doc("b")})
-	if got := statuses(res); got != "a:ok p:failed/embedder_rejected b:ok" {
-		t.Fatalf("results = %s", got)
-	}
-}
-
-func TestRecordStoreFailure(t *testing.T) {
-	r := newRig(t, nil)
-	r.vec.setErr(fmt.Errorf("vector: %w: connection refused", spi.ErrUnavailable))
-	res := r.p.Upsert(context.Background(), []spi.Document{doc("a"), doc("b")})
-	if got := statuses(res); got != "a:failed/store_unavailable b:failed/store_unavailable" {
-		t.Fatalf("results = %s", got)
-	}
-	want := map[string]string{"vector": "failed", "keyword": "skipped", "graph": "skipped"}
-	if fmt.Sprint(res[0].Stores) != fmt.Sprint(want) {
-		t.Fatalf("stores = %v, want %v", res[0].Stores, want)
-	}
-	if len(r.kw.ids())+len(r.graph.ids()) != 0 {
-		t.Fatal("derived stores were written although the record failed")
-	}
-	if len(r.p.Pending()) != 0 {
-		t.Fatal("a record failure must not queue repairs")
-	}
-	// Results reach API clients: the backend's own text stays in the log.
-	if res[0].Error != "vector: unavailable" {
-		t.Fatalf("error = %q, want the fixed phrase without the backend's text", res[0].Error)
-	}
-}
-
-func TestRecordStorePartialBatch(t *testing.T) {
-	r := newRig(t, nil)
-	r.vec.setFail(map[string]error{
-		"b": fmt.Errorf("vector: %w: duplicate key", spi.ErrInvalidQuery),
-		"c": errors.New("disk full"),
+func TestRecordUnavailableFailsTheBatch(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	r.rec.setCommit(func(context.Context, []spi.Write, func(context.Context, []spi.Write) ([]spi.WriteResult, error)) ([]spi.WriteResult, error) {
+		return nil, fmt.Errorf("vector: commit: %w: dial tcp 10.0.0.7:5432: connection refused", spi.ErrUnavailable)
 	})
-	res := r.p.Upsert(context.Background(), []spi.Document{doc("a"), doc("b"), doc("c")})
-	if got := statuses(res); got != "a:ok b:failed/store_rejected c:failed/store_failed" {
-		t.Fatalf("results = %s", got)
-	}
-	// A rejection keeps its reason; any other failure hides the backend's.
-	if res[1].Error != "vector rejected the document: spi: invalid query: duplicate key" || res[2].Error != "vector: write failed (details in the server log)" {
-		t.Fatalf("errors = %q, %q", res[1].Error, res[2].Error)
-	}
-	if got := strings.Join(r.kw.ids(), ","); got != "a" {
-		t.Fatalf("keyword store has %q, want only the accepted doc", got)
+	res := r.p.Upsert(context.Background(), []spi.Document{doc("a"), doc("b")}, none)
+	for _, x := range res {
+		if x.Code != ingest.CodeStoreUnavailable || strings.Contains(x.Error, "10.0.0.7") || x.Stores != nil {
+			t.Fatalf("%+v: want store_unavailable without the backend's text", x)
+		}
 	}
 }
 
-func TestDerivedFailureIsPartialAndRepaired(t *testing.T) {
-	r := newRig(t, nil)
-	r.kw.setErr(fmt.Errorf("keyword: %w: index closed", spi.ErrUnavailable))
-	res := r.p.Upsert(context.Background(), []spi.Document{doc("a"), doc("b")})
-	if got := statuses(res); got != "a:partial/derived_store_failed b:partial/derived_store_failed" {
-		t.Fatalf("results = %s", got)
-	}
-	want := map[string]string{"vector": "ok", "keyword": "failed", "graph": "ok"}
-	if fmt.Sprint(res[0].Stores) != fmt.Sprint(want) {
-		t.Fatalf("stores = %v", res[0].Stores)
-	}
-	if res[0].Error != "keyword: unavailable (queued for repair)" {
-		t.Fatalf("error = %q, want the store named without its own text", res[0].Error)
-	}
-	if got := r.p.Pending(); got["keyword"].Queued != 2 || len(got) != 1 {
-		t.Fatalf("Pending = %v", got)
-	}
-
-	// Still down: nothing repaired, the error names the store.
-	rr, err := r.p.Repair(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "keyword") || !errors.Is(err, spi.ErrUnavailable) {
-		t.Fatalf("Repair while down: err = %v", err)
-	}
-	if rr.Repaired != 0 || rr.Remaining != 2 {
-		t.Fatalf("Repair while down = %+v", rr)
-	}
-
-	r.kw.setErr(nil)
-	rr, err = r.p.Repair(context.Background())
-	if err != nil || rr.Repaired != 2 || rr.Remaining != 0 {
-		t.Fatalf("Repair after recovery = %+v, %v", rr, err)
-	}
-	if got := strings.Join(r.kw.ids(), ","); got != "a,b" {
-		t.Fatalf("keyword store after repair has %q", got)
-	}
-	if d, _ := r.kw.get("a"); len(d.Vector) != 4 || d.UpdatedAt.IsZero() {
-		t.Fatalf("repaired doc lost its vector or timestamp: %+v", d)
-	}
-	if len(r.p.Pending()) != 0 {
-		t.Fatalf("Pending after repair = %v", r.p.Pending())
-	}
-}
-
-func TestDerivedPartialBatchQueuesOnlyFailed(t *testing.T) {
-	r := newRig(t, nil)
-	r.graph.setFail(map[string]error{"b": fmt.Errorf("graph: %w", spi.ErrUnavailable)})
-	res := r.p.Upsert(context.Background(), []spi.Document{doc("a"), doc("b")})
-	if got := statuses(res); got != "a:ok b:partial/derived_store_failed" {
-		t.Fatalf("results = %s", got)
-	}
-	if got := r.p.Pending(); got["graph"].Queued != 1 {
-		t.Fatalf("Pending = %v", got)
-	}
-}
-
-func TestRepairNeverOverwritesNewerVersion(t *testing.T) {
-	r := newRig(t, nil)
-	r.kw.setErr(fmt.Errorf("%w", spi.ErrUnavailable))
-	v1 := doc("a")
-	v1.Text = "version one"
-	r.p.Upsert(context.Background(), []spi.Document{v1})
-	r.kw.setErr(nil)
-	v2 := doc("a")
-	v2.Text = "version two"
-	if got := statuses(r.p.Upsert(context.Background(), []spi.Document{v2})); got != "a:ok" {
-		t.Fatalf("second upsert = %s", got)
-	}
-	if len(r.p.Pending()) != 0 {
-		t.Fatalf("a successful newer write must clear the queued older one: %v", r.p.Pending())
-	}
-	if _, err := r.p.Repair(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if d, _ := r.kw.get("a"); d.Text != "version two" {
-		t.Fatalf("keyword store has %q after repair", d.Text)
-	}
-}
-
-func TestRepairQueueOverflowAndRebuildDerived(t *testing.T) {
-	r := newRig(t, func(c *ingest.Config) { c.MaxRepairQueue = 2 })
-	r.graph.setErr(fmt.Errorf("%w", spi.ErrUnavailable))
-	r.p.Upsert(context.Background(), []spi.Document{doc("a"), doc("b"), doc("c")})
-	if got := r.p.Pending()["graph"]; got.Queued != 2 || got.Dropped != 1 {
-		t.Fatalf("Pending = %+v, want 2 queued 1 dropped", got)
-	}
-	r.graph.setErr(nil)
-	n, err := r.p.RebuildDerived(context.Background(), "graph")
-	if err != nil || n != 3 {
-		t.Fatalf("RebuildDerived = %d, %v", n, err)
-	}
-	if got := strings.Join(r.graph.ids(), ","); got != "a,b,c" {
-		t.Fatalf("graph after rebuild has %q", got)
-	}
-	if len(r.p.Pending()) != 0 {
-		t.Fatalf("Pending after rebuild = %v", r.p.Pending())
-	}
-	if _, err := r.p.RebuildDerived(context.Background(), "nope"); !errors.Is(err, ingest.ErrConfig) {
-		t.Fatalf("unknown store: %v", err)
-	}
-}
-
-func TestRebuildDerivedNeedsScanner(t *testing.T) {
-	kw := newStore()
-	p, err := ingest.New(ingest.Config{
-		Record:  struct{ spi.Indexer }{newStore()}, // hides Scan
-		Derived: []ingest.NamedIndexer{{Name: "keyword", Indexer: kw}},
+// TestRetryAfterLostReplyIsIdempotent: the record commits but the answer is
+// lost; the write is reported as of unknown outcome, and its retry changes
+// nothing and reports the version it already had.
+func TestRetryAfterLostReplyIsIdempotent(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	r.rec.setCommit(func(ctx context.Context, ws []spi.Write, next func(context.Context, []spi.Write) ([]spi.WriteResult, error)) ([]spi.WriteResult, error) {
+		if _, err := next(ctx, ws); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("vector: commit: %w: connection reset", spi.ErrOutcomeUnknown)
 	})
-	if err != nil {
-		t.Fatal(err)
+	d := doc("a")
+	res := r.p.Upsert(context.Background(), []spi.Document{d}, none)
+	if res[0].Code != ingest.CodeOutcomeUnknown || !strings.Contains(res[0].Error, "retry") {
+		t.Fatalf("lost reply = %+v, want outcome_unknown asking for a retry", res[0])
 	}
-	if _, err := p.RebuildDerived(context.Background(), "keyword"); !errors.Is(err, ingest.ErrNoScanner) {
-		t.Fatalf("err = %v, want ErrNoScanner", err)
+	r.rec.setCommit(nil)
+	// The derived stores got it anyway, from the log.
+	waitFor(t, "keyword to apply the committed write", func() bool { _, ok := r.kwText(t, "a"); return ok })
+	retry := r.p.Upsert(context.Background(), []spi.Document{d}, ingest.WriteOptions{Wait: 30 * time.Second})
+	if retry[0].Status != ingest.StatusOK || !retry[0].Unchanged {
+		t.Fatalf("retry = %+v, want ok and unchanged", retry[0])
+	}
+	st, err := r.p.Status(context.Background())
+	if err != nil || st.Head != retry[0].Version {
+		t.Fatalf("log head = %d (%v), want %d: the retry appended an entry", st.Head, err, retry[0].Version)
+	}
+	if retry[0].Stores["keyword"] != ingest.StoreCurrent {
+		t.Fatalf("retry stores = %v, want keyword current", retry[0].Stores)
+	}
+	r.converged(t)
+}
+
+func TestTenantRule(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	acme := ingest.WriteOptions{Tenant: "acme"}
+	globex := ingest.WriteOptions{Tenant: "globex"}
+	res := r.p.Upsert(context.Background(), []spi.Document{doc("x"), {ID: "y", Tenant: "globex", Text: "t"}}, acme)
+	if got := statuses(res); got != "x:ok y:failed/tenant_forbidden" {
+		t.Fatalf("statuses = %s", got)
+	}
+	res = r.p.Upsert(context.Background(), []spi.Document{doc("x"), doc("z")}, globex)
+	if got := statuses(res); got != "x:failed/id_conflict z:ok" {
+		t.Fatalf("statuses = %s", got)
+	}
+	if strings.Contains(res[0].Error, "acme") || strings.Contains(res[0].Error, "tenant") {
+		t.Fatalf("id_conflict message %q reveals the other tenant", res[0].Error)
+	}
+	del := r.p.Delete(context.Background(), []string{"x", "z", "nope"}, globex)
+	if got := statuses(del); got != "x:not_found z:ok nope:not_found" {
+		t.Fatalf("delete statuses = %s", got)
+	}
+	docs, _, err := r.rec.Hydrate(context.Background(), []string{"x"})
+	if err != nil || len(docs) != 1 || docs[0].Tenant != "acme" {
+		t.Fatalf("x = %+v, %v; want acme's document untouched", docs, err)
 	}
 }
 
-func TestRebuild(t *testing.T) {
-	src, dst := newStore(), newStore()
-	for i := range 5 {
-		d := doc(fmt.Sprint("d", i))
-		src.docs[d.ID] = d
-	}
-	n, err := ingest.Rebuild(context.Background(), src, dst, 2)
-	if err != nil || n != 5 {
-		t.Fatalf("Rebuild = %d, %v", n, err)
-	}
-	if dst.upserts != 3 {
-		t.Fatalf("dst saw %d upserts, want 3 batches of at most 2", dst.upserts)
-	}
-	if got := strings.Join(dst.ids(), ","); got != "d0,d1,d2,d3,d4" {
-		t.Fatalf("dst has %q", got)
-	}
-
-	bad := newStore()
-	bad.setErr(fmt.Errorf("%w", spi.ErrUnavailable))
-	if _, err := ingest.Rebuild(context.Background(), src, bad, 2); !errors.Is(err, spi.ErrUnavailable) || !strings.Contains(err.Error(), "write") {
-		t.Fatalf("write failure: %v", err)
-	}
-	src.setErr(errors.New("scan broke"))
-	if _, err := ingest.Rebuild(context.Background(), src, newStore(), 2); err == nil || !strings.Contains(err.Error(), "scan") {
-		t.Fatalf("scan failure: %v", err)
-	}
-}
-
-func TestDelete(t *testing.T) {
-	r := newRig(t, nil)
-	r.p.Upsert(context.Background(), []spi.Document{doc("a"), doc("b"), doc("c")})
-
-	res := r.p.Delete(context.Background(), []string{"a", "", "a"})
-	if got := statuses(res); got != "a:ok :failed/invalid_id a:ok" {
-		t.Fatalf("results = %s", got)
-	}
-	for _, s := range []*memStore{r.vec, r.kw, r.graph} {
-		if got := strings.Join(s.ids(), ","); got != "b,c" {
-			t.Fatalf("after delete a store has %q", got)
-		}
-	}
-
-	// Record failure: nothing else is touched.
-	r.vec.setErr(fmt.Errorf("%w", spi.ErrUnavailable))
-	res = r.p.Delete(context.Background(), []string{"b"})
-	if got := statuses(res); got != "b:failed/store_unavailable" || res[0].Stores["keyword"] != "skipped" {
-		t.Fatalf("results = %s %v", got, res[0].Stores)
-	}
-	if got := strings.Join(r.kw.ids(), ","); got != "b,c" {
-		t.Fatalf("keyword lost a doc the record still has: %q", got)
-	}
-	r.vec.setErr(nil)
-
-	// Derived failure: partial, and the delete is replayed by Repair.
-	r.kw.setErr(fmt.Errorf("%w", spi.ErrUnavailable))
-	res = r.p.Delete(context.Background(), []string{"b"})
-	if got := statuses(res); got != "b:partial/derived_store_failed" || res[0].Stores["keyword"] != "failed" || res[0].Stores["graph"] != "ok" {
-		t.Fatalf("results = %s %v", got, res[0].Stores)
-	}
-	r.kw.setErr(nil)
-	if rr, err := r.p.Repair(context.Background()); err != nil || rr.Repaired != 1 {
-		t.Fatalf("Repair = %+v, %v", rr, err)
-	}
-	if got := strings.Join(r.kw.ids(), ","); got != "c" {
-		t.Fatalf("keyword after repaired delete has %q", got)
-	}
-}
-
-func TestKeywordOnlyDeployment(t *testing.T) {
-	kw, graph := newStore(), newStore()
-	p, err := ingest.New(ingest.Config{Derived: []ingest.NamedIndexer{{Name: "keyword", Indexer: kw}, {Name: "graph", Indexer: graph}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.RecordName() != "keyword" || p.Dimension() != 0 {
-		t.Fatalf("record = %q, dim = %d", p.RecordName(), p.Dimension())
-	}
-	kw.setErr(fmt.Errorf("%w", spi.ErrUnavailable))
-	withVec := doc("v")
-	withVec.Vector = []float32{1}
-	res := p.Upsert(context.Background(), []spi.Document{doc("a"), withVec})
-	if got := statuses(res); got != "a:failed/store_unavailable v:failed/invalid_vector" {
-		t.Fatalf("results = %s", got)
-	}
-	kw.setErr(nil)
-	res = p.Upsert(context.Background(), []spi.Document{doc("a")})
-	if got := statuses(res); got != "a:ok" || len(graph.ids()) != 1 {
-		t.Fatalf("results = %s, graph %v", got, graph.ids())
-	}
-}
-
-func TestCanceledContext(t *testing.T) {
-	r := newRig(t, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	r.emb.EmbedFn = func(ctx context.Context, texts []string) ([][]float32, error) {
-		return nil, ctx.Err()
-	}
-	withVec := doc("v")
-	withVec.Vector = []float32{1, 0, 0, 0}
-	res := r.p.Upsert(ctx, []spi.Document{doc("a"), withVec})
-	if got := statuses(res); got != "a:failed/canceled v:failed/canceled" {
-		t.Fatalf("results = %s", got)
-	}
-}
-
-func TestExtractor(t *testing.T) {
-	kp, err := ingest.NewKeyphraseExtractor(ingest.KeyphraseConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRig(t, func(c *ingest.Config) { c.Extractor = kp })
-	given := spi.Document{ID: "g", Text: "boundary layer flow", Entities: []string{"Kept"}}
-	bare := spi.Document{ID: "b", Title: "Boundary layers on a flat plate", Text: "The boundary layer on a flat plate is studied."}
-	r.p.Upsert(context.Background(), []spi.Document{given, bare})
-	g, _ := r.graph.get("g")
-	b, _ := r.graph.get("b")
-	if fmt.Sprint(g.Entities) != "[Kept]" {
-		t.Fatalf("given entities replaced: %v", g.Entities)
-	}
-	if !slices.Contains(b.Entities, "boundary layer") || !slices.Contains(b.Entities, "flat plate") {
-		t.Fatalf("extracted entities = %q", b.Entities)
-	}
-}
-
-type failingExtractor struct{}
-
-func (failingExtractor) Extract(context.Context, spi.Document) ([]string, error) {
-	return nil, errors.New("model down")
-}
-
-func TestExtractorFailureIsNotFatal(t *testing.T) {
-	r := newRig(t, func(c *ingest.Config) { c.Extractor = failingExtractor{} })
-	if got := statuses(r.p.Upsert(context.Background(), []spi.Document{doc("a")})); got != "a:ok" {
-		t.Fatalf("results = %s", got)
-	}
-}
-
-func TestConfigValidate(t *testing.T) {
-	s := newStore()
-	cases := map[string]ingest.Config{
-		"no store":        {},
-		"unnamed derived": {Record: s, Derived: []ingest.NamedIndexer{{Indexer: s}}},
-		"nil derived":     {Record: s, Derived: []ingest.NamedIndexer{{Name: "k"}}},
-		"duplicate name":  {Record: s, Derived: []ingest.NamedIndexer{{Name: "vector", Indexer: s}}},
-		"negative batch":  {Record: s, BatchSize: -1},
-		"negative queue":  {Record: s, MaxRepairQueue: -1},
-		"negative limit":  {Record: s, Limits: ingest.Limits{MaxTextBytes: -1}},
-		"dim vs embedder": {Record: s, Embedder: &fakeEmbedder{dim: 4}, Dimension: 8},
-		"store dimension": {Record: dimStore{&memStore{docs: map[string]spi.Document{}, dim: 8}}, Embedder: &fakeEmbedder{dim: 4}},
-	}
-	for name, c := range cases {
-		if err := c.Validate(); !errors.Is(err, ingest.ErrConfig) {
-			t.Errorf("%s: Validate = %v, want ErrConfig", name, err)
-		}
-		if _, err := ingest.New(c); err == nil {
-			t.Errorf("%s: New succeeded", name)
-		}
-	}
-	err := ingest.Config{Record: dimStore{&memStore{dim: 8}}, Embedder: &fakeEmbedder{dim: 4}}.Validate()
-	if err == nil || !strings.Contains(err.Error(), "8") || !strings.Contains(err.Error(), "4") {
-		t.Fatalf("dimension mismatch error must name both dimensions: %v", err)
-	}
-	if err := (ingest.Config{Record: dimStore{&memStore{dim: 4}}, Embedder: &fakeEmbedder{dim: 4}}).Validate(); err != nil {
-		t.Fatalf("matching dimensions: %v", err)
-	}
-}
-
-func TestConcurrentUpsertsAndRepair(t *testing.T) {
-	r := newRig(t, func(c *ingest.Config) { c.BatchSize = 3 })
-	r.kw.setFail(map[string]error{"w0-1": fmt.Errorf("%w", spi.ErrUnavailable)})
+// TestConcurrentWritersConverge: writers race upserts and deletes over a
+// few ids; afterwards every store equals the record.
+func TestConcurrentWritersConverge(t *testing.T) {
+	r := newRig(t, rigOpts{config: func(c *ingest.Config) { c.ApplyBatch = 3 }})
+	ids := []string{"a", "b", "c"}
 	var wg sync.WaitGroup
-	for w := range 4 {
+	for w := range 8 {
 		wg.Go(func() {
-			for i := range 10 {
-				d := doc(fmt.Sprintf("w%d-%d", w, i))
-				r.p.Upsert(context.Background(), []spi.Document{d})
-				if i%3 == 0 {
-					_, _ = r.p.Repair(context.Background())
+			rnd := rand.New(rand.NewPCG(uint64(w), 7))
+			for i := range 25 {
+				id := ids[rnd.IntN(len(ids))]
+				if rnd.IntN(4) == 0 {
+					r.p.Delete(context.Background(), []string{id}, none)
+					continue
+				}
+				d := doc(id)
+				d.Text = fmt.Sprintf("writer %d round %d", w, i)
+				if res := r.p.Upsert(context.Background(), []spi.Document{d}, none); res[0].Status != ingest.StatusOK {
+					t.Errorf("upsert: %+v", res[0])
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if n := len(r.vec.ids()); n != 40 {
-		t.Fatalf("record has %d docs, want 40", n)
+	r.converged(t)
+	// Same content too, not only the same versions.
+	for _, id := range ids {
+		rec, _, _ := r.rec.Hydrate(context.Background(), []string{id})
+		text, ok := r.kwText(t, id)
+		if ok != (len(rec) == 1) || (ok && text != rec[0].Text) {
+			t.Fatalf("%s: keyword holds %q (%v), record %+v", id, text, ok, rec)
+		}
 	}
-	if got := r.p.Pending()["keyword"].Queued; got != 1 {
-		t.Fatalf("keyword queue = %d, want the one failing doc", got)
+}
+
+// TestCheckFindsAndRepairs damages the keyword index behind the
+// pipeline's back: a ghost, a lost document and a stale version.
+func TestCheckFindsAndRepairs(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	ctx := context.Background()
+	r.p.Upsert(ctx, []spi.Document{doc("a"), doc("b"), doc("c")}, ingest.WriteOptions{Wait: 30 * time.Second})
+	if err := r.kwB.Upsert(ctx, []spi.Document{doc("ghost"), doc("c")}); err != nil {
+		t.Fatal(err)
 	}
-	r.kw.setFail(nil)
-	if rr, err := r.p.Repair(context.Background()); err != nil || rr.Remaining != 0 {
-		t.Fatalf("final repair = %+v, %v", rr, err)
+	if err := r.kwB.Delete(ctx, []string{"b"}); err != nil {
+		t.Fatal(err)
 	}
-	if n := len(r.kw.ids()); n != 40 {
-		t.Fatalf("keyword has %d docs after repair, want 40", n)
+	rep, err := r.p.Check(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kw := rep.Stores[0]
+	// c was rewritten outside the log: present, but not at the record's version.
+	if kw.Store != "keyword" || kw.Missing != 1 || kw.Extra != 1 || kw.Stale != 1 || len(kw.Examples) != 3 {
+		t.Fatalf("keyword check = %+v, want b missing, c stale, ghost extra", kw)
+	}
+	if g := rep.Stores[1]; g.Differences() != 0 {
+		t.Fatalf("graph check = %+v, want no difference", g)
+	}
+	rep, err = r.p.Check(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kw := rep.Stores[0]; kw.Repaired != 3 || kw.Remaining != 0 {
+		t.Fatalf("repair = %+v, want 3 repaired, none remaining", kw)
+	}
+	r.converged(t)
+	if _, ok := r.kwText(t, "ghost"); ok {
+		t.Fatal("the ghost survived the repair")
+	}
+}
+
+// TestRestartAppliesWhatWasMissed: writes committed while no applier ran
+// (a crash right after the commit) reach the stores after a restart.
+func TestRestartAppliesWhatWasMissed(t *testing.T) {
+	r := newRig(t, rigOpts{noRun: true})
+	ctx := context.Background()
+	res := r.p.Upsert(ctx, []spi.Document{doc("a"), doc("b")}, none)
+	r.p.Delete(ctx, []string{"a"}, none)
+	if res[0].Stores["keyword"] != ingest.StorePending {
+		t.Fatalf("stores = %v, want keyword pending", res[0].Stores)
+	}
+	dir := r.dir
+	r.stop()
+	r2 := newRig(t, rigOpts{dir: dir})
+	waitFor(t, "the restarted appliers to catch up", func() bool {
+		st, err := r2.p.Status(ctx)
+		return err == nil && st.Stores[0].Behind == 0 && st.Stores[1].Behind == 0
+	})
+	r2.converged(t)
+	if _, ok := r2.kwText(t, "a"); ok {
+		t.Fatal("a was deleted but keyword still holds it")
+	}
+}
+
+// TestCompactionPastAStoreResynchronisesIt: a store whose checkpoint is
+// below what compaction removed is rebuilt from the record's documents.
+func TestCompactionPastAStoreResynchronisesIt(t *testing.T) {
+	now := fixedNow
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	r := newRig(t, rigOpts{noRun: true, config: func(c *ingest.Config) { c.Now = clock; c.Retention = time.Hour }})
+	ctx := context.Background()
+	r.p.Upsert(ctx, []spi.Document{doc("a"), doc("b"), doc("c")}, none)
+	r.p.Delete(ctx, []string{"b"}, none)
+	// Another replica's pipeline (sharing nothing but the record) has
+	// applied everything and compacts.
+	other, err := ingest.New(ingest.Config{Record: r.rec, Now: func() time.Time { return time.Now().Add(48 * time.Hour) }, Retention: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := other.Compact(ctx)
+	if err != nil || n != 3 {
+		t.Fatalf("Compact removed %d, %v; want 3 (the newest entry stays)", n, err)
+	}
+	dir := r.dir
+	r.stop()
+	r2 := newRig(t, rigOpts{dir: dir})
+	waitFor(t, "the resynchronised stores to catch up", func() bool {
+		st, err := r2.p.Status(ctx)
+		return err == nil && st.Stores[0].Behind == 0 && st.Stores[1].Behind == 0
+	})
+	r2.converged(t)
+	for id, want := range map[string]bool{"a": true, "b": false, "c": true} {
+		if _, ok := r2.kwText(t, id); ok != want {
+			t.Errorf("keyword holds %s: %v, want %v", id, ok, want)
+		}
+	}
+}
+
+func TestDeleteReportsNotFound(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	r.p.Upsert(context.Background(), []spi.Document{doc("a")}, none)
+	res := r.p.Delete(context.Background(), []string{"a", "missing", "", "a"}, ingest.WriteOptions{Wait: 30 * time.Second})
+	if got := statuses(res); got != "a:ok missing:not_found :failed/invalid_id a:failed/duplicate_id" {
+		t.Fatalf("statuses = %s", got)
+	}
+	if res[0].Stores["keyword"] != ingest.StoreCurrent || res[0].Version == 0 {
+		t.Fatalf("delete result = %+v, want a version and keyword current", res[0])
+	}
+	r.converged(t)
+}
+
+func TestEmbedderDown(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	r.emb.EmbedFn = func(context.Context, []string) ([][]float32, error) {
+		return nil, fmt.Errorf("openai: %w: 503 from 10.1.2.3", spi.ErrUnavailable)
+	}
+	given := doc("given")
+	given.Vector = []float32{1, 0, 0, 0}
+	res := r.p.Upsert(context.Background(), []spi.Document{doc("a"), given}, none)
+	if got := statuses(res); got != "a:failed/embedder_unavailable given:ok" {
+		t.Fatalf("statuses = %s", got)
+	}
+	if strings.Contains(res[0].Error, "10.1.2.3") {
+		t.Fatalf("error quotes the backend: %q", res[0].Error)
+	}
+}
+
+func TestEmbedderBadOutput(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	r.emb.EmbedFn = func(_ context.Context, texts []string) ([][]float32, error) {
+		out := vectors(4, texts)
+		out[0][1] = float32(math.Inf(1))
+		return out, nil
+	}
+	res := r.p.Upsert(context.Background(), []spi.Document{doc("a")}, none)
+	if res[0].Code != ingest.CodeEmbedderUnavailable {
+		t.Fatalf("result = %+v, want embedder_unavailable", res[0])
+	}
+}
+
+func TestEmbedderRejectsOneTextOfABatch(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	r.emb.EmbedFn = func(_ context.Context, texts []string) ([][]float32, error) {
+		for _, x := range texts {
+			if strings.Contains(x, "huge") {
+				return nil, fmt.Errorf("%w: too many tokens", spi.ErrInvalidQuery)
+			}
+		}
+		return vectors(4, texts), nil
+	}
+	huge := doc("huge")
+	res := r.p.Upsert(context.Background(), []spi.Document{doc("a"), huge, doc("b")}, none)
+	if got := statuses(res); got != "a:ok huge:failed/embedder_rejected b:ok" {
+		t.Fatalf("statuses = %s", got)
+	}
+}
+
+func TestDuplicateIDInBatch(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	res := r.p.Upsert(context.Background(), []spi.Document{doc("a"), doc("a")}, none)
+	if got := statuses(res); got != "a:ok a:failed/duplicate_id" {
+		t.Fatalf("statuses = %s", got)
+	}
+}
+
+func TestCanceledContext(t *testing.T) {
+	r := newRig(t, rigOpts{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res := r.p.Upsert(ctx, []spi.Document{doc("a")}, none)
+	if res[0].Status != ingest.StatusFailed || res[0].Code != ingest.CodeCanceled {
+		t.Fatalf("result = %+v, want canceled", res[0])
+	}
+}
+
+type fixedExtractor struct{ err error }
+
+func (f fixedExtractor) Extract(_ context.Context, d spi.Document) ([]string, error) {
+	return []string{"entity of " + d.ID}, f.err
+}
+
+func TestExtractor(t *testing.T) {
+	r := newRig(t, rigOpts{config: func(c *ingest.Config) { c.Extractor = fixedExtractor{} }})
+	given := doc("given")
+	given.Entities = []string{"kept"}
+	r.p.Upsert(context.Background(), []spi.Document{doc("a"), given}, ingest.WriteOptions{Wait: 30 * time.Second})
+	docs, _, err := r.rec.Hydrate(context.Background(), []string{"a", "given"})
+	if err != nil || len(docs) != 2 {
+		t.Fatal(docs, err)
+	}
+	if strings.Join(docs[0].Entities, ",") != "entity of a" || strings.Join(docs[1].Entities, ",") != "kept" {
+		t.Fatalf("entities = %v / %v", docs[0].Entities, docs[1].Entities)
+	}
+}
+
+func TestExtractorFailureIsNotFatal(t *testing.T) {
+	r := newRig(t, rigOpts{config: func(c *ingest.Config) { c.Extractor = fixedExtractor{err: errors.New("boom")} }})
+	if res := r.p.Upsert(context.Background(), []spi.Document{doc("a")}, none); res[0].Status != ingest.StatusOK {
+		t.Fatalf("result = %+v", res[0])
+	}
+}
+
+// TestKeywordOnlyDeployment: without a change log the record is written
+// directly and the tenant rule still holds (checked before the write).
+func TestKeywordOnlyDeployment(t *testing.T) {
+	kw := newStore()
+	p, err := ingest.New(ingest.Config{Record: kw, RecordName: "keyword"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := p.Upsert(context.Background(), []spi.Document{doc("a")}, ingest.WriteOptions{Tenant: "acme"})
+	if got := statuses(res); got != "a:ok" || res[0].Stores["keyword"] != ingest.StoreOK {
+		t.Fatalf("statuses = %s, stores %v", got, res[0].Stores)
+	}
+	res = p.Upsert(context.Background(), []spi.Document{doc("a")}, ingest.WriteOptions{Tenant: "globex"})
+	if got := statuses(res); got != "a:failed/id_conflict" {
+		t.Fatalf("statuses = %s", got)
+	}
+	vec := doc("v")
+	vec.Vector = []float32{1}
+	if res := p.Upsert(context.Background(), []spi.Document{vec}, none); res[0].Code != ingest.CodeInvalidVector {
+		t.Fatalf("vector without a vector store = %+v", res[0])
+	}
+	if _, err := p.Check(context.Background(), false); !errors.Is(err, ingest.ErrNoLog) {
+		t.Fatalf("Check without a log = %v, want ErrNoLog", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	kw := newStore()
+	cases := []struct {
+		name string
+		cfg  ingest.Config
+	}{
+		{"no record", ingest.Config{}},
+		{"derived without a log", ingest.Config{Record: kw, Derived: []ingest.NamedApplier{{Name: "graph", Applier: &faultyApplier{}}}}},
+		{"negative batch", ingest.Config{Record: kw, BatchSize: -1}},
+		{"negative limit", ingest.Config{Record: kw, Limits: ingest.Limits{MaxTextBytes: -1}}},
+		{"dimension mismatch", ingest.Config{Record: kw, Embedder: &fakeEmbedder{dim: 4}, Dimension: 8}},
+		{"record dimension", ingest.Config{Record: dimStore{&memStore{docs: map[string]spi.Document{}, dim: 8}}, Embedder: &fakeEmbedder{dim: 4}}},
+	}
+	for _, c := range cases {
+		if err := c.cfg.Validate(); !errors.Is(err, ingest.ErrConfig) {
+			t.Errorf("%s: Validate = %v, want ErrConfig", c.name, err)
+		}
 	}
 }

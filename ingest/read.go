@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ragd/ragd/spi"
 )
@@ -210,6 +211,11 @@ type beirDoc struct {
 }
 
 func parseLine(line []byte, format Format) (spi.Document, error) {
+	// encoding/json would turn invalid UTF-8 into U+FFFD silently: an id
+	// would be stored under another name.
+	if !utf8.Valid(line) {
+		return spi.Document{}, errors.New("the line is not valid UTF-8")
+	}
 	switch format {
 	case FormatBEIR:
 		var b beirDoc

@@ -276,3 +276,16 @@ func TestResolveInputAndParseFormat(t *testing.T) {
 		t.Errorf("ParseFormat(csv) = %v", err)
 	}
 }
+
+// TestReadInvalidUTF8 rejects the line: decoding it would store the id
+// under another name (U+FFFD).
+func TestReadInvalidUTF8(t *testing.T) {
+	in := "{\"id\":\"a\xff\",\"text\":\"x\"}\n{\"_id\":\"b\",\"text\":\"ok\"}\n"
+	for _, f := range []ingest.Format{ingest.FormatJSONL, ingest.FormatBEIR} {
+		items := readAll(strings.NewReader(in), ingest.ReadOptions{Format: f})
+		var le *ingest.LineError
+		if len(items) != 2 || !errors.As(items[0].err, &le) || le.Line != 1 || !strings.Contains(items[0].err.Error(), "UTF-8") {
+			t.Fatalf("%s: first item = %+v, want a LineError naming UTF-8", f, items[0])
+		}
+	}
+}

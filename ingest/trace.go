@@ -9,9 +9,10 @@ import (
 )
 
 // Spans of a write, children of the span in the caller's context: the
-// embedding of documents without vectors, the record store's write, and
-// each derived store's apply. Attributes are store names and counts, never
-// ids, text or vectors.
+// embedding of documents without vectors and the record store's commit.
+// Each derived store's apply of a batch of log entries is a span of its own
+// (a root: one apply serves many writes). Attributes are store names and
+// counts, never ids, text or vectors.
 const (
 	spanEmbed  = "ingest.embed"
 	spanRecord = "ingest.record"

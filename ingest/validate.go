@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -16,21 +17,23 @@ const (
 	CodeDuplicateID     = "duplicate_id"     // the id appears earlier in the same batch
 	CodeInvalidTenant   = "invalid_tenant"   // too long or control characters
 	CodeTooLarge        = "too_large"        // title or text above the limit
-	CodeInvalidText     = "invalid_text"     // title or text is not valid UTF-8
+	CodeInvalidText     = "invalid_text"     // title or text is not valid UTF-8 or holds a NUL byte
 	CodeEmptyDocument   = "empty_document"   // no title, no text and no vector
-	CodeInvalidMetadata = "invalid_metadata" // too many keys, empty or long keys, long values
-	CodeInvalidVector   = "invalid_vector"   // wrong dimension, NaN or Inf
+	CodeInvalidMetadata = "invalid_metadata" // too many keys, empty or long keys, long values, NUL bytes
+	CodeInvalidVector   = "invalid_vector"   // wrong dimension, NaN or Inf, all zeros
 	CodeInvalidEntities = "invalid_entities" // too many, empty or long entities or links
 
 	CodeEmbedderUnavailable = "embedder_unavailable" // the embedder failed (down, breaker open, bad output)
 	CodeEmbedderRejected    = "embedder_rejected"    // the embedder refused this text (spi.ErrInvalidQuery)
 
-	CodeStoreUnavailable = "store_unavailable" // the record store failed with spi.ErrUnavailable
-	CodeStoreRejected    = "store_rejected"    // the record store refused the document (spi.ErrInvalidQuery)
-	CodeStoreFailed      = "store_failed"      // the record store failed otherwise
+	CodeTenantForbidden = "tenant_forbidden" // the document names a tenant other than the writer's
+	CodeIDConflict      = "id_conflict"      // the id cannot be used (another tenant holds it; not said)
 
-	CodeDerivedStoreFailed = "derived_store_failed" // Status partial: see Result.Stores
-	CodeCanceled           = "canceled"             // ctx ended before the document was written
+	CodeStoreUnavailable = "store_unavailable" // the record store failed with spi.ErrUnavailable; not written
+	CodeStoreRejected    = "store_rejected"    // the record store refused the document (spi.ErrInvalidQuery)
+	CodeStoreFailed      = "store_failed"      // the record store failed otherwise; not written
+	CodeOutcomeUnknown   = "outcome_unknown"   // the commit was sent, its answer lost: it may have been written
+	CodeCanceled         = "canceled"          // ctx ended before the document was written
 )
 
 // Limits bound one document. Zero fields take the Default* values.
@@ -129,6 +132,23 @@ func checkID(what, id string, maxBytes int) *docError {
 	return nil
 }
 
+func hasNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
+
+// checkVector checks a given or embedded vector: the dimension, finite
+// values, and not all zeros (such a vector has no direction and matches
+// nothing meaningfully).
+func checkVector(v []float32, dim int) *docError {
+	if err := spi.ValidateVector(v, dim); err != nil {
+		return invalid(CodeInvalidVector, "%s", strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": "))
+	}
+	for _, x := range v {
+		if x != 0 {
+			return nil
+		}
+	}
+	return invalid(CodeInvalidVector, "the vector is all zeros")
+}
+
 func hasControl(s string) bool {
 	for _, r := range s {
 		if unicode.IsControl(r) {
@@ -159,6 +179,9 @@ func validate(d *spi.Document, l Limits, dim int) *docError {
 	if !utf8.ValidString(d.Title) || !utf8.ValidString(d.Text) {
 		return invalid(CodeInvalidText, "title or text is not valid UTF-8")
 	}
+	if hasNUL(d.Title) || hasNUL(d.Text) {
+		return invalid(CodeInvalidText, "title or text holds a NUL byte")
+	}
 	if d.Title == "" && d.Text == "" && len(d.Vector) == 0 {
 		return invalid(CodeEmptyDocument, "document has no title, text or vector")
 	}
@@ -176,16 +199,16 @@ func validate(d *spi.Document, l Limits, dim int) *docError {
 			return invalid(CodeInvalidMetadata, "metadata key contains control characters or invalid UTF-8")
 		case len(v) > l.MaxMetadataValueBytes:
 			return invalid(CodeInvalidMetadata, "metadata value of key %q is %d bytes, at most %d allowed", k, len(v), l.MaxMetadataValueBytes)
-		case !utf8.ValidString(v):
-			return invalid(CodeInvalidMetadata, "metadata value of key %q is not valid UTF-8", k)
+		case !utf8.ValidString(v) || hasNUL(v):
+			return invalid(CodeInvalidMetadata, "metadata value of key %q is not valid UTF-8 or holds a NUL byte", k)
 		}
 	}
 	if len(d.Vector) > 0 {
 		if dim == 0 {
 			return invalid(CodeInvalidVector, "a vector was given but no vector store is configured")
 		}
-		if err := spi.ValidateVector(d.Vector, dim); err != nil {
-			return invalid(CodeInvalidVector, "%v", err)
+		if e := checkVector(d.Vector, dim); e != nil {
+			return e
 		}
 	}
 	if len(d.Entities) > l.MaxEntities {

@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"path/filepath"
@@ -106,9 +107,9 @@ func rsDocuments(tb testing.TB, tenant string, n int) ([]spi.Document, []string)
 }
 
 // rsIngest writes docs through the production write path: embed with the
-// hashing embedder, extract keyphrase entities, record in record, then the
-// derived stores.
-func rsIngest(tb testing.TB, emb spi.Embedder, record spi.Indexer, derived []ingest.NamedIndexer, docs []spi.Document) {
+// hashing embedder, extract keyphrase entities, record in record, and wait
+// for the derived stores to apply the record's change log.
+func rsIngest(tb testing.TB, emb spi.Embedder, record spi.Indexer, derived []ingest.NamedApplier, docs []spi.Document) {
 	tb.Helper()
 	x, err := ingest.NewKeyphraseExtractor(ingest.KeyphraseConfig{})
 	if err != nil {
@@ -120,10 +121,14 @@ func rsIngest(tb testing.TB, emb spi.Embedder, record spi.Indexer, derived []ing
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); p.Run(runCtx) }()
+	defer func() { stop(); <-done }()
 	for i := 0; i < len(docs); i += 100 {
-		for _, r := range p.Upsert(ctx, docs[i:min(i+100, len(docs))]) {
-			if r.Status != ingest.StatusOK {
-				tb.Fatalf("ingest %s: %s %s: %s", r.ID, r.Status, r.Code, r.Error)
+		for _, r := range p.Upsert(ctx, docs[i:min(i+100, len(docs))], ingest.WriteOptions{Wait: time.Minute}) {
+			if r.Status != ingest.StatusOK || slices.Contains(slices.Collect(maps.Values(r.Stores)), ingest.StorePending) {
+				tb.Fatalf("ingest %s: %s %s: %s %v", r.ID, r.Status, r.Code, r.Error, r.Stores)
 			}
 		}
 	}
@@ -198,7 +203,7 @@ func loadRSCorpus(tb testing.TB, n int) *rsCorpus {
 	c.keyword = rsKeyword(tb, filepath.Join(tb.TempDir(), "bleve"))
 	start := time.Now()
 	defer func() { tb.Logf("ingested %d documents in %v", len(docs), time.Since(start).Round(time.Millisecond)) }()
-	rsIngest(tb, c.emb, vb, []ingest.NamedIndexer{{Name: spi.SourceKeyword, Indexer: c.keyword}, {Name: spi.SourceGraph, Indexer: gb}}, docs)
+	rsIngest(tb, c.emb, vb, []ingest.NamedApplier{{Name: spi.SourceKeyword, Applier: c.keyword}, {Name: spi.SourceGraph, Applier: gb}}, docs)
 	return c
 }
 
@@ -776,7 +781,7 @@ func TestRealStackPostgresRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { gs.Close() })
-	rsIngest(t, emb, vb, []ingest.NamedIndexer{{Name: spi.SourceKeyword, Indexer: kb}, {Name: spi.SourceGraph, Indexer: gs}}, docs)
+	rsIngest(t, emb, vb, []ingest.NamedApplier{{Name: spi.SourceKeyword, Applier: kb}, {Name: spi.SourceGraph, Applier: gs}}, docs)
 
 	log := &rsTransitions{}
 	vbr := rsBreaker(t, spi.SourceVector, log, nil)

@@ -104,6 +104,10 @@ type LogState struct {
 	// First is the oldest sequence still in the log (0 when empty); Last
 	// is the newest one ever appended (0 when nothing was).
 	First, Last uint64
+	// Compacted is the highest sequence CompactLog removed: an applier
+	// whose checkpoint is below it has missed entries and must be
+	// resynchronised from the documents.
+	Compacted uint64
 }
 
 // ChangeLog is an optional capability of a system-of-record store.

@@ -58,6 +58,13 @@ MATCH (d:Document {id: id})
 WHERE d.stub IS NULL AND EXISTS { (d)<-[:LINKS_TO]-() }
 SET d = {id: id, stub: true}`
 
+// forgetVersionsCypher drops the change-log versions of documents written
+// outside the log (spi.Indexer), so they read as unversioned.
+const forgetVersionsCypher = `
+UNWIND $ids AS id
+MATCH (v:RagdVersion {id: id})
+DELETE v`
+
 const deleteDocsCypher = `
 UNWIND $ids AS id
 MATCH (d:Document {id: id})
@@ -84,6 +91,9 @@ func (b *Backend) Upsert(ctx context.Context, docs []spi.Document) error {
 		batch := prepared[start:min(start+b.cfg.BatchSize, len(prepared))]
 		var old []any
 		err := b.write(ctx, "upsert", func(tx neo4j.ManagedTransaction) error {
+			if err := forgetVersions(ctx, tx, batch); err != nil {
+				return err
+			}
 			var err error
 			old, err = upsertBatch(ctx, tx, batch, docProps)
 			return err
@@ -102,6 +112,15 @@ func (b *Backend) Upsert(ctx context.Context, docs []spi.Document) error {
 
 // upsertBatch writes batch in tx with the node properties props(d) and
 // returns the element ids of nodes that lost an edge (for prune).
+func forgetVersions(ctx context.Context, tx neo4j.ManagedTransaction, docs []spi.Document) error {
+	ids := make([]string, len(docs))
+	for i, d := range docs {
+		ids[i] = d.ID
+	}
+	_, err := run(ctx, tx, forgetVersionsCypher, map[string]any{"ids": ids})
+	return err
+}
+
 func upsertBatch(ctx context.Context, tx neo4j.ManagedTransaction, batch []spi.Document, props func(spi.Document) map[string]any) ([]any, error) {
 	ids := make([]string, len(batch))
 	docs := make([]any, len(batch))
@@ -182,6 +201,9 @@ func (b *Backend) Delete(ctx context.Context, ids []string) error {
 	}
 	var old []any
 	err := b.write(ctx, "delete", func(tx neo4j.ManagedTransaction) error {
+		if _, err := run(ctx, tx, forgetVersionsCypher, map[string]any{"ids": ids}); err != nil {
+			return err
+		}
 		var err error
 		old, err = deleteBatch(ctx, tx, ids)
 		return err

@@ -77,7 +77,7 @@ func writeDocs(ctx context.Context, s *store, docs []spi.Document, size int) (in
 }
 
 // writeBatch applies upserts, deletes and the internal key/values set as
-// one atomic bleve batch.
+// one atomic bleve batch. A nil set is a write outside the change log.
 func writeBatch(s *store, docs []spi.Document, del []string, set map[string][]byte) error {
 	adv, err := s.idx.Advanced()
 	if err != nil {
@@ -115,6 +115,16 @@ func writeBatch(s *store, docs []spi.Document, del []string, set map[string][]by
 			return err
 		}
 		batch.Delete(id)
+	}
+	if set == nil {
+		// A write outside the change log: the documents it touches have
+		// no version any more (and a delete leaves no tombstone).
+		for _, d := range docs {
+			batch.DeleteInternal([]byte(versionPrefix + d.ID))
+		}
+		for _, id := range del {
+			batch.DeleteInternal([]byte(versionPrefix + id))
+		}
 	}
 	for k, v := range set {
 		batch.SetInternal([]byte(k), v)

@@ -20,7 +20,7 @@ import (
 // (for the default table ragd_documents):
 //
 //	ragd_documents_log       seq bigint identity, op smallint, id text, at timestamptz
-//	ragd_documents_log_meta  log_id text (one row)
+//	ragd_documents_log_meta  log_id text, compacted bigint (one row)
 //
 // and two columns of the documents table: version (the seq of the entry
 // that last wrote the row, 0 for rows written before the log existed) and
@@ -70,10 +70,12 @@ SELECT (SELECT seq FROM entry)`, t, log),
 		entries:  fmt.Sprintf(`SELECT seq, op, id, at FROM %s WHERE seq > $1 ORDER BY seq LIMIT $2`, log),
 		current:  fmt.Sprintf(`SELECT %s, version FROM %s WHERE id = ANY($1)`, columns, t),
 		versions: fmt.Sprintf(`SELECT id, version FROM %s WHERE id > $1 ORDER BY id LIMIT $2`, t),
-		state: fmt.Sprintf(`SELECT (SELECT log_id FROM %s LIMIT 1), coalesce((SELECT min(seq) FROM %[2]s), 0), coalesce((SELECT max(seq) FROM %[2]s), 0)`,
+		state: fmt.Sprintf(`SELECT m.log_id, m.compacted, coalesce((SELECT min(seq) FROM %[2]s), 0), coalesce((SELECT max(seq) FROM %[2]s), 0) FROM %[1]s m LIMIT 1`,
 			meta, log),
 		// The newest entry always stays, so LogState.Last survives compaction.
-		compact: fmt.Sprintf(`DELETE FROM %[1]s WHERE at < $1 AND seq <= $2 AND seq < (SELECT max(seq) FROM %[1]s)`, log),
+		compact: fmt.Sprintf(`WITH gone AS (DELETE FROM %[1]s WHERE at < $1 AND seq <= $2 AND seq < (SELECT max(seq) FROM %[1]s) RETURNING seq),
+mark AS (UPDATE %[2]s SET compacted = greatest(compacted, (SELECT max(seq) FROM gone)) WHERE EXISTS (SELECT 1 FROM gone))
+SELECT count(*) FROM gone`, log, meta),
 	}
 }
 
@@ -94,7 +96,7 @@ func (b *Backend) setupLog(ctx context.Context, tx pgx.Tx) error {
 	id  text COLLATE "C" NOT NULL,
 	at  timestamptz NOT NULL DEFAULT clock_timestamp()
 )`, log),
-		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (log_id text NOT NULL)`, meta),
+		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (log_id text NOT NULL, compacted bigint NOT NULL DEFAULT 0)`, meta),
 		fmt.Sprintf(`INSERT INTO %s (log_id) SELECT '%s' WHERE NOT EXISTS (SELECT 1 FROM %s)`, meta, hex.EncodeToString(id[:]), meta),
 	}
 	for _, s := range stmts {
@@ -341,11 +343,11 @@ func (b *Backend) Current(ctx context.Context, ids []string) ([]spi.Change, erro
 // LogState implements spi.ChangeLog.
 func (b *Backend) LogState(ctx context.Context) (spi.LogState, error) {
 	var st spi.LogState
-	var first, last int64
-	if err := b.pool.QueryRow(ctx, b.lq.state).Scan(&st.ID, &first, &last); err != nil {
+	var compacted, first, last int64
+	if err := b.pool.QueryRow(ctx, b.lq.state).Scan(&st.ID, &compacted, &first, &last); err != nil {
 		return spi.LogState{}, wrapErr(ctx, "log state", err)
 	}
-	st.First, st.Last = uint64(first), uint64(last)
+	st.Compacted, st.First, st.Last = uint64(compacted), uint64(first), uint64(last)
 	return st, nil
 }
 
@@ -387,9 +389,9 @@ func (b *Backend) Versions(ctx context.Context, fn func(id string, version uint6
 
 // CompactLog implements spi.ChangeLog; the newest entry is always kept.
 func (b *Backend) CompactLog(ctx context.Context, before time.Time, upTo uint64) (int, error) {
-	tag, err := b.pool.Exec(ctx, b.lq.compact, before, int64(upTo))
-	if err != nil {
+	var n int64
+	if err := b.pool.QueryRow(ctx, b.lq.compact, before, int64(upTo)).Scan(&n); err != nil {
 		return 0, wrapErr(ctx, "compact log", err)
 	}
-	return int(tag.RowsAffected()), nil
+	return int(n), nil
 }

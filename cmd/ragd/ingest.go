@@ -70,11 +70,13 @@ func newIngestCmd(a *app) *cobra.Command {
 			"done. Documents that failed for a reason that may pass on a retry\n" +
 			"(store_unavailable, embedder_unavailable, ...) keep the checkpoint before\n" +
 			"them, so a rerun sends them again; re-sending is harmless (upsert by id).\n\n" +
+			"The checkpoint never moves past a document the server did not store,\n" +
+			"except one it rejected as invalid in itself (listed in the summary).\n\n" +
 			"Documents the server refuses as empty (no title, text or vector: Cranfield\n" +
 			"has two) are skipped and counted on one summary line; they are not failures.\n" +
-			"Exits 1 when any document failed or the run stopped early. Partial results\n" +
-			"(stored, but a derived index missed them and will be repaired by the\n" +
-			"server) are warnings, not failures.",
+			"Exits 1 when any document failed or the run stopped early. Documents\n" +
+			"stored but not yet applied by a derived index (keyword, graph) count as\n" +
+			"ok: the server applies its change log to them on its own.",
 		Example: "  ragd ingest docs.jsonl\n" +
 			"  ragd ingest ../shared/data/cranfield --batch 500\n" +
 			"  RAGD_API_KEY=... ragd ingest --server https://ragd.example:8080 --tenant acme docs.jsonl\n" +
@@ -143,8 +145,8 @@ type docFailure struct {
 
 // ingestStats counts one run.
 type ingestStats struct {
-	sent, ok, partial, failed int
-	malformed                 int // included in failed
+	sent, ok, failed int
+	malformed        int // included in failed
 	// empty counts documents the server refused as empty (no title, text
 	// or vector): there is nothing to index, so they are skipped, not
 	// failures.
@@ -433,8 +435,6 @@ func (in *ingester) record(lines []ingest.Line, results []ingest.Result) {
 		switch r.Status {
 		case ingest.StatusOK:
 			in.stats.ok++
-		case ingest.StatusPartial:
-			in.stats.partial++
 		case ingest.StatusFailed:
 			if r.Code == ingest.CodeEmptyDocument {
 				in.stats.empty++
@@ -520,11 +520,6 @@ func (in *ingester) printSummary(w io.Writer, complete bool) {
 	}
 	fmt.Fprintf(w, "  sent     %d documents in %d %s (%.1f docs/s)\n", s.sent, s.batches, plural(s.batches, "request", "requests"), rate)
 	fmt.Fprintf(w, "  ok       %d\n", s.ok)
-	if s.partial > 0 {
-		fmt.Fprintf(w, "  partial  %d  (warning, not a failure: stored, but a derived index missed them; the server repairs it)\n", s.partial)
-	} else {
-		fmt.Fprintf(w, "  partial  0\n")
-	}
 	if s.empty > 0 {
 		fmt.Fprintf(w, "  skipped  %d  (empty documents: no title, text or vector, so nothing to index; not a failure)\n", s.empty)
 	}
@@ -625,7 +620,7 @@ type barProgress struct{ bar *progressbar.ProgressBar }
 
 func (p *barProgress) update(offset int64, _ int, s *ingestStats, _ time.Duration) {
 	_ = p.bar.Set64(offset)
-	p.bar.Describe(fmt.Sprintf("ingest: %d ok, %d partial, %d failed", s.ok, s.partial, s.failed))
+	p.bar.Describe(fmt.Sprintf("ingest: %d ok, %d failed", s.ok, s.failed))
 }
 func (p *barProgress) clear()  { _ = p.bar.Clear() }
 func (p *barProgress) finish() { _ = p.bar.Finish() }
@@ -652,8 +647,8 @@ func (p *plainProgress) update(offset int64, line int, s *ingestStats, elapsed t
 	if sec := elapsed.Seconds(); sec > 0 {
 		rate = float64(s.sent) / sec
 	}
-	fmt.Fprintf(p.w, "ingest: line %d (%.0f%%): %d sent, %d ok, %d partial, %d failed, %.0f docs/s\n",
-		line, pct, s.sent, s.ok, s.partial, s.failed, rate)
+	fmt.Fprintf(p.w, "ingest: line %d (%.0f%%): %d sent, %d ok, %d failed, %.0f docs/s\n",
+		line, pct, s.sent, s.ok, s.failed, rate)
 }
 func (p *plainProgress) clear()  {}
 func (p *plainProgress) finish() {}

@@ -474,35 +474,69 @@ func TestIngestMissingInput(t *testing.T) {
 	}
 }
 
-func TestIngestPartialIsAWarning(t *testing.T) {
+// TestIngestPendingIsOK: a document stored but not yet applied by a
+// derived store is a success; the checkpoint moves past it.
+func TestIngestPendingIsOK(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req api.UpsertRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			t.Errorf("fake server: %v", err)
 		}
-		resp := api.BatchResponse{Total: len(req.Documents)}
+		resp := api.BatchResponse{Total: len(req.Documents), OK: len(req.Documents)}
 		for _, d := range req.Documents {
-			if d.ID == "d2" {
-				resp.Partial++
-				resp.Results = append(resp.Results, ingest.Result{ID: d.ID, Status: ingest.StatusPartial, Code: ingest.CodeDerivedStoreFailed,
-					Stores: map[string]string{"vector": "ok", "keyword": "failed"}})
-				continue
-			}
-			resp.OK++
-			resp.Results = append(resp.Results, ingest.Result{ID: d.ID, Status: ingest.StatusOK})
+			resp.Results = append(resp.Results, ingest.Result{ID: d.ID, Status: ingest.StatusOK, Version: 1,
+				Stores: map[string]string{"vector": "ok", "keyword": "pending"}})
 		}
 		json.NewEncoder(w).Encode(resp)
 	}))
 	defer srv.Close()
 	file := writeJSONL(t, t.TempDir(), "docs.jsonl", numberedDocs(3)...)
 	code, stdout, stderr := runRagd(t, "ingest", file, "--server", srv.URL)
-	if code != 0 {
-		t.Fatalf("exit %d, want 0 for a partial result\n%s\n%s", code, stdout, stderr)
-	}
-	if ingestCount(t, stdout, "partial") != 1 || ingestCount(t, stdout, "ok") != 2 || !strings.Contains(stdout, "warning, not a failure") {
-		t.Fatalf("summary:\n%s", stdout)
+	if code != 0 || ingestCount(t, stdout, "ok") != 3 {
+		t.Fatalf("exit %d, want 0 and 3 ok\n%s\n%s", code, stdout, stderr)
 	}
 	if fileExists(t, file+".ckpt") {
-		t.Fatal("a partial result kept the checkpoint")
+		t.Fatal("a pending result kept the checkpoint")
+	}
+}
+
+// TestIngestBadDocumentDoesNotLoseItsBatch: documents the server cannot
+// store (a NUL byte, an all-zero vector) fail alone; the rest of their
+// batch is stored, so moving the checkpoint past the batch loses nothing.
+func TestIngestBadDocumentDoesNotLoseItsBatch(t *testing.T) {
+	srv := startTestRagd(t, nil)
+	zero := make([]float32, config.Default().Embedder.Dimension)
+	file := writeJSONL(t, t.TempDir(), "docs.jsonl",
+		spi.Document{ID: "g1", Text: "good one"},
+		spi.Document{ID: "nul", Text: "a\x00b"},
+		spi.Document{ID: "g2", Text: "good two"},
+		spi.Document{ID: "zero", Text: "zero vector", Vector: zero},
+		spi.Document{ID: "g3", Text: "good three"},
+	)
+	code, stdout, stderr := runRagd(t, "ingest", file, "--server", srv.URL, "--batch", "5")
+	if code != 1 || ingestCount(t, stdout, "ok") != 3 || ingestCount(t, stdout, "failed") != 2 {
+		t.Fatalf("exit %d, want 1 with 3 ok and 2 failed\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{`id "nul"  invalid_text`, `id "zero"  invalid_vector`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	if got := srv.docs(t, "g1", "g2", "g3", "nul", "zero"); len(got) != 3 {
+		t.Fatalf("stored %v, want g1 g2 g3", slices.Sorted(maps.Keys(got)))
+	}
+}
+
+// TestIngestOutcomeUnknownKeepsTheCheckpoint: a write whose outcome the
+// server could not confirm is sent again by a rerun.
+func TestIngestOutcomeUnknownKeepsTheCheckpoint(t *testing.T) {
+	file := writeJSONL(t, t.TempDir(), "docs.jsonl", numberedDocs(4)...)
+	fake, _ := docFailServer(t, ingest.CodeOutcomeUnknown, "d3")
+	code, stdout, stderr := runRagd(t, "ingest", file, "--server", fake.URL, "--batch", "2")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+	if line := checkpointLine(t, file); line != 2 {
+		t.Fatalf("checkpoint at line %d, want 2 (before the batch with the unconfirmed write)", line)
 	}
 }

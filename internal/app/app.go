@@ -234,6 +234,10 @@ func (a *App) wireRetriever() error {
 	return nil
 }
 
+// wirePipeline builds the write path: the vector store is the record
+// (with its change log) and the keyword index and the graph apply that log
+// in the background until Close. Without a vector store the keyword index
+// (or the graph) is the record and nothing is derived.
 func (a *App) wirePipeline() error {
 	c := a.Config.Ingest
 	emb := a.Embedder
@@ -241,22 +245,48 @@ func (a *App) wirePipeline() error {
 		emb = guard.Embedder(emb, g)
 	}
 	pc := ingest.Config{
-		Embedder:  emb,
-		BatchSize: c.BatchSize,
-		Limits:    ingest.Limits{MaxTextBytes: c.MaxTextBytes},
-		Logger:    a.Logger,
-		Now:       a.now,
+		Embedder:   emb,
+		BatchSize:  c.BatchSize,
+		Limits:     ingest.Limits{MaxTextBytes: c.MaxTextBytes},
+		Poll:       time.Duration(c.ApplyPollMS) * time.Millisecond,
+		Retention:  time.Duration(c.LogRetentionH) * time.Hour,
+		Registerer: a.Registry,
+		Logger:     a.Logger,
+		Now:        a.now,
 
 		TracerProvider: a.tracer,
 	}
-	if v, ok := a.Vector.(spi.Indexer); ok && a.Vector != nil {
-		pc.Record, pc.RecordName = v, spi.SourceVector
+	if c.LogRetentionH == 0 {
+		pc.Retention = -1
 	}
-	if k, ok := a.Keyword.(spi.Indexer); ok && a.Keyword != nil {
-		pc.Derived = append(pc.Derived, ingest.NamedIndexer{Name: spi.SourceKeyword, Indexer: k})
+	type named struct {
+		name  string
+		store any
 	}
-	if g, ok := a.Graph.(spi.Indexer); ok && a.Graph != nil {
-		pc.Derived = append(pc.Derived, ingest.NamedIndexer{Name: spi.SourceGraph, Indexer: g})
+	var stores []named
+	if a.Vector != nil {
+		stores = append(stores, named{spi.SourceVector, a.Vector})
+	}
+	if a.Keyword != nil {
+		stores = append(stores, named{spi.SourceKeyword, a.Keyword})
+	}
+	if a.Graph != nil {
+		stores = append(stores, named{spi.SourceGraph, a.Graph})
+	}
+	for i, st := range stores {
+		if i == 0 {
+			rec, ok := st.store.(spi.Indexer)
+			if !ok {
+				return fmt.Errorf("app: the %s store cannot be written", st.name)
+			}
+			pc.Record, pc.RecordName = rec, st.name
+			continue
+		}
+		ap, ok := st.store.(spi.ChangeApplier)
+		if !ok {
+			return fmt.Errorf("app: the %s store cannot apply the change log", st.name)
+		}
+		pc.Derived = append(pc.Derived, ingest.NamedApplier{Name: st.name, Applier: ap})
 	}
 	if c.ExtractEntities {
 		x, err := ingest.NewKeyphraseExtractor(ingest.KeyphraseConfig{})
@@ -270,7 +300,40 @@ func (a *App) wirePipeline() error {
 		return fmt.Errorf("app: ingest pipeline: %w", err)
 	}
 	a.Pipeline = p
+	a.background(p.Run)
+	if c.CheckAtStart && len(pc.Derived) > 0 {
+		a.background(a.checkAtStart)
+	}
 	return nil
+}
+
+// checkAtStart compares the derived stores with the record once, repairing
+// what differs; a record that is not reachable yet is retried.
+func (a *App) checkAtStart(ctx context.Context) {
+	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
+		rep, err := a.Pipeline.Check(ctx, true)
+		if err == nil {
+			for _, s := range rep.Stores {
+				level := slog.LevelInfo
+				if s.Differences() > 0 || s.Error != "" {
+					level = slog.LevelWarn
+				}
+				a.Logger.Log(ctx, level, "app: start-up check of a derived store against the record",
+					slog.String("store", s.Store), slog.Int("missing", s.Missing), slog.Int("stale", s.Stale),
+					slog.Int("extra", s.Extra), slog.Int("repaired", s.Repaired), slog.String("error", s.Error))
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		a.Logger.Warn("app: start-up check postponed", slog.String("error", err.Error()), slog.Duration("retry_in", wait))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
 }
 
 // Health returns every configured component's health checker, by the

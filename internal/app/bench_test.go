@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/eval"
+	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi/spitest"
 )
@@ -47,7 +48,7 @@ func BenchmarkCranfieldQuery(b *testing.B) {
 		}
 	}
 	for i := 0; i < len(docs); i += 256 {
-		for _, r := range a.Pipeline.Upsert(ctx, docs[i:min(i+256, len(docs))]) {
+		for _, r := range a.Pipeline.Upsert(ctx, docs[i:min(i+256, len(docs))], ingest.WriteOptions{Wait: time.Minute}) {
 			if r.Status == "failed" {
 				b.Fatalf("ingest %s: %+v", r.ID, r)
 			}

@@ -11,14 +11,11 @@ import (
 
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/internal/demo"
 	"github.com/ragd/ragd/internal/sourcestats"
 	"github.com/ragd/ragd/spi"
 )
-
-// RepairInterval is how often Serve replays writes that reached the system
-// of record but not a derived store.
-const RepairInterval = 10 * time.Second
 
 // API builds the HTTP API over the wired components.
 func (a *App) API() (*api.Server, error) {
@@ -63,7 +60,6 @@ func firstHydrator(hs ...spi.Hydrator) spi.Hydrator {
 
 // Serve answers HTTP on ln until ctx ends, then stops accepting, lets
 // in-flight requests finish within server.shutdown_grace_s, and returns.
-// It also replays pending derived-store writes every RepairInterval.
 // The caller still owns Close.
 func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	srv, err := a.API()
@@ -71,16 +67,6 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	hs := srv.HTTPServer()
-	repairCtx, stopRepair := context.WithCancel(context.Background())
-	repairDone := make(chan struct{})
-	go func() {
-		defer close(repairDone)
-		a.repairLoop(repairCtx)
-	}()
-	defer func() {
-		stopRepair()
-		<-repairDone
-	}()
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(srv.Listener(ln)) }()
@@ -104,28 +90,6 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("app: shutdown: %w", err)
 	}
 	return nil
-}
-
-// repairLoop replays the pipeline's repair queue until ctx ends.
-func (a *App) repairLoop(ctx context.Context) {
-	t := time.NewTicker(RepairInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if len(a.Pipeline.Pending()) == 0 {
-			continue
-		}
-		res, err := a.Pipeline.Repair(ctx)
-		if err != nil && ctx.Err() == nil {
-			a.Logger.Warn("app: repair of derived stores incomplete", slog.String("error", err.Error()))
-			continue
-		}
-		a.Logger.Info("app: repaired derived stores", slog.Any("result", res))
-	}
 }
 
 // LoadDemo writes the bundled sample corpus through the pipeline once per
@@ -152,7 +116,8 @@ func (a *App) LoadDemo(ctx context.Context) (int, error) {
 		}
 	}
 	var failed []string
-	for _, r := range a.Pipeline.Upsert(ctx, docs) {
+	// The demo is queried right away: wait for the derived stores.
+	for _, r := range a.Pipeline.Upsert(ctx, docs, ingest.WriteOptions{Wait: time.Minute}) {
 		if r.Status == "failed" {
 			failed = append(failed, r.ID+": "+r.Error)
 		}

@@ -15,13 +15,12 @@ import (
 	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/embedder/hashing"
-	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/spi"
 )
 
-// openStores opens the embedder and every configured store. The vector store is the system of record; the keyword
-// index and the embedded graph are derived from it and rebuilt from it when
-// missing or corrupt.
+// openStores opens the embedder and every configured store. The vector
+// store is the system of record; the keyword index and the graph are
+// derived from it through its change log.
 func (a *App) openStores(ctx context.Context) error {
 	emb, err := a.openEmbedder(ctx)
 	if err != nil {
@@ -33,9 +32,9 @@ func (a *App) openStores(ctx context.Context) error {
 	if err := a.openVector(ctx, emb.doc.Dimension()); err != nil {
 		return err
 	}
-	// The derived stores are rebuilt from the system of record at start
-	// when it can be read; a server that is still unreachable is handled
-	// when it connects (see openKeyword).
+	// A missing or corrupt keyword index is rebuilt from the system of
+	// record at open when it can be read; everything else a derived store
+	// lacks comes from the record's change log (wirePipeline).
 	scanner, _ := a.Vector.(spi.Scanner)
 	if lv, ok := a.Vector.(*lazyVector); ok {
 		if _, connected := lv.current(); !connected {
@@ -45,7 +44,7 @@ func (a *App) openStores(ctx context.Context) error {
 	if err := a.openKeyword(ctx, scanner); err != nil {
 		return err
 	}
-	if err := a.openGraph(ctx, scanner); err != nil {
+	if err := a.openGraph(ctx); err != nil {
 		return err
 	}
 	return nil
@@ -154,59 +153,19 @@ func (a *App) openKeyword(ctx context.Context, src spi.Scanner) error {
 	}
 	a.Keyword = b
 	a.closers = append(a.closers, b)
-	if counted, ok := src.(interface{ Len() int }); ok {
-		// A crash between the record write and the index write leaves the
-		// index short (or, for deletes, long) with no repair queued: when
-		// the counts disagree, rebuild in the background while serving.
-		n, err := b.DocCount(ctx)
-		if err == nil && n != counted.Len() {
-			a.Logger.Warn("app: keyword index and system of record disagree; rebuilding the index",
-				slog.Int("index_documents", n), slog.Int("record_documents", counted.Len()))
-			a.background(func(ctx context.Context) { a.rebuildKeyword(ctx, b, src) })
-		}
-	}
-	if lv, ok := a.Vector.(*lazyVector); ok && src == nil {
-		// Started while PostgreSQL was unreachable: the index was opened as
-		// it was on disk. If it is empty when PostgreSQL connects, fill it.
-		lv.onConnect = func(v vectorStore) { a.background(func(ctx context.Context) { a.refillKeyword(ctx, b, v) }) }
-	}
 	return nil
 }
 
-// refillKeyword rebuilds an empty keyword index from the system of record.
-func (a *App) refillKeyword(ctx context.Context, k *keyword.Backend, src spi.Scanner) {
-	if n, err := k.DocCount(ctx); err != nil || n > 0 {
-		return
-	}
-	a.rebuildKeyword(ctx, k, src)
-}
-
-// rebuildKeyword repopulates the live keyword index from src; it keeps
-// serving queries and writes meanwhile.
-func (a *App) rebuildKeyword(ctx context.Context, k *keyword.Backend, src spi.Scanner) {
-	n, err := k.Rebuild(ctx, src)
-	if err != nil {
-		a.Logger.Warn("app: keyword index rebuild failed", slog.String("error", err.Error()))
-		return
-	}
-	a.Logger.Info("app: keyword index rebuilt from the system of record", slog.Int("documents", n))
-}
-
-func (a *App) openGraph(ctx context.Context, src spi.Scanner) error {
+func (a *App) openGraph(ctx context.Context) error {
 	c := a.Config.Backends.Graph
 	switch c.Kind {
 	case config.KindNone:
 		return nil
 	case config.KindEmbedded:
 		gc := graphembedded.Config{Dir: a.Config.Path(c.Dir), Logger: a.Logger, Now: a.now}
-		_, statErr := os.Stat(filepath.Join(gc.Dir, graphembedded.FileName))
-		missing := errors.Is(statErr, os.ErrNotExist)
 		s, err := graphembedded.Open(ctx, gc)
-		switch {
-		case errors.Is(err, graphembedded.ErrCorrupt) && src != nil:
-			s, err = a.rebuildGraph(ctx, gc, src, err)
-		case err == nil && missing && src != nil:
-			err = a.fillGraph(ctx, s, src)
+		if errors.Is(err, graphembedded.ErrCorrupt) {
+			s, err = a.replaceGraph(ctx, gc, err)
 		}
 		if err != nil {
 			return fmt.Errorf("app: backends.graph (embedded): %w", err)
@@ -238,32 +197,16 @@ func (a *App) openGraph(ctx context.Context, src spi.Scanner) error {
 	return nil
 }
 
-// rebuildGraph moves a corrupt embedded graph file aside and repopulates a
-// fresh one from the system of record: the graph is a derived copy.
-func (a *App) rebuildGraph(ctx context.Context, gc graphembedded.Config, src spi.Scanner, cause error) (*graphembedded.Store, error) {
+// replaceGraph moves a corrupt embedded graph file aside and opens a fresh
+// one: the graph is derived, and its applier fills it from the record's
+// change log (or, when the log was compacted, from the record's documents).
+func (a *App) replaceGraph(ctx context.Context, gc graphembedded.Config, cause error) (*graphembedded.Store, error) {
 	path := filepath.Join(gc.Dir, graphembedded.FileName)
 	aside := path + ".corrupt"
-	a.Logger.Warn("app: embedded graph store is corrupt; rebuilding from the system of record",
+	a.Logger.Warn("app: embedded graph store is corrupt; starting a new one that the change log fills",
 		slog.String("path", path), slog.String("moved_to", aside), slog.String("error", cause.Error()))
 	if err := os.Rename(path, aside); err != nil {
 		return nil, fmt.Errorf("%w (and moving it aside failed: %v)", cause, err)
 	}
-	s, err := graphembedded.Open(ctx, gc)
-	if err != nil {
-		return nil, err
-	}
-	return s, a.fillGraph(ctx, s, src)
-}
-
-// fillGraph copies the system of record into a new, empty graph store.
-func (a *App) fillGraph(ctx context.Context, s *graphembedded.Store, src spi.Scanner) error {
-	n, err := ingest.Rebuild(ctx, src, s, a.Config.Ingest.BatchSize)
-	if err != nil {
-		s.Close()
-		return fmt.Errorf("rebuild from the system of record: %w", err)
-	}
-	if n > 0 {
-		a.Logger.Info("app: embedded graph store rebuilt from the system of record", slog.Int("documents", n))
-	}
-	return nil
+	return graphembedded.Open(ctx, gc)
 }

@@ -250,11 +250,14 @@ func (s *logSuite) testCompact(t *testing.T) {
 	if got := changes(t, st, 0); !slices.Equal(seqs(got), seqs(cs[3:])) {
 		t.Fatalf("after compaction the log holds %v, want %v", seqs(got), seqs(cs[3:]))
 	}
+	if ls := logState(t, st); ls.Compacted != cs[2].Seq || ls.First != cs[3].Seq {
+		t.Fatalf("log state after compaction = %+v, want Compacted %d and First %d", ls, cs[2].Seq, cs[3].Seq)
+	}
 	if _, err := st.CompactLog(ctx, time.Now().Add(time.Hour), cs[4].Seq); err != nil {
 		t.Fatal(err)
 	}
-	if ls := logState(t, st); ls.Last != cs[4].Seq {
-		t.Fatalf("after compacting everything, Last = %d, want %d", ls.Last, cs[4].Seq)
+	if ls := logState(t, st); ls.Last != cs[4].Seq || ls.Compacted != cs[3].Seq {
+		t.Fatalf("after compacting everything, Last = %d and Compacted = %d, want %d and %d (the newest entry stays)", ls.Last, ls.Compacted, cs[4].Seq, cs[3].Seq)
 	}
 }
 

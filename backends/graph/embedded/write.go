@@ -39,6 +39,9 @@ func (s *Store) Upsert(ctx context.Context, docs []spi.Document) error {
 			if err := putDoc(tx, d); err != nil {
 				return err
 			}
+			if err := forgetVersion(tx, d.ID); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -66,6 +69,9 @@ func (s *Store) Delete(ctx context.Context, ids []string) error {
 					return err
 				}
 			}
+			if err := forgetVersion(tx, id); err != nil {
+				return err
+			}
 			if tx.Bucket(bTenant).Get([]byte(id)) == nil {
 				continue
 			}
@@ -85,6 +91,15 @@ func (s *Store) Delete(ctx context.Context, ids []string) error {
 		s.mem.delete(ids)
 	}
 	return err
+}
+
+// forgetVersion drops id's change-log version: a write outside the log
+// leaves the document unversioned (and a delete leaves no tombstone).
+func forgetVersion(tx *bolt.Tx, id string) error {
+	if b := tx.Bucket(bVersions); b != nil {
+		return b.Delete([]byte(id))
+	}
+	return nil
 }
 
 // removeEdges deletes id's mentions and outgoing links and prunes orphaned

@@ -20,7 +20,7 @@ import (
 //
 //	log       seq (8 bytes big-endian) -> op byte, commit time (unix ns, 8 bytes BE), id
 //	versions  id -> version (8 bytes BE), content hash (32 bytes), tenant
-//	meta      "log_id" -> 16 random bytes, hex
+//	meta      "log_id" -> 16 random bytes, hex; "log_compacted" -> seq (8 bytes BE)
 //
 // bbolt has one writer at a time, so sequences (the log bucket's
 // NextSequence) increase in commit order. Files written before the log
@@ -30,6 +30,7 @@ var (
 	bucketLog      = []byte("log")
 	bucketVersions = []byte("versions")
 	keyLogID       = []byte("log_id")
+	keyCompacted   = []byte("log_compacted")
 )
 
 var _ spi.ChangeLog = (*Store)(nil)
@@ -337,7 +338,11 @@ func (s *Store) LogState(ctx context.Context) (spi.LogState, error) {
 	}
 	var st spi.LogState
 	err := s.db.View(func(tx *bolt.Tx) error {
-		st.ID = string(tx.Bucket(bucketMeta).Get(keyLogID))
+		meta := tx.Bucket(bucketMeta)
+		st.ID = string(meta.Get(keyLogID))
+		if v := meta.Get(keyCompacted); len(v) == 8 {
+			st.Compacted = binary.BigEndian.Uint64(v)
+		}
 		b := tx.Bucket(bucketLog)
 		st.Last = b.Sequence()
 		if k, _ := b.Cursor().First(); k != nil {
@@ -396,7 +401,7 @@ func (s *Store) Versions(ctx context.Context, fn func(id string, version uint64)
 	}
 }
 
-// CompactLog implements spi.ChangeLog.
+// CompactLog implements spi.ChangeLog; the newest entry is always kept.
 func (s *Store) CompactLog(ctx context.Context, before time.Time, upTo uint64) (int, error) {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
@@ -405,21 +410,28 @@ func (s *Store) CompactLog(ctx context.Context, before time.Time, upTo uint64) (
 	}
 	n := 0
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketLog).Cursor()
+		var top uint64
+		log := tx.Bucket(bucketLog)
+		// The newest entry always stays, as in the PostgreSQL store.
+		upTo = min(upTo, log.Sequence()-1)
+		c := log.Cursor()
 		for k, v := c.First(); k != nil && binary.BigEndian.Uint64(k) <= upTo; k, v = c.First() {
 			ch, err := decodeEntry(binary.BigEndian.Uint64(k), v)
 			if err != nil {
 				return err
 			}
 			if !ch.At.Before(before) {
-				return nil
+				break
 			}
 			if err := c.Delete(); err != nil {
 				return err
 			}
-			n++
+			n, top = n+1, ch.Seq
 		}
-		return nil
+		if top == 0 {
+			return nil
+		}
+		return tx.Bucket(bucketMeta).Put(keyCompacted, seqKey(top))
 	})
 	if err != nil {
 		return 0, s.writeErr("compact log", err)

@@ -1,0 +1,210 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Run applies the record's change log to every derived store, and compacts
+// the log, until ctx ends. Writes are accepted whether or not Run runs;
+// they reach the derived stores once it does.
+func (p *Pipeline) Run(ctx context.Context) {
+	if p.log == nil {
+		<-ctx.Done()
+		return
+	}
+	var wg sync.WaitGroup
+	for _, t := range p.tailers {
+		wg.Go(func() { t.run(ctx) })
+	}
+	if p.retention > 0 {
+		wg.Go(func() { p.compactLoop(ctx) })
+	}
+	wg.Wait()
+}
+
+// compactLoop runs Compact every tenth of the retention, at most hourly.
+func (p *Pipeline) compactLoop(ctx context.Context) {
+	t := time.NewTicker(min(p.retention/10, time.Hour))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := p.Compact(ctx); err != nil && ctx.Err() == nil {
+			p.logger.Warn("ingest: compacting the change log failed", "err", err)
+		} else if n > 0 {
+			p.logger.Info("ingest: compacted the change log", "removed", n)
+		}
+	}
+}
+
+// Compact removes log entries older than the retention that every derived
+// store of this process has applied (the newest entry always stays). A
+// replica whose own store lags behind what was removed notices the
+// compaction watermark and resynchronises that store from the record.
+func (p *Pipeline) Compact(ctx context.Context) (int, error) {
+	if p.log == nil || p.retention < 0 {
+		return 0, nil
+	}
+	ls, err := p.log.LogState(ctx)
+	if err != nil {
+		return 0, err
+	}
+	upTo := ls.Last
+	for _, t := range p.tailers {
+		upTo = min(upTo, t.applied())
+	}
+	n, err := p.log.CompactLog(ctx, p.now().Add(-p.retention), upTo)
+	p.metrics.compacted(n)
+	return n, err
+}
+
+// StoreLag is how far one derived store is behind the log.
+type StoreLag struct {
+	Store string `json:"store"`
+	// Applied is the store's checkpoint.
+	Applied uint64 `json:"applied"`
+	// Behind is the number of log sequences after Applied (an upper bound
+	// on the entries: PostgreSQL sequences may skip numbers).
+	Behind uint64 `json:"behind"`
+	// LagSeconds is the age of the oldest entry the store has not applied.
+	LagSeconds float64 `json:"lag_seconds"`
+	// Error is the last apply failure while it lasts.
+	Error string `json:"error,omitempty"`
+}
+
+// LogStatus describes the change log and how far each derived store got.
+type LogStatus struct {
+	Head   uint64     `json:"head"`
+	Stores []StoreLag `json:"stores"`
+}
+
+// Status reports the log's head and every derived store's lag. It reads
+// the record (two small queries per lagging store).
+func (p *Pipeline) Status(ctx context.Context) (LogStatus, error) {
+	st := LogStatus{Stores: []StoreLag{}}
+	if p.log == nil {
+		return st, nil
+	}
+	ls, err := p.log.LogState(ctx)
+	if err != nil {
+		return st, fmt.Errorf("ingest: log status: %w", err)
+	}
+	st.Head = ls.Last
+	for _, t := range p.tailers {
+		t.mu.Lock()
+		l := StoreLag{Store: t.name, Applied: t.seq, Error: t.lastErr}
+		t.mu.Unlock()
+		if st.Head > l.Applied {
+			l.Behind = st.Head - l.Applied
+			next, err := p.log.Changes(ctx, l.Applied, 1)
+			if err != nil {
+				return st, fmt.Errorf("ingest: log status: %w", err)
+			}
+			if len(next) > 0 {
+				l.LagSeconds = max(0, p.now().Sub(next[0].At).Seconds())
+			}
+		}
+		st.Stores = append(st.Stores, l)
+	}
+	return st, nil
+}
+
+// metrics are the write path's Prometheus series; nil-safe.
+type metrics struct {
+	commits     prometheus.Counter
+	applies     *prometheus.CounterVec
+	applyErrs   *prometheus.CounterVec
+	skips       *prometheus.CounterVec
+	compactions prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer, p *Pipeline) (*metrics, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	m := &metrics{
+		commits: prometheus.NewCounter(prometheus.CounterOpts{Name: "ragd_log_commitswrites_total",
+			Help: "Writes the record store committed (and appended to its change log)."}),
+		applies: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ragd_log_appliesentries_total",
+			Help: "Change-log entries a derived store applied."}, []string{"store"}),
+		applyErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ragd_log_apply_applyErrstotal",
+			Help: "Failed attempts to apply the change log to a derived store (retried)."}, []string{"store"}),
+		skips: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ragd_log_skipsentries_total",
+			Help: "Entries a derived store rejected as invalid and that were skipped."}, []string{"store"}),
+		compactions: prometheus.NewCounter(prometheus.CounterOpts{Name: "ragd_log_compactionsentries_total",
+			Help: "Change-log entries removed by compaction."}),
+	}
+	for _, c := range []prometheus.Collector{m.commits, m.applies, m.applyErrs, m.skips, m.compactions, lagCollector{p}} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("ingest: metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) committed(n int) {
+	if m != nil {
+		m.commits.Add(float64(n))
+	}
+}
+
+func (m *metrics) applied(store string, n int) {
+	if m != nil {
+		m.applies.WithLabelValues(store).Add(float64(n))
+	}
+}
+
+func (m *metrics) applyError(store string) {
+	if m != nil {
+		m.applyErrs.WithLabelValues(store).Inc()
+	}
+}
+
+func (m *metrics) skipped(store string) {
+	if m != nil {
+		m.skips.WithLabelValues(store).Inc()
+	}
+}
+
+func (m *metrics) compacted(n int) {
+	if m != nil && n > 0 {
+		m.compactions.Add(float64(n))
+	}
+}
+
+// lagCollector reports Status at scrape time.
+type lagCollector struct{ p *Pipeline }
+
+var (
+	descHead = prometheus.NewDesc("ragd_log_head_seq", "The change log's last sequence.", nil, nil)
+	descLag  = prometheus.NewDesc("ragd_log_lag_entries", "Log sequences a derived store has not applied yet.", []string{"store"}, nil)
+	descAge  = prometheus.NewDesc("ragd_log_lag_seconds", "Age of the oldest log entry a derived store has not applied.", []string{"store"}, nil)
+)
+
+func (c lagCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descHead
+	ch <- descLag
+	ch <- descAge
+}
+
+func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := c.p.Status(ctx)
+	if err != nil {
+		return // the record is down: no lag figures rather than wrong ones
+	}
+	ch <- prometheus.MustNewConstMetric(descHead, prometheus.GaugeValue, float64(st.Head))
+	for _, s := range st.Stores {
+		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(s.Behind), s.Store)
+		ch <- prometheus.MustNewConstMetric(descAge, prometheus.GaugeValue, s.LagSeconds, s.Store)
+	}
+}
