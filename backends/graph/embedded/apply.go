@@ -28,7 +28,8 @@ var (
 
 var _ spi.ChangeApplier = (*Store)(nil)
 
-// ApplyChanges implements spi.ChangeApplier in one transaction.
+// ApplyChanges implements spi.ChangeApplier in one transaction; the
+// in-memory read model is updated after it commits.
 func (s *Store) ApplyChanges(ctx context.Context, log string, changes []spi.Change, through uint64) error {
 	states := spi.LastStates(changes)
 	var docs []spi.Document
@@ -45,7 +46,12 @@ func (s *Store) ApplyChanges(ctx context.Context, log string, changes []spi.Chan
 	for _, d := range prepared {
 		byID[d.ID] = d
 	}
-	return s.update(ctx, "apply", func(tx *bolt.Tx) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	var ups []spi.Document
+	var dels []string
+	err = s.update(ctx, "apply", func(tx *bolt.Tx) error {
+		ups, dels = ups[:0], dels[:0]
 		vb, err := versionsFor(tx, log)
 		if err != nil {
 			return err
@@ -69,8 +75,12 @@ func (s *Store) ApplyChanges(ctx context.Context, log string, changes []spi.Chan
 				if err := tx.Bucket(bTenant).Delete([]byte(c.ID)); err != nil {
 					return err
 				}
-			} else if err := putDoc(tx, byID[c.ID]); err != nil {
-				return err
+				dels = append(dels, c.ID)
+			} else {
+				if err := putDoc(tx, byID[c.ID]); err != nil {
+					return err
+				}
+				ups = append(ups, byID[c.ID])
 			}
 			if err := vb.Put([]byte(c.ID), binary.BigEndian.AppendUint64(nil, c.Version)); err != nil {
 				return err
@@ -82,6 +92,13 @@ func (s *Store) ApplyChanges(ctx context.Context, log string, changes []spi.Chan
 		}
 		return meta.Put(keyAppliedSeq, binary.BigEndian.AppendUint64(nil, through))
 	})
+	if err != nil {
+		return err
+	}
+	// The read model follows the commit, in commit order (wmu).
+	s.mem.upsert(ups)
+	s.mem.delete(dels)
+	return nil
 }
 
 // versionsFor returns the versions bucket of log, recreating it (and
