@@ -28,6 +28,7 @@ type app struct {
 func subcommands() []func(*app) *cobra.Command {
 	return []func(*app) *cobra.Command{
 		newBreakerCmd,
+		newCheckCmd,
 		newEvalCmd,
 		newReembedCmd,
 		newIngestCmd,

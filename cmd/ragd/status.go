@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -36,7 +37,9 @@ func newStatusCmd(a *app) *cobra.Command {
 		Long: "status reads GET /v1/status/health and GET /v1/status/breakers and prints\n" +
 			"the overall status, each component's health (vector, keyword, graph,\n" +
 			"embedder) and each circuit breaker: state, failures against the threshold,\n" +
-			"how often it opened and, while open, when it admits a trial call.\n\n" +
+			"how often it opened and, while open, when it admits a trial call, and\n" +
+			"how far each derived store (keyword, graph) is behind the change log\n" +
+			"(entries and the age of the oldest one not applied).\n\n" +
 			"Overall status: up (every component up), degraded (queries are answered,\n" +
 			"possibly partially: some component is down or a breaker is not closed),\n" +
 			"down (no retrieval source is usable).\n\n" +
@@ -144,6 +147,7 @@ func printStatus(w io.Writer, server string, rep *statusReport) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	printLag(w, rep.health.Log)
 
 	if len(rep.breakers.Breakers) == 0 {
 		fmt.Fprintln(w, "circuit breakers: none (disabled on this server)")
@@ -159,6 +163,29 @@ func printStatus(w io.Writer, server string, rep *statusReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%s\n", b.Name, b.State, b.FailureCount, b.FailureThreshold, b.OpenedTotal, retry)
 	}
 	tw.Flush()
+}
+
+// printLag prints how far each derived store is behind the change log.
+func printLag(w io.Writer, log *ingest.LogStatus) {
+	if log == nil {
+		return
+	}
+	fmt.Fprintf(w, "change log: head %d\n", log.Head)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "DERIVED STORE\tAPPLIED\tBEHIND\tLAG\tERROR")
+	for _, l := range log.Stores {
+		lag := "-"
+		if l.Behind > 0 {
+			lag = (time.Duration(l.LagSeconds*1000) * time.Millisecond).Round(100 * time.Millisecond).String()
+		}
+		errText := "-"
+		if l.Error != "" {
+			errText = oneLine(l.Error)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", l.Store, l.Applied, l.Behind, lag, errText)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
 }
 
 // notUp names the components that are not up.

@@ -22,6 +22,9 @@ func TestStatusUp(t *testing.T) {
 		`(?m)^keyword\s+up\s+[\d.]+ ms`,
 		`(?m)^BREAKER\s+STATE\s+FAILURES\s+OPENED\s+RETRY IN`,
 		`(?m)^graph\s+closed\s+0/5\s+0\s+-`,
+		`(?m)^change log: head \d+`,
+		`(?m)^DERIVED STORE\s+APPLIED\s+BEHIND\s+LAG\s+ERROR`,
+		`(?m)^keyword\s+\d+\s+0\s+-\s+-`,
 	} {
 		if !regexp.MustCompile(re).MatchString(stdout) {
 			t.Errorf("output does not match %s:\n%s", re, stdout)
