@@ -85,19 +85,26 @@ type upsertRequest struct {
 }
 
 type docResult struct {
-	ID     string            `json:"id"`
-	Status string            `json:"status"` // ok | partial | failed
-	Code   string            `json:"code"`
-	Error  string            `json:"error"`
-	Stores map[string]string `json:"stores"`
+	ID        string            `json:"id"`
+	Status    string            `json:"status"` // ok | failed | not_found
+	Code      string            `json:"code"`
+	Error     string            `json:"error"`
+	Version   uint64            `json:"version"`
+	Unchanged bool              `json:"unchanged"`
+	Stores    map[string]string `json:"stores"` // vector: ok; keyword, graph: current | pending
 }
 
 type batchResponse struct {
-	Results []docResult `json:"results"`
-	Total   int         `json:"total"`
-	OK      int         `json:"ok"`
-	Partial int         `json:"partial"`
-	Failed  int         `json:"failed"`
+	Results  []docResult `json:"results"`
+	Total    int         `json:"total"`
+	OK       int         `json:"ok"`
+	Pending  int         `json:"pending"`
+	Failed   int         `json:"failed"`
+	NotFound int         `json:"not_found"`
+}
+
+type deleteRequest struct {
+	IDs []string `json:"ids"`
 }
 
 type sourceOptions struct {
@@ -145,6 +152,34 @@ type healthResponse struct {
 	Status     string               `json:"status"`
 	Components map[string]component `json:"components"`
 	Usable     []string             `json:"usable"`
+	Log        *logStatus           `json:"log"`
+}
+
+type logStatus struct {
+	Head   uint64 `json:"head"`
+	Stores []struct {
+		Store      string  `json:"store"`
+		Applied    uint64  `json:"applied"`
+		Behind     uint64  `json:"behind"`
+		LagSeconds float64 `json:"lag_seconds"`
+		Error      string  `json:"error"`
+	} `json:"stores"`
+}
+
+// storeCheck is one store of POST /v1/status/check.
+type storeCheck struct {
+	Store     string `json:"store"`
+	Missing   int    `json:"missing"`
+	Stale     int    `json:"stale"`
+	Extra     int    `json:"extra"`
+	Repaired  int    `json:"repaired"`
+	Remaining int    `json:"remaining"`
+	Error     string `json:"error"`
+}
+
+type checkReport struct {
+	Head   uint64       `json:"head"`
+	Stores []storeCheck `json:"stores"`
 }
 
 type breakerSnapshot struct {
