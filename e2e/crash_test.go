@@ -397,12 +397,12 @@ func crashTrials(t *testing.T, pgDSN string, neo *testenv.Neo4jConn) {
 	t.Logf("%d trials: every store equal to the record; time from restart to converged: min %v, median %v, max %v",
 		n, converge[0].Round(time.Millisecond), converge[len(converge)/2].Round(time.Millisecond), converge[len(converge)-1].Round(time.Millisecond))
 	if neo != nil {
-		cleanupGraph(t, *neo, tag)
+		cleanupGraphIDs(t, *neo, allIDs...)
 	}
 }
 
-// cleanupGraph removes the test's documents from the shared Neo4j.
-func cleanupGraph(t *testing.T, neo testenv.Neo4jConn, tenant string) {
+// cleanupGraphIDs removes the test's documents from the shared Neo4j.
+func cleanupGraphIDs(t *testing.T, neo testenv.Neo4jConn, ids ...string) {
 	ctx := context.Background()
 	gb, err := graph.Open(ctx, graph.Config{URI: neo.URI, User: neo.User, Password: neo.Password})
 	if err != nil {
@@ -410,12 +410,6 @@ func cleanupGraph(t *testing.T, neo testenv.Neo4jConn, tenant string) {
 		return
 	}
 	defer gb.Close()
-	var ids []string
-	for i := range 4 {
-		for k := range 15 {
-			ids = append(ids, fmt.Sprintf("%s-w%d-%02d", tenant, i, k))
-		}
-	}
 	if err := gb.Delete(ctx, ids); err != nil {
 		t.Logf("cleanup: %v", err)
 	}
