@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/ingest/corpus"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -105,7 +105,7 @@ func loadCorpus(path string) ([]spi.Document, error) {
 	}
 	defer f.Close()
 	var docs []spi.Document
-	for line, err := range ingest.ReadDocuments(f, ingest.FormatBEIR) {
+	for line, err := range corpus.ReadDocuments(f, corpus.FormatBEIR) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrDataset, path, err)
 		}
@@ -122,7 +122,7 @@ func loadQueries(path string) ([]Query, error) {
 	defer f.Close()
 	var qs []Query
 	// A BEIR query line has the corpus shape ({"_id", "text", "metadata"}).
-	for line, err := range ingest.ReadDocuments(f, ingest.FormatBEIR) {
+	for line, err := range corpus.ReadDocuments(f, corpus.FormatBEIR) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrDataset, path, err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ragd/ragd/embedder/hashing"
 	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/ingest/keyphrase"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -19,7 +20,7 @@ func BenchmarkUpsert(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	kp, _ := ingest.NewKeyphraseExtractor(ingest.KeyphraseConfig{})
+	kp, _ := keyphrase.New(keyphrase.Config{})
 	p, err := ingest.New(ingest.Config{
 		Record:    newStore(),
 		Embedder:  emb,

@@ -31,6 +31,7 @@ import (
 	"github.com/ragd/ragd/embedder/hashing"
 	"github.com/ragd/ragd/eval"
 	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/ingest/keyphrase"
 	"github.com/ragd/ragd/internal/faultproxy"
 	"github.com/ragd/ragd/internal/testenv"
 	"github.com/ragd/ragd/retriever"
@@ -111,7 +112,7 @@ func rsDocuments(tb testing.TB, tenant string, n int) ([]spi.Document, []string)
 // for the derived stores to apply the record's change log.
 func rsIngest(tb testing.TB, emb spi.Embedder, record spi.Indexer, derived []ingest.NamedApplier, docs []spi.Document) {
 	tb.Helper()
-	x, err := ingest.NewKeyphraseExtractor(ingest.KeyphraseConfig{})
+	x, err := keyphrase.New(keyphrase.Config{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/ingest/corpus"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -129,7 +130,7 @@ func (f *ingestFlags) validate(cmd *cobra.Command) error {
 	default:
 		return usageError{fmt.Errorf("--progress must be auto, bar, plain or none, got %q", f.progress)}
 	}
-	if _, err := ingest.ParseFormat(f.format); err != nil {
+	if _, err := corpus.ParseFormat(f.format); err != nil {
 		return usageError{fmt.Errorf("--format must be auto, jsonl or beir, got %q", f.format)}
 	}
 	return nil
@@ -168,13 +169,13 @@ type ingester struct {
 	client *client
 	flags  ingestFlags
 	file   string
-	format ingest.Format
+	format corpus.Format
 	size   int64
 
-	ckpt     *ingest.Checkpoint // nil: no checkpointing
+	ckpt     *corpus.Checkpoint // nil: no checkpointing
 	frozen   bool               // a retryable document failure pinned the checkpoint
-	start    ingest.Position
-	consumed ingest.Position // the input read so far
+	start    corpus.Position
+	consumed corpus.Position // the input read so far
 	// maxSend is the largest request the server accepted; it shrinks when
 	// the server answers too_many_documents.
 	maxSend int
@@ -186,8 +187,8 @@ type ingester struct {
 }
 
 func runIngest(ctx context.Context, a *app, c *client, f ingestFlags, arg string) error {
-	format, _ := ingest.ParseFormat(f.format)
-	file, format, err := ingest.ResolveInput(arg, format)
+	format, _ := corpus.ParseFormat(f.format)
+	file, format, err := corpus.ResolveInput(arg, format)
 	if err != nil {
 		return err
 	}
@@ -202,7 +203,7 @@ func runIngest(ctx context.Context, a *app, c *client, f ingestFlags, arg string
 		return fmt.Errorf("ingest: %w", err)
 	}
 	in.size = st.Size()
-	if in.format == ingest.FormatAuto {
+	if in.format == corpus.FormatAuto {
 		// Decide from the first line of the file, not the first line
 		// after a checkpoint.
 		if in.format, err = sniffFormat(fh); err != nil {
@@ -256,7 +257,7 @@ func (in *ingester) openCheckpoint(fh *os.File) error {
 	if err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
-	ck := &ingest.Checkpoint{Path: path, Input: abs}
+	ck := &corpus.Checkpoint{Path: path, Input: abs}
 	if in.flags.noResume {
 		if err := ck.Remove(); err != nil {
 			return err
@@ -268,7 +269,7 @@ func (in *ingester) openCheckpoint(fh *os.File) error {
 	if err != nil {
 		return fmt.Errorf("%w (remove %s or pass --no-resume to start over)", err, path)
 	}
-	if err := ingest.SeekTo(fh, pos); err != nil {
+	if err := corpus.SeekTo(fh, pos); err != nil {
 		return fmt.Errorf("%w (remove %s or pass --no-resume to start over)", err, path)
 	}
 	in.ckpt, in.start = ck, pos
@@ -280,7 +281,7 @@ func (in *ingester) openCheckpoint(fh *os.File) error {
 // got an answer.
 func (in *ingester) readAndSend(ctx context.Context, r io.Reader) error {
 	var (
-		batch []ingest.Line
+		batch []corpus.Line
 		ids   = map[string]bool{}
 	)
 	flush := func() error {
@@ -291,12 +292,12 @@ func (in *ingester) readAndSend(ctx context.Context, r io.Reader) error {
 		batch, ids = batch[:0], map[string]bool{}
 		return err
 	}
-	for line, err := range ingest.Read(r, ingest.ReadOptions{Format: in.format, Start: in.start}) {
+	for line, err := range corpus.Read(r, corpus.ReadOptions{Format: in.format, Start: in.start}) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if err != nil {
-			var le *ingest.LineError
+			var le *corpus.LineError
 			if !errors.As(err, &le) {
 				return fmt.Errorf("ingest: %s: %w", in.file, err)
 			}
@@ -336,7 +337,7 @@ func (in *ingester) readAndSend(ctx context.Context, r io.Reader) error {
 
 // sendBatch sends lines (in requests of at most maxSend documents),
 // records the results and advances the checkpoint.
-func (in *ingester) sendBatch(ctx context.Context, lines []ingest.Line) error {
+func (in *ingester) sendBatch(ctx context.Context, lines []corpus.Line) error {
 	for len(lines) > 0 {
 		n := min(len(lines), in.maxSend)
 		results, err := in.send(ctx, lines[:n])
@@ -353,7 +354,7 @@ func (in *ingester) sendBatch(ctx context.Context, lines []ingest.Line) error {
 
 // send posts lines as one request, retrying what may pass, and splits it
 // when the server finds it too large.
-func (in *ingester) send(ctx context.Context, lines []ingest.Line) ([]ingest.Result, error) {
+func (in *ingester) send(ctx context.Context, lines []corpus.Line) ([]ingest.Result, error) {
 	docs := make([]spi.Document, len(lines))
 	for i, l := range lines {
 		docs[i] = l.Doc
@@ -428,7 +429,7 @@ func (in *ingester) post(ctx context.Context, docs []spi.Document, firstLine int
 
 // record counts results; a failure that may pass on a retry pins the
 // checkpoint so a rerun sends the document again.
-func (in *ingester) record(lines []ingest.Line, results []ingest.Result) {
+func (in *ingester) record(lines []corpus.Line, results []ingest.Result) {
 	in.stats.batches++
 	for i, r := range results {
 		in.stats.sent++
@@ -546,8 +547,8 @@ func (in *ingester) printSummary(w io.Writer, complete bool) {
 }
 
 // sniffFormat decides auto format from the first non-blank line of fh and
-// rewinds it: an object with an "_id" key is BEIR (ingest.Read's rule).
-func sniffFormat(fh *os.File) (ingest.Format, error) {
+// rewinds it: an object with an "_id" key is BEIR (corpus.Read's rule).
+func sniffFormat(fh *os.File) (corpus.Format, error) {
 	defer fh.Seek(0, io.SeekStart)
 	br := bufio.NewReaderSize(fh, 64<<10)
 	for {
@@ -556,13 +557,13 @@ func sniffFormat(fh *os.File) (ingest.Format, error) {
 			var probe map[string]json.RawMessage
 			if json.Unmarshal(t, &probe) == nil {
 				if _, ok := probe["_id"]; ok {
-					return ingest.FormatBEIR, nil
+					return corpus.FormatBEIR, nil
 				}
 			}
-			return ingest.FormatJSONL, nil
+			return corpus.FormatJSONL, nil
 		}
 		if err == io.EOF {
-			return ingest.FormatJSONL, nil
+			return corpus.FormatJSONL, nil
 		}
 		if err != nil {
 			return "", err

@@ -21,6 +21,7 @@ import (
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/ingest/corpus"
 	"github.com/ragd/ragd/spi"
 	"github.com/ragd/ragd/spi/spitest"
 )
@@ -41,7 +42,7 @@ func ingestCount(t *testing.T, stdout, label string) int {
 func checkpointLine(t *testing.T, input string) int {
 	t.Helper()
 	abs, _ := filepath.Abs(input)
-	pos, err := (&ingest.Checkpoint{Path: input + ".ckpt", Input: abs}).Load(-1)
+	pos, err := (&corpus.Checkpoint{Path: input + ".ckpt", Input: abs}).Load(-1)
 	if err != nil {
 		t.Fatalf("checkpoint: %v", err)
 	}
@@ -436,8 +437,8 @@ func TestIngestRepeatedIDStartsANewBatch(t *testing.T) {
 func TestIngestCheckpointForAnotherInputIsRejected(t *testing.T) {
 	dir := t.TempDir()
 	file := writeJSONL(t, dir, "docs.jsonl", numberedDocs(2)...)
-	other := &ingest.Checkpoint{Path: file + ".ckpt", Input: "/somewhere/else.jsonl"}
-	if err := other.Save(ingest.Position{Line: 1, Offset: 10}); err != nil {
+	other := &corpus.Checkpoint{Path: file + ".ckpt", Input: "/somewhere/else.jsonl"}
+	if err := other.Save(corpus.Position{Line: 1, Offset: 10}); err != nil {
 		t.Fatal(err)
 	}
 	code, _, stderr := runRagd(t, "ingest", file, "--server", "http://127.0.0.1:1")

@@ -32,6 +32,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/ragd/ragd/internal/analysis"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -113,7 +114,7 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 // scratch holds the per-call buffers, reused through a sync.Pool.
 type scratch struct {
 	buf   []byte
-	spans []span
+	spans []analysis.Span
 	keys  []uint64
 	word  []byte
 	offs  []int
@@ -123,16 +124,16 @@ type scratch struct {
 }
 
 func (e *Embedder) embed(s *scratch, text string, out []float32) {
-	s.buf, s.spans = tokenize(text, s.buf[:0], s.spans[:0])
+	s.buf, s.spans = analysis.Tokenize(text, s.buf[:0], s.spans[:0])
 	keys := s.keys[:0]
 	prevBase, prevSuffix, havePrev := []byte(nil), "", false
 	for _, sp := range s.spans {
-		w := s.buf[sp.start:sp.end]
-		if isStopBytes(w) {
+		w := s.buf[sp.Start:sp.End]
+		if analysis.IsStopBytes(w) {
 			havePrev = false // a stop word breaks a bigram
 			continue
 		}
-		base, suffix := stemBytes(w)
+		base, suffix := analysis.StemBytes(w)
 		h := newHash(classWord).bytes(base).str(suffix)
 		keys = append(keys, h.key(classWord))
 		if havePrev && !e.cfg.DisableBigrams {
@@ -140,7 +141,7 @@ func (e *Embedder) embed(s *scratch, text string, out []float32) {
 			keys = append(keys, h.key(classBigram))
 		}
 		prevBase, prevSuffix, havePrev = base, suffix, true
-		if !e.cfg.DisableCharNGrams && sp.runes <= MaxWordRunes {
+		if !e.cfg.DisableCharNGrams && sp.Runes <= MaxWordRunes {
 			keys = e.charNGrams(s, w, keys)
 		}
 	}

@@ -292,25 +292,6 @@ func TestConcurrentUse(t *testing.T) {
 	}
 }
 
-func TestTextHelpers(t *testing.T) {
-	got := strings.Join(hashing.Tokens("The X-15's Boundary-Layer, at Mach 2.5; Straße!"), "|")
-	if want := "the|15|boundary|layer|at|mach|straße"; got != want {
-		t.Errorf("Tokens = %q, want %q", got, want)
-	}
-	for in, want := range map[string]string{
-		"layers": "layer", "bodies": "body", "surfaces": "surface", "gas": "gas",
-		"class": "class", "analysis": "analysis", "radius": "radius", "shoes": "shoe",
-		"flow": "flow",
-	} {
-		if got := hashing.Stem(in); got != want {
-			t.Errorf("Stem(%q) = %q, want %q", in, got, want)
-		}
-	}
-	if !hashing.IsStopWord("the") || hashing.IsStopWord("wing") {
-		t.Error("IsStopWord is wrong for 'the' or 'wing'")
-	}
-}
-
 func BenchmarkEmbed(b *testing.B) {
 	e := mustNew(b, hashing.Config{})
 	short := "what similarity laws must be obeyed when constructing aeroelastic models of heated high speed aircraft ."

@@ -23,6 +23,7 @@ import (
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/guard"
 	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/ingest/keyphrase"
 	"github.com/ragd/ragd/internal/events"
 	"github.com/ragd/ragd/internal/faults"
 	"github.com/ragd/ragd/internal/sourcestats"
@@ -289,7 +290,7 @@ func (a *App) wirePipeline() error {
 		pc.Derived = append(pc.Derived, ingest.NamedApplier{Name: st.name, Applier: ap})
 	}
 	if c.ExtractEntities {
-		x, err := ingest.NewKeyphraseExtractor(ingest.KeyphraseConfig{})
+		x, err := keyphrase.New(keyphrase.Config{})
 		if err != nil {
 			return fmt.Errorf("app: entity extractor: %w", err)
 		}

@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/ingest/corpus"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -24,7 +24,7 @@ var sample []byte
 // Documents returns the sample corpus, in file order.
 func Documents() ([]spi.Document, error) {
 	var docs []spi.Document
-	for line, err := range ingest.ReadDocuments(bytes.NewReader(sample), ingest.FormatJSONL) {
+	for line, err := range corpus.ReadDocuments(bytes.NewReader(sample), corpus.FormatJSONL) {
 		if err != nil {
 			return nil, fmt.Errorf("demo: %w", err)
 		}

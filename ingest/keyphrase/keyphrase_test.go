@@ -1,4 +1,4 @@
-package ingest_test
+package keyphrase_test
 
 import (
 	"context"
@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/ingest/keyphrase"
 	"github.com/ragd/ragd/spi"
 )
 
 func TestKeyphrases(t *testing.T) {
-	k, err := ingest.NewKeyphraseExtractor(ingest.KeyphraseConfig{})
+	k, err := keyphrase.New(keyphrase.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestKeyphrases(t *testing.T) {
 }
 
 func TestKeyphraseLimits(t *testing.T) {
-	k, err := ingest.NewKeyphraseExtractor(ingest.KeyphraseConfig{MaxPhrases: 2, MaxUnigrams: -1, LeadWords: 4})
+	k, err := keyphrase.New(keyphrase.Config{MaxPhrases: 2, MaxUnigrams: -1, LeadWords: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestKeyphraseLimits(t *testing.T) {
 	if fmt.Sprint(got) != "[wind tunnel tunnel wind]" {
 		t.Fatalf("Phrases = %q", got)
 	}
-	k2, _ := ingest.NewKeyphraseExtractor(ingest.KeyphraseConfig{MaxPhrases: 1, MaxUnigrams: 1})
+	k2, _ := keyphrase.New(keyphrase.Config{MaxPhrases: 1, MaxUnigrams: 1})
 	got = k2.Phrases("Supersonic nozzles", "nozzle flow. supersonic, supersonic.")
 	// One phrase, then the best unigram not inside it: "supersonic" is inside,
 	// "nozzle" is inside, "flow" scores 1 (< 2).
@@ -67,7 +67,7 @@ func TestKeyphraseLimits(t *testing.T) {
 	if err != nil || !slices.Equal(ents, got) {
 		t.Fatalf("Extract = %q, %v", ents, err)
 	}
-	if _, err := ingest.NewKeyphraseExtractor(ingest.KeyphraseConfig{MaxPhrases: -1}); err == nil {
+	if _, err := keyphrase.New(keyphrase.Config{MaxPhrases: -1}); err == nil {
 		t.Fatal("negative MaxPhrases accepted")
 	}
 	if got := k.Phrases("", ""); len(got) != 0 {

@@ -1,4 +1,4 @@
-package ingest_test
+package corpus_test
 
 import (
 	"errors"
@@ -10,18 +10,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/ingest/corpus"
 	"github.com/ragd/ragd/spi"
 )
 
+var fixedNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
 type readItem struct {
-	line ingest.Line
+	line corpus.Line
 	err  error
 }
 
-func readAll(r io.Reader, opts ingest.ReadOptions) []readItem {
+func readAll(r io.Reader, opts corpus.ReadOptions) []readItem {
 	var out []readItem
-	for l, err := range ingest.Read(r, opts) {
+	for l, err := range corpus.Read(r, opts) {
 		out = append(out, readItem{l, err})
 	}
 	return out
@@ -34,7 +36,7 @@ func TestReadJSONL(t *testing.T) {
 not json
 {"id":"c","metadata":{"n":1}}
 {"id":"d"}`
-	items := readAll(strings.NewReader(in), ingest.ReadOptions{Format: ingest.FormatJSONL})
+	items := readAll(strings.NewReader(in), corpus.ReadOptions{Format: corpus.FormatJSONL})
 	if len(items) != 5 {
 		t.Fatalf("got %d items, want 5 (blank line skipped)", len(items))
 	}
@@ -48,8 +50,8 @@ not json
 		t.Fatalf("doc = %+v\nwant %+v", a.line.Doc, want)
 	}
 	for i, wantLine := range map[int]int{1: 3, 2: 4, 3: 5} {
-		var le *ingest.LineError
-		if !errors.As(items[i].err, &le) || le.Line != wantLine || !errors.Is(items[i].err, ingest.ErrBadInput) {
+		var le *corpus.LineError
+		if !errors.As(items[i].err, &le) || le.Line != wantLine || !errors.Is(items[i].err, corpus.ErrBadInput) {
 			t.Errorf("item %d: err = %v, want a LineError for line %d", i, items[i].err, wantLine)
 		}
 		if !strings.Contains(items[i].err.Error(), fmt.Sprintf("line %d", wantLine)) {
@@ -69,8 +71,8 @@ func TestReadBEIRAndAuto(t *testing.T) {
 	in := `{"_id": "1", "title": "t1", "text": "body", "metadata": {"url": "http://x", "year": 1968, "tags": ["a", "b"], "none": null}, "extra": true}
 {"_id": 2, "title": "", "text": "numeric id"}
 `
-	for _, f := range []ingest.Format{ingest.FormatBEIR, ingest.FormatAuto} {
-		items := readAll(strings.NewReader(in), ingest.ReadOptions{Format: f})
+	for _, f := range []corpus.Format{corpus.FormatBEIR, corpus.FormatAuto} {
+		items := readAll(strings.NewReader(in), corpus.ReadOptions{Format: f})
 		if len(items) != 2 || items[0].err != nil || items[1].err != nil {
 			t.Fatalf("format %q: %+v", f, items)
 		}
@@ -86,15 +88,15 @@ func TestReadBEIRAndAuto(t *testing.T) {
 			t.Fatalf("numeric _id = %q", items[1].line.Doc.ID)
 		}
 	}
-	items := readAll(strings.NewReader(`{"title":"no id"}`), ingest.ReadOptions{Format: ingest.FormatBEIR})
-	if len(items) != 1 || !errors.Is(items[0].err, ingest.ErrBadInput) {
+	items := readAll(strings.NewReader(`{"title":"no id"}`), corpus.ReadOptions{Format: corpus.FormatBEIR})
+	if len(items) != 1 || !errors.Is(items[0].err, corpus.ErrBadInput) {
 		t.Fatalf("missing _id: %+v", items)
 	}
 }
 
 func TestReadLongLineIsSkipped(t *testing.T) {
 	in := `{"id":"a","text":"` + strings.Repeat("x", 200) + `"}` + "\n" + `{"id":"b","text":"ok"}` + "\n"
-	items := readAll(strings.NewReader(in), ingest.ReadOptions{MaxLineBytes: 100})
+	items := readAll(strings.NewReader(in), corpus.ReadOptions{MaxLineBytes: 100})
 	if len(items) != 2 {
 		t.Fatalf("items = %+v", items)
 	}
@@ -108,7 +110,7 @@ func TestReadLongLineIsSkipped(t *testing.T) {
 
 func TestReadStopsOnBreak(t *testing.T) {
 	n := 0
-	for range ingest.ReadDocuments(strings.NewReader("{\"id\":\"a\"}\n{\"id\":\"b\"}\n"), ingest.FormatJSONL) {
+	for range corpus.ReadDocuments(strings.NewReader("{\"id\":\"a\"}\n{\"id\":\"b\"}\n"), corpus.FormatJSONL) {
 		n++
 		break
 	}
@@ -129,7 +131,7 @@ func (f *failingReader) Read(p []byte) (int, error) {
 }
 
 func TestReadError(t *testing.T) {
-	items := readAll(&failingReader{data: "{\"id\":\"a\"}\n"}, ingest.ReadOptions{})
+	items := readAll(&failingReader{data: "{\"id\":\"a\"}\n"}, corpus.ReadOptions{})
 	if len(items) != 2 || items[0].err != nil || items[1].err == nil || !strings.Contains(items[1].err.Error(), "disk gone") {
 		t.Fatalf("items = %+v", items)
 	}
@@ -145,7 +147,7 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	if err := os.WriteFile(input, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ck := &ingest.Checkpoint{Path: input + ".ckpt", Input: input, Now: func() time.Time { return fixedNow }}
+	ck := &corpus.Checkpoint{Path: input + ".ckpt", Input: input, Now: func() time.Time { return fixedNow }}
 
 	// First run: commit after line 4, then "crash".
 	f, err := os.Open(input)
@@ -153,10 +155,10 @@ func TestResumeFromCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	pos, err := ck.Load(-1)
-	if err != nil || pos != (ingest.Position{}) {
+	if err != nil || pos != (corpus.Position{}) {
 		t.Fatalf("fresh Load = %+v, %v", pos, err)
 	}
-	for l, err := range ingest.ReadDocuments(f, ingest.FormatJSONL) {
+	for l, err := range corpus.ReadDocuments(f, corpus.FormatJSONL) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,12 +182,12 @@ func TestResumeFromCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := ingest.SeekTo(f, pos); err != nil {
+	if err := corpus.SeekTo(f, pos); err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
-	var last ingest.Line
-	for l, err := range ingest.Read(f, ingest.ReadOptions{Start: pos}) {
+	var last corpus.Line
+	for l, err := range corpus.Read(f, corpus.ReadOptions{Start: pos}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,20 +206,20 @@ func TestResumeFromCheckpoint(t *testing.T) {
 	if err := ck.Remove(); err != nil {
 		t.Fatalf("second Remove: %v", err)
 	}
-	if pos, err := ck.Load(-1); err != nil || pos != (ingest.Position{}) {
+	if pos, err := ck.Load(-1); err != nil || pos != (corpus.Position{}) {
 		t.Fatalf("Load after Remove = %+v, %v", pos, err)
 	}
 }
 
 func TestSeekToRejectsNonBoundary(t *testing.T) {
 	r := strings.NewReader("{\"id\":\"a\"}\n{\"id\":\"b\"}\n")
-	if err := ingest.SeekTo(r, ingest.Position{Line: 1, Offset: 5}); !errors.Is(err, ingest.ErrCheckpoint) {
+	if err := corpus.SeekTo(r, corpus.Position{Line: 1, Offset: 5}); !errors.Is(err, corpus.ErrCheckpoint) {
 		t.Fatalf("mid-line offset: %v", err)
 	}
-	if err := ingest.SeekTo(r, ingest.Position{Line: 9, Offset: 500}); !errors.Is(err, ingest.ErrCheckpoint) {
+	if err := corpus.SeekTo(r, corpus.Position{Line: 9, Offset: 500}); !errors.Is(err, corpus.ErrCheckpoint) {
 		t.Fatalf("offset past end: %v", err)
 	}
-	if err := ingest.SeekTo(r, ingest.Position{Line: 1, Offset: 11}); err != nil {
+	if err := corpus.SeekTo(r, corpus.Position{Line: 1, Offset: 11}); err != nil {
 		t.Fatalf("boundary offset: %v", err)
 	}
 }
@@ -225,24 +227,24 @@ func TestSeekToRejectsNonBoundary(t *testing.T) {
 func TestCheckpointMismatch(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "x.ckpt")
-	a := &ingest.Checkpoint{Path: path, Input: "/data/a.jsonl"}
-	if err := a.Save(ingest.Position{Line: 3, Offset: 90}); err != nil {
+	a := &corpus.Checkpoint{Path: path, Input: "/data/a.jsonl"}
+	if err := a.Save(corpus.Position{Line: 3, Offset: 90}); err != nil {
 		t.Fatal(err)
 	}
-	b := &ingest.Checkpoint{Path: path, Input: "/data/b.jsonl"}
-	if _, err := b.Load(-1); !errors.Is(err, ingest.ErrCheckpoint) {
+	b := &corpus.Checkpoint{Path: path, Input: "/data/b.jsonl"}
+	if _, err := b.Load(-1); !errors.Is(err, corpus.ErrCheckpoint) {
 		t.Fatalf("other input: %v", err)
 	}
-	if _, err := a.Load(50); !errors.Is(err, ingest.ErrCheckpoint) {
+	if _, err := a.Load(50); !errors.Is(err, corpus.ErrCheckpoint) {
 		t.Fatalf("shrunk input: %v", err)
 	}
-	if pos, err := a.Load(90); err != nil || pos != (ingest.Position{Line: 3, Offset: 90}) {
+	if pos, err := a.Load(90); err != nil || pos != (corpus.Position{Line: 3, Offset: 90}) {
 		t.Fatalf("Load = %+v, %v", pos, err)
 	}
 	if err := os.WriteFile(path, []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Load(-1); !errors.Is(err, ingest.ErrCheckpoint) {
+	if _, err := a.Load(-1); !errors.Is(err, corpus.ErrCheckpoint) {
 		t.Fatalf("corrupt file: %v", err)
 	}
 	entries, _ := os.ReadDir(dir)
@@ -253,26 +255,26 @@ func TestCheckpointMismatch(t *testing.T) {
 
 func TestResolveInputAndParseFormat(t *testing.T) {
 	dir := t.TempDir()
-	if _, _, err := ingest.ResolveInput(dir, ingest.FormatAuto); err == nil {
+	if _, _, err := corpus.ResolveInput(dir, corpus.FormatAuto); err == nil {
 		t.Fatal("a directory without corpus.jsonl must fail")
 	}
-	corpus := filepath.Join(dir, "corpus.jsonl")
-	if err := os.WriteFile(corpus, nil, 0o644); err != nil {
+	path := filepath.Join(dir, "corpus.jsonl")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	file, f, err := ingest.ResolveInput(dir, ingest.FormatAuto)
-	if err != nil || file != corpus || f != ingest.FormatBEIR {
+	file, f, err := corpus.ResolveInput(dir, corpus.FormatAuto)
+	if err != nil || file != path || f != corpus.FormatBEIR {
 		t.Fatalf("ResolveInput(dir) = %q %q %v", file, f, err)
 	}
-	if file, f, err := ingest.ResolveInput(corpus, ingest.FormatJSONL); err != nil || file != corpus || f != ingest.FormatJSONL {
+	if file, f, err := corpus.ResolveInput(path, corpus.FormatJSONL); err != nil || file != path || f != corpus.FormatJSONL {
 		t.Fatalf("ResolveInput(file) = %q %q %v", file, f, err)
 	}
-	for in, want := range map[string]ingest.Format{"": ingest.FormatAuto, "auto": ingest.FormatAuto, "JSONL": ingest.FormatJSONL, "beir": ingest.FormatBEIR} {
-		if got, err := ingest.ParseFormat(in); err != nil || got != want {
+	for in, want := range map[string]corpus.Format{"": corpus.FormatAuto, "auto": corpus.FormatAuto, "JSONL": corpus.FormatJSONL, "beir": corpus.FormatBEIR} {
+		if got, err := corpus.ParseFormat(in); err != nil || got != want {
 			t.Errorf("ParseFormat(%q) = %q, %v", in, got, err)
 		}
 	}
-	if _, err := ingest.ParseFormat("csv"); !errors.Is(err, ingest.ErrBadInput) {
+	if _, err := corpus.ParseFormat("csv"); !errors.Is(err, corpus.ErrBadInput) {
 		t.Errorf("ParseFormat(csv) = %v", err)
 	}
 }
@@ -281,9 +283,9 @@ func TestResolveInputAndParseFormat(t *testing.T) {
 // under another name (U+FFFD).
 func TestReadInvalidUTF8(t *testing.T) {
 	in := "{\"id\":\"a\xff\",\"text\":\"x\"}\n{\"_id\":\"b\",\"text\":\"ok\"}\n"
-	for _, f := range []ingest.Format{ingest.FormatJSONL, ingest.FormatBEIR} {
-		items := readAll(strings.NewReader(in), ingest.ReadOptions{Format: f})
-		var le *ingest.LineError
+	for _, f := range []corpus.Format{corpus.FormatJSONL, corpus.FormatBEIR} {
+		items := readAll(strings.NewReader(in), corpus.ReadOptions{Format: f})
+		var le *corpus.LineError
 		if len(items) != 2 || !errors.As(items[0].err, &le) || le.Line != 1 || !strings.Contains(items[0].err.Error(), "UTF-8") {
 			t.Fatalf("%s: first item = %+v, want a LineError naming UTF-8", f, items[0])
 		}

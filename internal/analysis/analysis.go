@@ -1,4 +1,10 @@
-package hashing
+// Package analysis is ragd's own light English text analysis, shared by the
+// hashing embedder (embedder/hashing) and the keyphrase extractor
+// (ingest/keyphrase), so both see the same words: lowercased runs of
+// letters and digits, a short stop list, and plural folding. The byte-level
+// forms (Tokenize, IsStopBytes, StemBytes) let the embedder work without
+// allocating.
+package analysis
 
 import (
 	"unicode"
@@ -34,32 +40,33 @@ var stopWords = func() map[string]struct{} {
 	return m
 }()
 
-// IsStopWord reports whether the lowercased word w is on the embedder's
-// English stop list.
+// IsStopWord reports whether the lowercased word w is on the English stop
+// list.
 func IsStopWord(w string) bool {
 	_, ok := stopWords[w]
 	return ok
 }
 
-func isStopBytes(w []byte) bool {
+// IsStopBytes is IsStopWord for a word held as bytes, without allocating.
+func IsStopBytes(w []byte) bool {
 	_, ok := stopWords[string(w)] // no allocation: the compiler special-cases map lookups by string(bytes)
 	return ok
 }
 
-// Stem applies the embedder's light English normalisation to a lowercased
-// word: Harman's "S" stemmer, which only folds plurals ("layers" → "layer",
+// Stem applies the light English normalisation to a lowercased word: Harman's "S" stemmer, which only folds plurals ("layers" → "layer",
 // "bodies" → "body", "surfaces" → "surface") and leaves every other word
 // unchanged. Words of three bytes or fewer are never changed.
 func Stem(w string) string {
-	base, suffix := stemBytes([]byte(w))
+	base, suffix := StemBytes([]byte(w))
 	if suffix == "" && len(base) == len(w) {
 		return w
 	}
 	return string(base) + suffix
 }
 
-// stemBytes returns the stem of w as base (a prefix of w) followed by suffix.
-func stemBytes(w []byte) (base []byte, suffix string) {
+// StemBytes returns the stem of w as base (a prefix of w) followed by
+// suffix, without allocating.
+func StemBytes(w []byte) (base []byte, suffix string) {
 	n := len(w)
 	if n <= 3 || w[n-1] != 's' {
 		return w, ""
@@ -79,35 +86,33 @@ func hasSuffix(w []byte, s string) bool {
 	return len(w) >= len(s) && string(w[len(w)-len(s):]) == s
 }
 
-// Tokens splits text the way the embedder does: lowercased maximal runs of
-// letters and digits, dropping one-character tokens. Stop words are kept;
-// use IsStopWord and Stem to apply the rest of the normalisation.
+// Tokens splits text into lowercased maximal runs of letters and digits,
+// dropping one-character tokens. Stop words are kept; use IsStopWord and
+// Stem to apply the rest of the normalisation.
 func Tokens(text string) []string {
-	var buf []byte
-	var spans []span
-	buf, spans = tokenize(text, buf, spans)
+	buf, spans := Tokenize(text, nil, nil)
 	out := make([]string, len(spans))
 	for i, s := range spans {
-		out[i] = string(buf[s.start:s.end])
+		out[i] = string(buf[s.Start:s.End])
 	}
 	return out
 }
 
-// span is a token's byte range in the lowercased buffer, and its length in
+// Span is a token's byte range in the lowercased buffer, and its length in
 // runes.
-type span struct {
-	start, end, runes int
+type Span struct {
+	Start, End, Runes int
 }
 
-// tokenize appends the lowercased tokens of text to buf and their spans to
+// Tokenize appends the lowercased tokens of text to buf and their spans to
 // spans. A token is a maximal run of letters and digits (unicode classes L
 // and Nd); tokens of a single rune are dropped.
-func tokenize(text string, buf []byte, spans []span) ([]byte, []span) {
+func Tokenize(text string, buf []byte, spans []Span) ([]byte, []Span) {
 	start, runes := -1, 0
 	closeTok := func() {
 		if start >= 0 {
 			if runes > 1 {
-				spans = append(spans, span{start, len(buf), runes})
+				spans = append(spans, Span{start, len(buf), runes})
 			} else {
 				buf = buf[:start]
 			}

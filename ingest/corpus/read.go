@@ -1,4 +1,8 @@
-package ingest
+// Package corpus reads input files for ingestion: JSONL of spi.Document
+// objects and BEIR corpus.jsonl, one document per line, with line numbers
+// and byte offsets (errors name the line), and keeps a Checkpoint so that
+// `ragd ingest` can resume after a crash or Ctrl-C.
+package corpus
 
 import (
 	"bufio"
@@ -51,7 +55,7 @@ func ParseFormat(s string) (Format, error) {
 }
 
 // ErrBadInput is wrapped by every input parsing error.
-var ErrBadInput = errors.New("ingest: bad input")
+var ErrBadInput = errors.New("corpus: bad input")
 
 // DefaultMaxLineBytes bounds one input line (a document with a large text
 // or vector). Longer lines are reported as errors and skipped.
@@ -84,7 +88,7 @@ type LineError struct {
 	Err  error
 }
 
-func (e *LineError) Error() string { return fmt.Sprintf("ingest: line %d: %v", e.Line, e.Err) }
+func (e *LineError) Error() string { return fmt.Sprintf("corpus: line %d: %v", e.Line, e.Err) }
 
 // Unwrap returns ErrBadInput and the underlying error.
 func (e *LineError) Unwrap() []error { return []error{ErrBadInput, e.Err} }
@@ -142,7 +146,7 @@ func Read(r io.Reader, opts ReadOptions) iter.Seq2[Line, error] {
 			}
 			if n == 0 && err != nil {
 				if err != io.EOF {
-					yield(Line{Number: num + 1, Offset: off, End: off}, fmt.Errorf("ingest: read after line %d: %w", num, err))
+					yield(Line{Number: num + 1, Offset: off, End: off}, fmt.Errorf("corpus: read after line %d: %w", num, err))
 				}
 				return
 			}
@@ -171,7 +175,7 @@ func Read(r io.Reader, opts ReadOptions) iter.Seq2[Line, error] {
 			}
 			if err != nil {
 				if err != io.EOF {
-					yield(Line{Number: num + 1, Offset: off, End: off}, fmt.Errorf("ingest: read after line %d: %w", num, err))
+					yield(Line{Number: num + 1, Offset: off, End: off}, fmt.Errorf("corpus: read after line %d: %w", num, err))
 				}
 				return
 			}
@@ -301,14 +305,14 @@ func jsonError(err error) error {
 func ResolveInput(path string, format Format) (file string, f Format, err error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return "", "", fmt.Errorf("ingest: input: %w", err)
+		return "", "", fmt.Errorf("corpus: input: %w", err)
 	}
 	if !st.IsDir() {
 		return path, format, nil
 	}
 	file = filepath.Join(path, "corpus.jsonl")
 	if _, err := os.Stat(file); err != nil {
-		return "", "", fmt.Errorf("ingest: input: %s is a directory without corpus.jsonl: %w", path, err)
+		return "", "", fmt.Errorf("corpus: input: %s is a directory without corpus.jsonl: %w", path, err)
 	}
 	if format == FormatAuto {
 		format = FormatBEIR
@@ -328,7 +332,7 @@ func SeekTo(rs io.ReadSeeker, pos Position) error {
 		return err
 	}
 	if _, err := rs.Seek(pos.Offset-1, io.SeekStart); err != nil {
-		return fmt.Errorf("ingest: seek: %w", err)
+		return fmt.Errorf("corpus: seek: %w", err)
 	}
 	var b [1]byte
 	if _, err := io.ReadFull(rs, b[:]); err != nil {

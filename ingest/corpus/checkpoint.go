@@ -1,4 +1,4 @@
-package ingest
+package corpus
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 
 // ErrCheckpoint is wrapped by errors about a checkpoint that cannot be used
 // for the input at hand (another input, a shrunk or rewritten file).
-var ErrCheckpoint = errors.New("ingest: checkpoint does not match the input")
+var ErrCheckpoint = errors.New("corpus: checkpoint does not match the input")
 
 // Checkpoint persists how far a resumable ingestion got, so `ragd ingest`
 // can continue after a crash or Ctrl-C without re-sending what the stores
@@ -52,7 +52,7 @@ func (c *Checkpoint) Load(inputSize int64) (Position, error) {
 		return Position{}, nil
 	}
 	if err != nil {
-		return Position{}, fmt.Errorf("ingest: checkpoint: %w", err)
+		return Position{}, fmt.Errorf("corpus: checkpoint: %w", err)
 	}
 	var f checkpointFile
 	if err := json.Unmarshal(b, &f); err != nil {
@@ -78,27 +78,27 @@ func (c *Checkpoint) Save(pos Position) error {
 	}
 	b, err := json.Marshal(checkpointFile{Input: c.Input, Line: pos.Line, Offset: pos.Offset, UpdatedAt: now().UTC()})
 	if err != nil {
-		return fmt.Errorf("ingest: checkpoint: %w", err)
+		return fmt.Errorf("corpus: checkpoint: %w", err)
 	}
 	dir := filepath.Dir(c.Path)
 	tmp, err := os.CreateTemp(dir, filepath.Base(c.Path)+".tmp*")
 	if err != nil {
-		return fmt.Errorf("ingest: checkpoint: %w", err)
+		return fmt.Errorf("corpus: checkpoint: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
 	if _, err := tmp.Write(append(b, '\n')); err != nil {
 		tmp.Close()
-		return fmt.Errorf("ingest: checkpoint: %w", err)
+		return fmt.Errorf("corpus: checkpoint: %w", err)
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return fmt.Errorf("ingest: checkpoint: %w", err)
+		return fmt.Errorf("corpus: checkpoint: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("ingest: checkpoint: %w", err)
+		return fmt.Errorf("corpus: checkpoint: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), c.Path); err != nil {
-		return fmt.Errorf("ingest: checkpoint: %w", err)
+		return fmt.Errorf("corpus: checkpoint: %w", err)
 	}
 	if d, err := os.Open(dir); err == nil { // make the rename durable
 		_ = d.Sync()
@@ -110,7 +110,7 @@ func (c *Checkpoint) Save(pos Position) error {
 // Remove deletes the checkpoint after a complete run. A missing file is fine.
 func (c *Checkpoint) Remove() error {
 	if err := os.Remove(c.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("ingest: checkpoint: %w", err)
+		return fmt.Errorf("corpus: checkpoint: %w", err)
 	}
 	return nil
 }

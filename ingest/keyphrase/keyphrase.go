@@ -1,26 +1,33 @@
-package ingest
+// Package keyphrase is a deterministic, offline entity extractor for corpora
+// that carry no entities: a keyphrase heuristic over the title and the lead
+// of the text (see Extractor). It plugs into the write path as an
+// ingest.EntityExtractor and reads words with package internal/analysis, as
+// the hashing embedder does.
+package keyphrase
 
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"unicode"
 
-	"github.com/ragd/ragd/embedder/hashing"
+	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/internal/analysis"
 	"github.com/ragd/ragd/spi"
 )
 
-// Defaults of KeyphraseConfig.
+// Defaults of Config.
 const (
 	DefaultMaxPhrases  = 8
 	DefaultMaxUnigrams = 2
 	DefaultLeadWords   = 150
 )
 
-// KeyphraseConfig tunes KeyphraseExtractor. Zero fields take defaults.
-type KeyphraseConfig struct {
+// Config tunes Extractor. Zero fields take defaults.
+type Config struct {
 	// MaxPhrases caps the two-word phrases returned (default 8).
 	MaxPhrases int `yaml:"max_phrases" json:"max_phrases"`
 	// MaxUnigrams caps the single words returned after the phrases
@@ -31,15 +38,18 @@ type KeyphraseConfig struct {
 	LeadWords int `yaml:"lead_words" json:"lead_words"`
 }
 
+// ErrConfig is wrapped by Config.Validate errors.
+var ErrConfig = errors.New("keyphrase: invalid config")
+
 // Validate rejects negative values (other than MaxUnigrams = -1).
-func (c KeyphraseConfig) Validate() error {
+func (c Config) Validate() error {
 	if c.MaxPhrases < 0 || c.LeadWords < 0 || c.MaxUnigrams < -1 {
 		return fmt.Errorf("%w: keyphrase settings must be >= 0", ErrConfig)
 	}
 	return nil
 }
 
-// KeyphraseExtractor is a deterministic, offline EntityExtractor for
+// Extractor is a deterministic, offline ingest.EntityExtractor for
 // corpora without entities (Cranfield, most BEIR sets). It is a keyphrase
 // heuristic, not named-entity recognition:
 //
@@ -56,14 +66,14 @@ func (c KeyphraseConfig) Validate() error {
 //
 // Documents that share a phrase ("boundary layer", "heat transfer") become
 // neighbours in the graph; that is all it is meant to do.
-type KeyphraseExtractor struct {
-	cfg KeyphraseConfig
+type Extractor struct {
+	cfg Config
 }
 
-var _ EntityExtractor = (*KeyphraseExtractor)(nil)
+var _ ingest.EntityExtractor = (*Extractor)(nil)
 
-// NewKeyphraseExtractor returns an extractor for cfg.
-func NewKeyphraseExtractor(cfg KeyphraseConfig) (*KeyphraseExtractor, error) {
+// New returns an extractor for cfg.
+func New(cfg Config) (*Extractor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -75,11 +85,11 @@ func NewKeyphraseExtractor(cfg KeyphraseConfig) (*KeyphraseExtractor, error) {
 	case -1:
 		cfg.MaxUnigrams = 0
 	}
-	return &KeyphraseExtractor{cfg: cfg}, nil
+	return &Extractor{cfg: cfg}, nil
 }
 
-// Extract implements EntityExtractor; it never fails.
-func (k *KeyphraseExtractor) Extract(_ context.Context, doc spi.Document) ([]string, error) {
+// Extract implements ingest.EntityExtractor; it never fails.
+func (k *Extractor) Extract(_ context.Context, doc spi.Document) ([]string, error) {
 	return k.Phrases(doc.Title, doc.Text), nil
 }
 
@@ -108,8 +118,8 @@ type candidate struct {
 }
 
 // Phrases returns the keyphrases of a title and text (see
-// KeyphraseExtractor).
-func (k *KeyphraseExtractor) Phrases(title, text string) []string {
+// Extractor).
+func (k *Extractor) Phrases(title, text string) []string {
 	pairs := map[string]*candidate{}
 	words := map[string]*candidate{}
 	pos := 0
@@ -125,17 +135,17 @@ func (k *KeyphraseExtractor) Phrases(title, text string) []string {
 		used := 0
 		for _, clause := range strings.FieldsFunc(s, isClauseBreak) {
 			var prev string
-			for _, tok := range hashing.Tokens(clause) {
+			for _, tok := range analysis.Tokens(clause) {
 				if budget > 0 && used >= budget {
 					return
 				}
 				used++
 				pos++
-				if hashing.IsStopWord(tok) || genericWords[tok] || isNumber(tok) {
+				if analysis.IsStopWord(tok) || genericWords[tok] || isNumber(tok) {
 					prev = ""
 					continue
 				}
-				w := hashing.Stem(tok)
+				w := analysis.Stem(tok)
 				if len(w) >= 4 {
 					add(words, w, weight)
 				}
