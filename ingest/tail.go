@@ -171,6 +171,14 @@ func (t *tailer) prepare(ctx context.Context) error {
 		t.logID, t.ready = ls.ID, true
 		t.advance(seq)
 	}
+	if t.applied() > ls.Last {
+		// The record is older than the store: it was restored from a
+		// backup. Entries written from now on would reuse sequences the
+		// store has passed, so applying cannot go on.
+		t.ready = false
+		return fmt.Errorf("ingest: %s: %w: the store applied the log up to %d but the record's log ends at %d (restored from a backup?); rebuild the store (docs/ingest.md)",
+			t.name, spi.ErrUnavailable, t.applied(), ls.Last)
+	}
 	t.checkedAt = t.p.now()
 	if ls.Compacted > t.applied() {
 		t.p.logger.Warn("ingest: the change log was compacted past this store's checkpoint; resynchronising it from the record",
