@@ -73,6 +73,15 @@ type ComponentHealth struct {
 	// Breaker entries only.
 	State     string `json:"state,omitempty"`
 	RetryInMS int64  `json:"retry_in_ms,omitempty"`
+	// Lag is a derived store's lag behind the change log (keyword, graph
+	// entries only; the same figures as HealthResponse.Log).
+	Lag *ComponentLag `json:"lag,omitempty"`
+}
+
+// ComponentLag is how far a derived store is behind the change log.
+type ComponentLag struct {
+	Behind     uint64  `json:"behind"`
+	LagSeconds float64 `json:"lag_seconds"`
 }
 
 // ReadyResponse is the body of GET /readyz.
@@ -274,6 +283,10 @@ func (s *Server) checkHealth(ctx context.Context) HealthResponse {
 			if l.Error != "" && resp.Status == spi.StatusUp {
 				resp.Status = spi.StatusDegraded
 			}
+			if comp, ok := resp.Components[l.Store]; ok {
+				comp.Lag = &ComponentLag{Behind: l.Behind, LagSeconds: l.LagSeconds}
+				resp.Components[l.Store] = comp
+			}
 		}
 	}
 	if len(resp.Usable) == 0 {
@@ -307,12 +320,14 @@ func (s *Server) health() echo.HandlerFunc {
 	return func(c echo.Context) error {
 		resp := s.checkHealth(c.Request().Context())
 		if principal(c).Tenant != "" {
-			// Details describe every tenant's data (a document count) or
-			// the deployment: keys bound to a tenant see statuses only.
+			// Details and the change log describe every tenant's data (a
+			// document count, the writes of all) or the deployment: keys
+			// bound to a tenant see statuses only.
 			for name, comp := range resp.Components {
-				comp.Detail = ""
+				comp.Detail, comp.Lag = "", nil
 				resp.Components[name] = comp
 			}
+			resp.Log = nil
 		}
 		status := http.StatusOK
 		if resp.Status == spi.StatusDown {

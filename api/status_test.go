@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -390,5 +391,31 @@ func TestTenantBoundKeysDoNotTouchGlobalState(t *testing.T) {
 	h := decodeAs[api.HealthResponse](t, e.do(http.MethodGet, "/v1/status/health", nil, "Authorization", "Bearer "+queryKey), http.StatusOK)
 	if kw := h.Components[spi.SourceKeyword]; kw.Detail != "1400 documents" {
 		t.Errorf("an unbound key lost the detail: %+v", kw)
+	}
+}
+
+// TestHealthReportsTheChangeLogLag: the log's head and each derived
+// store's lag, on the component too; an apply error degrades the status;
+// keys bound to a tenant see none of it (it describes every tenant's
+// writes).
+func TestHealthReportsTheChangeLogLag(t *testing.T) {
+	e := newEnv(t, func(c *api.Config) { c.HealthCacheTTL = -1 })
+	e.writer.StatusFn = func(context.Context) (ingest.LogStatus, error) {
+		return ingest.LogStatus{Head: 40, Stores: []ingest.StoreLag{
+			{Store: "keyword", Applied: 37, Behind: 3, LagSeconds: 1.5, Error: "keyword: unavailable; nothing was written"}}}, nil
+	}
+	h := decodeAs[api.HealthResponse](t, e.do(http.MethodGet, "/v1/status/health", nil), http.StatusOK)
+	if h.Log == nil || h.Log.Head != 40 || len(h.Log.Stores) != 1 || h.Log.Stores[0].Behind != 3 {
+		t.Fatalf("log = %+v", h.Log)
+	}
+	if l := h.Components["keyword"].Lag; l == nil || l.Behind != 3 || l.LagSeconds != 1.5 {
+		t.Fatalf("keyword component lag = %+v", l)
+	}
+	if h.Status != "degraded" {
+		t.Fatalf("status %q with a failing applier, want degraded", h.Status)
+	}
+	h = decodeAs[api.HealthResponse](t, e.do(http.MethodGet, "/v1/status/health", nil, "Authorization", "Bearer "+acmeQueryKey), http.StatusOK)
+	if h.Log != nil || h.Components["keyword"].Lag != nil {
+		t.Fatalf("a tenant-bound key sees the change log: %+v %+v", h.Log, h.Components["keyword"])
 	}
 }
