@@ -124,7 +124,8 @@ func (b *Backend) setupSchema(ctx context.Context, ccfg *pgx.ConnConfig) error {
 
 	cfg := b.cfg
 	_, opclass := cfg.Distance.operator()
-	base := cfg.Table[strings.LastIndex(cfg.Table, ".")+1:]
+	parts := strings.Split(cfg.Table, ".")
+	base := parts[len(parts)-1]
 	idx := func(suffix string) string { return pgx.Identifier{truncIdent(base + "_" + suffix)}.Sanitize() }
 
 	stmts := []string{
@@ -172,14 +173,22 @@ WHERE a.attrelid = to_regclass($1) AND a.attname = 'embedding' AND NOT a.attisdr
 	if typmod != cfg.Dimension {
 		return &DimensionMismatchError{Table: cfg.Table, Existing: typmod, Configured: cfg.Dimension}
 	}
-	more := []string{
-		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s USING hnsw (embedding %s) WITH (m = %d, ef_construction = %d)`,
-			idx("embedding_"+string(cfg.Distance)+"_idx"), b.table, opclass, cfg.HNSW.M, cfg.HNSW.EfConstruction),
-		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s (tenant)`, idx("tenant_idx"), b.table),
-		fmt.Sprintf(`CREATE INDEX IF NOT EXISTS %s ON %s USING gin (metadata jsonb_path_ops)`, idx("metadata_idx"), b.table),
+	more := []struct{ name, ddl string }{
+		{"embedding_" + string(cfg.Distance) + "_idx", `CREATE INDEX IF NOT EXISTS %s ON %s USING hnsw (embedding ` + opclass +
+			fmt.Sprintf(`) WITH (m = %d, ef_construction = %d)`, cfg.HNSW.M, cfg.HNSW.EfConstruction)},
+		{"tenant_idx", `CREATE INDEX IF NOT EXISTS %s ON %s (tenant)`},
+		{"metadata_idx", `CREATE INDEX IF NOT EXISTS %s ON %s USING gin (metadata jsonb_path_ops)`},
 	}
-	for _, s := range more {
-		if _, err := tx.Exec(ctx, s); err != nil {
+	for _, ix := range more {
+		// CREATE INDEX locks the table even when the index exists: only
+		// run it when it does not (see setupLog).
+		var has bool
+		name := pgx.Identifier(append(parts[:len(parts)-1:len(parts)-1], truncIdent(base+"_"+ix.name))).Sanitize()
+		err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, name).Scan(&has)
+		if err == nil && !has {
+			_, err = tx.Exec(ctx, fmt.Sprintf(ix.ddl, idx(ix.name), b.table))
+		}
+		if err != nil {
 			return wrapErr(ctx, "open: schema", err)
 		}
 	}

@@ -80,16 +80,29 @@ SELECT count(*) FROM gone`, log, meta),
 }
 
 // setupLog creates the log tables and columns inside the schema
-// transaction of Open.
+// transaction of Open. A column that exists is not altered again: ALTER
+// TABLE takes the table's exclusive lock even then, and a restart after a
+// crash can find transactions of the killed process still holding locks
+// (and waiting on the log's advisory lock): queueing behind them would be
+// a deadlock.
 func (b *Backend) setupLog(ctx context.Context, tx pgx.Tx) error {
 	log, meta := b.logTables()
 	var id [16]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return fmt.Errorf("vector: open: log id: %w", err)
 	}
+	for col, def := range map[string]string{"version": "bigint NOT NULL DEFAULT 0", "content_hash": "bytea"} {
+		var has bool
+		err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped)`,
+			b.table, col).Scan(&has)
+		if err == nil && !has {
+			_, err = tx.Exec(ctx, fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s %s`, b.table, col, def))
+		}
+		if err != nil {
+			return wrapErr(ctx, "open: log schema", err)
+		}
+	}
 	stmts := []string{
-		fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS version bigint NOT NULL DEFAULT 0`, b.table),
-		fmt.Sprintf(`ALTER TABLE %s ADD COLUMN IF NOT EXISTS content_hash bytea`, b.table),
 		fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %s (
 	seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	op  smallint NOT NULL,
