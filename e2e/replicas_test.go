@@ -33,6 +33,23 @@ func serverRagd(t *testing.T, pgDSN string, neo testenv.Neo4jConn) (*ragdProc, *
 	return p, c
 }
 
+// neo4jViaProxy returns neo reached through a fault proxy, closed when
+// the test ends.
+func neo4jViaProxy(t *testing.T, neo testenv.Neo4jConn) (testenv.Neo4jConn, *faultproxy.Proxy) {
+	t.Helper()
+	u, err := url.Parse(neo.URI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := faultproxy.New(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	neo.URI = u.Scheme + "://" + proxy.Addr()
+	return neo, proxy
+}
+
 func upsert(t *testing.T, c *client, query string, docs ...document) batchResponse {
 	t.Helper()
 	var resp batchResponse
@@ -67,19 +84,8 @@ func TestHungGraphDoesNotHoldWrites(t *testing.T) {
 	startBuild()
 	dsn := testenv.Postgres(t)
 	neo := testenv.Neo4j(t)
-	u, err := url.Parse(neo.URI)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faultproxy.New(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer proxy.Close()
-	viaProxy := neo
-	viaProxy.URI = u.Scheme + "://" + proxy.Addr()
-	p, c := serverRagd(t, dsn, viaProxy)
-	_ = p
+	viaProxy, proxy := neo4jViaProxy(t, neo)
+	_, c := serverRagd(t, dsn, viaProxy)
 	tag := randomTag(t)
 	upsert(t, c, "?wait=30s", document{ID: tag + "-before", Tenant: tag, Text: "written before the hang", Entities: []string{"hang test"}})
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragd/ragd/internal/faultproxy"
 	"github.com/ragd/ragd/internal/testenv"
 )
 
@@ -40,20 +38,8 @@ func TestWriteLoad(t *testing.T) {
 		writeLoad(t, c, []loadPhase{{name: "steady", d: 15 * time.Second}})
 	})
 	t.Run("servers", func(t *testing.T) {
-		dsn := testenv.Postgres(t)
-		neo := testenv.Neo4j(t)
-		u, err := url.Parse(neo.URI)
-		if err != nil {
-			t.Fatal(err)
-		}
-		proxy, err := faultproxy.New(u.Host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer proxy.Close()
-		viaProxy := neo
-		viaProxy.URI = u.Scheme + "://" + proxy.Addr()
-		_, c := serverRagd(t, dsn, viaProxy)
+		viaProxy, proxy := neo4jViaProxy(t, testenv.Neo4j(t))
+		_, c := serverRagd(t, testenv.Postgres(t), viaProxy)
 		writeLoad(t, c, []loadPhase{
 			{name: "steady", d: 15 * time.Second},
 			{name: "neo4j-hung", d: 10 * time.Second, enter: proxy.Blackhole},

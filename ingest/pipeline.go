@@ -380,7 +380,6 @@ func (p *Pipeline) commit(ctx context.Context, writes []spi.Write, idx []int, re
 	var top uint64
 	var done []int
 	rctx, endRecord := p.storeSpan(ctx, spanRecord, p.recordName, len(writes))
-	defer func() { endRecord(len(writes) - len(done)) }()
 	for start := 0; start < len(writes); start += p.batch {
 		end := min(start+p.batch, len(writes))
 		outs, errs := p.commitBisect(rctx, writes[start:end])
@@ -393,6 +392,7 @@ func (p *Pipeline) commit(ctx context.Context, writes []spi.Write, idx []int, re
 			}
 		}
 	}
+	endRecord(len(writes) - len(done))
 	if len(done) == 0 {
 		return
 	}

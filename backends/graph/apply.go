@@ -49,20 +49,9 @@ var _ spi.ChangeApplier = (*Backend)(nil)
 
 // ApplyChanges implements spi.ChangeApplier in one transaction.
 func (b *Backend) ApplyChanges(ctx context.Context, log string, changes []spi.Change, through uint64) error {
-	states := spi.LastStates(changes)
-	var docs []spi.Document
-	for _, c := range states {
-		if c.Doc != nil {
-			docs = append(docs, *c.Doc)
-		}
-	}
-	prepared, err := graphspec.Prepare(docs)
+	states, byID, err := graphspec.PrepareChanges(changes)
 	if err != nil {
 		return fmt.Errorf("graph: apply: %w", err)
-	}
-	byID := make(map[string]spi.Document, len(prepared))
-	for _, d := range prepared {
-		byID[d.ID] = d
 	}
 	version := make(map[string]uint64, len(states))
 	params := make([]any, len(states))

@@ -31,20 +31,9 @@ var _ spi.ChangeApplier = (*Store)(nil)
 // ApplyChanges implements spi.ChangeApplier in one transaction; the
 // in-memory read model is updated after it commits.
 func (s *Store) ApplyChanges(ctx context.Context, log string, changes []spi.Change, through uint64) error {
-	states := spi.LastStates(changes)
-	var docs []spi.Document
-	for _, c := range states {
-		if c.Doc != nil {
-			docs = append(docs, *c.Doc)
-		}
-	}
-	prepared, err := graphspec.Prepare(docs)
+	states, byID, err := graphspec.PrepareChanges(changes)
 	if err != nil {
 		return fmt.Errorf("graph/embedded: apply: %w", err)
-	}
-	byID := make(map[string]spi.Document, len(prepared))
-	for _, d := range prepared {
-		byID[d.ID] = d
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()

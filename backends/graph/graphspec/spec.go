@@ -211,3 +211,25 @@ func Dedupe(ids []string) []string {
 	}
 	return out
 }
+
+// PrepareChanges keeps the last change of each id (spi.LastStates) and
+// prepares the documents of those that carry one, returned by id: the
+// common first step of both stores' spi.ChangeApplier.
+func PrepareChanges(changes []spi.Change) ([]spi.Change, map[string]spi.Document, error) {
+	states := spi.LastStates(changes)
+	var docs []spi.Document
+	for _, c := range states {
+		if c.Doc != nil {
+			docs = append(docs, *c.Doc)
+		}
+	}
+	prepared, err := Prepare(docs)
+	if err != nil {
+		return nil, nil, err
+	}
+	byID := make(map[string]spi.Document, len(prepared))
+	for _, d := range prepared {
+		byID[d.ID] = d
+	}
+	return states, byID, nil
+}
