@@ -151,6 +151,7 @@ func (w *workload) send(ctx context.Context, c *client, path string, body any, b
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	ok := true
 	for _, r := range resp.Results {
 		s := w.ids[r.ID]
 		o := batch[r.ID]
@@ -158,11 +159,13 @@ func (w *workload) send(ctx context.Context, c *client, path string, body any, b
 		case "ok", "not_found":
 			s.acked, s.version, s.inflight = &o, r.Version, nil
 			w.acks++
+		default:
+			// Left in flight, and the writer stops, so that no later
+			// write of the id hides it: verify settles it.
+			ok = false
 		}
-		// A failed write is left in flight: store_unavailable and
-		// outcome_unknown may or may not have been written.
 	}
-	return true
+	return ok
 }
 
 // storeVersions is id -> version as one store holds it.
@@ -271,6 +274,12 @@ func (w *workload) verify(t *testing.T, snap snapshot) {
 		default:
 			t.Errorf("%s: the record holds %q (present %v); acknowledged %+v, in flight %+v", id, snap.texts[id], snap.texts[id] != "", s.acked, s.inflight)
 		}
+		// The write in flight at the kill took effect or did not; from
+		// now on what the record holds is the known state.
+		if s.inflight != nil && holds(id, s.inflight) {
+			s.acked, s.version = s.inflight, snap.record[id]
+		}
+		s.inflight = nil
 	}
 	for name, got := range snap.derived {
 		for id, v := range snap.record {
