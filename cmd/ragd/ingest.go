@@ -47,6 +47,7 @@ type ingestFlags struct {
 	retries    int
 	retryWait  time.Duration
 	progress   string
+	wait       time.Duration
 }
 
 func newIngestCmd(a *app) *cobra.Command {
@@ -107,6 +108,7 @@ func newIngestCmd(a *app) *cobra.Command {
 	fl.BoolVar(&f.noResume, "no-resume", false, "start from the first line and keep no checkpoint (an existing default checkpoint is removed)")
 	fl.IntVar(&f.retries, "retries", 4, "retries of a batch that got no answer, 429 or 5xx")
 	fl.DurationVar(&f.retryWait, "retry-wait", time.Second, "wait before the first retry; doubles on each retry")
+	fl.DurationVar(&f.wait, "wait", 0, "let each batch wait until the server's keyword and graph stores have applied it, at most this long (e.g. 30s; at most 1m): queries right after the run then see everything")
 	fl.StringVar(&f.progress, "progress", "auto", "progress display: auto (a bar on a terminal, else a line every 5s), bar, plain or none")
 	cf = addClientFlags(cmd)
 	return cmd
@@ -122,6 +124,9 @@ func (f *ingestFlags) validate(cmd *cobra.Command) error {
 	if f.retryWait < 0 {
 		return usageError{fmt.Errorf("--retry-wait must not be negative, got %s", f.retryWait)}
 	}
+	if f.wait < 0 || f.wait > api.MaxWait {
+		return usageError{fmt.Errorf("--wait must be between 0 and %s, got %s", api.MaxWait, f.wait)}
+	}
 	if f.noResume && cmd.Flags().Changed("checkpoint") {
 		return usageError{errors.New("--checkpoint and --no-resume exclude each other")}
 	}
@@ -134,6 +139,14 @@ func (f *ingestFlags) validate(cmd *cobra.Command) error {
 		return usageError{fmt.Errorf("--format must be auto, jsonl or beir, got %q", f.format)}
 	}
 	return nil
+}
+
+// path is the upsert endpoint, with the wait parameter when asked.
+func (f *ingestFlags) path() string {
+	if f.wait > 0 {
+		return "/v1/documents?wait=" + f.wait.String()
+	}
+	return "/v1/documents"
 }
 
 // docFailure is one document (or input line) that did not make it.
@@ -397,7 +410,7 @@ func tooLarge(he *httpError) bool {
 func (in *ingester) post(ctx context.Context, docs []spi.Document, firstLine int) (*api.BatchResponse, error) {
 	wait := in.flags.retryWait
 	for attempt := 0; ; attempt++ {
-		resp, err := in.client.do(ctx, http.MethodPost, "/v1/documents", api.UpsertRequest{Documents: docs})
+		resp, err := in.client.do(ctx, http.MethodPost, in.flags.path(), api.UpsertRequest{Documents: docs})
 		if err == nil {
 			var br api.BatchResponse
 			if err := decodeBody("/v1/documents", resp.Body, &br); err != nil {

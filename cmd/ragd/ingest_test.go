@@ -458,6 +458,7 @@ func TestIngestUsageErrors(t *testing.T) {
 		"unknown progress":       {"ingest", file, "--progress", "fancy"},
 		"not an http server":     {"ingest", file, "--server", "ftp://example.com"},
 		"negative retries":       {"ingest", file, "--retries", "-1"},
+		"wait too long":          {"ingest", file, "--wait", "2h"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, _, stderr := runRagd(t, args...)

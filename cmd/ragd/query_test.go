@@ -22,7 +22,8 @@ func loadCorpus(t *testing.T, url string, extra ...string) {
 		spi.Document{ID: "wf", Title: "Wing flutter", Text: "Flutter of swept wings at transonic speeds.", Metadata: map[string]string{"topic": "structures"}},
 		spi.Document{ID: "sw", Title: "Shock waves and boundary layers", Text: "Interaction of an oblique shock wave with a turbulent boundary layer.", Metadata: map[string]string{"topic": "flow"}},
 	)
-	args := append([]string{"ingest", file, "--server", url}, extra...)
+	// Queries follow at once: wait for the keyword and graph stores.
+	args := append([]string{"ingest", file, "--server", url, "--wait", "30s"}, extra...)
 	if code, stdout, stderr := runRagd(t, args...); code != 0 {
 		t.Fatalf("ingest: exit %d\n%s\n%s", code, stdout, stderr)
 	}
