@@ -71,7 +71,7 @@ const DefaultHealthCacheTTL = time.Second
 
 // retrievalSources are the components whose health decides whether ragd
 // can answer queries at all.
-var retrievalSources = []string{spi.SourceVector, spi.SourceKeyword, spi.SourceGraph}
+var retrievalSources = spi.RetrievalSources()
 
 // Config wires a Server.
 type Config struct {

@@ -125,3 +125,10 @@ func TestExpandEnabledPrecedence(t *testing.T) {
 		})
 	}
 }
+
+// The retriever's fixed-size list of stage-1 sources is the registry's.
+func TestStageOneIsTheRegistry(t *testing.T) {
+	if got, want := retriever.StageOne(), spi.RetrievalSources(); !slices.Equal(got, want) {
+		t.Fatalf("stage 1 %v, registry %v", got, want)
+	}
+}

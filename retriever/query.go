@@ -87,7 +87,7 @@ type ExpandOptions struct {
 // Only(spi.SourceKeyword) is a keyword-only query.
 func Only(names ...string) map[string]SourceOptions {
 	m := make(map[string]SourceOptions, 4)
-	for _, s := range []string{spi.SourceVector, spi.SourceKeyword, spi.SourceGraph, spi.SourceGraphExpand} {
+	for _, s := range spi.QuerySources() {
 		on := slices.Contains(names, s)
 		m[s] = SourceOptions{Enabled: &on}
 	}

@@ -19,7 +19,7 @@ import (
 )
 
 // querySources are the names --sources accepts, in display order.
-var querySources = []string{spi.SourceVector, spi.SourceKeyword, spi.SourceGraph, spi.SourceGraphExpand}
+var querySources = spi.QuerySources()
 
 const titleWidth = 60
 

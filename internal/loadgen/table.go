@@ -6,10 +6,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ragd/ragd/spi"
 )
 
 // Sources are the columns of the share-of-answers part of the table.
-var Sources = []string{"vector", "keyword", "graph", "graph_expand"}
+var Sources = spi.QuerySources()
 
 // Header writes the markdown table header that Row rows belong to.
 func Header(w io.Writer) {
