@@ -10,7 +10,12 @@
 #
 #   RAG_TEST_P    packages tested at once (default 4: most of the long
 #                 integration tests wait on servers, not on the CPU)
-#   RAG_FUZZTIME  fuzzing time per target (default 10s; 0 skips fuzzing)
+#   RAG_FUZZTIME  fuzzing budget per target (default 20000x, a count of
+#                 executions; 0 skips fuzzing). A count, not a duration:
+#                 go1.26's fuzz coordinator can fail a duration-bounded run
+#                 with "context deadline exceeded" when a loaded machine
+#                 starves its workers at the deadline (go.dev/issue/75804,
+#                 fixed in go1.27), which CI hit with no failing input.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,7 +57,7 @@ fuzz_targets=(
   "./api FuzzDocumentID"
   "./config FuzzParse"
 )
-fuzztime=${RAG_FUZZTIME:-10s}
+fuzztime=${RAG_FUZZTIME:-20000x}
 if [ "$fuzztime" != 0 ]; then
   phase "fuzz, $fuzztime per target"
   for t in "${fuzz_targets[@]}"; do
