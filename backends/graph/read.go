@@ -45,6 +45,32 @@ CALL (f) {
 }
 RETURN fid AS from, d.id AS to, sum(n) AS connectors, NOT ` + filterCypher + ` AS excluded`
 
+// expand1Cypher is a one-hop Expand aggregated server-side: per neighbour
+// of the seeds (never a seed itself) that passes the filter, the paths
+// (connectors summed over the seeds), top $limit by paths then id. It is
+// the ranking of graphspec.Expand for Hops 1, in one round trip that
+// returns $limit rows instead of every (seed, neighbour) edge.
+const expand1Cypher = `
+UNWIND $from AS fid
+MATCH (f:Document {id: fid})
+WHERE f.stub IS NULL AND ($tenant = '' OR f.tenant = $tenant)
+CALL (f) {
+  MATCH (f)-[:MENTIONS]->(e:Entity)
+  WHERE COUNT { (e)<-[:MENTIONS]-() } <= $maxDegree
+  MATCH (e)<-[:MENTIONS]-(d:Document)
+  WHERE d <> f AND ($tenant = '' OR d.tenant = $tenant)
+  RETURN d, count(e) AS n
+  UNION ALL
+  MATCH (f)-[:LINKS_TO]-(d:Document)
+  WHERE d <> f AND d.stub IS NULL AND ($tenant = '' OR d.tenant = $tenant)
+  RETURN DISTINCT d, 1 AS n
+}
+WITH d, sum(n) AS paths
+WHERE NOT d.id IN $from AND ` + filterCypher + `
+RETURN d.id AS id, paths
+ORDER BY paths DESC, id ASC
+LIMIT $limit`
+
 // secondHopCypher aggregates the second hop server-side: per candidate that
 // passes the filter, the sum of the weights of its distinct distance-1
 // neighbours, top $limit (the filter applies before the cut).
@@ -75,7 +101,8 @@ LIMIT $limit`
 // paths descending, then id; Ref.Score = graphspec.ExpandScore. Documents
 // failing opts.Filter are left out before the Limit cut but still connect
 // the documents beyond them. Hops outside 1..2, Limit < 1 or an invalid
-// filter wrap spi.ErrInvalidQuery. It costs one query per hop (the second
+// filter wrap spi.ErrInvalidQuery. One hop is one query aggregated and cut
+// server-side (expand1Cypher); two hops cost one query per hop (the second
 // is skipped when the first fills Limit); the work per query is bounded by
 // the frontier's entities times MaxDegree, and the second hop is filtered,
 // aggregated, ordered and cut server-side.
@@ -85,6 +112,29 @@ func (b *Backend) Expand(ctx context.Context, seeds []string, opts spi.ExpandOpt
 	}
 	filter := filterParam(opts.Filter)
 	var refs []spi.Ref
+	if opts.Hops == 1 {
+		seeds = graphspec.Dedupe(seeds)
+		if len(seeds) == 0 {
+			return nil, nil
+		}
+		err := b.read(ctx, "expand", func(r runner) error {
+			recs, err := run(ctx, r, expand1Cypher, map[string]any{
+				"from": seeds, "tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree,
+				"filter": filter, "metaPrefix": metaPrefix, "limit": opts.Limit,
+			})
+			if err != nil {
+				return err
+			}
+			refs = make([]spi.Ref, 0, len(recs))
+			for _, rec := range recs {
+				id, _ := rec.Values[0].(string)
+				n, _ := rec.Values[1].(int64)
+				refs = append(refs, spi.Ref{ID: id, Score: graphspec.ExpandScore(1, int(n)), Source: spi.SourceGraphExpand})
+			}
+			return nil
+		})
+		return refs, err
+	}
 	err := b.read(ctx, "expand", func(r runner) error {
 		adj := func(ctx context.Context, from []string) ([]graphspec.Edge, error) {
 			recs, err := run(ctx, r, adjacencyCypher, map[string]any{
