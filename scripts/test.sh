@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's one test command: gofmt check, go vet, staticcheck,
-# go test -race, then a short fuzzing run of the request decoders and the
-# config parser.
+# go test -race with a short fuzzing run of the request decoders and the
+# config parser beside it.
 #
 # Integration tests find their servers through the RAG_TEST_* variables
 # (eval "$(scripts/services.sh env)" after scripts/services.sh up); without
@@ -46,23 +46,50 @@ phase "staticcheck ./..."
 go tool staticcheck ./...
 phase_done staticcheck
 
-phase "go test -race ./..."
-go test -race -p "${RAG_TEST_P:-4}" -timeout 30m "$@" ./...
-phase_done "go test"
-
 # Fuzz targets: package and target. Each run also replays the seeds and
 # testdata/fuzz corpus, which plain go test runs too.
 fuzz_targets=(
+  "./config FuzzParse"
   "./api FuzzQueryHandler"
   "./api FuzzDocumentID"
-  "./config FuzzParse"
 )
-fuzztime=${RAG_FUZZTIME:-20000x}
-if [ "$fuzztime" != 0 ]; then
-  phase "fuzz, $fuzztime per target"
+fuzz() {
+  local t pkg target
   for t in "${fuzz_targets[@]}"; do
     read -r pkg target <<<"$t"
-    go test -run '^$' -fuzz "^$target\$" -fuzztime "$fuzztime" "$pkg"
+    go test -run '^$' -fuzz "^$target\$" -fuzztime "$fuzztime" "$pkg" || return
   done
-  phase_done "fuzz"
+}
+
+# Fuzzing runs beside go test -race, its output kept until the tests are
+# done: its instrumented build (every package of the target's closure again,
+# which on a cold cache took longer than the fuzzing) and its workers use the
+# CPU that the integration tests leave idle while they wait for servers.
+fuzztime=${RAG_FUZZTIME:-20000x}
+fuzz_pid=
+if [ "$fuzztime" != 0 ]; then
+  fuzz_log=$(mktemp)
+  trap 'rm -f "$fuzz_log"' EXIT
+  fuzz_start=$(date +%s)
+  (
+    rc=0
+    fuzz || rc=$?
+    echo "== fuzz took $(($(date +%s) - fuzz_start))s"
+    exit "$rc"
+  ) >"$fuzz_log" 2>&1 &
+  fuzz_pid=$!
 fi
+
+phase "go test -race ./...${fuzz_pid:+ (fuzzing alongside, $fuzztime per target)}"
+test_rc=0
+go test -race -p "${RAG_TEST_P:-4}" -timeout 30m "$@" ./... || test_rc=$?
+phase_done "go test"
+
+fuzz_rc=0
+if [ -n "$fuzz_pid" ]; then
+  echo "== fuzz, $fuzztime per target: ${fuzz_targets[*]}"
+  wait "$fuzz_pid" || fuzz_rc=$?
+  grep -v '^fuzz: elapsed' "$fuzz_log" || true
+fi
+[ "$test_rc" = 0 ] || { echo "go test -race failed (exit $test_rc)"; exit "$test_rc"; }
+[ "$fuzz_rc" = 0 ] || { echo "fuzzing failed (exit $fuzz_rc)"; exit "$fuzz_rc"; }
