@@ -24,11 +24,11 @@ const metaPrefix = "meta."
 // predicate in a WHERE clause, where null already fails.
 const filterCypher = `coalesce(all(k IN keys($filter) WHERE d[$metaPrefix + k] IN $filter[k]), false)`
 
-// adjacencyCypher returns one row per (from, neighbour) pair: shared
-// non-hub entities plus one for a link in either direction, and whether the
-// neighbour fails the filter. The hub check reads the entity's relationship
-// degree, so a common entity costs O(1) before it is skipped.
-const adjacencyCypher = `
+// neighboursCypher yields, per seed f in $from (of $tenant), each
+// neighbour d and n: the non-hub entities they share, or 1 for a link in
+// either direction (one row each; summed per (f, d) they are the
+// connectors).
+const neighboursCypher = `
 UNWIND $from AS fid
 MATCH (f:Document {id: fid})
 WHERE f.stub IS NULL AND ($tenant = '' OR f.tenant = $tenant)
@@ -43,29 +43,20 @@ CALL (f) {
   WHERE d <> f AND d.stub IS NULL AND ($tenant = '' OR d.tenant = $tenant)
   RETURN DISTINCT d, 1 AS n
 }
-RETURN fid AS from, d.id AS to, sum(n) AS connectors, NOT ` + filterCypher + ` AS excluded`
+`
+
+// adjacencyCypher returns one row per (from, neighbour) pair: shared
+// non-hub entities plus one for a link in either direction, and whether the
+// neighbour fails the filter. The hub check reads the entity's relationship
+// degree, so a common entity costs O(1) before it is skipped.
+const adjacencyCypher = neighboursCypher + `RETURN fid AS from, d.id AS to, sum(n) AS connectors, NOT ` + filterCypher + ` AS excluded`
 
 // expand1Cypher is a one-hop Expand aggregated server-side: per neighbour
 // of the seeds (never a seed itself) that passes the filter, the paths
 // (connectors summed over the seeds), top $limit by paths then id. It is
 // the ranking of graphspec.Expand for Hops 1, in one round trip that
 // returns $limit rows instead of every (seed, neighbour) edge.
-const expand1Cypher = `
-UNWIND $from AS fid
-MATCH (f:Document {id: fid})
-WHERE f.stub IS NULL AND ($tenant = '' OR f.tenant = $tenant)
-CALL (f) {
-  MATCH (f)-[:MENTIONS]->(e:Entity)
-  WHERE COUNT { (e)<-[:MENTIONS]-() } <= $maxDegree
-  MATCH (e)<-[:MENTIONS]-(d:Document)
-  WHERE d <> f AND ($tenant = '' OR d.tenant = $tenant)
-  RETURN d, count(e) AS n
-  UNION ALL
-  MATCH (f)-[:LINKS_TO]-(d:Document)
-  WHERE d <> f AND d.stub IS NULL AND ($tenant = '' OR d.tenant = $tenant)
-  RETURN DISTINCT d, 1 AS n
-}
-WITH d, sum(n) AS paths
+const expand1Cypher = neighboursCypher + `WITH d, sum(n) AS paths
 WHERE NOT d.id IN $from AND ` + filterCypher + `
 RETURN d.id AS id, paths
 ORDER BY paths DESC, id ASC

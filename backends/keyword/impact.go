@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"slices"
 	"sync"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/document"
 	index "github.com/blevesearch/bleve_index_api"
 
+	"github.com/ragd/ragd/internal/topk"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -293,7 +293,7 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 			acc[d] += w * s
 		}
 	}
-	h := make(refHeap, 0, min(k, len(touched)))
+	h := topk.New(k)
 	for _, d := range touched {
 		s := acc[d]
 		acc[d] = 0
@@ -303,9 +303,9 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 		if len(filter) > 0 && !filter.Match(x.meta[d]) {
 			continue
 		}
-		h.offer(spi.Ref{ID: x.ids[d], Score: s, Source: spi.SourceKeyword}, k)
+		h.Offer(spi.Ref{ID: x.ids[d], Score: s, Source: spi.SourceKeyword})
 	}
-	return h.sorted(), nil
+	return h.Sorted(), nil
 }
 
 // scores returns a zeroed array of one score per slot.
@@ -321,66 +321,6 @@ func clearTouched(acc []float64, touched []int32) {
 	for _, d := range touched {
 		acc[d] = 0
 	}
-}
-
-// refHeap keeps the k best refs seen; its root is the worst of them.
-type refHeap []spi.Ref
-
-// below reports whether a ranks below b: lower score, or on a tie the
-// larger id.
-func below(a, b spi.Ref) bool {
-	if a.Score != b.Score {
-		return a.Score < b.Score
-	}
-	return a.ID > b.ID
-}
-
-func (h *refHeap) offer(r spi.Ref, k int) {
-	s := *h
-	if len(s) < k {
-		s = append(s, r)
-		for i := len(s) - 1; i > 0; {
-			p := (i - 1) / 2
-			if !below(s[i], s[p]) {
-				break
-			}
-			s[i], s[p] = s[p], s[i]
-			i = p
-		}
-		*h = s
-		return
-	}
-	if k == 0 || !below(s[0], r) {
-		return
-	}
-	s[0] = r
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < len(s) && below(s[l], s[m]) {
-			m = l
-		}
-		if l+1 < len(s) && below(s[l+1], s[m]) {
-			m = l + 1
-		}
-		if m == i {
-			return
-		}
-		s[i], s[m] = s[m], s[i]
-		i = m
-	}
-}
-
-func (h refHeap) sorted() []spi.Ref {
-	slices.SortFunc(h, func(a, b spi.Ref) int {
-		switch {
-		case below(b, a):
-			return -1
-		case below(a, b):
-			return 1
-		}
-		return 0
-	})
-	return h
 }
 
 // loadImpact builds the postings from a bleve index: every live document's

@@ -9,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/ragd/ragd/backends/graph/graphspec"
+	"github.com/ragd/ragd/internal/topk"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -459,60 +460,11 @@ func (v *view) expand(ctx context.Context, seeds []string, opts spi.ExpandOption
 }
 
 // topRefs returns the k best of docs by score descending, then id
-// ascending, as refs of source: a bounded heap, so ranking a few thousand
-// candidates for a window of 100 sorts only those 100.
+// ascending, as refs of source (never nil).
 func topRefs(g *memGraph, docs []int32, k int, score func(int32) float64, source string) []spi.Ref {
-	if k <= 0 || len(docs) == 0 {
-		return []spi.Ref{}
-	}
-	worse := func(a, b spi.Ref) bool { // a ranks below b
-		if a.Score != b.Score {
-			return a.Score < b.Score
-		}
-		return a.ID > b.ID
-	}
-	h := make([]spi.Ref, 0, min(k, len(docs)))
+	h := topk.New(k)
 	for _, d := range docs {
-		r := spi.Ref{ID: g.docs[d].id, Score: score(d), Source: source}
-		if len(h) < k {
-			h = append(h, r)
-			for i := len(h) - 1; i > 0; { // sift up: the root is the worst
-				p := (i - 1) / 2
-				if !worse(h[i], h[p]) {
-					break
-				}
-				h[i], h[p] = h[p], h[i]
-				i = p
-			}
-			continue
-		}
-		if !worse(h[0], r) {
-			continue
-		}
-		h[0] = r
-		for i := 0; ; { // sift down
-			l, m := 2*i+1, i
-			if l < len(h) && worse(h[l], h[m]) {
-				m = l
-			}
-			if l+1 < len(h) && worse(h[l+1], h[m]) {
-				m = l + 1
-			}
-			if m == i {
-				break
-			}
-			h[i], h[m] = h[m], h[i]
-			i = m
-		}
+		h.Offer(spi.Ref{ID: g.docs[d].id, Score: score(d), Source: source})
 	}
-	slices.SortFunc(h, func(a, b spi.Ref) int {
-		switch {
-		case worse(b, a):
-			return -1
-		case worse(a, b):
-			return 1
-		}
-		return 0
-	})
-	return h
+	return h.Sorted()
 }
