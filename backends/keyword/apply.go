@@ -14,12 +14,16 @@ import (
 )
 
 // The change-log applier (spi.ChangeApplier). Versions and the checkpoint
-// are bleve internal keys, set in the same atomic batch as the documents
-// they describe:
+// are written in the same atomic batch as the documents they describe:
 //
-//	ragd.v/<id>    log tag (8 bytes) + version (8 bytes BE); kept after a
-//	               delete as the tombstone
-//	ragd.applied   log tag (8 bytes) + seq (8 bytes BE)
+//	_version       stored field of a live document: log tag (8 bytes) +
+//	               version (8 bytes BE); read from the in-memory postings
+//	ragd.v/<id>    internal key, the same value for a deleted document
+//	               (its tombstone)
+//	ragd.applied   internal key: log tag (8 bytes) + seq (8 bytes BE)
+//
+// Live documents' versions are not internal keys because scorch writes
+// every internal key into each snapshot it persists.
 //
 // The log tag is the first 8 bytes of SHA-256(log id): a value written for
 // another log reads as absent. A Rebuild starts a new index without
@@ -77,9 +81,12 @@ func (b *Backend) ApplyChanges(ctx context.Context, log string, changes []spi.Ch
 	set := map[string][]byte{}
 	err = b.withReader(st, func(r index.IndexReader) error {
 		for _, c := range states {
-			v, err := r.GetInternal([]byte(versionPrefix + c.ID))
-			if err != nil {
-				return err
+			v, live := st.impact.versionOf(c.ID)
+			if !live {
+				var err error
+				if v, err = r.GetInternal([]byte(versionPrefix + c.ID)); err != nil {
+					return err
+				}
 			}
 			if tagged(v, tag) >= c.Version {
 				continue
@@ -154,35 +161,8 @@ func (b *Backend) Versions(ctx context.Context, log string, fn func(id string, v
 	}
 	var all []iv
 	tag := logTag(log)
-	err = b.withReader(st, func(r index.IndexReader) error {
-		ids, err := r.DocIDReaderAll()
-		if err != nil {
-			return err
-		}
-		defer ids.Close()
-		for {
-			iid, err := ids.Next()
-			if err != nil {
-				return err
-			}
-			if iid == nil {
-				return nil
-			}
-			id, err := r.ExternalID(iid)
-			if err != nil {
-				return err
-			}
-			v, err := r.GetInternal([]byte(versionPrefix + id))
-			if err != nil {
-				return err
-			}
-			all = append(all, iv{id, tagged(v, tag)})
-		}
-	})
+	st.impact.versions(func(id string, ver []byte) { all = append(all, iv{id, tagged(ver, tag)}) })
 	unlock()
-	if err != nil {
-		return fmt.Errorf("keyword: versions: %w: %v", spi.ErrUnavailable, err)
-	}
 	for _, p := range all {
 		if err := fn(p.id, p.v); err != nil {
 			return err

@@ -42,6 +42,7 @@ type impactIndex struct {
 	meta    []map[string]string
 	lenT    []uint32
 	lenX    []uint32
+	ver     [][]byte   // change-log version field of each slot (apply.go), or nil
 	terms   [][]uint32 // term ids of each slot, for df on removal
 	alive   []bool
 	pos     map[string]int32
@@ -76,10 +77,10 @@ type fieldFreqs struct {
 func (x *impactIndex) put(id, tenant string, meta map[string]string, lens docLens, f fieldFreqs) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.putLocked(id, tenant, meta, lens, f)
+	x.putLocked(id, tenant, meta, lens, nil, f)
 }
 
-func (x *impactIndex) putLocked(id, tenant string, meta map[string]string, lens docLens, f fieldFreqs) {
+func (x *impactIndex) putLocked(id, tenant string, meta map[string]string, lens docLens, ver []byte, f fieldFreqs) {
 	x.removeLocked(id)
 	slot := int32(len(x.ids))
 	t, ok := x.tenants[tenant]
@@ -92,6 +93,7 @@ func (x *impactIndex) putLocked(id, tenant string, meta map[string]string, lens 
 	x.meta = append(x.meta, meta)
 	x.lenT = append(x.lenT, uint32(lens.title))
 	x.lenX = append(x.lenX, uint32(lens.text))
+	x.ver = append(x.ver, ver)
 	x.alive = append(x.alive, true)
 	x.pos[id] = slot
 	x.live++
@@ -127,11 +129,11 @@ func cap16(n int) uint16 { return uint16(min(n, math.MaxUint16)) }
 
 // apply mirrors a committed batch: documents as buildDoc built them, and
 // deleted ids. The caller serialises writes (the store's writer lock).
-func (x *impactIndex) apply(docs []spi.Document, built []*document.Document, lens []docLens, del []string) {
+func (x *impactIndex) apply(docs []spi.Document, built []*document.Document, lens []docLens, vers [][]byte, del []string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for i, d := range docs {
-		x.putLocked(d.ID, d.Tenant, maps.Clone(d.Metadata), lens[i], freqsOf(built[i]))
+		x.putLocked(d.ID, d.Tenant, maps.Clone(d.Metadata), lens[i], vers[i], freqsOf(built[i]))
 	}
 	for _, id := range del {
 		x.removeLocked(id)
@@ -159,7 +161,7 @@ func (x *impactIndex) removeLocked(id string) {
 	for _, tid := range x.terms[slot] {
 		x.post[tid].df--
 	}
-	x.terms[slot], x.meta[slot] = nil, nil
+	x.terms[slot], x.meta[slot], x.ver[slot] = nil, nil, nil
 	if x.dead >= 1024 && x.dead > len(x.ids)/4 {
 		x.compact()
 	}
@@ -177,14 +179,15 @@ func (x *impactIndex) compact() {
 		}
 		remap[s] = n
 		x.ids[n], x.tenant[n], x.meta[n] = x.ids[s], x.tenant[s], x.meta[s]
-		x.lenT[n], x.lenX[n], x.terms[n], x.alive[n] = x.lenT[s], x.lenX[s], x.terms[s], true
+		x.lenT[n], x.lenX[n], x.terms[n], x.alive[n], x.ver[n] = x.lenT[s], x.lenX[s], x.terms[s], true, x.ver[s]
 		x.pos[x.ids[n]] = n
 		n++
 	}
 	clear(x.ids[n:])
 	clear(x.meta[n:])
 	clear(x.terms[n:])
-	x.ids, x.tenant, x.meta = x.ids[:n], x.tenant[:n], x.meta[:n]
+	clear(x.ver[n:])
+	x.ids, x.tenant, x.meta, x.ver = x.ids[:n], x.tenant[:n], x.meta[:n], x.ver[:n]
 	x.lenT, x.lenX, x.terms, x.alive = x.lenT[:n], x.lenX[:n], x.terms[:n], x.alive[:n]
 	for tid := range x.post {
 		p := &x.post[tid]
@@ -199,6 +202,41 @@ func (x *impactIndex) compact() {
 	}
 	x.dead = 0
 	x.pool = sync.Pool{} // arrays sized for the old slot count
+}
+
+// lensOf returns the field lengths of live document id.
+func (x *impactIndex) lensOf(id string) (docLens, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	slot, ok := x.pos[id]
+	if !ok {
+		return docLens{}, false
+	}
+	return docLens{title: int(x.lenT[slot]), text: int(x.lenX[slot])}, true
+}
+
+// versionOf returns live document id's version field (nil when it was
+// written outside the change log) and whether the document is live.
+func (x *impactIndex) versionOf(id string) ([]byte, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	slot, ok := x.pos[id]
+	if !ok {
+		return nil, false
+	}
+	return x.ver[slot], true
+}
+
+// versions calls fn with every live document's id and version field, from
+// one consistent view.
+func (x *impactIndex) versions(fn func(id string, ver []byte)) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	for s, id := range x.ids {
+		if x.alive[s] {
+			fn(id, x.ver[s])
+		}
+	}
 }
 
 // bm25Params are the scoring settings of a search.
@@ -367,8 +405,11 @@ func loadImpact(ctx context.Context, idx bleve.Index) (*impactIndex, error) {
 		var tenant string
 		var meta map[string]string
 		var lens docLens
+		var ver []byte
 		doc.VisitFields(func(f index.Field) {
 			switch f.Name() {
+			case fieldVersion:
+				ver = append([]byte(nil), f.Value()...)
 			case fieldTenant:
 				tenant = string(f.Value())
 			case fieldMetaJSON:
@@ -379,7 +420,7 @@ func loadImpact(ctx context.Context, idx bleve.Index) (*impactIndex, error) {
 		})
 		slot := int32(len(x.ids))
 		slots[internalKey(iid)] = slot
-		x.putLocked(ext, tenant, meta, lens, fieldFreqs{})
+		x.putLocked(ext, tenant, meta, lens, ver, fieldFreqs{})
 	}
 	// Postings, per field, in internal-id order (which is slot order): the
 	// title's kept until the text's of the same term are merged with them.

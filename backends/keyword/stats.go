@@ -10,7 +10,6 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
-	index "github.com/blevesearch/bleve_index_api"
 )
 
 // Exact BM25 collection statistics.
@@ -31,6 +30,11 @@ var totalsKey = []byte("ragd.keyword.totals")
 // fieldLens is the stored field with a document's analysed token counts,
 // "title text", so replacing or deleting it can correct the totals.
 const fieldLens = "_lens"
+
+// fieldVersion is the stored field with the change-log version a document
+// was applied at (apply.go's tagged value); absent for writes outside the
+// log.
+const fieldVersion = "_version"
 
 type fieldTotals struct {
 	Title int64 `json:"title"`
@@ -102,23 +106,3 @@ func newStore(idx bleve.Index, analyzer string) (*store, error) {
 	return s, nil
 }
 
-// storedLens returns the token counts recorded for id, if it is indexed.
-func storedLens(r index.IndexReader, id string) (docLens, bool, error) {
-	doc, err := r.Document(id)
-	if err != nil || doc == nil {
-		return docLens{}, false, err
-	}
-	var (
-		l  docLens
-		ok bool
-	)
-	doc.VisitFields(func(f index.Field) {
-		if f.Name() == fieldLens {
-			l, ok = parseLens(f.Value())
-		}
-	})
-	if !ok {
-		return docLens{}, false, fmt.Errorf("%w: document %q has no valid %s field", ErrCorrupt, id, fieldLens)
-	}
-	return l, true, nil
-}
