@@ -105,4 +105,3 @@ func newStore(idx bleve.Index, analyzer string) (*store, error) {
 	}
 	return s, nil
 }
-
