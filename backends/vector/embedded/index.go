@@ -11,8 +11,10 @@ import (
 )
 
 // index is the in-memory flat index: row i holds ids[i], its tenant and
-// metadata, and vecs[i*dim:(i+1)*dim]. Deleting a row moves the last row
-// into its place. It is not safe for concurrent use; Store guards it.
+// metadata, vecs[i*dim:(i+1)*dim], and its int8 codes
+// codes[i*dim:(i+1)*dim] with quant[i] (quant.go). Deleting a row moves the
+// last row into its place. It is not safe for concurrent use; Store guards
+// it.
 type index struct {
 	dim       int
 	normalize bool
@@ -20,6 +22,8 @@ type index struct {
 	tenants   []uint32
 	meta      []map[string]string
 	vecs      []float32
+	codes     []int8
+	quant     []rowQuant
 	pos       map[string]int
 	tenantIDs map[string]uint32 // interned tenants; 0 is ""
 }
@@ -29,6 +33,19 @@ func newIndex(dim int, normalize bool) *index {
 }
 
 func (ix *index) len() int { return len(ix.ids) }
+
+// reserve makes room for n rows.
+func (ix *index) reserve(n int) {
+	if len(ix.pos) == 0 {
+		ix.pos = make(map[string]int, n)
+	}
+	ix.ids = slices.Grow(ix.ids, n)
+	ix.tenants = slices.Grow(ix.tenants, n)
+	ix.meta = slices.Grow(ix.meta, n)
+	ix.vecs = slices.Grow(ix.vecs, n*ix.dim)
+	ix.codes = slices.Grow(ix.codes, n*ix.dim)
+	ix.quant = slices.Grow(ix.quant, n)
+}
 
 func (ix *index) tenantID(t string) uint32 {
 	id, ok := ix.tenantIDs[t]
@@ -49,6 +66,8 @@ func (ix *index) put(id, tenant string, md map[string]string, vec []float32) {
 		ix.tenants = append(ix.tenants, 0)
 		ix.meta = append(ix.meta, nil)
 		ix.vecs = append(ix.vecs, make([]float32, ix.dim)...)
+		ix.codes = append(ix.codes, make([]int8, ix.dim)...)
+		ix.quant = append(ix.quant, rowQuant{})
 	}
 	ix.tenants[i] = ix.tenantID(tenant)
 	ix.meta[i] = md
@@ -57,6 +76,7 @@ func (ix *index) put(id, tenant string, md map[string]string, vec []float32) {
 	if ix.normalize {
 		normalizeInPlace(dst)
 	}
+	ix.quant[i] = quantize(dst, ix.codes[i*ix.dim:(i+1)*ix.dim])
 }
 
 // remove deletes a row if present.
@@ -71,6 +91,8 @@ func (ix *index) remove(id string) {
 		ix.tenants[i] = ix.tenants[last]
 		ix.meta[i] = ix.meta[last]
 		copy(ix.vecs[i*ix.dim:(i+1)*ix.dim], ix.vecs[last*ix.dim:])
+		copy(ix.codes[i*ix.dim:(i+1)*ix.dim], ix.codes[last*ix.dim:])
+		ix.quant[i] = ix.quant[last]
 		ix.pos[ix.ids[i]] = i
 	}
 	delete(ix.pos, id)
@@ -79,6 +101,8 @@ func (ix *index) remove(id string) {
 	ix.meta[last] = nil
 	ix.meta = ix.meta[:last]
 	ix.vecs = ix.vecs[:last*ix.dim]
+	ix.codes = ix.codes[:last*ix.dim]
+	ix.quant = ix.quant[:last]
 }
 
 func normalizeInPlace(v []float32) {
@@ -226,8 +250,8 @@ func matchTerms(terms []term, md map[string]string) bool {
 	return true
 }
 
-// minParallelWork is the number of float multiply-adds below which a
-// search runs on one goroutine.
+// minParallelWork is the number of multiply-adds below which a search runs
+// on one goroutine.
 const minParallelWork = 1 << 18
 
 // ctxCheckEvery is how many rows a scan visits between ctx checks.
@@ -240,6 +264,7 @@ func (ix *index) search(ctx context.Context, q query, parallelism int) ([]hit, e
 	if parallelism > 1 && n*ix.dim >= minParallelWork {
 		parts = parallelism
 	}
+	qq := newQuantQuery(q.vec)
 	tops := make([]topK, parts)
 	errs := make([]error, parts)
 	var wg sync.WaitGroup
@@ -247,7 +272,7 @@ func (ix *index) search(ctx context.Context, q query, parallelism int) ([]hit, e
 	for p := range parts {
 		lo, hi := p*chunk, min((p+1)*chunk, n)
 		tops[p] = topK{k: q.k, ids: ix.ids, heap: make([]hit, 0, min(q.k, max(hi-lo, 0)))}
-		run := func() { errs[p] = ix.scanRange(ctx, q, lo, hi, &tops[p]) }
+		run := func() { errs[p] = ix.scanRange(ctx, q, &qq, lo, hi, &tops[p]) }
 		if p == parts-1 {
 			run()
 			continue
@@ -272,9 +297,23 @@ func (ix *index) search(ctx context.Context, q query, parallelism int) ([]hit, e
 	return res, nil
 }
 
-func (ix *index) scanRange(ctx context.Context, q query, lo, hi int, t *topK) error {
+// candidate is a row that may be among the best k, with the upper end of
+// its key's interval.
+type candidate struct {
+	row int
+	hi  float64
+}
+
+// scanRange puts the best q.k eligible rows of [lo, hi) into t, in two
+// passes: the int8 codes bound every eligible row's key (quant.go), and
+// only the rows whose upper bound reaches the k-th best lower bound are
+// scored in float32.
+func (ix *index) scanRange(ctx context.Context, q query, qq *quantQuery, lo, hi int, t *topK) error {
 	dim := ix.dim
 	filter := len(q.filter) > 0
+	floor := lowerBounds{k: q.k}
+	cands := make([]candidate, 0, 1024)
+	limit := cap(cands)
 	for i := lo; i < hi; i++ {
 		if (i-lo)%ctxCheckEvery == ctxCheckEvery-1 && ctx.Err() != nil {
 			return context.Cause(ctx)
@@ -285,14 +324,81 @@ func (ix *index) scanRange(ctx context.Context, q query, lo, hi int, t *topK) er
 		if filter && !matchTerms(q.filter, ix.meta[i]) {
 			continue
 		}
-		row := ix.vecs[i*dim : (i+1)*dim]
+		kLo, kHi := qq.interval(ix.quant[i], dotInt8(qq.codes, ix.codes[i*dim:(i+1)*dim]), q.l2)
+		if kHi < floor.min() {
+			continue
+		}
+		floor.offer(kLo)
+		cands = append(cands, candidate{row: i, hi: kHi})
+		if len(cands) >= limit {
+			cands = prune(cands, floor.min())
+			limit = max(limit, 2*len(cands))
+		}
+	}
+	for _, c := range prune(cands, floor.min()) {
+		row := ix.vecs[c.row*dim : (c.row+1)*dim]
 		var key float32
 		if q.l2 {
 			key = -sqDist(q.vec, row)
 		} else {
 			key = dot(q.vec, row)
 		}
-		t.offer(hit{key: key, row: i})
+		t.offer(hit{key: key, row: c.row})
 	}
 	return nil
+}
+
+// prune drops the candidates whose upper bound is below floor, in place.
+func prune(cands []candidate, floor float64) []candidate {
+	return slices.DeleteFunc(cands, func(c candidate) bool { return c.hi < floor })
+}
+
+// lowerBounds keeps the k largest lower bounds seen in a min-heap; min is
+// the k-th largest, the floor no key of the final top k can be below.
+type lowerBounds struct {
+	k    int
+	heap []float64
+}
+
+func (b *lowerBounds) min() float64 {
+	if len(b.heap) < b.k {
+		return math.Inf(-1)
+	}
+	return b.heap[0]
+}
+
+func (b *lowerBounds) offer(x float64) {
+	h := b.heap
+	if len(h) < b.k {
+		h = append(h, x)
+		for i := len(h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if h[p] <= h[i] {
+				break
+			}
+			h[i], h[p] = h[p], h[i]
+			i = p
+		}
+		b.heap = h
+		return
+	}
+	if x <= h[0] {
+		return
+	}
+	h[0] = x
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= len(h) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r] < h[l] {
+			m = r
+		}
+		if h[i] <= h[m] {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
 }
