@@ -19,11 +19,12 @@
 #   scripts/bench.sh scale N         ragd with its embedded stores on N synthetic
 #                                    documents (Cranfield and near-copies, made by
 #                                    ../shared/tools/synth_corpus.py): ingest rate,
-#                                    keyword-only, vector-only and hybrid latency
-#                                    with 1 client, hybrid req/s and partial
-#                                    answers with 8, each source's time inside the
-#                                    hybrid answers, RSS and size on disk. One
-#                                    table for README's "Scale" section.
+#                                    keyword-only, vector-only and hybrid (shipped
+#                                    defaults) latency with 1 client, hybrid req/s
+#                                    and partial answers with 8, hybrid with the
+#                                    graph source and expansion switched on, each
+#                                    source's time inside the answers, RSS and size
+#                                    on disk. One table for README's "Scale" section.
 #
 # Settings (environment): RAG_CRANFIELD_DIR (default ../shared/data/cranfield),
 # BENCH_CLIENTS (8), BENCH_PHASE (10s), BENCH_PORT (18090), BENCH_RESET_S (10).
@@ -118,18 +119,19 @@ scale() {
 
   # What each row sends: the sources off in it, and -send (vector: no text).
   off() { jq -nc '{sources: ($ARGS.positional | map({(.): {enabled: false}}) | add)}' --args "$@"; }
-  on='{"sources":{"graph":{"enabled":true},"graph_expand":{"enabled":true}}}'
+  graph='{"sources":{"graph":{"enabled":true,"weight":1}},"expand":{"enabled":true}}'
   vsend=vector; hsend=both
   if [ "$vdim" = 0 ]; then vsend=text; hsend=text; fi
   common=(-server "http://127.0.0.1:$port" -queries "$qfile" -pid "$ragd_pid" -duration "$phase")
   echo "== warming up" >&2
-  "$work/ragd-bench" "${common[@]}" -clients "$clients" -send "$hsend" -body "$on" -duration 3s >/dev/null
+  "$work/ragd-bench" "${common[@]}" -clients "$clients" -send "$hsend" -body "$graph" -duration 3s >/dev/null
   out=$work/scale.md
   {
     "$work/ragd-bench" "${common[@]}" -header -clients 1 -label "keyword only, 1 client" -send text -body "$(off vector graph graph_expand)"
-    "$work/ragd-bench" "${common[@]}" -clients 1 -label "vector only, 1 client" -send "$vsend" -body "$(off keyword graph graph_expand)" -json "$work/vector.json"
-    "$work/ragd-bench" "${common[@]}" -clients 1 -label "hybrid, 1 client" -send "$hsend" -body "$on" -took
-    "$work/ragd-bench" "${common[@]}" -clients "$clients" -label "hybrid, $clients clients" -send "$hsend" -body "$on" -took
+    "$work/ragd-bench" "${common[@]}" -clients 1 -label "vector only, 1 client" -send "$vsend" -body "$(off keyword graph graph_expand)"
+    "$work/ragd-bench" "${common[@]}" -clients 1 -label "hybrid, 1 client" -send "$hsend" -took
+    "$work/ragd-bench" "${common[@]}" -clients "$clients" -label "hybrid, $clients clients" -send "$hsend" -took
+    "$work/ragd-bench" "${common[@]}" -clients 1 -label "hybrid with graph and expansion, 1 client" -send "$hsend" -body "$graph" -took
   } > "$out"
   rss=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
   hwm=$(awk '/VmHWM/{print $2}' "/proc/$ragd_pid/status")
@@ -147,12 +149,15 @@ scale() {
   echo "|---|---|"
   awk -v n="$docs" -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN {
     printf "| ingest (ragd ingest, batches of 256) | %.0f s, %.0f docs/s; every store caught up after %.0f s (%.0f docs/s) |\n", b-a, n/(b-a), c-a, n/(c-a) }'
-  row() { grep -F "| $1 |" "$out" | awk -F'|' '{ gsub(/ /, "", $5); gsub(/ /, "", $6); gsub(/ /, "", $4); gsub(/ /, "", $9); print $5 " / " $6 " ms (" $4 " req/s, " $7 " CPU ms/query, " $9 " partial)" }'; }
+  row() { grep -F "| $1 |" "$out" | awk -F'|' '{ gsub(/ /, "", $5); gsub(/ /, "", $6); gsub(/ /, "", $4); gsub(/ /, "", $9); gsub(/ /, "", $7); print $5 " / " $6 " ms (" $4 " req/s, " $7 " CPU ms/query, " $9 " partial)" }'; }
   echo "| keyword-only p50 / p99, 1 client | $(row 'keyword only, 1 client') |"
   echo "| vector-only p50 / p99, 1 client | $(row 'vector only, 1 client') |"
   echo "| hybrid p50 / p99, 1 client | $(row 'hybrid, 1 client') |"
   echo "| hybrid, $clients clients | $(row "hybrid, $clients clients") |"
-  echo "| inside hybrid answers, took_ms p50 / p99 (1 client) | $(grep -F 'took_ms inside ragd' "$out" | head -1 | cut -d: -f2- | sed 's/^ //') |"
+  echo "| hybrid with graph and expansion on, p50 / p99, 1 client | $(row 'hybrid with graph and expansion, 1 client') |"
+  took() { grep -F "($1):" "$out" | cut -d: -f2- | sed 's/^ //'; }
+  echo "| inside hybrid answers, took_ms p50 / p99 (1 client) | $(took 'hybrid, 1 client') |"
+  echo "| inside hybrid answers with graph and expansion on (1 client) | $(took 'hybrid with graph and expansion, 1 client') |"
   echo "| RSS after ingest / after the runs / peak | $((rss_ingest / 1024)) / $((rss / 1024)) / $((hwm / 1024)) MiB |"
   echo "| on disk | $((b / 1048576)) MiB ($(for d in "$work"/data/*/; do printf '%s %s MiB, ' "$(basename "$d")" $(($(du -sb "$d" | cut -f1) / 1048576)); done | sed 's/, $//')) |"
   echo
