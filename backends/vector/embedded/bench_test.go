@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -76,12 +79,30 @@ func randVec(r *rand.Rand, dim int) []float32 {
 	return v
 }
 
-// BenchmarkRetrieve: exact search latency at 10k and 100k 384-dimensional
-// vectors, k=10, unfiltered, with a tenant (1/3 of rows), and with a filter
+// benchSizes are the collection sizes of BenchmarkRetrieve: 10k and 100k,
+// or the comma-separated list in RAG_BENCH_VECTOR_SIZES (e.g. 1000000).
+func benchSizes(b *testing.B) []int {
+	v := os.Getenv("RAG_BENCH_VECTOR_SIZES")
+	if v == "" {
+		return []int{10_000, 100_000}
+	}
+	var sizes []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 10 {
+			b.Fatalf("RAG_BENCH_VECTOR_SIZES: %q is not a size of at least 10", f)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// BenchmarkRetrieve: exact search latency at 10k and 100k (see benchSizes)
+// 384-dimensional vectors, k=10, unfiltered, with a tenant (1/3 of rows), and with a filter
 // matching 5%; p50/p99 in µs, and the process CPU time per search (which a
 // loaded machine inflates less than latency).
 func BenchmarkRetrieve(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
+	for _, n := range benchSizes(b) {
 		for _, par := range []int{0, 1} {
 			name := fmt.Sprintf("n=%d/par=%s", n, map[int]string{0: "auto", 1: "1"}[par])
 			b.Run(name, func(b *testing.B) {
@@ -133,11 +154,12 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkOpen: the time to open a store of 100k 384-dimensional vectors
-// (decode every record into memory), i.e. the restart cost, and the heap the
-// open store holds.
+// BenchmarkOpen: the time to open a store of 100k (or the largest of
+// benchSizes) 384-dimensional vectors (decode every record into memory),
+// i.e. the restart cost, and the heap the open store holds.
 func BenchmarkOpen(b *testing.B) {
-	dir := syntheticStore(b, 100_000)
+	n := slices.Max(append(benchSizes(b), 100_000))
+	dir := syntheticStore(b, n)
 	var heap uint64
 	for b.Loop() {
 		var before, after runtime.MemStats
@@ -150,8 +172,8 @@ func BenchmarkOpen(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		heap = after.HeapAlloc - before.HeapAlloc
-		if s.Len() != 100_000 {
-			b.Fatalf("opened %d docs", s.Len())
+		if s.Len() != n {
+			b.Fatalf("opened %d docs, want %d", s.Len(), n)
 		}
 		s.Close()
 	}
