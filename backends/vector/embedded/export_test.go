@@ -1,7 +1,7 @@
 package embedded
 
 import (
-	"sort"
+	"context"
 
 	"github.com/ragd/ragd/spi"
 )
@@ -12,41 +12,37 @@ var (
 	DotInt8Generic = dotInt8Generic
 )
 
-// FullScan is the reference search: every eligible row scored in float32,
-// as Retrieve scored them before the int8 pass. req must be valid.
-func FullScan(s *Store, req spi.VectorRequest) []spi.Ref {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	ix := s.idx
+// FullScan is the reference search: every stored document of the tenant
+// that matches the filter, scored in float32 as Retrieve scored every row
+// before the int8 pass. req must be valid.
+func FullScan(s *Store, req spi.VectorRequest) ([]spi.Ref, error) {
 	q := append([]float32(nil), req.Vector...)
 	if s.cfg.Distance == Cosine {
 		normalizeInPlace(q)
 	}
 	filter := compileFilter(req.Filter)
-	tenant, known := ix.tenantIDs[req.Tenant]
-	if req.Tenant != "" && !known {
-		return []spi.Ref{}
-	}
-	t := topK{k: req.K, ids: ix.ids}
-	for i := range ix.len() {
-		if req.Tenant != "" && ix.tenants[i] != tenant {
-			continue
+	t := topK{k: req.K}
+	err := s.Scan(context.Background(), func(d spi.Document) error {
+		if (req.Tenant != "" && d.Tenant != req.Tenant) || !matchTerms(filter, d.Metadata) {
+			return nil
 		}
-		if !matchTerms(filter, ix.meta[i]) {
-			continue
-		}
-		row := ix.vecs[i*ix.dim : (i+1)*ix.dim]
-		key := dot(q, row)
-		if s.cfg.Distance == L2 {
+		row := d.Vector
+		var key float32
+		switch s.cfg.Distance {
+		case L2:
 			key = -sqDist(q, row)
+		case Cosine:
+			normalizeInPlace(row)
+			key = dot(q, row)
+		default:
+			key = dot(q, row)
 		}
-		t.offer(hit{key: key, row: i})
+		t.offer(hit{key: key, id: d.ID})
+		return nil
+	})
+	refs := []spi.Ref{}
+	for _, h := range t.sorted() {
+		refs = append(refs, spi.Ref{ID: h.id, Score: s.score(h.key), Source: spi.SourceVector})
 	}
-	res := t.heap
-	sort.Slice(res, func(i, j int) bool { return t.worse(res[j], res[i]) })
-	refs := make([]spi.Ref, len(res))
-	for i, h := range res {
-		refs[i] = spi.Ref{ID: ix.ids[h.row], Score: s.score(h.key), Source: spi.SourceVector}
-	}
-	return refs
+	return refs, err
 }

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"sort"
@@ -11,21 +12,22 @@ import (
 )
 
 // index is the in-memory flat index: row i holds ids[i], its tenant and
-// metadata, vecs[i*dim:(i+1)*dim], and its int8 codes
-// codes[i*dim:(i+1)*dim] with quant[i] (quant.go). Deleting a row moves the
-// last row into its place. It is not safe for concurrent use; Store guards
-// it.
+// metadata, and the int8 codes of its vector codes[i*dim:(i+1)*dim] with
+// quant[i] (quant.go); the float32 vectors stay in the file, which the
+// search reads for the few rows it scores exactly (rescore.go). Deleting a
+// row moves the last row into its place. It is not safe for concurrent
+// use; Store guards it.
 type index struct {
 	dim       int
 	normalize bool
 	ids       []string
 	tenants   []uint32
 	meta      []map[string]string
-	vecs      []float32
 	codes     []int8
 	quant     []rowQuant
 	pos       map[string]int
 	tenantIDs map[string]uint32 // interned tenants; 0 is ""
+	scratch   []float32         // put's normalised copy
 }
 
 func newIndex(dim int, normalize bool) *index {
@@ -42,7 +44,6 @@ func (ix *index) reserve(n int) {
 	ix.ids = slices.Grow(ix.ids, n)
 	ix.tenants = slices.Grow(ix.tenants, n)
 	ix.meta = slices.Grow(ix.meta, n)
-	ix.vecs = slices.Grow(ix.vecs, n*ix.dim)
 	ix.codes = slices.Grow(ix.codes, n*ix.dim)
 	ix.quant = slices.Grow(ix.quant, n)
 }
@@ -56,7 +57,8 @@ func (ix *index) tenantID(t string) uint32 {
 	return id
 }
 
-// put inserts or replaces a row. vec is copied (and normalised for cosine).
+// put inserts or replaces a row: vec's codes are computed (from vec
+// normalised, for cosine) and vec itself is not kept.
 func (ix *index) put(id, tenant string, md map[string]string, vec []float32) {
 	i, ok := ix.pos[id]
 	if !ok {
@@ -65,18 +67,17 @@ func (ix *index) put(id, tenant string, md map[string]string, vec []float32) {
 		ix.ids = append(ix.ids, id)
 		ix.tenants = append(ix.tenants, 0)
 		ix.meta = append(ix.meta, nil)
-		ix.vecs = append(ix.vecs, make([]float32, ix.dim)...)
 		ix.codes = append(ix.codes, make([]int8, ix.dim)...)
 		ix.quant = append(ix.quant, rowQuant{})
 	}
 	ix.tenants[i] = ix.tenantID(tenant)
 	ix.meta[i] = md
-	dst := ix.vecs[i*ix.dim : (i+1)*ix.dim]
-	copy(dst, vec)
 	if ix.normalize {
-		normalizeInPlace(dst)
+		ix.scratch = append(ix.scratch[:0], vec...)
+		normalizeInPlace(ix.scratch)
+		vec = ix.scratch
 	}
-	ix.quant[i] = quantize(dst, ix.codes[i*ix.dim:(i+1)*ix.dim])
+	ix.quant[i] = quantize(vec, ix.codes[i*ix.dim:(i+1)*ix.dim])
 }
 
 // remove deletes a row if present.
@@ -90,7 +91,6 @@ func (ix *index) remove(id string) {
 		ix.ids[i] = ix.ids[last]
 		ix.tenants[i] = ix.tenants[last]
 		ix.meta[i] = ix.meta[last]
-		copy(ix.vecs[i*ix.dim:(i+1)*ix.dim], ix.vecs[last*ix.dim:])
 		copy(ix.codes[i*ix.dim:(i+1)*ix.dim], ix.codes[last*ix.dim:])
 		ix.quant[i] = ix.quant[last]
 		ix.pos[ix.ids[i]] = i
@@ -100,7 +100,6 @@ func (ix *index) remove(id string) {
 	ix.tenants = ix.tenants[:last]
 	ix.meta[last] = nil
 	ix.meta = ix.meta[:last]
-	ix.vecs = ix.vecs[:last*ix.dim]
 	ix.codes = ix.codes[:last*ix.dim]
 	ix.quant = ix.quant[:last]
 }
@@ -155,27 +154,33 @@ func sqDist(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// hit is a candidate row; key is higher-is-better (dot, or -squared
+// hit is a scored document; key is higher-is-better (dot, or -squared
 // distance for l2).
 type hit struct {
 	key float32
-	row int
+	id  string
 }
 
 // topK keeps the k best hits in a min-heap whose root is the worst kept.
 type topK struct {
 	k    int
-	ids  []string
 	heap []hit
 }
 
 // worse reports whether a ranks below b: lower key, or equal key and
 // larger id.
-func (t *topK) worse(a, b hit) bool {
+func worse(a, b hit) bool {
 	if a.key != b.key {
 		return a.key < b.key
 	}
-	return t.ids[a.row] > t.ids[b.row]
+	return a.id > b.id
+}
+
+// sorted returns the kept hits best first.
+func (t *topK) sorted() []hit {
+	res := t.heap
+	sort.Slice(res, func(i, j int) bool { return worse(res[j], res[i]) })
+	return res
 }
 
 func (t *topK) offer(h hit) {
@@ -185,7 +190,7 @@ func (t *topK) offer(h hit) {
 		i := len(t.heap) - 1
 		for i > 0 {
 			p := (i - 1) / 2
-			if !t.worse(t.heap[i], t.heap[p]) {
+			if !worse(t.heap[i], t.heap[p]) {
 				break
 			}
 			t.heap[i], t.heap[p] = t.heap[p], t.heap[i]
@@ -193,7 +198,7 @@ func (t *topK) offer(h hit) {
 		}
 		return
 	}
-	if !t.worse(t.heap[0], h) {
+	if !worse(t.heap[0], h) {
 		return
 	}
 	t.heap[0] = h
@@ -205,10 +210,10 @@ func (t *topK) offer(h hit) {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && t.worse(t.heap[r], t.heap[l]) {
+		if r := l + 1; r < n && worse(t.heap[r], t.heap[l]) {
 			m = r
 		}
-		if !t.worse(t.heap[m], t.heap[i]) {
+		if !worse(t.heap[m], t.heap[i]) {
 			break
 		}
 		t.heap[i], t.heap[m] = t.heap[m], t.heap[i]
@@ -218,12 +223,13 @@ func (t *topK) offer(h hit) {
 
 // query is one prepared search.
 type query struct {
-	vec    []float32 // normalised for cosine
-	k      int
-	tenant uint32
-	anyTen bool
-	filter []term
-	l2     bool
+	vec        []float32 // normalised for cosine
+	k          int
+	tenant     uint32
+	tenantName string
+	anyTen     bool
+	filter     []term
+	l2         bool
 }
 
 // term is one filter key with its accepted values. A compiled filter is
@@ -257,22 +263,25 @@ const minParallelWork = 1 << 18
 // ctxCheckEvery is how many rows a scan visits between ctx checks.
 const ctxCheckEvery = 4096
 
-// search scans every row and returns the best q.k hits in rank order.
-func (ix *index) search(ctx context.Context, q query, parallelism int) ([]hit, error) {
+// candidates scans the codes of every eligible row and returns the ids of
+// the rows that may be among the best q.k: those whose key's upper bound
+// reaches the k-th best lower bound (quant.go). rescore.go scores them.
+func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]string, error) {
 	n := ix.len()
 	parts := 1
 	if parallelism > 1 && n*ix.dim >= minParallelWork {
 		parts = parallelism
 	}
 	qq := newQuantQuery(q.vec)
-	tops := make([]topK, parts)
+	found := make([][]candidate, parts)
+	floors := make([]lowerBounds, parts)
 	errs := make([]error, parts)
 	var wg sync.WaitGroup
 	chunk := (n + parts - 1) / parts
 	for p := range parts {
 		lo, hi := p*chunk, min((p+1)*chunk, n)
-		tops[p] = topK{k: q.k, ids: ix.ids, heap: make([]hit, 0, min(q.k, max(hi-lo, 0)))}
-		run := func() { errs[p] = ix.scanRange(ctx, q, &qq, lo, hi, &tops[p]) }
+		floors[p] = lowerBounds{k: q.k}
+		run := func() { found[p], errs[p] = ix.scanRange(ctx, q, &qq, lo, hi, &floors[p]) }
 		if p == parts-1 {
 			run()
 			continue
@@ -281,20 +290,22 @@ func (ix *index) search(ctx context.Context, q query, parallelism int) ([]hit, e
 		go func() { defer wg.Done(); run() }()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	floor := floors[0]
+	for _, f := range floors[1:] {
+		for _, x := range f.heap {
+			floor.offer(x)
 		}
 	}
-	all := tops[0]
-	for _, t := range tops[1:] {
-		for _, h := range t.heap {
-			all.offer(h)
+	var ids []string
+	for _, cs := range found {
+		for _, c := range prune(cs, floor.min()) {
+			ids = append(ids, ix.ids[c.row])
 		}
 	}
-	res := all.heap
-	sort.Slice(res, func(i, j int) bool { return all.worse(res[j], res[i]) })
-	return res, nil
+	return ids, nil
 }
 
 // candidate is a row that may be among the best k, with the upper end of
@@ -304,19 +315,17 @@ type candidate struct {
 	hi  float64
 }
 
-// scanRange puts the best q.k eligible rows of [lo, hi) into t, in two
-// passes: the int8 codes bound every eligible row's key (quant.go), and
-// only the rows whose upper bound reaches the k-th best lower bound are
-// scored in float32.
-func (ix *index) scanRange(ctx context.Context, q query, qq *quantQuery, lo, hi int, t *topK) error {
+// scanRange bounds the key of every eligible row of [lo, hi) from its
+// int8 codes, keeps the k best lower bounds in floor, and returns the rows
+// whose upper bound reaches floor's k-th best.
+func (ix *index) scanRange(ctx context.Context, q query, qq *quantQuery, lo, hi int, floor *lowerBounds) ([]candidate, error) {
 	dim := ix.dim
 	filter := len(q.filter) > 0
-	floor := lowerBounds{k: q.k}
 	cands := make([]candidate, 0, 1024)
 	limit := cap(cands)
 	for i := lo; i < hi; i++ {
 		if (i-lo)%ctxCheckEvery == ctxCheckEvery-1 && ctx.Err() != nil {
-			return context.Cause(ctx)
+			return nil, context.Cause(ctx)
 		}
 		if !q.anyTen && ix.tenants[i] != q.tenant {
 			continue
@@ -335,17 +344,7 @@ func (ix *index) scanRange(ctx context.Context, q query, qq *quantQuery, lo, hi 
 			limit = max(limit, 2*len(cands))
 		}
 	}
-	for _, c := range prune(cands, floor.min()) {
-		row := ix.vecs[c.row*dim : (c.row+1)*dim]
-		var key float32
-		if q.l2 {
-			key = -sqDist(q.vec, row)
-		} else {
-			key = dot(q.vec, row)
-		}
-		t.offer(hit{key: key, row: c.row})
-	}
-	return nil
+	return prune(cands, floor.min()), nil
 }
 
 // prune drops the candidates whose upper bound is below floor, in place.

@@ -131,7 +131,11 @@ func TestSearchMatchesFullScan(t *testing.T) {
 			if err != nil {
 				rt.Fatal(err)
 			}
-			if want := embedded.FullScan(s, req); !slices.Equal(got, want) {
+			want, err := embedded.FullScan(s, req)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
 				rt.Fatalf("Retrieve(k=%d tenant=%q filter=%v)\n got %v\nwant %v", req.K, req.Tenant, req.Filter, got, want)
 			}
 		}
