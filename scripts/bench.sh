@@ -116,6 +116,7 @@ scale() {
   caught_up
   t2=$(date +%s.%N)
   rss_ingest=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
+  anon_ingest=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
 
   # What each row sends: the sources off in it, and -send (vector: no text).
   off() { jq -nc '{sources: ($ARGS.positional | map({(.): {enabled: false}}) | add)}' --args "$@"; }
@@ -134,6 +135,7 @@ scale() {
     "$work/ragd-bench" "${common[@]}" -clients 1 -label "hybrid with graph and expansion, 1 client" -send "$hsend" -body "$graph" -took
   } > "$out"
   rss=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
+  anon=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
   hwm=$(awk '/VmHWM/{print $2}' "/proc/$ragd_pid/status")
   b=$(du -sb "$work/data" | cut -f1)
 
@@ -158,7 +160,7 @@ scale() {
   took() { grep -F "($1):" "$out" | cut -d: -f2- | sed 's/^ //'; }
   echo "| inside hybrid answers, took_ms p50 / p99 (1 client) | $(took 'hybrid, 1 client') |"
   echo "| inside hybrid answers with graph and expansion on (1 client) | $(took 'hybrid with graph and expansion, 1 client') |"
-  echo "| RSS after ingest / after the runs / peak | $((rss_ingest / 1024)) / $((rss / 1024)) / $((hwm / 1024)) MiB |"
+  echo "| RSS after ingest / after the runs / peak | $((rss_ingest / 1024)) / $((rss / 1024)) / $((hwm / 1024)) MiB, of which anonymous (heap) $((anon_ingest / 1024)) / $((anon / 1024)) MiB, the rest mapped store files |"
   echo "| on disk | $((b / 1048576)) MiB ($(for d in "$work"/data/*/; do printf '%s %s MiB, ' "$(basename "$d")" $(($(du -sb "$d" | cut -f1) / 1048576)); done | sed 's/, $//')) |"
   echo
   grep '^|' "$out"
