@@ -112,6 +112,7 @@ func BenchmarkRetrieve(b *testing.B) {
 					req  spi.VectorRequest
 				}{
 					{"k=10", spi.VectorRequest{K: 10}},
+					{"k=100", spi.VectorRequest{K: 100}}, // the retriever's window
 					{"k=10/tenant", spi.VectorRequest{K: 10, Tenant: "t1"}},
 					{"k=10/filter5pct", spi.VectorRequest{K: 10, Filter: spi.Filter{"rare": {"yes"}}}},
 				}
@@ -131,7 +132,7 @@ func BenchmarkRetrieve(b *testing.B) {
 							start := time.Now()
 							refs, err := s.Retrieve(context.Background(), req)
 							lat = append(lat, time.Since(start))
-							if err != nil || len(refs) != 10 {
+							if err != nil || len(refs) != c.req.K {
 								b.Fatalf("Retrieve = %d refs, %v", len(refs), err)
 							}
 							i++

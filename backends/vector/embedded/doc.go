@@ -20,7 +20,7 @@
 // row gives, ties included, for a quarter of the memory traffic. The scan
 // is split across GOMAXPROCS goroutines once the collection is large
 // enough to pay for them. At 100,000 384-dimensional vectors a search
-// costs 3.6–6.4 ms of CPU (the float32 scan cost 27 ms); docs/vector.md has
+// costs 2.6–6 ms of CPU (the float32 scan cost 27 ms); docs/vector.md has
 // the measured latencies.
 // Beyond a few hundred thousand vectors, use the PostgreSQL backend.
 //

@@ -8,13 +8,14 @@ import "golang.org/x/sys/cpu"
 var haveAVX2 = cpu.X86.HasAVX2
 
 //go:noescape
-func dotInt8AVX2(a, b []int8) int32
+func dotCodesAVX2(a []int16, b []int8) int32
 
-// dotInt8 is the inner product of a and b[:len(a)].
-func dotInt8(a, b []int8) int32 {
+// dotCodes is the inner product of a query's codes a and a row's codes
+// b[:len(a)].
+func dotCodes(a []int16, b []int8) int32 {
 	b = b[:len(a)]
 	if haveAVX2 {
-		return dotInt8AVX2(a, b)
+		return dotCodesAVX2(a, b)
 	}
-	return dotInt8Generic(a, b)
+	return dotCodesGeneric(a, b)
 }

@@ -2,14 +2,14 @@
 
 #include "textflag.h"
 
-// func dotInt8AVX2(a, b []int8) int32
+// func dotCodesAVX2(a []int16, b []int8) int32
 //
 // The inner product of a and b[:len(a)] (the caller guarantees len(b) >=
-// len(a)), exact in int32 for len(a) <= 65536. 32 bytes per iteration:
-// VPMOVSXBW widens 16 int8 to 16 int16, VPMADDWD multiplies them pairwise
-// and adds neighbours into 8 int32 lanes; two accumulators. A tail shorter
-// than 16 bytes is done in scalar code.
-TEXT ·dotInt8AVX2(SB), NOSPLIT, $0-52
+// len(a) and that the sum fits int32). 32 elements per iteration:
+// VPMOVSXBW widens 16 int8 of b to int16, VPMADDWD multiplies them with 16
+// int16 of a and adds neighbours into 8 int32 lanes; two accumulators. A
+// tail shorter than 16 elements is done in scalar code.
+TEXT ·dotCodesAVX2(SB), NOSPLIT, $0-52
 	MOVQ a_base+0(FP), SI
 	MOVQ b_base+24(FP), DI
 	MOVQ a_len+8(FP), CX
@@ -19,15 +19,15 @@ TEXT ·dotInt8AVX2(SB), NOSPLIT, $0-52
 loop32:
 	CMPQ CX, $32
 	JLT  loop16
-	VPMOVSXBW (SI), Y2
+	VMOVDQU   (SI), Y2
 	VPMOVSXBW (DI), Y3
 	VPMADDWD  Y3, Y2, Y2
 	VPADDD    Y2, Y0, Y0
-	VPMOVSXBW 16(SI), Y4
+	VMOVDQU   32(SI), Y4
 	VPMOVSXBW 16(DI), Y5
 	VPMADDWD  Y5, Y4, Y4
 	VPADDD    Y4, Y1, Y1
-	ADDQ      $32, SI
+	ADDQ      $64, SI
 	ADDQ      $32, DI
 	SUBQ      $32, CX
 	JMP       loop32
@@ -35,11 +35,11 @@ loop32:
 loop16:
 	CMPQ CX, $16
 	JLT  reduce
-	VPMOVSXBW (SI), Y2
+	VMOVDQU   (SI), Y2
 	VPMOVSXBW (DI), Y3
 	VPMADDWD  Y3, Y2, Y2
 	VPADDD    Y2, Y0, Y0
-	ADDQ      $16, SI
+	ADDQ      $32, SI
 	ADDQ      $16, DI
 	SUBQ      $16, CX
 
@@ -58,11 +58,11 @@ reduce:
 tail:
 	TESTQ   CX, CX
 	JZ      done
-	MOVBQSX (SI), R8
+	MOVWQSX (SI), R8
 	MOVBQSX (DI), R9
 	IMULQ   R9, R8
 	ADDL    R8, AX
-	INCQ    SI
+	ADDQ    $2, SI
 	INCQ    DI
 	DECQ    CX
 	JMP     tail

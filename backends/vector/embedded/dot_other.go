@@ -2,5 +2,6 @@
 
 package embedded
 
-// dotInt8 is the inner product of a and b[:len(a)].
-func dotInt8(a, b []int8) int32 { return dotInt8Generic(a, b) }
+// dotCodes is the inner product of a query's codes a and a row's codes
+// b[:len(a)].
+func dotCodes(a []int16, b []int8) int32 { return dotCodesGeneric(a, b) }

@@ -6,10 +6,12 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// DotInt8 and DotInt8Generic expose the int8 kernels to the tests.
+// DotCodes and DotCodesGeneric expose the scan's kernels to the tests;
+// QueryCodeMax the largest query code for a dimension.
 var (
-	DotInt8        = dotInt8
-	DotInt8Generic = dotInt8Generic
+	DotCodes        = dotCodes
+	DotCodesGeneric = dotCodesGeneric
+	QueryCodeMax    = queryCodeMax
 )
 
 // FullScan is the reference search: every stored document of the tenant

@@ -333,7 +333,7 @@ func (ix *index) scanRange(ctx context.Context, q query, qq *quantQuery, lo, hi 
 		if filter && !matchTerms(q.filter, ix.meta[i]) {
 			continue
 		}
-		kLo, kHi := qq.interval(ix.quant[i], dotInt8(qq.codes, ix.codes[i*dim:(i+1)*dim]), q.l2)
+		kLo, kHi := qq.interval(ix.quant[i], dotCodes(qq.codes, ix.codes[i*dim:(i+1)*dim]), q.l2)
 		if kHi < floor.min() {
 			continue
 		}

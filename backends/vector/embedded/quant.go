@@ -6,19 +6,18 @@ import "math"
 // memory traffic, which is what an exact scan of 100,000 384-dimensional
 // rows is bound by. Each row r (float32, normalised for cosine) is stored
 // beside its codes c = round(r/s) with s = max|r|/127, so r = s·c + ε.
-// A query q is quantised the same way, q = t·d + δ. Then
+// A query q is quantised likewise (to int16 codes), q = t·d + δ. Then
 //
 //	q·r = q·(s·c) + q·ε = s·t·(d·c) + s·(δ·c) + q·ε
 //
-// and by Cauchy–Schwarz |q·r − s·t·(d·c)| ≤ s·‖δ‖·‖c‖ + ‖q‖·‖ε‖. The int8
-// inner product d·c is exact, so every row gets an interval that holds its
+// and by Cauchy–Schwarz |q·r − s·t·(d·c)| ≤ s·‖δ‖·‖c‖ + ‖q‖·‖ε‖. The
+// integer inner product d·c is exact, so every row gets an interval that holds its
 // true score. A row whose upper end lies below the k-th best lower end
 // cannot be in the top k; the rows left (a few hundred of 100,000 random
 // 384-dimensional rows) are scored in float32 exactly as a full scan would
 // score them. The answer is the full scan's, ties included.
 
-// maxCode is the largest code magnitude: codes lie in [-127, 127], so an
-// int32 holds the inner product of any two rows of MaxDimension codes.
+// maxCode is the largest row code magnitude: codes lie in [-127, 127].
 const maxCode = 127
 
 // rowQuant is what the scan needs of a row besides its codes. Norms and
@@ -67,9 +66,12 @@ func roundUp(x float64) float32 {
 	return f
 }
 
-// quantQuery is a query prepared for the int8 scan.
+// quantQuery is a query prepared for the scan. Its codes are int16, so
+// its own quantisation error (‖δ‖) is negligible beside the rows'; the
+// largest code is bounded so that no inner product with a row overflows
+// int32 (queryCodeMax).
 type quantQuery struct {
-	codes     []int8
+	codes     []int16
 	scale     float64 // t
 	deltaNorm float64 // ‖δ‖, rounded up
 	norm      float64 // ‖q‖
@@ -77,12 +79,35 @@ type quantQuery struct {
 	fpErr     float64 // relative float32 rounding bound of a dim-length sum
 }
 
+// queryCodeMax is the largest query code for dim dimensions: the inner
+// product with a row is at most dim·maxCode·queryCodeMax < 2³¹.
+func queryCodeMax(dim int) float64 {
+	return float64(min(math.MaxInt16, (math.MaxInt32-1)/(maxCode*max(dim, 1))))
+}
+
 func newQuantQuery(v []float32) quantQuery {
-	codes := make([]int8, len(v))
-	r := quantize(v, codes)
-	n := float64(r.norm)
+	var m, n2 float64
+	for _, x := range v {
+		m = max(m, math.Abs(float64(x)))
+		n2 += float64(x) * float64(x)
+	}
+	top := queryCodeMax(len(v))
+	t := m / top
+	var inv float64
+	if t > 0 {
+		inv = 1 / t
+	}
+	codes := make([]int16, len(v))
+	var delta float64
+	for i, x := range v {
+		c := max(-top, min(top, math.RoundToEven(float64(x)*inv)))
+		codes[i] = int16(c)
+		e := float64(x) - t*c
+		delta += e * e
+	}
+	n := float64(roundUp(math.Sqrt(n2)))
 	return quantQuery{
-		codes: codes, scale: float64(r.scale), deltaNorm: float64(r.resid), norm: n, sqNorm: n * n,
+		codes: codes, scale: t, deltaNorm: float64(roundUp(math.Sqrt(delta))), norm: n, sqNorm: n * n,
 		// A float32 sum of n products is within n·2⁻²⁴·Σ|products| of the
 		// true value; twice that covers both the row ranked in and the row
 		// it displaces.
@@ -110,8 +135,8 @@ func (q *quantQuery) interval(r rowQuant, dotCodes int32, l2 bool) (lo, hi float
 	return approx - slack, approx + slack
 }
 
-// dotInt8Generic is the portable inner product of a and b[:len(a)].
-func dotInt8Generic(a, b []int8) int32 {
+// dotCodesGeneric is the portable inner product of a and b[:len(a)].
+func dotCodesGeneric(a []int16, b []int8) int32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 int32
 	i := 0

@@ -13,8 +13,8 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// dotInt8Ref is the inner product in int64, the kernels' reference.
-func dotInt8Ref(a, b []int8) int64 {
+// dotCodesRef is the inner product in int64, the kernels' reference.
+func dotCodesRef(a []int16, b []int8) int64 {
 	var s int64
 	for i := range a {
 		s += int64(a[i]) * int64(b[i])
@@ -22,47 +22,58 @@ func dotInt8Ref(a, b []int8) int64 {
 	return s
 }
 
-func TestDotInt8(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 1))
-	for n := range 200 {
-		a, b := make([]int8, n), make([]int8, n+r.IntN(3)) // b may be longer
-		for i := range a {
-			a[i] = int8(r.IntN(256) - 128)
-		}
-		for i := range b {
-			b[i] = int8(r.IntN(256) - 128)
-		}
-		want := dotInt8Ref(a, b[:n])
-		if got := embedded.DotInt8(a, b); int64(got) != want {
-			t.Fatalf("n=%d: DotInt8 = %d, want %d", n, got, want)
-		}
-		if got := embedded.DotInt8Generic(a, b); int64(got) != want {
-			t.Fatalf("n=%d: DotInt8Generic = %d, want %d", n, got, want)
-		}
+func checkDot(t *testing.T, a []int16, b []int8) {
+	t.Helper()
+	want := dotCodesRef(a, b[:len(a)])
+	if got := embedded.DotCodes(a, b); int64(got) != want {
+		t.Fatalf("n=%d: DotCodes = %d, want %d", len(a), got, want)
 	}
-	// The extreme the int32 accumulator must hold: MaxDimension codes of
-	// -128 (stored codes stay within ±127).
-	ext := make([]int8, embedded.MaxDimension)
-	for i := range ext {
-		ext[i] = -128
-	}
-	if got, want := embedded.DotInt8(ext, ext), dotInt8Ref(ext, ext); int64(got) != want {
-		t.Fatalf("extreme: DotInt8 = %d, want %d", got, want)
+	if got := embedded.DotCodesGeneric(a, b); int64(got) != want {
+		t.Fatalf("n=%d: DotCodesGeneric = %d, want %d", len(a), got, want)
 	}
 }
 
-func FuzzDotInt8(f *testing.F) {
-	f.Add([]byte{1, 2, 3, 4}, []byte{255, 128, 127, 0})
-	f.Add(make([]byte, 47), make([]byte, 47))
+func TestDotCodes(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	for n := range 200 {
+		top := int(embedded.QueryCodeMax(n))
+		a, b := make([]int16, n), make([]int8, n+r.IntN(3)) // b may be longer
+		for i := range a {
+			a[i] = int16(r.IntN(2*top+1) - top)
+		}
+		for i := range b {
+			b[i] = int8(r.IntN(255) - 127)
+		}
+		checkDot(t, a, b)
+	}
+	// The extremes the int32 accumulator must hold: every product at its
+	// largest magnitude, for a short and for the longest vector.
+	for _, n := range []int{384, embedded.MaxDimension} {
+		top := int16(embedded.QueryCodeMax(n))
+		a, b := make([]int16, n), make([]int8, n)
+		for i := range a {
+			a[i], b[i] = -top, 127
+		}
+		checkDot(t, a, b)
+		for i := range a {
+			a[i], b[i] = top, 127
+		}
+		checkDot(t, a, b)
+	}
+}
+
+func FuzzDotCodes(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8}, []byte{255, 128, 127, 0})
+	f.Add(make([]byte, 94), make([]byte, 47))
 	f.Fuzz(func(t *testing.T, x, y []byte) {
-		n := min(len(x), len(y))
-		a, b := make([]int8, n), make([]int8, n)
+		n := min(len(x)/2, len(y))
+		top := int(embedded.QueryCodeMax(n))
+		a, b := make([]int16, n), make([]int8, n)
 		for i := range n {
-			a[i], b[i] = int8(x[i]), int8(y[i])
+			a[i] = int16(int(int16(uint16(x[2*i])|uint16(x[2*i+1])<<8)) % (top + 1))
+			b[i] = max(-127, int8(y[i]))
 		}
-		if got, want := embedded.DotInt8(a, b), dotInt8Ref(a, b); int64(got) != want {
-			t.Fatalf("DotInt8 = %d, want %d", got, want)
-		}
+		checkDot(t, a, b)
 	})
 }
 
