@@ -56,6 +56,7 @@ fuzz_targets=(
   "./api FuzzQueryHandler"
   "./api FuzzDocumentID"
   "./config FuzzParse"
+  "./backends/vector/embedded FuzzDotCodes"
 )
 fuzztime=${RAG_FUZZTIME:-20000x}
 if [ "$fuzztime" != 0 ]; then
