@@ -2,7 +2,6 @@ package embedded
 
 import (
 	"context"
-	"errors"
 	"math"
 	"slices"
 	"sort"
@@ -290,8 +289,10 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 		go func() { defer wg.Done(); run() }()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
 	}
 	floor := floors[0]
 	for _, f := range floors[1:] {
