@@ -31,11 +31,12 @@
 # scale only: BENCH_CACHE (a directory keeping the generated corpora between
 # runs; default a temporary one), BENCH_VECTORS (384: documents and queries
 # carry the same random unit vectors, as given to the peers; 0: the built-in
-# embedder embeds them).
+# embedder embeds them), BENCH_CATCHUP_S (3600: the longest wait after the
+# ingest for the derived stores to apply the change log).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 case "${1:-}" in
   load)
     mode=${2:-embedded}
@@ -96,14 +97,16 @@ PY
 }
 
 # caught_up waits until every derived store has applied the change log
-# (GET /v1/status/health's log.stores[].behind), when the server has one.
+# (GET /v1/status/health's log.stores[].behind), when the server has one,
+# for at most BENCH_CATCHUP_S seconds (default 3600).
 caught_up() {
-  for _ in $(seq 1 3000); do
+  local limit=${BENCH_CATCHUP_S:-3600} start=$SECONDS behind
+  while [ $((SECONDS - start)) -lt "$limit" ]; do
     behind=$(curl -sf "http://127.0.0.1:$port/v1/status/health" | jq '[.log.stores[]?.behind] | add // 0') || behind=1
     [ "$behind" = 0 ] && return
-    sleep 0.2
+    sleep 1
   done
-  echo "bench: derived stores still behind after 600 s" >&2
+  echo "bench: derived stores still behind after $limit s: $(curl -sf "http://127.0.0.1:$port/v1/status/health" | jq -c '.log')" >&2
   exit 1
 }
 
