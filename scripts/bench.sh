@@ -24,7 +24,8 @@
 #                                    and partial answers with 8, hybrid with the
 #                                    graph source and expansion switched on, each
 #                                    source's time inside the answers, RSS and size
-#                                    on disk. One table for README's "Scale" section.
+#                                    on disk. One table for README's "At 100,000
+#                                    documents" section. Needs python3 and jq.
 #
 # Settings (environment): RAG_CRANFIELD_DIR (default ../shared/data/cranfield),
 # BENCH_CLIENTS (8), BENCH_PHASE (10s), BENCH_PORT (18090), BENCH_RESET_S (10).
@@ -36,7 +37,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 case "${1:-}" in
   load)
     mode=${2:-embedded}
