@@ -16,15 +16,38 @@
 # of the goals under it. Paste both into README's "Under load" section with
 # the machine they ran on (nproc, CPU model) and the date.
 #
+#   scripts/bench.sh scale N         ragd with its embedded stores on N synthetic
+#                                    documents (Cranfield and near-copies, made by
+#                                    ../shared/tools/synth_corpus.py): ingest rate,
+#                                    keyword-only, vector-only and hybrid (shipped
+#                                    defaults) latency with 1 client, hybrid req/s
+#                                    and partial answers with 8, hybrid with the
+#                                    graph source and expansion switched on, each
+#                                    source's time inside the answers, RSS and size
+#                                    on disk. One table for README's "At 100,000
+#                                    documents" section. Needs python3 and jq.
+#
 # Settings (environment): RAG_CRANFIELD_DIR (default ../shared/data/cranfield),
 # BENCH_CLIENTS (8), BENCH_PHASE (10s), BENCH_PORT (18090), BENCH_RESET_S (10).
+# scale only: BENCH_CACHE (a directory keeping the generated corpora between
+# runs; default a temporary one), BENCH_VECTORS (384: documents and queries
+# carry the same random unit vectors, as given to the peers; 0: the built-in
+# embedder embeds them), BENCH_CATCHUP_S (3600: the longest wait after the
+# ingest for the derived stores to apply the change log).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
-[ "${1:-}" = load ] || usage
-mode=${2:-embedded}
-case "$mode" in embedded|servers) ;; *) usage ;; esac
+usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+case "${1:-}" in
+  load)
+    mode=${2:-embedded}
+    case "$mode" in embedded|servers) ;; *) usage ;; esac ;;
+  scale)
+    mode=embedded
+    docs=${2:-}
+    [[ "$docs" =~ ^[0-9]+$ ]] || usage ;;
+  *) usage ;;
+esac
 
 data=${RAG_CRANFIELD_DIR:-../shared/data/cranfield}
 [ -f "$data/corpus.jsonl" ] || { echo "bench: no corpus at $data (set RAG_CRANFIELD_DIR)" >&2; exit 1; }
@@ -42,6 +65,114 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# scale: the corpus and the query file (Cranfield's queries, each with a
+# random unit vector when BENCH_VECTORS > 0), cached by size and dimension.
+scale_data() {
+  cache=${BENCH_CACHE:-$work/cache}
+  vdim=${BENCH_VECTORS:-384}
+  mkdir -p "$cache"
+  corpus=$cache/synth-$docs-v$vdim.jsonl
+  qfile=$cache/queries-v$vdim.jsonl
+  vflag=()
+  [ "$vdim" -gt 0 ] && vflag=(--vectors "$vdim")
+  if [ ! -s "$corpus" ]; then
+    echo "== making $corpus" >&2
+    python3 ../shared/tools/synth_corpus.py "$data" "$corpus.tmp" "$docs" "${vflag[@]}"
+    mv "$corpus.tmp" "$corpus"
+  fi
+  if [ ! -s "$qfile" ]; then
+    python3 - "$data/queries.jsonl" "$qfile" "$vdim" <<'PY'
+import json, random, sys
+src, out, dim = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rnd = random.Random(7)
+with open(src) as f, open(out, "w") as o:
+    for line in f:
+        q = {"text": json.loads(line)["text"]}
+        if dim:
+            v = [rnd.gauss(0, 1) for _ in range(dim)]
+            n = sum(x * x for x in v) ** 0.5
+            q["vector"] = [round(x / n, 6) for x in v]
+        o.write(json.dumps(q) + "\n")
+PY
+  fi
+}
+
+# caught_up waits until every derived store has applied the change log
+# (GET /v1/status/health's log.stores[].behind), when the server has one,
+# for at most BENCH_CATCHUP_S seconds (default 3600).
+caught_up() {
+  local limit=${BENCH_CATCHUP_S:-3600} start=$SECONDS behind
+  while [ $((SECONDS - start)) -lt "$limit" ]; do
+    behind=$(curl -sf "http://127.0.0.1:$port/v1/status/health" | jq '[.log.stores[]?.behind] | add // 0') || behind=1
+    [ "$behind" = 0 ] && return
+    sleep 1
+  done
+  echo "bench: derived stores still behind after $limit s: $(curl -sf "http://127.0.0.1:$port/v1/status/health" | jq -c '.log')" >&2
+  exit 1
+}
+
+scale() {
+  local t0 t1 t2 b
+  echo "== ingesting $corpus" >&2
+  t0=$(date +%s.%N)
+  "$work/ragd" ingest --server "http://127.0.0.1:$port" --no-resume --progress plain "$corpus" >&2
+  t1=$(date +%s.%N)
+  caught_up
+  t2=$(date +%s.%N)
+  rss_ingest=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
+  anon_ingest=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
+
+  # What each row sends: the sources off in it, and -send (vector: no text).
+  off() { jq -nc '{sources: ($ARGS.positional | map({(.): {enabled: false}}) | add)}' --args "$@"; }
+  graph='{"sources":{"graph":{"enabled":true,"weight":1}},"expand":{"enabled":true}}'
+  vsend=vector; hsend=both
+  if [ "$vdim" = 0 ]; then vsend=text; hsend=text; fi
+  common=(-server "http://127.0.0.1:$port" -queries "$qfile" -pid "$ragd_pid" -duration "$phase")
+  echo "== warming up" >&2
+  "$work/ragd-bench" "${common[@]}" -clients "$clients" -send "$hsend" -body "$graph" -duration 3s >/dev/null
+  out=$work/scale.md
+  {
+    "$work/ragd-bench" "${common[@]}" -header -clients 1 -label "keyword only, 1 client" -send text -body "$(off vector graph graph_expand)"
+    "$work/ragd-bench" "${common[@]}" -clients 1 -label "vector only, 1 client" -send "$vsend" -body "$(off keyword graph graph_expand)"
+    "$work/ragd-bench" "${common[@]}" -clients 1 -label "hybrid, 1 client" -send "$hsend" -took
+    "$work/ragd-bench" "${common[@]}" -clients "$clients" -label "hybrid, $clients clients" -send "$hsend" -took
+    "$work/ragd-bench" "${common[@]}" -clients 1 -label "hybrid with graph and expansion, 1 client" -send "$hsend" -body "$graph" -took
+  } > "$out"
+  rss=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
+  anon=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
+  hwm=$(awk '/VmHWM/{print $2}' "/proc/$ragd_pid/status")
+  b=$(du -sb "$work/data" | cut -f1)
+
+  echo "## ragd at scale: $docs documents, embedded default, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo
+  if [ "$vdim" -gt 0 ]; then
+    echo "Documents and queries carry the same random unit $vdim-dimensional vectors (the embedder is not used)."
+  else
+    echo "The built-in embedder embeds documents and queries."
+  fi
+  echo
+  echo "| measure | ragd |"
+  echo "|---|---|"
+  awk -v n="$docs" -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN {
+    printf "| ingest (ragd ingest, batches of 256) | %.0f s, %.0f docs/s; every store caught up after %.0f s (%.0f docs/s) |\n", b-a, n/(b-a), c-a, n/(c-a) }'
+  row() { grep -F "| $1 |" "$out" | awk -F'|' '{ gsub(/ /, "", $5); gsub(/ /, "", $6); gsub(/ /, "", $4); gsub(/ /, "", $9); gsub(/ /, "", $7); print $5 " / " $6 " ms (" $4 " req/s, " $7 " CPU ms/query, " $9 " partial)" }'; }
+  echo "| keyword-only p50 / p99, 1 client | $(row 'keyword only, 1 client') |"
+  echo "| vector-only p50 / p99, 1 client | $(row 'vector only, 1 client') |"
+  echo "| hybrid p50 / p99, 1 client | $(row 'hybrid, 1 client') |"
+  echo "| hybrid, $clients clients | $(row "hybrid, $clients clients") |"
+  echo "| hybrid with graph and expansion on, p50 / p99, 1 client | $(row 'hybrid with graph and expansion, 1 client') |"
+  took() { grep -F "($1):" "$out" | cut -d: -f2- | sed 's/^ //'; }
+  echo "| inside hybrid answers, took_ms p50 / p99 (1 client) | $(took 'hybrid, 1 client') |"
+  echo "| inside hybrid answers with graph and expansion on (1 client) | $(took 'hybrid with graph and expansion, 1 client') |"
+  echo "| RSS after ingest / after the runs / peak | $((rss_ingest / 1024)) / $((rss / 1024)) / $((hwm / 1024)) MiB, of which anonymous (heap) $((anon_ingest / 1024)) / $((anon / 1024)) MiB, the rest mapped store files |"
+  echo "| on disk | $((b / 1048576)) MiB ($(for d in "$work"/data/*/; do printf '%s %s MiB, ' "$(basename "$d")" $(($(du -sb "$d" | cut -f1) / 1048576)); done | sed 's/, $//')) |"
+  echo
+  grep '^|' "$out"
+  echo
+  grep '^took_ms' "$out"
+}
+
+[ "$1" = scale ] && scale_data
 echo "== building ragd and ragd-bench" >&2
 go build -o "$work/ragd" ./cmd/ragd
 go build -o "$work/ragd-bench" ./cmd/ragd-bench
@@ -86,6 +217,10 @@ for _ in $(seq 1 300); do
   kill -0 "$ragd_pid" 2>/dev/null || { tail -20 "$work/ragd.log" >&2; exit 1; }
   sleep 0.2
 done
+if [ "$1" = scale ]; then
+  scale
+  exit
+fi
 echo "== ingesting $data" >&2
 "$work/ragd" ingest --server "http://127.0.0.1:$port" --no-resume "$data" >&2 || true
 

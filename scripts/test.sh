@@ -52,6 +52,7 @@ fuzz_targets=(
   "./config FuzzParse"
   "./api FuzzQueryHandler"
   "./api FuzzDocumentID"
+  "./backends/vector/embedded FuzzDotCodes"
 )
 fuzz() {
   local t pkg target

@@ -12,6 +12,10 @@
 //	ragd-bench -scenario embedded ...      faults injected through /debug/faults
 //	ragd-bench -scenario servers -neo4j-pid N -pg-pids "P1 P2 ..." \
 //	    -neo4j-stop CMD -neo4j-start CMD ...   SIGSTOP/SIGCONT, then a restart
+//
+// Queries that bring their own vectors (a JSONL file of {"text","vector"}
+// lines, as scripts/bench.sh scale writes) are sent with -send vector or
+// both; -took adds each source's took_ms percentiles under the row.
 package main
 
 import (
@@ -44,6 +48,7 @@ func run() error {
 		header  bool
 		jsonOut string
 		sc      scenarioFlags
+		qf      queryFlags
 	)
 	flag.StringVar(&cfg.Server, "server", "http://127.0.0.1:8080", "ragd base URL")
 	flag.StringVar(&cfg.APIKey, "api-key", os.Getenv("RAGD_API_KEY"), "API key (default $RAGD_API_KEY)")
@@ -57,13 +62,16 @@ func run() error {
 	flag.BoolVar(&header, "header", false, "print the table header before the row")
 	flag.StringVar(&jsonOut, "json", "", "also write the report as JSON to this file")
 	sc.register()
+	qf.register()
 	flag.Parse()
 
-	qs, err := readQueries(queries)
+	qs, vecs, err := readQueries(queries)
 	if err != nil {
 		return err
 	}
-	cfg.Queries = qs
+	if cfg.Queries, cfg.Vectors, err = qf.apply(qs, vecs); err != nil {
+		return err
+	}
 	if body != "" {
 		if err := json.Unmarshal([]byte(body), &cfg.Body); err != nil {
 			return fmt.Errorf("-body: %w", err)
@@ -83,6 +91,7 @@ func run() error {
 		loadgen.Header(os.Stdout)
 	}
 	loadgen.Row(os.Stdout, r)
+	qf.report(os.Stdout, r)
 	if jsonOut != "" {
 		b, err := json.MarshalIndent(r, "", "  ")
 		if err != nil {
@@ -93,31 +102,38 @@ func run() error {
 	return nil
 }
 
-func readQueries(path string) ([]string, error) {
+// readQueries reads the query texts, and each line's "vector" when it has
+// one (nil otherwise).
+func readQueries(path string) ([]string, [][]float32, error) {
 	if path == "" {
-		return nil, fmt.Errorf("-queries is required")
+		return nil, nil, fmt.Errorf("-queries is required")
 	}
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = filepath.Join(path, "queries.jsonl")
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
-	var out []string
+	var (
+		texts []string
+		vecs  [][]float32
+	)
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
 		var q struct {
-			Text string `json:"text"`
+			Text   string    `json:"text"`
+			Vector []float32 `json:"vector"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if q.Text != "" {
-			out = append(out, q.Text)
+		if q.Text != "" || q.Vector != nil {
+			texts = append(texts, q.Text)
+			vecs = append(vecs, q.Vector)
 		}
 	}
-	return out, sc.Err()
+	return texts, vecs, sc.Err()
 }

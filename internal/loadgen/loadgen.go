@@ -29,8 +29,13 @@ type Config struct {
 	Server string
 	// APIKey, when set, is sent as a bearer token.
 	APIKey string
-	// Queries are the query texts, sent round-robin.
+	// Queries are the query texts, sent round-robin; an empty text is not
+	// sent (a vector-only query).
 	Queries []string
+	// Vectors, when set, holds each query's vector (Vectors[i] goes with
+	// Queries[i]; nil sends none), for a server whose stores hold
+	// caller-supplied vectors.
+	Vectors [][]float32
 	// Body, when set, is merged into every request body (a JSON object,
 	// e.g. {"sources":{"graph":{"enabled":false}}}); "text" is set per query.
 	Body map[string]any
@@ -54,6 +59,8 @@ func (c Config) Validate() error {
 		return errors.New("loadgen: no server")
 	case len(c.Queries) == 0:
 		return errors.New("loadgen: no queries")
+	case c.Vectors != nil && len(c.Vectors) != len(c.Queries):
+		return fmt.Errorf("loadgen: %d vectors for %d queries", len(c.Vectors), len(c.Queries))
 	case c.Clients < 1:
 		return fmt.Errorf("loadgen: clients %d, want >= 1", c.Clients)
 	case c.Duration <= 0 && c.MaxRequests <= 0:
@@ -68,8 +75,10 @@ type Sample struct {
 	Latency time.Duration
 	Status  int // HTTP status; 0 when the request failed without one
 	Partial bool
-	// Sources maps each source to its status in the answer.
+	// Sources maps each source to its status in the answer, Took to the
+	// time the server reports it took (took_ms).
 	Sources map[string]string
+	Took    map[string]time.Duration
 }
 
 // Report summarises a run.
@@ -112,7 +121,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		for k, v := range cfg.Body {
 			m[k] = v
 		}
-		m["text"] = q
+		if q != "" {
+			m["text"] = q
+		}
+		if cfg.Vectors != nil && cfg.Vectors[i] != nil {
+			m["vector"] = cfg.Vectors[i]
+		}
 		b, err := json.Marshal(m)
 		if err != nil {
 			return nil, fmt.Errorf("loadgen: body: %w", err)
@@ -199,7 +213,8 @@ func one(ctx context.Context, client *http.Client, cfg Config, body []byte) (Sam
 	var ans struct {
 		Partial bool `json:"partial"`
 		Sources map[string]struct {
-			Status string `json:"status"`
+			Status string  `json:"status"`
+			TookMS float64 `json:"took_ms"`
 		} `json:"sources"`
 	}
 	raw, err := io.ReadAll(resp.Body)
@@ -211,8 +226,10 @@ func one(ctx context.Context, client *http.Client, cfg Config, body []byte) (Sam
 	if resp.StatusCode == http.StatusOK && json.Unmarshal(raw, &ans) == nil {
 		s.Partial = ans.Partial
 		s.Sources = make(map[string]string, len(ans.Sources))
+		s.Took = make(map[string]time.Duration, len(ans.Sources))
 		for k, v := range ans.Sources {
 			s.Sources[k] = v.Status
+			s.Took[k] = time.Duration(v.TookMS * float64(time.Millisecond))
 		}
 	}
 	return s, true

@@ -10,13 +10,19 @@
 // decode is reported as ErrCorrupt, a file held by another process as
 // ErrLocked.
 //
-// Search is exact: vectors sit in one contiguous []float32 (normalised when
-// the distance is cosine), and Retrieve scans them all, applying the tenant
-// and metadata filter during the scan and keeping the best k in a heap. The
-// scan is split across GOMAXPROCS goroutines once the collection is large
-// enough to pay for them. It is meant for up to about 100,000 vectors of a
-// few hundred dimensions; docs/vector.md has the measured latencies. Beyond
-// that, use the PostgreSQL backend.
+// Search is exact. Vectors sit in one contiguous []float32 (normalised
+// when the distance is cosine) and, beside them, as int8 codes with a scale
+// per row. Retrieve scans the codes (an AVX2 kernel on amd64, portable Go
+// elsewhere), applying the tenant and metadata filter during the scan; the
+// codes bound each row's true score from above and below, and only rows
+// whose upper bound reaches the k-th best lower bound are scored in float32
+// (quant.go has the bound). The answer is the one a float32 scan of every
+// row gives, ties included, for a quarter of the memory traffic. The scan
+// is split across GOMAXPROCS goroutines once the collection is large
+// enough to pay for them. At 100,000 384-dimensional vectors a search
+// costs 2.6–6 ms of CPU (the float32 scan cost 27 ms); docs/vector.md has
+// the measured latencies.
+// Beyond a few hundred thousand vectors, use the PostgreSQL backend.
 //
 // Scores are similarities, higher is closer, as in package vector:
 //

@@ -11,17 +11,22 @@ import (
 )
 
 // index is the in-memory flat index: row i holds ids[i], its tenant and
-// metadata, and vecs[i*dim:(i+1)*dim]. Deleting a row moves the last row
-// into its place. It is not safe for concurrent use; Store guards it.
+// metadata, and the int8 codes of its vector codes[i*dim:(i+1)*dim] with
+// quant[i] (quant.go); the float32 vectors stay in the file, which the
+// search reads for the few rows it scores exactly (rescore.go). Deleting a
+// row moves the last row into its place. It is not safe for concurrent
+// use; Store guards it.
 type index struct {
 	dim       int
 	normalize bool
 	ids       []string
 	tenants   []uint32
 	meta      []map[string]string
-	vecs      []float32
+	codes     []int8
+	quant     []rowQuant
 	pos       map[string]int
 	tenantIDs map[string]uint32 // interned tenants; 0 is ""
+	scratch   []float32         // put's normalised copy
 }
 
 func newIndex(dim int, normalize bool) *index {
@@ -29,6 +34,18 @@ func newIndex(dim int, normalize bool) *index {
 }
 
 func (ix *index) len() int { return len(ix.ids) }
+
+// reserve makes room for n rows.
+func (ix *index) reserve(n int) {
+	if len(ix.pos) == 0 {
+		ix.pos = make(map[string]int, n)
+	}
+	ix.ids = slices.Grow(ix.ids, n)
+	ix.tenants = slices.Grow(ix.tenants, n)
+	ix.meta = slices.Grow(ix.meta, n)
+	ix.codes = slices.Grow(ix.codes, n*ix.dim)
+	ix.quant = slices.Grow(ix.quant, n)
+}
 
 func (ix *index) tenantID(t string) uint32 {
 	id, ok := ix.tenantIDs[t]
@@ -39,7 +56,8 @@ func (ix *index) tenantID(t string) uint32 {
 	return id
 }
 
-// put inserts or replaces a row. vec is copied (and normalised for cosine).
+// put inserts or replaces a row: vec's codes are computed (from vec
+// normalised, for cosine) and vec itself is not kept.
 func (ix *index) put(id, tenant string, md map[string]string, vec []float32) {
 	i, ok := ix.pos[id]
 	if !ok {
@@ -48,15 +66,17 @@ func (ix *index) put(id, tenant string, md map[string]string, vec []float32) {
 		ix.ids = append(ix.ids, id)
 		ix.tenants = append(ix.tenants, 0)
 		ix.meta = append(ix.meta, nil)
-		ix.vecs = append(ix.vecs, make([]float32, ix.dim)...)
+		ix.codes = append(ix.codes, make([]int8, ix.dim)...)
+		ix.quant = append(ix.quant, rowQuant{})
 	}
 	ix.tenants[i] = ix.tenantID(tenant)
 	ix.meta[i] = md
-	dst := ix.vecs[i*ix.dim : (i+1)*ix.dim]
-	copy(dst, vec)
 	if ix.normalize {
-		normalizeInPlace(dst)
+		ix.scratch = append(ix.scratch[:0], vec...)
+		normalizeInPlace(ix.scratch)
+		vec = ix.scratch
 	}
+	ix.quant[i] = quantize(vec, ix.codes[i*ix.dim:(i+1)*ix.dim])
 }
 
 // remove deletes a row if present.
@@ -70,7 +90,8 @@ func (ix *index) remove(id string) {
 		ix.ids[i] = ix.ids[last]
 		ix.tenants[i] = ix.tenants[last]
 		ix.meta[i] = ix.meta[last]
-		copy(ix.vecs[i*ix.dim:(i+1)*ix.dim], ix.vecs[last*ix.dim:])
+		copy(ix.codes[i*ix.dim:(i+1)*ix.dim], ix.codes[last*ix.dim:])
+		ix.quant[i] = ix.quant[last]
 		ix.pos[ix.ids[i]] = i
 	}
 	delete(ix.pos, id)
@@ -78,7 +99,8 @@ func (ix *index) remove(id string) {
 	ix.tenants = ix.tenants[:last]
 	ix.meta[last] = nil
 	ix.meta = ix.meta[:last]
-	ix.vecs = ix.vecs[:last*ix.dim]
+	ix.codes = ix.codes[:last*ix.dim]
+	ix.quant = ix.quant[:last]
 }
 
 func normalizeInPlace(v []float32) {
@@ -131,27 +153,33 @@ func sqDist(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// hit is a candidate row; key is higher-is-better (dot, or -squared
+// hit is a scored document; key is higher-is-better (dot, or -squared
 // distance for l2).
 type hit struct {
 	key float32
-	row int
+	id  string
 }
 
 // topK keeps the k best hits in a min-heap whose root is the worst kept.
 type topK struct {
 	k    int
-	ids  []string
 	heap []hit
 }
 
 // worse reports whether a ranks below b: lower key, or equal key and
 // larger id.
-func (t *topK) worse(a, b hit) bool {
+func worse(a, b hit) bool {
 	if a.key != b.key {
 		return a.key < b.key
 	}
-	return t.ids[a.row] > t.ids[b.row]
+	return a.id > b.id
+}
+
+// sorted returns the kept hits best first.
+func (t *topK) sorted() []hit {
+	res := t.heap
+	sort.Slice(res, func(i, j int) bool { return worse(res[j], res[i]) })
+	return res
 }
 
 func (t *topK) offer(h hit) {
@@ -161,7 +189,7 @@ func (t *topK) offer(h hit) {
 		i := len(t.heap) - 1
 		for i > 0 {
 			p := (i - 1) / 2
-			if !t.worse(t.heap[i], t.heap[p]) {
+			if !worse(t.heap[i], t.heap[p]) {
 				break
 			}
 			t.heap[i], t.heap[p] = t.heap[p], t.heap[i]
@@ -169,7 +197,7 @@ func (t *topK) offer(h hit) {
 		}
 		return
 	}
-	if !t.worse(t.heap[0], h) {
+	if !worse(t.heap[0], h) {
 		return
 	}
 	t.heap[0] = h
@@ -181,10 +209,10 @@ func (t *topK) offer(h hit) {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && t.worse(t.heap[r], t.heap[l]) {
+		if r := l + 1; r < n && worse(t.heap[r], t.heap[l]) {
 			m = r
 		}
-		if !t.worse(t.heap[m], t.heap[i]) {
+		if !worse(t.heap[m], t.heap[i]) {
 			break
 		}
 		t.heap[i], t.heap[m] = t.heap[m], t.heap[i]
@@ -194,12 +222,13 @@ func (t *topK) offer(h hit) {
 
 // query is one prepared search.
 type query struct {
-	vec    []float32 // normalised for cosine
-	k      int
-	tenant uint32
-	anyTen bool
-	filter []term
-	l2     bool
+	vec        []float32 // normalised for cosine
+	k          int
+	tenant     uint32
+	tenantName string
+	anyTen     bool
+	filter     []term
+	l2         bool
 }
 
 // term is one filter key with its accepted values. A compiled filter is
@@ -226,28 +255,32 @@ func matchTerms(terms []term, md map[string]string) bool {
 	return true
 }
 
-// minParallelWork is the number of float multiply-adds below which a
-// search runs on one goroutine.
+// minParallelWork is the number of multiply-adds below which a search runs
+// on one goroutine.
 const minParallelWork = 1 << 18
 
 // ctxCheckEvery is how many rows a scan visits between ctx checks.
 const ctxCheckEvery = 4096
 
-// search scans every row and returns the best q.k hits in rank order.
-func (ix *index) search(ctx context.Context, q query, parallelism int) ([]hit, error) {
+// candidates scans the codes of every eligible row and returns the ids of
+// the rows that may be among the best q.k: those whose key's upper bound
+// reaches the k-th best lower bound (quant.go). rescore.go scores them.
+func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]string, error) {
 	n := ix.len()
 	parts := 1
 	if parallelism > 1 && n*ix.dim >= minParallelWork {
 		parts = parallelism
 	}
-	tops := make([]topK, parts)
+	qq := newQuantQuery(q.vec)
+	found := make([][]candidate, parts)
+	floors := make([]lowerBounds, parts)
 	errs := make([]error, parts)
 	var wg sync.WaitGroup
 	chunk := (n + parts - 1) / parts
 	for p := range parts {
 		lo, hi := p*chunk, min((p+1)*chunk, n)
-		tops[p] = topK{k: q.k, ids: ix.ids, heap: make([]hit, 0, min(q.k, max(hi-lo, 0)))}
-		run := func() { errs[p] = ix.scanRange(ctx, q, lo, hi, &tops[p]) }
+		floors[p] = lowerBounds{k: q.k}
+		run := func() { found[p], errs[p] = ix.scanRange(ctx, q, &qq, lo, hi, &floors[p]) }
 		if p == parts-1 {
 			run()
 			continue
@@ -261,23 +294,39 @@ func (ix *index) search(ctx context.Context, q query, parallelism int) ([]hit, e
 			return nil, err
 		}
 	}
-	all := tops[0]
-	for _, t := range tops[1:] {
-		for _, h := range t.heap {
-			all.offer(h)
+	floor := floors[0]
+	for _, f := range floors[1:] {
+		for _, x := range f.heap {
+			floor.offer(x)
 		}
 	}
-	res := all.heap
-	sort.Slice(res, func(i, j int) bool { return all.worse(res[j], res[i]) })
-	return res, nil
+	var ids []string
+	for _, cs := range found {
+		for _, c := range prune(cs, floor.min()) {
+			ids = append(ids, ix.ids[c.row])
+		}
+	}
+	return ids, nil
 }
 
-func (ix *index) scanRange(ctx context.Context, q query, lo, hi int, t *topK) error {
+// candidate is a row that may be among the best k, with the upper end of
+// its key's interval.
+type candidate struct {
+	row int
+	hi  float64
+}
+
+// scanRange bounds the key of every eligible row of [lo, hi) from its
+// int8 codes, keeps the k best lower bounds in floor, and returns the rows
+// whose upper bound reaches floor's k-th best.
+func (ix *index) scanRange(ctx context.Context, q query, qq *quantQuery, lo, hi int, floor *lowerBounds) ([]candidate, error) {
 	dim := ix.dim
 	filter := len(q.filter) > 0
+	cands := make([]candidate, 0, 1024)
+	limit := cap(cands)
 	for i := lo; i < hi; i++ {
 		if (i-lo)%ctxCheckEvery == ctxCheckEvery-1 && ctx.Err() != nil {
-			return context.Cause(ctx)
+			return nil, context.Cause(ctx)
 		}
 		if !q.anyTen && ix.tenants[i] != q.tenant {
 			continue
@@ -285,14 +334,71 @@ func (ix *index) scanRange(ctx context.Context, q query, lo, hi int, t *topK) er
 		if filter && !matchTerms(q.filter, ix.meta[i]) {
 			continue
 		}
-		row := ix.vecs[i*dim : (i+1)*dim]
-		var key float32
-		if q.l2 {
-			key = -sqDist(q.vec, row)
-		} else {
-			key = dot(q.vec, row)
+		kLo, kHi := qq.interval(ix.quant[i], dotCodes(qq.codes, ix.codes[i*dim:(i+1)*dim]), q.l2)
+		if kHi < floor.min() {
+			continue
 		}
-		t.offer(hit{key: key, row: i})
+		floor.offer(kLo)
+		cands = append(cands, candidate{row: i, hi: kHi})
+		if len(cands) >= limit {
+			cands = prune(cands, floor.min())
+			limit = max(limit, 2*len(cands))
+		}
 	}
-	return nil
+	return prune(cands, floor.min()), nil
+}
+
+// prune drops the candidates whose upper bound is below floor, in place.
+func prune(cands []candidate, floor float64) []candidate {
+	return slices.DeleteFunc(cands, func(c candidate) bool { return c.hi < floor })
+}
+
+// lowerBounds keeps the k largest lower bounds seen in a min-heap; min is
+// the k-th largest, the floor no key of the final top k can be below.
+type lowerBounds struct {
+	k    int
+	heap []float64
+}
+
+func (b *lowerBounds) min() float64 {
+	if len(b.heap) < b.k {
+		return math.Inf(-1)
+	}
+	return b.heap[0]
+}
+
+func (b *lowerBounds) offer(x float64) {
+	h := b.heap
+	if len(h) < b.k {
+		h = append(h, x)
+		for i := len(h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if h[p] <= h[i] {
+				break
+			}
+			h[i], h[p] = h[p], h[i]
+			i = p
+		}
+		b.heap = h
+		return
+	}
+	if x <= h[0] {
+		return
+	}
+	h[0] = x
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= len(h) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r] < h[l] {
+			m = r
+		}
+		if h[i] <= h[m] {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
 }

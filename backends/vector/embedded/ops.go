@@ -15,8 +15,10 @@ import (
 )
 
 // Retrieve returns the req.K documents nearest to req.Vector among those of
-// req.Tenant (when set) that match req.Filter, by an exact scan, ordered by
-// descending similarity and then ascending id.
+// req.Tenant (when set) that match req.Filter, ordered by descending
+// similarity and then ascending id: the answer of an exact scan, found by a
+// scan of the int8 codes and a float32 rescoring of the rows it cannot rule
+// out (quant.go).
 func (s *Store) Retrieve(ctx context.Context, req spi.VectorRequest) ([]spi.Ref, error) {
 	if err := s.checkRequest(req); err != nil {
 		return nil, fmt.Errorf("vector/embedded: retrieve: %w", err)
@@ -24,30 +26,39 @@ func (s *Store) Retrieve(ctx context.Context, req spi.VectorRequest) ([]spi.Ref,
 	if err := s.checkOpen(ctx, "retrieve"); err != nil {
 		return nil, err
 	}
-	q := query{k: req.K, filter: compileFilter(req.Filter), l2: s.cfg.Distance == L2, anyTen: req.Tenant == ""}
+	q := query{k: req.K, filter: compileFilter(req.Filter), l2: s.cfg.Distance == L2,
+		anyTen: req.Tenant == "", tenantName: req.Tenant}
 	q.vec = append([]float32(nil), req.Vector...)
 	if s.cfg.Distance == Cosine {
 		normalizeInPlace(q.vec)
 	}
-
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if !q.anyTen {
-		t, ok := s.idx.tenantIDs[req.Tenant]
-		if !ok {
-			return []spi.Ref{}, nil
-		}
-		q.tenant = t
-	}
-	hits, err := s.idx.search(ctx, q, s.parallelism())
+	ids, err := s.candidates(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("vector/embedded: retrieve: %w", err)
 	}
+	hits, err := s.rescore(ctx, q, ids)
+	if err != nil {
+		return nil, err
+	}
 	refs := make([]spi.Ref, len(hits))
 	for i, h := range hits {
-		refs[i] = spi.Ref{ID: s.idx.ids[h.row], Score: s.score(h.key), Source: spi.SourceVector}
+		refs[i] = spi.Ref{ID: h.id, Score: s.score(h.key), Source: spi.SourceVector}
 	}
 	return refs, nil
+}
+
+// candidates runs the index's scan under the read lock.
+func (s *Store) candidates(ctx context.Context, q query) ([]string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if !q.anyTen {
+		t, ok := s.idx.tenantIDs[q.tenantName]
+		if !ok {
+			return nil, nil
+		}
+		q.tenant = t
+	}
+	return s.idx.candidates(ctx, q, s.parallelism())
 }
 
 // score turns a search key into the similarity pgvector would report.

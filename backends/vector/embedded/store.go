@@ -241,32 +241,21 @@ func (s *Store) RecordEmbedder(ctx context.Context, id string) error {
 func (s *Store) load(ctx context.Context) error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		docs := tx.Bucket(bucketDocs)
-		n := docs.Stats().KeyN
-		ix := s.idx
-		ix.ids = make([]string, 0, n)
-		ix.tenants = make([]uint32, 0, n)
-		ix.meta = make([]map[string]string, 0, n)
-		ix.vecs = make([]float32, 0, n*ix.dim)
+		s.idx.reserve(docs.Stats().KeyN)
 		c := docs.Cursor()
 		i := 0
+		var vec []float32
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if i%ctxCheckEvery == 0 && ctx.Err() != nil {
 				return fmt.Errorf("vector/embedded: open: %w", context.Cause(ctx))
 			}
 			i++
-			h, vecs, err := decodeHeader(v, ix.dim, ix.vecs)
+			h, buf, err := decodeHeader(v, s.idx.dim, vec[:0])
 			if err != nil {
 				return fmt.Errorf("%w: %s: record %q: %v", ErrCorrupt, s.path, k, err)
 			}
-			ix.vecs = vecs
-			id := string(k)
-			ix.pos[id] = len(ix.ids)
-			ix.ids = append(ix.ids, id)
-			ix.tenants = append(ix.tenants, ix.tenantID(h.tenant))
-			ix.meta = append(ix.meta, h.metadata)
-			if ix.normalize {
-				normalizeInPlace(ix.vecs[len(ix.vecs)-ix.dim:])
-			}
+			vec = buf
+			s.idx.put(string(k), h.tenant, h.metadata, vec)
 		}
 		return nil
 	})

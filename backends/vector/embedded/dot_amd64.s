@@ -1,0 +1,72 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func dotCodesAVX2(a []int16, b []int8) int32
+//
+// The inner product of a and b[:len(a)] (the caller guarantees len(b) >=
+// len(a) and that the sum fits int32). 32 elements per iteration:
+// VPMOVSXBW widens 16 int8 of b to int16, VPMADDWD multiplies them with 16
+// int16 of a and adds neighbours into 8 int32 lanes; two accumulators. A
+// tail shorter than 16 elements is done in scalar code.
+TEXT ·dotCodesAVX2(SB), NOSPLIT, $0-52
+	MOVQ a_base+0(FP), SI
+	MOVQ b_base+24(FP), DI
+	MOVQ a_len+8(FP), CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+
+loop32:
+	CMPQ CX, $32
+	JLT  loop16
+	VMOVDQU   (SI), Y2
+	VPMOVSXBW (DI), Y3
+	VPMADDWD  Y3, Y2, Y2
+	VPADDD    Y2, Y0, Y0
+	VMOVDQU   32(SI), Y4
+	VPMOVSXBW 16(DI), Y5
+	VPMADDWD  Y5, Y4, Y4
+	VPADDD    Y4, Y1, Y1
+	ADDQ      $64, SI
+	ADDQ      $32, DI
+	SUBQ      $32, CX
+	JMP       loop32
+
+loop16:
+	CMPQ CX, $16
+	JLT  reduce
+	VMOVDQU   (SI), Y2
+	VPMOVSXBW (DI), Y3
+	VPMADDWD  Y3, Y2, Y2
+	VPADDD    Y2, Y0, Y0
+	ADDQ      $32, SI
+	ADDQ      $16, DI
+	SUBQ      $16, CX
+
+reduce:
+	// Sum the 8 int32 lanes of Y0+Y1 into the low lane of X0.
+	VPADDD       Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD       X1, X0, X0
+	VPSHUFD      $0x4e, X0, X1
+	VPADDD       X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VPADDD       X1, X0, X0
+	VMOVD        X0, AX
+	VZEROUPPER
+
+tail:
+	TESTQ   CX, CX
+	JZ      done
+	MOVWQSX (SI), R8
+	MOVBQSX (DI), R9
+	IMULQ   R9, R8
+	ADDL    R8, AX
+	ADDQ    $2, SI
+	INCQ    DI
+	DECQ    CX
+	JMP     tail
+
+done:
+	MOVL AX, ret+48(FP)
+	RET

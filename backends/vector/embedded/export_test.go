@@ -1,0 +1,50 @@
+package embedded
+
+import (
+	"context"
+
+	"github.com/ragd/ragd/spi"
+)
+
+// DotCodes and DotCodesGeneric expose the scan's kernels to the tests;
+// QueryCodeMax the largest query code for a dimension.
+var (
+	DotCodes        = dotCodes
+	DotCodesGeneric = dotCodesGeneric
+	QueryCodeMax    = queryCodeMax
+)
+
+// FullScan is the reference search: every stored document of the tenant
+// that matches the filter, scored in float32 as Retrieve scored every row
+// before the int8 pass. req must be valid.
+func FullScan(s *Store, req spi.VectorRequest) ([]spi.Ref, error) {
+	q := append([]float32(nil), req.Vector...)
+	if s.cfg.Distance == Cosine {
+		normalizeInPlace(q)
+	}
+	filter := compileFilter(req.Filter)
+	t := topK{k: req.K}
+	err := s.Scan(context.Background(), func(d spi.Document) error {
+		if (req.Tenant != "" && d.Tenant != req.Tenant) || !matchTerms(filter, d.Metadata) {
+			return nil
+		}
+		row := d.Vector
+		var key float32
+		switch s.cfg.Distance {
+		case L2:
+			key = -sqDist(q, row)
+		case Cosine:
+			normalizeInPlace(row)
+			key = dot(q, row)
+		default:
+			key = dot(q, row)
+		}
+		t.offer(hit{key: key, id: d.ID})
+		return nil
+	})
+	refs := []spi.Ref{}
+	for _, h := range t.sorted() {
+		refs = append(refs, spi.Ref{ID: h.id, Score: s.score(h.key), Source: spi.SourceVector})
+	}
+	return refs, err
+}
