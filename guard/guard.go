@@ -17,9 +17,6 @@ type Config struct {
 	Circuit *Circuit
 	// Limiter bounds the calls in flight (NewAdaptive).
 	Limiter Limiter
-	// OnShed, when set, is called (synchronously, keep it cheap) whenever a
-	// call is shed.
-	OnShed func(name string)
 	// Now is the clock for the timeout rule; nil means time.Now.
 	Now func() time.Time
 }
@@ -94,9 +91,6 @@ func (g *Guard) Admit(ctx context.Context) (spi.Permit, error) {
 			p.tk.Neutral()
 			g.shedTotal.Add(1)
 			g.shedSeq.Add(1)
-			if g.cfg.OnShed != nil {
-				g.cfg.OnShed(g.name)
-			}
 			return nil, g.shed
 		}
 		p.lp = lp
