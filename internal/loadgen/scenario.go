@@ -154,15 +154,7 @@ func breakerState(ctx context.Context, cfg Config, name string) (string, error) 
 // sourceOK sends one query and reports whether source answered ok.
 func sourceOK(ctx context.Context, cfg Config, source string) bool {
 	body, _ := json.Marshal(map[string]any{"text": cfg.Queries[0]})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.Server+"/v1/query", bytes.NewReader(body))
-	if err != nil {
-		return false
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+cfg.APIKey)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := send(ctx, cfg, http.MethodPost, "/v1/query", body)
 	if err != nil {
 		return false
 	}
@@ -176,14 +168,7 @@ func sourceOK(ctx context.Context, cfg Config, source string) bool {
 }
 
 func getJSON(ctx context.Context, cfg Config, path string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Server+path, nil)
-	if err != nil {
-		return err
-	}
-	if cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+cfg.APIKey)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := send(ctx, cfg, http.MethodGet, path, nil)
 	if err != nil {
 		return err
 	}
@@ -192,6 +177,26 @@ func getJSON(ctx context.Context, cfg Config, path string, v any) error {
 		return fmt.Errorf("loadgen: GET %s: HTTP %d", path, resp.StatusCode)
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// send makes one request to the server with the run's key; a non-nil body
+// is sent as JSON.
+func send(ctx context.Context, cfg Config, method, path string, body []byte) (*http.Response, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, cfg.Server+path, r)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+cfg.APIKey)
+	}
+	return http.DefaultClient.Do(req)
 }
 
 // SetFault sets (or with the zero fault, clears) an injected fault through
@@ -203,15 +208,7 @@ func SetFault(ctx context.Context, cfg Config, source string, fault map[string]a
 	} else {
 		body, _ = json.Marshal(fault)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, cfg.Server+"/debug/faults/"+source, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+cfg.APIKey)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := send(ctx, cfg, method, "/debug/faults/"+source, body)
 	if err != nil {
 		return err
 	}
