@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -24,6 +25,10 @@ type Backend struct {
 	op    string // distance operator
 	q     queries
 	lq    logQueries
+	// idx is the HNSW index queries plan against (index.go).
+	idx atomic.Pointer[indexState]
+	// pending is the tail the last IndexStep found; -1 before one ran.
+	pending atomic.Int64
 }
 
 // Interface guards.
@@ -57,11 +62,12 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	pcfg.MinConns = cfg.MinConns
 
 	b := &Backend{cfg: cfg}
+	b.pending.Store(-1)
 	parts := strings.Split(cfg.Table, ".")
 	b.table = pgx.Identifier(parts).Sanitize()
 	b.meta = pgx.Identifier(append(parts[:len(parts)-1:len(parts)-1], "ragd_meta")).Sanitize()
 	b.op, _ = cfg.Distance.operator()
-	b.q = buildQueries(b.table, b.op)
+	b.q = buildQueries(b.table, b.meta)
 	b.lq = b.buildLogQueries()
 
 	// The vector type exists only once the extension does, so the schema is
@@ -123,7 +129,6 @@ func (b *Backend) setupSchema(ctx context.Context, ccfg *pgx.ConnConfig) error {
 	defer conn.Close(context.WithoutCancel(ctx))
 
 	cfg := b.cfg
-	_, opclass := cfg.Distance.operator()
 	parts := strings.Split(cfg.Table, ".")
 	base := parts[len(parts)-1]
 	idx := func(suffix string) string { return pgx.Identifier{truncIdent(base + "_" + suffix)}.Sanitize() }
@@ -174,8 +179,6 @@ WHERE a.attrelid = to_regclass($1) AND a.attname = 'embedding' AND NOT a.attisdr
 		return &DimensionMismatchError{Table: cfg.Table, Existing: typmod, Configured: cfg.Dimension}
 	}
 	more := []struct{ name, ddl string }{
-		{"embedding_" + string(cfg.Distance) + "_idx", `CREATE INDEX IF NOT EXISTS %s ON %s USING hnsw (embedding ` + opclass +
-			fmt.Sprintf(`) WITH (m = %d, ef_construction = %d)`, cfg.HNSW.M, cfg.HNSW.EfConstruction)},
 		{"tenant_idx", `CREATE INDEX IF NOT EXISTS %s ON %s (tenant)`},
 		{"metadata_idx", `CREATE INDEX IF NOT EXISTS %s ON %s USING gin (metadata jsonb_path_ops)`},
 	}
@@ -198,9 +201,14 @@ WHERE a.attrelid = to_regclass($1) AND a.attname = 'embedding' AND NOT a.attisdr
 	if err := b.setupLog(ctx, tx); err != nil {
 		return err
 	}
+	st, err := b.setupIndex(ctx, tx)
+	if err != nil {
+		return err
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return wrapErr(ctx, "open: schema", err)
 	}
+	b.idx.Store(&st)
 	cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "vector: schema ready",
 		slog.String("table", cfg.Table), slog.Int("dimension", cfg.Dimension), slog.String("distance", string(cfg.Distance)))
 	return nil
