@@ -128,6 +128,8 @@ func TestFullFileValues(t *testing.T) {
 		{"relative dir joined", c.Path("graph"), filepath.Join("/var/lib/ragd", "graph")},
 		{"tracing on", c.Tracing.Enabled, true},
 		{"tracing ratio", c.Tracing.SampleRatio, 0.25},
+		{"index build memory", c.Backends.Vector.IndexBuildMemMB, 2048},
+		{"graph hub threshold", c.Backends.Graph.MaxDegree, 250},
 	}
 	for _, ch := range checks {
 		if ch.got != ch.want {

@@ -100,7 +100,9 @@ func (b *Backend) Close() error {
 }
 
 // Health pings the server through the pool. It never returns an error: an
-// unreachable server is spi.StatusDown with a short reason.
+// unreachable server is spi.StatusDown with a short reason. When this
+// process's indexer last found rows outside the HNSW index, the detail
+// says how many.
 func (b *Backend) Health(ctx context.Context) spi.Health {
 	start := b.cfg.Now()
 	err := b.pool.Ping(ctx)
@@ -115,7 +117,11 @@ func (b *Backend) Health(ctx context.Context) spi.Health {
 		}
 		return spi.Health{Status: spi.StatusDown, Detail: detail, Latency: lat}
 	}
-	return spi.Health{Status: spi.StatusUp, Latency: lat}
+	h := spi.Health{Status: spi.StatusUp, Latency: lat}
+	if n, ok := b.Pending(); ok && n > 0 {
+		h.Detail = fmt.Sprintf("%d rows not yet in the HNSW index (searched exactly meanwhile)", n)
+	}
+	return h
 }
 
 // setupSchema creates the extension, table and indexes in one transaction

@@ -113,6 +113,7 @@ func (a *App) openVector(ctx context.Context, dim int) error {
 			Distance:       vector.Distance(c.Distance),
 			Table:          c.Table,
 			HNSW:           vector.HNSW{EfSearch: c.EFSearch},
+			Index:          vector.IndexConfig{BuildMemoryMB: c.IndexBuildMemMB},
 			MaxConns:       int32(c.MaxConns),
 			ConnectTimeout: config.Millis(c.ConnectTimeoutMS),
 			Now:            a.now,
@@ -129,6 +130,7 @@ func (a *App) openVector(ctx context.Context, dim int) error {
 		}
 		a.Vector = lv
 		a.closers = append(a.closers, lv)
+		a.background(lv.runIndexer)
 	}
 	return nil
 }
@@ -162,7 +164,7 @@ func (a *App) openGraph(ctx context.Context) error {
 	case config.KindNone:
 		return nil
 	case config.KindEmbedded:
-		gc := graphembedded.Config{Dir: a.Config.Path(c.Dir), Logger: a.Logger, Now: a.now}
+		gc := graphembedded.Config{Dir: a.Config.Path(c.Dir), MaxDegree: c.MaxDegree, Logger: a.Logger, Now: a.now}
 		s, err := graphembedded.Open(ctx, gc)
 		if errors.Is(err, graphembedded.ErrCorrupt) {
 			s, err = a.replaceGraph(ctx, gc, err)
@@ -179,6 +181,7 @@ func (a *App) openGraph(ctx context.Context) error {
 			Password:       c.Password,
 			Database:       c.Database,
 			ConnectTimeout: config.Millis(c.ConnectTimeoutMS),
+			MaxDegree:      c.MaxDegree,
 			Logger:         a.Logger,
 			Now:            a.now,
 		}
