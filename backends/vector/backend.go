@@ -165,6 +165,21 @@ func (b *Backend) setupSchema(ctx context.Context, ccfg *pgx.ConnConfig) error {
 			return wrapErr(ctx, "open: schema", err)
 		}
 	}
+	// A new table keeps vectors inline (STORAGE MAIN: compressed or moved
+	// out only as a last resort), so exact scans of the tail and bulk
+	// index builds do not fetch each vector from the TOAST table. An
+	// existing table is left as it is (ALTER TABLE locks it).
+	var storage string
+	var empty bool
+	if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT a.attstorage::text, NOT EXISTS (SELECT 1 FROM %s) FROM pg_attribute a
+WHERE a.attrelid = to_regclass($1) AND a.attname = 'embedding' AND NOT a.attisdropped`, b.table), b.table).Scan(&storage, &empty); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return wrapErr(ctx, "open: schema", err)
+	}
+	if storage == "e" && empty {
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`ALTER TABLE %s ALTER COLUMN embedding SET STORAGE MAIN`, b.table)); err != nil {
+			return wrapErr(ctx, "open: schema", err)
+		}
+	}
 	// Check the dimension before building an index over a foreign column.
 	var typmod int
 	var typ string

@@ -226,6 +226,13 @@ func TestConcurrentOpen(t *testing.T) {
 	if n != 5 { // primary key, hnsw, tenant, metadata, the tail's version
 		t.Errorf("docs has %d indexes, want 5", n)
 	}
+	var storage string
+	if err := conn.QueryRow(ctx, `SELECT attstorage::text FROM pg_attribute WHERE attrelid = 'public.docs'::regclass AND attname = 'embedding'`).Scan(&storage); err != nil {
+		t.Fatal(err)
+	}
+	if storage != "m" {
+		t.Errorf("a new table stores embeddings with storage %q, want m (inline)", storage)
+	}
 	// A schema that does not exist is the operator's to create: a clear error.
 	_, err := vector.Open(ctx, vector.Config{DSN: dsn, Dimension: 3, Table: "nosuch.docs"})
 	if err == nil || !strings.Contains(err.Error(), `schema "nosuch" does not exist`) {

@@ -46,7 +46,7 @@ import (
 
 // Index defaults.
 const (
-	DefaultRebuildMin    = 10000
+	DefaultRebuildMin    = 1000
 	DefaultRebuildRatio  = 0.1
 	DefaultAbsorbBatch   = 32
 	DefaultBuildMemoryMB = 1024

@@ -37,14 +37,18 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.VectorRequest) ([]spi.Re
 	// One round trip: the batch runs in one implicit transaction, so the
 	// set_config(..., true) settings apply to the query that follows and
 	// vanish with it. A state older than a second is read again in the
-	// same trip, for the next query.
+	// same trip, for the next query. Sequential scans are off: every part
+	// of the query has an index made for it (the HNSW index, the tail's
+	// btree), and with statistics that lag a load the planner would
+	// otherwise scan the whole table for a tail it thinks large.
 	batch := &pgx.Batch{}
 	if b.cfg.HNSW.MaxScanTuples > 0 {
 		batch.Queue(`SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', $2, true),
-	set_config('hnsw.max_scan_tuples', $3, true)`,
+	set_config('enable_seqscan', 'off', true), set_config('hnsw.max_scan_tuples', $3, true)`,
 			strconv.Itoa(ef), b.cfg.IterativeScan, strconv.Itoa(b.cfg.HNSW.MaxScanTuples))
 	} else {
-		batch.Queue(`SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', $2, true)`,
+		batch.Queue(`SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', $2, true),
+	set_config('enable_seqscan', 'off', true)`,
 			strconv.Itoa(ef), b.cfg.IterativeScan)
 	}
 	if stale {
