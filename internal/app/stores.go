@@ -32,16 +32,11 @@ func (a *App) openStores(ctx context.Context) error {
 	if err := a.openVector(ctx, emb.doc.Dimension()); err != nil {
 		return err
 	}
-	// A missing or corrupt keyword index is rebuilt from the system of
-	// record at open when it can be read; everything else a derived store
-	// lacks comes from the record's change log (wirePipeline).
-	scanner, _ := a.Vector.(spi.Scanner)
-	if lv, ok := a.Vector.(*lazyVector); ok {
-		if _, connected := lv.current(); !connected {
-			scanner = nil
-		}
-	}
-	if err := a.openKeyword(ctx, scanner); err != nil {
+	// A missing or corrupt keyword index is made anew, empty, and filled
+	// from the system of record in the background (join.go); everything
+	// else a derived store lacks comes from the record's change log
+	// (wirePipeline).
+	if err := a.openKeyword(ctx); err != nil {
 		return err
 	}
 	if err := a.openGraph(ctx); err != nil {
@@ -135,26 +130,39 @@ func (a *App) openVector(ctx context.Context, dim int) error {
 	return nil
 }
 
-func (a *App) openKeyword(ctx context.Context, src spi.Scanner) error {
+func (a *App) openKeyword(ctx context.Context) error {
 	c := a.Config.Backends.Keyword
 	if c.Kind == config.KindNone {
 		return nil
 	}
 	kc := keyword.Config{Dir: a.Config.Path(c.Dir), TitleBoost: c.TitleBoost, MaxK: a.Config.Retriever.MaxWindow, Logger: a.Logger, Now: a.now}
-	var (
-		b   *keyword.Backend
-		err error
-	)
-	if src != nil {
-		b, err = keyword.OpenOrRebuild(ctx, kc, src)
-	} else {
-		b, err = keyword.Open(kc)
+	record, derived := a.Vector.(spi.ChangeLog)
+	if !derived {
+		// The keyword index is the record (or there is none to fill it from).
+		b, err := keyword.Open(kc)
+		if err != nil {
+			return fmt.Errorf("app: backends.keyword: %w", err)
+		}
+		a.Keyword = b
+		a.closers = append(a.closers, b)
+		return nil
 	}
+	b, err := keyword.OpenOrRebuild(ctx, kc, emptyScanner{})
 	if err != nil {
 		return fmt.Errorf("app: backends.keyword: %w", err)
 	}
-	a.Keyword = b
 	a.closers = append(a.closers, b)
+	n, err := b.DocCount(ctx)
+	if err != nil {
+		return fmt.Errorf("app: backends.keyword: %w", err)
+	}
+	if n > 0 {
+		a.Keyword = b
+		return nil
+	}
+	j := newJoiningKeyword(b, record, a.Logger, a.now)
+	a.Keyword, a.joining = j, j
+	a.background(j.run)
 	return nil
 }
 
