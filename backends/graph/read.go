@@ -24,6 +24,11 @@ const metaPrefix = "meta."
 // predicate in a WHERE clause, where null already fails.
 const filterCypher = `coalesce(all(k IN keys($filter) WHERE d[$metaPrefix + k] IN $filter[k]), false)`
 
+// degreeCypher is entity e's degree within the request's tenant: its
+// relationship degree (O(1)) for a request of no tenant, the count the
+// writes keep in e[$degKey] (see degKey) for one tenant.
+const degreeCypher = `CASE WHEN $tenant = '' THEN COUNT { (e)<-[:MENTIONS]-() } ELSE coalesce(e[$degKey], 0) END`
+
 // neighboursCypher yields, per seed f in $from (of $tenant), each
 // neighbour d and n: the non-hub entities they share, or 1 for a link in
 // either direction (one row each; summed per (f, d) they are the
@@ -34,7 +39,7 @@ MATCH (f:Document {id: fid})
 WHERE f.stub IS NULL AND ($tenant = '' OR f.tenant = $tenant)
 CALL (f) {
   MATCH (f)-[:MENTIONS]->(e:Entity)
-  WHERE COUNT { (e)<-[:MENTIONS]-() } <= $maxDegree
+  WHERE ` + degreeCypher + ` <= $maxDegree
   MATCH (e)<-[:MENTIONS]-(d:Document)
   WHERE d <> f AND ($tenant = '' OR d.tenant = $tenant)
   RETURN d, count(e) AS n
@@ -71,7 +76,7 @@ MATCH (f:Document {id: fr.id})
 WHERE f.stub IS NULL AND ($tenant = '' OR f.tenant = $tenant)
 CALL (f) {
   MATCH (f)-[:MENTIONS]->(e:Entity)
-  WHERE COUNT { (e)<-[:MENTIONS]-() } <= $maxDegree
+  WHERE ` + degreeCypher + ` <= $maxDegree
   MATCH (e)<-[:MENTIONS]-(d:Document)
   WHERE $tenant = '' OR d.tenant = $tenant
   RETURN d
@@ -110,7 +115,7 @@ func (b *Backend) Expand(ctx context.Context, seeds []string, opts spi.ExpandOpt
 		}
 		err := b.read(ctx, "expand", func(r runner) error {
 			recs, err := run(ctx, r, expand1Cypher, map[string]any{
-				"from": seeds, "tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree,
+				"from": seeds, "tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree, "degKey": degKey(opts.Tenant),
 				"filter": filter, "metaPrefix": metaPrefix, "limit": opts.Limit,
 			})
 			if err != nil {
@@ -129,7 +134,7 @@ func (b *Backend) Expand(ctx context.Context, seeds []string, opts spi.ExpandOpt
 	err := b.read(ctx, "expand", func(r runner) error {
 		adj := func(ctx context.Context, from []string) ([]graphspec.Edge, error) {
 			recs, err := run(ctx, r, adjacencyCypher, map[string]any{
-				"from": from, "tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree,
+				"from": from, "tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree, "degKey": degKey(opts.Tenant),
 				"filter": filter, "metaPrefix": metaPrefix,
 			})
 			if err != nil {
@@ -152,7 +157,7 @@ func (b *Backend) Expand(ctx context.Context, seeds []string, opts spi.ExpandOpt
 			}
 			recs, err := run(ctx, r, secondHopCypher, map[string]any{
 				"frontier": frontier, "exclude": exclude, "limit": limit,
-				"tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree,
+				"tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree, "degKey": degKey(opts.Tenant),
 				"filter": filter, "metaPrefix": metaPrefix,
 			})
 			if err != nil {
@@ -178,7 +183,7 @@ func (b *Backend) Expand(ctx context.Context, seeds []string, opts spi.ExpandOpt
 const matchCypher = `
 CALL db.index.fulltext.queryNodes($index, $lucene, {limit: $candidates}) YIELD node AS e, score
 WITH e, CASE WHEN $syntax THEN score ELSE toFloat(size([t IN split(e.terms, ' ') WHERE t IN $tokens])) END AS w,
-     COUNT { (e)<-[:MENTIONS]-() } AS deg
+     ` + degreeCypher + ` AS deg
 WHERE w > 0 AND deg > 0 AND deg <= $maxDegree
 WITH e, w ORDER BY w DESC, e.name ASC LIMIT $maxEntities
 MATCH (e)<-[:MENTIONS]-(d:Document)
@@ -218,7 +223,7 @@ func (b *Backend) MatchEntities(ctx context.Context, req spi.KeywordRequest) ([]
 	err = b.read(ctx, "match entities", func(r runner) error {
 		recs, err := run(ctx, r, matchCypher, map[string]any{
 			"index": FulltextEntityTerms, "lucene": lucene, "syntax": req.Syntax, "tokens": tokens,
-			"candidates": b.cfg.MaxEntityCandidates, "maxDegree": b.cfg.MaxDegree, "maxEntities": b.cfg.MaxMatchEntities,
+			"candidates": b.cfg.MaxEntityCandidates, "maxDegree": b.cfg.MaxDegree, "degKey": degKey(req.Tenant), "maxEntities": b.cfg.MaxMatchEntities,
 			"tenant": req.Tenant, "filter": filter, "metaPrefix": metaPrefix, "k": req.K,
 		})
 		if err != nil {

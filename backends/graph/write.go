@@ -12,14 +12,18 @@ import (
 )
 
 // dropEdgesCypher deletes the outgoing MENTIONS and LINKS_TO edges of the
-// given documents and returns the element ids of their former targets, so
+// given documents, lowers the entities' degree in the documents' tenant
+// (see degKey), and returns the element ids of their former targets, so
 // orphans can be pruned afterwards.
 const dropEdgesCypher = `
 UNWIND $ids AS id
 MATCH (d:Document {id: id})-[r:MENTIONS|LINKS_TO]->(x)
-WITH r, elementId(x) AS xid
+WITH r, x, $degPrefix + coalesce(d.tenant, '') AS key, x:Entity AS ent
 DELETE r
-RETURN collect(DISTINCT xid) AS old`
+WITH x, key, ent, count(*) AS n
+FOREACH (_ IN CASE WHEN ent THEN [1] ELSE [] END |
+  SET x[key] = CASE WHEN coalesce(x[key], 0) > n THEN x[key] - n ELSE null END)
+RETURN collect(DISTINCT elementId(x)) AS old`
 
 const putDocsCypher = `
 UNWIND $docs AS doc
@@ -32,6 +36,13 @@ MATCH (d:Document {id: m.doc})
 MERGE (e:Entity {name: m.name})
 ON CREATE SET e.terms = m.terms
 CREATE (d)-[:MENTIONS]->(e)`
+
+// addDegreesCypher raises the entities' degree per tenant by the mentions
+// just created (one row per entity and tenant).
+const addDegreesCypher = `
+UNWIND $degrees AS g
+MATCH (e:Entity {name: g.name})
+SET e[g.key] = coalesce(e[g.key], 0) + g.n`
 
 const putLinksCypher = `
 UNWIND $links AS l
@@ -125,11 +136,14 @@ func upsertBatch(ctx context.Context, tx neo4j.ManagedTransaction, batch []spi.D
 	ids := make([]string, len(batch))
 	docs := make([]any, len(batch))
 	var mentions, links []any
+	type entTenant struct{ name, key string }
+	degrees := map[entTenant]int64{}
 	for i, d := range batch {
 		ids[i] = d.ID
 		docs[i] = map[string]any{"id": d.ID, "props": props(d)}
 		for _, e := range d.Entities {
 			mentions = append(mentions, map[string]any{"doc": d.ID, "name": e, "terms": strings.Join(graphspec.Tokens(e), " ")})
+			degrees[entTenant{e, degKey(d.Tenant)}]++
 		}
 		for _, l := range d.Links {
 			links = append(links, map[string]any{"from": d.ID, "to": l})
@@ -146,6 +160,13 @@ func upsertBatch(ctx context.Context, tx neo4j.ManagedTransaction, batch []spi.D
 		if _, err := run(ctx, tx, putMentionsCypher, map[string]any{"mentions": mentions}); err != nil {
 			return nil, err
 		}
+		rows := make([]any, 0, len(degrees))
+		for k, n := range degrees {
+			rows = append(rows, map[string]any{"name": k.name, "key": k.key, "n": n})
+		}
+		if _, err := run(ctx, tx, addDegreesCypher, map[string]any{"degrees": rows}); err != nil {
+			return nil, err
+		}
 	}
 	if len(links) > 0 {
 		if _, err := run(ctx, tx, putLinksCypher, map[string]any{"links": links}); err != nil {
@@ -156,13 +177,21 @@ func upsertBatch(ctx context.Context, tx neo4j.ManagedTransaction, batch []spi.D
 }
 
 func dropEdges(ctx context.Context, tx neo4j.ManagedTransaction, ids []string) ([]any, error) {
-	recs, err := run(ctx, tx, dropEdgesCypher, map[string]any{"ids": ids})
+	recs, err := run(ctx, tx, dropEdgesCypher, map[string]any{"ids": ids, "degPrefix": degPrefix})
 	if err != nil || len(recs) == 0 {
 		return nil, err
 	}
 	old, _ := recs[0].Values[0].([]any)
 	return old, nil
 }
+
+// degPrefix and degKey name the Entity property counting the documents of
+// one tenant that mention it: its degree within that tenant, which decides
+// whether it is a hub for the tenant's requests (requests of no tenant use
+// the relationship degree, across tenants).
+const degPrefix = "ragd_deg:"
+
+func degKey(tenant string) string { return degPrefix + tenant }
 
 func docProps(d spi.Document) map[string]any {
 	p := map[string]any{"id": d.ID, "tenant": d.Tenant, "title": d.Title, "text": d.Text}
