@@ -39,7 +39,9 @@
 #                                    what /readyz says meanwhile.
 #
 # Settings (environment): RAG_CRANFIELD_DIR (default ../shared/data/cranfield),
-# BENCH_CLIENTS (8), BENCH_PHASE (10s), BENCH_PORT (18090), BENCH_RESET_S (10).
+# BENCH_CLIENTS (8), BENCH_PHASE (10s), BENCH_PORT (18090), BENCH_RESET_S (10),
+# servers: BENCH_NEO4J_JAVA_OPTS (-XX:+UseParallelGC: Neo4j's full JIT, as a
+# production server runs; the test servers stop at C1 to start faster).
 # scale only: BENCH_CACHE (a directory keeping the generated corpora between
 # runs; default a temporary one), BENCH_VECTORS (384: documents and queries
 # carry the same random unit vectors, as given to the peers; 0: the built-in
@@ -47,13 +49,12 @@
 # ingest for the derived stores to apply the change log), BENCH_BATCH (256:
 # documents per ingest request). scale servers only: BENCH_WRITERS (8),
 # BENCH_TENANTS (3), BENCH_PG_SHARED_BUFFERS (2GB), BENCH_NEO4J_HEAP (1g),
-# BENCH_NEO4J_PAGECACHE (2g), BENCH_NEO4J_JAVA_OPTS (-XX:+UseParallelGC: the
-# full JIT, as a production server runs), BENCH_INDEX_MEM_MB (2048: memory
+# BENCH_NEO4J_PAGECACHE (2g), BENCH_INDEX_MEM_MB (2048: memory
 # for a bulk build of the HNSW index), BENCH_RECALL_QUERIES (100).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 case "${1:-}" in
   load)
     mode=${2:-embedded}
@@ -168,6 +169,7 @@ dir_mib() { echo $(( $(du -sb "$1" | cut -f1) / 1048576 )); }
 # ingest` processes (one slice of the file each, round-robin by line).
 ingest_corpus() {
   local w=${BENCH_WRITERS:-1} i pids=()
+  [ "$mode" = servers ] && w=${BENCH_WRITERS:-8}
   if [ "$w" -le 1 ]; then
     "$work/ragd" ingest --server "http://127.0.0.1:$port" --no-resume --batch "$batch" --progress plain "$corpus" >&2
     return
@@ -267,7 +269,7 @@ scale() {
   local what="embedded default" how="ragd ingest, batches of $batch"
   if [ "$mode" = servers ]; then
     what="PostgreSQL $("$PG_BIN_DIR/postgres" --version | awk '{print $3}') + pgvector $(psql -X -At "$RAGD_PG_DSN" -c "SELECT extversion FROM pg_extension WHERE extname = 'vector'") (HNSW) + Neo4j, deploy/rag.servers.yaml"
-    how="${BENCH_WRITERS:-1} concurrent ragd ingest, batches of $batch"
+    how="${BENCH_WRITERS:-8} concurrent ragd ingest, batches of $batch"
   fi
   echo "## ragd at scale: $docs documents, $what, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
   echo
@@ -335,13 +337,17 @@ else
   export RAG_SERVICES_DIR=$sdir RAG_SERVICES_PORT_BASE=$((port + 1))
   echo "== starting PostgreSQL and Neo4j in $RAG_SERVICES_DIR" >&2
   services_up=1
+  # Neo4j with its full JIT, as a production server runs (the test servers
+  # stop at C1 to start faster).
+  export RAG_NEO4J_JAVA_OPTS=${BENCH_NEO4J_JAVA_OPTS:--XX:+UseParallelGC}
+  NEO_OPTS=$RAG_NEO4J_JAVA_OPTS
   if [ "$1" = scale ]; then
-    # Sized for the corpus, with Neo4j's full JIT: a production setup, not
-    # the quick-starting test servers. No embedder: vectors come with the
-    # documents (or from the built-in embedder).
+    # Sized for the corpus: a production setup, not the test servers. No
+    # embedder: vectors come with the documents (or from the built-in
+    # embedder).
     export RAG_PG_SHARED_BUFFERS=${BENCH_PG_SHARED_BUFFERS:-2GB} RAG_NEO4J_HEAP=${BENCH_NEO4J_HEAP:-1g} \
-      RAG_NEO4J_PAGECACHE=${BENCH_NEO4J_PAGECACHE:-2g} RAG_NEO4J_JAVA_OPTS=${BENCH_NEO4J_JAVA_OPTS:--XX:+UseParallelGC}
-    PG_SB=$RAG_PG_SHARED_BUFFERS NEO_HEAP=$RAG_NEO4J_HEAP NEO_PC=$RAG_NEO4J_PAGECACHE NEO_OPTS=$RAG_NEO4J_JAVA_OPTS
+      RAG_NEO4J_PAGECACHE=${BENCH_NEO4J_PAGECACHE:-2g}
+    PG_SB=$RAG_PG_SHARED_BUFFERS NEO_HEAP=$RAG_NEO4J_HEAP NEO_PC=$RAG_NEO4J_PAGECACHE
     scripts/services.sh start postgres >&2
     scripts/services.sh start neo4j >&2
   else
@@ -391,7 +397,7 @@ common=(-server "http://127.0.0.1:$port" -queries "$data" -clients "$clients" -p
 echo "== warming up" >&2
 "$work/ragd-bench" "${common[@]}" -duration 3s -label warm-up >/dev/null
 
-echo "## ragd load, $mode, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $clients clients, $phase phases, reset_timeout ${reset}s"
+echo "## ragd load, $mode, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $clients clients, $phase phases, reset_timeout ${reset}s, load average $(cut -d' ' -f1-3 /proc/loadavg)${NEO_OPTS:+, Neo4j JVM flags \`$NEO_OPTS\`}"
 echo
 if [ "$mode" = embedded ]; then
   "$work/ragd-bench" "${common[@]}" -duration "$phase" -scenario embedded -reset-timeout "${reset}s"

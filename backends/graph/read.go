@@ -32,15 +32,17 @@ const degreeCypher = `CASE WHEN $tenant = '' THEN COUNT { (e)<-[:MENTIONS]-() } 
 // neighboursCypher yields, per seed f in $from (of $tenant), each
 // neighbour d and n: the non-hub entities they share, or 1 for a link in
 // either direction (one row each; summed per (f, d) they are the
-// connectors).
+// connectors). MENTIONS only ever lead from a Document to an Entity, so
+// the hops over them check no label (a fifth of the expansion's CPU in
+// Neo4j, measured on Cranfield).
 const neighboursCypher = `
 UNWIND $from AS fid
 MATCH (f:Document {id: fid})
 WHERE f.stub IS NULL AND ($tenant = '' OR f.tenant = $tenant)
 CALL (f) {
-  MATCH (f)-[:MENTIONS]->(e:Entity)
+  MATCH (f)-[:MENTIONS]->(e)
   WHERE ` + degreeCypher + ` <= $maxDegree
-  MATCH (e)<-[:MENTIONS]-(d:Document)
+  MATCH (e)<-[:MENTIONS]-(d)
   WHERE d <> f AND ($tenant = '' OR d.tenant = $tenant)
   RETURN d, count(e) AS n
   UNION ALL
@@ -75,9 +77,9 @@ UNWIND $frontier AS fr
 MATCH (f:Document {id: fr.id})
 WHERE f.stub IS NULL AND ($tenant = '' OR f.tenant = $tenant)
 CALL (f) {
-  MATCH (f)-[:MENTIONS]->(e:Entity)
+  MATCH (f)-[:MENTIONS]->(e)
   WHERE ` + degreeCypher + ` <= $maxDegree
-  MATCH (e)<-[:MENTIONS]-(d:Document)
+  MATCH (e)<-[:MENTIONS]-(d)
   WHERE $tenant = '' OR d.tenant = $tenant
   RETURN d
   UNION
@@ -186,7 +188,7 @@ WITH e, CASE WHEN $syntax THEN score ELSE toFloat(size([t IN split(e.terms, ' ')
      ` + degreeCypher + ` AS deg
 WHERE w > 0 AND deg > 0 AND deg <= $maxDegree
 WITH e, w ORDER BY w DESC, e.name ASC LIMIT $maxEntities
-MATCH (e)<-[:MENTIONS]-(d:Document)
+MATCH (e)<-[:MENTIONS]-(d)
 WHERE ($tenant = '' OR d.tenant = $tenant)
   AND ` + filterCypher + `
 WITH d.id AS id, sum(w) AS score
