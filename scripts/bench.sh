@@ -40,8 +40,10 @@
 #
 # Settings (environment): RAG_CRANFIELD_DIR (default ../shared/data/cranfield),
 # BENCH_CLIENTS (8), BENCH_PHASE (10s), BENCH_PORT (18090), BENCH_RESET_S (10),
-# servers: BENCH_NEO4J_JAVA_OPTS (-XX:+UseParallelGC: Neo4j's full JIT, as a
-# production server runs; the test servers stop at C1 to start faster).
+# BENCH_WARMUP (load: 3s, 30s with servers; then every breaker must have
+# closed), servers: BENCH_NEO4J_JAVA_OPTS (-XX:+UseParallelGC: Neo4j's full
+# JIT, as a production server runs; the test servers stop at C1 to start
+# faster).
 # scale only: BENCH_CACHE (a directory keeping the generated corpora between
 # runs; default a temporary one), BENCH_VECTORS (384: documents and queries
 # carry the same random unit vectors, as given to the peers; 0: the built-in
@@ -394,8 +396,17 @@ echo "== ingesting $data" >&2
 "$work/ragd" ingest --server "http://127.0.0.1:$port" --no-resume "$data" >&2 || true
 
 common=(-server "http://127.0.0.1:$port" -queries "$data" -clients "$clients" -pid "$ragd_pid")
-echo "== warming up" >&2
-"$work/ragd-bench" "${common[@]}" -duration 3s -label warm-up >/dev/null
+# Servers get longer: a fresh Neo4j compiles its hot paths (C2) under the
+# first thousands of queries. Then every breaker the warm-up may have
+# opened must have closed again (its recovery probe finds the source warm).
+warmup=${BENCH_WARMUP:-3s}
+[ "$mode" = servers ] && warmup=${BENCH_WARMUP:-30s}
+echo "== warming up for $warmup" >&2
+"$work/ragd-bench" "${common[@]}" -duration "$warmup" -label warm-up >/dev/null
+for _ in $(seq 1 120); do
+  [ "$(health | jq '[.components | to_entries[] | select(.key | startswith("breaker:")) | .value.state] | all(. == "closed")')" = true ] && break
+  sleep 1
+done
 
 echo "## ragd load, $mode, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $clients clients, $phase phases, reset_timeout ${reset}s, load average $(cut -d' ' -f1-3 /proc/loadavg)${NEO_OPTS:+, Neo4j JVM flags \`$NEO_OPTS\`}"
 echo
