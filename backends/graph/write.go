@@ -30,19 +30,18 @@ UNWIND $docs AS doc
 MERGE (d:Document {id: doc.id})
 SET d = doc.props`
 
+// putMentionsCypher creates the mentions of a batch, one row per entity
+// and tenant: the entity is merged once (not once per mention) and its
+// degree in the tenant raised by its mentions (see degKey).
 const putMentionsCypher = `
-UNWIND $mentions AS m
-MATCH (d:Document {id: m.doc})
-MERGE (e:Entity {name: m.name})
-ON CREATE SET e.terms = m.terms
+UNWIND $ents AS g
+MERGE (e:Entity {name: g.name})
+ON CREATE SET e.terms = g.terms
+SET e[g.key] = coalesce(e[g.key], 0) + size(g.docs)
+WITH e, g
+UNWIND g.docs AS id
+MATCH (d:Document {id: id})
 CREATE (d)-[:MENTIONS]->(e)`
-
-// addDegreesCypher raises the entities' degree per tenant by the mentions
-// just created (one row per entity and tenant).
-const addDegreesCypher = `
-UNWIND $degrees AS g
-MATCH (e:Entity {name: g.name})
-SET e[g.key] = coalesce(e[g.key], 0) + g.n`
 
 const putLinksCypher = `
 UNWIND $links AS l
@@ -135,15 +134,19 @@ func forgetVersions(ctx context.Context, tx neo4j.ManagedTransaction, docs []spi
 func upsertBatch(ctx context.Context, tx neo4j.ManagedTransaction, batch []spi.Document, props func(spi.Document) map[string]any) ([]any, error) {
 	ids := make([]string, len(batch))
 	docs := make([]any, len(batch))
-	var mentions, links []any
+	var links []any
 	type entTenant struct{ name, key string }
-	degrees := map[entTenant]int64{}
+	var ents []entTenant
+	mentions := map[entTenant][]string{}
 	for i, d := range batch {
 		ids[i] = d.ID
 		docs[i] = map[string]any{"id": d.ID, "props": props(d)}
 		for _, e := range d.Entities {
-			mentions = append(mentions, map[string]any{"doc": d.ID, "name": e, "terms": strings.Join(graphspec.Tokens(e), " ")})
-			degrees[entTenant{e, degKey(d.Tenant)}]++
+			k := entTenant{e, degKey(d.Tenant)}
+			if _, ok := mentions[k]; !ok {
+				ents = append(ents, k)
+			}
+			mentions[k] = append(mentions[k], d.ID)
 		}
 		for _, l := range d.Links {
 			links = append(links, map[string]any{"from": d.ID, "to": l})
@@ -156,15 +159,12 @@ func upsertBatch(ctx context.Context, tx neo4j.ManagedTransaction, batch []spi.D
 	if _, err := run(ctx, tx, putDocsCypher, map[string]any{"docs": docs}); err != nil {
 		return nil, err
 	}
-	if len(mentions) > 0 {
-		if _, err := run(ctx, tx, putMentionsCypher, map[string]any{"mentions": mentions}); err != nil {
-			return nil, err
+	if len(ents) > 0 {
+		rows := make([]any, len(ents))
+		for i, k := range ents {
+			rows[i] = map[string]any{"name": k.name, "key": k.key, "terms": strings.Join(graphspec.Tokens(k.name), " "), "docs": mentions[k]}
 		}
-		rows := make([]any, 0, len(degrees))
-		for k, n := range degrees {
-			rows = append(rows, map[string]any{"name": k.name, "key": k.key, "n": n})
-		}
-		if _, err := run(ctx, tx, addDegreesCypher, map[string]any{"degrees": rows}); err != nil {
+		if _, err := run(ctx, tx, putMentionsCypher, map[string]any{"ents": rows}); err != nil {
 			return nil, err
 		}
 	}
