@@ -62,8 +62,32 @@ const adjacencyCypher = neighboursCypher + `RETURN fid AS from, d.id AS to, sum(
 // of the seeds (never a seed itself) that passes the filter, the paths
 // (connectors summed over the seeds), top $limit by paths then id. It is
 // the ranking of graphspec.Expand for Hops 1, in one round trip that
-// returns $limit rows instead of every (seed, neighbour) edge.
-const expand1Cypher = neighboursCypher + `WITH d, sum(n) AS paths
+// returns $limit rows instead of every (seed, neighbour) edge. Each entity
+// the seeds mention is followed once, however many seeds mention it (it
+// connects each of its documents to each of those seeds): seeds found
+// together tend to share entities, and an entity's documents are the rows
+// an expansion pays for.
+const expand1Cypher = `
+UNWIND $from AS fid
+MATCH (f:Document {id: fid})
+WHERE f.stub IS NULL AND ($tenant = '' OR f.tenant = $tenant)
+WITH collect(f) AS seeds
+CALL (seeds) {
+  UNWIND seeds AS f
+  MATCH (f)-[:MENTIONS]->(e)
+  WHERE ` + degreeCypher + ` <= $maxDegree
+  WITH e, count(f) AS fs
+  MATCH (e)<-[:MENTIONS]-(d)
+  WHERE $tenant = '' OR d.tenant = $tenant
+  RETURN d, fs AS n
+  UNION ALL
+  UNWIND seeds AS f
+  MATCH (f)-[:LINKS_TO]-(d:Document)
+  WHERE d <> f AND d.stub IS NULL AND ($tenant = '' OR d.tenant = $tenant)
+  WITH DISTINCT f, d
+  RETURN d, 1 AS n
+}
+WITH d, sum(n) AS paths
 WHERE NOT d.id IN $from AND ` + filterCypher + `
 RETURN d.id AS id, paths
 ORDER BY paths DESC, id ASC
