@@ -261,10 +261,10 @@ scale() {
   if [ "$mode" = servers ]; then
     pgpss=$(pss "$pm" $(pgrep -P "$pm"))
     neorss=$(awk '/VmRSS/{print $2}' "/proc/$neo/status")
-    if [ "$vdim" -gt 0 ]; then
-      echo "== pgvector recall" >&2
-      "$work/ragd-bench" -queries "$qfile" -pg-recall "$RAGD_PG_DSN" -recall-queries "${BENCH_RECALL_QUERIES:-100}" -tenant t1 > "$work/recall.md"
-    fi
+    echo "== pgvector recall" >&2
+    embed=()
+    [ "$vdim" = 0 ] && embed=(-embed-dim 384)
+    "$work/ragd-bench" -queries "$qfile" -pg-recall "$RAGD_PG_DSN" -recall-queries "${BENCH_RECALL_QUERIES:-100}" -tenant t1 "${embed[@]}" > "$work/recall.md"
     replica
   fi
 

@@ -77,7 +77,7 @@ func run() error {
 		return err
 	}
 	if rf.dsn != "" {
-		return rf.run(context.Background(), os.Stdout, vecs)
+		return rf.run(context.Background(), os.Stdout, qs, vecs)
 	}
 	if cfg.Queries, cfg.Vectors, err = qf.apply(qs, vecs); err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	pgxvec "github.com/pgvector/pgvector-go/pgx"
 
 	"github.com/ragd/ragd/backends/vector"
+	"github.com/ragd/ragd/embedder/hashing"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -30,6 +31,7 @@ type recallFlags struct {
 	tenant  string
 	n       int
 	k       int
+	embed   int
 }
 
 func (f *recallFlags) register() {
@@ -40,6 +42,7 @@ func (f *recallFlags) register() {
 	flag.StringVar(&f.tenant, "tenant", "", "-pg-recall: also measure a tenant-filtered search (iterative scan) of this tenant at the shipped ef_search")
 	flag.IntVar(&f.n, "recall-queries", 100, "-pg-recall: queries to measure (the first N with a vector)")
 	flag.IntVar(&f.k, "k", 10, "-pg-recall: k")
+	flag.IntVar(&f.embed, "embed-dim", 0, "-pg-recall: embed query texts without a vector with the built-in hashing embedder of this dimension (as ragd does for a store it filled)")
 }
 
 // recallRow is one ef_search value's outcome.
@@ -49,7 +52,22 @@ type recallRow struct {
 	p50, p99 time.Duration
 }
 
-func (f *recallFlags) run(ctx context.Context, w io.Writer, vecs [][]float32) error {
+func (f *recallFlags) run(ctx context.Context, w io.Writer, texts []string, vecs [][]float32) error {
+	if f.embed > 0 {
+		e, err := hashing.New(hashing.Config{Dimension: f.embed})
+		if err != nil {
+			return err
+		}
+		for i, v := range vecs {
+			if v == nil && texts[i] != "" {
+				out, err := e.Embed(ctx, []string{texts[i]})
+				if err != nil {
+					return err
+				}
+				vecs[i] = out[0]
+			}
+		}
+	}
 	var qs [][]float32
 	for _, v := range vecs {
 		if v != nil && len(qs) < f.n {
