@@ -41,9 +41,9 @@
 # Settings (environment): RAG_CRANFIELD_DIR (default ../shared/data/cranfield),
 # BENCH_CLIENTS (8), BENCH_PHASE (10s), BENCH_PORT (18090), BENCH_RESET_S (10),
 # BENCH_WARMUP (load: 3s, 30s with servers; then every breaker must have
-# closed), servers: BENCH_NEO4J_JAVA_OPTS (-XX:+UseParallelGC: Neo4j's full
-# JIT, as a production server runs; the test servers stop at C1 to start
-# faster).
+# closed), servers: BENCH_NEO4J_JAVA_OPTS (Neo4j's JVM flags; scale:
+# -XX:+UseParallelGC, the full JIT of a long-running server; load: the test
+# servers' C1-only flags, which start faster, as its restart phase needs).
 # scale only: BENCH_CACHE (a directory keeping the generated corpora between
 # runs; default a temporary one), BENCH_VECTORS (384: documents and queries
 # carry the same random unit vectors, as given to the peers; 0: the built-in
@@ -339,10 +339,15 @@ else
   export RAG_SERVICES_DIR=$sdir RAG_SERVICES_PORT_BASE=$((port + 1))
   echo "== starting PostgreSQL and Neo4j in $RAG_SERVICES_DIR" >&2
   services_up=1
-  # Neo4j with its full JIT, as a production server runs (the test servers
-  # stop at C1 to start faster).
-  export RAG_NEO4J_JAVA_OPTS=${BENCH_NEO4J_JAVA_OPTS:--XX:+UseParallelGC}
-  NEO_OPTS=$RAG_NEO4J_JAVA_OPTS
+  # scale: Neo4j with its full JIT, as a long-running production server
+  # (the test servers stop at C1 to start faster; load keeps that, as its
+  # restart phase measures a cold start).
+  if [ "$1" = scale ]; then
+    export RAG_NEO4J_JAVA_OPTS=${BENCH_NEO4J_JAVA_OPTS:--XX:+UseParallelGC}
+  elif [ -n "${BENCH_NEO4J_JAVA_OPTS:-}" ]; then
+    export RAG_NEO4J_JAVA_OPTS=$BENCH_NEO4J_JAVA_OPTS
+  fi
+  NEO_OPTS=${RAG_NEO4J_JAVA_OPTS:-}
   if [ "$1" = scale ]; then
     # Sized for the corpus: a production setup, not the test servers. No
     # embedder: vectors come with the documents (or from the built-in
