@@ -37,6 +37,9 @@ type joiningKeyword struct {
 
 	done   chan struct{} // closed when the load has finished
 	loaded atomic.Int64  // documents written so far
+	// joined is called once the load has finished: the source's breaker,
+	// which counted the refusals meanwhile, is closed at once.
+	joined func()
 }
 
 // joinLoadStarted, when set, is called by every load once it has read the
@@ -49,8 +52,8 @@ func newJoiningKeyword(b *keyword.Backend, record spi.ChangeLog, logger *slog.Lo
 	return &joiningKeyword{Backend: b, record: record, logger: logger, now: now, done: make(chan struct{})}
 }
 
-// joined reports whether the load has finished.
-func (j *joiningKeyword) joined() bool {
+// isJoined reports whether the load has finished.
+func (j *joiningKeyword) isJoined() bool {
 	select {
 	case <-j.done:
 		return true
@@ -64,9 +67,11 @@ func (j *joiningKeyword) progress() string {
 	return fmt.Sprintf("the keyword index is being built from the record: %d documents so far", j.loaded.Load())
 }
 
-// Retrieve fails with spi.ErrUnavailable until the index is whole.
+// Retrieve fails with spi.ErrUnavailable until the index is whole (the
+// source's breaker counts it, as it counts a server backend not yet
+// connected; the load closes it when it ends).
 func (j *joiningKeyword) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.Ref, error) {
-	if !j.joined() {
+	if !j.isJoined() {
 		return nil, fmt.Errorf("keyword: %w: %s", spi.ErrUnavailable, j.progress())
 	}
 	return j.Backend.Retrieve(ctx, req)
@@ -74,7 +79,7 @@ func (j *joiningKeyword) Retrieve(ctx context.Context, req spi.KeywordRequest) (
 
 // Health is down, with the progress, until the index is whole.
 func (j *joiningKeyword) Health(ctx context.Context) spi.Health {
-	if !j.joined() {
+	if !j.isJoined() {
 		return spi.Health{Status: spi.StatusDown, Detail: j.progress()}
 	}
 	return j.Backend.Health(ctx)
@@ -93,7 +98,7 @@ func (j *joiningKeyword) AppliedSeq(ctx context.Context, log string) (uint64, er
 
 // ready is the /readyz condition while the keyword index is being built.
 func (j *joiningKeyword) ready(context.Context) error {
-	if !j.joined() {
+	if !j.isJoined() {
 		return errors.New(j.progress())
 	}
 	return nil
@@ -106,6 +111,9 @@ func (j *joiningKeyword) run(ctx context.Context) {
 		err := j.load(ctx)
 		if err == nil {
 			close(j.done)
+			if j.joined != nil {
+				j.joined()
+			}
 			return
 		}
 		if ctx.Err() != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/ragd/ragd/backends/keyword"
 	"github.com/ragd/ragd/backends/vector"
 	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
+	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/embedder/hashing"
 	"github.com/ragd/ragd/spi"
@@ -161,6 +162,13 @@ func (a *App) openKeyword(ctx context.Context) error {
 		return nil
 	}
 	j := newJoiningKeyword(b, record, a.Logger, a.now)
+	j.joined = func() {
+		if a.Breakers != nil {
+			if br, ok := a.Breakers.Lookup(spi.SourceKeyword); ok && br.State() != breaker.Closed {
+				br.ForceClose()
+			}
+		}
+	}
 	a.Keyword, a.joining = j, j
 	a.background(j.run)
 	return nil
