@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/ragd/ragd/backends/graph/embedded"
-	"github.com/ragd/ragd/breaker"
 	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
+	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/internal/app"
@@ -260,6 +260,9 @@ func TestKeywordIndexJoinsFromTheRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A cooldown longer than the test: only the load's end can close the
+	// breaker the refusals below open.
+	cfg.Breakers.ResetTimeoutS = 600
 	started, release := make(chan struct{}), make(chan struct{})
 	restore := app.SetJoinHook(func() {
 		close(started)
