@@ -40,6 +40,7 @@ type Circuit struct {
 	b    *breaker.Breaker
 	p    ProbeConfig
 	wake chan struct{}
+	ev   evidence // the timeout rule's, for every guard of this backend
 }
 
 // NewCircuit wraps b.

@@ -92,11 +92,11 @@ type Sample struct {
 
 // Report summarises a run.
 type Report struct {
-	Label       string
-	Requests    int
-	Non200      int
-	Errors      int // transport errors
-	Partial     int
+	Label    string
+	Requests int
+	Non200   int
+	Errors   int // transport errors
+	Partial  int
 	// Missed counts the arrivals of an open-loop run that found every
 	// client busy and were not sent.
 	Missed      int
