@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/ragd/ragd/spi"
@@ -170,7 +169,7 @@ func (q Query) Validate(limits Limits) error {
 	if q.BudgetMS < 0 {
 		return qerr("budget_ms", "must not be negative")
 	}
-	if time.Duration(q.BudgetMS)*time.Millisecond > lim.MaxBudget {
+	if int64(q.BudgetMS) > lim.MaxBudget.Milliseconds() { // in ms: a Duration would overflow
 		return qerr("budget_ms", "%d above the maximum %d", q.BudgetMS, lim.MaxBudget.Milliseconds())
 	}
 	return q.validateSettings(lim)
@@ -210,7 +209,7 @@ func (q Query) validateSettings(lim Limits) error {
 		if o.TimeoutMS < 0 {
 			return qerr(f+"timeout_ms", "must not be negative")
 		}
-		if time.Duration(o.TimeoutMS)*time.Millisecond > lim.MaxBudget {
+		if int64(o.TimeoutMS) > lim.MaxBudget.Milliseconds() { // in ms: a Duration would overflow
 			return qerr(f+"timeout_ms", "%d above the maximum %d", o.TimeoutMS, lim.MaxBudget.Milliseconds())
 		}
 	}
