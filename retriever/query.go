@@ -94,7 +94,9 @@ func Only(names ...string) map[string]SourceOptions {
 }
 
 // MaxWeight bounds a source's or the expansion's fusion weight: weights
-// are relative, and a bound keeps every fused score finite.
+// are relative, and since each list adds at most its weight times 1 (a
+// score normalised to [0, 1], or 1/(k+rank) under RRF) to a document, a
+// bound keeps every fused score finite.
 const MaxWeight = 1000
 
 // MaxQueryTerms bounds the words of Text. It is the keyword backend's
