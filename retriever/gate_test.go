@@ -91,6 +91,38 @@ func TestGateOutcomes(t *testing.T) {
 	}
 }
 
+// The expansion inherits the graph's deadlines when it has none of its
+// own: a shorter graph deadline the request chose is the expansion's too,
+// and neutral when it runs out; the operator's graph deadline is judged.
+func TestExpansionDeadlineOutcomes(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration // the operator's graph deadline
+		q        retriever.Query
+		want     spi.Outcome
+	}{
+		{"request's shorter graph deadline", time.Minute / 3, retriever.Query{Text: "q",
+			Sources: map[string]retriever.SourceOptions{spi.SourceGraph: {TimeoutMS: 20}}}, spi.OutcomeNeutral},
+		{"operator's graph deadline", 20 * time.Millisecond, retriever.Query{Text: "q"}, spi.OutcomeTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStack()
+			s.gr.expand = fault{Block: true}
+			g := &fakeGate{}
+			cfg := s.config()
+			cfg.Defaults.Sources = map[string]retriever.SourceOptions{spi.SourceGraph: {TimeoutMS: int(tc.deadline.Milliseconds())}}
+			cfg.Gates = map[string]spi.Gate{spi.SourceGraphExpand: g}
+			res := mustRetrieve(t, mustNew(t, cfg), tc.q)
+			if st := res.Sources[spi.SourceGraphExpand]; st.Status != retriever.StatusTimeout {
+				t.Fatalf("graph_expand = %+v, want timeout", st)
+			}
+			if got := g.seen(); !slices.Equal(got, []spi.Outcome{tc.want}) {
+				t.Fatalf("expansion outcomes %v, want [%v]", got, tc.want)
+			}
+		})
+	}
+}
+
 // Issue 18 item 4: a tenant's deadlines cannot open a shared breaker. A
 // hung keyword source behind a real guard (threshold 1): queries whose
 // keyword deadline is shorter than the operator's leave the breaker
