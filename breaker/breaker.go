@@ -458,6 +458,9 @@ func (b *Breaker) transition(to uint64, reason Reason, now time.Time, t int64, f
 		if reason == ReasonHeld {
 			p.until = held
 			p.hold = &Hold{By: m.By, Reason: m.Note, Since: now}
+			if !m.Since.IsZero() {
+				p.hold.Since = m.Since
+			}
 			if ev.From == Open {
 				// Already open: the hold keeps the trip, its cause and
 				// its start; it is not another trip.
@@ -601,6 +604,9 @@ func (b *Breaker) Snapshot() Snapshot {
 // Transition and, for a hold, in the Snapshot.
 type Manual struct {
 	By, Note string
+	// Since, for Hold only, is when the hold began; zero means now. Set it
+	// to restore a hold kept across a restart.
+	Since time.Time
 }
 
 // ForceOpen trips the breaker now, as if it had failed: it stays open for

@@ -32,7 +32,9 @@ func newRecorder(c *clock) *history.Recorder {
 	return history.New(history.Config{Step: 10 * time.Second, Span: time.Minute, Now: c.Now})
 }
 
-func ok(ms float64) retriever.SourceStatus { return retriever.SourceStatus{Status: retriever.StatusOK, TookMS: ms} }
+func ok(ms float64) retriever.SourceStatus {
+	return retriever.SourceStatus{Status: retriever.StatusOK, TookMS: ms}
+}
 
 func TestSourcesPerStep(t *testing.T) {
 	c := &clock{t: t0.Add(time.Second)}
