@@ -232,8 +232,9 @@ func (s *Server) historySummary() echo.HandlerFunc {
 const CodeNoHistory = "no_history"
 
 // observeHistory records one answered request in the history: API traffic
-// only, not the status endpoints the console polls, the console's files or
-// the probes.
+// only, not the status endpoints the console polls, the console's files,
+// the debug endpoints or the probes. route is the matched route template
+// (echo's c.Path(), which names the debug routes the metric labels do not).
 func (s *Server) observeHistory(route string, status int, elapsed time.Duration) {
 	if isNil(s.cfg.History) || operational[route] || strings.HasPrefix(route, "/v1/status/") ||
 		strings.HasPrefix(route, "/ui") || strings.HasPrefix(route, "/debug/") || route == "/openapi.json" {
