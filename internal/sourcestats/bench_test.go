@@ -51,7 +51,9 @@ func BenchmarkSnapshotFull(b *testing.B) {
 // answer is a retriever that answers instantly with four sources.
 type answer struct{ res *retriever.Result }
 
-func (a answer) Retrieve(context.Context, retriever.Query) (*retriever.Result, error) { return a.res, nil }
+func (a answer) Retrieve(context.Context, retriever.Query) (*retriever.Result, error) {
+	return a.res, nil
+}
 
 // BenchmarkObservedRetrieve is what observing a query costs on the query
 // path, without and with the console's 15-minute history (issue 20), with
