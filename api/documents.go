@@ -151,26 +151,38 @@ func (s *Server) answerBatch(c echo.Context, results []ingest.Result) error {
 // ids with "/" are addressed as %2F).
 func pathID(c echo.Context) (string, error) {
 	id, err := url.PathUnescape(c.Param("id"))
-	if err == nil {
-		err = ingest.ValidateID(id, ingest.DefaultMaxIDBytes)
-	}
 	if err != nil {
-		e := newError(http.StatusBadRequest, CodeInvalidID, "the document id must be 1-%d bytes of valid UTF-8 without control characters", ingest.DefaultMaxIDBytes)
-		e.Detail.Field = "id"
-		return "", e
+		return "", invalidID()
+	}
+	if err := checkID(id); err != nil {
+		return "", err
 	}
 	return id, nil
 }
 
+// checkID validates a document id named by the caller.
+func checkID(id string) error {
+	if ingest.ValidateID(id, ingest.DefaultMaxIDBytes) != nil {
+		return invalidID()
+	}
+	return nil
+}
+
+func invalidID() error {
+	e := newError(http.StatusBadRequest, CodeInvalidID, "the document id must be 1-%d bytes of valid UTF-8 without control characters", ingest.DefaultMaxIDBytes)
+	e.Detail.Field = "id"
+	return e
+}
+
 // visibleDocument loads id from the system of record, treating a document
 // of another tenant exactly like a missing one.
-func (s *Server) visibleDocument(c echo.Context, id string) (spi.Document, error) {
-	docs, _, err := s.cfg.Documents.Hydrate(c.Request().Context(), []string{id})
+func (s *Server) visibleDocument(ctx context.Context, p *Principal, id string) (spi.Document, error) {
+	docs, _, err := s.cfg.Documents.Hydrate(ctx, []string{id})
 	if err != nil {
 		return spi.Document{}, fmt.Errorf("api: documents: hydrate: %w", err)
 	}
 	for _, d := range docs {
-		if d.ID == id && principal(c).visible(d.Tenant) {
+		if d.ID == id && p.visible(d.Tenant) {
 			return d, nil
 		}
 	}
@@ -185,7 +197,7 @@ func (s *Server) getDocument() echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		d, err := s.visibleDocument(c, id)
+		d, err := s.visibleDocument(c.Request().Context(), principal(c), id)
 		if err != nil {
 			return err
 		}
