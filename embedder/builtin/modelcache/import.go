@@ -365,7 +365,7 @@ func zipModelRoot(files []*zip.File) (string, bool) {
 			continue
 		}
 		dir := strings.TrimSuffix(f.Name, "config.json")
-		if names[dir+"model.safetensors"] {
+		if names[dir+"model.safetensors"] && !slices.Contains(roots, dir) {
 			roots = append(roots, dir)
 		}
 	}
