@@ -329,7 +329,7 @@ func (im *importer) write(rel string, r io.Reader, size int64) error {
 
 func (im *importer) tooBig() error {
 	return fmt.Errorf("%w: more than %s to unpack or copy (the bound against zip bombs; raise MaxImportBytes)",
-		ErrInvalidModel, human(im.limit))
+		ErrInvalidModel, FormatSize(im.limit))
 }
 
 // localZipPath accepts relative, slash-separated paths that stay inside

@@ -22,7 +22,7 @@ func (c *Cache) newProgress(name string, todo, total int64) progress {
 		return noProgress{}
 	}
 	if c.PlainProgress {
-		fmt.Fprintf(c.Progress, "pull %s: %s to download (%s in all)\n", name, human(todo), human(total))
+		fmt.Fprintf(c.Progress, "pull %s: %s to download (%s in all)\n", name, FormatSize(todo), FormatSize(total))
 		return &plainProgress{w: c.Progress, name: name, start: time.Now()}
 	}
 	bar := progressbar.NewOptions64(todo,
@@ -76,10 +76,10 @@ type plainProgress struct {
 func (p *plainProgress) Write(b []byte) (int, error) { p.n += int64(len(b)); return len(b), nil }
 func (p *plainProgress) file(f File, resumeAt int64) {
 	if resumeAt > 0 {
-		fmt.Fprintf(p.w, "pull %s: %s (%s, resuming at %s)\n", p.name, f.Path, human(f.Size), human(resumeAt))
+		fmt.Fprintf(p.w, "pull %s: %s (%s, resuming at %s)\n", p.name, f.Path, FormatSize(f.Size), FormatSize(resumeAt))
 		return
 	}
-	fmt.Fprintf(p.w, "pull %s: %s (%s)\n", p.name, f.Path, human(f.Size))
+	fmt.Fprintf(p.w, "pull %s: %s (%s)\n", p.name, f.Path, FormatSize(f.Size))
 }
 func (p *plainProgress) note(msg string) { fmt.Fprintf(p.w, "pull %s: %s\n", p.name, msg) }
 func (p *plainProgress) done(ok bool) {
@@ -89,13 +89,13 @@ func (p *plainProgress) done(ok bool) {
 	d := time.Since(p.start)
 	rate := ""
 	if s := d.Seconds(); s > 0 && p.n > 0 {
-		rate = ", " + human(int64(float64(p.n)/s)) + "/s"
+		rate = ", " + FormatSize(int64(float64(p.n)/s)) + "/s"
 	}
-	fmt.Fprintf(p.w, "pull %s: %s downloaded in %s%s\n", p.name, human(p.n), d.Round(time.Millisecond), rate)
+	fmt.Fprintf(p.w, "pull %s: %s downloaded in %s%s\n", p.name, FormatSize(p.n), d.Round(time.Millisecond), rate)
 }
 
-// human formats a byte count with binary units.
-func human(n int64) string {
+// FormatSize formats a byte count with binary units: "612 B", "86.7 MiB".
+func FormatSize(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)

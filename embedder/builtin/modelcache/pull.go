@@ -149,7 +149,7 @@ func (c *Cache) checkSpace(dir string, need int64) error {
 		avail, ok = availableBytes(dir)
 	}
 	if ok && avail < need {
-		return fmt.Errorf("%w: %s needs %s more, %s is available under %s", ErrDiskFull, "the download", human(need), human(avail), c.Dir)
+		return fmt.Errorf("%w: %s needs %s more, %s is available under %s", ErrDiskFull, "the download", FormatSize(need), FormatSize(avail), c.Dir)
 	}
 	return nil
 }
@@ -316,7 +316,7 @@ func (p *puller) fetch(ctx context.Context, f File, part string) error {
 		return p.writeError(f, part, ew.err)
 	case cerr != nil:
 		return &cutError{got: n, err: fmt.Errorf("modelcache: pull %s: %s: connection broke after %s of %s: %w",
-			p.m.Name, f.Path, human(got), human(f.Size), cerr)}
+			p.m.Name, f.Path, FormatSize(got), FormatSize(f.Size), cerr)}
 	case serr != nil:
 		return p.writeError(f, part, serr)
 	case got > f.Size:
@@ -324,7 +324,7 @@ func (p *puller) fetch(ctx context.Context, f File, part string) error {
 		return &VerifyError{Model: p.m.Name, Revision: p.m.Revision, File: f.Path, WantSize: f.Size, GotSize: got}
 	case got < f.Size:
 		return &cutError{got: n, err: fmt.Errorf("modelcache: pull %s: %s: connection broke after %s of %s: %w",
-			p.m.Name, f.Path, human(got), human(f.Size), io.ErrUnexpectedEOF)}
+			p.m.Name, f.Path, FormatSize(got), FormatSize(f.Size), io.ErrUnexpectedEOF)}
 	}
 	if sum := hex.EncodeToString(h.Sum(nil)); sum != f.SHA256 {
 		os.Remove(part)
