@@ -136,10 +136,13 @@ func (im *importer) from(src string) error {
 	if len(zips) == 0 {
 		zips, _ = filepath.Glob(filepath.Join(src, "*", "model.zip"))
 	}
-	if len(zips) == 1 {
+	switch len(zips) {
+	case 1:
 		return im.fromZip(zips[0], false)
+	case 0:
+		return fmt.Errorf("%w: the directory holds no config.json and no model.zip", ErrInvalidModel)
 	}
-	return fmt.Errorf("%w: the directory holds no config.json and no model.zip", ErrInvalidModel)
+	return fmt.Errorf("%w: the directory holds no config.json and %d model.zip files: name one", ErrInvalidModel, len(zips))
 }
 
 // fromDir copies a model directory.
@@ -225,6 +228,9 @@ func (im *importer) fromZip(src string, outer bool) error {
 			continue
 		}
 		rel = strings.TrimSuffix(rel, "/")
+		if !localZipPath(rel) { // "folder/../x" is inside the archive but outside the model
+			return fmt.Errorf("%w: entry %q leaves the model's folder", ErrInvalidModel, f.Name)
+		}
 		if skipZipPath(rel) {
 			continue
 		}

@@ -210,6 +210,10 @@ func TestImportRejects(t *testing.T) {
 			func(t *testing.T) string {
 				return writeZip(t, t.TempDir(), "abs.zip", append(entries(files, ""), zipEntry{name: "/tmp/escaped.txt", data: []byte("x")}))
 			}},
+		{"climbing out of the folder", "leaves the model's folder",
+			func(t *testing.T) string {
+				return writeZip(t, t.TempDir(), "climb.zip", append(entries(files, "m/"), zipEntry{name: "m/../escaped.txt", data: []byte("x")}))
+			}},
 		{"symlink in zip", "symlink",
 			func(t *testing.T) string {
 				return writeZip(t, t.TempDir(), "link.zip", append(entries(files, ""),

@@ -18,7 +18,7 @@ type progress interface {
 }
 
 func (c *Cache) newProgress(name string, todo, total int64) progress {
-	if c.Progress == nil {
+	if c.Progress == nil || todo <= 0 {
 		return noProgress{}
 	}
 	if c.PlainProgress {

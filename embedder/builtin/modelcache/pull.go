@@ -92,6 +92,7 @@ func (c *Cache) Pull(ctx context.Context, name string) (string, error) {
 	if err := os.MkdirAll(p.stage, 0o755); err != nil {
 		return "", fmt.Errorf("modelcache: pull %s: %w", m.Name, err)
 	}
+	c.dropOtherPulls(m)
 	todo := p.remaining()
 	if err := c.checkSpace(p.stage, todo); err != nil {
 		return "", err
@@ -112,6 +113,19 @@ func (c *Cache) Pull(ctx context.Context, name string) (string, error) {
 	dir, err := c.install(p.stage, m.Name)
 	p.prog.done(err == nil)
 	return dir, err
+}
+
+// dropOtherPulls deletes what interrupted pulls of other revisions of m
+// left in the staging area (the pin changed since). The caller holds m's
+// lock.
+func (c *Cache) dropOtherPulls(m Model) {
+	prefix := strings.ReplaceAll(m.Name, "/", "--") + "@"
+	des, _ := os.ReadDir(c.tmpDir())
+	for _, de := range des {
+		if n := de.Name(); strings.HasPrefix(n, prefix) && strings.HasSuffix(n, ".pull") && n != prefix+m.Revision+".pull" {
+			os.RemoveAll(filepath.Join(c.tmpDir(), n))
+		}
+	}
 }
 
 // installed returns the directory of m when the cache holds exactly its

@@ -63,7 +63,21 @@ func TestPullInstallsTheVerifiedModel(t *testing.T) {
 	if len(h.requests()) != n {
 		t.Fatalf("second Pull made %d requests", len(h.requests())-n)
 	}
-	// Nothing is left in the staging area.
+	// Nothing is left in the staging area, not even an older revision's
+	// interrupted pull (planted below before a third pull).
+	if left, _ := filepath.Glob(filepath.Join(c.Dir, ".tmp", "*")); len(left) != 0 {
+		t.Fatalf("left in .tmp: %v", left)
+	}
+	stale := filepath.Join(c.Dir, ".tmp", "test-org--tiny-model@ffffffffffffffffffffffffffffffffffffffff.pull")
+	if err := os.MkdirAll(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "config.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Pull(context.Background(), fakeRepo); err != nil {
+		t.Fatal(err)
+	}
 	if left, _ := filepath.Glob(filepath.Join(c.Dir, ".tmp", "*")); len(left) != 0 {
 		t.Fatalf("left in .tmp: %v", left)
 	}
