@@ -29,12 +29,20 @@ const (
 // model whose weights are floats floats (4 bytes each) after the header.
 func fakeModel(tb testing.TB, floats int) map[string][]byte {
 	tb.Helper()
+	files, err := fakeModelFiles(floats)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return files
+}
+
+func fakeModelFiles(floats int) (map[string][]byte, error) {
 	hdr, err := json.Marshal(map[string]any{
 		"__metadata__": map[string]string{"format": "pt"},
 		"w":            map[string]any{"dtype": "F32", "shape": []int{floats}, "data_offsets": []int{0, 4 * floats}},
 	})
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	st := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
 	st = append(st, hdr...)
@@ -51,7 +59,7 @@ func fakeModel(tb testing.TB, floats int) map[string][]byte {
 		"sentence_bert_config.json": []byte(`{"max_seq_length": 32, "do_lower_case": false}`),
 		"tokenizer.json":            []byte(`{"version": "1.0", "model": {"type": "WordPiece", "vocab": {"[PAD]": 0, "[UNK]": 1}}}`),
 		"model.safetensors":         st,
-	}
+	}, nil
 }
 
 // pin returns the Model entry pinning files under fakeRepo at fakeRev.

@@ -375,7 +375,12 @@ func TestConcurrentPullsOfOneModel(t *testing.T) {
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); dirs[1], errs[1] = b.Pull(context.Background(), fakeRepo) }()
-	<-waiting // b found the lock taken
+	select {
+	case <-waiting: // b found the lock taken
+	case f := <-h.arrived: // a is held at the gate: this is b, unlocked
+		close(gate)
+		t.Fatalf("the second pull requested %s while the first held the lock", f)
+	}
 	close(gate)
 	wg.Wait()
 	if errs[0] != nil || errs[1] != nil || dirs[0] != dirs[1] {
