@@ -14,7 +14,7 @@ const (
 	pPunct                      // the pre-tokenizer makes it a word of its own
 	pMark                       // nonspacing mark: dropped after NFD when accents are stripped
 	pCJK                        // handle_chinese_chars puts spaces around it
-	pNFDKeep                    // x/text decomposes it, the reference does not
+	pNFDKeep                    // x/text decomposes it or gives it a combining class, the reference does neither
 	pLowerExc                   // lowerExceptions holds its lower case
 )
 

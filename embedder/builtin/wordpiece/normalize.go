@@ -87,7 +87,7 @@ func (n *normalizer) normalize(s string, sc *scratch) []byte {
 		if !keep {
 			b = norm.NFD.Append(b, a...)
 		} else {
-			b = appendNFDKeeping(b, a)
+			b = appendNFDKeeping(b, a, &sc.d)
 		}
 		sc.b = b
 		src = b
@@ -122,20 +122,23 @@ func (n *normalizer) normalize(s string, sc *scratch) []byte {
 }
 
 // appendNFDKeeping appends the NFD of src to dst, except that code points
-// the reference's NFD does not decompose (pNFDKeep) stay as they are: NFD
-// runs on the text between them. Such a code point is unassigned in the
-// reference's Unicode edition, hence a starter there, so no combining mark
-// reorders across it.
-func appendNFDKeeping(dst, src []byte) []byte {
+// the reference's NFD neither decomposes nor gives a combining class
+// (pNFDKeep: assigned after its tables) stay as they are, and NFD runs on the
+// text between them: a starter, as they are there, no mark reorders across.
+// Each piece is normalised into tmp on its own, because norm.Form.Append
+// would reorder across the end of what dst already holds.
+func appendNFDKeeping(dst, src []byte, tmp *[]byte) []byte {
 	from := 0
 	for i := 0; i < len(src); {
 		r, size := utf8.DecodeRune(src[i:])
 		if r >= utf8.RuneSelf && props(r)&pNFDKeep != 0 {
-			dst = norm.NFD.Append(dst, src[from:i]...)
+			*tmp = norm.NFD.Append((*tmp)[:0], src[from:i]...)
+			dst = append(dst, *tmp...)
 			dst = append(dst, src[i:i+size]...)
 			from = i + size
 		}
 		i += size
 	}
-	return norm.NFD.Append(dst, src[from:]...)
+	*tmp = norm.NFD.Append((*tmp)[:0], src[from:]...)
+	return append(dst, *tmp...)
 }

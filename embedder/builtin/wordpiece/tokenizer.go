@@ -43,7 +43,7 @@ type Tokenizer struct {
 
 // scratch holds the buffers of one Encode call.
 type scratch struct {
-	a, b, c []byte
+	a, b, c, d []byte
 }
 
 // PadID is the id to pad a batch of sequences with: the tokenizer.json's
