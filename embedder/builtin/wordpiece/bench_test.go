@@ -50,6 +50,11 @@ func BenchmarkEncodeQuery15Words(b *testing.B) { benchmarkEncode(b, benchQuery) 
 func BenchmarkEncodeDoc200Words(b *testing.B)  { benchmarkEncode(b, benchDoc) }
 func BenchmarkEncodeDocUnicode(b *testing.B)   { benchmarkEncode(b, benchUnicode) }
 
+// A 100 times longer document costs about what its first 256 tokens cost.
+func BenchmarkEncodeDoc20000Words(b *testing.B) {
+	benchmarkEncode(b, strings.Repeat(benchDoc+" ", 100))
+}
+
 // benchUnicode mixes accents, Greek, Cyrillic and CJK, which take the NFD
 // path.
 var benchUnicode = strings.Repeat("Crème brûlée à la façon de Gdańsk: Ελληνικά, Привет мир, 東京の天気は晴れ. ", 6)

@@ -36,3 +36,7 @@ func PreTokenize(s string) []string {
 	})
 	return words
 }
+
+// SetChunkBytes changes the length above which a segment is normalised in
+// chunks (2048), to test that chunks change nothing.
+func SetChunkBytes(t *Tokenizer, n int) { t.chunkBytes = n }

@@ -123,7 +123,7 @@ func read(r io.Reader) (*Tokenizer, error) {
 	if f.Version != "1.0" {
 		return nil, unsupported("version %q (want \"1.0\")", f.Version)
 	}
-	t := &Tokenizer{}
+	t := &Tokenizer{chunkBytes: 2048}
 	var err error
 	if t.norm, err = parseNormalizer(f.Normalizer); err != nil {
 		return nil, err

@@ -85,9 +85,9 @@ func (n *normalizer) normalize(s string, sc *scratch) []byte {
 	if n.strip {
 		b := sc.b[:0]
 		if !keep {
-			b = norm.NFD.Append(b, a...)
+			b = sc.appendNFD(b, a)
 		} else {
-			b = appendNFDKeeping(b, a, &sc.d)
+			b = sc.appendNFDKeeping(b, a)
 		}
 		sc.b = b
 		src = b
@@ -121,24 +121,30 @@ func (n *normalizer) normalize(s string, sc *scratch) []byte {
 	return out
 }
 
+// appendNFD appends the NFD of src to dst. norm.Iter in the pooled scratch
+// instead of norm.Form.Append, which allocates its reorder buffer per call.
+func (sc *scratch) appendNFD(dst, src []byte) []byte {
+	sc.nfd.Init(norm.NFD, src)
+	for !sc.nfd.Done() {
+		dst = append(dst, sc.nfd.Next()...)
+	}
+	return dst
+}
+
 // appendNFDKeeping appends the NFD of src to dst, except that code points
 // the reference's NFD neither decomposes nor gives a combining class
 // (pNFDKeep: assigned after its tables) stay as they are, and NFD runs on the
 // text between them: a starter, as they are there, no mark reorders across.
-// Each piece is normalised into tmp on its own, because norm.Form.Append
-// would reorder across the end of what dst already holds.
-func appendNFDKeeping(dst, src []byte, tmp *[]byte) []byte {
+func (sc *scratch) appendNFDKeeping(dst, src []byte) []byte {
 	from := 0
 	for i := 0; i < len(src); {
 		r, size := utf8.DecodeRune(src[i:])
 		if r >= utf8.RuneSelf && props(r)&pNFDKeep != 0 {
-			*tmp = norm.NFD.Append((*tmp)[:0], src[from:i]...)
-			dst = append(dst, *tmp...)
+			dst = sc.appendNFD(dst, src[from:i])
 			dst = append(dst, src[i:i+size]...)
 			from = i + size
 		}
 		i += size
 	}
-	*tmp = norm.NFD.Append((*tmp)[:0], src[from:]...)
-	return append(dst, *tmp...)
+	return sc.appendNFD(dst, src[from:])
 }

@@ -16,6 +16,8 @@ package wordpiece
 import (
 	"sync"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Tokenizer encodes text to token ids. It is immutable after Load and safe
@@ -35,6 +37,8 @@ type Tokenizer struct {
 	rawAdded  matcher          // added tokens with normalized: false, matched in the raw text
 	normAdded matcher          // added tokens with normalized: true, matched in normalized text
 
+	chunkBytes int // segments longer than this are normalised in chunks
+
 	prefix, suffix []int32 // the post-processor's ids around a single sequence
 	padID          int32
 
@@ -43,7 +47,21 @@ type Tokenizer struct {
 
 // scratch holds the buffers of one Encode call.
 type scratch struct {
-	a, b, c, d []byte
+	a, b, c []byte
+	nfd     norm.Iter
+}
+
+// maxPooledBytes bounds a pooled buffer: one that grew beyond it (a long
+// word, a text without cut points) is left to the garbage collector.
+const maxPooledBytes = 64 << 10
+
+func (t *Tokenizer) release(sc *scratch) {
+	for _, b := range []*[]byte{&sc.a, &sc.b, &sc.c} {
+		if cap(*b) > maxPooledBytes {
+			*b = nil
+		}
+	}
+	t.pool.Put(sc)
 }
 
 // PadID is the id to pad a batch of sequences with: the tokenizer.json's
@@ -78,7 +96,7 @@ func (t *Tokenizer) tokenID(s string) (int32, bool) {
 // costs no more than its first maxLen tokens.
 func (t *Tokenizer) Encode(dst []int32, text string, maxLen int) []int32 {
 	sc := t.pool.Get().(*scratch)
-	defer t.pool.Put(sc)
+	defer t.release(sc)
 	dst = append(dst, t.prefix...)
 	e := encoding{t: t, sc: sc, dst: dst, body: len(dst), limit: -1}
 	if maxLen > 0 {
@@ -118,12 +136,24 @@ func (e *encoding) emit(id int32) {
 	}
 }
 
-// segment encodes a piece of the raw text between added tokens.
+// segment encodes a piece of the raw text between added tokens. A long
+// piece goes through the normalizer in chunks cut where a word ends
+// whatever the normalizer does (cutAt), so that Encode stops early on a long
+// document and its buffers stay small; not when added tokens are matched in
+// normalized text, where a match could span a cut.
 func (e *encoding) segment(s string) {
-	if s == "" || e.full() {
-		return
+	for s != "" && !e.full() {
+		chunk := s
+		if e.t.normAdded.byFirst == nil && len(s) > e.t.chunkBytes {
+			chunk = s[:e.t.cutAt(s, e.t.chunkBytes)]
+		}
+		s = s[len(chunk):]
+		e.normalized(e.t.norm.normalize(chunk, e.sc))
 	}
-	text := e.t.norm.normalize(s, e.sc)
+}
+
+// normalized encodes normalized text.
+func (e *encoding) normalized(text []byte) {
 	for !e.full() {
 		start, end, id, ok := find(&e.t.normAdded, text, 0)
 		if !ok {
@@ -134,6 +164,37 @@ func (e *encoding) segment(s string) {
 		e.emit(id)
 		text = text[end:]
 	}
+}
+
+// cutAt returns where to cut s near n bytes (0 < n < len(s)): before the
+// last code point at or below n that starts a word after normalization and
+// is a starter for NFD, so no word and no run of combining marks spans the
+// cut; failing that, before the first one after n; failing that, len(s).
+// Such code points: ASCII space, tab, newline and punctuation (normalized to
+// themselves, never dropped) and, with handle_chinese_chars, CJK ideographs.
+func (t *Tokenizer) cutAt(s string, n int) int {
+	ok := func(i int) bool {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			return c == ' ' || c == '\t' || c == '\n' || c == '\r' || bmpProps[c]&pPunct != 0
+		}
+		if !t.norm.cjk || !utf8.RuneStart(c) {
+			return false
+		}
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return props(r)&pCJK != 0
+	}
+	for i := n; i > 0; i-- {
+		if ok(i) {
+			return i
+		}
+	}
+	for i := n + 1; i < len(s); i++ {
+		if ok(i) {
+			return i
+		}
+	}
+	return len(s)
 }
 
 // words appends the WordPiece ids of each word of normalized text.
