@@ -102,15 +102,25 @@ func (t *Tokenizer) Encode(dst []int32, text string, maxLen int) []int32 {
 	if maxLen > 0 {
 		e.limit = max(maxLen-len(t.prefix)-len(t.suffix), 0)
 	}
+	// The text goes in chunks of about chunkBytes, cut where a word ends
+	// whatever the normalizer does (cutAt), so that a long document stops
+	// early and the buffers stay small. Not when added tokens are matched in
+	// normalized text, where a match could span a cut.
+	chunked := t.normAdded.byFirst == nil
 	for pos := 0; pos < len(text) && !e.full(); {
-		start, end, id, ok := find(&t.rawAdded, text, pos)
-		if !ok {
-			e.segment(text[pos:])
-			break
+		cut := len(text)
+		if chunked && cut-pos > t.chunkBytes {
+			cut = pos + t.cutAt(text[pos:], t.chunkBytes)
 		}
-		e.segment(text[pos:start])
-		e.emit(id)
-		pos = end
+		// An added token starting before the cut may end after it.
+		if start, end, id, ok := find(&t.rawAdded, text, pos, cut); ok {
+			e.segment(text[pos:start])
+			e.emit(id)
+			pos = end
+			continue
+		}
+		e.segment(text[pos:cut])
+		pos = cut
 	}
 	dst = e.dst
 	if e.limit >= 0 && len(dst)-e.body > e.limit {
@@ -136,26 +146,14 @@ func (e *encoding) emit(id int32) {
 	}
 }
 
-// segment encodes a piece of the raw text between added tokens. A long
-// piece goes through the normalizer in chunks cut where a word ends
-// whatever the normalizer does (cutAt), so that Encode stops early on a long
-// document and its buffers stay small; not when added tokens are matched in
-// normalized text, where a match could span a cut.
+// segment encodes a piece of the raw text between added tokens.
 func (e *encoding) segment(s string) {
-	for s != "" && !e.full() {
-		chunk := s
-		if e.t.normAdded.byFirst == nil && len(s) > e.t.chunkBytes {
-			chunk = s[:e.t.cutAt(s, e.t.chunkBytes)]
-		}
-		s = s[len(chunk):]
-		e.normalized(e.t.norm.normalize(chunk, e.sc))
+	if s == "" || e.full() {
+		return
 	}
-}
-
-// normalized encodes normalized text.
-func (e *encoding) normalized(text []byte) {
+	text := e.t.norm.normalize(s, e.sc)
 	for !e.full() {
-		start, end, id, ok := find(&e.t.normAdded, text, 0)
+		start, end, id, ok := find(&e.t.normAdded, text, 0, len(text))
 		if !ok {
 			e.words(text)
 			return
@@ -319,12 +317,13 @@ func newMatcher(tokens []addedToken) matcher {
 	return m
 }
 
-// find returns the first added token in s at or after byte from.
-func find[S string | []byte](m *matcher, s S, from int) (start, end int, id int32, ok bool) {
+// find returns the first added token in s that starts at or after byte from
+// and before byte before.
+func find[S string | []byte](m *matcher, s S, from, before int) (start, end int, id int32, ok bool) {
 	if m.byFirst == nil {
 		return 0, 0, 0, false
 	}
-	for i := from; i < len(s); i++ {
+	for i := from; i < before; i++ {
 		for _, a := range m.byFirst[s[i]] {
 			if len(s)-i >= len(a.content) && string(s[i:i+len(a.content)]) == a.content {
 				return i, i + len(a.content), a.id, true
