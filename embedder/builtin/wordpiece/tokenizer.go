@@ -37,7 +37,7 @@ type Tokenizer struct {
 	rawAdded  matcher          // added tokens with normalized: false, matched in the raw text
 	normAdded matcher          // added tokens with normalized: true, matched in normalized text
 
-	chunkBytes int // segments longer than this are normalised in chunks
+	chunkBytes int // Encode goes through longer texts in chunks of about this many bytes
 
 	prefix, suffix []int32 // the post-processor's ids around a single sequence
 	padID          int32
