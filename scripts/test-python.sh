@@ -4,6 +4,10 @@
 # extras into a virtualenv kept in the cache, builds the wheel, and runs
 # pytest against a live ragd (the tests start it). scripts/test.sh runs it.
 #
+#   scripts/test-python.sh            install what is missing, then test
+#   scripts/test-python.sh --install  only install (.ci/run does it while
+#                                     the services start)
+#
 #   RAG_CACHE_DIR   cache root (default ~/.cache/ragd): the virtualenv and
 #                   pip's download cache live under it, reused across runs
 set -euo pipefail
@@ -30,6 +34,8 @@ else
   # The package itself is installed editable: only its metadata can age.
   "$venv/bin/pip" install -q --no-deps -e clients/python
 fi
+
+[ "${1:-}" = --install ] && exit 0
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
