@@ -45,7 +45,8 @@ func (s *Server) mountPprof(e *echo.Echo) {
 				return err
 			}
 			if h == nil {
-				pprof.Handler(c.Param("name")).ServeHTTP(c.Response(), c.Request())
+				name, _ := pathParam(c, "name")
+				pprof.Handler(name).ServeHTTP(c.Response(), c.Request())
 				return nil
 			}
 			h(c.Response(), c.Request())
@@ -81,7 +82,8 @@ func (s *Server) mountFaults(e *echo.Echo) {
 		if err := s.debugAccess(c); err != nil {
 			return err
 		}
-		if err := in.Set(c.Param("source"), f); err != nil {
+		source, _ := pathParam(c, "source") // a bad escape names no source: Set refuses it
+		if err := in.Set(source, f); err != nil {
 			return fieldError(CodeInvalidBody, "source", "%v", err)
 		}
 		return s.writeJSON(c, http.StatusOK, in.List())

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"time"
 
@@ -147,14 +146,11 @@ func (s *Server) answerBatch(c echo.Context, results []ingest.Result) error {
 	return s.writeJSON(c, status, resp)
 }
 
-// pathID reads and validates the {id} path parameter (percent-decoded, so
-// ids with "/" are addressed as %2F).
+// pathID reads and validates the {id} path parameter, percent-decoded
+// exactly once: ids with "/" are addressed as %2F, ids with "%" as %25.
 func pathID(c echo.Context) (string, error) {
-	id, err := url.PathUnescape(c.Param("id"))
-	if err == nil {
-		err = ingest.ValidateID(id, ingest.DefaultMaxIDBytes)
-	}
-	if err != nil {
+	id, ok := pathParam(c, "id")
+	if !ok || ingest.ValidateID(id, ingest.DefaultMaxIDBytes) != nil {
 		e := newError(http.StatusBadRequest, CodeInvalidID, "the document id must be 1-%d bytes of valid UTF-8 without control characters", ingest.DefaultMaxIDBytes)
 		e.Detail.Field = "id"
 		return "", e

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"testing"
 
 	"github.com/ragd/ragd/api"
@@ -67,16 +68,26 @@ func FuzzQueryHandler(f *testing.F) {
 }
 
 // FuzzDocumentID reads and deletes documents by arbitrary ids: whatever the
-// id, the answer is never a 5xx, always JSON, and every 4xx has the error
-// shape with the request id.
+// id, the answer is never a 5xx, always JSON, every 4xx has the error
+// shape with the request id, and an id the API accepts reaches the record
+// store and the writer exactly as it was before url.PathEscape (decoded
+// once: issue 18, item 5).
 func FuzzDocumentID(f *testing.F) {
-	for _, seed := range []string{"a", "", "%zz", "%", "a/b", "..", "\x00", "\xed\xa0\x80", "\xff\xfe", "é", "a b?c#d"} {
+	for _, seed := range []string{"a", "", "%zz", "%", "a/b", "..", "\x00", "\xed\xa0\x80", "\xff\xfe", "é", "a b?c#d",
+		"invoice%41", "50%off", "x%2Fy", "%252F", "a\u200bb", "\u202egnp.exe", "e\u0301"} {
 		f.Add(seed)
 	}
 	e := newEnv(f, func(c *api.Config) { c.Logger = nil })
+	asked := recordingStore(e)
+	var deleted []string // fuzz functions run one at a time per worker
+	e.writer.DeleteFn = func(_ context.Context, ids []string) []ingest.Result {
+		deleted = slices.Clone(ids)
+		return []ingest.Result{{ID: ids[0], Status: ingest.StatusOK}}
+	}
 	f.Fuzz(func(t *testing.T, id string) {
 		path := "/v1/documents/" + url.PathEscape(id)
 		for _, method := range []string{http.MethodGet, http.MethodDelete} {
+			deleted = nil
 			rec := serve(t, e.h, method, path, nil, "Authorization", "Bearer "+acmeAdminKey)
 			if rec.Code >= 500 || rec.Code < 200 {
 				t.Fatalf("%s %s: status %d: %s", method, path, rec.Code, rec.Body.String())
@@ -86,6 +97,13 @@ func FuzzDocumentID(f *testing.F) {
 			}
 			if rec.Code >= 400 {
 				errorOf(t, rec)
+			}
+			got := asked()
+			if method == http.MethodDelete {
+				got = deleted
+			}
+			if rec.Code < 400 && !slices.Equal(got, []string{id}) {
+				t.Fatalf("%s %s: the store was asked for %q, want %q", method, path, got, id)
 			}
 		}
 	})
