@@ -241,7 +241,11 @@ func New(cfg Config) (*Pipeline, error) {
 		p.record = directRecord{ix: cfg.Record}
 	}
 	var err error
-	if p.metrics, err = newMetrics(cfg.Registerer, p); err != nil {
+	stores := make([]string, len(cfg.Derived))
+	for i, d := range cfg.Derived {
+		stores[i] = d.Name
+	}
+	if p.metrics, err = newMetrics(cfg.Registerer, p, stores); err != nil {
 		return nil, err
 	}
 	for _, d := range cfg.Derived {
