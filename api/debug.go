@@ -44,13 +44,12 @@ func (s *Server) mountPprof(e *echo.Echo) {
 			if err := s.debugAccess(c); err != nil {
 				return err
 			}
+			var ph http.Handler = h
 			if h == nil {
 				name, _ := pathParam(c, "name")
-				pprof.Handler(name).ServeHTTP(c.Response(), c.Request())
-				return nil
+				ph = pprof.Handler(name)
 			}
-			h(c.Response(), c.Request())
-			return nil
+			return foreign(ph, "no such profile")(c)
 		}, s.requireAccess(access{role: config.RoleAdmin}))
 	}
 }
