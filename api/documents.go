@@ -101,6 +101,12 @@ func (s *Server) upsertDocuments() echo.HandlerFunc {
 		}
 		seen := make(map[string]int, len(docs))
 		for i, d := range docs {
+			// Like a timestamp that does not parse, one that no store
+			// can keep fails the whole request.
+			if spi.ValidateUpdatedAt(d.UpdatedAt) != nil {
+				f := fmt.Sprintf("documents[%d].updated_at", i)
+				return fieldError("invalid_documents", f, "%s: must lie between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z in UTC", f)
+			}
 			if d.ID == "" {
 				continue
 			}

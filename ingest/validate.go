@@ -13,15 +13,16 @@ import (
 
 // Result codes. A Result with Status "failed" or "partial" carries one.
 const (
-	CodeInvalidID       = "invalid_id"       // empty, too long, control characters or invalid UTF-8
-	CodeDuplicateID     = "duplicate_id"     // the id appears earlier in the same batch
-	CodeInvalidTenant   = "invalid_tenant"   // too long or control characters
-	CodeTooLarge        = "too_large"        // title or text above the limit
-	CodeInvalidText     = "invalid_text"     // title or text is not valid UTF-8 or holds a NUL byte
-	CodeEmptyDocument   = "empty_document"   // no title, no text and no vector
-	CodeInvalidMetadata = "invalid_metadata" // too many keys, empty or long keys, long values, NUL bytes
-	CodeInvalidVector   = "invalid_vector"   // wrong dimension, NaN or Inf, all zeros
-	CodeInvalidEntities = "invalid_entities" // too many, empty or long entities or links
+	CodeInvalidID       = "invalid_id"         // empty, too long, control characters or invalid UTF-8
+	CodeDuplicateID     = "duplicate_id"       // the id appears earlier in the same batch
+	CodeInvalidTenant   = "invalid_tenant"     // too long or control characters
+	CodeTooLarge        = "too_large"          // title or text above the limit
+	CodeInvalidText     = "invalid_text"       // title or text is not valid UTF-8 or holds a NUL byte
+	CodeEmptyDocument   = "empty_document"     // no title, no text and no vector
+	CodeInvalidMetadata = "invalid_metadata"   // too many keys, empty or long keys, long values, NUL bytes
+	CodeInvalidVector   = "invalid_vector"     // wrong dimension, NaN or Inf, all zeros
+	CodeInvalidEntities = "invalid_entities"   // too many, empty or long entities or links
+	CodeInvalidUpdated  = "invalid_updated_at" // updated_at outside the years 1-9999 in UTC
 
 	CodeEmbedderUnavailable = "embedder_unavailable" // the embedder failed (down, breaker open, bad output)
 	CodeEmbedderRejected    = "embedder_rejected"    // the embedder refused this text (spi.ErrInvalidQuery)
@@ -181,6 +182,9 @@ func validate(d *spi.Document, l Limits, dim int) *docError {
 	}
 	if hasNUL(d.Title) || hasNUL(d.Text) {
 		return invalid(CodeInvalidText, "title or text holds a NUL byte")
+	}
+	if err := spi.ValidateUpdatedAt(d.UpdatedAt); err != nil {
+		return invalid(CodeInvalidUpdated, "%s", strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": "))
 	}
 	if d.Title == "" && d.Text == "" && len(d.Vector) == 0 {
 		return invalid(CodeEmptyDocument, "document has no title, text or vector")
