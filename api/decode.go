@@ -27,6 +27,9 @@ func (s *Server) readBody(next echo.HandlerFunc) echo.HandlerFunc {
 		if err := checkJSONContentType(r.Header.Get(echo.HeaderContentType)); err != nil {
 			return err
 		}
+		if err := checkIdentityEncoding(c); err != nil {
+			return err
+		}
 		limit := s.cfg.Server.BodyLimitBytes
 		if r.ContentLength > limit {
 			return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
@@ -218,6 +221,25 @@ func checkJSONContentType(ct string) error {
 	if err != nil || !(mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))) {
 		return newError(http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
 			"Content-Type must be application/json, got %s", truncate(ct, 64))
+	}
+	return nil
+}
+
+// checkIdentityEncoding refuses a compressed body (Content-Encoding other
+// than identity) with 415 and Accept-Encoding: identity (RFC 7694). ragd
+// does not decompress request bodies: the body limit would bound the
+// compressed size only, and a decompression bomb would cost memory
+// before any check; bulk clients on a slow link compress at the TLS
+// terminator or proxy instead.
+func checkIdentityEncoding(c echo.Context) error {
+	for _, v := range c.Request().Header.Values(echo.HeaderContentEncoding) {
+		for coding := range strings.SplitSeq(v, ",") {
+			if coding = strings.TrimSpace(coding); coding != "" && !strings.EqualFold(coding, "identity") {
+				c.Response().Header().Set(echo.HeaderAcceptEncoding, "identity")
+				return newError(http.StatusUnsupportedMediaType, CodeUnsupportedEncoding,
+					"a compressed body (Content-Encoding other than identity) is not supported: send it uncompressed")
+			}
+		}
 	}
 	return nil
 }

@@ -63,6 +63,7 @@ const (
 	CodeMethodNotAllowed      = "method_not_allowed"
 	CodeBodyTooLarge          = "body_too_large"
 	CodeUnsupportedMedia      = "unsupported_media_type"
+	CodeUnsupportedEncoding   = "unsupported_content_encoding"
 	CodeTooManyRequests       = "too_many_requests"
 	CodeClientClosedRequest   = "client_closed_request"
 	CodeInternal              = "internal"
