@@ -61,7 +61,9 @@ func (s *Server) decodeJSON(c echo.Context, dst any) error {
 	return decodeBody(body, dst)
 }
 
-// decodeBody decodes one JSON object from body into dst, strictly.
+// decodeBody decodes one JSON object from body into dst, strictly: no
+// unknown field, no field name in another case, no name twice in one
+// object (checkStrict), nothing after the object.
 func decodeBody(body []byte, dst any) error {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
@@ -80,6 +82,9 @@ func decodeBody(body []byte, dst any) error {
 		off := int64(invalidUTF8At(body))
 		e := newError(http.StatusBadRequest, CodeMalformedJSON, "the body is not valid UTF-8 (byte %d)", off)
 		e.Detail.Offset = &off
+		return e
+	}
+	if e := checkStrict(body, reflect.TypeOf(dst)); e != nil {
 		return e
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

@@ -46,6 +46,7 @@ type ErrorDetail struct {
 const (
 	CodeMalformedJSON         = "malformed_json"
 	CodeUnknownField          = "unknown_field"
+	CodeDuplicateField        = "duplicate_field"
 	CodeInvalidBody           = "invalid_body"
 	CodeInvalidQuery          = "invalid_query"
 	CodeEmptyQuery            = "empty_query"

@@ -40,6 +40,12 @@ func FuzzQueryHandler(f *testing.F) {
 		`{"text":"a","fusion":{"mode":"dbsf"},"sources":{"graph":{"weight":-1e308}}}`,
 		`{"text":"a","limit":2.5,"window":1e3}`, `{"text":"a","limit":1e400}`,
 		`{"text":null}`, `{"documents":null}`, `{"documents":[null]}`,
+		// Issue 18: names in another case, names twice, tenants with
+		// invisible or bidi characters.
+		`{"Text":"a"}`, `{"text":"a","text":"b"}`, `{"text":"a","filter":{"k":["v"],"k":["w"]}}`,
+		`{"documents":[{"id":"a","text":"x","metadata":{"k":"1","k":"2"}}]}`, `{"documents":[{"ID":"a","text":"x"}]}`,
+		`{"text":"a","tenant":"ac\u200bme"}`, `{"text":"a","tenant":"\u0000"}`, `{"documents":[{"id":"\u202egnp","text":"x"}]}`,
+		`{"documents":[{"id":"a","text":"x","updated_at":"9999-12-31T23:59:59-23:59"}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
