@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -156,12 +157,19 @@ func (s *Server) answerBatch(c echo.Context, results []ingest.Result) error {
 // exactly once: ids with "/" are addressed as %2F, ids with "%" as %25.
 func pathID(c echo.Context) (string, error) {
 	id, ok := pathParam(c, "id")
-	if !ok || ingest.ValidateID(id, ingest.DefaultMaxIDBytes) != nil {
-		e := newError(http.StatusBadRequest, CodeInvalidID, "the document id must be 1-%d bytes of valid UTF-8 without control characters", ingest.DefaultMaxIDBytes)
-		e.Detail.Field = "id"
-		return "", e
+	if !ok {
+		return "", fieldError(CodeInvalidID, "id", "the document id is not a valid percent-encoding")
+	}
+	if err := spi.ValidateStoredName(id, ingest.DefaultMaxIDBytes); err != nil {
+		return "", fieldError(CodeInvalidID, "id", "id: %s", reason(err))
 	}
 	return id, nil
+}
+
+// reason is the message of a validation error wrapping
+// spi.ErrInvalidQuery, without the sentinel's prefix.
+func reason(err error) string {
+	return strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": ")
 }
 
 // visibleDocument loads id from the system of record, treating a document
@@ -255,9 +263,8 @@ func (s *Server) deleteDocuments() echo.HandlerFunc {
 		}
 		seen := make(map[string]int, len(ids))
 		for i, id := range ids {
-			if err := ingest.ValidateID(id, ingest.DefaultMaxIDBytes); err != nil {
-				return fieldError(CodeInvalidID, fmt.Sprintf("ids[%d]", i),
-					"ids[%d] must be 1-%d bytes of valid UTF-8 without control characters", i, ingest.DefaultMaxIDBytes)
+			if err := spi.ValidateStoredName(id, ingest.DefaultMaxIDBytes); err != nil {
+				return fieldError(CodeInvalidID, fmt.Sprintf("ids[%d]", i), "ids[%d]: %s", i, reason(err))
 			}
 			if j, ok := seen[id]; ok {
 				return fieldError(CodeDuplicateID, fmt.Sprintf("ids[%d]", i), "ids[%d] repeats ids[%d]", i, j)

@@ -77,7 +77,9 @@ func FuzzQueryHandler(f *testing.F) {
 // id, the answer is never a 5xx, always JSON, every 4xx has the error
 // shape with the request id, and an id the API accepts reaches the record
 // store and the writer exactly as it was before url.PathEscape (decoded
-// once: issue 18, item 5).
+// once: issue 18, item 5). The same string sent as a new document id and
+// as a query's tenant is accepted exactly when spi.ValidateName accepts
+// it (item 18).
 func FuzzDocumentID(f *testing.F) {
 	for _, seed := range []string{"a", "", "%zz", "%", "a/b", "..", "\x00", "\xed\xa0\x80", "\xff\xfe", "é", "a b?c#d",
 		"invoice%41", "50%off", "x%2Fy", "%252F", "a\u200bb", "\u202egnp.exe", "e\u0301"} {
@@ -111,6 +113,33 @@ func FuzzDocumentID(f *testing.F) {
 			if rec.Code < 400 && !slices.Equal(got, []string{id}) {
 				t.Fatalf("%s %s: the store was asked for %q, want %q", method, path, got, id)
 			}
+		}
+		// The same string as a new id and as a query's tenant: accepted
+		// exactly when spi.ValidateName accepts it, never a 5xx.
+		// JSON carries invalid UTF-8 as U+FFFD: check what is sent.
+		raw, _ := json.Marshal(id)
+		if json.Unmarshal(raw, &id) != nil {
+			t.Fatalf("%q does not survive JSON", raw)
+		}
+		valid := spi.ValidateName(id, spi.MaxNameBytes) == nil
+		rec := serve(t, e.h, http.MethodPost, "/v1/documents", map[string]any{"documents": []spi.Document{{ID: id, Text: "x"}}}, "Authorization", "Bearer "+adminKey)
+		if rec.Code >= 500 || !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("upsert %q: %d %s", id, rec.Code, rec.Body)
+		}
+		var batch api.BatchResponse
+		if rec.Code < 400 && json.Unmarshal(rec.Body.Bytes(), &batch) == nil && len(batch.Results) == 1 {
+			if r := batch.Results[0]; (r.Status == ingest.StatusOK) != valid || (valid && r.ID != id) {
+				t.Fatalf("upsert %q (valid name: %v): result %+v", id, valid, r)
+			}
+		} else if valid {
+			t.Fatalf("upsert of the valid id %q: %d %s", id, rec.Code, rec.Body)
+		}
+		rec = serve(t, e.h, http.MethodPost, "/v1/query", map[string]any{"text": "a", "tenant": id}, "Authorization", "Bearer "+adminKey)
+		if rec.Code >= 500 || !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("query tenant %q: %d %s", id, rec.Code, rec.Body)
+		}
+		if (rec.Code == http.StatusOK) != (valid || id == "") {
+			t.Fatalf("query tenant %q (valid name: %v): %d %s", id, valid, rec.Code, rec.Body)
 		}
 	})
 }

@@ -358,7 +358,7 @@ func (p *Pipeline) Delete(ctx context.Context, ids []string, opts WriteOptions) 
 	first := map[string]int{}
 	for i, id := range ids {
 		res[i].ID = id
-		if e := checkID("id", id, p.limits.MaxIDBytes); e != nil {
+		if e := checkStoredID(id, p.limits.MaxIDBytes); e != nil {
 			fail(&res[i], e.code, e.msg)
 			continue
 		}

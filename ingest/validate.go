@@ -52,7 +52,7 @@ type Limits struct {
 
 // Default limits.
 const (
-	DefaultMaxIDBytes            = 256
+	DefaultMaxIDBytes            = spi.MaxNameBytes
 	DefaultMaxTitleBytes         = 4 << 10
 	DefaultMaxTextBytes          = 1 << 20
 	DefaultMaxMetadataKeys       = 64
@@ -110,27 +110,23 @@ func invalid(code, format string, args ...any) *docError {
 	return &docError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-// ValidateID checks a document id: non-empty, valid UTF-8, at most maxBytes
-// bytes, no control characters.
-func ValidateID(id string, maxBytes int) error {
-	if e := checkID("id", id, maxBytes); e != nil {
-		return fmt.Errorf("%w: %s", spi.ErrInvalidQuery, e.msg)
-	}
-	return nil
+// checkID checks a name an upsert introduces (id, tenant, link) by
+// spi.ValidateName.
+func checkID(what, id string, maxBytes int) *docError {
+	return nameError(what, spi.ValidateName(id, maxBytes))
 }
 
-func checkID(what, id string, maxBytes int) *docError {
-	switch {
-	case id == "":
-		return invalid(CodeInvalidID, "%s must not be empty", what)
-	case len(id) > maxBytes:
-		return invalid(CodeInvalidID, "%s is %d bytes, at most %d allowed", what, len(id), maxBytes)
-	case !utf8.ValidString(id):
-		return invalid(CodeInvalidID, "%s is not valid UTF-8", what)
-	case hasControl(id):
-		return invalid(CodeInvalidID, "%s contains control characters", what)
+// checkStoredID checks an id a delete looks up by spi.ValidateStoredName,
+// so documents stored under the earlier, looser rule can be deleted.
+func checkStoredID(id string, maxBytes int) *docError {
+	return nameError("id", spi.ValidateStoredName(id, maxBytes))
+}
+
+func nameError(what string, err error) *docError {
+	if err == nil {
+		return nil
 	}
-	return nil
+	return invalid(CodeInvalidID, "%s: %s", what, strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": "))
 }
 
 func hasNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
