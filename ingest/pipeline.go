@@ -238,7 +238,7 @@ func New(cfg Config) (*Pipeline, error) {
 	if l, ok := cfg.Record.(spi.ChangeLog); ok {
 		p.log, p.record = l, l
 	} else {
-		p.record = directRecord{ix: cfg.Record}
+		p.record = newDirectRecord(cfg.Record)
 	}
 	var err error
 	stores := make([]string, len(cfg.Derived))
