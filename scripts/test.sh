@@ -53,6 +53,7 @@ fuzz_targets=(
   "./config FuzzParse"
   "./api FuzzQueryHandler"
   "./api FuzzDocumentID"
+  "./spi FuzzValidateName"
   "./backends/vector/embedded FuzzDotCodes"
   "./embedder/builtin/wordpiece FuzzEncode"
 )
