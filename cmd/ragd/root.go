@@ -49,7 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "ragd: %v\n", err)
+	fmt.Fprintf(stderr, "ragd: %v\n", explain(err))
 	var ue usageError
 	if errors.As(err, &ue) {
 		// Point at the help of the command that failed.
