@@ -67,7 +67,7 @@ func TestGateOutcomes(t *testing.T) {
 		name     string
 		fault    fault
 		deadline time.Duration // the operator's (Defaults.SourceTimeout); 0: the default
-		budget   time.Duration // the operator's (Defaults.Budget); 0: the default
+		budget   time.Duration // the operator's (Defaults.Budget); 0: the default. Budgets are long enough for the other sources' instant answers on a loaded machine
 		q        retriever.Query
 		want     spi.Outcome
 		status   retriever.Status // the answer's, and the source metric's label
@@ -86,12 +86,12 @@ func TestGateOutcomes(t *testing.T) {
 			5 * time.Millisecond, 0, retriever.Query{Text: "q", Sources: kw(retriever.SourceOptions{TimeoutMS: 5000})}, spi.OutcomeTimeout, retriever.StatusOK, false, false},
 		{"request's longer deadline, timed out", fault{Block: true}, 5 * time.Millisecond, 0,
 			retriever.Query{Text: "q", Sources: kw(retriever.SourceOptions{TimeoutMS: 30})}, spi.OutcomeTimeout, retriever.StatusTimeout, true, true},
-		{"request's budget", fault{Block: true}, 0, 0, retriever.Query{Text: "q", BudgetMS: 20, Sources: kw(retriever.SourceOptions{TimeoutMS: 5000})},
+		{"request's budget", fault{Block: true}, 0, 0, retriever.Query{Text: "q", BudgetMS: 200, Sources: kw(retriever.SourceOptions{TimeoutMS: 5000})},
 			spi.OutcomeNeutral, retriever.StatusCallerDeadline, true, false},
-		{"operator's budget", fault{Block: true}, 0, 20 * time.Millisecond, retriever.Query{Text: "q", Sources: kw(retriever.SourceOptions{TimeoutMS: 5000})},
+		{"operator's budget", fault{Block: true}, 0, 200 * time.Millisecond, retriever.Query{Text: "q", Sources: kw(retriever.SourceOptions{TimeoutMS: 5000})},
 			spi.OutcomeNeutral, retriever.StatusTimeout, true, true},
-		{"request's budget longer than the operator's", fault{Block: true}, 0, 20 * time.Millisecond,
-			retriever.Query{Text: "q", BudgetMS: 30, Sources: kw(retriever.SourceOptions{TimeoutMS: 5000})}, spi.OutcomeNeutral, retriever.StatusTimeout, true, true},
+		{"request's budget longer than the operator's", fault{Block: true}, 0, 200 * time.Millisecond,
+			retriever.Query{Text: "q", BudgetMS: 300, Sources: kw(retriever.SourceOptions{TimeoutMS: 5000})}, spi.OutcomeNeutral, retriever.StatusTimeout, true, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
