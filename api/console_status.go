@@ -164,7 +164,10 @@ func (s *Server) hold() echo.HandlerFunc {
 // breakerAction applies act to the breaker named in the path and answers
 // body(snapshot).
 func (s *Server) breakerAction(c echo.Context, verb string, act func(Breakers, string) (breaker.Snapshot, error), body func(breaker.Snapshot) any) error {
-	name := c.Param("name")
+	name, ok := pathParam(c, "name")
+	if !ok {
+		return newError(http.StatusNotFound, CodeUnknownBreaker, "no such circuit breaker")
+	}
 	if s.cfg.Breakers == nil {
 		return newError(http.StatusNotFound, CodeUnknownBreaker, "circuit breakers are not enabled on this server")
 	}

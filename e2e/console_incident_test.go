@@ -60,11 +60,16 @@ breakers:
 	return path
 }
 
-// useKey types key into the console's key form.
+// useKey types key into the console's key form, waits for the cards, and
+// checks that the page names the key and its role.
 func (b *browser) useKey(key, name string) {
 	b.t.Helper()
 	b.do("enter the key", chromedp.SendKeys(chromedp.CSS("#api-key"), key), chromedp.Click(chromedp.CSS("#use-key")))
-	b.waitFor("key "+name+" in use", `document.getElementById("key-status").textContent.startsWith("Key: `+name+`")`)
+	b.waitFor("cards", `document.querySelectorAll("#cards .card").length > 0`)
+	b.waitFor("the key's status", `document.getElementById("key-status").textContent !== ""`)
+	if ks := pageText(b, "#key-status"); !strings.HasPrefix(ks, "Key: "+name) {
+		b.t.Errorf("key status %q does not name the key and its role (%s)", ks, name)
+	}
 }
 
 // confirm answers the console's confirmation dialog.
@@ -230,19 +235,20 @@ func TestConsoleAcrossRestarts(t *testing.T) {
 		document.querySelector("#card-vector").dataset.state === "open"`)
 
 	t.Log("item 11: durations, dates, colours, above the fold")
-	closed := jsEval[string](b, `document.querySelector('#events li[data-source="keyword"][data-to="closed"]').textContent`)
+	closed := jsEval[string](b, `document.querySelector('#events li[data-source="keyword"][data-to="closed"]')?.textContent ?? ""`)
 	if m := regexp.MustCompile(`was open (\d+) s; outage (\d+) s`).FindStringSubmatch(closed); m == nil || m[1] == "0" || len(m[1]) > 2 {
 		t.Errorf("the close event %q: want the real open duration (a few seconds), not the 600 s cooldown", closed)
 	}
 	if !regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC([+−]\d\d:\d\d)?`).MatchString(closed) {
 		t.Errorf("the event %q does not start with a date, time and zone", closed)
 	}
-	colours := jsEval[map[string]string](b, `Object.fromEntries(["open", "closed"].map(k =>
-		[k, getComputedStyle(document.querySelector('#events li[data-to="' + k + '"]')).borderLeftColor]))`)
+	colours := jsEval[map[string]string](b, `Object.fromEntries(["open", "closed"].map(k => {
+		const li = document.querySelector('#events li[data-to="' + k + '"]');
+		return [k, li ? getComputedStyle(li).borderLeftColor : "none"]; }))`)
 	if colours["open"] == colours["closed"] {
 		t.Errorf("open and closed events look alike: %v", colours)
 	}
-	if top := jsEval[float64](b, `document.querySelector("#events li[data-seq]").getBoundingClientRect().bottom`); top > 900 {
+	if top := jsEval[float64](b, `document.querySelector("#events li")?.getBoundingClientRect().bottom ?? 1e9`); top > 900 {
 		t.Errorf("the newest timeline entry ends at %.0f px, below the fold of a 900 px screen", top)
 	}
 	b.screenshot("timeline-1440x900")

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -12,11 +10,6 @@ import (
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/breaker"
 )
-
-// breakerPath is the admin endpoint verb of breaker name.
-func breakerPath(name, verb string) string {
-	return "/v1/status/breakers/" + url.PathEscape(name) + "/" + verb
-}
 
 func newHoldCmd(a *app) *cobra.Command {
 	var (
@@ -36,20 +29,12 @@ func newHoldCmd(a *app) *cobra.Command {
 		Example: "  ragd hold graph --reason \"neo4j 5.27 upgrade\"\n  ragd release graph",
 		Args:    exactlyOneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.client()
+			c, err := cf.client(nil)
 			if err != nil {
 				return err
 			}
-			var body any
-			if reason != "" {
-				body = api.HoldRequest{Reason: reason}
-			}
-			resp, err := c.do(cmd.Context(), http.MethodPost, breakerPath(args[0], "hold"), body)
+			r, err := c.Hold(cmd.Context(), args[0], reason)
 			if err != nil {
-				return err
-			}
-			var r api.HoldResponse
-			if err := decodeBody(breakerPath(args[0], "hold"), resp.Body, &r); err != nil {
 				return err
 			}
 			fmt.Fprintln(a.stdout, describeBreaker(r.Breaker))
@@ -73,17 +58,12 @@ func newReleaseCmd(a *app) *cobra.Command {
 		Example: "  ragd release graph",
 		Args:    exactlyOneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.client()
+			c, err := cf.client(nil)
 			if err != nil {
 				return err
 			}
-			path := breakerPath(args[0], "force-close")
-			resp, err := c.do(cmd.Context(), http.MethodPost, path, nil)
+			r, err := c.ForceClose(cmd.Context(), args[0])
 			if err != nil {
-				return err
-			}
-			var r api.ForceCloseResponse
-			if err := decodeBody(path, resp.Body, &r); err != nil {
 				return err
 			}
 			fmt.Fprintln(a.stdout, describeBreaker(r.Breaker))
