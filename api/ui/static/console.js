@@ -444,6 +444,7 @@
       }
       const b = r.data.breaker;
       message(name + " breaker is now " + human(b.state) + (b.hold ? ", held by " + b.hold.by : "") + ".");
+      polls = 0; // the next poll reads the history too: the band changed
     } catch (e) {
       message("Server unreachable: " + e.message, true);
     }
