@@ -1,0 +1,49 @@
+//go:build amd64 && !purego
+
+package kernel
+
+import "golang.org/x/sys/cpu"
+
+//go:noescape
+func kern12x32AVX512(kb int, a, b, c *float32, ldc int)
+
+//go:noescape
+func kern6x16AVX2(kb int, a, b, c *float32, ldc int)
+
+// kernelName is the micro-kernel in use: "avx512", "avx2" or "go".
+var kernelName = pickKernel()
+
+func pickKernel() string {
+	switch {
+	case cpu.X86.HasAVX512F:
+		return "avx512"
+	case cpu.X86.HasAVX2 && cpu.X86.HasFMA:
+		return "avx2"
+	}
+	return "go"
+}
+
+func microKernel(kb int, a, b, c []float32, ldc int) {
+	if kb == 0 {
+		return
+	}
+	switch kernelName {
+	case "avx512":
+		// Bounds: a holds kb×MR, b kb×NR, c (MR-1)·ldc+NR floats.
+		_ = a[kb*MR-1]
+		_ = b[kb*NR-1]
+		_ = c[(MR-1)*ldc+NR-1]
+		kern12x32AVX512(kb, &a[0], &b[0], &c[0], ldc)
+	case "avx2":
+		_ = a[kb*MR-1]
+		_ = b[kb*NR-1]
+		_ = c[(MR-1)*ldc+NR-1]
+		for r := 0; r < MR; r += 6 {
+			for j := 0; j < NR; j += 16 {
+				kern6x16AVX2(kb, &a[r], &b[j], &c[r*ldc+j], ldc)
+			}
+		}
+	default:
+		microKernelGo(kb, a, b, c, ldc)
+	}
+}
