@@ -59,7 +59,7 @@ func Exp(x float32) float32 {
 // Softmax replaces row with softmax(row), stable (the maximum is subtracted
 // first). The sum is accumulated in float32 like the reference.
 func Softmax(row []float32) {
-	if len(row) == 0 {
+	if len(row) == 0 || softmax(row) {
 		return
 	}
 	m := row[0]

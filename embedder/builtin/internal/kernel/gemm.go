@@ -6,18 +6,19 @@
 // The multiply follows the GotoBLAS/BLIS design. The right-hand matrix B
 // (K×N) is stored as panels of NR columns, each panel K rows of NR
 // contiguous floats, zero-padded past N; weights are packed once at load.
-// The left-hand matrix A is packed per call, MC rows × KC columns at a
-// time, into row blocks of MR rows laid out k-major (a[k*MR+r]) so that the
-// micro-kernel reads one contiguous stream. The micro-kernel accumulates an
-// MR×NR tile of C in registers: on amd64 with AVX-512 it is 12×32 (24 zmm
-// accumulators), with AVX2+FMA four 6×16 calls, elsewhere portable Go.
+// The left-hand matrix A is read in place, MC rows × KC columns at a time
+// (packing it cost more than it saved: the micro-kernel broadcasts its
+// elements from MR row streams); only a last partial block of rows is copied
+// into a zero-padded one. The micro-kernel accumulates an MR×NR tile of C in
+// registers: on amd64 with AVX-512 it is 12×32 (24 zmm accumulators), with
+// AVX2+FMA four 6×16 calls, elsewhere portable Go.
 //
 // Every function here is serial; callers split work across goroutines by
 // row blocks or panels (the ranges are independent).
 package kernel
 
 // Tile sizes. MR×NR is the register tile; KC×NR floats of B (48 KiB) stream from
-// L1 while the MC×KC packed block of A (288 KiB) stays in L2.
+// L1 while the MC×KC block of A (288 KiB) stays in L2.
 const (
 	MR = 12
 	NR = 32
@@ -26,7 +27,7 @@ const (
 )
 
 // ScratchLen is the length of the scratch slice Gemm needs.
-const ScratchLen = MC*KC + MR*NR
+const ScratchLen = MR*KC + MR*NR
 
 // Panels is a K×N matrix B in panel layout: ceil(N/NR) panels, panel p
 // holding columns p*NR … p*NR+NR-1 as K rows of NR floats.
@@ -90,27 +91,6 @@ func PackKN(dst, b []float32, ld, k, n int) Panels {
 	return p
 }
 
-// packA copies rows × kb of A (stride lda) into MR-row blocks, k-major,
-// zero-filling the rows past rows in the last block.
-func packA(dst, a []float32, lda, rows, kb int) {
-	for ib := 0; ib*MR < rows; ib++ {
-		blk := dst[ib*MR*kb : (ib+1)*MR*kb]
-		r0 := ib * MR
-		nr := min(MR, rows-r0)
-		for r := 0; r < nr; r++ {
-			src := a[(r0+r)*lda : (r0+r)*lda+kb]
-			for kk, v := range src {
-				blk[kk*MR+r] = v
-			}
-		}
-		for r := nr; r < MR; r++ {
-			for kk := 0; kk < kb; kk++ {
-				blk[kk*MR+r] = 0
-			}
-		}
-	}
-}
-
 // Gemm adds A·B to C for the m rows of A (m×K, row stride lda) and the
 // columns of panels [p0, p1) of B: C[i][j] += Σk A[i][k]·B[k][j]. C has row
 // stride ldc. scratch must hold ScratchLen floats; Gemm allocates nothing.
@@ -119,26 +99,37 @@ func Gemm(m int, a []float32, lda int, b Panels, p0, p1 int, c []float32, ldc in
 		return
 	}
 	K := b.K
-	ap := scratch[:MC*KC]
-	tile := scratch[MC*KC : MC*KC+MR*NR]
+	pad := scratch[:MR*KC]
+	tile := scratch[MR*KC : MR*KC+MR*NR]
 	for i0 := 0; i0 < m; i0 += MC {
 		mb := min(MC, m-i0)
 		for k0 := 0; k0 < K; k0 += KC {
 			kb := min(KC, K-k0)
-			packA(ap, a[i0*lda+k0:], lda, mb, kb)
+			// The rows of a last, partial row block, copied into a
+			// zero-padded block of MR rows.
+			full := mb / MR * MR
+			if full < mb {
+				clear(pad)
+				for r := 0; r < mb-full; r++ {
+					copy(pad[r*kb:(r+1)*kb], a[(i0+full+r)*lda+k0:])
+				}
+			}
 			for p := p0; p < p1; p++ {
 				bp := b.Data[p*K*NR+k0*NR : p*K*NR+(k0+kb)*NR]
 				ncols := min(NR, b.N-p*NR)
-				for ib := 0; ib*MR < mb; ib++ {
-					rows := min(MR, mb-ib*MR)
-					ablk := ap[ib*MR*kb : (ib+1)*MR*kb]
-					coff := (i0+ib*MR)*ldc + p*NR
+				for r0 := 0; r0 < mb; r0 += MR {
+					rows := min(MR, mb-r0)
+					ablk, ld := a[(i0+r0)*lda+k0:], lda
+					if rows < MR {
+						ablk, ld = pad, kb
+					}
+					coff := (i0+r0)*ldc + p*NR
 					if rows == MR && ncols == NR {
-						microKernel(kb, ablk, bp, c[coff:], ldc)
+						microKernel(kb, ablk, ld, bp, c[coff:], ldc)
 						continue
 					}
 					clear(tile)
-					microKernel(kb, ablk, bp, tile, NR)
+					microKernel(kb, ablk, ld, bp, tile, NR)
 					for r := 0; r < rows; r++ {
 						dst := c[coff+r*ldc : coff+r*ldc+ncols]
 						for j := range dst {
@@ -152,15 +143,14 @@ func Gemm(m int, a []float32, lda int, b Panels, p0, p1 int, c []float32, ldc in
 }
 
 // microKernelGo is the portable micro-kernel: the MR×NR tile of C (row
-// stride ldc) += a (kb×MR, k-major) · b (kb×NR).
-func microKernelGo(kb int, a, b, c []float32, ldc int) {
+// stride ldc) += A (MR×kb, row stride lda) · b (kb×NR).
+func microKernelGo(kb int, a []float32, lda int, b, c []float32, ldc int) {
 	var acc [MR][NR]float32
-	for kk := 0; kk < kb; kk++ {
-		brow := (*[NR]float32)(b[kk*NR : kk*NR+NR])
-		arow := (*[MR]float32)(a[kk*MR : kk*MR+MR])
-		for r := 0; r < MR; r++ {
-			av := arow[r]
-			row := &acc[r]
+	for r := 0; r < MR; r++ {
+		row := &acc[r]
+		arow := a[r*lda : r*lda+kb]
+		for kk, av := range arow {
+			brow := (*[NR]float32)(b[kk*NR : kk*NR+NR])
 			for j := 0; j < NR; j++ {
 				row[j] += av * brow[j]
 			}

@@ -5,10 +5,10 @@ package kernel
 import "golang.org/x/sys/cpu"
 
 //go:noescape
-func kern12x32AVX512(kb int, a, b, c *float32, ldc int)
+func kern12x32AVX512(kb int, a *float32, lda int, b, c *float32, ldc int)
 
 //go:noescape
-func kern6x16AVX2(kb int, a, b, c *float32, ldc int)
+func kern6x16AVX2(kb int, a *float32, lda int, b, c *float32, ldc int)
 
 // kernelName is the micro-kernel in use: "avx512", "avx2" or "go".
 var kernelName = pickKernel()
@@ -23,31 +23,53 @@ func pickKernel() string {
 	return "go"
 }
 
-func microKernel(kb int, a, b, c []float32, ldc int) {
+func microKernel(kb int, a []float32, lda int, b, c []float32, ldc int) {
 	if kb == 0 {
 		return
 	}
 	switch kernelName {
 	case "avx512":
-		// Bounds: a holds kb×MR, b kb×NR, c (MR-1)·ldc+NR floats.
-		_ = a[kb*MR-1]
+		// Bounds: a holds (MR-1)·lda+kb, b kb×NR, c (MR-1)·ldc+NR floats.
+		_ = a[(MR-1)*lda+kb-1]
 		_ = b[kb*NR-1]
 		_ = c[(MR-1)*ldc+NR-1]
-		kern12x32AVX512(kb, &a[0], &b[0], &c[0], ldc)
+		kern12x32AVX512(kb, &a[0], lda, &b[0], &c[0], ldc)
 	case "avx2":
-		_ = a[kb*MR-1]
+		_ = a[(MR-1)*lda+kb-1]
 		_ = b[kb*NR-1]
 		_ = c[(MR-1)*ldc+NR-1]
 		for r := 0; r < MR; r += 6 {
 			for j := 0; j < NR; j += 16 {
-				kern6x16AVX2(kb, &a[r], &b[j], &c[r*ldc+j], ldc)
+				kern6x16AVX2(kb, &a[r*lda], lda, &b[j], &c[r*ldc+j], ldc)
 			}
 		}
 	default:
-		microKernelGo(kb, a, b, c, ldc)
+		microKernelGo(kb, a, lda, b, c, ldc)
 	}
 }
 
-func geluImpl(x []float32) { geluGo(x) }
+//go:noescape
+func geluAVX512(x *float32, n int)
+
+func geluImpl(x []float32) {
+	if kernelName != "avx512" || len(x) < 16 {
+		geluGo(x)
+		return
+	}
+	n := len(x) &^ 15
+	geluAVX512(&x[0], n)
+	geluGo(x[n:])
+}
+
+//go:noescape
+func softmaxAVX512(x *float32, n int)
+
+func softmax(row []float32) bool {
+	if kernelName != "avx512" {
+		return false
+	}
+	softmaxAVX512(&row[0], len(row))
+	return true
+}
 
 func expSub(row []float32, m float32) float32 { return expSubGo(row, m) }
