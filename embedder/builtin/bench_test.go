@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ragd/ragd/embedder/builtin/internal/kernel"
 )
 
 // Benchmark texts: RAG_BENCH_CORPUS names a BEIR corpus.jsonl (Cranfield's,
@@ -67,6 +69,7 @@ func BenchmarkEmbedDocuments(b *testing.B) {
 	if _, err := m.Documents().Embed(ctx, docs[:4]); err != nil {
 		b.Fatal(err)
 	}
+	b.Logf("kernel %s, %d documents", kernel.KernelName(), len(docs))
 	for b.Loop() {
 		if _, err := m.Documents().Embed(ctx, docs); err != nil {
 			b.Fatal(err)
