@@ -13,6 +13,10 @@ Writes, next to this script (or into --out):
                        all-MiniLM-L6-v2 on those ids, mean pooling over the
                        attention mask and L2 normalisation, as
                        sentence-transformers does.
+  variants.json.gz     token ids of the same texts under variants of the
+                       tokenizer.json (other normalizer settings, added
+                       tokens, post-processors, truncation lengths): see
+                       VARIANTS.
   reference_meta.json  versions, file hashes, the weight comparison between
                        the ONNX graph and model.safetensors.
   unicode_probe.tsv.gz what the reference BertNormalizer and BertPreTokenizer
@@ -615,6 +619,75 @@ def embed(session, ids):
 
 
 # --------------------------------------------------------------------------
+# Tokenizer variants: the model's tokenizer.json with other settings, to show
+# the Go tokenizer follows the reference beyond all-MiniLM-L6-v2's own
+# configuration. A patch is merged into the JSON: objects key by key, other
+# values (lists included) replaced.
+# --------------------------------------------------------------------------
+
+def bert_normalizer(clean=True, chinese=True, strip=None, lower=True):
+    return {"type": "BertNormalizer", "clean_text": clean, "handle_chinese_chars": chinese,
+            "strip_accents": strip, "lowercase": lower}
+
+
+def added(content, id, normalized, special=False, lstrip=False, rstrip=False):
+    return {"id": id, "content": content, "single_word": False, "lstrip": lstrip,
+            "rstrip": rstrip, "normalized": normalized, "special": special}
+
+
+BERT_ADDED = [added("[PAD]", 0, False, True), added("[UNK]", 100, False, True),
+              added("[CLS]", 101, False, True), added("[SEP]", 102, False, True)]
+
+VARIANTS = [
+    # name, patch, max_len
+    ("cased", {"normalizer": bert_normalizer(lower=False)}, 256),
+    ("lowercase_keep_accents", {"normalizer": bert_normalizer(strip=False)}, 256),
+    ("strip_accents_cased", {"normalizer": bert_normalizer(strip=True, lower=False)}, 256),
+    ("no_clean_no_chinese", {"normalizer": bert_normalizer(clean=False, chinese=False)}, 256),
+    ("no_normalizer", {"normalizer": None}, 256),
+    ("added_tokens", {"added_tokens": BERT_ADDED + [
+        added("[MASK]", 103, False, True, lstrip=True, rstrip=True),
+        added("boundary layer", 30522, True),   # normalized: matched after lower-casing
+        added("Mach", 30523, False),             # raw, case-sensitive
+        added("wing", 2000, True),               # in the vocabulary: keeps its id
+        added("\u0130", 30524, True),           # normalises to "i": split out of words
+        added("##ing", 30525, False),
+        added("[MASK][MASK]", 30526, False),     # longest match wins over [MASK]
+        added("\u6f22\u5b57", 30527, True),    # CJK, spaced by the normalizer
+    ]}, 256),
+    ("bert_processing", {"post_processor": {"type": "BertProcessing",
+                                            "sep": ["[SEP]", 102], "cls": ["[CLS]", 101]}}, 256),
+    ("no_post_processor", {"post_processor": None}, 256),
+    ("max_chars_8", {"model": {"max_input_chars_per_word": 8}}, 256),
+    ("max_len_16", {}, 16),
+    ("max_len_3", {}, 3),
+]
+
+
+def merge(base, patch):
+    out = dict(base)
+    for k, v in patch.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def variant_ids(model_dir, texts):
+    with open(os.path.join(model_dir, "tokenizer.json"), encoding="utf-8") as f:
+        base = json.load(f)
+    out = []
+    for name, patch, max_len in VARIANTS:
+        tok = Tokenizer.from_str(json.dumps(merge(base, patch)))
+        tok.no_padding()
+        tok.enable_truncation(max_length=max_len)
+        ids = [tok.encode(t).ids for _, t in texts]
+        out.append({"name": name, "patch": patch, "max_len": max_len, "ids": ids})
+    return out
+
+
+# --------------------------------------------------------------------------
 # Per-code-point probe of the reference normalizer and pre-tokenizer
 # --------------------------------------------------------------------------
 
@@ -748,6 +821,10 @@ def main():
     if stripped_differs:
         sys.exit(f"{stripped_differs} texts tokenise differently after str.strip()")
 
+    variants = variant_ids(args.model_dir, texts)
+    with gzip.GzipFile(os.path.join(args.out, "variants.json.gz"), "wb", mtime=0) as raw:
+        raw.write(json.dumps({"variants": variants}, ensure_ascii=True, separators=(",", ":")).encode("ascii"))
+
     probe = probe_unicode()
     with gzip.GzipFile(os.path.join(args.out, "unicode_probe.tsv.gz"), "wb", mtime=0) as raw:
         raw.write(("\n".join(probe) + "\n").encode("ascii"))
@@ -771,6 +848,7 @@ def main():
         "texts": len(texts),
         "texts_truncated": n_truncated,
         "probe_lines": len(probe),
+        "variants": [v["name"] for v in variants],
     }
     with open(os.path.join(args.out, "reference_meta.json"), "w") as f:
         json.dump(meta, f, indent=2, sort_keys=True)
