@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	"github.com/ragd/ragd/embedder/builtin/bert"
+	"github.com/ragd/ragd/embedder/builtin/wordpiece"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -56,17 +57,11 @@ type Config struct {
 type Model struct {
 	cfg       Config // prefixes, MaxSeqLength and Threads resolved
 	enc       *bert.Model
-	tok       tokenizer
+	tok       *wordpiece.Tokenizer
 	lay       layout
 	sha256    string
 	documents roleEmbedder
 	queries   roleEmbedder
-}
-
-// tokenizer is the part of *wordpiece.Tokenizer the embedder uses.
-type tokenizer interface {
-	// Encode appends the ids of [CLS] text [SEP], truncated to maxLen ids.
-	Encode(dst []int32, text string, maxLen int) []int32
 }
 
 // Open loads the model in cfg.Dir.
@@ -88,7 +83,7 @@ func Open(cfg Config) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("builtin: %w", err)
 	}
-	tok, err := loadTokenizer(filepath.Join(cfg.Dir, "tokenizer.json"))
+	tok, err := wordpiece.Load(filepath.Join(cfg.Dir, "tokenizer.json"))
 	if err != nil {
 		return nil, fmt.Errorf("builtin: %w", err)
 	}
