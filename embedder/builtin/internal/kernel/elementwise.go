@@ -85,24 +85,29 @@ func expSubGo(row []float32, m float32) float32 {
 
 // LayerNorm normalises each row of x (rows × len(gamma), row stride ld) in
 // place to zero mean and unit variance, then scales by gamma and shifts by
-// beta. Mean and variance are accumulated in float64.
+// beta. The portable version accumulates mean and variance in float64, the
+// AVX-512 one in 16 float32 lanes (rows of a multiple of 16).
 func LayerNorm(x []float32, ld, rows int, gamma, beta []float32, eps float32) {
 	n := len(gamma)
 	for r := 0; r < rows; r++ {
-		row := x[r*ld : r*ld+n]
-		var s float64
-		for _, v := range row {
-			s += float64(v)
-		}
-		mean := float32(s / float64(n))
-		var ss float64
-		for _, v := range row {
-			d := float64(v - mean)
-			ss += d * d
-		}
-		inv := float32(1 / math.Sqrt(ss/float64(n)+float64(eps)))
-		for i, v := range row {
-			row[i] = (v-mean)*inv*gamma[i] + beta[i]
-		}
+		layerNormRow(x[r*ld:r*ld+n], gamma, beta, eps)
+	}
+}
+
+func layerNormRowGo(row, gamma, beta []float32, eps float32) {
+	n := len(gamma)
+	var s float64
+	for _, v := range row {
+		s += float64(v)
+	}
+	mean := float32(s / float64(n))
+	var ss float64
+	for _, v := range row {
+		d := float64(v - mean)
+		ss += d * d
+	}
+	inv := float32(1 / math.Sqrt(ss/float64(n)+float64(eps)))
+	for i, v := range row {
+		row[i] = (v-mean)*inv*gamma[i] + beta[i]
 	}
 }

@@ -210,3 +210,72 @@ sscale_tail:
 	VMOVUPS Z1, K1, (DI)
 	VZEROUPPER
 	RET
+
+// func layerNormAVX512(x *float32, n int, gamma, beta *float32, invN, eps float32)
+// Normalises x[:n] (n a positive multiple of 16) in place: mean and
+// variance (two passes, float32 lanes), then (x-mean)/√(var+eps)·gamma + beta.
+TEXT ·layerNormAVX512(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), DX
+	MOVQ gamma+16(FP), R8
+	MOVQ beta+24(FP), R9
+	VBROADCASTSS invN+32(FP), Z30
+	VBROADCASTSS eps+36(FP), Z29
+	SHRQ $4, DX
+	VXORPS Z0, Z0, Z0
+	MOVQ SI, DI
+	MOVQ DX, CX
+lnsum:
+	VADDPS (DI), Z0, Z0
+	ADDQ $64, DI
+	DECQ CX
+	JNZ lnsum
+	VSHUFF32X4 $0x4E, Z0, Z0, Z1
+	VADDPS Z1, Z0, Z0
+	VSHUFF32X4 $0xB1, Z0, Z0, Z1
+	VADDPS Z1, Z0, Z0
+	VPERMILPS $0x4E, Z0, Z1
+	VADDPS Z1, Z0, Z0
+	VPERMILPS $0xB1, Z0, Z1
+	VADDPS Z1, Z0, Z0
+	VMULPS Z30, Z0, Z31
+	VXORPS Z0, Z0, Z0
+	MOVQ SI, DI
+	MOVQ DX, CX
+lnvar:
+	VMOVUPS (DI), Z1
+	VSUBPS Z31, Z1, Z1
+	VFMADD231PS Z1, Z1, Z0
+	ADDQ $64, DI
+	DECQ CX
+	JNZ lnvar
+	VSHUFF32X4 $0x4E, Z0, Z0, Z1
+	VADDPS Z1, Z0, Z0
+	VSHUFF32X4 $0xB1, Z0, Z0, Z1
+	VADDPS Z1, Z0, Z0
+	VPERMILPS $0x4E, Z0, Z1
+	VADDPS Z1, Z0, Z0
+	VPERMILPS $0xB1, Z0, Z1
+	VADDPS Z1, Z0, Z0
+	VMULPS Z30, Z0, Z0
+	VADDPS Z29, Z0, Z0
+	VSQRTPS Z0, Z0
+	MOVL $0x3f800000, AX
+	VPBROADCASTD AX, Z1
+	VDIVPS Z0, Z1, Z28
+	MOVQ SI, DI
+	MOVQ DX, CX
+lnout:
+	VMOVUPS (DI), Z1
+	VSUBPS Z31, Z1, Z1
+	VMULPS Z28, Z1, Z1
+	VMOVUPS (R9), Z2
+	VFMADD231PS (R8), Z1, Z2
+	VMOVUPS Z2, (DI)
+	ADDQ $64, DI
+	ADDQ $64, R8
+	ADDQ $64, R9
+	DECQ CX
+	JNZ lnout
+	VZEROUPPER
+	RET

@@ -87,31 +87,40 @@ func TestSoftmax(t *testing.T) {
 
 func TestLayerNorm(t *testing.T) {
 	r := rand.New(rand.NewPCG(4, 4))
-	const n, rows, ld = 37, 3, 40
-	x := randSlice(r, rows*ld)
-	gamma, beta := randSlice(r, n), randSlice(r, n)
-	orig := append([]float32(nil), x...)
-	kernel.LayerNorm(x, ld, rows, gamma, beta, 1e-12)
-	for rr := 0; rr < rows; rr++ {
-		var mean, v float64
-		for i := 0; i < n; i++ {
-			mean += float64(orig[rr*ld+i])
-		}
-		mean /= n
-		for i := 0; i < n; i++ {
-			d := float64(orig[rr*ld+i]) - mean
-			v += d * d
-		}
-		v /= n
-		for i := 0; i < n; i++ {
-			want := (float64(orig[rr*ld+i])-mean)/math.Sqrt(v+1e-12)*float64(gamma[i]) + float64(beta[i])
-			if d := math.Abs(float64(x[rr*ld+i]) - want); d > 1e-5 {
-				t.Fatalf("row %d [%d] = %v, want %v", rr, i, x[rr*ld+i], want)
+	for _, name := range kernel.Kernels() {
+		for _, n := range []int{37, 16, 384} {
+			rows, ld := 3, n+3
+			x := randSlice(r, rows*ld)
+			for i := range x {
+				x[i] = x[i]*3 + 5 // an offset, as hidden states have
 			}
-		}
-		for i := n; i < ld; i++ {
-			if x[rr*ld+i] != orig[rr*ld+i] {
-				t.Fatalf("row %d: wrote past the %d columns", rr, n)
+			gamma, beta := randSlice(r, n), randSlice(r, n)
+			orig := append([]float32(nil), x...)
+			restore := kernel.UseKernel(name)
+			kernel.LayerNorm(x, ld, rows, gamma, beta, 1e-12)
+			restore()
+			for rr := 0; rr < rows; rr++ {
+				var mean, v float64
+				for i := 0; i < n; i++ {
+					mean += float64(orig[rr*ld+i])
+				}
+				mean /= float64(n)
+				for i := 0; i < n; i++ {
+					d := float64(orig[rr*ld+i]) - mean
+					v += d * d
+				}
+				v /= float64(n)
+				for i := 0; i < n; i++ {
+					want := (float64(orig[rr*ld+i])-mean)/math.Sqrt(v+1e-12)*float64(gamma[i]) + float64(beta[i])
+					if d := math.Abs(float64(x[rr*ld+i]) - want); d > 2e-5*(1+math.Abs(want)) {
+						t.Fatalf("kernel %s n=%d: row %d [%d] = %v, want %v", name, n, rr, i, x[rr*ld+i], want)
+					}
+				}
+				for i := n; i < ld; i++ {
+					if x[rr*ld+i] != orig[rr*ld+i] {
+						t.Fatalf("kernel %s n=%d: row %d: wrote past the %d columns", name, n, rr, n)
+					}
+				}
 			}
 		}
 	}

@@ -73,3 +73,16 @@ func softmax(row []float32) bool {
 }
 
 func expSub(row []float32, m float32) float32 { return expSubGo(row, m) }
+
+//go:noescape
+func layerNormAVX512(x *float32, n int, gamma, beta *float32, invN, eps float32)
+
+func layerNormRow(row, g, b []float32, eps float32) {
+	n := len(g)
+	if kernelName != "avx512" || n%16 != 0 || n == 0 {
+		layerNormRowGo(row, g, b, eps)
+		return
+	}
+	_, _ = row[n-1], b[n-1]
+	layerNormAVX512(&row[0], n, &g[0], &b[0], 1/float32(n), eps)
+}
