@@ -29,12 +29,18 @@ func cosine(a []float32, b []float32) float64 {
 	return dot / math.Sqrt(na*nb)
 }
 
-// TestReferenceVectors embeds every reference text's token ids (batches of
-// mixed lengths, as the embedder sends them) and compares with ONNX
-// Runtime's vectors.
+// TestReferenceVectors embeds the token ids of every third reference text
+// (batches of mixed lengths, as the embedder sends them) and compares with
+// ONNX Runtime's vectors. The embedder's own test runs all of them, from
+// the texts.
 func TestReferenceVectors(t *testing.T) {
 	m := loadMiniLM(t)
-	cases := reference.MustLoad(t, "../testdata/"+reference.File)
+	var cases []reference.Case
+	for i, c := range reference.MustLoad(t, "../testdata/"+reference.File) {
+		if i%3 == 0 {
+			cases = append(cases, c)
+		}
+	}
 	minCos, sum := 1.0, 0.0
 	worst := -1
 	for lo := 0; lo < len(cases); lo += 37 {
@@ -67,7 +73,7 @@ func TestBatchIndependence(t *testing.T) {
 	m := loadMiniLM(t)
 	cases := reference.MustLoad(t, "../testdata/"+reference.File)
 	var seqs [][]int32
-	for _, c := range cases[:60] {
+	for _, c := range cases[:24] {
 		seqs = append(seqs, c.IDs)
 	}
 	batch, err := m.Embed(seqs, bert.PoolCLS, false)

@@ -68,6 +68,7 @@ func (m *Model) Embed(seqs [][]int32, pool Pooling, normalize bool) ([][]float32
 	m.forward(ws, seqs, total)
 
 	flat := make([]float32, len(seqs)*H)
+	acc := make([]float64, H)
 	off := 0
 	for i, s := range seqs {
 		v := flat[i*H : (i+1)*H : (i+1)*H]
@@ -75,7 +76,7 @@ func (m *Model) Embed(seqs [][]int32, pool Pooling, normalize bool) ([][]float32
 		case PoolCLS:
 			copy(v, ws.x[off*H:off*H+H])
 		default:
-			acc := make([]float64, H)
+			clear(acc)
 			for t := off; t < off+len(s); t++ {
 				for j, x := range ws.x[t*H : t*H+H] {
 					acc[j] += float64(x)
