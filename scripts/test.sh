@@ -53,6 +53,7 @@ fuzz_targets=(
   "./api FuzzQueryHandler"
   "./api FuzzDocumentID"
   "./backends/vector/embedded FuzzDotCodes"
+  "./embedder/builtin/wordpiece FuzzEncode"
 )
 fuzz() {
   local t pkg target

@@ -66,7 +66,7 @@ import numpy as np
 import onnxruntime as ort
 import tokenizers
 from tokenizers import Tokenizer
-from tokenizers.normalizers import BertNormalizer
+from tokenizers.normalizers import NFD, BertNormalizer
 from tokenizers.pre_tokenizers import BertPreTokenizer
 
 MAVEN_URL = (
@@ -708,7 +708,17 @@ def probe_unicode():
     for the empty string, or "_" for the code point between two spaces; a
     run of code points with the output "-" or "_" is one line. Pre-tokenizer
     lines: "pretok<TAB>first<TAB>last<TAB>space|punct" (the code point is
-    a split point that is removed, or a word of its own)."""
+    a split point that is removed, or a word of its own).
+
+    Two more show how NFD reorders combining marks (canonical ordering by
+    combining class), which per-code-point outputs cannot show:
+    "nonstarter<TAB>first<TAB>last<TAB>+" for the code points whose NFD
+    starts with a mark the reference's NFD moves before U+0345 (combining
+    class 240), i.e. whose combining class it knows to be between 1 and 239;
+    and "seq<TAB>cp<TAB>cp<TAB>output" for the code points X where the
+    strip config turns "a" U+1D16D X U+1D165 (two spacing marks, classes 226
+    and 216, that it keeps) into something else than "a" U+1D16D strip(X)
+    U+1D165."""
     normalizers = [(name, BertNormalizer(**kw)) for name, kw in PROBE_CONFIGS]
     pre = BertPreTokenizer()
     lines = []
@@ -735,6 +745,26 @@ def probe_unicode():
             lines.append(f"{name}\t{cp:X}\t{cp:X}\t" + " ".join(f"{ord(o):X}" for o in out))
         if run:
             lines.append(f"{name}\t{run[0]:X}\t{run[1]:X}\t{run[2]}")
+    nfd = NFD()
+    strip = dict(normalizers)["strip"]
+    run = None
+    for cp in range(0x110000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        c = chr(cp)
+        if nfd.normalize_str("a\u0345" + c) != "a\u0345" + nfd.normalize_str(c):
+            if run and run[1] == cp - 1:
+                run = (run[0], cp)
+            else:
+                if run:
+                    lines.append(f"nonstarter\t{run[0]:X}\t{run[1]:X}\t+")
+                run = (cp, cp)
+        out = strip.normalize_str("a\U0001D16D" + c + "\U0001D165")
+        if out != "a\U0001D16D" + strip.normalize_str(c) + "\U0001D165":
+            lines.append(f"seq\t{cp:X}\t{cp:X}\t" + " ".join(f"{ord(o):X}" for o in out))
+    if run:
+        lines.append(f"nonstarter\t{run[0]:X}\t{run[1]:X}\t+")
+
     run = None
     for cp in range(0x110000):
         if 0xD800 <= cp <= 0xDFFF:

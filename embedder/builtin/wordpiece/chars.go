@@ -1,6 +1,6 @@
 package wordpiece
 
-import "sort"
+import "slices"
 
 //go:generate go run gen_tables.go
 
@@ -14,7 +14,7 @@ const (
 	pPunct                      // the pre-tokenizer makes it a word of its own
 	pMark                       // nonspacing mark: dropped after NFD when accents are stripped
 	pCJK                        // handle_chinese_chars puts spaces around it
-	pNFDKeep                    // x/text decomposes it, the reference does not
+	pNFDKeep                    // x/text decomposes it or gives it a combining class, the reference does neither
 	pLowerExc                   // lowerExceptions holds its lower case
 )
 
@@ -27,30 +27,78 @@ var cjkSpans = []span{
 	{0x2A700, 0x2B73F}, {0x2B740, 0x2B81F}, {0x2B920, 0x2CEAF}, {0x2F800, 0x2FA1F},
 }
 
-// bmpProps holds the properties of every code point below U+10000; the rest
-// are looked up in the spans (emoji and rarer scripts).
-var bmpProps = func() *[0x10000]uint8 {
-	var t [0x10000]uint8
-	for _, s := range []struct {
+// bmpProps holds the properties of every code point below U+10000, and
+// astralProps those above as sorted spans of equal properties (emoji and
+// rarer scripts).
+var bmpProps, astralProps = buildProps()
+
+// propSpan is a span of code points with the same properties.
+type propSpan struct {
+	lo, hi rune
+	p      uint8
+}
+
+func buildProps() (*[0x10000]uint8, []propSpan) {
+	var bmp [0x10000]uint8
+	lists := []struct {
 		spans []span
 		p     uint8
 	}{
 		{removedSpans, pRemoved}, {spaceSpans, pSpace}, {punctSpans, pPunct}, {markSpans, pMark},
-		{cjkSpans, pCJK}, {nfdKeepSpans, pNFDKeep},
-	} {
-		for _, sp := range s.spans {
+		{cjkSpans, pCJK}, {nfdKeepSpans, pNFDKeep}, {nil, pLowerExc},
+	}
+	for r := range lowerExceptions {
+		lists[len(lists)-1].spans = append(lists[len(lists)-1].spans, span{r, r})
+	}
+	slices.SortFunc(lists[len(lists)-1].spans, func(a, b span) int { return int(a.lo - b.lo) })
+	// Above U+FFFF, cut the code space where any span starts or ends; the
+	// properties are constant between two cuts.
+	var cuts []rune
+	for _, l := range lists {
+		for _, sp := range l.spans {
 			for r := sp.lo; r <= sp.hi && r < 0x10000; r++ {
-				t[r] |= s.p
+				bmp[r] |= l.p
+			}
+			if sp.hi >= 0x10000 {
+				cuts = append(cuts, max(sp.lo, 0x10000), sp.hi+1)
 			}
 		}
 	}
-	for r := range lowerExceptions {
-		if r < 0x10000 {
-			t[r] |= pLowerExc
+	slices.Sort(cuts)
+	cuts = slices.Compact(cuts)
+	var astral []propSpan
+	for i := 0; i+1 < len(cuts); i++ {
+		lo, hi := cuts[i], cuts[i+1]-1
+		var p uint8
+		for _, l := range lists {
+			if inSpans(l.spans, lo) {
+				p |= l.p
+			}
 		}
+		if p == 0 {
+			continue
+		}
+		if n := len(astral); n > 0 && astral[n-1].hi == lo-1 && astral[n-1].p == p {
+			astral[n-1].hi = hi
+			continue
+		}
+		astral = append(astral, propSpan{lo, hi, p})
 	}
-	return &t
-}()
+	return &bmp, astral
+}
+
+func inSpans(spans []span, r rune) bool {
+	i, _ := slices.BinarySearchFunc(spans, r, func(s span, r rune) int {
+		if s.hi < r {
+			return -1
+		}
+		if s.lo > r {
+			return 1
+		}
+		return 0
+	})
+	return i < len(spans) && spans[i].lo <= r && r <= spans[i].hi
+}
 
 // props returns the properties of r.
 func props(r rune) uint8 {
@@ -60,32 +108,17 @@ func props(r rune) uint8 {
 		}
 		return bmpProps[r]
 	}
-	var p uint8
-	if inSpans(removedSpans, r) {
-		p |= pRemoved
+	i, j := 0, len(astralProps)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if astralProps[h].hi < r {
+			i = h + 1
+		} else {
+			j = h
+		}
 	}
-	if inSpans(spaceSpans, r) {
-		p |= pSpace
+	if i < len(astralProps) && astralProps[i].lo <= r {
+		return astralProps[i].p
 	}
-	if inSpans(punctSpans, r) {
-		p |= pPunct
-	}
-	if inSpans(markSpans, r) {
-		p |= pMark
-	}
-	if inSpans(cjkSpans, r) {
-		p |= pCJK
-	}
-	if inSpans(nfdKeepSpans, r) {
-		p |= pNFDKeep
-	}
-	if _, ok := lowerExceptions[r]; ok {
-		p |= pLowerExc
-	}
-	return p
-}
-
-func inSpans(spans []span, r rune) bool {
-	i := sort.Search(len(spans), func(i int) bool { return spans[i].hi >= r })
-	return i < len(spans) && spans[i].lo <= r
+	return 0
 }

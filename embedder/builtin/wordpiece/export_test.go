@@ -36,3 +36,7 @@ func PreTokenize(s string) []string {
 	})
 	return words
 }
+
+// SetChunkBytes changes the size of the chunks Encode goes through a long
+// text in (2048 bytes), to test that chunks change nothing.
+func SetChunkBytes(t *Tokenizer, n int) { t.chunkBytes = n }

@@ -1,6 +1,7 @@
 package wordpiece_test
 
 import (
+	"bytes"
 	"os"
 	"slices"
 	"testing"
@@ -10,28 +11,35 @@ import (
 	"github.com/ragd/ragd/internal/testenv"
 )
 
-// fuzzTokenizer is the model's tokenizer when RAG_TEST_MODEL_DIR names one,
-// else the tiny one with a normalized added token as well.
-func fuzzTokenizer(tb testing.TB) *wordpiece.Tokenizer {
+// fuzzTokenizers are two copies of the model's tokenizer when
+// RAG_TEST_MODEL_DIR names one, else of the tiny one; the second normalises
+// long texts in chunks of a few bytes instead of 2048.
+func fuzzTokenizers(tb testing.TB) (tok, chunked *wordpiece.Tokenizer) {
+	tb.Helper()
 	if os.Getenv(testenv.EnvModelDir) != "" {
-		return loadModel(tb).tok
+		m := loadModel(tb)
+		var err error
+		if chunked, err = wordpiece.Read(bytes.NewReader(m.raw)); err != nil {
+			tb.Fatal(err)
+		}
+		tok = m.tok
+	} else {
+		tok, chunked = tinyTokenizer(tb, nil), tinyTokenizer(tb, nil)
 	}
-	return tinyTokenizer(tb, map[string]any{"added_tokens": []any{
-		map[string]any{"id": 2, "content": "[CLS]", "special": true},
-		map[string]any{"id": 3, "content": "[SEP]", "special": true},
-		map[string]any{"id": 4, "content": "[MASK]", "special": true},
-		map[string]any{"id": 99, "content": "Wing Mach", "normalized": true},
-	}})
+	wordpiece.SetChunkBytes(chunked, 5)
+	return tok, chunked
 }
 
 // FuzzEncode: no panic; every id is below VocabSize; the first id is the
 // tokenizer's [CLS] and the last its [SEP]; at most maxLen ids; the same
 // text gives the same ids; and truncation is a cut of the untruncated ids
-// (so stopping early changes nothing).
+// (so stopping early changes nothing); normalising in chunks changes
+// nothing either.
 func FuzzEncode(f *testing.F) {
-	tok := fuzzTokenizer(f)
+	tok, chunked := fuzzTokenizers(f)
 	for _, s := range []string{"", " ", "Hello, world!", "a[MASK]b", "[cls]", "İstanbul", "café",
-		"e\u0301\u0301", "中文テキスト한국어", "\x00\ufffd\u200b", "wing mach Wing\u00a0Mach", "\xff\xfe"} {
+		"e\u0301\u0301", "中文テキスト한국어", "\x00\ufffd\u200b", "wing\vmach wing\u0085mach", "\xff\xfe",
+		"a.\u0301b c\u0316\u0301 中\u0301文 x,y"} {
 		f.Add(s, 0)
 		f.Add(s, 3)
 	}
@@ -62,6 +70,9 @@ func FuzzEncode(f *testing.F) {
 		}
 		if again := tok.Encode(nil, text, maxLen); !slices.Equal(again, ids) {
 			t.Fatalf("Encode(%+q, %d): %v, then %v", text, maxLen, ids, again)
+		}
+		if c := chunked.Encode(nil, text, maxLen); !slices.Equal(c, ids) {
+			t.Fatalf("Encode(%+q, %d) = %v, in chunks %v", text, maxLen, ids, c)
 		}
 		full := tok.Encode(nil, text, 0)
 		if maxLen > 0 {

@@ -10,9 +10,16 @@ import (
 	"sync"
 )
 
-// ErrUnsupported is wrapped by every error about a tokenizer.json that uses
-// something this package does not implement.
+// ErrUnsupported matches (errors.Is) every error about a tokenizer.json
+// that uses something this package does not implement.
 var ErrUnsupported = errors.New("wordpiece: unsupported tokenizer.json")
+
+// unsupportedError says what is not supported; it is ErrUnsupported.
+type unsupportedError struct{ msg string }
+
+func (e *unsupportedError) Error() string { return e.msg }
+
+func (e *unsupportedError) Is(target error) bool { return target == ErrUnsupported }
 
 // fileJSON is the part of a Hugging Face tokenizer.json this package reads.
 // truncation, padding (except its pad_id) and decoder are ignored: the
@@ -74,7 +81,7 @@ type bertProcessingJSON struct {
 // Load reads a Hugging Face tokenizer.json of the BERT family: a WordPiece
 // model with the BertNormalizer (or none), the BertPreTokenizer and a
 // TemplateProcessing, BertProcessing or RobertaProcessing post-processor
-// (or none). Anything else is refused with an error that wraps
+// (or none). Anything else is refused with an error that matches
 // ErrUnsupported and names the file and the part.
 func Load(path string) (*Tokenizer, error) {
 	f, err := os.Open(path)
@@ -99,7 +106,7 @@ func Read(r io.Reader) (*Tokenizer, error) {
 }
 
 func unsupported(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, args...))
+	return &unsupportedError{msg: fmt.Sprintf(format, args...)}
 }
 
 func isNull(raw json.RawMessage) bool {
@@ -121,20 +128,20 @@ func read(r io.Reader) (*Tokenizer, error) {
 		return nil, fmt.Errorf("parse tokenizer.json: %w", err)
 	}
 	if f.Version != "1.0" {
-		return nil, unsupported("version %q (want \"1.0\")", f.Version)
+		return nil, unsupported("version %q is not supported (want \"1.0\")", f.Version)
 	}
-	t := &Tokenizer{}
+	t := &Tokenizer{chunkBytes: 2048}
 	var err error
 	if t.norm, err = parseNormalizer(f.Normalizer); err != nil {
 		return nil, err
 	}
 	if isNull(f.PreTokenizer) {
-		return nil, unsupported("no pre_tokenizer (want BertPreTokenizer)")
+		return nil, unsupported("no pre_tokenizer: want BertPreTokenizer")
 	}
 	if typ, err := typeOf(f.PreTokenizer, "pre_tokenizer"); err != nil {
 		return nil, err
 	} else if typ != "BertPreTokenizer" {
-		return nil, unsupported("pre_tokenizer type %q (want BertPreTokenizer)", typ)
+		return nil, unsupported("pre_tokenizer type %q is not supported (want BertPreTokenizer)", typ)
 	}
 	if err := t.parseModel(f.Model); err != nil {
 		return nil, err
@@ -163,7 +170,7 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 		return normalizer{}, err
 	}
 	if typ != "BertNormalizer" {
-		return normalizer{}, unsupported("normalizer type %q (want BertNormalizer or none)", typ)
+		return normalizer{}, unsupported("normalizer type %q is not supported (want BertNormalizer or none)", typ)
 	}
 	var b bertNormalizerJSON
 	if err := json.Unmarshal(raw, &b); err != nil {
@@ -178,14 +185,14 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 
 func (t *Tokenizer) parseModel(raw json.RawMessage) error {
 	if isNull(raw) {
-		return unsupported("no model (want WordPiece)")
+		return unsupported("no model: want WordPiece")
 	}
 	typ, err := typeOf(raw, "model")
 	if err != nil {
 		return err
 	}
 	if typ != "WordPiece" {
-		return unsupported("model type %q (want WordPiece)", typ)
+		return unsupported("model type %q is not supported (want WordPiece)", typ)
 	}
 	var m wordPieceJSON
 	if err := json.Unmarshal(raw, &m); err != nil {
@@ -232,7 +239,7 @@ func (t *Tokenizer) parseAddedTokens(tokens []addedJSON) error {
 			continue
 		}
 		if a.SingleWord {
-			return unsupported("added token %q: single_word", a.Content)
+			return unsupported("added token %q: single_word is not supported", a.Content)
 		}
 		// lstrip and rstrip widen a match over the whitespace beside it;
 		// the pre-tokenizer drops that whitespace anyway, so the ids are the
@@ -277,14 +284,14 @@ func (t *Tokenizer) parsePostProcessor(raw json.RawMessage) (prefix, suffix []in
 			}
 			if s, ok := piece["Sequence"]; ok {
 				if seen || s.ID != "A" {
-					return nil, nil, unsupported("post_processor: single template with sequence %q", s.ID)
+					return nil, nil, unsupported("post_processor: a single-sequence template with sequence %q is not supported", s.ID)
 				}
 				seen = true
 				continue
 			}
 			st, ok := piece["SpecialToken"]
 			if !ok {
-				return nil, nil, unsupported("post_processor: template piece %v", piece)
+				return nil, nil, unsupported("post_processor: template piece %v is not supported", piece)
 			}
 			sp, ok := tp.SpecialTokens[st.ID]
 			if !ok {
@@ -297,7 +304,7 @@ func (t *Tokenizer) parsePostProcessor(raw json.RawMessage) (prefix, suffix []in
 			}
 		}
 		if !seen {
-			return nil, nil, unsupported("post_processor: single template without sequence A")
+			return nil, nil, unsupported("post_processor: a single-sequence template without sequence A is not supported")
 		}
 		return prefix, suffix, nil
 	case "BertProcessing", "RobertaProcessing":
@@ -312,7 +319,7 @@ func (t *Tokenizer) parsePostProcessor(raw json.RawMessage) (prefix, suffix []in
 		}
 		return []int32{cls}, []int32{sep}, nil
 	default:
-		return nil, nil, unsupported("post_processor type %q (want TemplateProcessing, BertProcessing, RobertaProcessing or none)", typ)
+		return nil, nil, unsupported("post_processor type %q is not supported (want TemplateProcessing, BertProcessing, RobertaProcessing or none)", typ)
 	}
 }
 

@@ -85,9 +85,9 @@ func (n *normalizer) normalize(s string, sc *scratch) []byte {
 	if n.strip {
 		b := sc.b[:0]
 		if !keep {
-			b = norm.NFD.Append(b, a...)
+			b = sc.appendNFD(b, a)
 		} else {
-			b = appendNFDKeeping(b, a)
+			b = sc.appendNFDKeeping(b, a)
 		}
 		sc.b = b
 		src = b
@@ -121,21 +121,30 @@ func (n *normalizer) normalize(s string, sc *scratch) []byte {
 	return out
 }
 
+// appendNFD appends the NFD of src to dst. norm.Iter in the pooled scratch
+// instead of norm.Form.Append, which allocates its reorder buffer per call.
+func (sc *scratch) appendNFD(dst, src []byte) []byte {
+	sc.nfd.Init(norm.NFD, src)
+	for !sc.nfd.Done() {
+		dst = append(dst, sc.nfd.Next()...)
+	}
+	return dst
+}
+
 // appendNFDKeeping appends the NFD of src to dst, except that code points
-// the reference's NFD does not decompose (pNFDKeep) stay as they are: NFD
-// runs on the text between them. Such a code point is unassigned in the
-// reference's Unicode edition, hence a starter there, so no combining mark
-// reorders across it.
-func appendNFDKeeping(dst, src []byte) []byte {
+// the reference's NFD neither decomposes nor gives a combining class
+// (pNFDKeep: assigned after its tables) stay as they are, and NFD runs on the
+// text between them: a starter, as they are there, no mark reorders across.
+func (sc *scratch) appendNFDKeeping(dst, src []byte) []byte {
 	from := 0
 	for i := 0; i < len(src); {
 		r, size := utf8.DecodeRune(src[i:])
 		if r >= utf8.RuneSelf && props(r)&pNFDKeep != 0 {
-			dst = norm.NFD.Append(dst, src[from:i]...)
+			dst = sc.appendNFD(dst, src[from:i])
 			dst = append(dst, src[i:i+size]...)
 			from = i + size
 		}
 		i += size
 	}
-	return norm.NFD.Append(dst, src[from:]...)
+	return sc.appendNFD(dst, src[from:])
 }

@@ -16,6 +16,8 @@ package wordpiece
 import (
 	"sync"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Tokenizer encodes text to token ids. It is immutable after Load and safe
@@ -35,6 +37,8 @@ type Tokenizer struct {
 	rawAdded  matcher          // added tokens with normalized: false, matched in the raw text
 	normAdded matcher          // added tokens with normalized: true, matched in normalized text
 
+	chunkBytes int // Encode goes through longer texts in chunks of about this many bytes
+
 	prefix, suffix []int32 // the post-processor's ids around a single sequence
 	padID          int32
 
@@ -44,6 +48,20 @@ type Tokenizer struct {
 // scratch holds the buffers of one Encode call.
 type scratch struct {
 	a, b, c []byte
+	nfd     norm.Iter
+}
+
+// maxPooledBytes bounds a pooled buffer: one that grew beyond it (a long
+// word, a text without cut points) is left to the garbage collector.
+const maxPooledBytes = 64 << 10
+
+func (t *Tokenizer) release(sc *scratch) {
+	for _, b := range []*[]byte{&sc.a, &sc.b, &sc.c} {
+		if cap(*b) > maxPooledBytes {
+			*b = nil
+		}
+	}
+	t.pool.Put(sc)
 }
 
 // PadID is the id to pad a batch of sequences with: the tokenizer.json's
@@ -78,21 +96,31 @@ func (t *Tokenizer) tokenID(s string) (int32, bool) {
 // costs no more than its first maxLen tokens.
 func (t *Tokenizer) Encode(dst []int32, text string, maxLen int) []int32 {
 	sc := t.pool.Get().(*scratch)
-	defer t.pool.Put(sc)
+	defer t.release(sc)
 	dst = append(dst, t.prefix...)
 	e := encoding{t: t, sc: sc, dst: dst, body: len(dst), limit: -1}
 	if maxLen > 0 {
 		e.limit = max(maxLen-len(t.prefix)-len(t.suffix), 0)
 	}
+	// The text goes in chunks of about chunkBytes, cut where a word ends
+	// whatever the normalizer does (cutAt), so that a long document stops
+	// early and the buffers stay small. Not when added tokens are matched in
+	// normalized text, where a match could span a cut.
+	chunked := t.normAdded.byFirst == nil
 	for pos := 0; pos < len(text) && !e.full(); {
-		start, end, id, ok := find(&t.rawAdded, text, pos)
-		if !ok {
-			e.segment(text[pos:])
-			break
+		cut := len(text)
+		if chunked && cut-pos > t.chunkBytes {
+			cut = pos + t.cutAt(text[pos:], t.chunkBytes)
 		}
-		e.segment(text[pos:start])
-		e.emit(id)
-		pos = end
+		// An added token starting before the cut may end after it.
+		if start, end, id, ok := find(&t.rawAdded, text, pos, cut); ok {
+			e.segment(text[pos:start])
+			e.emit(id)
+			pos = end
+			continue
+		}
+		e.segment(text[pos:cut])
+		pos = cut
 	}
 	dst = e.dst
 	if e.limit >= 0 && len(dst)-e.body > e.limit {
@@ -125,7 +153,7 @@ func (e *encoding) segment(s string) {
 	}
 	text := e.t.norm.normalize(s, e.sc)
 	for !e.full() {
-		start, end, id, ok := find(&e.t.normAdded, text, 0)
+		start, end, id, ok := find(&e.t.normAdded, text, 0, len(text))
 		if !ok {
 			e.words(text)
 			return
@@ -134,6 +162,37 @@ func (e *encoding) segment(s string) {
 		e.emit(id)
 		text = text[end:]
 	}
+}
+
+// cutAt returns where to cut s near n bytes (0 < n < len(s)): before the
+// last code point at or below n that starts a word after normalization and
+// is a starter for NFD, so no word and no run of combining marks spans the
+// cut; failing that, before the first one after n; failing that, len(s).
+// Such code points: ASCII space, tab, newline and punctuation (normalized to
+// themselves, never dropped) and, with handle_chinese_chars, CJK ideographs.
+func (t *Tokenizer) cutAt(s string, n int) int {
+	ok := func(i int) bool {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			return c == ' ' || c == '\t' || c == '\n' || c == '\r' || bmpProps[c]&pPunct != 0
+		}
+		if !t.norm.cjk || !utf8.RuneStart(c) {
+			return false
+		}
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return props(r)&pCJK != 0
+	}
+	for i := n; i > 0; i-- {
+		if ok(i) {
+			return i
+		}
+	}
+	for i := n + 1; i < len(s); i++ {
+		if ok(i) {
+			return i
+		}
+	}
+	return len(s)
 }
 
 // words appends the WordPiece ids of each word of normalized text.
@@ -258,12 +317,13 @@ func newMatcher(tokens []addedToken) matcher {
 	return m
 }
 
-// find returns the first added token in s at or after byte from.
-func find[S string | []byte](m *matcher, s S, from int) (start, end int, id int32, ok bool) {
+// find returns the first added token in s that starts at or after byte from
+// and before byte before.
+func find[S string | []byte](m *matcher, s S, from, before int) (start, end int, id int32, ok bool) {
 	if m.byFirst == nil {
 		return 0, 0, 0, false
 	}
-	for i := from; i < len(s); i++ {
+	for i := from; i < before; i++ {
 		for _, a := range m.byFirst[s[i]] {
 			if len(s)-i >= len(a.content) && string(s[i:i+len(a.content)]) == a.content {
 				return i, i + len(a.content), a.id, true
