@@ -13,6 +13,9 @@
 // registers: on amd64 with AVX-512 it is 12×32 (24 zmm accumulators), with
 // AVX2+FMA four 6×16 calls, elsewhere portable Go.
 //
+// GELU and softmax have AVX-512 and AVX2 versions, LayerNorm an AVX-512 one;
+// the portable Go versions are the reference the tests hold them to.
+//
 // Every function here is serial; callers split work across goroutines by
 // row blocks or panels (the ranges are independent).
 package kernel

@@ -51,25 +51,61 @@ func microKernel(kb int, a []float32, lda int, b, c []float32, ldc int) {
 //go:noescape
 func geluAVX512(x *float32, n int)
 
+//go:noescape
+func geluAVX2(x *float32, n int)
+
+//go:noescape
+func maxAVX2(x *float32, n int, acc *[8]float32)
+
+//go:noescape
+func expSubAVX2(x *float32, n int, m float32, acc *[8]float32)
+
 func geluImpl(x []float32) {
-	if kernelName != "avx512" || len(x) < 16 {
+	switch {
+	case kernelName == "avx512" && len(x) >= 16:
+		n := len(x) &^ 15
+		geluAVX512(&x[0], n)
+		geluGo(x[n:])
+	case kernelName == "avx2" && len(x) >= 8:
+		n := len(x) &^ 7
+		geluAVX2(&x[0], n)
+		geluGo(x[n:])
+	default:
 		geluGo(x)
-		return
 	}
-	n := len(x) &^ 15
-	geluAVX512(&x[0], n)
-	geluGo(x[n:])
 }
 
 //go:noescape
 func softmaxAVX512(x *float32, n int)
 
 func softmax(row []float32) bool {
-	if kernelName != "avx512" {
-		return false
+	switch {
+	case kernelName == "avx512":
+		softmaxAVX512(&row[0], len(row))
+		return true
+	case kernelName == "avx2" && len(row) >= 8:
+		n := len(row) &^ 7
+		var acc [8]float32
+		maxAVX2(&row[0], n, &acc)
+		m := acc[0]
+		for _, v := range acc[1:] {
+			m = max(m, v)
+		}
+		for _, v := range row[n:] {
+			m = max(m, v)
+		}
+		expSubAVX2(&row[0], n, m, &acc)
+		sum := expSubGo(row[n:], m)
+		for _, v := range acc {
+			sum += v
+		}
+		inv := 1 / sum
+		for i := range row {
+			row[i] *= inv
+		}
+		return true
 	}
-	softmaxAVX512(&row[0], len(row))
-	return true
+	return false
 }
 
 func expSub(row []float32, m float32) float32 { return expSubGo(row, m) }
