@@ -39,6 +39,8 @@
 #                                    ONNX graph is BENCH_ONNX, else the one
 #                                    embedder/builtin/testdata/gen_reference.py
 #                                    fetches. BENCH_ROUNDS (3), best of each.
+#                                    RAGD_KERNEL=avx2 (or go) measures the
+#                                    built-in's slower kernels on this CPU.
 #
 # Settings (environment): RAG_CRANFIELD_DIR (default ../shared/data/cranfield),
 # BENCH_CLIENTS (8), BENCH_PHASE (10s), BENCH_PORT (18090), BENCH_RESET_S (10).
@@ -50,7 +52,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,49p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,51p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 case "${1:-}" in
   load)
     mode=${2:-embedded}

@@ -167,7 +167,12 @@ func microKernelGo(kb int, a []float32, lda int, b, c []float32, ldc int) {
 	}
 }
 
+// EnvKernel names an environment variable that, read once at start, can
+// choose a slower kernel than the CPU's best: "avx2" or "go" (to measure
+// them, or to rule the assembly out). Other values are ignored.
+const EnvKernel = "RAGD_KERNEL"
+
 // KernelName names the micro-kernel this process uses: "avx512", "avx2"
-// (amd64 with those features) or "go" (portable; any other CPU, or the
-// purego build tag).
+// (amd64 with those features) or "go" (portable; any other CPU, the purego
+// build tag, or RAGD_KERNEL=go).
 func KernelName() string { return kernelName }

@@ -2,7 +2,11 @@
 
 package kernel
 
-import "golang.org/x/sys/cpu"
+import (
+	"os"
+
+	"golang.org/x/sys/cpu"
+)
 
 //go:noescape
 func kern12x32AVX512(kb int, a *float32, lda int, b, c *float32, ldc int)
@@ -11,16 +15,23 @@ func kern12x32AVX512(kb int, a *float32, lda int, b, c *float32, ldc int)
 func kern6x16AVX2(kb int, a *float32, lda int, b, c *float32, ldc int)
 
 // kernelName is the micro-kernel in use: "avx512", "avx2" or "go".
-var kernelName = pickKernel()
+var kernelName = pickKernel(os.Getenv(EnvKernel), cpu.X86.HasAVX512F, cpu.X86.HasAVX2 && cpu.X86.HasFMA)
 
-func pickKernel() string {
+// pickKernel returns the best kernel the CPU runs, or the one named by
+// want when the CPU runs it.
+func pickKernel(want string, avx512, avx2 bool) string {
+	best := "go"
 	switch {
-	case cpu.X86.HasAVX512F:
-		return "avx512"
-	case cpu.X86.HasAVX2 && cpu.X86.HasFMA:
-		return "avx2"
+	case avx512:
+		best = "avx512"
+	case avx2:
+		best = "avx2"
 	}
-	return "go"
+	switch {
+	case want == "go", want == "avx2" && (avx2 || avx512):
+		return want
+	}
+	return best
 }
 
 func microKernel(kb int, a []float32, lda int, b, c []float32, ldc int) {
