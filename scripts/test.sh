@@ -54,6 +54,7 @@ fuzz_targets=(
   "./api FuzzDocumentID"
   "./backends/vector/embedded FuzzDotCodes"
   "./embedder/builtin/wordpiece FuzzEncode"
+  "./embedder/builtin/internal/kernel FuzzGemm"
 )
 fuzz() {
   local t pkg target

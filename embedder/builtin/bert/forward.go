@@ -166,8 +166,8 @@ func (m *Model) parallel(n, align int, fn func(w, lo, hi int)) {
 }
 
 // linear computes out = x·Wᵀ + bias (+ residual), then GELU when gelu is
-// set, for T rows. Many rows split by rows across threads; few rows (a
-// query) split by output panels.
+// set, for T rows; residual, when given, has out's row stride ldo. Many rows
+// split by rows across threads; few rows (a query) split by output panels.
 func (m *Model) linear(ws *workspace, T int, x []float32, ldx int, w kernel.Panels, bias, residual, out []float32, ldo int, gelu bool) {
 	N := w.N
 	do := func(th, r0, r1, p0, p1 int) {
