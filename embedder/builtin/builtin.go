@@ -24,7 +24,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/ragd/ragd/embedder/builtin/bert"
 	"github.com/ragd/ragd/embedder/builtin/wordpiece"
@@ -207,7 +206,7 @@ func (m *Model) embed(ctx context.Context, texts []string, prefix string) ([][]f
 	for _, t := range texts {
 		t = prefix + t
 		if m.lay.lowerCase {
-			t = strings.ToLower(t)
+			t = pyLower(t)
 		}
 		start := len(ids)
 		if start > 0 && start+m.cfg.MaxSeqLength > BatchTokens {
