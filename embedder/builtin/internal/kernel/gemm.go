@@ -146,25 +146,56 @@ func Gemm(m int, a []float32, lda int, b Panels, p0, p1 int, c []float32, ldc in
 }
 
 // microKernelGo is the portable micro-kernel: the MR×NR tile of C (row
-// stride ldc) += A (MR×kb, row stride lda) · b (kb×NR).
+// stride ldc) += A (MR×kb, row stride lda) · b (kb×NR). It works in 4×4
+// blocks held in sixteen local variables, which the compiler keeps in
+// registers (an array accumulator lives in memory and ran 3-4× slower).
 func microKernelGo(kb int, a []float32, lda int, b, c []float32, ldc int) {
-	var acc [MR][NR]float32
-	for r := 0; r < MR; r++ {
-		row := &acc[r]
-		arow := a[r*lda : r*lda+kb]
-		for kk, av := range arow {
-			brow := (*[NR]float32)(b[kk*NR : kk*NR+NR])
-			for j := 0; j < NR; j++ {
-				row[j] += av * brow[j]
+	for r := 0; r < MR; r += 4 {
+		a0 := a[r*lda : r*lda+kb]
+		a1 := a[(r+1)*lda : (r+1)*lda+kb]
+		a2 := a[(r+2)*lda : (r+2)*lda+kb]
+		a3 := a[(r+3)*lda : (r+3)*lda+kb]
+		for j := 0; j < NR; j += 4 {
+			var c00, c01, c02, c03, c10, c11, c12, c13 float32
+			var c20, c21, c22, c23, c30, c31, c32, c33 float32
+			for kk := 0; kk < kb; kk++ {
+				bb := (*[4]float32)(b[kk*NR+j : kk*NR+j+4])
+				b0, b1, b2, b3 := bb[0], bb[1], bb[2], bb[3]
+				x := a0[kk]
+				c00 += x * b0
+				c01 += x * b1
+				c02 += x * b2
+				c03 += x * b3
+				x = a1[kk]
+				c10 += x * b0
+				c11 += x * b1
+				c12 += x * b2
+				c13 += x * b3
+				x = a2[kk]
+				c20 += x * b0
+				c21 += x * b1
+				c22 += x * b2
+				c23 += x * b3
+				x = a3[kk]
+				c30 += x * b0
+				c31 += x * b1
+				c32 += x * b2
+				c33 += x * b3
 			}
+			add4(c[r*ldc+j:], c00, c01, c02, c03)
+			add4(c[(r+1)*ldc+j:], c10, c11, c12, c13)
+			add4(c[(r+2)*ldc+j:], c20, c21, c22, c23)
+			add4(c[(r+3)*ldc+j:], c30, c31, c32, c33)
 		}
 	}
-	for r := 0; r < MR; r++ {
-		dst := c[r*ldc : r*ldc+NR]
-		for j := range dst {
-			dst[j] += acc[r][j]
-		}
-	}
+}
+
+func add4(c []float32, v0, v1, v2, v3 float32) {
+	d := (*[4]float32)(c[:4])
+	d[0] += v0
+	d[1] += v1
+	d[2] += v2
+	d[3] += v3
 }
 
 // EnvKernel names an environment variable that, read once at start, can
