@@ -1,6 +1,7 @@
 package builtin_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,9 +62,11 @@ func TestOpenRejects(t *testing.T) {
 		{"no weights", map[string]string{"model.safetensors": ""}, "model.safetensors"},
 		{"no tokenizer", map[string]string{"tokenizer.json": ""}, "tokenizer.json"},
 		{"bad modules.json", map[string]string{"modules.json": `{`}, "modules.json"},
+		{"another model's tokenizer", map[string]string{"tokenizer.json": tokenizerWithID(t, 5000)}, "vocab_size"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := builtin.Open(builtin.Config{Dir: copyTiny(t, tc.edits)})
+			t.Log(err)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Open = %v, want an error naming %s", err, tc.want)
 			}
@@ -90,4 +93,24 @@ func TestOpenBareTransformer(t *testing.T) {
 	if strings.Contains(id, "prefix") {
 		t.Errorf("Identity() = %s: no prefixes expected", id)
 	}
+}
+
+// tokenizerWithID is the tiny model's tokenizer.json with one more token, of
+// the given id.
+func tokenizerWithID(t *testing.T, id int) string {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/tiny/tokenizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tj map[string]any
+	if err := json.Unmarshal(raw, &tj); err != nil {
+		t.Fatal(err)
+	}
+	tj["model"].(map[string]any)["vocab"].(map[string]any)["zebra"] = id
+	out, err := json.Marshal(tj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
 }
