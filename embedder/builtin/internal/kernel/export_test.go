@@ -19,6 +19,3 @@ func UseKernel(name string) (restore func()) {
 	kernelName = name
 	return func() { kernelName = old }
 }
-
-// PickKernel is pickKernel, for tests on any CPU.
-func PickKernel(want string, avx512, avx2 bool) string { return pickKernel(want, avx512, avx2) }
