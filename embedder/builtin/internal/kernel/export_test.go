@@ -8,6 +8,8 @@ func Kernels() []string {
 		out = append(out, "avx2", "avx512")
 	case "avx2":
 		out = append(out, "avx2")
+	case "neon":
+		out = append(out, "neon")
 	}
 	return out
 }

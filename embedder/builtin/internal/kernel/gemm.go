@@ -11,7 +11,8 @@
 // elements from MR row streams); only a last partial block of rows is copied
 // into a zero-padded one. The micro-kernel accumulates an MR×NR tile of C in
 // registers: on amd64 with AVX-512 it is 12×32 (24 zmm accumulators), with
-// AVX2+FMA four 6×16 calls, elsewhere portable Go.
+// AVX2+FMA four 6×16 calls, on arm64 six 4×16 NEON calls, elsewhere (or
+// with the purego build tag) portable Go.
 //
 // GELU and softmax have AVX-512 and AVX2 versions, LayerNorm an AVX-512 one;
 // the portable Go versions are the reference the tests hold them to.
