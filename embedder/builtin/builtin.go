@@ -35,6 +35,9 @@ import (
 // checked between them.
 const BatchTokens = 2048
 
+// testHookBatchDone, when set by a test, runs after each batch.
+var testHookBatchDone func()
+
 // Config selects and tunes a built-in model.
 type Config struct {
 	Dir  string // model directory, sentence-transformers layout
@@ -205,6 +208,9 @@ func (m *Model) embed(ctx context.Context, texts []string, prefix string) ([][]f
 		}
 		out = append(out, vecs...)
 		seqs, ids = seqs[:0], ids[:0]
+		if testHookBatchDone != nil {
+			testHookBatchDone()
+		}
 		return nil
 	}
 	for _, t := range texts {

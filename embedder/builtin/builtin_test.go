@@ -166,3 +166,30 @@ func TestConcurrentEmbed(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbedCancelledBetweenBatches: a ctx cancelled while a batch runs stops
+// the call before the next batch, with the ctx's error.
+func TestEmbedCancelledBetweenBatches(t *testing.T) {
+	m, err := builtin.Open(builtin.Config{Dir: "testdata/tiny"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every text fills max_seq_length (24 ids): BatchTokens/24 texts a batch.
+	texts := make([]string, 3*builtin.BatchTokens/24)
+	for i := range texts {
+		texts[i] = strings.Repeat("flow ", 40)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	batches := 0
+	defer builtin.SetBatchHook(func() {
+		batches++
+		cancel()
+	})()
+	if _, err := m.Documents().Embed(ctx, texts); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Embed = %v, want context.Canceled", err)
+	}
+	if batches != 1 {
+		t.Fatalf("%d batches ran after the cancel, want 1", batches)
+	}
+}

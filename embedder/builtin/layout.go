@@ -45,7 +45,11 @@ func readLayout(dir string) (layout, error) {
 	}
 	switch err := readJSON(dir, "modules.json", &modules); {
 	case errors.Is(err, fs.ErrNotExist):
-		// A bare transformer directory: mean pooling, no normalisation.
+		// A bare transformer directory: mean pooling, and normalisation
+		// only when a 2_Normalize directory says so.
+		if st, err := os.Stat(filepath.Join(dir, "2_Normalize")); err == nil && st.IsDir() {
+			l.normalize = true
+		}
 	case err != nil:
 		return l, err
 	default:

@@ -114,3 +114,19 @@ func tokenizerWithID(t *testing.T, id int) string {
 	}
 	return string(out)
 }
+
+// TestOpenNormalizeDirectory: without modules.json, a 2_Normalize directory
+// turns normalisation on.
+func TestOpenNormalizeDirectory(t *testing.T) {
+	dir := copyTiny(t, map[string]string{"modules.json": ""})
+	if err := os.Mkdir(filepath.Join(dir, "2_Normalize"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m, err := builtin.Open(builtin.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := m.Identity(); !strings.Contains(id, "normalize=true") {
+		t.Errorf("Identity() = %s, want normalize=true", id)
+	}
+}

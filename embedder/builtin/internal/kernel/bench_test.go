@@ -44,3 +44,40 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkElementwise runs GELU over an FFN row block, softmax over an
+// attention row and LayerNorm over hidden rows with each kernel; ns/op is
+// per call (MiniLM sizes).
+func BenchmarkElementwise(b *testing.B) {
+	r := rand.New(rand.NewPCG(2, 2))
+	inter := randSlice(r, 64*1536)
+	scores := randSlice(r, 185)
+	hidden := randSlice(r, 64*384)
+	gamma, beta := randSlice(r, 384), randSlice(r, 384)
+	for _, name := range kernel.Kernels() {
+		b.Run("gelu_64x1536/"+name, func(b *testing.B) {
+			defer kernel.UseKernel(name)()
+			x := make([]float32, len(inter))
+			for b.Loop() {
+				copy(x, inter)
+				kernel.GELU(x)
+			}
+		})
+		b.Run("softmax_185/"+name, func(b *testing.B) {
+			defer kernel.UseKernel(name)()
+			x := make([]float32, len(scores))
+			for b.Loop() {
+				copy(x, scores)
+				kernel.Softmax(x)
+			}
+		})
+		b.Run("layernorm_64x384/"+name, func(b *testing.B) {
+			defer kernel.UseKernel(name)()
+			x := make([]float32, len(hidden))
+			for b.Loop() {
+				copy(x, hidden)
+				kernel.LayerNorm(x, 384, 64, gamma, beta, 1e-12)
+			}
+		})
+	}
+}
