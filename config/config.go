@@ -121,6 +121,40 @@ type EmbedderConfig struct {
 	DocumentPrefix    string `yaml:"document_prefix"`
 	QueryInputType    string `yaml:"query_input_type"`
 	DocumentInputType string `yaml:"document_input_type"`
+	// DocumentConcurrency bounds the document batches embedded at once
+	// (ingest and reembed); a batch beyond it waits for a slot. 0 picks
+	// the kind's default (DefaultDocumentConcurrency). Query embedding has
+	// its own guard (concurrency.overrides.embedder), so bulk ingest never
+	// takes its slots.
+	DocumentConcurrency int `yaml:"document_concurrency"`
+	// Cache configures the vector caches.
+	Cache EmbedderCacheConfig `yaml:"cache"`
+}
+
+// EmbedderCacheConfig configures the caches in front of the embedder
+// (docs/embedders.md, "The vector cache"). The hashing embedder uses none:
+// it computes a vector faster than a cache could look it up.
+type EmbedderCacheConfig struct {
+	// Dir holds the persistent cache of document vectors (relative paths
+	// resolve against data_dir); MaxMB bounds it, 0 turns it off.
+	Dir   string `yaml:"dir"`
+	MaxMB int    `yaml:"max_mb"`
+	// QueryEntries is the size of the in-memory LRU of query vectors; 0
+	// turns it off.
+	QueryEntries int `yaml:"query_entries"`
+}
+
+// DefaultDocumentConcurrency is embedder.document_concurrency's default
+// for an embedding server: a few batches in flight keep it busy.
+const DefaultDocumentConcurrency = 4
+
+// DocumentSlots is the configured document-embedding concurrency, or
+// the kind's default.
+func (e EmbedderConfig) DocumentSlots() int {
+	if e.DocumentConcurrency > 0 {
+		return e.DocumentConcurrency
+	}
+	return DefaultDocumentConcurrency
 }
 
 // RetrieverConfig holds query defaults and the limits a request may not
@@ -269,7 +303,8 @@ func Default() Config {
 			Keyword: KeywordConfig{Kind: KindBleve, Dir: "keyword", TitleBoost: 1.0},
 			Graph:   GraphConfig{Kind: KindEmbedded, Dir: "graph", User: "neo4j", ConnectTimeoutMS: 2000},
 		},
-		Embedder: EmbedderConfig{Kind: KindHashing, Dimension: 384, APIKeyEnv: "OPENAI_API_KEY", TimeoutMS: 10000, BatchSize: 32, MaxRetries: 3},
+		Embedder: EmbedderConfig{Kind: KindHashing, Dimension: 384, APIKeyEnv: "OPENAI_API_KEY", TimeoutMS: 10000, BatchSize: 32, MaxRetries: 3,
+			Cache: EmbedderCacheConfig{Dir: "vector-cache", MaxMB: 256, QueryEntries: 1024}},
 		Retriever: RetrieverConfig{
 			Fusion: "dbsf", RRFK: 60, Limit: 10, Window: 100, MinSources: 1, BudgetMS: 2000,
 			MaxLimit: 100, MaxWindow: 1000, MaxOffset: 1000,

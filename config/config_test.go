@@ -71,6 +71,7 @@ func TestBadFiles(t *testing.T) {
 		"listen.bad.yaml":            {"server.listen", "host:port"},
 		"weight.bad.yaml":            {"retriever.sources.keyword.weight", "between 0 and 1000"},
 		"tracing.bad.yaml":           {"tracing.endpoint", "tracing.sample_ratio"},
+		"embedder-cache.bad.yaml":    {"embedder.document_concurrency", "embedder.cache.dir", "embedder.cache.query_entries"},
 	}
 	files, _ := filepath.Glob("testdata/*.bad.yaml")
 	if len(files) != len(want) {
@@ -128,6 +129,10 @@ func TestFullFileValues(t *testing.T) {
 		{"relative dir joined", c.Path("graph"), filepath.Join("/var/lib/ragd", "graph")},
 		{"tracing on", c.Tracing.Enabled, true},
 		{"tracing ratio", c.Tracing.SampleRatio, 0.25},
+		{"document concurrency", c.Embedder.DocumentSlots(), 2},
+		{"vector cache dir", c.Path(c.Embedder.Cache.Dir), "/var/cache/ragd-vectors"},
+		{"vector cache bound", c.Embedder.Cache.MaxMB, 1024},
+		{"query cache", c.Embedder.Cache.QueryEntries, 4096},
 	}
 	for _, ch := range checks {
 		if ch.got != ch.want {

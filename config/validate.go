@@ -140,6 +140,17 @@ func (c *Config) Validate() error {
 	if e.Dimension < 1 || e.Dimension > 16000 {
 		bad("embedder.dimension", "must be between 1 and 16000, got %d", e.Dimension)
 	}
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"embedder.document_concurrency", e.DocumentConcurrency}, {"embedder.cache.max_mb", e.Cache.MaxMB}, {"embedder.cache.query_entries", e.Cache.QueryEntries}} {
+		if f.v < 0 {
+			bad(f.key, "must be >= 0, got %d", f.v)
+		}
+	}
+	if e.Cache.MaxMB > 0 && strings.TrimSpace(e.Cache.Dir) == "" {
+		bad("embedder.cache.dir", "must be set while embedder.cache.max_mb is above 0")
+	}
 
 	r := c.Retriever
 	if !oneOf(r.Fusion, "rrf", "score", "dbsf") {

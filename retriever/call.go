@@ -123,6 +123,8 @@ func classify(sctx context.Context, err error) (st Status, msg string, unhealthy
 		return StatusError, "panic", true
 	case errors.Is(err, spi.ErrShed):
 		return StatusShed, "at its concurrency limit", false
+	case errors.Is(err, spi.ErrOverloaded):
+		return StatusShed, "overloaded (rate limited)", false
 	case errors.Is(err, spi.ErrCircuitOpen):
 		return StatusCircuitOpen, "circuit open", true
 	case sctx.Err() != nil && errors.Is(context.Cause(sctx), context.DeadlineExceeded):

@@ -21,6 +21,7 @@ import (
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/embedder/vcache"
 	"github.com/ragd/ragd/guard"
 	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/ingest/keyphrase"
@@ -69,6 +70,14 @@ type App struct {
 	Embedder         spi.Embedder
 	QueryEmbedder    spi.Embedder
 	EmbedderIdentity string
+	// DocumentEmbedder is what the write path and Reembed embed with:
+	// Embedder behind DocumentGuard (a breaker of its own), a bounded
+	// number of batches in flight and the persistent VectorCache (nil when
+	// off). QueryEmbedder is behind the in-memory query LRU when one is
+	// configured. See embedders.go.
+	DocumentEmbedder spi.Embedder
+	DocumentGuard    *guard.Guard
+	VectorCache      *vcache.Store
 	Vector           spi.VectorRetrievalBackend
 	Keyword          spi.KeywordRetrievalBackend
 	Graph            spi.GraphRetrievalBackend
@@ -85,6 +94,9 @@ type App struct {
 	// fed by the queries the API answers.
 	Events      *events.Ring
 	SourceStats *sourcestats.Window
+
+	embedderCPU bool
+	queryCache  *vcache.LRU
 
 	now            func() time.Time
 	version        string
@@ -144,6 +156,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err err
 	if err := a.wireGuards(); err != nil {
 		return nil, err
 	}
+	a.wireDocumentEmbedder()
 	if err := a.wireRetriever(); err != nil {
 		return nil, err
 	}
@@ -241,12 +254,8 @@ func (a *App) wireRetriever() error {
 // (or the graph) is the record and nothing is derived.
 func (a *App) wirePipeline() error {
 	c := a.Config.Ingest
-	emb := a.Embedder
-	if g := a.Guards[spi.SourceEmbedder]; g != nil && emb != nil {
-		emb = guard.Embedder(emb, g)
-	}
 	pc := ingest.Config{
-		Embedder:   emb,
+		Embedder:   a.DocumentEmbedder,
 		BatchSize:  c.BatchSize,
 		Limits:     ingest.Limits{MaxTextBytes: c.MaxTextBytes},
 		Poll:       time.Duration(c.ApplyPollMS) * time.Millisecond,

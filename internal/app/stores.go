@@ -28,6 +28,10 @@ func (a *App) openStores(ctx context.Context) error {
 	}
 	a.Embedder, a.QueryEmbedder = emb.doc, emb.query
 	a.EmbedderIdentity = emb.identity
+	a.embedderCPU = emb.cpu
+	if err := a.openVectorCaches(); err != nil {
+		return err
+	}
 
 	if err := a.openVector(ctx, emb.doc.Dimension()); err != nil {
 		return err
@@ -56,6 +60,9 @@ func (a *App) openStores(ctx context.Context) error {
 type embedders struct {
 	doc, query spi.Embedder
 	identity   string
+	// cpu marks a model that runs in this process on the CPU: query
+	// embedding then gets a concurrency limit fitted to the cores.
+	cpu bool
 }
 
 func (a *App) openEmbedder(ctx context.Context) (embedders, error) {
