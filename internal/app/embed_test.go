@@ -2,13 +2,10 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -18,106 +15,23 @@ import (
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/internal/app"
+	"github.com/ragd/ragd/internal/fakeembed"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
 
-// isProbe reports a request of openai.Probe or of a recovery probe, which
-// the fake server answers without counting or fault injection.
-func isProbe(inputs []string) bool {
-	return len(inputs) == 1 && (inputs[0] == "ragd dimension probe" || inputs[0] == "ragd recovery probe")
-}
-
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// embedServer is a fault-injecting OpenAI-compatible embeddings server: it
-// answers deterministic vectors and counts the texts it embedded. Handle,
-// when set, sees each request first and may answer it instead (a failure,
-// a 429, or a hook that blocks).
-type embedServer struct {
-	dim int
-	srv *httptest.Server
-
-	mu       sync.Mutex
-	embedded []string // texts answered with vectors, probes left out
-	Handle   func(inputs []string, w http.ResponseWriter) bool
-}
-
-func newEmbedServer(t *testing.T, dim int) *embedServer {
-	t.Helper()
-	s := &embedServer{dim: dim}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Input []string `json:"input"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		probe := isProbe(req.Input)
-		s.mu.Lock()
-		h := s.Handle
-		s.mu.Unlock()
-		if h != nil && !probe && h(req.Input, w) {
-			return
-		}
-		type item struct {
-			Index     int       `json:"index"`
-			Embedding []float32 `json:"embedding"`
-		}
-		out := struct {
-			Data []item `json:"data"`
-		}{}
-		for i, text := range req.Input {
-			out.Data = append(out.Data, item{Index: i, Embedding: fakeVector(text, s.dim)})
-		}
-		if !probe {
-			s.mu.Lock()
-			s.embedded = append(s.embedded, req.Input...)
-			s.mu.Unlock()
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(out)
-	}))
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *embedServer) setHandle(h func([]string, http.ResponseWriter) bool) {
-	s.mu.Lock()
-	s.Handle = h
-	s.mu.Unlock()
-}
-
-func (s *embedServer) texts() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.embedded)
-}
-
-// fakeVector is a unit-ish vector from the text's words, so that texts
-// sharing words are near each other.
-func fakeVector(text string, dim int) []float32 {
-	v := make([]float32, dim)
-	v[0] = 0.01
-	for _, w := range strings.Fields(strings.ToLower(text)) {
-		h := fnv.New32a()
-		h.Write([]byte(w))
-		v[int(h.Sum32())%dim]++
-	}
-	return v
-}
 
 // openaiConfig is the embedded stack with the openai embedder pointed at s,
 // no retries (every fault shows at once), model named model.
-func openaiConfig(t *testing.T, s *embedServer, model string) *config.Config {
+func openaiConfig(t *testing.T, s *fakeembed.Server, model string) *config.Config {
 	t.Helper()
 	cfg := embeddedConfig(t)
 	cfg.Embedder = config.Default().Embedder
 	cfg.Embedder.Kind = config.KindOpenAI
-	cfg.Embedder.BaseURL = s.srv.URL
+	cfg.Embedder.BaseURL = s.URL
 	cfg.Embedder.Model = model
-	cfg.Embedder.Dimension = s.dim
+	cfg.Embedder.Dimension = 16
 	cfg.Embedder.MaxRetries = 0
 	return cfg
 }
@@ -144,18 +58,18 @@ func upsertAll(t *testing.T, a *app.App, docs []spi.Document) {
 // shares the vector cache embeds none either (ragd eval without
 // --data-dir, whose cache lives outside the temporary directory).
 func TestReingestEmbedsNothing(t *testing.T) {
-	s := newEmbedServer(t, 16)
+	s := fakeembed.New(t, 16)
 	cache := t.TempDir()
 	cfg := openaiConfig(t, s, "m1")
 	cfg.Embedder.Cache.Dir = cache
 	a := newApp(t, cfg)
 	docs := corpus(70)
 	upsertAll(t, a, docs)
-	if n := len(s.texts()); n != 70 {
+	if n := len(s.Texts()); n != 70 {
 		t.Fatalf("first ingest embedded %d texts, want 70", n)
 	}
 	upsertAll(t, a, docs)
-	if n := len(s.texts()); n != 70 {
+	if n := len(s.Texts()); n != 70 {
 		t.Fatalf("re-ingest embedded %d more texts, want none", n-70)
 	}
 	a.Close()
@@ -165,7 +79,7 @@ func TestReingestEmbedsNothing(t *testing.T) {
 	b := newApp(t, fresh)
 	defer b.Close()
 	upsertAll(t, b, docs)
-	if n := len(s.texts()); n != 70 {
+	if n := len(s.Texts()); n != 70 {
 		t.Fatalf("ingest into a fresh data directory sharing the cache embedded %d texts, want none", n-70)
 	}
 	if st := b.VectorCache.Stats(); st.Hits["document"] != 70 {
@@ -177,7 +91,7 @@ func TestReingestEmbedsNothing(t *testing.T) {
 // again, embeds only what the first run had not; the first run's vectors
 // come from the vector cache.
 func TestInterruptedReembedResumes(t *testing.T) {
-	s := newEmbedServer(t, 16)
+	s := fakeembed.New(t, 16)
 	cfg := openaiConfig(t, s, "m1")
 	a := newApp(t, cfg)
 	upsertAll(t, a, corpus(200))
@@ -185,10 +99,10 @@ func TestInterruptedReembedResumes(t *testing.T) {
 
 	// Another model: its vectors must all be rebuilt.
 	cfg.Embedder.Model = "m2"
-	before := len(s.texts())
+	before := len(s.Texts())
 	var mu sync.Mutex
 	served := 0
-	s.setHandle(func(inputs []string, w http.ResponseWriter) bool {
+	s.SetHandle(func(inputs []string, w http.ResponseWriter, _ *http.Request) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if served+len(inputs) > 2*app.ReembedBatch { // the third batch fails
@@ -211,8 +125,8 @@ func TestInterruptedReembedResumes(t *testing.T) {
 		t.Fatal("ragd started on a half re-embedded store")
 	}
 
-	s.setHandle(nil)
-	first := len(s.texts()) - before
+	s.SetHandle(nil)
+	first := len(s.Texts()) - before
 	r, err = app.New(context.Background(), cfg, app.Options{Logger: quiet(), Reembed: true})
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +135,7 @@ func TestInterruptedReembedResumes(t *testing.T) {
 	if done, err := r.Reembed(context.Background(), nil); err != nil || done != 200 {
 		t.Fatalf("second reembed: %d, %v", done, err)
 	}
-	if second := len(s.texts()) - before - first; first != 2*app.ReembedBatch || second != 200-2*app.ReembedBatch {
+	if second := len(s.Texts()) - before - first; first != 2*app.ReembedBatch || second != 200-2*app.ReembedBatch {
 		t.Fatalf("the runs embedded %d and %d texts, want %d and %d: the second must not redo the first's",
 			first, second, 2*app.ReembedBatch, 200-2*app.ReembedBatch)
 	}
@@ -231,13 +145,13 @@ func TestInterruptedReembedResumes(t *testing.T) {
 // document embedder's breaker, not the query embedder's: text queries
 // keep their vectors.
 func TestDocumentEmbeddingHasItsOwnBreaker(t *testing.T) {
-	s := newEmbedServer(t, 16)
+	s := fakeembed.New(t, 16)
 	a := newApp(t, openaiConfig(t, s, "m1"))
 	defer a.Close()
 	upsertAll(t, a, corpus(5))
 	fail := true
 	var mu sync.Mutex
-	s.setHandle(func(inputs []string, w http.ResponseWriter) bool {
+	s.SetHandle(func(inputs []string, w http.ResponseWriter, _ *http.Request) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if fail && strings.HasPrefix(inputs[0], "title") {
@@ -268,7 +182,7 @@ func TestDocumentEmbeddingHasItsOwnBreaker(t *testing.T) {
 // the server by a hook) take none of the query embedder's slots. With one
 // shared guard at a limit of 2, the third call (the query) was shed.
 func TestBulkIngestDoesNotShedQueries(t *testing.T) {
-	s := newEmbedServer(t, 16)
+	s := fakeembed.New(t, 16)
 	cfg := openaiConfig(t, s, "m1")
 	two := config.LimitSettings{MinLimit: 1, MaxLimit: 2, InitialLimit: 2}
 	cfg.Concurrency.Overrides = map[string]config.LimitSettings{spi.SourceEmbedder: two}
@@ -281,7 +195,7 @@ func TestBulkIngestDoesNotShedQueries(t *testing.T) {
 	var once sync.Once
 	unblock := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(unblock) // a failing test must not leave the server's handlers blocked
-	s.setHandle(func(inputs []string, w http.ResponseWriter) bool {
+	s.SetHandle(func(inputs []string, w http.ResponseWriter, _ *http.Request) bool {
 		if strings.HasPrefix(inputs[0], "title") {
 			entered <- struct{}{}
 			<-release
@@ -317,10 +231,10 @@ func TestBulkIngestDoesNotShedQueries(t *testing.T) {
 // query embedder's breaker stays closed however many queries it hits, and
 // the answer says shed, not error.
 func TestRateLimitIsNotAFailure(t *testing.T) {
-	s := newEmbedServer(t, 16)
+	s := fakeembed.New(t, 16)
 	a := newApp(t, openaiConfig(t, s, "m1"))
 	defer a.Close()
-	s.setHandle(func(_ []string, w http.ResponseWriter) bool {
+	s.SetHandle(func(_ []string, w http.ResponseWriter, _ *http.Request) bool {
 		w.WriteHeader(http.StatusTooManyRequests)
 		fmt.Fprint(w, `{"error":{"message":"Rate limit reached"}}`)
 		return true
@@ -347,13 +261,13 @@ func TestRateLimitIsNotAFailure(t *testing.T) {
 
 // TestQueryVectorsAreCached: a repeated query text is embedded once.
 func TestQueryVectorsAreCached(t *testing.T) {
-	s := newEmbedServer(t, 16)
+	s := fakeembed.New(t, 16)
 	a := newApp(t, openaiConfig(t, s, "m1"))
 	defer a.Close()
 	for range 3 {
 		top(t, a, retriever.Query{Text: "the same question", Limit: 1, Sources: retriever.Only(spi.SourceVector)})
 	}
-	if got := s.texts(); !slices.Equal(got, []string{"the same question"}) {
+	if got := s.Texts(); !slices.Equal(got, []string{"the same question"}) {
 		t.Fatalf("server embedded %q, want the query once", got)
 	}
 }
