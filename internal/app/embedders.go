@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"runtime"
 
 	"golang.org/x/sync/semaphore"
 
 	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/embedder/hashing"
 	"github.com/ragd/ragd/embedder/vcache"
 	"github.com/ragd/ragd/guard"
 	"github.com/ragd/ragd/spi"
@@ -28,6 +30,54 @@ import (
 //     is embedded once per embedder (re-ingests, interrupted reembeds,
 //     `ragd eval` re-runs);
 //   - an in-memory LRU of query vectors.
+
+// Embedders are the configured embedder on its own: the embedder for
+// document texts, the one for query texts (they differ for models that
+// mark queries, such as e5) and the identity of the vector space both
+// produce, which the vector store records. App opens them with the
+// stores; commands that need no store (ragd embed) open them alone.
+type Embedders struct {
+	Document, Query spi.Embedder
+	Identity        string
+	// CPU marks a model that runs in this process on the CPU: query
+	// embedding then gets a concurrency limit fitted to the cores, and
+	// document embedding one batch at a time.
+	CPU     bool
+	closers []io.Closer
+}
+
+// OpenEmbedders opens the embedder rag.yaml configures. logger receives
+// warnings (an embedding server unreachable at start); nil discards.
+func OpenEmbedders(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Embedders, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	switch cfg.Embedder.Kind {
+	case config.KindHashing:
+		e, err := hashing.New(hashing.Config{Dimension: cfg.Embedder.Dimension})
+		if err != nil {
+			return nil, fmt.Errorf("app: embedder: %w", err)
+		}
+		return &Embedders{Document: e, Query: e, Identity: "kind=hashing fingerprint=" + e.Fingerprint()}, nil
+	case config.KindOpenAI:
+		e, err := openOpenAIEmbedder(ctx, cfg, logger)
+		if err != nil {
+			return nil, err
+		}
+		return &Embedders{Document: e, Query: e.ForQueries(), Identity: e.Identity()}, nil
+	}
+	return nil, fmt.Errorf("app: embedder.kind %q: %w", cfg.Embedder.Kind, errNotConfigured)
+}
+
+// Close releases the model, if the embedder holds one.
+func (e *Embedders) Close() error {
+	var errs []error
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		errs = append(errs, e.closers[i].Close())
+	}
+	e.closers = nil
+	return errors.Join(errs...)
+}
 
 // openVectorCaches puts the query LRU in front of QueryEmbedder and opens
 // the persistent cache, when configured. The hashing embedder gets

@@ -14,7 +14,6 @@ import (
 	"github.com/ragd/ragd/backends/vector"
 	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
 	"github.com/ragd/ragd/config"
-	"github.com/ragd/ragd/embedder/hashing"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -22,18 +21,19 @@ import (
 // store is the system of record; the keyword index and the graph are
 // derived from it through its change log.
 func (a *App) openStores(ctx context.Context) error {
-	emb, err := a.openEmbedder(ctx)
+	emb, err := OpenEmbedders(ctx, a.Config, a.Logger)
 	if err != nil {
 		return err
 	}
-	a.Embedder, a.QueryEmbedder = emb.doc, emb.query
-	a.EmbedderIdentity = emb.identity
-	a.embedderCPU = emb.cpu
+	a.closers = append(a.closers, emb)
+	a.Embedder, a.QueryEmbedder = emb.Document, emb.Query
+	a.EmbedderIdentity = emb.Identity
+	a.embedderCPU = emb.CPU
 	if err := a.openVectorCaches(); err != nil {
 		return err
 	}
 
-	if err := a.openVector(ctx, emb.doc.Dimension()); err != nil {
+	if err := a.openVector(ctx, emb.Document.Dimension()); err != nil {
 		return err
 	}
 	// A missing or corrupt keyword index is rebuilt from the system of
@@ -52,36 +52,6 @@ func (a *App) openStores(ctx context.Context) error {
 		return err
 	}
 	return nil
-}
-
-// embedders are the embedder for document texts, the one for query texts
-// (they differ for models that mark queries, such as e5) and the identity
-// of the vector space both produce, which the vector store records.
-type embedders struct {
-	doc, query spi.Embedder
-	identity   string
-	// cpu marks a model that runs in this process on the CPU: query
-	// embedding then gets a concurrency limit fitted to the cores.
-	cpu bool
-}
-
-func (a *App) openEmbedder(ctx context.Context) (embedders, error) {
-	cfg := a.Config
-	switch cfg.Embedder.Kind {
-	case config.KindHashing:
-		e, err := hashing.New(hashing.Config{Dimension: cfg.Embedder.Dimension})
-		if err != nil {
-			return embedders{}, fmt.Errorf("app: embedder: %w", err)
-		}
-		return embedders{doc: e, query: e, identity: "kind=hashing fingerprint=" + e.Fingerprint()}, nil
-	case config.KindOpenAI:
-		e, err := a.openOpenAIEmbedder(ctx)
-		if err != nil {
-			return embedders{}, err
-		}
-		return embedders{doc: e, query: e.ForQueries(), identity: e.Identity()}, nil
-	}
-	return embedders{}, fmt.Errorf("app: embedder.kind %q: %w", cfg.Embedder.Kind, errNotConfigured)
 }
 
 // checkedEmbedder is the embedder identity the vector store checks at open:

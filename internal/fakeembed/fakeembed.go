@@ -28,10 +28,11 @@ type Server struct {
 	handle   func(inputs []string, w http.ResponseWriter, r *http.Request) bool
 }
 
-// IsProbe reports a request of openai.Probe or of a recovery probe, which
-// the server answers without counting it or passing it to the hook.
+// IsProbe reports a request of openai.Probe or of a recovery probe (with
+// any prefix the embedder adds), which the server answers without counting
+// it or passing it to the hook.
 func IsProbe(inputs []string) bool {
-	return len(inputs) == 1 && (inputs[0] == "ragd dimension probe" || inputs[0] == "ragd recovery probe")
+	return len(inputs) == 1 && (strings.HasSuffix(inputs[0], "ragd dimension probe") || strings.HasSuffix(inputs[0], "ragd recovery probe"))
 }
 
 // New starts a server answering dim-dimensional vectors; it stops with the
