@@ -175,6 +175,9 @@ func (c Config) Validate() error {
 	if s.BodyLimitBytes <= 0 {
 		bad("Server.BodyLimitBytes must be > 0, got %d", s.BodyLimitBytes)
 	}
+	if s.QueryBodyLimitBytes < 0 {
+		bad("Server.QueryBodyLimitBytes must not be negative (0: BodyLimitBytes), got %d", s.QueryBodyLimitBytes)
+	}
 	if s.RequestTimeoutS <= 0 {
 		bad("Server.RequestTimeoutS must be > 0, got %d", s.RequestTimeoutS)
 	}

@@ -92,6 +92,6 @@ func (s *Server) mountFaults(e *echo.Echo) {
 			return err
 		}
 		return set(c, f)
-	}, admin, s.readBody)
+	}, admin, s.readBody(s.bodyLimit("/debug/faults/:source")))
 	e.DELETE("/debug/faults/:source", func(c echo.Context) error { return set(c, faults.Fault{}) }, admin)
 }

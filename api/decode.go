@@ -16,18 +16,30 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
+// bodyLimit is the body limit of the route at path: the query's own,
+// smaller one for POST /v1/query (0 in the config: the general one).
+func (s *Server) bodyLimit(path string) int64 {
+	if path == "/v1/query" && s.cfg.Server.QueryBodyLimitBytes > 0 {
+		return s.cfg.Server.QueryBodyLimitBytes
+	}
+	return s.cfg.Server.BodyLimitBytes
+}
+
 // readBody reads a JSON request body into memory before the handler runs:
-// the content type must be JSON, the body at most the configured limit
-// (checked against Content-Length before reading, and enforced while
-// reading so a lying or chunked client cannot make the server read more).
-// The whole read is bounded by the server's read timeout.
-func (s *Server) readBody(next echo.HandlerFunc) echo.HandlerFunc {
+// the content type must be JSON, the body at most limit bytes (checked
+// against Content-Length before reading, and enforced while reading so a
+// lying or chunked client cannot make the server read more). The whole
+// read is bounded by the server's read timeout.
+func (s *Server) readBody(limit int64) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc { return readBodyUpTo(limit, next) }
+}
+
+func readBodyUpTo(limit int64, next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		if err := checkJSONContentType(r.Header.Get(echo.HeaderContentType)); err != nil {
 			return err
 		}
-		limit := s.cfg.Server.BodyLimitBytes
 		if r.ContentLength > limit {
 			return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
 				"request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit)

@@ -17,6 +17,11 @@ import (
 func (s *Server) query() echo.HandlerFunc {
 	return func(c echo.Context) error {
 		var q retriever.Query
+		if body, ok := c.Get(ctxBody).([]byte); ok {
+			if err := checkQueryBounds(body); err != nil {
+				return err
+			}
+		}
 		if err := s.decodeJSON(c, &q); err != nil {
 			return err
 		}

@@ -132,7 +132,7 @@ func New(cfg Config) (*Server, error) {
 		// holds no slot, so it cannot starve the others.
 		mw := []echo.MiddlewareFunc{s.requireAccess(r.access)}
 		if r.body {
-			mw = append(mw, s.readBody)
+			mw = append(mw, s.readBody(s.bodyLimit(r.path)))
 		}
 		if !operational[r.path] {
 			mw = append(mw, s.limitInFlight)

@@ -52,6 +52,9 @@ func (c *Config) Validate() error {
 	if s.BodyLimitBytes < 1024 {
 		bad("server.body_limit_bytes", "must be at least 1024, got %d", s.BodyLimitBytes)
 	}
+	if s.QueryBodyLimitBytes < 1024 {
+		bad("server.query_body_limit_bytes", "must be at least 1024, got %d", s.QueryBodyLimitBytes)
+	}
 	positive("server.read_header_timeout_s", s.ReadHeaderTimeoutS)
 	positive("server.read_timeout_s", s.ReadTimeoutS)
 	positive("server.write_timeout_s", s.WriteTimeoutS)

@@ -228,3 +228,50 @@ func TestWarmDuringCooldown(t *testing.T) {
 		t.Fatalf("transitions %v: warm-up probes must not decide the breaker", p)
 	}
 }
+
+// hookClock is a fake clock that runs hook once, from inside the next Now
+// call after it is armed: a test stops the breaker's reader at the exact
+// clock read and changes the state under it.
+type hookClock struct {
+	fakeClock
+	hook func()
+}
+
+func (c *hookClock) Now() time.Time {
+	if h := c.hook; h != nil {
+		c.hook = nil
+		h()
+	}
+	return c.fakeClock.Now()
+}
+
+// Issue 18 item 19: a probed circuit that closes between the state read
+// and the decision must not admit a call with an empty ticket (its outcome
+// would reach no breaker). Admit either refuses, or the call counts.
+func TestAdmitWhileTheCircuitCloses(t *testing.T) {
+	clock := &hookClock{fakeClock: fakeClock{now: time.Unix(1e9, 0)}}
+	cfg := breaker.DefaultConfig()
+	cfg.FailureThreshold = 1
+	cfg.ResetTimeout = 10 * time.Second
+	cfg.Now = clock.Now
+	b, err := breaker.New("graph", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := guard.NewCircuit(b, guard.ProbeConfig{Probe: func(context.Context) error { return nil }, Warmup: time.Second})
+	g := guard.New("graph", guard.Config{Circuit: c})
+	b.ForceOpen()
+	clock.Advance(11 * time.Second) // the cooldown is over: reads see half-open
+	clock.hook = b.ForceClose       // closed by the trial, under the first read
+	p, err := g.Admit(context.Background())
+	if err != nil {
+		if !errors.Is(err, spi.ErrCircuitOpen) {
+			t.Fatalf("Admit = %v, want a circuit-open refusal or a permit", err)
+		}
+		return
+	}
+	p.Done(spi.OutcomeFailure, 0)
+	if b.State() != breaker.Open {
+		t.Fatalf("a permit's failure did not reach the breaker (threshold 1): %v", b.State())
+	}
+}

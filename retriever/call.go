@@ -44,12 +44,12 @@ type panicError struct {
 
 func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
 
-// call runs fn through gate g (nil: ungated) under its own deadline inside
+// call runs fn through gate g (nil: ungated) under its deadline inside
 // ctx, recovering a panic into an error, classifies the outcome and reports
 // it to the gate. ctx is the query's budget context: a call that ends
 // because ctx ended is neutral for the gate, one that ends on its own
-// deadline is a timeout.
-func call[T any](r *HybridRetriever, ctx context.Context, g spi.Gate, timeout time.Duration, fn func(context.Context) (T, error)) (T, attempt) {
+// deadline is a timeout when that deadline is the operator's (see outcome).
+func call[T any](r *HybridRetriever, ctx context.Context, g spi.Gate, dl deadline, fn func(context.Context) (T, error)) (T, attempt) {
 	var zero T
 	var p spi.Permit
 	if g != nil {
@@ -59,7 +59,7 @@ func call[T any](r *HybridRetriever, ctx context.Context, g spi.Gate, timeout ti
 		}
 	}
 	start := r.now()
-	sctx, cancel := context.WithTimeoutCause(ctx, timeout, &deadlineError{after: timeout})
+	sctx, cancel := context.WithTimeoutCause(ctx, dl.timeout, &deadlineError{after: dl.timeout})
 	defer cancel()
 	v, err := protect(sctx, fn)
 	a := attempt{status: StatusOK, took: r.now().Sub(start)}
@@ -68,20 +68,31 @@ func call[T any](r *HybridRetriever, ctx context.Context, g spi.Gate, timeout ti
 		a.status, a.msg, a.unhealthy = classify(sctx, err)
 	}
 	if p != nil {
-		p.Done(outcome(ctx, sctx, err), a.took)
+		p.Done(outcome(ctx, sctx, err, a.took, dl), a.took)
 	}
 	return v, a
 }
 
-// outcome is what the call means for the source's gate.
-func outcome(ctx, sctx context.Context, err error) spi.Outcome {
+// outcome is what the call means for the source's gate, which is shared by
+// every tenant: the source is judged by the operator's deadline, never by
+// one the request chose. Running out of a shorter deadline the request
+// chose is neutral (it says nothing about the source); an answer after the
+// operator's deadline, when the request chose a longer one, is a timeout
+// (the source missed the deadline every other query has).
+func outcome(ctx, sctx context.Context, err error, took time.Duration, dl deadline) spi.Outcome {
 	var pe *panicError
 	switch {
 	case err == nil:
+		if dl.timeout > dl.judged && took > dl.judged {
+			return spi.OutcomeTimeout
+		}
 		return spi.OutcomeSuccess
 	case errors.As(err, &pe):
 		return spi.OutcomeFailure
 	case ctx.Err() == nil && sctx.Err() != nil:
+		if dl.timeout < dl.judged {
+			return spi.OutcomeNeutral // the request's own, shorter deadline
+		}
 		return spi.OutcomeTimeout // the source's own deadline, not the budget
 	default:
 		return spi.OutcomeOf(ctx, err)

@@ -1,11 +1,13 @@
 package retriever_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -45,23 +47,32 @@ func TestShedSourceSkipped(t *testing.T) {
 }
 
 // Each call's outcome reaches the source's gate: the caller decides
-// success, failure, timeout (the source's own deadline) and neutral (the
-// query's budget, an invalid query).
+// success, failure, timeout (the operator's deadline for the source) and
+// neutral (the query's budget, a deadline the request chose shorter than
+// the operator's, an invalid query). A source is judged by the operator's
+// deadline whatever the request chose (issue 18 item 4).
 func TestGateOutcomes(t *testing.T) {
+	kw := func(o retriever.SourceOptions) map[string]retriever.SourceOptions {
+		return map[string]retriever.SourceOptions{spi.SourceKeyword: o}
+	}
 	cases := []struct {
-		name  string
-		fault fault
-		q     retriever.Query
-		want  spi.Outcome
+		name     string
+		fault    fault
+		deadline time.Duration // the operator's (Defaults.SourceTimeout); 0: the default
+		q        retriever.Query
+		want     spi.Outcome
 	}{
-		{"success", fault{Refs: refs(spi.SourceKeyword, "a")}, retriever.Query{Text: "q"}, spi.OutcomeSuccess},
-		{"failure", fault{Err: spi.ErrUnavailable}, retriever.Query{Text: "q"}, spi.OutcomeFailure},
-		{"panic", fault{Panic: "boom"}, retriever.Query{Text: "q"}, spi.OutcomeFailure},
-		{"invalid", fault{Err: spi.ErrInvalidQuery}, retriever.Query{Text: "q"}, spi.OutcomeNeutral},
-		{"own deadline", fault{Block: true}, retriever.Query{Text: "q",
-			Sources: map[string]retriever.SourceOptions{spi.SourceKeyword: {TimeoutMS: 20}}}, spi.OutcomeTimeout},
-		{"budget", fault{Block: true}, retriever.Query{Text: "q", BudgetMS: 20,
-			Sources: map[string]retriever.SourceOptions{spi.SourceKeyword: {TimeoutMS: 5000}}}, spi.OutcomeNeutral},
+		{"success", fault{Refs: refs(spi.SourceKeyword, "a")}, 0, retriever.Query{Text: "q"}, spi.OutcomeSuccess},
+		{"failure", fault{Err: spi.ErrUnavailable}, 0, retriever.Query{Text: "q"}, spi.OutcomeFailure},
+		{"panic", fault{Panic: "boom"}, 0, retriever.Query{Text: "q"}, spi.OutcomeFailure},
+		{"invalid", fault{Err: spi.ErrInvalidQuery}, 0, retriever.Query{Text: "q"}, spi.OutcomeNeutral},
+		{"operator's deadline", fault{Block: true}, 20 * time.Millisecond, retriever.Query{Text: "q"}, spi.OutcomeTimeout},
+		{"request's shorter deadline", fault{Block: true}, 0, retriever.Query{Text: "q", Sources: kw(retriever.SourceOptions{TimeoutMS: 20})}, spi.OutcomeNeutral},
+		{"request's longer deadline, answered after the operator's", fault{Delay: 50 * time.Millisecond, Refs: refs(spi.SourceKeyword, "a")},
+			5 * time.Millisecond, retriever.Query{Text: "q", Sources: kw(retriever.SourceOptions{TimeoutMS: 5000})}, spi.OutcomeTimeout},
+		{"request's longer deadline, timed out", fault{Block: true}, 5 * time.Millisecond,
+			retriever.Query{Text: "q", Sources: kw(retriever.SourceOptions{TimeoutMS: 30})}, spi.OutcomeTimeout},
+		{"budget", fault{Block: true}, 0, retriever.Query{Text: "q", BudgetMS: 20, Sources: kw(retriever.SourceOptions{TimeoutMS: 5000})}, spi.OutcomeNeutral},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,6 +80,7 @@ func TestGateOutcomes(t *testing.T) {
 			s.kw.fault = tc.fault
 			g := &fakeGate{}
 			cfg := s.config()
+			cfg.Defaults.SourceTimeout = tc.deadline
 			cfg.Gates = map[string]spi.Gate{spi.SourceKeyword: g}
 			r := mustNew(t, cfg)
 			mustRetrieve(t, r, tc.q)
@@ -76,6 +88,69 @@ func TestGateOutcomes(t *testing.T) {
 				t.Fatalf("outcomes %v, want [%v]", got, tc.want)
 			}
 		})
+	}
+}
+
+// The expansion inherits the graph's deadlines when it has none of its
+// own: a shorter graph deadline the request chose is the expansion's too,
+// and neutral when it runs out; the operator's graph deadline is judged.
+func TestExpansionDeadlineOutcomes(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration // the operator's graph deadline
+		q        retriever.Query
+		want     spi.Outcome
+	}{
+		{"request's shorter graph deadline", time.Minute / 3, retriever.Query{Text: "q",
+			Sources: map[string]retriever.SourceOptions{spi.SourceGraph: {TimeoutMS: 20}}}, spi.OutcomeNeutral},
+		{"operator's graph deadline", 20 * time.Millisecond, retriever.Query{Text: "q"}, spi.OutcomeTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStack()
+			s.gr.expand = fault{Block: true}
+			g := &fakeGate{}
+			cfg := s.config()
+			cfg.Defaults.Sources = map[string]retriever.SourceOptions{spi.SourceGraph: {TimeoutMS: int(tc.deadline.Milliseconds())}}
+			cfg.Gates = map[string]spi.Gate{spi.SourceGraphExpand: g}
+			res := mustRetrieve(t, mustNew(t, cfg), tc.q)
+			if st := res.Sources[spi.SourceGraphExpand]; st.Status != retriever.StatusTimeout {
+				t.Fatalf("graph_expand = %+v, want timeout", st)
+			}
+			if got := g.seen(); !slices.Equal(got, []spi.Outcome{tc.want}) {
+				t.Fatalf("expansion outcomes %v, want [%v]", got, tc.want)
+			}
+		})
+	}
+}
+
+// Issue 18 item 4: a tenant's deadlines cannot open a shared breaker. A
+// hung keyword source behind a real guard (threshold 1): queries whose
+// keyword deadline is shorter than the operator's leave the breaker
+// closed, and one whose timeout_ms overflows a Duration is refused before
+// any call.
+func TestRequestDeadlinesCannotOpenTheBreaker(t *testing.T) {
+	s := newStack()
+	s.kw.fault = fault{Block: true}
+	cfg := s.config()
+	cfg.Defaults.SourceTimeout = 20 * time.Second // never reached: every query chooses less
+	b, err := breaker.New(spi.SourceKeyword, breaker.Config{FailureThreshold: 1, ResetTimeout: time.Hour, HalfOpenMaxCalls: 1, SuccessThreshold: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withBreaker(&cfg, b, spi.SourceKeyword)
+	r := mustNew(t, cfg)
+	for range 5 {
+		res := mustRetrieve(t, r, retriever.Query{Text: "q", Sources: map[string]retriever.SourceOptions{spi.SourceKeyword: {TimeoutMS: 5}}})
+		if st := res.Sources[spi.SourceKeyword]; st.Status != retriever.StatusTimeout {
+			t.Fatalf("keyword = %+v, want timeout", st)
+		}
+	}
+	_, err = r.Retrieve(context.Background(), retriever.Query{Text: "q", Sources: map[string]retriever.SourceOptions{spi.SourceKeyword: {TimeoutMS: 9223372036855}}})
+	if !errors.Is(err, spi.ErrInvalidQuery) {
+		t.Fatalf("an overflowing timeout_ms: %v, want an invalid query", err)
+	}
+	if got := b.State(); got != breaker.Closed {
+		t.Fatalf("request-chosen deadlines moved the shared keyword breaker to %v", got)
 	}
 }
 

@@ -46,7 +46,7 @@ func (r *HybridRetriever) hydrate(ctx context.Context, ids []string, tenant stri
 		ask := remaining
 		// Hydration is not admitted through the gate (not limited, not
 		// counted): only its open circuit is honoured, above.
-		got, a := call(r, ctx, nil, timeout, func(ctx context.Context) ([]spi.Document, error) {
+		got, a := call(r, ctx, nil, fixed(timeout), func(ctx context.Context) ([]spi.Document, error) {
 			d, _, err := h.Hydrator.Hydrate(ctx, ask)
 			return d, err
 		})

@@ -1,6 +1,7 @@
 package retriever
 
 import (
+	"math"
 	"time"
 
 	"github.com/ragd/ragd/spi"
@@ -13,8 +14,20 @@ type sourcePlan struct {
 	reason  string // why not enabled
 	k       int
 	weight  float64
-	timeout time.Duration
+	dl      deadline
 }
+
+// deadline is a call's deadline and the one its source is judged by.
+// timeout is what the call waits (the request's choice, else the
+// operator's); judged is always the operator's (Defaults), so a request
+// can shorten or lengthen its own wait but never what its source's gate
+// hears: see outcome.
+type deadline struct {
+	timeout, judged time.Duration
+}
+
+// fixed is a deadline no request can choose.
+func fixed(d time.Duration) deadline { return deadline{timeout: d, judged: d} }
 
 // plan is a query's effective settings: Query over Defaults over built-ins.
 type plan struct {
@@ -37,7 +50,7 @@ func (r *HybridRetriever) plan(q *Query) plan {
 		window:       orInt(q.Window, orInt(d.Window, DefaultWindow)),
 		mode:         q.Fusion.Mode,
 		minSources:   orInt(q.MinSources, orInt(d.MinSources, DefaultMinSources)),
-		budget:       orDur(time.Duration(q.BudgetMS)*time.Millisecond, orDur(d.Budget, DefaultBudget)),
+		budget:       orDur(ms2dur(q.BudgetMS), orDur(d.Budget, DefaultBudget)),
 		embedTimeout: orDur(d.EmbedTimeout, DefaultEmbedTimeout),
 	}
 	if p.mode == "" {
@@ -81,7 +94,10 @@ func (r *HybridRetriever) plan(q *Query) plan {
 	e.k = orInt(q.Expand.Limit, orInt(qo.K, orInt(d.Expand.Limit, orInt(do.K, p.window))))
 	e.weight = orFloat(q.Expand.Weight, orFloat(qo.Weight, orFloat(d.Expand.Weight, orFloat(do.Weight, DefaultExpandWeight))))
 	if qo.TimeoutMS == 0 && do.TimeoutMS == 0 {
-		e.timeout = p.src[2].timeout // the graph's own deadline
+		e.dl.timeout = p.src[2].dl.timeout // the graph's own deadline
+	}
+	if do.TimeoutMS == 0 {
+		e.dl.judged = p.src[2].dl.judged
 	}
 	p.expand = e
 	p.seeds = orInt(q.Expand.Seeds, orInt(d.Expand.Seeds, DefaultExpandSeeds))
@@ -97,8 +113,9 @@ func (r *HybridRetriever) sourcePlan(q *Query, name string, configured bool, win
 		enabled: configured,
 		k:       orInt(qo.K, orInt(do.K, window)),
 		weight:  orFloat(qo.Weight, orFloat(do.Weight, weight)),
-		timeout: orDur(ms2dur(qo.TimeoutMS), orDur(ms2dur(do.TimeoutMS), orDur(d.SourceTimeout, DefaultSourceTimeout))),
 	}
+	sp.dl.judged = orDur(ms2dur(do.TimeoutMS), orDur(d.SourceTimeout, DefaultSourceTimeout))
+	sp.dl.timeout = orDur(ms2dur(qo.TimeoutMS), sp.dl.judged)
 	switch {
 	case !configured:
 		sp.reason = "not configured"
@@ -124,7 +141,13 @@ func (p *plan) settings() FusionSettings {
 	return fs
 }
 
-func ms2dur(ms int) time.Duration { return time.Duration(ms) * time.Millisecond }
+// ms2dur converts validated milliseconds; it saturates rather than wrap.
+func ms2dur(ms int) time.Duration {
+	if int64(ms) > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
+}
 
 func orStr(v, def string) string {
 	if v == "" {

@@ -243,16 +243,16 @@ func (ru *run) callStage1(ctx context.Context, sp sourcePlan, slot *stage1Outcom
 				return
 			}
 		}
-		slot.refs, slot.a = call(r, ctx, r.gate(sp.name), sp.timeout, func(ctx context.Context) ([]spi.Ref, error) {
+		slot.refs, slot.a = call(r, ctx, r.gate(sp.name), sp.dl, func(ctx context.Context) ([]spi.Ref, error) {
 			return r.cfg.Vector.Retrieve(ctx, spi.VectorRequest{Vector: vec, K: sp.k, Tenant: q.Tenant, Filter: q.Filter})
 		})
 		slot.a.took += slot.embed.took
 	case spi.SourceKeyword:
-		slot.refs, slot.a = call(r, ctx, r.gate(sp.name), sp.timeout, func(ctx context.Context) ([]spi.Ref, error) {
+		slot.refs, slot.a = call(r, ctx, r.gate(sp.name), sp.dl, func(ctx context.Context) ([]spi.Ref, error) {
 			return r.cfg.Keyword.Retrieve(ctx, req)
 		})
 	default:
-		slot.refs, slot.a = call(r, ctx, r.gate(sp.name), sp.timeout, func(ctx context.Context) ([]spi.Ref, error) {
+		slot.refs, slot.a = call(r, ctx, r.gate(sp.name), sp.dl, func(ctx context.Context) ([]spi.Ref, error) {
 			return r.cfg.Graph.MatchEntities(ctx, req)
 		})
 	}
@@ -261,7 +261,7 @@ func (ru *run) callStage1(ctx context.Context, sp sourcePlan, slot *stage1Outcom
 // embed turns the query text into a vector through the embedder's gate.
 func (ru *run) embed(ctx context.Context) ([]float32, attempt) {
 	r := ru.r
-	vec, a := call(r, ctx, r.gate(spi.SourceEmbedder), ru.p.embedTimeout, func(ctx context.Context) ([]float32, error) {
+	vec, a := call(r, ctx, r.gate(spi.SourceEmbedder), fixed(ru.p.embedTimeout), func(ctx context.Context) ([]float32, error) {
 		vs, err := r.cfg.Embedder.Embed(ctx, []string{ru.q.Text})
 		if err != nil {
 			return nil, err
@@ -356,7 +356,7 @@ func (ru *run) expand(ctx context.Context, rk ranking) bool {
 		seeds[i] = rk.id(i)
 	}
 	opts := spi.ExpandOptions{Hops: p.hops, Limit: e.k, Tenant: q.Tenant, Filter: q.Filter}
-	refs, a := call(r, ctx, g, e.timeout, func(ctx context.Context) ([]spi.Ref, error) {
+	refs, a := call(r, ctx, g, e.dl, func(ctx context.Context) ([]spi.Ref, error) {
 		return r.cfg.Graph.Expand(ctx, seeds, opts)
 	})
 	if len(refs) > e.k {

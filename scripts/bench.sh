@@ -10,6 +10,14 @@
 #                                    directory, ports BENCH_PORT+1..): healthy,
 #                                    Neo4j SIGSTOPped, PostgreSQL SIGSTOPped,
 #                                    Neo4j restarted
+#   scripts/bench.sh load hung       ragd with its embedded stores, open loop:
+#                                    BENCH_RATE (200) queries a second from up to
+#                                    BENCH_CLIENTS (64) clients, more than the
+#                                    vector store's concurrency limit, healthy,
+#                                    then the vector store hung until its breaker
+#                                    opens, one phase open (probes under way),
+#                                    healed; then the guards' shed and timeout
+#                                    counters and the probe trials from the log
 #
 # Each prints one markdown table (req/s, p50/p99, CPU ms per query, each
 # source's share of ok answers, breaker transitions per phase) and a summary
@@ -28,7 +36,9 @@
 #                                    documents" section. Needs python3 and jq.
 #
 # Settings (environment): RAG_CRANFIELD_DIR (default ../shared/data/cranfield),
-# BENCH_CLIENTS (8), BENCH_PHASE (10s), BENCH_PORT (18090), BENCH_RESET_S (10).
+# BENCH_CLIENTS (8; 64 for hung), BENCH_PHASE (10s; 12s for hung, longer
+# than the cooldown), BENCH_PORT (18090), BENCH_RESET_S (10), BENCH_RATE
+# (hung only; 200).
 # scale only: BENCH_CACHE (a directory keeping the generated corpora between
 # runs; default a temporary one), BENCH_VECTORS (384: documents and queries
 # carry the same random unit vectors, as given to the peers; 0: the built-in
@@ -37,11 +47,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 case "${1:-}" in
   load)
     mode=${2:-embedded}
-    case "$mode" in embedded|servers) ;; *) usage ;; esac ;;
+    case "$mode" in embedded|servers|hung) ;; *) usage ;; esac ;;
   scale)
     mode=embedded
     docs=${2:-}
@@ -53,6 +63,12 @@ data=${RAG_CRANFIELD_DIR:-../shared/data/cranfield}
 [ -f "$data/corpus.jsonl" ] || { echo "bench: no corpus at $data (set RAG_CRANFIELD_DIR)" >&2; exit 1; }
 clients=${BENCH_CLIENTS:-8}
 phase=${BENCH_PHASE:-10s}
+rate=
+if [ "$mode" = hung ]; then
+  clients=${BENCH_CLIENTS:-64}
+  phase=${BENCH_PHASE:-12s}
+  rate=${BENCH_RATE:-200}
+fi
 port=${BENCH_PORT:-18090}
 reset=${BENCH_RESET_S:-10}
 work=$(mktemp -d)
@@ -180,7 +196,7 @@ go build -o "$work/ragd-bench" ./cmd/ragd-bench
 # The bench config: the shipped file of the mode with a short breaker
 # cooldown (recovery is measured against it), pprof for profiling the run,
 # and the fault-injection endpoints (embedded).
-if [ "$mode" = embedded ]; then
+if [ "$mode" != servers ]; then
   src=rag.yaml
 else
   src=deploy/rag.servers.yaml
@@ -228,10 +244,17 @@ common=(-server "http://127.0.0.1:$port" -queries "$data" -clients "$clients" -p
 echo "== warming up" >&2
 "$work/ragd-bench" "${common[@]}" -duration 3s -label warm-up >/dev/null
 
-echo "## ragd load, $mode, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $clients clients, $phase phases, reset_timeout ${reset}s"
+echo "## ragd load, $mode, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $clients clients${rate:+ (open loop, $rate queries/s)}, $phase phases, reset_timeout ${reset}s, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 if [ "$mode" = embedded ]; then
   "$work/ragd-bench" "${common[@]}" -duration "$phase" -scenario embedded -reset-timeout "${reset}s"
+elif [ "$mode" = hung ]; then
+  "$work/ragd-bench" "${common[@]}" -rate "$rate" -duration "$phase" -scenario vector-hung -reset-timeout "${reset}s"
+  echo
+  echo "vector guard after the run:"
+  curl -sf "http://127.0.0.1:$port/metrics" | grep -E '^ragd_guard_(limit|shed_total|timeouts_total)\{.*source="vector"' | sed 's/^/    /'
+  echo "background probe trials that failed (ragd log): $(grep -c 'guard: trial failed' "$work/ragd.log" || true)"
+  echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 else
   bolt=${RAGD_NEO4J_URI##*:}
   pgport=$(echo "$RAGD_PG_DSN" | sed -E 's#.*:([0-9]+)/.*#\1#')

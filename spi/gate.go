@@ -13,9 +13,10 @@ import (
 // nothing about breakers or limiters.
 type Gate interface {
 	// Admit asks to call the source now. It returns a Permit, which the
-	// caller must Done exactly once, or a *RejectedError (matching
-	// ErrCircuitOpen or ErrShed) without admitting anything. Admit never
-	// blocks beyond ctx and never calls the source.
+	// caller must Done exactly once, or, admitting nothing, a
+	// *RejectedError (matching ErrCircuitOpen or ErrShed), or ctx's error
+	// when ctx is already done. Admit never waits and never calls the
+	// source.
 	Admit(ctx context.Context) (Permit, error)
 	// Check reports, admitting nothing, the *RejectedError with which Admit
 	// would refuse because the circuit is open, or nil: a cheap pre-check
@@ -48,13 +49,17 @@ const (
 	// OutcomeFailure: the source failed (unavailable, a server error, a
 	// panic): evidence that it is unhealthy.
 	OutcomeFailure
-	// OutcomeTimeout: the call ran out of its own per-source deadline. A
-	// gate counts it as a failure only when the source was not saturated
-	// (see package guard): slow because overloaded is not dead.
+	// OutcomeTimeout: the call ran out of the source's deadline as the
+	// operator configured it (or answered only after it). A deadline the
+	// request chose, shorter than that, is OutcomeNeutral: requests must
+	// not move what every tenant shares. A gate counts a timeout as a
+	// failure unless another call to the source succeeded meanwhile or the
+	// same stall was already counted (see package guard): slow because
+	// overloaded is not dead.
 	OutcomeTimeout
 	// OutcomeNeutral: the call ended for reasons that say nothing about the
-	// source: the caller gave up, the query budget ran out, or the request
-	// was invalid.
+	// source: the caller gave up, the query budget or a deadline the
+	// request chose ran out, or the request was invalid.
 	OutcomeNeutral
 )
 
