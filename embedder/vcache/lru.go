@@ -87,6 +87,20 @@ func (l *LRU) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	return out, nil
 }
 
+// Cached implements spi.EmbedCache: text's vector when the LRU holds it
+// (a copy), without calling the embedder. A hit counts as one; a miss
+// counts when Embed is then called.
+func (l *LRU) Cached(text string) ([]float32, bool) {
+	v, ok := l.c.Get(KeyOf(l.identity, l.role, text))
+	if !ok {
+		return nil, false
+	}
+	l.hits.Add(1)
+	return slices.Clone(v), true
+}
+
+var _ spi.EmbedCache = (*LRU)(nil)
+
 // LRUStats are an LRU's figures.
 type LRUStats struct {
 	Entries      int

@@ -291,6 +291,15 @@ func TestLRU(t *testing.T) {
 	if st := l.Stats(); st.Entries != 2 || st.Hits != 3 || st.Misses != 4 {
 		t.Fatalf("stats = %+v", st)
 	}
+	if v, ok := l.Cached("a"); !ok || !slices.Equal(v, vecs(4, []string{"a"})[0]) {
+		t.Fatalf("Cached(a) = %v, %v", v, ok)
+	}
+	if _, ok := l.Cached("never"); ok {
+		t.Fatal("Cached of a text never embedded")
+	}
+	if st := l.Stats(); st.Hits != 4 || st.Misses != 4 {
+		t.Fatalf("after Cached: stats = %+v, want the hit counted, the miss not", st)
+	}
 	boom := errors.New("fake: down")
 	inner.EmbedFn = func([]string) ([][]float32, error) { return nil, boom }
 	if _, err := l.Embed(ctx, []string{"zzz"}); !errors.Is(err, boom) {
