@@ -25,6 +25,7 @@ func TestStatusUp(t *testing.T) {
 		`(?m)^change log: head \d+`,
 		`(?m)^DERIVED STORE\s+APPLIED\s+BEHIND\s+LAG\s+ERROR`,
 		`(?m)^keyword\s+\d+\s+0\s+-\s+-`,
+		`(?m)^embedding: 0 texts pending; \d+ embedded, \d+ kept their stored vector since start$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(stdout) {
 			t.Errorf("output does not match %s:\n%s", re, stdout)
