@@ -35,6 +35,7 @@ func subcommands() []func(*app) *cobra.Command {
 		newEvalCmd,
 		newReembedCmd,
 		newIngestCmd,
+		newModelCmd,
 		newQueryCmd,
 		newServeCmd,
 		newStatusCmd,
