@@ -246,15 +246,16 @@ func TestKeywordIndexCatchesUpWithTheRecordAtStart(t *testing.T) {
 	if _, err := a.LoadDemo(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	dim := a.Embedder.Dimension()
 	a.Close()
 
 	// A crash after the record write and before the index write: the
 	// document is only in the system of record.
-	vs, err := vectorembedded.Open(context.Background(), vectorembedded.Config{Dir: filepath.Join(cfg.DataDir, cfg.Backends.Vector.Dir), Dimension: cfg.Embedder.Dimension})
+	vs, err := vectorembedded.Open(context.Background(), vectorembedded.Config{Dir: filepath.Join(cfg.DataDir, cfg.Backends.Vector.Dir), Dimension: dim})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := make([]float32, cfg.Embedder.Dimension)
+	v := make([]float32, dim)
 	v[0] = 1
 	if err := vs.Upsert(context.Background(), []spi.Document{{ID: "orphan", Title: "zeppelin mooring masts", Text: "only in the record", Vector: v}}); err != nil {
 		t.Fatal(err)
