@@ -82,7 +82,7 @@ func newEvalCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			inst, err := ragdapp.New(ctx, cfg, ragdapp.Options{Logger: ragdapp.NewLogger(a.stderr, logLevel)})
+			inst, err := ragdapp.New(ctx, cfg, ragdapp.Options{Logger: ragdapp.NewLogger(a.stderr, logLevel), PullProgress: a.stderr})
 			if err != nil {
 				return err
 			}

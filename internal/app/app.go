@@ -51,6 +51,14 @@ type Options struct {
 	// Reembed opens the vector store without checking that its vectors
 	// come from the configured embedder, for Reembed.
 	Reembed bool
+	// ModelFallback lets ragd start on the hashing embedder when the
+	// configured built-in model cannot be had (`ragd serve`: the service
+	// comes up and says so loudly; see App.EmbedderFallback). Without it a
+	// missing model fails New with the fix.
+	ModelFallback bool
+	// PullProgress receives the progress of a model pulled at start; nil
+	// shows none.
+	PullProgress io.Writer
 }
 
 // App is a wired ragd instance. Close releases every store.
@@ -78,6 +86,10 @@ type App struct {
 	DocumentEmbedder spi.Embedder
 	DocumentGuard    *guard.Guard
 	VectorCache      *vcache.Store
+	// EmbedderFallback is set while the hashing embedder stands in for a
+	// built-in model that could not be had (Options.ModelFallback): the
+	// health report, `ragd status` and the start-up log say so.
+	EmbedderFallback *Fallback
 	Vector           spi.VectorRetrievalBackend
 	Keyword          spi.KeywordRetrievalBackend
 	Graph            spi.GraphRetrievalBackend
@@ -95,8 +107,11 @@ type App struct {
 	Events      *events.Ring
 	SourceStats *sourcestats.Window
 
-	embedderCPU bool
-	queryCache  *vcache.LRU
+	embedderCPU   bool
+	embedderKind  string // the kind running: the configured one, or hashing as a fallback
+	modelFallback bool
+	pullProgress  io.Writer
+	queryCache    *vcache.LRU
 
 	now            func() time.Time
 	version        string
@@ -116,7 +131,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err err
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Logger: opts.Logger, Registry: opts.Registry, now: opts.Now, version: opts.Version, reembed: opts.Reembed}
+	a := &App{Config: cfg, Logger: opts.Logger, Registry: opts.Registry, now: opts.Now, version: opts.Version, reembed: opts.Reembed,
+		modelFallback: opts.ModelFallback && !opts.Reembed, pullProgress: opts.PullProgress}
 	if a.Logger == nil {
 		a.Logger = NewLogger(os.Stderr, cfg.Log.Level)
 	}
@@ -167,7 +183,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err err
 		slog.String("vector", cfg.Backends.Vector.Kind),
 		slog.String("keyword", cfg.Backends.Keyword.Kind),
 		slog.String("graph", cfg.Backends.Graph.Kind),
-		slog.String("embedder", cfg.Embedder.Kind),
+		slog.String("embedder", a.embedderKind),
 		slog.Bool("breakers", cfg.Breakers.Enabled))
 	return a, nil
 }
@@ -199,7 +215,7 @@ func (a *App) wireRetriever() error {
 	}
 	for _, name := range spi.RetrievalSources() {
 		sc := c.Sources[name]
-		o := retriever.SourceOptions{Enabled: sc.Enabled, K: sc.K, TimeoutMS: sc.TimeoutMS, Weight: a.Config.SourceWeight(name)}
+		o := retriever.SourceOptions{Enabled: sc.Enabled, K: sc.K, TimeoutMS: sc.TimeoutMS, Weight: a.Config.SourceWeightFor(name, a.embedderKind)}
 		if o.Weight == 0 {
 			o.Enabled = &off
 		}
@@ -360,7 +376,7 @@ func (a *App) Health() map[string]spi.HealthChecker {
 		m[spi.SourceGraph] = a.healthOf(spi.SourceGraph, a.Graph)
 	}
 	if a.Embedder != nil {
-		m[spi.SourceEmbedder] = a.healthOf(spi.SourceEmbedder, embedderHealth{a.Embedder})
+		m[spi.SourceEmbedder] = a.healthOf(spi.SourceEmbedder, embedderHealth{e: a.Embedder, fallback: a.EmbedderFallback})
 	}
 	return m
 }

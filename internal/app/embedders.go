@@ -42,16 +42,31 @@ type Embedders struct {
 	// CPU marks a model that runs in this process on the CPU: query
 	// embedding then gets a concurrency limit fitted to the cores, and
 	// document embedding one batch at a time.
-	CPU     bool
-	closers []io.Closer
+	CPU bool
+	// Fallback is set when the hashing embedder stands in for a missing
+	// built-in model (EmbedderOptions.Fallback).
+	Fallback *Fallback
+	closers  []io.Closer
 }
 
-// OpenEmbedders opens the embedder rag.yaml configures. logger receives
-// warnings (an embedding server unreachable at start); nil discards.
-func OpenEmbedders(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Embedders, error) {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+// Kind is the kind of embedder actually running: the configured one, or
+// hashing while it stands in for a missing model.
+func (e *Embedders) Kind(cfg *config.Config) string {
+	if e.Fallback != nil {
+		return config.KindHashing
 	}
+	return cfg.Embedder.Kind
+}
+
+// OpenEmbedders opens the embedder rag.yaml configures. A built-in model
+// missing from the model cache is pulled first (within
+// embedder.pull_timeout_s); one that cannot be had is an error naming the
+// fix, or, with o.Fallback, the hashing embedder with Embedders.Fallback.
+func OpenEmbedders(ctx context.Context, cfg *config.Config, o EmbedderOptions) (*Embedders, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	logger := o.Logger
 	switch cfg.Embedder.Kind {
 	case config.KindHashing:
 		e, err := hashing.New(hashing.Config{Dimension: cfg.Embedder.Dimension})
@@ -86,7 +101,7 @@ func (e *Embedders) Close() error {
 // skipped with a warning.
 func (a *App) openVectorCaches() error {
 	c := a.Config.Embedder
-	if c.Kind == config.KindHashing {
+	if a.embedderKind == config.KindHashing {
 		return nil
 	}
 	if c.Cache.QueryEntries > 0 {
@@ -144,7 +159,9 @@ func (a *App) documentSlots() int {
 	if a.embedderCPU && a.Config.Embedder.DocumentConcurrency == 0 {
 		return 1
 	}
-	return a.Config.Embedder.DocumentSlots()
+	e := a.Config.Embedder
+	e.Kind = a.embedderKind
+	return e.DocumentSlots()
 }
 
 // queryLimit is the default concurrency limit of query embedding: the

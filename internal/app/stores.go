@@ -21,19 +21,26 @@ import (
 // store is the system of record; the keyword index and the graph are
 // derived from it through its change log.
 func (a *App) openStores(ctx context.Context) error {
-	emb, err := OpenEmbedders(ctx, a.Config, a.Logger)
+	emb, err := OpenEmbedders(ctx, a.Config, EmbedderOptions{Logger: a.Logger, Fallback: a.modelFallback, PullProgress: a.pullProgress})
 	if err != nil {
 		return err
 	}
 	a.closers = append(a.closers, emb)
 	a.Embedder, a.QueryEmbedder = emb.Document, emb.Query
 	a.EmbedderIdentity = emb.Identity
+	a.EmbedderFallback = emb.Fallback
 	a.embedderCPU = emb.CPU
+	a.embedderKind = emb.Kind(a.Config)
 	if err := a.openVectorCaches(); err != nil {
 		return err
 	}
 
 	if err := a.openVector(ctx, emb.Document.Dimension()); err != nil {
+		if fb := a.EmbedderFallback; fb != nil {
+			// Not `ragd reembed`: that would rebuild the vectors with the
+			// stand-in.
+			return fmt.Errorf("%w. This vector store needs the built-in model %s, which is unavailable (%s): fix: %s", err, fb.Model, fb.Reason, fb.Fix)
+		}
 		return err
 	}
 	// A missing or corrupt keyword index is rebuilt from the system of
