@@ -22,7 +22,10 @@ func TestEvalCranfieldEmbedded(t *testing.T) {
 	if code, _, _ := runRagd(t, "eval", dir, "-c", "does-not-exist.yaml"); code == 0 {
 		t.Fatalf("an explicit missing config must fail, got exit 0")
 	}
-	code, stdout, stderr := runRagd(t, "eval", dir, "--modes", "keyword,vector,graph,hybrid")
+	// The hashing embedder: exact, needs no model (TestEvalCranfieldBuiltin
+	// measures the built-in model).
+	hashing := writeConfig(t, t.TempDir(), "  kind: hashing\n")
+	code, stdout, stderr := runRagd(t, "eval", dir, "-c", hashing, "--modes", "keyword,vector,graph,hybrid")
 	if code != 0 {
 		t.Fatalf("ragd eval exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}

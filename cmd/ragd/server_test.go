@@ -39,6 +39,7 @@ func startTestRagd(t *testing.T, configure func(*config.Config)) *liveRagd {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
+	cfg.Embedder.Kind = config.KindHashing // exact and needs no model
 	off := false
 	cfg.Auth.Enabled = &off
 	cfg.Server.Listen = "127.0.0.1:0"

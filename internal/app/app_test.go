@@ -30,6 +30,9 @@ func embeddedConfig(t testing.TB) *config.Config {
 	off := false
 	c.Auth.Enabled = &off
 	c.DataDir = t.TempDir()
+	// These tests are about the wiring: the hashing embedder is exact and
+	// needs no model (the built-in model's tests read it from testenv).
+	c.Embedder.Kind = config.KindHashing
 	// The graph source and its expansion are off by default; these tests
 	// are about the wiring of all three sources, so they switch them on.
 	on, one := true, 1.0
