@@ -241,8 +241,10 @@ func validateAuth(a config.AuthConfig) []error {
 		if k.Role != config.RoleQuery && k.Role != config.RoleAdmin {
 			bad("Auth.Keys[%d] (%s): role must be %q or %q, got %q", i, k.Name, config.RoleQuery, config.RoleAdmin, k.Role)
 		}
-		if k.Tenant != "" && ingest.ValidateID(k.Tenant, ingest.DefaultMaxIDBytes) != nil {
-			bad("Auth.Keys[%d] (%s): tenant must be at most %d bytes of UTF-8 without control characters", i, k.Name, ingest.DefaultMaxIDBytes)
+		if k.Tenant != "" {
+			if err := spi.ValidateName(k.Tenant, spi.MaxNameBytes); err != nil {
+				bad("Auth.Keys[%d] (%s): tenant: %v", i, k.Name, err)
+			}
 		}
 	}
 	return errs

@@ -98,7 +98,7 @@ func uintParam(c echo.Context, name string, def, maxV uint64) (uint64, error) {
 // public: every figure it shows comes from the API with the key the user
 // types in, held by the page in memory only.
 func (s *Server) mountUI(e *echo.Echo) {
-	h := echo.WrapHandler(http.StripPrefix("/ui", ui.Handler()))
+	h := foreign(http.StripPrefix("/ui", ui.Handler()), "no such file")
 	e.GET("/ui", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/ui/") })
 	e.GET("/ui/*", h)
 	s.paths["/ui"], s.paths["/ui/*"] = true, true // metric labels

@@ -40,6 +40,9 @@ func readBodyUpTo(limit int64, next echo.HandlerFunc) echo.HandlerFunc {
 		if err := checkJSONContentType(r.Header.Get(echo.HeaderContentType)); err != nil {
 			return err
 		}
+		if err := checkIdentityEncoding(c); err != nil {
+			return err
+		}
 		if r.ContentLength > limit {
 			return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
 				"request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit)
@@ -70,7 +73,9 @@ func (s *Server) decodeJSON(c echo.Context, dst any) error {
 	return decodeBody(body, dst)
 }
 
-// decodeBody decodes one JSON object from body into dst, strictly.
+// decodeBody decodes one JSON object from body into dst, strictly: no
+// unknown field, no field name in another case, no name twice in one
+// object (checkStrict), nothing after the object.
 func decodeBody(body []byte, dst any) error {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
@@ -89,6 +94,9 @@ func decodeBody(body []byte, dst any) error {
 		off := int64(invalidUTF8At(body))
 		e := newError(http.StatusBadRequest, CodeMalformedJSON, "the body is not valid UTF-8 (byte %d)", off)
 		e.Detail.Offset = &off
+		return e
+	}
+	if e := checkStrict(body, reflect.TypeOf(dst)); e != nil {
 		return e
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -230,6 +238,25 @@ func checkJSONContentType(ct string) error {
 	if err != nil || !(mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))) {
 		return newError(http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
 			"Content-Type must be application/json, got %s", truncate(ct, 64))
+	}
+	return nil
+}
+
+// checkIdentityEncoding refuses a compressed body (Content-Encoding other
+// than identity) with 415 and Accept-Encoding: identity (RFC 7694). ragd
+// does not decompress request bodies: the body limit would bound the
+// compressed size only, and a decompression bomb would cost memory
+// before any check; bulk clients on a slow link compress at the TLS
+// terminator or proxy instead.
+func checkIdentityEncoding(c echo.Context) error {
+	for _, v := range c.Request().Header.Values(echo.HeaderContentEncoding) {
+		for coding := range strings.SplitSeq(v, ",") {
+			if coding = strings.TrimSpace(coding); coding != "" && !strings.EqualFold(coding, "identity") {
+				c.Response().Header().Set(echo.HeaderAcceptEncoding, "identity")
+				return newError(http.StatusUnsupportedMediaType, CodeUnsupportedEncoding,
+					"a compressed body (Content-Encoding other than identity) is not supported: send it uncompressed")
+			}
+		}
 	}
 	return nil
 }

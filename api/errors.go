@@ -46,6 +46,7 @@ type ErrorDetail struct {
 const (
 	CodeMalformedJSON         = "malformed_json"
 	CodeUnknownField          = "unknown_field"
+	CodeDuplicateField        = "duplicate_field"
 	CodeInvalidBody           = "invalid_body"
 	CodeInvalidQuery          = "invalid_query"
 	CodeEmptyQuery            = "empty_query"
@@ -63,6 +64,7 @@ const (
 	CodeMethodNotAllowed      = "method_not_allowed"
 	CodeBodyTooLarge          = "body_too_large"
 	CodeUnsupportedMedia      = "unsupported_media_type"
+	CodeUnsupportedEncoding   = "unsupported_content_encoding"
 	CodeTooManyRequests       = "too_many_requests"
 	CodeClientClosedRequest   = "client_closed_request"
 	CodeInternal              = "internal"

@@ -125,6 +125,7 @@ func New(cfg Config) (*Server, error) {
 	e.TLSServer.ErrorLog = e.StdLogger
 	e.HTTPErrorHandler = s.handleError
 	s.tracer = newTracer(cfg.TracerProvider)
+	e.Pre(routeEscaped)
 	e.Use(withRequestID, s.traced, s.observe, s.recoverer(), refuseOptions, s.withTimeout)
 	for _, r := range routes {
 		// Authenticate, then read the body, and only then take an

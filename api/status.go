@@ -133,7 +133,10 @@ func (s *Server) forceOpen() echo.HandlerFunc {
 // forceState applies force to the named breaker and answers body(snapshot).
 func (s *Server) forceState(verb string, force func(Breakers, string) (breaker.Snapshot, error), body func(breaker.Snapshot) any) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		name := c.Param("name")
+		name, ok := pathParam(c, "name")
+		if !ok {
+			return newError(http.StatusNotFound, CodeUnknownBreaker, "no such circuit breaker")
+		}
 		if s.cfg.Breakers == nil {
 			return newError(http.StatusNotFound, CodeUnknownBreaker, "circuit breakers are not enabled on this server")
 		}

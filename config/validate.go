@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/ragd/ragd/embedder/builtin/modelcache"
-	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -306,8 +305,10 @@ func (c *Config) Validate() error {
 		if !oneOf(key.Role, RoleQuery, RoleAdmin) {
 			bad(p+".role", `must be "query" or "admin", got %q`, key.Role)
 		}
-		if key.Tenant != "" && ingest.ValidateID(key.Tenant, ingest.DefaultMaxIDBytes) != nil {
-			bad(p+".tenant", "must be a tenant as documents carry it: at most %d bytes of UTF-8 without control characters", ingest.DefaultMaxIDBytes)
+		if key.Tenant != "" {
+			if err := spi.ValidateName(key.Tenant, spi.MaxNameBytes); err != nil {
+				bad(p+".tenant", "must be a tenant name as documents carry it (%s)", strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": "))
+			}
 		}
 	}
 	for i, p := range c.Auth.Public {

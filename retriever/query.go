@@ -158,6 +158,11 @@ func (q Query) Validate(limits Limits) error {
 			return qerr("vector", "every component is zero; a zero vector has no direction")
 		}
 	}
+	if q.Tenant != "" {
+		if err := spi.ValidateName(q.Tenant, spi.MaxNameBytes); err != nil {
+			return qerr("tenant", "%s", strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": "))
+		}
+	}
 	if err := q.Filter.Validate(); err != nil {
 		msg := strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": ")
 		return qerr("filter", "%s", msg)

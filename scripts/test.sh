@@ -52,7 +52,9 @@ fuzz_targets=(
   "./config FuzzParse"
   "./api FuzzQueryHandler"
   "./api FuzzDocumentID"
+  "./spi FuzzValidateName"
   "./backends/vector/embedded FuzzDotCodes"
+  "./embedder/builtin/wordpiece FuzzEncode"
 )
 fuzz() {
   local t pkg target

@@ -72,6 +72,21 @@ type Document struct {
 	UpdatedAt time.Time         `json:"updated_at,omitzero"`
 }
 
+// ValidateUpdatedAt reports an UpdatedAt no store can keep: outside the
+// years 1 to 9999 once in UTC, the range RFC 3339 writes and every store
+// holds. "9999-12-31T23:59:59-23:59" parses, but is in the year 10000 in
+// UTC. The zero time (unset: the write path stamps it) passes. The error
+// wraps ErrInvalidQuery and quotes no value.
+func ValidateUpdatedAt(t time.Time) error {
+	if t.IsZero() {
+		return nil
+	}
+	if y := t.UTC().Year(); y < 1 || y > 9999 {
+		return fmt.Errorf("%w: updated_at must lie between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z (in UTC)", ErrInvalidQuery)
+	}
+	return nil
+}
+
 // Filter restricts retrieval to documents whose metadata matches. Each key
 // names a metadata field; the document must carry, for every key, one of the
 // listed values (AND across keys, OR within a key). A nil or empty Filter
