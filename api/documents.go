@@ -160,10 +160,20 @@ func pathID(c echo.Context) (string, error) {
 	if !ok {
 		return "", fieldError(CodeInvalidID, "id", "the document id is not a valid percent-encoding")
 	}
-	if err := spi.ValidateStoredName(id, ingest.DefaultMaxIDBytes); err != nil {
-		return "", fieldError(CodeInvalidID, "id", "id: %s", reason(err))
+	if err := checkID(id); err != nil {
+		return "", err
 	}
 	return id, nil
+}
+
+// checkID validates a document id named by the caller (GET, DELETE, MCP's
+// get_document): the stored-name rule, so documents stored before the
+// stricter rule for new ids can still be read and deleted.
+func checkID(id string) error {
+	if err := spi.ValidateStoredName(id, ingest.DefaultMaxIDBytes); err != nil {
+		return fieldError(CodeInvalidID, "id", "id: %s", reason(err))
+	}
+	return nil
 }
 
 // reason is the message of a validation error wrapping
@@ -174,13 +184,13 @@ func reason(err error) string {
 
 // visibleDocument loads id from the system of record, treating a document
 // of another tenant exactly like a missing one.
-func (s *Server) visibleDocument(c echo.Context, id string) (spi.Document, error) {
-	docs, _, err := s.cfg.Documents.Hydrate(c.Request().Context(), []string{id})
+func (s *Server) visibleDocument(ctx context.Context, p *Principal, id string) (spi.Document, error) {
+	docs, _, err := s.cfg.Documents.Hydrate(ctx, []string{id})
 	if err != nil {
 		return spi.Document{}, fmt.Errorf("api: documents: hydrate: %w", err)
 	}
 	for _, d := range docs {
-		if d.ID == id && principal(c).visible(d.Tenant) {
+		if d.ID == id && p.visible(d.Tenant) {
 			return d, nil
 		}
 	}
@@ -195,7 +205,7 @@ func (s *Server) getDocument() echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		d, err := s.visibleDocument(c, id)
+		d, err := s.visibleDocument(c.Request().Context(), principal(c), id)
 		if err != nil {
 			return err
 		}

@@ -142,6 +142,7 @@ func New(cfg Config) (*Server, error) {
 		s.paths[r.path] = true
 	}
 	s.mountUI(e)
+	s.mountMCP(e)
 	if cfg.Server.Pprof {
 		s.mountPprof(e)
 	}

@@ -28,7 +28,13 @@
 //     overlap and count once, not once per call. Every timeout still
 //     feeds the limiter as a slow sample, which lowers the limit;
 //   - neutral (the caller gave up, the query's own budget or a deadline
-//     the request chose ran out, the request was invalid): nothing.
+//     the request chose ran out, the request was invalid, or the backend
+//     was never contacted because the request held nothing to search,
+//     spi.ErrNothingToSearch): nothing. In particular an answer that never
+//     reached the backend is not the success that resets the failure
+//     count or makes a concurrent timeout busy: otherwise queries such as
+//     "!!!", which the graph stores answer without asking Neo4j, would
+//     keep a hung Neo4j's breaker closed.
 //
 // Being at the limit, or calls being shed, says nothing either way: a hung
 // backend fills every slot and sheds the rest, and it must still trip. Its

@@ -3,6 +3,7 @@ package guard_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -268,5 +269,44 @@ func TestOverlappingTimeoutsCountOnce(t *testing.T) {
 	p.Done(spi.OutcomeTimeout, 800*time.Millisecond)
 	if b.State() != breaker.Open {
 		t.Fatalf("a second, later timeout: breaker %v, want open", b.State())
+	}
+}
+
+// An answer that never reached the backend (spi.ErrNothingToSearch) is no
+// evidence either way: through Do it neither fails the breaker nor counts
+// as the success that would excuse a concurrent timeout as busy or reset
+// the failure count.
+func TestNothingToSearchIsNeutral(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1e9, 0)}
+	b := newBreaker(t, clock, 2)
+	lim := &fakeLimiter{limit: 8}
+	g := guard.New("graph", guard.Config{Circuit: guard.NewCircuit(b, guard.ProbeConfig{}), Limiter: lim, Now: clock.Now})
+	nothing := func(context.Context) ([]spi.Ref, error) {
+		return nil, fmt.Errorf("graph: match entities: %w", spi.ErrNothingToSearch)
+	}
+	hung := mustAdmit(t, g)
+	if _, err := guard.Do(context.Background(), g, nothing); !errors.Is(err, spi.ErrNothingToSearch) {
+		t.Fatalf("Do = %v", err)
+	}
+	clock.Advance(time.Second)
+	hung.Done(spi.OutcomeTimeout, time.Second)
+	if s := g.Snapshot(); s.TimeoutsCounted != 1 || s.TimeoutsBusy != 0 {
+		t.Fatalf("snapshot %+v: the timeout beside an answer that never reached the backend must count", s)
+	}
+	if _, err := guard.Do(context.Background(), g, nothing); !errors.Is(err, spi.ErrNothingToSearch) {
+		t.Fatalf("Do = %v", err)
+	}
+	if s := b.Snapshot(); s.State != breaker.Closed || s.FailureCount != 1 {
+		t.Fatalf("breaker %+v: want closed with the timeout still counted", s)
+	}
+	clock.Advance(time.Millisecond)
+	p := mustAdmit(t, g)
+	clock.Advance(time.Second)
+	p.Done(spi.OutcomeTimeout, time.Second)
+	if b.State() != breaker.Open {
+		t.Fatalf("two timeouts with only nothing-to-search answers between: breaker %v, want open", b.State())
+	}
+	if lim.dropped != 2 || lim.recorded != 2 {
+		t.Fatalf("limit samples: %d recorded, %d dropped; want the two timeouts recorded, the two neutral answers dropped", lim.recorded, lim.dropped)
 	}
 }

@@ -29,13 +29,20 @@ type deadline struct {
 // fixed is a deadline no request can choose.
 func fixed(d time.Duration) deadline { return deadline{timeout: d, judged: d} }
 
+// cause is the context cause of running out of dl: the query's budget, or
+// a call's deadline; the caller's when the request chose it shorter than
+// the operator's.
+func (dl deadline) cause(budget bool) *deadlineError {
+	return &deadlineError{budget: budget, caller: dl.timeout < dl.judged, after: dl.timeout}
+}
+
 // plan is a query's effective settings: Query over Defaults over built-ins.
 type plan struct {
 	limit, offset, window int
 	mode                  string
 	rrfK                  int
 	minSources            int
-	budget                time.Duration
+	budget                deadline // timeout is the request's budget_ms, else the operator's; judged the operator's
 	src                   [len(stage1)]sourcePlan
 	expand                sourcePlan // k is the expansion limit
 	seeds, hops           int
@@ -50,9 +57,10 @@ func (r *HybridRetriever) plan(q *Query) plan {
 		window:       orInt(q.Window, orInt(d.Window, DefaultWindow)),
 		mode:         q.Fusion.Mode,
 		minSources:   orInt(q.MinSources, orInt(d.MinSources, DefaultMinSources)),
-		budget:       orDur(ms2dur(q.BudgetMS), orDur(d.Budget, DefaultBudget)),
 		embedTimeout: orDur(d.EmbedTimeout, DefaultEmbedTimeout),
 	}
+	p.budget.judged = orDur(d.Budget, DefaultBudget)
+	p.budget.timeout = orDur(ms2dur(q.BudgetMS), p.budget.judged)
 	if p.mode == "" {
 		p.mode = orStr(d.Fusion.Mode, FusionRRF)
 	}

@@ -111,6 +111,11 @@ const MaxQueryTerms = 1024
 // the query as invalid (spi.ErrInvalidQuery).
 const ReasonInvalidQuery = "rejected as invalid query"
 
+// ReasonNothingToSearch is the SourceStatus.Error of a source skipped
+// because its backend found nothing to search in the query
+// (spi.ErrNothingToSearch).
+const ReasonNothingToSearch = "nothing to search"
+
 // QueryError is a Query rejected by Validate. Field is the JSON path of the
 // offending field ("limit", "sources.keyword.weight"); Message says what is
 // wrong without echoing the query text. It matches spi.ErrInvalidQuery.

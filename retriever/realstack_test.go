@@ -909,8 +909,8 @@ func TestSourceDeadlineCountsAgainstBreaker(t *testing.T) {
 			Sources: map[string]retriever.SourceOptions{spi.SourceGraph: {TimeoutMS: 5000}}}
 		for range 3 {
 			res := mustRetrieve(t, r, q)
-			if st := res.Sources[spi.SourceGraph]; st.Status != retriever.StatusTimeout || !strings.Contains(st.Error, "budget") {
-				t.Fatalf("graph = %+v, want a budget timeout", st)
+			if st := res.Sources[spi.SourceGraph]; st.Status != retriever.StatusCallerDeadline || !strings.Contains(st.Error, "budget") || res.Degraded {
+				t.Fatalf("graph = %+v, degraded %v; want the query's own budget (caller_deadline), not degraded", st, res.Degraded)
 			}
 		}
 		if b.State() != breaker.Closed {

@@ -59,7 +59,9 @@ const (
 	OutcomeTimeout
 	// OutcomeNeutral: the call ended for reasons that say nothing about the
 	// source: the caller gave up, the query budget or a deadline the
-	// request chose ran out, or the request was invalid.
+	// request chose ran out, the request was invalid, or it held nothing
+	// to search (ErrNothingToSearch: the backend was not contacted, so
+	// even its empty answer is no sign of life).
 	OutcomeNeutral
 )
 
@@ -115,7 +117,9 @@ func (e *RejectedError) Unwrap() []error { return []error{e.Reason, ErrUnavailab
 // OutcomeOf classifies the result of a call made for a caller whose
 // context is ctx (not a per-call context derived inside the call):
 // success; neutral for an invalid request, an unsupported or refused call,
-// a source overloaded (ErrOverloaded), or once the caller's ctx is done (it gave up, or its budget ran out);
+// a source overloaded (ErrOverloaded), a request with nothing to search
+// (the backend was not contacted, so it is no evidence of its health), or
+// once the caller's ctx is done (it gave up, or its budget ran out);
 // timeout when the call's own deadline passed while the caller still
 // waited; failure otherwise.
 func OutcomeOf(ctx context.Context, err error) Outcome {
@@ -123,7 +127,8 @@ func OutcomeOf(ctx context.Context, err error) Outcome {
 	case err == nil:
 		return OutcomeSuccess
 	case errors.Is(err, ErrInvalidQuery), errors.Is(err, ErrNotFound), errors.Is(err, ErrUnsupported),
-		errors.Is(err, ErrCircuitOpen), errors.Is(err, ErrShed), errors.Is(err, ErrOverloaded):
+		errors.Is(err, ErrNothingToSearch), errors.Is(err, ErrCircuitOpen), errors.Is(err, ErrShed),
+		errors.Is(err, ErrOverloaded):
 		return OutcomeNeutral
 	case ctx.Err() != nil, errors.Is(err, context.Canceled):
 		return OutcomeNeutral

@@ -24,9 +24,10 @@ import (
 // scores. Plain-text queries are answered from the in-memory postings of
 // impact.go, which score exactly as the bleve query of bm25.go
 // (TestImpactMatchesBleveBM25) at a fraction of its cost. Characters such
-// as ':' '(' '"' have no meaning. Text that is empty
-// or consists only of stop words and punctuation yields no refs and no
-// error. With req.Syntax set, Text is parsed as bleve query-string syntax
+// as ':' '(' '"' have no meaning. Text that is empty or consists only of
+// stop words and punctuation returns spi.ErrNothingToSearch without
+// searching (the index answers it without looking, so the answer proves
+// nothing about the index). With req.Syntax set, Text is parsed as bleve query-string syntax
 // instead and scored by bleve's own BM25; unqualified terms then search the
 // text field, and a parse error wraps spi.ErrInvalidQuery.
 //
@@ -41,7 +42,7 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.R
 		return nil, fmt.Errorf("keyword: retrieve: %w", err)
 	}
 	if strings.TrimSpace(req.Text) == "" {
-		return nil, nil
+		return nil, fmt.Errorf("keyword: retrieve: %w: empty text", spi.ErrNothingToSearch)
 	}
 	st, unlock, err := b.acquire(ctx)
 	if err != nil {
@@ -62,7 +63,7 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.R
 	} else {
 		tokens := st.an.Analyze([]byte(req.Text))
 		if len(tokens) == 0 {
-			return nil, nil
+			return nil, fmt.Errorf("keyword: retrieve: %w: no indexed word", spi.ErrNothingToSearch)
 		}
 		if len(tokens) > b.cfg.MaxTerms {
 			return nil, fmt.Errorf("keyword: retrieve: %w: query has %d terms, at most %d allowed",

@@ -57,7 +57,7 @@ func runWithInput(ctx context.Context, args []string, in io.Reader, stdout, stde
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "ragd: %v\n", err)
+	fmt.Fprintf(stderr, "ragd: %v\n", explain(err))
 	var ue usageError
 	if errors.As(err, &ue) {
 		// Point at the help of the command that failed.

@@ -74,6 +74,10 @@ type Store struct {
 	db   *bolt.DB
 
 	bytes, entries, evictions atomic.Int64
+	// writeMu orders writers, so the counters stored after each commit
+	// are the last commit's (bbolt serialises the transactions, not what
+	// their callers do after).
+	writeMu sync.Mutex
 
 	mu    sync.Mutex
 	roles map[string]*counts
@@ -247,6 +251,8 @@ type moved struct {
 // store inserts entries, moves the stale hits to the young end and evicts
 // the oldest entries when the cache is over its bound, in one transaction.
 func (s *Store) store(put []entry, move []moved) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	var bytesNow, entriesNow, evicted int64
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		vb, rb, mb := tx.Bucket(bucketVectors), tx.Bucket(bucketRecency), tx.Bucket(bucketMeta)

@@ -15,10 +15,11 @@ import (
 	"github.com/ragd/ragd/internal/fakeembed"
 )
 
-// schemaNames are the ragd_ names the docs mention that are storage
-// identifiers (PostgreSQL tables and indexes, Neo4j constraints and
-// indexes), not metrics.
+// schemaNames are the ragd_ names the docs mention that are not metrics:
+// storage identifiers (PostgreSQL tables and indexes, Neo4j constraints and
+// indexes) and the Python client's package.
 var schemaNames = []string{
+	"ragd_client",
 	"ragd_documents", "ragd_documents_log", "ragd_documents_log_meta", "ragd_meta",
 	"ragd_documents_embedding_cosine_idx", "ragd_documents_tenant_idx", "ragd_documents_metadata_idx",
 	"ragd_document_id", "ragd_entity_name", "ragd_entity_terms",

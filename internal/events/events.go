@@ -62,8 +62,9 @@ const (
 
 // Burst is the payload of a KindBurst event.
 type Burst struct {
-	// Status is the per-query source status that repeated: "timeout" or
-	// "shed".
+	// Status is the per-query source status that repeated: "timeout" (an
+	// operator's deadline; a query's own shorter deadline is
+	// "caller_deadline" and makes no burst) or "shed".
 	Status string `json:"status"`
 	// Phase is BurstStarted or BurstEnded.
 	Phase string `json:"phase"`
