@@ -56,6 +56,7 @@ fuzz_targets=(
   "./spi FuzzValidateName"
   "./backends/vector/embedded FuzzDotCodes"
   "./embedder/builtin/wordpiece FuzzEncode"
+  "./embedder/builtin/internal/kernel FuzzGemm"
 )
 fuzz() {
   local t pkg target
