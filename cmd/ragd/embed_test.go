@@ -13,8 +13,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragd/ragd/embedder/builtin"
 	"github.com/ragd/ragd/embedder/hashing"
 	"github.com/ragd/ragd/internal/fakeembed"
+	"github.com/ragd/ragd/internal/testenv"
+	"github.com/ragd/ragd/spi"
 )
 
 func runEmbed(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
@@ -110,5 +113,34 @@ func TestEmbedBadInput(t *testing.T) {
 	}
 	if code, _, stderr := runEmbed(t, "x\n", "-c", cfg, "--input-type", "passage"); code != exitUsage || !strings.Contains(stderr, "query or document") {
 		t.Fatalf("bad --input-type: exit %d, %s", code, stderr)
+	}
+}
+
+// TestEmbedBuiltin: with the built-in model, ragd embed writes exactly the
+// model's vectors, for each role.
+func TestEmbedBuiltin(t *testing.T) {
+	dir := testenv.ModelDir(t)
+	cfg := writeConfig(t, t.TempDir(), "  kind: builtin\n  model: all-MiniLM-L6-v2\n  model_dir: "+strconv.Quote(dir)+"\n")
+	m, err := builtin.Open(builtin.Config{Dir: dir, Name: "sentence-transformers/all-MiniLM-L6-v2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	texts := []string{"boundary layer transition at supersonic speed", "Überschall"}
+	for role, e := range map[string]spi.Embedder{"query": m.Queries(), "document": m.Documents()} {
+		code, stdout, stderr := runEmbed(t, strings.Join(texts, "\n")+"\n", "-c", cfg, "--input-type", role)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", role, code, stderr)
+		}
+		want, err := e.Embed(context.Background(), texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := vectorLines(t, stdout)
+		for i := range want {
+			if !slices.Equal(got[i], want[i]) || len(got[i]) != 384 {
+				t.Fatalf("%s line %d differs from the model's vector", role, i+1)
+			}
+		}
 	}
 }

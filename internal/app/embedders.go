@@ -74,6 +74,8 @@ func OpenEmbedders(ctx context.Context, cfg *config.Config, o EmbedderOptions) (
 			return nil, fmt.Errorf("app: embedder: %w", err)
 		}
 		return &Embedders{Document: e, Query: e, Identity: "kind=hashing fingerprint=" + e.Fingerprint()}, nil
+	case config.KindBuiltin:
+		return openBuiltin(ctx, cfg, o)
 	case config.KindOpenAI:
 		e, err := openOpenAIEmbedder(ctx, cfg, logger)
 		if err != nil {

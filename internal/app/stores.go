@@ -37,9 +37,7 @@ func (a *App) openStores(ctx context.Context) error {
 
 	if err := a.openVector(ctx, emb.Document.Dimension()); err != nil {
 		if fb := a.EmbedderFallback; fb != nil {
-			// Not `ragd reembed`: that would rebuild the vectors with the
-			// stand-in.
-			return fmt.Errorf("%w. This vector store needs the built-in model %s, which is unavailable (%s): fix: %s", err, fb.Model, fb.Reason, fb.Fix)
+			return fallbackRefused(err, fb)
 		}
 		return err
 	}
@@ -193,4 +191,17 @@ func (a *App) replaceGraph(ctx context.Context, gc graphembedded.Config, cause e
 		return nil, fmt.Errorf("%w (and moving it aside failed: %v)", cause, err)
 	}
 	return graphembedded.Open(ctx, gc)
+}
+
+// fallbackRefused is the start-up error of a vector store that refuses the
+// hashing stand-in: it holds the model's vectors (or another dimension).
+// The store's own advice, `ragd reembed`, would rebuild them with the
+// stand-in; the fix is the model.
+func fallbackRefused(err error, fb *Fallback) error {
+	var ec *vectorembedded.EmbedderChangedError
+	if errors.As(err, &ec) {
+		return fmt.Errorf("app: %s holds vectors of embedder [%s], which needs the built-in model %s; the model is unavailable (%s) and the hashing stand-in cannot search these vectors. "+
+			"Fix: %s (do not run `ragd reembed`: it would rebuild the vectors with the stand-in): %w", ec.Path, ec.Recorded, fb.Model, fb.Reason, fb.Fix, ErrModel)
+	}
+	return fmt.Errorf("%w; the built-in model %s is unavailable (%s) and the hashing stand-in does not fit this vector store. Fix: %s", err, fb.Model, fb.Reason, fb.Fix)
 }
