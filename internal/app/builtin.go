@@ -23,11 +23,12 @@ func openBuiltin(ctx context.Context, cfg *config.Config, o EmbedderOptions) (*E
 		m, err = builtin.Open(builtin.Config{Dir: dir, Name: name, QueryPrefix: e.QueryPrefix, DocumentPrefix: e.DocumentPrefix,
 			MaxSeqLength: e.MaxSeqLength, Threads: e.Threads})
 		if err != nil {
-			fix := fixFor(name)
+			fix, command := fixFor(name), commandFor(name)
 			if e.ModelDir != "" {
 				fix = "point embedder.model_dir at a sentence-transformers model directory, or leave it out to use the model cache"
+				command = "a fixed embedder.model_dir"
 			}
-			err = &modelError{model: name, reason: "its files cannot be loaded", fix: fix, details: err.Error(), err: err}
+			err = &modelError{model: name, reason: "files cannot be loaded", fix: fix, command: command, details: err.Error(), err: err}
 		}
 	}
 	if err != nil {

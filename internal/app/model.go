@@ -24,13 +24,16 @@ type Fallback struct {
 	// Reason is short ("not in the model cache; Hugging Face unreachable");
 	// the start-up log has the whole error.
 	Reason string `json:"reason"`
-	// Fix is the command that installs the model.
-	Fix string `json:"fix"`
+	// Fix says how to install the model (online and offline); Command is
+	// its short form, for the health report.
+	Fix     string `json:"fix"`
+	Command string `json:"command"`
 }
 
-// Detail is the one-line form for the health report and `ragd status`.
+// Detail is the one-line form for the health report and `ragd status`
+// (which keep 200 bytes).
 func (f *Fallback) Detail() string {
-	return fmt.Sprintf("FALLBACK to hashing, no semantic search: model %s unavailable (%s); fix: %s", f.Model, f.Reason, f.Fix)
+	return fmt.Sprintf("FALLBACK to the hashing embedder: %s unavailable (%s); run %s", f.Model, f.Reason, f.Command)
 }
 
 // EmbedderOptions qualify OpenEmbedders.
@@ -58,7 +61,8 @@ var ErrModel = errors.New("app: the built-in embedder's model is not available")
 type modelError struct {
 	model   string
 	reason  string // short, for the health report
-	fix     string // the command
+	fix     string // how to install the model
+	command string // the fix's short form
 	details string // the long form: the cause's text, where to put the model
 	err     error
 }
@@ -93,22 +97,22 @@ func modelDir(ctx context.Context, cfg *config.Config, o EmbedderOptions) (dir, 
 	if cache == nil {
 		if cache, err = modelcache.New(); err != nil {
 			return "", name, &modelError{model: name, reason: "no model cache directory", fix: "set " + modelcache.EnvCache,
-				details: err.Error(), err: err}
+				command: "export " + modelcache.EnvCache + "=DIR", details: err.Error(), err: err}
 		}
 	}
 	notHere := func(reason, details string, err error) *modelError {
-		return &modelError{model: name, reason: reason, fix: fixFor(name), details: details + "; model cache " + cache.Dir, err: err}
+		return &modelError{model: name, reason: reason, fix: fixFor(name), command: commandFor(name), details: details + "; model cache " + cache.Dir, err: err}
 	}
 	if dir, err = cache.Path(name); err == nil {
 		return dir, name, nil
 	}
 	switch {
 	case !errors.Is(err, modelcache.ErrNotCached):
-		return "", name, notHere("the model cache cannot be read", err.Error(), err)
+		return "", name, notHere("model cache unreadable", err.Error(), err)
 	case e.PullTimeoutS == 0:
-		return "", name, notHere("not in the model cache; pulling at start is off", "embedder.pull_timeout_s is 0", err)
+		return "", name, notHere("not cached; pulling at start is off", "embedder.pull_timeout_s is 0", err)
 	case !known(name):
-		return "", name, notHere("not in the model cache; ragd pins no download for it", err.Error(), err)
+		return "", name, notHere("not cached; no pinned download", "ragd pins no download for it: "+err.Error(), err)
 	}
 	timeout := time.Duration(e.PullTimeoutS) * time.Second
 	o.Logger.Info("app: the built-in model is not in the model cache; pulling it", slog.String("model", name),
@@ -122,11 +126,11 @@ func modelDir(ctx context.Context, cfg *config.Config, o EmbedderOptions) (dir, 
 		case ctx.Err() != nil:
 			return "", name, ctx.Err()
 		case pctx.Err() != nil:
-			return "", name, notHere(fmt.Sprintf("pulling it took longer than embedder.pull_timeout_s (%v)", timeout), err.Error(), err)
+			return "", name, notHere(fmt.Sprintf("pull took longer than pull_timeout_s (%v)", timeout), err.Error(), err)
 		case errors.Is(err, modelcache.ErrUnreachable):
-			return "", name, notHere("not in the model cache; the model host is unreachable", err.Error(), err)
+			return "", name, notHere("not cached; model host unreachable", err.Error(), err)
 		}
-		return "", name, notHere("not in the model cache; pulling it failed", err.Error(), err)
+		return "", name, notHere("not cached; pull failed", err.Error(), err)
 	}
 	return dir, name, nil
 }
@@ -134,6 +138,14 @@ func modelDir(ctx context.Context, cfg *config.Config, o EmbedderOptions) (dir, 
 // known reports whether ragd pins a download of the model called name.
 func known(name string) bool {
 	return slices.ContainsFunc(modelcache.KnownModels(), func(m modelcache.Model) bool { return m.Name == name })
+}
+
+// commandFor is fixFor's short form.
+func commandFor(name string) string {
+	if known(name) {
+		return "ragd model pull " + name
+	}
+	return "ragd model import PATH --name " + name
 }
 
 // fixFor is the command that installs the model called name: a pull for
@@ -153,7 +165,7 @@ func hashingFallback(cfg *config.Config, me *modelError, logger *slog.Logger) (*
 	if err != nil {
 		return nil, fmt.Errorf("app: embedder (hashing fallback): %w", err)
 	}
-	fb := &Fallback{Model: me.model, Reason: me.reason, Fix: me.fix}
+	fb := &Fallback{Model: me.model, Reason: me.reason, Fix: me.fix, Command: me.command}
 	logger.Warn("app: SERVING WITHOUT THE BUILT-IN MODEL: the hashing embedder stands in; it matches shared words, not meaning. "+
 		"Documents written meanwhile get hashing vectors: once the model is installed, ragd refuses to start on them until `ragd reembed`",
 		slog.String("model", fb.Model), slog.String("reason", fb.Reason), slog.String("fix", fb.Fix), slog.String("details", me.details))
