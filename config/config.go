@@ -345,7 +345,7 @@ func Default() Config {
 			Keyword: KeywordConfig{Kind: KindBleve, Dir: "keyword", TitleBoost: 1.0},
 			Graph:   GraphConfig{Kind: KindEmbedded, Dir: "graph", User: "neo4j", ConnectTimeoutMS: 2000},
 		},
-		Embedder: EmbedderConfig{Kind: KindHashing, APIKeyEnv: "OPENAI_API_KEY", TimeoutMS: 10000, BatchSize: 32, MaxRetries: 3, PullTimeoutS: DefaultPullTimeoutS,
+		Embedder: EmbedderConfig{Kind: KindBuiltin, APIKeyEnv: "OPENAI_API_KEY", TimeoutMS: 10000, BatchSize: 32, MaxRetries: 3, PullTimeoutS: DefaultPullTimeoutS,
 			Cache: EmbedderCacheConfig{Dir: "vector-cache", MaxMB: 256, QueryEntries: 1024}},
 		Retriever: RetrieverConfig{
 			Fusion: "dbsf", RRFK: 60, Limit: 10, Window: 100, MinSources: 1, BudgetMS: 2000,

@@ -220,6 +220,10 @@ func TestLoad(t *testing.T) {
 // set in the file wins.
 func TestDefaultSourceWeights(t *testing.T) {
 	c := config.Default()
+	if c.Embedder.Kind != config.KindBuiltin || c.SourceWeight("vector") != 1 {
+		t.Errorf("default embedder %q with vector weight %v, want the built-in model at 1", c.Embedder.Kind, c.SourceWeight("vector"))
+	}
+	c.Embedder.Kind = config.KindHashing
 	for name, want := range map[string]float64{"keyword": 1, "vector": config.DefaultHashingVectorWeight, "graph": 0} {
 		if got := c.SourceWeight(name); got != want {
 			t.Errorf("hashing embedder: %s weight %v, want %v", name, got, want)
