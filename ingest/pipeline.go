@@ -21,6 +21,7 @@ var ErrConfig = errors.New("ingest: invalid config")
 // Defaults for zero Config fields.
 const (
 	DefaultBatchSize    = 64
+	DefaultEmbedBatch   = 64
 	DefaultRecordName   = spi.SourceVector
 	DefaultApplyBatch   = 256
 	DefaultPoll         = 250 * time.Millisecond
@@ -77,8 +78,14 @@ type Config struct {
 	// EmbedText is the text embedded for a document; nil means the title and
 	// the text joined by a blank line.
 	EmbedText func(spi.Document) string
-	// BatchSize bounds one Embed call and one record commit; default 64.
+	// BatchSize bounds one record commit; default 64.
 	BatchSize int
+	// EmbedBatch bounds one Embed call; default 64. It is kept small
+	// whatever BatchSize is: a model on a CPU takes seconds for 64 texts,
+	// and the texts of a finished call are kept (their vectors reach the
+	// vector cache) even when the request's deadline cuts off the rest, so
+	// a retry of a large request resumes instead of starting over.
+	EmbedBatch int
 	// Limits bound each document.
 	Limits Limits
 	// ApplyBatch bounds the log entries a derived store applies at once;
@@ -129,7 +136,7 @@ func (c Config) Validate() error {
 		name string
 		v    int64
 	}{
-		{"batch_size", int64(c.BatchSize)}, {"dimension", int64(c.Dimension)}, {"apply_batch", int64(c.ApplyBatch)},
+		{"batch_size", int64(c.BatchSize)}, {"embed_batch", int64(c.EmbedBatch)}, {"dimension", int64(c.Dimension)}, {"apply_batch", int64(c.ApplyBatch)},
 		{"poll", int64(c.Poll)}, {"apply_timeout", int64(c.ApplyTimeout)},
 	} {
 		if f.v < 0 {
@@ -196,6 +203,7 @@ type Pipeline struct {
 	embedText  func(spi.Document) string
 	dim        int
 	batch      int
+	embedBatch int
 	limits     Limits
 	retention  time.Duration
 	logger     *slog.Logger
@@ -218,6 +226,7 @@ func New(cfg Config) (*Pipeline, error) {
 		embedText:  cfg.EmbedText,
 		dim:        cfg.Dimension,
 		batch:      cmp.Or(cfg.BatchSize, DefaultBatchSize),
+		embedBatch: cmp.Or(cfg.EmbedBatch, DefaultEmbedBatch),
 		limits:     cfg.Limits.WithDefaults(),
 		retention:  cmp.Or(cfg.Retention, DefaultRetention),
 		logger:     cfg.Logger,
@@ -540,7 +549,7 @@ func (p *Pipeline) embed(ctx context.Context, work []spi.Document, res []Result,
 	}
 	p.progress.queued(len(need))
 	need = p.reuseStored(ctx, work, need)
-	for chunk := range slices.Chunk(need, p.batch) {
+	for chunk := range slices.Chunk(need, p.embedBatch) {
 		p.embedChunk(ctx, work, res, chunk)
 	}
 	return slices.DeleteFunc(valid, func(i int) bool { return res[i].Status == StatusFailed })

@@ -271,3 +271,44 @@ func TestQueryVectorsAreCached(t *testing.T) {
 		t.Fatalf("server embedded %q, want the query once", got)
 	}
 }
+
+// TestCutOffWriteResumes: a large write whose deadline runs out while its
+// documents are being embedded (a CPU model needs seconds per 64 texts)
+// keeps what it embedded: the retry embeds only the rest. The write path
+// embeds 64 texts a call whatever its commit batch (256 here), and each
+// finished call's vectors reach the vector cache.
+func TestCutOffWriteResumes(t *testing.T) {
+	s := fakeembed.New(t, 16)
+	cfg := openaiConfig(t, s, "m1")
+	cfg.Embedder.BatchSize = 64 // one request per embedding call
+	a := newApp(t, cfg)
+	defer a.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	requests := 0
+	s.SetHandle(func(_ []string, _ http.ResponseWriter, r *http.Request) bool {
+		mu.Lock()
+		requests++
+		n := requests
+		mu.Unlock()
+		if n == 3 { // the third call: the deadline runs out while it runs
+			cancel()
+			<-r.Context().Done()
+			return true
+		}
+		return false
+	})
+	docs := corpus(200)
+	for _, r := range a.Pipeline.Upsert(ctx, docs, ingest.WriteOptions{}) {
+		if r.Status != ingest.StatusFailed {
+			t.Fatalf("cut-off write: %+v, want every document failed (nothing committed)", r)
+		}
+	}
+	s.SetHandle(nil)
+	before := len(s.Texts())
+	upsertAll(t, a, docs)
+	if n := len(s.Texts()) - before; before != 128 || n != 200-128 {
+		t.Fatalf("the cut-off write embedded %d texts and its retry %d more; want 128 and the 72 left", before, n)
+	}
+}
