@@ -134,7 +134,7 @@ func TestEmbedStatusReportsPendingAndETA(t *testing.T) {
 	now := fixedNow
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	r := newRig(t, rigOpts{config: func(c *ingest.Config) { c.Now = clock; c.BatchSize = 2 }})
+	r := newRig(t, rigOpts{config: func(c *ingest.Config) { c.Now = clock; c.EmbedBatch = 2 }})
 	entered := make(chan int)
 	release := make(chan struct{})
 	r.emb.EmbedFn = func(_ context.Context, texts []string) ([][]float32, error) {
