@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -187,4 +188,43 @@ func hydrate(t *testing.T, r *rig, id string) spi.Document {
 		t.Fatalf("hydrate %s: %v, %v", id, docs, err)
 	}
 	return docs[0]
+}
+
+// TestEmbedRateForgetsAnIdleSpell: a rate measured before a pause (here a
+// fast one, as texts a vector cache answers) fades by the pause's length,
+// so the next bulk load's ETA follows its own pace.
+func TestEmbedRateForgetsAnIdleSpell(t *testing.T) {
+	var mu sync.Mutex
+	now := fixedNow
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	r := newRig(t, rigOpts{config: func(c *ingest.Config) { c.Now = clock }})
+	r.emb.EmbedFn = func(_ context.Context, texts []string) ([][]float32, error) {
+		if strings.HasPrefix(texts[0], "title slow") {
+			advance(10 * time.Second) // 10 s for this batch
+		} else {
+			advance(time.Millisecond)
+		}
+		return vectors(4, texts), nil
+	}
+	fast := make([]spi.Document, 64)
+	for i := range fast {
+		fast[i] = doc(fmt.Sprint("fast", i))
+	}
+	r.p.Upsert(context.Background(), fast, none)
+	if e := r.p.EmbedStatus(); e.RatePerSecond < 10000 {
+		t.Fatalf("rate after a fast batch %v", e.RatePerSecond)
+	}
+	advance(time.Minute) // idle
+	slow := make([]spi.Document, 10)
+	for i := range slow {
+		slow[i] = doc(fmt.Sprint("slow", i))
+	}
+	r.p.Upsert(context.Background(), slow, none)
+	// 10 texts in 10 s: 1/s. 70 s after the fast batch (seven half-lives)
+	// its 64,000/s weighs 1/128: about 501/s. Weighted by the batch's own
+	// 10 s only, it would still be about 32,000/s.
+	if e := r.p.EmbedStatus(); e.RatePerSecond > 1000 || e.RatePerSecond < 1 {
+		t.Fatalf("rate after a minute idle and a slow batch: %v/s, want the old fast rate faded", e.RatePerSecond)
+	}
 }

@@ -83,18 +83,21 @@ func (e *embedProgress) done(n int, start time.Time, ok bool) {
 	if e.last.After(from) {
 		from = e.last
 	}
-	e.last = end
 	sec := end.Sub(from).Seconds()
 	if sec <= 0 {
 		sec = 1e-6
 	}
 	inst := float64(n) / sec
 	if e.rate == 0 {
-		e.rate = inst
+		e.rate, e.last = inst, end
 		return
 	}
-	// Weight the new sample by how much time it covers.
-	w := 1 - math.Exp2(-sec/rateHalfLife.Seconds())
+	// Weight the new sample by the time since the previous one finished,
+	// idle time included: a rate measured before a pause (or on texts a
+	// vector cache answered in microseconds) fades instead of steering the
+	// ETA of the next bulk load.
+	w := 1 - math.Exp2(-end.Sub(e.last).Seconds()/rateHalfLife.Seconds())
+	e.last = end
 	e.rate += w * (inst - e.rate)
 }
 
