@@ -9,6 +9,7 @@ import (
 
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/internal/history"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -24,6 +25,34 @@ func BenchmarkQueryOverhead(b *testing.B) {
 		if rec.Code != http.StatusOK {
 			b.Fatalf("status %d", rec.Code)
 		}
+	}
+}
+
+// BenchmarkQueryHistory is BenchmarkQueryOverhead without and with the
+// console's history recording the request (issue 20): compare the two in
+// one run.
+func BenchmarkQueryHistory(b *testing.B) {
+	body := []byte(`{"text":"boundary layer heat transfer","limit":10,"filter":{"lang":["en"]}}`)
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			e := newEnv(b, func(c *api.Config) {
+				c.Logger = nil
+				if on {
+					c.History = history.New(history.Config{})
+				}
+			})
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := serve(b, e.h, http.MethodPost, "/v1/query", body, "Authorization", "Bearer "+queryKey)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("status %d", rec.Code)
+				}
+			}
+		})
 	}
 }
 

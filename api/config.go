@@ -45,11 +45,15 @@ type Writer interface {
 // breaker.ErrUnknownBreaker.
 type Breakers interface {
 	Snapshot() []breaker.Snapshot
-	ForceClose(name string) (breaker.Snapshot, error)
-	// ForceOpen trips a breaker by hand: the operator's way to take a
-	// backend out of queries (maintenance, a known-bad replica) until
-	// force-close or the cooldown admits trials again.
-	ForceOpen(name string) (breaker.Snapshot, error)
+	// ForceCloseBy closes a breaker by hand (releasing a hold); m names
+	// the caller's key in the transition.
+	ForceCloseBy(name string, m breaker.Manual) (breaker.Snapshot, error)
+	// ForceOpenBy trips a breaker by hand until force-close or until the
+	// cooldown admits trials again.
+	ForceOpenBy(name string, m breaker.Manual) (breaker.Snapshot, error)
+	// Hold keeps a breaker open for maintenance until force-close: no
+	// cooldown, no trial, no probe.
+	Hold(name string, m breaker.Manual) (breaker.Snapshot, error)
 }
 
 var (
@@ -90,6 +94,21 @@ type Config struct {
 	Events Events
 	// Stats feeds GET /v1/status/sources; nil answers no figures.
 	Stats SourceStats
+	// History serves GET /v1/status/history and records every answered
+	// API request; nil keeps none (the endpoint answers 404).
+	History History
+	// Inventory describes the sources, the embedder and the stores for
+	// GET /v1/status/server; nil reports none.
+	Inventory func(ctx context.Context) Inventory
+	// DisabledSources are the query sources a query leaves out unless it
+	// enables them (off, or weight 0, in rag.yaml): /v1/status/health
+	// lists them apart and never counts them usable.
+	DisabledSources []string
+	// Instance and StartedAt identify this process in GET
+	// /v1/status/server, so a page can tell a restart; empty, New makes a
+	// random instance id and takes its own start time.
+	Instance  string
+	StartedAt time.Time
 	// Health holds the component health checks reported by
 	// /v1/status/health, keyed by component name: "vector", "keyword",
 	// "graph" (the retrieval sources) and "embedder", as configured. At

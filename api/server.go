@@ -33,6 +33,9 @@ type Server struct {
 	hcache healthCache
 	tracer trace.Tracer
 	lcache logCache
+	// instance and started identify this server (Config.Instance).
+	instance string
+	started  time.Time
 }
 
 // route is one entry of the route table.
@@ -56,10 +59,13 @@ var routes = []route{
 	{http.MethodGet, "/v1/status/breakers", access{role: config.RoleQuery}, (*Server).listBreakers, false},
 	{http.MethodPost, "/v1/status/breakers/:name/force-close", access{role: config.RoleAdmin, global: true}, (*Server).forceClose, false},
 	{http.MethodPost, "/v1/status/breakers/:name/force-open", access{role: config.RoleAdmin, global: true}, (*Server).forceOpen, false},
+	{http.MethodPost, "/v1/status/breakers/:name/hold", access{role: config.RoleAdmin, global: true}, (*Server).hold, true},
 	{http.MethodGet, "/v1/status/health", access{role: config.RoleQuery}, (*Server).health, false},
 	{http.MethodPost, "/v1/status/check", access{role: config.RoleAdmin, global: true}, (*Server).check, false},
 	{http.MethodGet, "/v1/status/events", access{role: config.RoleQuery}, (*Server).listEvents, false},
 	{http.MethodGet, "/v1/status/sources", access{role: config.RoleQuery}, (*Server).sourceStats, false},
+	{http.MethodGet, "/v1/status/server", access{role: config.RoleQuery}, (*Server).serverInfo, false},
+	{http.MethodGet, "/v1/status/history", access{role: config.RoleQuery, global: true}, (*Server).historySummary, false},
 	{http.MethodGet, "/healthz", access{public: PublicHealth}, (*Server).healthz, false},
 	{http.MethodHead, "/healthz", access{public: PublicHealth}, (*Server).healthz, false},
 	{http.MethodGet, "/readyz", access{public: PublicReady}, (*Server).readyz, false},
@@ -95,6 +101,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	s.instance, s.started = cfg.Instance, cfg.StartedAt
+	if s.instance == "" {
+		s.instance = newRequestID()
+	}
+	if s.started.IsZero() {
+		s.started = s.now()
 	}
 	reg, gatherer := cfg.Registerer, cfg.Gatherer
 	if reg == nil && gatherer == nil {
@@ -133,7 +146,11 @@ func New(cfg Config) (*Server, error) {
 		// holds no slot, so it cannot starve the others.
 		mw := []echo.MiddlewareFunc{s.requireAccess(r.access)}
 		if r.body {
-			mw = append(mw, s.readBody(s.bodyLimit(r.path)))
+			read := s.readBody(s.bodyLimit(r.path))
+			if optionalBody[r.path] {
+				read = allowEmptyBody(read)
+			}
+			mw = append(mw, read)
 		}
 		if !operational[r.path] {
 			mw = append(mw, s.limitInFlight)

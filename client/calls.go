@@ -138,8 +138,26 @@ func (c *Client) ForceClose(ctx context.Context, name string) (*api.ForceCloseRe
 	return &r, nil
 }
 
-// Events reads the timeline after sequence number after, at most limit
-// events (0: the server's default) (GET /v1/status/events).
+// Hold holds a breaker open for maintenance until ForceClose releases it:
+// no cooldown, no trial call, no probe (admin key, not bound to a tenant).
+// reason, which may be empty, is shown to everyone with the key's name.
+// Holding a held breaker again replaces who and why, so a retry is safe.
+func (c *Client) Hold(ctx context.Context, name, reason string) (*api.HoldResponse, error) {
+	var in any
+	if reason != "" {
+		in = api.HoldRequest{Reason: reason}
+	}
+	var r api.HoldResponse
+	if _, err := c.call(ctx, http.MethodPost, breakerPath(name, "hold"), in, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Events reads the timeline after sequence number after, oldest first, at
+// most limit events (0: the server's default); the answer's More says
+// whether others follow (ask again after the last one's Seq)
+// (GET /v1/status/events).
 func (c *Client) Events(ctx context.Context, after uint64, limit int) (*api.EventsResponse, error) {
 	q := url.Values{}
 	if after > 0 {

@@ -311,3 +311,30 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		t.Errorf("New(host:port/prefix/) = %v, %v", c, err)
 	}
 }
+
+// TestHold: a maintenance hold through the client names the key and the
+// reason, survives its cooldown, and ForceClose releases it; a query key
+// may not place one.
+func TestHold(t *testing.T) {
+	srv := apptest.Start(t, apptest.WithAuth)
+	ctx := context.Background()
+	admin := mustClient(t, client.Config{BaseURL: srv.URL, APIKey: apptest.AdminKey})
+	r, err := admin.Hold(ctx, "graph", "neo4j upgrade")
+	if err != nil || !r.Held || r.Breaker.Hold == nil || r.Breaker.Hold.Reason != "neo4j upgrade" || r.Breaker.Hold.By == "" {
+		t.Fatalf("Hold = %+v, %v", r, err)
+	}
+	if r, err = admin.Hold(ctx, "graph", ""); err != nil || r.Breaker.Hold == nil || r.Breaker.Hold.Reason != "" {
+		t.Fatalf("Hold without a reason = %+v, %v", r, err)
+	}
+	fc, err := admin.ForceClose(ctx, "graph")
+	if err != nil || fc.Breaker.Hold != nil || fc.Breaker.State.String() != "closed" {
+		t.Fatalf("ForceClose = %+v, %v", fc, err)
+	}
+	if _, err := admin.Hold(ctx, "no-such-breaker", ""); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("Hold of an unknown breaker: %v, want ErrNotFound", err)
+	}
+	q := mustClient(t, client.Config{BaseURL: srv.URL, APIKey: apptest.QueryKey})
+	if _, err := q.Hold(ctx, "graph", ""); err == nil {
+		t.Error("a query key placed a hold")
+	}
+}

@@ -113,7 +113,8 @@ func (c *Circuit) poke() {
 }
 
 // Run makes the half-open trials with the probe until ctx is done. Without
-// a probe it returns at once.
+// a probe it returns at once. A breaker held for maintenance
+// (breaker.Breaker.Hold) is never probed, not even to warm it.
 func (c *Circuit) Run(ctx context.Context) {
 	if !c.Probed() {
 		return
@@ -128,6 +129,9 @@ func (c *Circuit) Run(ctx context.Context) {
 			c.trial(ctx)
 			continue
 		case breaker.Open:
+			if s.Hold != nil {
+				break // held for maintenance: no probe until released
+			}
 			wait = max(s.RetryIn, time.Millisecond)
 			if s.RetryIn > c.p.Poll {
 				// Warm the backend while the cooldown runs, so that the

@@ -275,3 +275,57 @@ func TestAdmitWhileTheCircuitCloses(t *testing.T) {
 		t.Fatalf("a permit's failure did not reach the breaker (threshold 1): %v", b.State())
 	}
 }
+
+// countingClock is a real clock that counts its reads: the probe loop reads
+// it on every pass (through the breaker's Snapshot), so a test can wait for
+// the loop to have passed many times without sleeping for a guessed time.
+type countingClock struct{ reads atomic.Int64 }
+
+func (c *countingClock) Now() time.Time { c.reads.Add(1); return time.Now() }
+
+// A held breaker is never probed, not even to warm the backend during what
+// would be its cooldown; released, it is closed at once and calls pass.
+func TestHeldCircuitIsNotProbed(t *testing.T) {
+	clock := &countingClock{}
+	cfg := breaker.DefaultConfig()
+	cfg.FailureThreshold = 1
+	cfg.ResetTimeout = time.Millisecond
+	cfg.Now = clock.Now
+	b, err := breaker.New("graph", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var probes atomic.Int64
+	c := guard.NewCircuit(b, guard.ProbeConfig{Probe: func(context.Context) error { probes.Add(1); return nil },
+		Warmup: time.Second, Target: time.Second, Poll: time.Millisecond})
+	b.Hold(breaker.Manual{By: "ops", Note: "maintenance"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	g := guard.New("graph", guard.Config{Circuit: c})
+	start := clock.reads.Load()
+	eventually(t, "the probe loop passes 200 times", func() bool {
+		if _, err := g.Admit(context.Background()); !errors.Is(err, spi.ErrCircuitOpen) {
+			t.Fatalf("a call was admitted while held: %v", err)
+		}
+		return clock.reads.Load()-start > 200
+	})
+	if n := probes.Load(); n != 0 {
+		t.Fatalf("%d probes of a held breaker", n)
+	}
+	h := guard.Health(upHealth{}, c).Health(context.Background())
+	if h.Status != spi.StatusDown || h.Detail != "circuit held open by ops" {
+		t.Fatalf("health while held: %+v", h)
+	}
+	b.ForceClose()
+	p, err := g.Admit(context.Background())
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	p.Done(spi.OutcomeSuccess, 0)
+}
+
+type upHealth struct{}
+
+func (upHealth) Health(context.Context) spi.Health { return spi.Health{Status: spi.StatusUp} }

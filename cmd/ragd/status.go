@@ -137,7 +137,10 @@ func printStatus(w io.Writer, server string, rep *statusReport) {
 	fmt.Fprintln(tw, "BREAKER\tSTATE\tFAILURES\tOPENED\tRETRY IN")
 	for _, b := range rep.breakers.Breakers {
 		retry := "-"
-		if b.RetryIn > 0 {
+		switch {
+		case b.Hold != nil:
+			retry = "never: " + holdText(*b.Hold)
+		case b.RetryIn > 0:
 			retry = b.RetryIn.Round(100 * time.Millisecond).String()
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%s\n", b.Name, b.State, b.FailureCount, b.FailureThreshold, b.OpenedTotal, retry)

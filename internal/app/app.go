@@ -27,6 +27,7 @@ import (
 	"github.com/ragd/ragd/ingest/keyphrase"
 	"github.com/ragd/ragd/internal/events"
 	"github.com/ragd/ragd/internal/faults"
+	"github.com/ragd/ragd/internal/history"
 	"github.com/ragd/ragd/internal/sourcestats"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
@@ -59,6 +60,11 @@ type Options struct {
 	// PullProgress receives the progress of a model pulled at start; nil
 	// shows none.
 	PullProgress io.Writer
+	// KeepState keeps the console's state in data_dir — the timeline
+	// (events.jsonl, bounded) and the maintenance holds (holds.json) — so
+	// both survive a restart. ragd serve sets it; tools that open the
+	// stores beside a running server leave it off.
+	KeepState bool
 }
 
 // App is a wired ragd instance. Close releases every store.
@@ -102,10 +108,13 @@ type App struct {
 	Retriever *retriever.HybridRetriever
 	Pipeline  *ingest.Pipeline
 
-	// Events is the console's timeline; SourceStats its per-source window,
-	// fed by the queries the API answers.
+	// Events is the console's timeline; SourceStats its per-source window
+	// and History its last 15 minutes, fed by the queries and requests
+	// the API answers.
 	Events      *events.Ring
 	SourceStats *sourcestats.Window
+	History     *history.Recorder
+	console     console
 
 	embedderCPU   bool
 	embedderKind  string // the kind running: the configured one, or hashing as a fallback
@@ -144,7 +153,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err err
 		a.now = time.Now
 	}
 	a.bgCtx, a.bgCancel = context.WithCancel(context.Background())
-	if err := a.wireConsole(); err != nil {
+	if err := a.wireConsole(opts.KeepState); err != nil {
 		return nil, err
 	}
 	if err := a.wireTracing(ctx, opts.TracerProvider); err != nil {
@@ -185,6 +194,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err err
 		slog.String("graph", cfg.Backends.Graph.Kind),
 		slog.String("embedder", a.embedderKind),
 		slog.Bool("breakers", cfg.Breakers.Enabled))
+	a.startConsole()
 	return a, nil
 }
 
@@ -396,6 +406,13 @@ func (a *App) Close() error {
 	a.bgCancel()
 	a.bgWG.Wait()
 	var errs []error
+	if a.console.running {
+		a.console.running = false
+		a.publishServer(events.ServerStopped)
+	}
+	if a.Events != nil {
+		errs = append(errs, a.Events.Close())
+	}
 	for i := len(a.closers) - 1; i >= 0; i-- {
 		errs = append(errs, a.closers[i].Close())
 	}
