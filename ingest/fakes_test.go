@@ -206,6 +206,8 @@ type faultyRecord struct {
 	spitestRecord
 	mu       sync.Mutex
 	CommitFn func(ctx context.Context, ws []spi.Write, next func(context.Context, []spi.Write) ([]spi.WriteResult, error)) ([]spi.WriteResult, error)
+	// CurrentFn, when set, replaces Current.
+	CurrentFn func(ctx context.Context, ids []string) ([]spi.Change, error)
 }
 
 // spitestRecord is the record's full capability set.
@@ -230,4 +232,20 @@ func (f *faultyRecord) Commit(ctx context.Context, ws []spi.Write) ([]spi.WriteR
 		return fn(ctx, ws, f.spitestRecord.Commit)
 	}
 	return f.spitestRecord.Commit(ctx, ws)
+}
+
+func (f *faultyRecord) setCurrent(fn func(ctx context.Context, ids []string) ([]spi.Change, error)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.CurrentFn = fn
+}
+
+func (f *faultyRecord) Current(ctx context.Context, ids []string) ([]spi.Change, error) {
+	f.mu.Lock()
+	fn := f.CurrentFn
+	f.mu.Unlock()
+	if fn != nil {
+		return fn(ctx, ids)
+	}
+	return f.spitestRecord.Current(ctx, ids)
 }
