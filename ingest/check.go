@@ -150,11 +150,15 @@ func (t *tailer) check(ctx context.Context, repair bool) (StoreCheck, error) {
 		return StoreCheck{Store: t.name}, err
 	}
 	for t.applied() < ls.Last {
-		changes, err := t.p.log.Changes(ctx, t.applied(), t.batch)
+		from := t.applied()
+		changes, err := t.next(ctx)
 		if err != nil {
 			return StoreCheck{Store: t.name}, err
 		}
 		if len(changes) == 0 {
+			if t.applied() > from {
+				continue // resynchronised past a compaction
+			}
 			break
 		}
 		if err := t.apply(ctx, changes, changes[len(changes)-1].Seq); err != nil {

@@ -14,8 +14,9 @@ import (
 const (
 	minBackoff = 100 * time.Millisecond
 	maxBackoff = 5 * time.Second
-	// recheckEvery is how often a running applier looks at the log's
-	// compaction watermark (it also does at start).
+	// recheckEvery is how often a running applier checks that the
+	// record's log has not gone back behind its store (it also does at
+	// start).
 	recheckEvery = 5 * time.Minute
 )
 
@@ -37,7 +38,7 @@ type tailer struct {
 	applyMu   sync.Mutex
 	ready     bool // the checkpoint was loaded
 	logID     string
-	checkedAt time.Time // last look at the compaction watermark
+	checkedAt time.Time // last check of the log's end against the checkpoint
 
 	mu      sync.Mutex
 	seq     uint64        // the checkpoint as last applied or loaded
@@ -142,7 +143,7 @@ func (t *tailer) step(ctx context.Context) (int, error) {
 	if err := t.prepare(ctx); err != nil {
 		return 0, err
 	}
-	changes, err := t.p.log.Changes(ctx, t.applied(), t.batch)
+	changes, err := t.next(ctx)
 	if err != nil || len(changes) == 0 {
 		return 0, err
 	}
@@ -152,9 +153,33 @@ func (t *tailer) step(ctx context.Context) (int, error) {
 	return len(changes), nil
 }
 
+// next reads the entries after the checkpoint. It never lets the store
+// pass entries it has not applied: when the first entry read is not the
+// one after the checkpoint and compaction removed entries above the
+// checkpoint (another replica compacted while this store was away or
+// failing), it resynchronises the store from the record instead and
+// returns no entries (the caller reads again from the new checkpoint).
+// A gap compaction does not explain is a hole in the sequence
+// (PostgreSQL's may skip numbers) and is read past. Callers hold applyMu.
+func (t *tailer) next(ctx context.Context) ([]spi.Change, error) {
+	from := t.applied()
+	changes, err := t.p.log.Changes(ctx, from, t.batch)
+	if err != nil || len(changes) == 0 || changes[0].Seq == from+1 {
+		return changes, err
+	}
+	ls, err := t.p.log.LogState(ctx)
+	if err != nil || ls.Compacted <= from {
+		return changes, err
+	}
+	t.p.logger.Warn("ingest: the change log was compacted past this store's checkpoint; resynchronising it from the record",
+		"store", t.name, "applied", from, "compacted", ls.Compacted)
+	_, err = t.compare(ctx, true)
+	return nil, err
+}
+
 // prepare loads the checkpoint on first use and, at start and every
-// recheckEvery, resynchronises the store if compaction removed entries it
-// had not applied. Callers hold applyMu.
+// recheckEvery, checks that the record's log has not gone back behind the
+// store (a record restored from a backup). Callers hold applyMu.
 func (t *tailer) prepare(ctx context.Context) error {
 	if t.ready && t.p.now().Sub(t.checkedAt) < recheckEvery {
 		return nil
@@ -180,13 +205,6 @@ func (t *tailer) prepare(ctx context.Context) error {
 			t.name, spi.ErrUnavailable, t.applied(), ls.Last)
 	}
 	t.checkedAt = t.p.now()
-	if ls.Compacted > t.applied() {
-		t.p.logger.Warn("ingest: the change log was compacted past this store's checkpoint; resynchronising it from the record",
-			"store", t.name, "applied", t.applied(), "compacted", ls.Compacted)
-		if _, err := t.compare(ctx, true); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 

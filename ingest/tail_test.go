@@ -1,0 +1,79 @@
+package ingest_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/spi"
+)
+
+// A store that is failing while another replica compacts the log past its
+// checkpoint must not skip the removed entries once it recovers: the
+// applier notices the gap and resynchronises the store from the record,
+// whether it looked at the compaction watermark while the store was down
+// (and the resync failed) or not at all since.
+func TestCompactionWhileAStoreFailsSkipsNothing(t *testing.T) {
+	for _, recheck := range []bool{true, false} {
+		t.Run(fmt.Sprintf("recheck=%v", recheck), func(t *testing.T) {
+			now := fixedNow
+			var mu sync.Mutex
+			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			r := newRig(t, rigOpts{noRun: true, config: func(c *ingest.Config) { c.Now = clock; c.Retention = time.Hour }})
+			ctx := context.Background()
+			r.p.Upsert(ctx, []spi.Document{doc("a"), doc("b")}, none)
+			if _, err := r.p.Step(ctx, spi.SourceKeyword); err != nil {
+				t.Fatal(err)
+			}
+			down := fmt.Errorf("keyword down: %w", spi.ErrUnavailable)
+			r.kw.set(down, nil)
+			r.p.Upsert(ctx, []spi.Document{doc("c"), doc("d"), doc("e")}, none)
+			// Another replica has applied everything and compacts 1..4.
+			other, err := ingest.New(ingest.Config{Record: r.rec, Now: func() time.Time { return time.Now().Add(48 * time.Hour) }, Retention: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := other.Compact(ctx); err != nil || n != 4 {
+				t.Fatalf("Compact removed %d, %v; want 4", n, err)
+			}
+			if recheck {
+				mu.Lock()
+				now = now.Add(time.Hour) // past the periodic look at the watermark
+				mu.Unlock()
+			}
+			for range 3 {
+				if _, err := r.p.Step(ctx, spi.SourceKeyword); err == nil {
+					t.Fatal("a step succeeded while the store was down")
+				}
+			}
+			r.kw.set(nil, nil)
+			for i := 0; ; i++ {
+				n, err := r.p.Step(ctx, spi.SourceKeyword)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					break
+				}
+				if i == 10 {
+					t.Fatal("the applier does not settle")
+				}
+			}
+			st, err := r.p.Status(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kw := st.Stores[0]; kw.Behind != 0 {
+				t.Fatalf("keyword is %d behind after recovering", kw.Behind)
+			}
+			for _, id := range []string{"a", "b", "c", "d", "e"} {
+				if _, ok := r.kwText(t, id); !ok {
+					t.Errorf("keyword lacks %s: the applier skipped entries compaction removed", id)
+				}
+			}
+		})
+	}
+}
