@@ -149,13 +149,22 @@ func vectors(dim int, texts []string) [][]float32 {
 
 // faultyApplier wraps a real derived store. While err is set, every call
 // fails with it; while block is set, ApplyChanges waits for the channel to
-// close (a hung server) or ctx to end.
+// close (a hung server) or ctx to end; while maxBatch is set, a batch of
+// more changes runs out of time (a store too slow for large batches).
 type faultyApplier struct {
 	spi.ChangeApplier
-	mu    sync.Mutex
-	err   error
-	block chan struct{}
-	calls int
+	mu       sync.Mutex
+	err      error
+	block    chan struct{}
+	maxBatch int
+	calls    int
+	sizes    []int // len(changes) of every ApplyChanges call
+}
+
+func (f *faultyApplier) setMaxBatch(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.maxBatch = n
 }
 
 func (f *faultyApplier) set(err error, block chan struct{}) {
@@ -166,9 +175,13 @@ func (f *faultyApplier) set(err error, block chan struct{}) {
 
 func (f *faultyApplier) ApplyChanges(ctx context.Context, log string, cs []spi.Change, through uint64) error {
 	f.mu.Lock()
-	err, block := f.err, f.block
+	err, block, maxBatch := f.err, f.block, f.maxBatch
 	f.calls++
+	f.sizes = append(f.sizes, len(cs))
 	f.mu.Unlock()
+	if maxBatch > 0 && len(cs) > maxBatch {
+		return fmt.Errorf("faulty: apply of %d changes: %w: %w", len(cs), spi.ErrUnavailable, context.DeadlineExceeded)
+	}
 	if block != nil {
 		select {
 		case <-block:

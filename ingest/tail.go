@@ -14,6 +14,9 @@ import (
 const (
 	minBackoff = 100 * time.Millisecond
 	maxBackoff = 5 * time.Second
+	// growAfter is how many batches in a row must apply in time before a
+	// batch size shrunk by a timeout doubles again.
+	growAfter = 8
 	// recheckEvery is how often a running applier checks that the
 	// record's log has not gone back behind its store (it also does at
 	// start).
@@ -34,8 +37,11 @@ type tailer struct {
 	timeout time.Duration
 	wake    chan struct{}
 
-	// applyMu serialises applies, checks and repairs of this store.
+	// applyMu serialises applies, checks and repairs of this store, and
+	// guards the fields up to mu.
 	applyMu   sync.Mutex
+	size      int  // entries per apply: batch, less after timeouts (fit)
+	fits      int  // applies in time since size last changed
 	ready     bool // the checkpoint was loaded
 	logID     string
 	checkedAt time.Time // last check of the log's end against the checkpoint
@@ -147,10 +153,39 @@ func (t *tailer) step(ctx context.Context) (int, error) {
 	if err != nil || len(changes) == 0 {
 		return 0, err
 	}
-	if err := t.apply(ctx, changes, changes[len(changes)-1].Seq); err != nil {
+	err = t.apply(ctx, changes, changes[len(changes)-1].Seq)
+	t.fit(ctx, len(changes), err)
+	if err != nil {
 		return 0, err
 	}
 	return len(changes), nil
+}
+
+// limit is the number of entries the next apply reads.
+func (t *tailer) limit() int {
+	if t.size <= 0 {
+		t.size = t.batch
+	}
+	return t.size
+}
+
+// fit adapts the batch size to what the store applies in time: an apply
+// of n entries that ran out of time (while ctx still runs) halves it, so
+// a batch too slow for the store is never retried as it is forever; after
+// growAfter applies in time it doubles again, up to the configured batch.
+// A single entry that runs out of time is retried as it is (with backoff):
+// the store is down or hung, and nothing can be skipped.
+func (t *tailer) fit(ctx context.Context, n int, err error) {
+	switch {
+	case err == nil:
+		if t.fits++; t.size < t.batch && t.fits >= growAfter {
+			t.size, t.fits = min(t.batch, 2*t.size), 0
+		}
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) && n > 1:
+		t.size, t.fits = max(1, n/2), 0
+		t.p.logger.Warn("ingest: applying a batch to a derived store ran out of time; applying smaller batches",
+			"store", t.name, "entries", n, "next_batch", t.size, "timeout", t.timeout)
+	}
 }
 
 // next reads the entries after the checkpoint. It never lets the store
@@ -163,7 +198,7 @@ func (t *tailer) step(ctx context.Context) (int, error) {
 // (PostgreSQL's may skip numbers) and is read past. Callers hold applyMu.
 func (t *tailer) next(ctx context.Context) ([]spi.Change, error) {
 	from := t.applied()
-	changes, err := t.p.log.Changes(ctx, from, t.batch)
+	changes, err := t.p.log.Changes(ctx, from, t.limit())
 	if err != nil || len(changes) == 0 || changes[0].Seq == from+1 {
 		return changes, err
 	}
@@ -218,6 +253,10 @@ func (t *tailer) apply(ctx context.Context, changes []spi.Change, through uint64
 		actx, end = t.p.storeSpan(actx, spanApply, t.name, len(changes))
 	}
 	err := t.store.ApplyChanges(actx, t.logID, changes, through)
+	if err != nil && actx.Err() != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+		// The apply's own deadline passed, whatever the store made of it.
+		err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+	}
 	cancel()
 	if err != nil {
 		end(len(changes))

@@ -3,6 +3,7 @@ package ingest_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -75,5 +76,41 @@ func TestCompactionWhileAStoreFailsSkipsNothing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A batch that keeps running out of time is not retried as it is forever:
+// the applier shrinks its batches until they fit, and the store catches up.
+func TestBatchThatTimesOutShrinks(t *testing.T) {
+	r := newRig(t, rigOpts{noRun: true, config: func(c *ingest.Config) { c.ApplyBatch = 8 }})
+	ctx := context.Background()
+	docs := make([]spi.Document, 20)
+	for i := range docs {
+		docs[i] = doc(fmt.Sprintf("d%02d", i))
+	}
+	r.p.Upsert(ctx, docs, none)
+	r.kw.setMaxBatch(3)
+	caughtUp := false
+	for range 40 {
+		_, _ = r.p.Step(ctx, spi.SourceKeyword) // timeouts are expected on the way
+		st, err := r.p.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Stores[0].Behind == 0 {
+			caughtUp = true
+			break
+		}
+	}
+	if !caughtUp {
+		t.Fatalf("keyword never caught up; batch sizes tried: %v", r.kw.sizes)
+	}
+	if got := r.kw.sizes[:3]; !slices.Equal(got, []int{8, 4, 2}) {
+		t.Errorf("first batch sizes %v, want halved on each timeout: [8 4 2]", got)
+	}
+	for _, d := range docs {
+		if _, ok := r.kwText(t, d.ID); !ok {
+			t.Errorf("keyword lacks %s", d.ID)
+		}
 	}
 }
