@@ -165,24 +165,32 @@ type ChangeApplier interface {
 	Versions(ctx context.Context, log string, fn func(id string, version uint64) error) error
 }
 
-// LastStates keeps the last change of each id in changes, in order of
-// those last changes, so an applier writes each document once per batch.
-func LastStates(changes []Change) []Change {
-	last := make(map[string]int, len(changes))
-	for i, c := range changes {
-		last[c.ID] = i
+// LastByID keeps the last of each id among xs (id names an element's id),
+// in the order of those last elements: a batch then writes each document
+// once, in its final state. xs itself is returned when no id repeats. It
+// is the one "last state per id" of ragd: of changes (Change.ID) for
+// appliers, of documents (Document.ID) for writers.
+func LastByID[T any](xs []T, id func(T) string) []T {
+	last := make(map[string]int, len(xs))
+	for i, x := range xs {
+		last[id(x)] = i
 	}
-	if len(last) == len(changes) {
-		return changes
+	if len(last) == len(xs) {
+		return xs
 	}
-	out := make([]Change, 0, len(last))
-	for i, c := range changes {
-		if last[c.ID] == i {
-			out = append(out, c)
+	out := make([]T, 0, len(last))
+	for i, x := range xs {
+		if last[id(x)] == i {
+			out = append(out, x)
 		}
 	}
 	return out
 }
+
+// ChangeID and DocumentID name the id of a change and of a document, for
+// LastByID.
+func ChangeID(c Change) string     { return c.ID }
+func DocumentID(d Document) string { return d.ID }
 
 // ContentHash is the digest record stores compare to tell an upsert that
 // changes nothing (a retry after a lost reply) from a real change. It

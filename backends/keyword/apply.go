@@ -57,7 +57,7 @@ func taggedValue(tag []byte, n uint64) []byte {
 
 // ApplyChanges implements spi.ChangeApplier in one bleve batch.
 func (b *Backend) ApplyChanges(ctx context.Context, log string, changes []spi.Change, through uint64) error {
-	states := spi.LastStates(changes)
+	states := spi.LastByID(changes, spi.ChangeID)
 	for _, c := range states {
 		if c.Doc != nil {
 			if err := validateDoc(*c.Doc); err != nil {

@@ -69,7 +69,7 @@ func writeDocs(ctx context.Context, s *store, docs []spi.Document, size int) (in
 			return start, err
 		}
 		end := min(start+size, len(docs))
-		if err := writeBatch(s, lastByID(docs[start:end]), nil, nil); err != nil {
+		if err := writeBatch(s, spi.LastByID(docs[start:end], spi.DocumentID), nil, nil); err != nil {
 			return start, err
 		}
 	}
@@ -147,25 +147,6 @@ func buildDocs(docs []spi.Document, an analysis.Analyzer) ([]*document.Document,
 	}
 	wg.Wait()
 	return built, lens
-}
-
-// lastByID drops all but the last document of each id, keeping order, so
-// a batch never holds two versions of one document.
-func lastByID(docs []spi.Document) []spi.Document {
-	last := make(map[string]int, len(docs))
-	for i, d := range docs {
-		last[d.ID] = i
-	}
-	if len(last) == len(docs) {
-		return docs
-	}
-	out := make([]spi.Document, 0, len(last))
-	for i, d := range docs {
-		if last[d.ID] == i {
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 // Delete removes documents by id in batches; unknown ids are ignored.

@@ -23,7 +23,7 @@ func FullScan(s *Store, req spi.VectorRequest) ([]spi.Ref, error) {
 		normalizeInPlace(q)
 	}
 	filter := compileFilter(req.Filter)
-	t := topK{k: req.K}
+	t := newHits(req.K)
 	err := s.Scan(context.Background(), func(d spi.Document) error {
 		if (req.Tenant != "" && d.Tenant != req.Tenant) || !matchTerms(filter, d.Metadata) {
 			return nil
@@ -39,11 +39,11 @@ func FullScan(s *Store, req spi.VectorRequest) ([]spi.Ref, error) {
 		default:
 			key = dot(q, row)
 		}
-		t.offer(hit{key: key, id: d.ID})
+		t.Offer(hit{key: key, id: d.ID})
 		return nil
 	})
 	refs := []spi.Ref{}
-	for _, h := range t.sorted() {
+	for _, h := range t.Sorted() {
 		refs = append(refs, spi.Ref{ID: h.id, Score: s.score(h.key), Source: spi.SourceVector})
 	}
 	return refs, err

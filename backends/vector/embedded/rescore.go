@@ -13,7 +13,7 @@ import (
 // Tenant and filter are checked again on the record: the record and memory
 // agree, and the check keeps the tenant rule independent of that.
 func (s *Store) rescore(ctx context.Context, tx *bolt.Tx, q query, ids []string) ([]hit, error) {
-	t := topK{k: q.k, heap: make([]hit, 0, min(q.k, len(ids)))}
+	t := newHits(q.k)
 	vec := make([]float32, 0, s.cfg.Dimension)
 	docs := tx.Bucket(bucketDocs)
 	for i, id := range ids {
@@ -42,7 +42,7 @@ func (s *Store) rescore(ctx context.Context, tx *bolt.Tx, q query, ids []string)
 		default:
 			key = dot(q.vec, vec)
 		}
-		t.offer(hit{key: key, id: id})
+		t.Offer(hit{key: key, id: id})
 	}
-	return t.sorted(), nil
+	return t.Sorted(), nil
 }
