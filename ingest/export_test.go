@@ -16,3 +16,18 @@ func (p *Pipeline) Step(ctx context.Context, store string) (int, error) {
 	}
 	return 0, fmt.Errorf("no derived store %q", store)
 }
+
+// ApplyLockFree reports whether nothing holds the named store's apply
+// lock at this moment (the applier could apply).
+func (p *Pipeline) ApplyLockFree(store string) bool {
+	for _, t := range p.tailers {
+		if t.name == store {
+			if !t.applyMu.TryLock() {
+				return false
+			}
+			t.applyMu.Unlock()
+			return true
+		}
+	}
+	return false
+}

@@ -206,11 +206,31 @@ func (f *faultyApplier) AppliedSeq(ctx context.Context, log string) (uint64, err
 }
 
 // faultyRecord wraps the real record store. CommitFn, when set, replaces
-// Commit (it may call next).
+// Commit (it may call next); VisitFn, when set, runs before Versions
+// passes each document on.
 type faultyRecord struct {
 	spitestRecord
 	mu       sync.Mutex
 	CommitFn func(ctx context.Context, ws []spi.Write, next func(context.Context, []spi.Write) ([]spi.WriteResult, error)) ([]spi.WriteResult, error)
+	VisitFn  func(id string)
+}
+
+func (f *faultyRecord) setVisit(fn func(id string)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.VisitFn = fn
+}
+
+func (f *faultyRecord) Versions(ctx context.Context, fn func(id string, version uint64) error) error {
+	f.mu.Lock()
+	visit := f.VisitFn
+	f.mu.Unlock()
+	return f.spitestRecord.Versions(ctx, func(id string, v uint64) error {
+		if visit != nil {
+			visit(id)
+		}
+		return fn(id, v)
+	})
 }
 
 // spitestRecord is the record's full capability set.

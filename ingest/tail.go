@@ -42,6 +42,7 @@ type tailer struct {
 	applyMu   sync.Mutex
 	size      int  // entries per apply: batch, less after timeouts (fit)
 	fits      int  // applies in time since size last changed
+	resyncing bool // a resynchronisation from the record is under way (check.go)
 	ready     bool // the checkpoint was loaded
 	logID     string
 	checkedAt time.Time // last check of the log's end against the checkpoint
@@ -146,6 +147,9 @@ func (t *tailer) run(ctx context.Context) {
 func (t *tailer) step(ctx context.Context) (int, error) {
 	t.applyMu.Lock()
 	defer t.applyMu.Unlock()
+	if t.resyncing {
+		return 0, nil // a check is resynchronising the store (check.go)
+	}
 	if err := t.prepare(ctx); err != nil {
 		return 0, err
 	}
@@ -208,8 +212,7 @@ func (t *tailer) next(ctx context.Context) ([]spi.Change, error) {
 	}
 	t.p.logger.Warn("ingest: the change log was compacted past this store's checkpoint; resynchronising it from the record",
 		"store", t.name, "applied", from, "compacted", ls.Compacted)
-	_, err = t.compare(ctx, true)
-	return nil, err
+	return nil, t.resync(ctx)
 }
 
 // prepare loads the checkpoint on first use and, at start and every

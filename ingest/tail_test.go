@@ -114,3 +114,35 @@ func TestBatchThatTimesOutShrinks(t *testing.T) {
 		}
 	}
 }
+
+// A check compares a page of documents at a time and holds the store's
+// apply lock only while it compares a page: while it reads the record's
+// next page, the store's applier can apply. The hook looks at the lock
+// while the record is read.
+func TestCheckLetsTheApplierRunBetweenPages(t *testing.T) {
+	r := newRig(t, rigOpts{noRun: true, config: func(c *ingest.Config) { c.ApplyBatch = 4 }})
+	ctx := context.Background()
+	docs := make([]spi.Document, 20)
+	for i := range docs {
+		docs[i] = doc(fmt.Sprintf("d%02d", i))
+	}
+	r.p.Upsert(ctx, docs, none)
+	visits, held := 0, 0
+	r.rec.setVisit(func(string) {
+		visits++
+		if !r.p.ApplyLockFree(spi.SourceKeyword) {
+			held++
+		}
+	})
+	rep, err := r.p.Check(ctx, true)
+	r.rec.setVisit(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kw := rep.Stores[0]; kw.Store != spi.SourceKeyword || kw.Error != "" || kw.Differences() != 0 || kw.RecordDocuments != 20 || kw.Documents != 20 {
+		t.Fatalf("keyword check = %+v, want 20 documents on both sides and no difference", kw)
+	}
+	if visits == 0 || held > 0 {
+		t.Fatalf("the keyword applier was locked out during %d of the %d record reads", held, visits)
+	}
+}

@@ -159,10 +159,42 @@ type ChangeApplier interface {
 	ApplyChanges(ctx context.Context, log string, changes []Change, through uint64) error
 	// AppliedSeq is the checkpoint: every entry up to it is applied.
 	AppliedSeq(ctx context.Context, log string) (uint64, error)
-	// Versions visits every document the store holds with its version
-	// (0 when the store holds it without a version of this log), in no
-	// particular order.
-	Versions(ctx context.Context, log string, fn func(id string, version uint64) error) error
+	// Versions returns up to limit of the documents the store holds whose
+	// ids sort after after ("" for the first page), in ascending order of
+	// id, with their versions (0 when the store holds the document
+	// without a version of this log), so that a comparison with the
+	// record goes a page at a time. The order is byte order, except in
+	// Neo4j, which orders strings by UTF-16 code units: the two differ
+	// only for ids with a character above U+FFFF where another has one in
+	// U+E000–U+FFFF.
+	Versions(ctx context.Context, log string, after string, limit int) ([]IDVersion, error)
+}
+
+// IDVersion is a document id with its version.
+type IDVersion struct {
+	ID      string
+	Version uint64
+}
+
+// AllVersions visits every document a derived store holds with its
+// version, a page of limit at a time, in the store's order of ids.
+func AllVersions(ctx context.Context, a ChangeApplier, log string, limit int, fn func(id string, version uint64) error) error {
+	after := ""
+	for {
+		page, err := a.Versions(ctx, log, after, limit)
+		if err != nil {
+			return err
+		}
+		for _, p := range page {
+			if err := fn(p.ID, p.Version); err != nil {
+				return err
+			}
+		}
+		if len(page) < limit {
+			return nil
+		}
+		after = page[len(page)-1].ID
+	}
 }
 
 // LastByID keeps the last of each id among xs (id names an element's id),

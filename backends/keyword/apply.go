@@ -149,24 +149,39 @@ func (b *Backend) AppliedSeq(ctx context.Context, log string) (uint64, error) {
 	return tagged(v, logTag(log)), nil
 }
 
-// Versions implements spi.ChangeApplier, from one index snapshot.
-func (b *Backend) Versions(ctx context.Context, log string, fn func(id string, version uint64) error) error {
+// Versions implements spi.ChangeApplier: the ids come from the index's
+// term dictionary of document ids (sorted, so a page costs its own size),
+// the versions from the in-memory postings, which skip deleted documents.
+func (b *Backend) Versions(ctx context.Context, log, after string, limit int) ([]spi.IDVersion, error) {
 	st, unlock, err := b.acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("keyword: versions: %w", err)
+		return nil, fmt.Errorf("keyword: versions: %w", err)
 	}
-	type iv struct {
-		id string
-		v  uint64
-	}
-	var all []iv
+	defer unlock()
 	tag := logTag(log)
-	st.impact.versions(func(id string, ver []byte) { all = append(all, iv{id, tagged(ver, tag)}) })
-	unlock()
-	for _, p := range all {
-		if err := fn(p.id, p.v); err != nil {
+	var out []spi.IDVersion
+	err = b.withReader(st, func(r index.IndexReader) error {
+		dict, err := r.FieldDictRange("_id", []byte(after), nil)
+		if err != nil {
 			return err
 		}
+		defer dict.Close()
+		for len(out) < limit {
+			e, err := dict.Next()
+			if err != nil || e == nil {
+				return err
+			}
+			if e.Term == after {
+				continue
+			}
+			if ver, live := st.impact.versionOf(e.Term); live {
+				out = append(out, spi.IDVersion{ID: e.Term, Version: tagged(ver, tag)})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("keyword: versions: %w: %v", spi.ErrUnavailable, err)
 	}
-	return nil
+	return out, nil
 }

@@ -227,18 +227,6 @@ func (x *impactIndex) versionOf(id string) ([]byte, bool) {
 	return x.ver[slot], true
 }
 
-// versions calls fn with every live document's id and version field, from
-// one consistent view.
-func (x *impactIndex) versions(fn func(id string, ver []byte)) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	for s, id := range x.ids {
-		if x.alive[s] {
-			fn(id, x.ver[s])
-		}
-	}
-}
-
 // bm25Params are the scoring settings of a search.
 type bm25Params struct {
 	k1, b, titleWeight float64
