@@ -17,18 +17,36 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// The in-memory postings of plain-text search.
+// The in-memory postings of plain-text search, and its scoring.
 //
 // bleve stays the index of record: documents, analysis, stored fields,
 // query-string (Syntax) searches, persistence. But its searchers walk a
 // heap of per-term iterators and build a DocumentMatch for every matching
 // document, so a plain-text query costs in proportion to all its matches:
-// 125 ms p50 over 100k documents for Cranfield's queries (255 ms with the
-// BM25 searcher of bm25.go). This index keeps, per term, the documents
-// holding it with their title and text frequencies, and per document its
-// field lengths, tenant and metadata, so a query is a tight loop adding
-// BM25 contributions into a dense per-document array, then a bounded
-// top-K heap. It scores with the same formula as bm25.go.
+// 125 ms p50 over 100k documents for Cranfield's queries (255 ms with a
+// BM25 searcher written for bleve, since removed). This index keeps, per
+// term, the documents holding it with their title and text frequencies,
+// and per document its field lengths, tenant and metadata, so a query is a
+// tight loop adding BM25 contributions into a dense per-document array,
+// then a bounded top-K heap.
+//
+// Scoring is Lucene's BM25, not bleve's. bleve's own BM25 takes
+// sqrt(freq) as the term frequency, multiplies every term's score by its
+// idf a second time (through the query weight), and multiplies a
+// disjunction by coord = matched clauses / all clauses. Here each (term,
+// field) pair scores as Lucene's BM25Similarity does,
+//
+//	qtf · w_field · idf · f / (f + k1 · (1 − b + b · len / avglen))
+//	idf = ln(1 + (N − df + 0.5) / (df + 0.5))
+//
+// summed over the query's distinct terms and the two fields, as Lucene's
+// and Elasticsearch's multi-field "most_fields" search does. qtf is the
+// term's count in the query, w_field the field weight (text 1, title
+// Config.TitleBoost), len the field's analysed token count (stats.go) and
+// avglen its exact average. N is the number of live documents, df the live
+// documents containing the term in any field (a document-level idf, as in
+// BM25F), both counted over every tenant; tenant and metadata filters
+// restrict the candidates only.
 //
 // It is built from the bleve index at open (postings walked term by term,
 // stored fields read once per document) and updated after every committed
@@ -204,17 +222,6 @@ func (x *impactIndex) compact() {
 	x.pool = sync.Pool{} // arrays sized for the old slot count
 }
 
-// lensOf returns the field lengths of live document id.
-func (x *impactIndex) lensOf(id string) (docLens, bool) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	slot, ok := x.pos[id]
-	if !ok {
-		return docLens{}, false
-	}
-	return docLens{title: int(x.lenT[slot]), text: int(x.lenX[slot])}, true
-}
-
 // versionOf returns live document id's version field (nil when it was
 // written outside the change log) and whether the document is live.
 func (x *impactIndex) versionOf(id string) ([]byte, bool) {
@@ -234,8 +241,7 @@ type bm25Params struct {
 
 // search returns the k best live documents for the analysed query tokens
 // (a token repeated counts repeatedly), restricted to tenant (when set)
-// and filter, by the BM25 of bm25.go: score descending, then id
-// ascending.
+// and filter, by the BM25 above: score descending, then id ascending.
 func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant string, filter spi.Filter, p bm25Params) ([]spi.Ref, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -263,7 +269,7 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 	}
 	wT := p.titleWeight
 	if avgT <= 0 {
-		wT = 0 // an empty field scores nothing, as in bm25.go
+		wT = 0 // an empty field scores nothing
 	}
 	wX := 1.0
 	if avgX <= 0 {

@@ -30,7 +30,7 @@ func (d refDoc) lens() docLens {
 }
 
 // bruteBM25 scores every live document directly from the formula of
-// bm25.go: a reference written without postings.
+// impact.go: a reference written without postings.
 func bruteBM25(docs map[string]refDoc, tokens []string, tenant string, filter spi.Filter, p bm25Params, k int) []spi.Ref {
 	n := float64(len(docs))
 	var totT, totX float64

@@ -61,8 +61,7 @@ func (b *Backend) Upsert(ctx context.Context, docs []spi.Document) error {
 }
 
 // writeDocs indexes docs in batches of size and returns how many were
-// written. Each batch also carries the updated field totals, so documents
-// and statistics commit together. Callers serialise writes to s.
+// written. Callers serialise writes to s.
 func writeDocs(ctx context.Context, s *store, docs []spi.Document, size int) (int, error) {
 	for start := 0; start < len(docs); start += size {
 		if err := ctxErr(ctx); err != nil {
@@ -79,19 +78,10 @@ func writeDocs(ctx context.Context, s *store, docs []spi.Document, size int) (in
 // writeBatch applies upserts, deletes and the internal key/values set as
 // one atomic bleve batch. A nil set is a write outside the change log.
 func writeBatch(s *store, docs []spi.Document, del []string, set map[string][]byte) error {
-	totals := *s.totals.Load()
 	batch := s.idx.NewBatch()
-	// Old lengths come from the in-memory postings, which mirror the
-	// index exactly, instead of reading each stored document back.
-	subtractOld := func(id string) {
-		if old, found := s.impact.lensOf(id); found {
-			totals = totals.add(old, -1)
-		}
-	}
 	built, lens := buildDocs(docs, s.an)
 	vers := make([][]byte, len(docs))
 	for i, d := range docs {
-		subtractOld(d.ID)
 		// A document's version is a stored field of the document, not a
 		// bleve internal key: scorch rewrites every internal key into
 		// each persisted snapshot, so one key per document made every
@@ -106,10 +96,8 @@ func writeBatch(s *store, docs []spi.Document, del []string, set map[string][]by
 		if err := batch.IndexAdvanced(built[i]); err != nil {
 			return fmt.Errorf("%w: %v", spi.ErrInvalidQuery, err)
 		}
-		totals = totals.add(lens[i], +1)
 	}
 	for _, id := range del {
-		subtractOld(id)
 		batch.Delete(id)
 		key := versionPrefix + id
 		if v, ok := set[key]; ok {
@@ -122,11 +110,9 @@ func writeBatch(s *store, docs []spi.Document, del []string, set map[string][]by
 	if v, ok := set[string(appliedKey)]; ok {
 		batch.SetInternal(appliedKey, v)
 	}
-	batch.SetInternal(totalsKey, totals.encode())
 	if err := s.idx.Batch(batch); err != nil {
 		return fmt.Errorf("%w: batch: %v", spi.ErrUnavailable, err)
 	}
-	s.totals.Store(&totals)
 	s.impact.apply(docs, built, lens, vers, del)
 	return nil
 }
