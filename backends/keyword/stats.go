@@ -1,6 +1,7 @@
 package keyword
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -49,14 +50,17 @@ func parseLens(b []byte) (docLens, bool) {
 	return docLens{title: t, text: x}, true
 }
 
-// store is one open generation: the bleve index, its analyzer and the
-// in-memory postings. Writers are serialised by the caller.
+// store is one open generation: the bleve index, its analyzer, the
+// in-memory postings and tombstones. Writers are serialised by the caller.
 type store struct {
 	idx bleve.Index
 	an  analysis.Analyzer
 	// impact holds the postings of plain-text search (impact.go), kept
 	// in step with idx by writeBatch.
 	impact *impactIndex
+	// tombs mirrors the index's tombstones (apply.go): id -> tagged
+	// version. Writers only use it.
+	tombs map[string][]byte
 }
 
 func newStore(idx bleve.Index, analyzer string) (*store, error) {
@@ -69,5 +73,33 @@ func newStore(idx bleve.Index, analyzer string) (*store, error) {
 	if s.impact, err = loadImpact(context.Background(), idx); err != nil {
 		return nil, fmt.Errorf("%w: load postings: %v", ErrCorrupt, err)
 	}
+	if s.tombs, err = loadTombs(idx); err != nil {
+		return nil, fmt.Errorf("%w: load tombstones: %v", ErrCorrupt, err)
+	}
 	return s, nil
+}
+
+// loadTombs reads the tombstones from the index's internal keys, which
+// scorch's snapshots hold in memory.
+func loadTombs(idx bleve.Index) (map[string][]byte, error) {
+	adv, err := idx.Advanced()
+	if err != nil {
+		return nil, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	tombs := map[string][]byte{}
+	in, ok := r.(interface{ Internal() map[string][]byte })
+	if !ok {
+		return nil, fmt.Errorf("index reader %T does not list its internal keys", r)
+	}
+	for k, v := range in.Internal() {
+		if id, ok := strings.CutPrefix(k, versionPrefix); ok {
+			tombs[id] = bytes.Clone(v)
+		}
+	}
+	return tombs, nil
 }
