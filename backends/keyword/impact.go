@@ -292,14 +292,19 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 	}
 	// N, the average lengths and (below) df are the tenant's own when the
 	// query names one: its scores never depend on other tenants' documents.
+	// A tenant holding every live document (a single-tenant deployment)
+	// has the collection's statistics: the collection's path is taken,
+	// which computes the same numbers without counting df per tenant.
 	want := uint32(0)
 	live, totT, totX := x.live, x.totT, x.totX
+	scoped := false
 	if tenant != "" {
 		t, ok := x.tenants[tenant]
 		if !ok || x.tLive[t] == 0 {
 			return []spi.Ref{}, nil
 		}
 		want = t
+		scoped = x.tLive[t] < x.live
 		live, totT, totX = x.tLive[t], x.tTotT[t], x.tTotX[t]
 	}
 	n := float64(live)
@@ -368,7 +373,7 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 			}
 			acc[d] += ws
 		}
-		if tenant == "" {
+		if !scoped {
 			df := float64(pl.df)
 			w := qtf[tid] * math.Log(1+(n-df+0.5)/(df+0.5))
 			for j, d := range pl.docs {
