@@ -310,21 +310,17 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 	n := float64(live)
 	avgT, avgX := float64(totT)/n, float64(totX)/n
 	// f + k1·(1 − b + b·len/avg) = f + a + c·len, per field.
-	aT, cT := p.k1*(1-p.b), 0.0
-	aX, cX := aT, 0.0
+	fs := fieldScorer{aT: p.k1 * (1 - p.b), wT: p.titleWeight, wX: 1, lenT: x.lenT, lenX: x.lenX}
+	fs.aX = fs.aT
 	if avgT > 0 {
-		cT = p.k1 * p.b / avgT
+		fs.cT = p.k1 * p.b / avgT
+	} else {
+		fs.wT = 0 // an empty field scores nothing
 	}
 	if avgX > 0 {
-		cX = p.k1 * p.b / avgX
-	}
-	wT := p.titleWeight
-	if avgT <= 0 {
-		wT = 0 // an empty field scores nothing
-	}
-	wX := 1.0
-	if avgX <= 0 {
-		wX = 0
+		fs.cX = p.k1 * p.b / avgX
+	} else {
+		fs.wX = 0
 	}
 
 	scores := x.scores()
@@ -355,43 +351,30 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 		if pl.df <= 0 {
 			continue
 		}
-		// sat is the term's saturated, field-weighted frequency in the
-		// document of posting j (its score before idf and qtf).
-		sat := func(j int, d int32) float64 {
-			var s float64
-			if f := float64(pl.tfT[j]); f > 0 && wT > 0 {
-				s += wT * f / (f + aT + cT*float64(x.lenT[d]))
-			}
-			if f := float64(pl.tfX[j]); f > 0 && wX > 0 {
-				s += wX * f / (f + aX + cX*float64(x.lenX[d]))
-			}
-			return s
-		}
-		add := func(d int32, ws float64) {
-			if acc[d] == 0 {
-				touched = append(touched, d)
-			}
-			acc[d] += ws
-		}
 		if !scoped {
 			df := float64(pl.df)
 			w := qtf[tid] * math.Log(1+(n-df+0.5)/(df+0.5))
 			for j, d := range pl.docs {
-				if x.alive[d] {
-					if s := sat(j, d); s != 0 {
-						add(d, w*s)
+				if !x.alive[d] {
+					continue
+				}
+				if s := fs.sat(pl.tfT[j], pl.tfX[j], d); s != 0 {
+					if acc[d] == 0 {
+						touched = append(touched, d)
 					}
+					acc[d] += w * s
 				}
 			}
 			continue
 		}
 		// The tenant's df is counted while its documents are scored; the
 		// idf is applied once the postings are walked.
-		mine, df := mine[:0], 0
+		mine = mine[:0]
+		df := 0
 		for j, d := range pl.docs {
 			if x.alive[d] && x.tenant[d] == want {
 				df++
-				if s := sat(j, d); s != 0 {
+				if s := fs.sat(pl.tfT[j], pl.tfX[j], d); s != 0 {
 					mine = append(mine, scoredSlot{d, s})
 				}
 			}
@@ -401,7 +384,10 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 		}
 		w := qtf[tid] * math.Log(1+(n-float64(df)+0.5)/(float64(df)+0.5))
 		for _, e := range mine {
-			add(e.slot, w*e.s)
+			if acc[e.slot] == 0 {
+				touched = append(touched, e.slot)
+			}
+			acc[e.slot] += w * e.s
 		}
 	}
 	h := topk.New(k)
@@ -417,6 +403,25 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 		h.Offer(spi.Ref{ID: x.ids[d], Score: s, Source: spi.SourceKeyword})
 	}
 	return h.Sorted(), nil
+}
+
+// fieldScorer computes a term's saturated, field-weighted frequency in a
+// document (its score before idf and qtf): per field,
+// w · f / (f + a + c · len).
+type fieldScorer struct {
+	aT, cT, aX, cX, wT, wX float64
+	lenT, lenX             []uint32
+}
+
+func (fs *fieldScorer) sat(tfT, tfX uint16, d int32) float64 {
+	var s float64
+	if f := float64(tfT); f > 0 && fs.wT > 0 {
+		s += fs.wT * f / (f + fs.aT + fs.cT*float64(fs.lenT[d]))
+	}
+	if f := float64(tfX); f > 0 && fs.wX > 0 {
+		s += fs.wX * f / (f + fs.aX + fs.cX*float64(fs.lenX[d]))
+	}
+	return s
 }
 
 // scoredSlot is a document slot with a term's score in it, before idf.
