@@ -42,6 +42,11 @@ type Config struct {
 type ServerConfig struct {
 	Listen         string `yaml:"listen"`
 	BodyLimitBytes int64  `yaml:"body_limit_bytes"`
+	// QueryBodyLimitBytes is the body limit of POST /v1/query, much
+	// smaller than BodyLimitBytes (document batches): a query is a text of
+	// at most 8 KiB, a vector and a small filter, and a hostile one must
+	// not cost megabytes to refuse.
+	QueryBodyLimitBytes int64 `yaml:"query_body_limit_bytes"`
 	// ReadHeaderTimeoutS bounds reading a request's headers; ReadTimeoutS
 	// bounds reading the whole request, body included.
 	ReadHeaderTimeoutS int `yaml:"read_header_timeout_s"`
@@ -254,15 +259,16 @@ func Default() Config {
 	return Config{
 		DataDir: "data",
 		Server: ServerConfig{
-			Listen:             "127.0.0.1:8080",
-			BodyLimitBytes:     8 << 20,
-			ReadHeaderTimeoutS: 5,
-			ReadTimeoutS:       15,
-			WriteTimeoutS:      60,
-			IdleTimeoutS:       120,
-			RequestTimeoutS:    30,
-			ShutdownGraceS:     15,
-			MaxInFlight:        256,
+			Listen:              "127.0.0.1:8080",
+			BodyLimitBytes:      8 << 20,
+			QueryBodyLimitBytes: 256 << 10,
+			ReadHeaderTimeoutS:  5,
+			ReadTimeoutS:        15,
+			WriteTimeoutS:       60,
+			IdleTimeoutS:        120,
+			RequestTimeoutS:     30,
+			ShutdownGraceS:      15,
+			MaxInFlight:         256,
 		},
 		Backends: BackendsConfig{
 			Vector:  VectorConfig{Kind: KindEmbedded, Dir: "vector", Table: "ragd_documents", Distance: "cosine", ConnectTimeoutMS: 2000, MaxConns: 8, EFSearch: 100},

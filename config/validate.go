@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -51,6 +50,9 @@ func (c *Config) Validate() error {
 	}
 	if s.BodyLimitBytes < 1024 {
 		bad("server.body_limit_bytes", "must be at least 1024, got %d", s.BodyLimitBytes)
+	}
+	if s.QueryBodyLimitBytes < 1024 {
+		bad("server.query_body_limit_bytes", "must be at least 1024, got %d", s.QueryBodyLimitBytes)
 	}
 	positive("server.read_header_timeout_s", s.ReadHeaderTimeoutS)
 	positive("server.read_timeout_s", s.ReadTimeoutS)
@@ -270,8 +272,10 @@ func (c *Config) Validate() error {
 		if !oneOf(key.Role, RoleQuery, RoleAdmin) {
 			bad(p+".role", `must be "query" or "admin", got %q`, key.Role)
 		}
-		if key.Tenant != "" && ingest.ValidateID(key.Tenant, ingest.DefaultMaxIDBytes) != nil {
-			bad(p+".tenant", "must be a tenant as documents carry it: at most %d bytes of UTF-8 without control characters", ingest.DefaultMaxIDBytes)
+		if key.Tenant != "" {
+			if err := spi.ValidateName(key.Tenant, spi.MaxNameBytes); err != nil {
+				bad(p+".tenant", "must be a tenant name as documents carry it (%s)", strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": "))
+			}
 		}
 	}
 	for i, p := range c.Auth.Public {

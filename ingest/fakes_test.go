@@ -22,6 +22,8 @@ type memStore struct {
 	dim     int // reported through spi.Dimensioner when non-zero
 	upserts int
 	deletes int
+	// afterRead, when set, runs at the end of each Hydrate, after the read.
+	afterRead func()
 }
 
 var (
@@ -95,7 +97,13 @@ func (s *memStore) Scan(ctx context.Context, fn func(spi.Document) error) error 
 
 func (s *memStore) Hydrate(_ context.Context, ids []string) ([]spi.Document, []string, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer func() {
+		hook := s.afterRead
+		s.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
+	}()
 	var docs []spi.Document
 	var missing []string
 	for _, id := range ids {

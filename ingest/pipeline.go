@@ -238,10 +238,14 @@ func New(cfg Config) (*Pipeline, error) {
 	if l, ok := cfg.Record.(spi.ChangeLog); ok {
 		p.log, p.record = l, l
 	} else {
-		p.record = directRecord{ix: cfg.Record}
+		p.record = newDirectRecord(cfg.Record)
 	}
 	var err error
-	if p.metrics, err = newMetrics(cfg.Registerer, p); err != nil {
+	stores := make([]string, len(cfg.Derived))
+	for i, d := range cfg.Derived {
+		stores[i] = d.Name
+	}
+	if p.metrics, err = newMetrics(cfg.Registerer, p, stores); err != nil {
 		return nil, err
 	}
 	for _, d := range cfg.Derived {
@@ -354,7 +358,7 @@ func (p *Pipeline) Delete(ctx context.Context, ids []string, opts WriteOptions) 
 	first := map[string]int{}
 	for i, id := range ids {
 		res[i].ID = id
-		if e := checkID("id", id, p.limits.MaxIDBytes); e != nil {
+		if e := checkStoredID(id, p.limits.MaxIDBytes); e != nil {
 			fail(&res[i], e.code, e.msg)
 			continue
 		}

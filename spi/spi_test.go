@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/ragd/ragd/spi"
@@ -19,6 +20,10 @@ func TestFilterValidate(t *testing.T) {
 		{"one", spi.Filter{"lang": {"en"}}, true},
 		{"empty key", spi.Filter{"": {"x"}}, false},
 		{"no values", spi.Filter{"lang": {}}, false},
+		{"longest key", spi.Filter{strings.Repeat("k", spi.MaxFilterKeyBytes): {"x"}}, true},
+		{"key too long", spi.Filter{strings.Repeat("k", spi.MaxFilterKeyBytes+1): {"x"}}, false},
+		{"longest value", spi.Filter{"k": {strings.Repeat("v", spi.MaxFilterValueBytes)}}, true},
+		{"value too long", spi.Filter{"k": {"x", strings.Repeat("v", spi.MaxFilterValueBytes+1)}}, false},
 	}
 	many := spi.Filter{}
 	for i := 0; i <= spi.MaxFilterKeys; i++ {

@@ -20,10 +20,13 @@ import (
 // postings of impact.go; Score is the BM25 documented there (Lucene's
 // formula with a document-level idf, summed over the two fields, the title
 // weighted by Config.TitleBoost, repeated query words counted repeatedly).
-// The metadata filter restricts the candidates without changing scores.
-// Characters such as ':' '(' '"' have no meaning. Text that is empty
-// or consists only of stop words and punctuation yields no refs and no
-// error. With req.Syntax set, Text is parsed as bleve query-string syntax
+// A query restricted to a tenant is scored with that tenant's statistics
+// (impact.go); the metadata filter restricts the candidates without
+// changing scores. Characters such as ':' '(' '"' have no meaning. Text
+// that is empty or consists only of stop words and punctuation returns
+// spi.ErrNothingToSearch without searching (the index answers it without
+// looking, so the answer proves nothing about the index). With req.Syntax
+// set, Text is parsed as bleve query-string syntax
 // instead and scored by bleve's own BM25; unqualified terms then search the
 // text field, and a parse error wraps spi.ErrInvalidQuery.
 //
@@ -38,7 +41,7 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.R
 		return nil, fmt.Errorf("keyword: retrieve: %w", err)
 	}
 	if strings.TrimSpace(req.Text) == "" {
-		return nil, nil
+		return nil, fmt.Errorf("keyword: retrieve: %w: empty text", spi.ErrNothingToSearch)
 	}
 	st, unlock, err := b.acquire(ctx)
 	if err != nil {
@@ -59,7 +62,7 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.R
 	} else {
 		tokens := st.an.Analyze([]byte(req.Text))
 		if len(tokens) == 0 {
-			return nil, nil
+			return nil, fmt.Errorf("keyword: retrieve: %w: no indexed word", spi.ErrNothingToSearch)
 		}
 		if len(tokens) > b.cfg.MaxTerms {
 			return nil, fmt.Errorf("keyword: retrieve: %w: query has %d terms, at most %d allowed",

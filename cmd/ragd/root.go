@@ -30,8 +30,11 @@ func subcommands() []func(*app) *cobra.Command {
 		newBreakerCmd,
 		newCheckCmd,
 		newEvalCmd,
+		newHoldCmd,
 		newReembedCmd,
+		newReleaseCmd,
 		newIngestCmd,
+		newModelCmd,
 		newQueryCmd,
 		newServeCmd,
 		newStatusCmd,
@@ -48,7 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "ragd: %v\n", err)
+	fmt.Fprintf(stderr, "ragd: %v\n", explain(err))
 	var ue usageError
 	if errors.As(err, &ue) {
 		// Point at the help of the command that failed.

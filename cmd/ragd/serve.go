@@ -36,7 +36,7 @@ func newServeCmd(a *app) *cobra.Command {
 			if listen != "" {
 				cfg.Server.Listen = listen
 			}
-			inst, err := ragdapp.New(ctx, cfg, ragdapp.Options{Logger: ragdapp.NewLogger(a.stderr, cfg.Log.Level), Version: version})
+			inst, err := ragdapp.New(ctx, cfg, ragdapp.Options{Logger: ragdapp.NewLogger(a.stderr, cfg.Log.Level), Version: version, KeepState: true})
 			if err != nil {
 				return err
 			}

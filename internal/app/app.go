@@ -26,6 +26,7 @@ import (
 	"github.com/ragd/ragd/ingest/keyphrase"
 	"github.com/ragd/ragd/internal/events"
 	"github.com/ragd/ragd/internal/faults"
+	"github.com/ragd/ragd/internal/history"
 	"github.com/ragd/ragd/internal/sourcestats"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
@@ -50,6 +51,11 @@ type Options struct {
 	// Reembed opens the vector store without checking that its vectors
 	// come from the configured embedder, for Reembed.
 	Reembed bool
+	// KeepState keeps the console's state in data_dir — the timeline
+	// (events.jsonl, bounded) and the maintenance holds (holds.json) — so
+	// both survive a restart. ragd serve sets it; tools that open the
+	// stores beside a running server leave it off.
+	KeepState bool
 }
 
 // App is a wired ragd instance. Close releases every store.
@@ -81,10 +87,13 @@ type App struct {
 	Retriever *retriever.HybridRetriever
 	Pipeline  *ingest.Pipeline
 
-	// Events is the console's timeline; SourceStats its per-source window,
-	// fed by the queries the API answers.
+	// Events is the console's timeline; SourceStats its per-source window
+	// and History its last 15 minutes, fed by the queries and requests
+	// the API answers.
 	Events      *events.Ring
 	SourceStats *sourcestats.Window
+	History     *history.Recorder
+	console     console
 
 	now            func() time.Time
 	version        string
@@ -116,7 +125,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err err
 		a.now = time.Now
 	}
 	a.bgCtx, a.bgCancel = context.WithCancel(context.Background())
-	if err := a.wireConsole(); err != nil {
+	if err := a.wireConsole(opts.KeepState); err != nil {
 		return nil, err
 	}
 	if err := a.wireTracing(ctx, opts.TracerProvider); err != nil {
@@ -156,6 +165,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err err
 		slog.String("graph", cfg.Backends.Graph.Kind),
 		slog.String("embedder", cfg.Embedder.Kind),
 		slog.Bool("breakers", cfg.Breakers.Enabled))
+	a.startConsole()
 	return a, nil
 }
 
@@ -371,6 +381,13 @@ func (a *App) Close() error {
 	a.bgCancel()
 	a.bgWG.Wait()
 	var errs []error
+	if a.console.running {
+		a.console.running = false
+		a.publishServer(events.ServerStopped)
+	}
+	if a.Events != nil {
+		errs = append(errs, a.Events.Close())
+	}
 	for i := len(a.closers) - 1; i >= 0; i-- {
 		errs = append(errs, a.closers[i].Close())
 	}
