@@ -98,6 +98,7 @@ func TestVectorBackend(t *testing.T, h VectorHarness) {
 	t.Run("Scan", s.testScan)
 	t.Run("Concurrent", s.testConcurrent)
 	t.Run("WriteWhileSearch", s.testWriteWhileSearch)
+	t.Run("TenantScoresOwnDocuments", s.testTenantScores)
 	t.Run("Restart", s.testRestart)
 }
 
@@ -861,6 +862,31 @@ func (s *vectorSuite) testWriteWhileSearch(t *testing.T) {
 		t.Error(err)
 	}
 	t.Logf("%d answers with k=1 and %d with k=2 during 150 writes", answers[0], answers[1])
+}
+
+// testTenantScores: a tenant's answer, scores included, depends on its own
+// documents only: another tenant's writes near the query change nothing.
+func (s *vectorSuite) testTenantScores(t *testing.T) {
+	const dim = 8
+	c := newCorpus(60, dim, 11)
+	st := s.open(t, dim, DistanceCosine)
+	for i := range c.docs {
+		c.docs[i].Tenant = "mine"
+	}
+	upsert(t, st, c.docs)
+	q := c.docs[7].Vector
+	req := spi.VectorRequest{Vector: q, K: 10, Tenant: "mine"}
+	before := retrieve(t, st, req)
+	var theirs []spi.Document
+	for i := range 40 {
+		v := slices.Clone(q)
+		v[i%dim] += 0.01
+		theirs = append(theirs, spi.Document{ID: fmt.Sprintf("theirs-%02d", i), Tenant: "theirs", Vector: v})
+	}
+	upsert(t, st, theirs)
+	if after := retrieve(t, st, req); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("after another tenant's writes near the query: %v, before %v", after, before)
+	}
 }
 
 func (s *vectorSuite) testRestart(t *testing.T) {
