@@ -310,18 +310,23 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 	n := float64(live)
 	avgT, avgX := float64(totT)/n, float64(totX)/n
 	// f + k1·(1 − b + b·len/avg) = f + a + c·len, per field.
-	fs := fieldScorer{aT: p.k1 * (1 - p.b), wT: p.titleWeight, wX: 1, lenT: x.lenT, lenX: x.lenX}
-	fs.aX = fs.aT
+	aT, cT := p.k1*(1-p.b), 0.0
+	aX, cX := aT, 0.0
 	if avgT > 0 {
-		fs.cT = p.k1 * p.b / avgT
-	} else {
-		fs.wT = 0 // an empty field scores nothing
+		cT = p.k1 * p.b / avgT
 	}
 	if avgX > 0 {
-		fs.cX = p.k1 * p.b / avgX
-	} else {
-		fs.wX = 0
+		cX = p.k1 * p.b / avgX
 	}
+	wT := p.titleWeight
+	if avgT <= 0 {
+		wT = 0 // an empty field scores nothing
+	}
+	wX := 1.0
+	if avgX <= 0 {
+		wX = 0
+	}
+	lenT, lenX := x.lenT, x.lenX
 
 	scores := x.scores()
 	defer x.pool.Put(scores)
@@ -358,7 +363,7 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 				if !x.alive[d] {
 					continue
 				}
-				if s := fs.sat(pl.tfT[j], pl.tfX[j], d); s != 0 {
+				if s := saturate(pl.tfT[j], wT, aT, cT, lenT[d]) + saturate(pl.tfX[j], wX, aX, cX, lenX[d]); s != 0 {
 					if acc[d] == 0 {
 						touched = append(touched, d)
 					}
@@ -374,7 +379,7 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 		for j, d := range pl.docs {
 			if x.alive[d] && x.tenant[d] == want {
 				df++
-				if s := fs.sat(pl.tfT[j], pl.tfX[j], d); s != 0 {
+				if s := saturate(pl.tfT[j], wT, aT, cT, lenT[d]) + saturate(pl.tfX[j], wX, aX, cX, lenX[d]); s != 0 {
 					mine = append(mine, scoredSlot{d, s})
 				}
 			}
@@ -405,23 +410,14 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 	return h.Sorted(), nil
 }
 
-// fieldScorer computes a term's saturated, field-weighted frequency in a
-// document (its score before idf and qtf): per field,
-// w · f / (f + a + c · len).
-type fieldScorer struct {
-	aT, cT, aX, cX, wT, wX float64
-	lenT, lenX             []uint32
-}
-
-func (fs *fieldScorer) sat(tfT, tfX uint16, d int32) float64 {
-	var s float64
-	if f := float64(tfT); f > 0 && fs.wT > 0 {
-		s += fs.wT * f / (f + fs.aT + fs.cT*float64(fs.lenT[d]))
+// saturate is one field's part of a term's score in a document, before
+// idf and qtf: w · f / (f + a + c · len), 0 for a field without the term
+// or of weight 0.
+func saturate(tf uint16, w, a, c float64, l uint32) float64 {
+	if f := float64(tf); f > 0 && w > 0 {
+		return w * f / (f + a + c*float64(l))
 	}
-	if f := float64(tfX); f > 0 && fs.wX > 0 {
-		s += fs.wX * f / (f + fs.aX + fs.cX*float64(fs.lenX[d]))
-	}
-	return s
+	return 0
 }
 
 // scoredSlot is a document slot with a term's score in it, before idf.
