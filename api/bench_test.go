@@ -9,6 +9,7 @@ import (
 
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/internal/history"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -24,6 +25,34 @@ func BenchmarkQueryOverhead(b *testing.B) {
 		if rec.Code != http.StatusOK {
 			b.Fatalf("status %d", rec.Code)
 		}
+	}
+}
+
+// BenchmarkQueryHistory is BenchmarkQueryOverhead without and with the
+// console's history recording the request (issue 20): compare the two in
+// one run.
+func BenchmarkQueryHistory(b *testing.B) {
+	body := []byte(`{"text":"boundary layer heat transfer","limit":10,"filter":{"lang":["en"]}}`)
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			e := newEnv(b, func(c *api.Config) {
+				c.Logger = nil
+				if on {
+					c.History = history.New(history.Config{})
+				}
+			})
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := serve(b, e.h, http.MethodPost, "/v1/query", body, "Authorization", "Bearer "+queryKey)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("status %d", rec.Code)
+				}
+			}
+		})
 	}
 }
 
@@ -51,5 +80,44 @@ func BenchmarkUpsertOverhead(b *testing.B) {
 		if rec.Code != http.StatusOK {
 			b.Fatalf("status %d", rec.Code)
 		}
+	}
+}
+
+// hostileFilter is a query whose filter has n keys of one value each
+// (`"123456":["v"]`): issue 18 item 12's probe used 525,694 of them, 8.3 MB,
+// under the document batches' body limit.
+func hostileFilter(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"text":"x","filter":{`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"%d":["v"]`, i)
+	}
+	b.WriteString(`}}`)
+	return []byte(b.String())
+}
+
+// BenchmarkHostileFilter measures what a query with an oversized filter
+// costs before its 4xx, with the shipped body limits: the 7.9 MB probe of
+// issue 18, and one just under the query body limit (256 KiB).
+func BenchmarkHostileFilter(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		keys int
+	}{{"525694keys", 525694}, {"17000keys", 17000}} {
+		b.Run(tc.name, func(b *testing.B) {
+			e := newEnv(b, func(c *api.Config) { c.Logger = nil; c.Server.BodyLimitBytes = 8 << 20 })
+			body := hostileFilter(tc.keys)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := serve(b, e.h, http.MethodPost, "/v1/query", body, "Authorization", "Bearer "+queryKey)
+				if rec.Code/100 != 4 {
+					b.Fatalf("status %d", rec.Code)
+				}
+			}
+		})
 	}
 }

@@ -45,11 +45,15 @@ type Writer interface {
 // breaker.ErrUnknownBreaker.
 type Breakers interface {
 	Snapshot() []breaker.Snapshot
-	ForceClose(name string) (breaker.Snapshot, error)
-	// ForceOpen trips a breaker by hand: the operator's way to take a
-	// backend out of queries (maintenance, a known-bad replica) until
-	// force-close or the cooldown admits trials again.
-	ForceOpen(name string) (breaker.Snapshot, error)
+	// ForceCloseBy closes a breaker by hand (releasing a hold); m names
+	// the caller's key in the transition.
+	ForceCloseBy(name string, m breaker.Manual) (breaker.Snapshot, error)
+	// ForceOpenBy trips a breaker by hand until force-close or until the
+	// cooldown admits trials again.
+	ForceOpenBy(name string, m breaker.Manual) (breaker.Snapshot, error)
+	// Hold keeps a breaker open for maintenance until force-close: no
+	// cooldown, no trial, no probe.
+	Hold(name string, m breaker.Manual) (breaker.Snapshot, error)
 }
 
 var (
@@ -90,6 +94,21 @@ type Config struct {
 	Events Events
 	// Stats feeds GET /v1/status/sources; nil answers no figures.
 	Stats SourceStats
+	// History serves GET /v1/status/history and records every answered
+	// API request; nil keeps none (the endpoint answers 404).
+	History History
+	// Inventory describes the sources, the embedder and the stores for
+	// GET /v1/status/server; nil reports none.
+	Inventory func(ctx context.Context) Inventory
+	// DisabledSources are the query sources a query leaves out unless it
+	// enables them (off, or weight 0, in rag.yaml): /v1/status/health
+	// lists them apart and never counts them usable.
+	DisabledSources []string
+	// Instance and StartedAt identify this process in GET
+	// /v1/status/server, so a page can tell a restart; empty, New makes a
+	// random instance id and takes its own start time.
+	Instance  string
+	StartedAt time.Time
 	// Health holds the component health checks reported by
 	// /v1/status/health, keyed by component name: "vector", "keyword",
 	// "graph" (the retrieval sources) and "embedder", as configured. At
@@ -175,6 +194,9 @@ func (c Config) Validate() error {
 	if s.BodyLimitBytes <= 0 {
 		bad("Server.BodyLimitBytes must be > 0, got %d", s.BodyLimitBytes)
 	}
+	if s.QueryBodyLimitBytes < 0 {
+		bad("Server.QueryBodyLimitBytes must not be negative (0: BodyLimitBytes), got %d", s.QueryBodyLimitBytes)
+	}
 	if s.RequestTimeoutS <= 0 {
 		bad("Server.RequestTimeoutS must be > 0, got %d", s.RequestTimeoutS)
 	}
@@ -238,8 +260,10 @@ func validateAuth(a config.AuthConfig) []error {
 		if k.Role != config.RoleQuery && k.Role != config.RoleAdmin {
 			bad("Auth.Keys[%d] (%s): role must be %q or %q, got %q", i, k.Name, config.RoleQuery, config.RoleAdmin, k.Role)
 		}
-		if k.Tenant != "" && ingest.ValidateID(k.Tenant, ingest.DefaultMaxIDBytes) != nil {
-			bad("Auth.Keys[%d] (%s): tenant must be at most %d bytes of UTF-8 without control characters", i, k.Name, ingest.DefaultMaxIDBytes)
+		if k.Tenant != "" {
+			if err := spi.ValidateName(k.Tenant, spi.MaxNameBytes); err != nil {
+				bad("Auth.Keys[%d] (%s): tenant: %v", i, k.Name, err)
+			}
 		}
 	}
 	return errs

@@ -13,8 +13,9 @@ import (
 
 // Events is the operator timeline; *events.Ring implements it.
 type Events interface {
-	// Since returns the newest events after sequence number after, at most
-	// limit of them, oldest first.
+	// Since returns the events after sequence number after, oldest first,
+	// at most limit of them (Page.More when others follow), so that paging
+	// reads every event once.
 	Since(after uint64, limit int) events.Page
 }
 
@@ -46,7 +47,8 @@ type EventsResponse = events.Page
 type SourcesResponse = sourcestats.Snapshot
 
 // listEvents serves GET /v1/status/events?after=SEQ&limit=N. Events carry
-// names, states and counts only, no tenant data, so every key may read them.
+// names, states, counts and an operator's reason for a hold, no tenant
+// data, so every key may read them.
 func (s *Server) listEvents() echo.HandlerFunc {
 	return func(c echo.Context) error {
 		after, err := uintParam(c, "after", 0, 1<<63)
@@ -98,7 +100,7 @@ func uintParam(c echo.Context, name string, def, maxV uint64) (uint64, error) {
 // public: every figure it shows comes from the API with the key the user
 // types in, held by the page in memory only.
 func (s *Server) mountUI(e *echo.Echo) {
-	h := echo.WrapHandler(http.StripPrefix("/ui", ui.Handler()))
+	h := foreign(http.StripPrefix("/ui", ui.Handler()), "no such file")
 	e.GET("/ui", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/ui/") })
 	e.GET("/ui/*", h)
 	s.paths["/ui"], s.paths["/ui/*"] = true, true // metric labels

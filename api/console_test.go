@@ -29,9 +29,14 @@ func TestEventsEndpoint(t *testing.T) {
 	// A tenant-bound query key reads the timeline too: it holds no tenant data.
 	rec := serve(t, e.h, http.MethodGet, "/v1/status/events?after=6&limit=3", nil, "Authorization", "Bearer "+acmeQueryKey)
 	page = decodeAs[api.EventsResponse](t, rec, http.StatusOK)
-	if len(page.Events) != 3 || page.Events[0].Seq != 10 || page.Last != 12 || !page.Dropped ||
+	// Capacity 8: events 1-4 are forgotten; a limit pages forward.
+	if len(page.Events) != 3 || page.Events[0].Seq != 7 || page.Last != 12 || page.Dropped || !page.More ||
 		page.Events[2].Burst == nil || page.Events[2].Burst.Status != "timeout" {
 		t.Fatalf("after=6 limit=3: %+v", page)
+	}
+	page = decodeAs[api.EventsResponse](t, e.do(http.MethodGet, "/v1/status/events?after=2&limit=100", nil), http.StatusOK)
+	if len(page.Events) != 8 || page.Events[0].Seq != 5 || !page.Dropped || page.More {
+		t.Fatalf("after=2: %+v", page)
 	}
 	page = decodeAs[api.EventsResponse](t, e.do(http.MethodGet, "/v1/status/events?after=12", nil), http.StatusOK)
 	if len(page.Events) != 0 || page.Last != 12 || page.Dropped {

@@ -44,12 +44,12 @@ func (s *Server) mountPprof(e *echo.Echo) {
 			if err := s.debugAccess(c); err != nil {
 				return err
 			}
+			var ph http.Handler = h
 			if h == nil {
-				pprof.Handler(c.Param("name")).ServeHTTP(c.Response(), c.Request())
-				return nil
+				name, _ := pathParam(c, "name")
+				ph = pprof.Handler(name)
 			}
-			h(c.Response(), c.Request())
-			return nil
+			return foreign(ph, "no such profile")(c)
 		}, s.requireAccess(access{role: config.RoleAdmin}))
 	}
 }
@@ -81,7 +81,8 @@ func (s *Server) mountFaults(e *echo.Echo) {
 		if err := s.debugAccess(c); err != nil {
 			return err
 		}
-		if err := in.Set(c.Param("source"), f); err != nil {
+		source, _ := pathParam(c, "source") // a bad escape names no source: Set refuses it
+		if err := in.Set(source, f); err != nil {
 			return fieldError(CodeInvalidBody, "source", "%v", err)
 		}
 		return s.writeJSON(c, http.StatusOK, in.List())
@@ -92,6 +93,6 @@ func (s *Server) mountFaults(e *echo.Echo) {
 			return err
 		}
 		return set(c, f)
-	}, admin, s.readBody)
+	}, admin, s.readBody(s.bodyLimit("/debug/faults/:source")))
 	e.DELETE("/debug/faults/:source", func(c echo.Context) error { return set(c, faults.Fault{}) }, admin)
 }

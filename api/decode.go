@@ -16,18 +16,33 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
+// bodyLimit is the body limit of the route at path: the query's own,
+// smaller one for POST /v1/query (0 in the config: the general one).
+func (s *Server) bodyLimit(path string) int64 {
+	if path == "/v1/query" && s.cfg.Server.QueryBodyLimitBytes > 0 {
+		return s.cfg.Server.QueryBodyLimitBytes
+	}
+	return s.cfg.Server.BodyLimitBytes
+}
+
 // readBody reads a JSON request body into memory before the handler runs:
-// the content type must be JSON, the body at most the configured limit
-// (checked against Content-Length before reading, and enforced while
-// reading so a lying or chunked client cannot make the server read more).
-// The whole read is bounded by the server's read timeout.
-func (s *Server) readBody(next echo.HandlerFunc) echo.HandlerFunc {
+// the content type must be JSON, the body at most limit bytes (checked
+// against Content-Length before reading, and enforced while reading so a
+// lying or chunked client cannot make the server read more). The whole
+// read is bounded by the server's read timeout.
+func (s *Server) readBody(limit int64) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc { return readBodyUpTo(limit, next) }
+}
+
+func readBodyUpTo(limit int64, next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		if err := checkJSONContentType(r.Header.Get(echo.HeaderContentType)); err != nil {
 			return err
 		}
-		limit := s.cfg.Server.BodyLimitBytes
+		if err := checkIdentityEncoding(c); err != nil {
+			return err
+		}
 		if r.ContentLength > limit {
 			return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
 				"request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, limit)
@@ -58,7 +73,9 @@ func (s *Server) decodeJSON(c echo.Context, dst any) error {
 	return decodeBody(body, dst)
 }
 
-// decodeBody decodes one JSON object from body into dst, strictly.
+// decodeBody decodes one JSON object from body into dst, strictly: no
+// unknown field, no field name in another case, no name twice in one
+// object (checkStrict), nothing after the object.
 func decodeBody(body []byte, dst any) error {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
@@ -77,6 +94,9 @@ func decodeBody(body []byte, dst any) error {
 		off := int64(invalidUTF8At(body))
 		e := newError(http.StatusBadRequest, CodeMalformedJSON, "the body is not valid UTF-8 (byte %d)", off)
 		e.Detail.Offset = &off
+		return e
+	}
+	if e := checkStrict(body, reflect.TypeOf(dst)); e != nil {
 		return e
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -218,6 +238,25 @@ func checkJSONContentType(ct string) error {
 	if err != nil || !(mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))) {
 		return newError(http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
 			"Content-Type must be application/json, got %s", truncate(ct, 64))
+	}
+	return nil
+}
+
+// checkIdentityEncoding refuses a compressed body (Content-Encoding other
+// than identity) with 415 and Accept-Encoding: identity (RFC 7694). ragd
+// does not decompress request bodies: the body limit would bound the
+// compressed size only, and a decompression bomb would cost memory
+// before any check; bulk clients on a slow link compress at the TLS
+// terminator or proxy instead.
+func checkIdentityEncoding(c echo.Context) error {
+	for _, v := range c.Request().Header.Values(echo.HeaderContentEncoding) {
+		for coding := range strings.SplitSeq(v, ",") {
+			if coding = strings.TrimSpace(coding); coding != "" && !strings.EqualFold(coding, "identity") {
+				c.Response().Header().Set(echo.HeaderAcceptEncoding, "identity")
+				return newError(http.StatusUnsupportedMediaType, CodeUnsupportedEncoding,
+					"a compressed body (Content-Encoding other than identity) is not supported: send it uncompressed")
+			}
+		}
 	}
 	return nil
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -102,6 +102,12 @@ func (s *Server) upsertDocuments() echo.HandlerFunc {
 		}
 		seen := make(map[string]int, len(docs))
 		for i, d := range docs {
+			// Like a timestamp that does not parse, one that no store
+			// can keep fails the whole request.
+			if spi.ValidateUpdatedAt(d.UpdatedAt) != nil {
+				f := fmt.Sprintf("documents[%d].updated_at", i)
+				return fieldError("invalid_documents", f, "%s: must lie between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z in UTC", f)
+			}
 			if d.ID == "" {
 				continue
 			}
@@ -147,30 +153,44 @@ func (s *Server) answerBatch(c echo.Context, results []ingest.Result) error {
 	return s.writeJSON(c, status, resp)
 }
 
-// pathID reads and validates the {id} path parameter (percent-decoded, so
-// ids with "/" are addressed as %2F).
+// pathID reads and validates the {id} path parameter, percent-decoded
+// exactly once: ids with "/" are addressed as %2F, ids with "%" as %25.
 func pathID(c echo.Context) (string, error) {
-	id, err := url.PathUnescape(c.Param("id"))
-	if err == nil {
-		err = ingest.ValidateID(id, ingest.DefaultMaxIDBytes)
+	id, ok := pathParam(c, "id")
+	if !ok {
+		return "", fieldError(CodeInvalidID, "id", "the document id is not a valid percent-encoding")
 	}
-	if err != nil {
-		e := newError(http.StatusBadRequest, CodeInvalidID, "the document id must be 1-%d bytes of valid UTF-8 without control characters", ingest.DefaultMaxIDBytes)
-		e.Detail.Field = "id"
-		return "", e
+	if err := checkID(id); err != nil {
+		return "", err
 	}
 	return id, nil
 }
 
+// checkID validates a document id named by the caller (GET, DELETE, MCP's
+// get_document): the stored-name rule, so documents stored before the
+// stricter rule for new ids can still be read and deleted.
+func checkID(id string) error {
+	if err := spi.ValidateStoredName(id, ingest.DefaultMaxIDBytes); err != nil {
+		return fieldError(CodeInvalidID, "id", "id: %s", reason(err))
+	}
+	return nil
+}
+
+// reason is the message of a validation error wrapping
+// spi.ErrInvalidQuery, without the sentinel's prefix.
+func reason(err error) string {
+	return strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": ")
+}
+
 // visibleDocument loads id from the system of record, treating a document
 // of another tenant exactly like a missing one.
-func (s *Server) visibleDocument(c echo.Context, id string) (spi.Document, error) {
-	docs, _, err := s.cfg.Documents.Hydrate(c.Request().Context(), []string{id})
+func (s *Server) visibleDocument(ctx context.Context, p *Principal, id string) (spi.Document, error) {
+	docs, _, err := s.cfg.Documents.Hydrate(ctx, []string{id})
 	if err != nil {
 		return spi.Document{}, fmt.Errorf("api: documents: hydrate: %w", err)
 	}
 	for _, d := range docs {
-		if d.ID == id && principal(c).visible(d.Tenant) {
+		if d.ID == id && p.visible(d.Tenant) {
 			return d, nil
 		}
 	}
@@ -185,7 +205,7 @@ func (s *Server) getDocument() echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		d, err := s.visibleDocument(c, id)
+		d, err := s.visibleDocument(c.Request().Context(), principal(c), id)
 		if err != nil {
 			return err
 		}
@@ -253,9 +273,8 @@ func (s *Server) deleteDocuments() echo.HandlerFunc {
 		}
 		seen := make(map[string]int, len(ids))
 		for i, id := range ids {
-			if err := ingest.ValidateID(id, ingest.DefaultMaxIDBytes); err != nil {
-				return fieldError(CodeInvalidID, fmt.Sprintf("ids[%d]", i),
-					"ids[%d] must be 1-%d bytes of valid UTF-8 without control characters", i, ingest.DefaultMaxIDBytes)
+			if err := spi.ValidateStoredName(id, ingest.DefaultMaxIDBytes); err != nil {
+				return fieldError(CodeInvalidID, fmt.Sprintf("ids[%d]", i), "ids[%d]: %s", i, reason(err))
 			}
 			if j, ok := seen[id]; ok {
 				return fieldError(CodeDuplicateID, fmt.Sprintf("ids[%d]", i), "ids[%d] repeats ids[%d]", i, j)

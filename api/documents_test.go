@@ -136,6 +136,11 @@ func TestUpsertBadBodies(t *testing.T) {
 		{"null body", `null`, api.CodeInvalidBody, ""},
 		{"bad timestamp", `{"documents":[{"id":"a","updated_at":"yesterday"}]}`, "invalid_documents", "documents[0].updated_at"},
 		{"timestamp not a string", `{"documents":[{"id":"a","updated_at":5}]}`, "invalid_documents", "documents[0].updated_at"},
+		// Issue 18, item 16: parses, but in UTC it is the year 10000 (or
+		// 0), which no store keeps; it was a per-document store_rejected
+		// quoting "json: error calling MarshalJSON for type time.Time".
+		{"timestamp after 9999 in UTC", `{"documents":[{"id":"a","text":"x"},{"id":"b","text":"x","updated_at":"9999-12-31T23:59:59-23:59"}]}`, "invalid_documents", "documents[1].updated_at"},
+		{"timestamp before year 1 in UTC", `{"documents":[{"id":"a","text":"x","updated_at":"0001-01-01T00:30:00+01:00"}]}`, "invalid_documents", "documents[0].updated_at"},
 	}
 	e := newEnv(t, nil)
 	for _, tc := range cases {

@@ -33,9 +33,10 @@ type ErrorDetail struct {
 	Field string `json:"field,omitempty"`
 	// Offset is the byte offset of a JSON syntax or type error.
 	Offset *int64 `json:"offset,omitempty"`
-	// Required, Healthy and Sources are set for not_enough_sources: the
-	// min_sources the query needed, how many sources answered, and every
-	// source's status.
+	// Required, Healthy and Sources are set for not_enough_sources (and
+	// for a timeout when the query's own deadline left too few sources):
+	// the min_sources the query needed, how many sources answered, and
+	// every source's status.
 	Required int                               `json:"required,omitempty"`
 	Healthy  *int                              `json:"healthy,omitempty"`
 	Sources  map[string]retriever.SourceStatus `json:"sources,omitempty"`
@@ -46,6 +47,7 @@ type ErrorDetail struct {
 const (
 	CodeMalformedJSON         = "malformed_json"
 	CodeUnknownField          = "unknown_field"
+	CodeDuplicateField        = "duplicate_field"
 	CodeInvalidBody           = "invalid_body"
 	CodeInvalidQuery          = "invalid_query"
 	CodeEmptyQuery            = "empty_query"
@@ -63,6 +65,7 @@ const (
 	CodeMethodNotAllowed      = "method_not_allowed"
 	CodeBodyTooLarge          = "body_too_large"
 	CodeUnsupportedMedia      = "unsupported_media_type"
+	CodeUnsupportedEncoding   = "unsupported_content_encoding"
 	CodeTooManyRequests       = "too_many_requests"
 	CodeClientClosedRequest   = "client_closed_request"
 	CodeInternal              = "internal"
@@ -121,6 +124,15 @@ func translate(err error) *apiError {
 		// The client's query, not the backends, is at fault.
 		e := newError(http.StatusBadRequest, CodeInvalidQuery, "a retrieval source rejected the query as invalid; see sources")
 		e.Detail.Sources = ne.Sources
+		return e
+	}
+	if ne != nil && ne.CallerDeadline() {
+		// The query's own deadline cut the sources off, not the backends:
+		// a timeout the client chose, never a 503 with a Retry-After.
+		healthy := ne.Healthy
+		e := newError(http.StatusGatewayTimeout, CodeTimeout,
+			"the query's own deadline (budget_ms or sources.NAME.timeout_ms) ran out before %d retrieval source(s) answered; see sources", ne.Required)
+		e.Detail.Required, e.Detail.Healthy, e.Detail.Sources = ne.Required, &healthy, ne.Sources
 		return e
 	}
 	if ne != nil {

@@ -237,14 +237,18 @@ type fakeBreakers struct {
 	SnapshotFn   func() []breaker.Snapshot
 	ForceCloseFn func(name string) (breaker.Snapshot, error)
 	ForceOpenFn  func(name string) (breaker.Snapshot, error)
+	HoldFn       func(name string, m breaker.Manual) (breaker.Snapshot, error)
 }
 
 func (b *fakeBreakers) Snapshot() []breaker.Snapshot { return b.SnapshotFn() }
-func (b *fakeBreakers) ForceClose(name string) (breaker.Snapshot, error) {
+func (b *fakeBreakers) ForceCloseBy(name string, _ breaker.Manual) (breaker.Snapshot, error) {
 	return b.ForceCloseFn(name)
 }
-func (b *fakeBreakers) ForceOpen(name string) (breaker.Snapshot, error) {
+func (b *fakeBreakers) ForceOpenBy(name string, _ breaker.Manual) (breaker.Snapshot, error) {
 	return b.ForceOpenFn(name)
+}
+func (b *fakeBreakers) Hold(name string, m breaker.Manual) (breaker.Snapshot, error) {
+	return b.HoldFn(name, m)
 }
 
 // env is a server with its fakes.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"testing"
 
 	"github.com/ragd/ragd/api"
@@ -39,6 +40,12 @@ func FuzzQueryHandler(f *testing.F) {
 		`{"text":"a","fusion":{"mode":"dbsf"},"sources":{"graph":{"weight":-1e308}}}`,
 		`{"text":"a","limit":2.5,"window":1e3}`, `{"text":"a","limit":1e400}`,
 		`{"text":null}`, `{"documents":null}`, `{"documents":[null]}`,
+		// Issue 18: names in another case, names twice, tenants with
+		// invisible or bidi characters.
+		`{"Text":"a"}`, `{"text":"a","text":"b"}`, `{"text":"a","filter":{"k":["v"],"k":["w"]}}`,
+		`{"documents":[{"id":"a","text":"x","metadata":{"k":"1","k":"2"}}]}`, `{"documents":[{"ID":"a","text":"x"}]}`,
+		`{"text":"a","tenant":"ac\u200bme"}`, `{"text":"a","tenant":"\u0000"}`, `{"documents":[{"id":"\u202egnp","text":"x"}]}`,
+		`{"documents":[{"id":"a","text":"x","updated_at":"9999-12-31T23:59:59-23:59"}]}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -67,16 +74,28 @@ func FuzzQueryHandler(f *testing.F) {
 }
 
 // FuzzDocumentID reads and deletes documents by arbitrary ids: whatever the
-// id, the answer is never a 5xx, always JSON, and every 4xx has the error
-// shape with the request id.
+// id, the answer is never a 5xx, always JSON, every 4xx has the error
+// shape with the request id, and an id the API accepts reaches the record
+// store and the writer exactly as it was before url.PathEscape (decoded
+// once: issue 18, item 5). The same string sent as a new document id and
+// as a query's tenant is accepted exactly when spi.ValidateName accepts
+// it (item 18).
 func FuzzDocumentID(f *testing.F) {
-	for _, seed := range []string{"a", "", "%zz", "%", "a/b", "..", "\x00", "\xed\xa0\x80", "\xff\xfe", "é", "a b?c#d"} {
+	for _, seed := range []string{"a", "", "%zz", "%", "a/b", "..", "\x00", "\xed\xa0\x80", "\xff\xfe", "é", "a b?c#d",
+		"invoice%41", "50%off", "x%2Fy", "%252F", "a\u200bb", "\u202egnp.exe", "e\u0301"} {
 		f.Add(seed)
 	}
 	e := newEnv(f, func(c *api.Config) { c.Logger = nil })
+	asked := recordingStore(e)
+	var deleted []string // fuzz functions run one at a time per worker
+	e.writer.DeleteFn = func(_ context.Context, ids []string) []ingest.Result {
+		deleted = slices.Clone(ids)
+		return []ingest.Result{{ID: ids[0], Status: ingest.StatusOK}}
+	}
 	f.Fuzz(func(t *testing.T, id string) {
 		path := "/v1/documents/" + url.PathEscape(id)
 		for _, method := range []string{http.MethodGet, http.MethodDelete} {
+			deleted = nil
 			rec := serve(t, e.h, method, path, nil, "Authorization", "Bearer "+acmeAdminKey)
 			if rec.Code >= 500 || rec.Code < 200 {
 				t.Fatalf("%s %s: status %d: %s", method, path, rec.Code, rec.Body.String())
@@ -87,6 +106,40 @@ func FuzzDocumentID(f *testing.F) {
 			if rec.Code >= 400 {
 				errorOf(t, rec)
 			}
+			got := asked()
+			if method == http.MethodDelete {
+				got = deleted
+			}
+			if rec.Code < 400 && !slices.Equal(got, []string{id}) {
+				t.Fatalf("%s %s: the store was asked for %q, want %q", method, path, got, id)
+			}
+		}
+		// The same string as a new id and as a query's tenant: accepted
+		// exactly when spi.ValidateName accepts it, never a 5xx.
+		// JSON carries invalid UTF-8 as U+FFFD: check what is sent.
+		raw, _ := json.Marshal(id)
+		if json.Unmarshal(raw, &id) != nil {
+			t.Fatalf("%q does not survive JSON", raw)
+		}
+		valid := spi.ValidateName(id, spi.MaxNameBytes) == nil
+		rec := serve(t, e.h, http.MethodPost, "/v1/documents", map[string]any{"documents": []spi.Document{{ID: id, Text: "x"}}}, "Authorization", "Bearer "+adminKey)
+		if rec.Code >= 500 || !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("upsert %q: %d %s", id, rec.Code, rec.Body)
+		}
+		var batch api.BatchResponse
+		if rec.Code < 400 && json.Unmarshal(rec.Body.Bytes(), &batch) == nil && len(batch.Results) == 1 {
+			if r := batch.Results[0]; (r.Status == ingest.StatusOK) != valid || (valid && r.ID != id) {
+				t.Fatalf("upsert %q (valid name: %v): result %+v", id, valid, r)
+			}
+		} else if valid {
+			t.Fatalf("upsert of the valid id %q: %d %s", id, rec.Code, rec.Body)
+		}
+		rec = serve(t, e.h, http.MethodPost, "/v1/query", map[string]any{"text": "a", "tenant": id}, "Authorization", "Bearer "+adminKey)
+		if rec.Code >= 500 || !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("query tenant %q: %d %s", id, rec.Code, rec.Body)
+		}
+		if (rec.Code == http.StatusOK) != (valid || id == "") {
+			t.Fatalf("query tenant %q (valid name: %v): %d %s", id, valid, rec.Code, rec.Body)
 		}
 	})
 }

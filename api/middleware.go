@@ -88,6 +88,7 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		status := c.Response().Status
 		s.metrics.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 		s.metrics.duration.WithLabelValues(route, method).Observe(elapsed.Seconds())
+		s.observeHistory(c.Path(), status, elapsed)
 
 		level := slog.LevelInfo
 		if operational[route] {

@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -33,6 +34,7 @@ func newLiveSpec(t *testing.T) *liveSpec {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
+	cfg.Embedder.Kind = config.KindHashing
 	cfg.Auth.Keys = []config.KeyConfig{
 		{Name: "a", Key: adminKey, Role: config.RoleAdmin},
 		{Name: "q", Key: queryKey, Role: config.RoleQuery},
@@ -151,8 +153,20 @@ func TestLiveResponsesMatchTheOpenAPIDocument(t *testing.T) {
 		{"POST", "/v1/status/check", adminKey, "", false},
 		{"POST", "/v1/status/check?repair=true", adminKey, "", false},
 		{"POST", "/v1/status/check?repair=maybe", adminKey, "", true},
+		{"POST", "/v1/status/breakers/keyword/hold", adminKey, `{"reason":"index rebuild"}`, false},
+		{"POST", "/v1/status/breakers/keyword/hold", adminKey, "", false},
+		{"POST", "/v1/status/breakers/keyword/hold", adminKey, `{"reason":"bad\u0007bell"}`, true},
+		{"POST", "/v1/status/breakers/nope/hold", adminKey, "", false},
+		{"POST", "/v1/status/breakers/keyword/hold", queryKey, "", false},
+		{"GET", "/v1/status/breakers", queryKey, "", false},
+		{"POST", "/v1/status/breakers/keyword/force-close", adminKey, "", false},
 		{"GET", "/v1/status/events", queryKey, "", false},
+		{"GET", "/v1/status/events?after=1&limit=2", queryKey, "", false},
 		{"GET", "/v1/status/sources", queryKey, "", false},
+		{"GET", "/v1/status/server", queryKey, "", false},
+		{"GET", "/v1/status/server", acmeAdminKey, "", false},
+		{"GET", "/v1/status/history", queryKey, "", false},
+		{"GET", "/v1/status/history", acmeAdminKey, "", false},
 		{"GET", "/healthz", "", "", false},
 		{"GET", "/readyz", "", "", false},
 		{"HEAD", "/healthz", "", "", false},
@@ -161,6 +175,21 @@ func TestLiveResponsesMatchTheOpenAPIDocument(t *testing.T) {
 		{"GET", "/openapi.json", "", "", false},
 	} {
 		l.check(c.method, c.path, c.key, c.body, c.bad)
+	}
+	// A text with no word in it: the embedded keyword and graph stores
+	// answer without searching, and the answer says so (skipped, nothing
+	// to search), in a shape the document allows.
+	rec := l.check("POST", "/v1/query", queryKey, `{"text":"!!! ?","sources":{"graph":{"enabled":true}}}`, false)
+	var res struct {
+		Sources map[string]struct{ Status, Error string } `json:"sources"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil {
+		t.Fatalf("%d %s: %v", rec.Code, rec.Body, err)
+	}
+	for _, name := range []string{"keyword", "graph"} {
+		if st := res.Sources[name]; st.Status != "skipped" || st.Error != "nothing to search" {
+			t.Errorf("%s for a text with no word = %+v (%d %s), want skipped, nothing to search", name, st, rec.Code, rec.Body)
+		}
 	}
 	doc, _ := openapi3.NewLoader().LoadFromData(api.OpenAPI())
 	for path, item := range doc.Paths.Map() {

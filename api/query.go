@@ -17,17 +17,16 @@ import (
 func (s *Server) query() echo.HandlerFunc {
 	return func(c echo.Context) error {
 		var q retriever.Query
+		if body, ok := c.Get(ctxBody).([]byte); ok {
+			if err := checkQueryBounds(body); err != nil {
+				return err
+			}
+		}
 		if err := s.decodeJSON(c, &q); err != nil {
 			return err
 		}
-		p := principal(c)
-		if p.Tenant != "" {
-			if q.Tenant != "" && q.Tenant != p.Tenant {
-				e := newError(http.StatusForbidden, CodeTenantForbidden, "this API key is bound to another tenant")
-				e.Detail.Field = "tenant"
-				return e
-			}
-			q.Tenant = p.Tenant
+		if err := principal(c).scopeQuery(&q); err != nil {
+			return err
 		}
 		if strings.TrimSpace(q.Text) == "" && len(q.Vector) == 0 {
 			return fieldError(CodeEmptyQuery, "text", "text or vector is required")
@@ -46,6 +45,21 @@ func (s *Server) query() echo.HandlerFunc {
 		}
 		return s.writeJSON(c, http.StatusOK, res)
 	}
+}
+
+// scopeQuery binds q to p's tenant: a key bound to a tenant queries that
+// tenant only, and naming another is tenant_forbidden.
+func (p *Principal) scopeQuery(q *retriever.Query) error {
+	if p.Tenant == "" {
+		return nil
+	}
+	if q.Tenant != "" && q.Tenant != p.Tenant {
+		e := newError(http.StatusForbidden, CodeTenantForbidden, "this API key is bound to another tenant")
+		e.Detail.Field = "tenant"
+		return e
+	}
+	q.Tenant = p.Tenant
+	return nil
 }
 
 // clampNonFinite replaces every NaN and infinity of res (scores, explain

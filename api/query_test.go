@@ -189,6 +189,32 @@ func TestQueryNotEnoughSourcesIs503WithSourceStatuses(t *testing.T) {
 	}
 }
 
+// Too few sources because the query's own deadline cut them off is the
+// client's timeout (504 timeout, the statuses, no Retry-After), not a 503
+// that says the backends are unavailable. Any other source that did not
+// answer keeps the 503.
+func TestQueryCallerDeadlineIs504(t *testing.T) {
+	e := newEnv(t, nil)
+	sources := map[string]retriever.SourceStatus{
+		spi.SourceVector:  {Status: retriever.StatusCallerDeadline, Error: "the query's own budget of 1ms exhausted"},
+		spi.SourceKeyword: {Status: retriever.StatusCallerDeadline, Error: "the query's own budget of 1ms exhausted"},
+		spi.SourceGraph:   {Status: retriever.StatusSkipped, Error: retriever.ReasonNothingToSearch},
+	}
+	e.searcher.RetrieveFn = func(context.Context, retriever.Query) (*retriever.Result, error) {
+		return nil, &retriever.NotEnoughSourcesError{Required: 2, Healthy: 1, Sources: sources}
+	}
+	rec := e.do(http.MethodPost, "/v1/query", `{"text":"a","budget_ms":1,"min_sources":2}`)
+	d := wantError(t, rec, http.StatusGatewayTimeout, api.CodeTimeout)
+	if d.Required != 2 || d.Healthy == nil || *d.Healthy != 1 || d.Sources[spi.SourceVector].Status != retriever.StatusCallerDeadline {
+		t.Fatalf("detail %+v", d)
+	}
+	if got := rec.Header().Get("Retry-After"); got != "" {
+		t.Fatalf("Retry-After %q for the client's own deadline", got)
+	}
+	sources[spi.SourceGraph] = retriever.SourceStatus{Status: retriever.StatusTimeout, Error: "deadline of 800ms exceeded"}
+	wantError(t, e.do(http.MethodPost, "/v1/query", `{"text":"a","budget_ms":1,"min_sources":2}`), http.StatusServiceUnavailable, api.CodeNotEnoughSources)
+}
+
 func TestQueryRetrieverErrors(t *testing.T) {
 	const secret = "secret-query-words"
 	cases := []struct {

@@ -33,6 +33,9 @@ type Server struct {
 	hcache healthCache
 	tracer trace.Tracer
 	lcache logCache
+	// instance and started identify this server (Config.Instance).
+	instance string
+	started  time.Time
 }
 
 // route is one entry of the route table.
@@ -56,10 +59,13 @@ var routes = []route{
 	{http.MethodGet, "/v1/status/breakers", access{role: config.RoleQuery}, (*Server).listBreakers, false},
 	{http.MethodPost, "/v1/status/breakers/:name/force-close", access{role: config.RoleAdmin, global: true}, (*Server).forceClose, false},
 	{http.MethodPost, "/v1/status/breakers/:name/force-open", access{role: config.RoleAdmin, global: true}, (*Server).forceOpen, false},
+	{http.MethodPost, "/v1/status/breakers/:name/hold", access{role: config.RoleAdmin, global: true}, (*Server).hold, true},
 	{http.MethodGet, "/v1/status/health", access{role: config.RoleQuery}, (*Server).health, false},
 	{http.MethodPost, "/v1/status/check", access{role: config.RoleAdmin, global: true}, (*Server).check, false},
 	{http.MethodGet, "/v1/status/events", access{role: config.RoleQuery}, (*Server).listEvents, false},
 	{http.MethodGet, "/v1/status/sources", access{role: config.RoleQuery}, (*Server).sourceStats, false},
+	{http.MethodGet, "/v1/status/server", access{role: config.RoleQuery}, (*Server).serverInfo, false},
+	{http.MethodGet, "/v1/status/history", access{role: config.RoleQuery, global: true}, (*Server).historySummary, false},
 	{http.MethodGet, "/healthz", access{public: PublicHealth}, (*Server).healthz, false},
 	{http.MethodHead, "/healthz", access{public: PublicHealth}, (*Server).healthz, false},
 	{http.MethodGet, "/readyz", access{public: PublicReady}, (*Server).readyz, false},
@@ -96,6 +102,13 @@ func New(cfg Config) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.instance, s.started = cfg.Instance, cfg.StartedAt
+	if s.instance == "" {
+		s.instance = newRequestID()
+	}
+	if s.started.IsZero() {
+		s.started = s.now()
+	}
 	reg, gatherer := cfg.Registerer, cfg.Gatherer
 	if reg == nil && gatherer == nil {
 		r := prometheus.NewRegistry()
@@ -125,6 +138,7 @@ func New(cfg Config) (*Server, error) {
 	e.TLSServer.ErrorLog = e.StdLogger
 	e.HTTPErrorHandler = s.handleError
 	s.tracer = newTracer(cfg.TracerProvider)
+	e.Pre(routeEscaped)
 	e.Use(withRequestID, s.traced, s.observe, s.recoverer(), refuseOptions, s.withTimeout)
 	for _, r := range routes {
 		// Authenticate, then read the body, and only then take an
@@ -132,7 +146,11 @@ func New(cfg Config) (*Server, error) {
 		// holds no slot, so it cannot starve the others.
 		mw := []echo.MiddlewareFunc{s.requireAccess(r.access)}
 		if r.body {
-			mw = append(mw, s.readBody)
+			read := s.readBody(s.bodyLimit(r.path))
+			if optionalBody[r.path] {
+				read = allowEmptyBody(read)
+			}
+			mw = append(mw, read)
 		}
 		if !operational[r.path] {
 			mw = append(mw, s.limitInFlight)
@@ -141,6 +159,7 @@ func New(cfg Config) (*Server, error) {
 		s.paths[r.path] = true
 	}
 	s.mountUI(e)
+	s.mountMCP(e)
 	if cfg.Server.Pprof {
 		s.mountPprof(e)
 	}

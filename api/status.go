@@ -2,11 +2,11 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -57,8 +57,12 @@ type ForceOpenResponse struct {
 type HealthResponse struct {
 	Status     spi.HealthStatus           `json:"status"`
 	Components map[string]ComponentHealth `json:"components"`
-	// Usable lists the retrieval sources that can serve queries now.
+	// Usable lists the retrieval sources that can serve queries now and
+	// that queries use unless they switch them off.
 	Usable []string `json:"usable"`
+	// Disabled lists the query sources a query leaves out unless it
+	// enables them (off, or weight 0, in rag.yaml); they are never usable.
+	Disabled []string `json:"disabled,omitempty"`
 	// Log is the change log's head and each derived store's lag; absent
 	// when the record keeps no log or cannot be read. A store whose applies
 	// are failing makes the status degraded.
@@ -116,39 +120,22 @@ func (s *Server) listBreakers() echo.HandlerFunc {
 	}
 }
 
-// forceClose serves POST /v1/status/breakers/{name}/force-close.
+// forceClose serves POST /v1/status/breakers/{name}/force-close; it also
+// releases a maintenance hold.
 func (s *Server) forceClose() echo.HandlerFunc {
-	return s.forceState("force-closed", Breakers.ForceClose, func(snap breaker.Snapshot) any {
-		return ForceCloseResponse{Breaker: snap, ForcedClosed: true}
-	})
+	return func(c echo.Context) error {
+		return s.breakerAction(c, "force-closed", func(b Breakers, name string) (breaker.Snapshot, error) {
+			return b.ForceCloseBy(name, manual(c, ""))
+		}, func(snap breaker.Snapshot) any { return ForceCloseResponse{Breaker: snap, ForcedClosed: true} })
+	}
 }
 
 // forceOpen serves POST /v1/status/breakers/{name}/force-open.
 func (s *Server) forceOpen() echo.HandlerFunc {
-	return s.forceState("force-opened", Breakers.ForceOpen, func(snap breaker.Snapshot) any {
-		return ForceOpenResponse{Breaker: snap, ForcedOpen: true}
-	})
-}
-
-// forceState applies force to the named breaker and answers body(snapshot).
-func (s *Server) forceState(verb string, force func(Breakers, string) (breaker.Snapshot, error), body func(breaker.Snapshot) any) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		name := c.Param("name")
-		if s.cfg.Breakers == nil {
-			return newError(http.StatusNotFound, CodeUnknownBreaker, "circuit breakers are not enabled on this server")
-		}
-		snap, err := force(s.cfg.Breakers, name)
-		if err != nil {
-			if errors.Is(err, breaker.ErrUnknownBreaker) {
-				return newError(http.StatusNotFound, CodeUnknownBreaker, "no circuit breaker called %q", truncate(name, 64))
-			}
-			return err
-		}
-		s.log.LogAttrs(c.Request().Context(), slog.LevelInfo, "api: breaker "+verb,
-			slog.String("request_id", requestID(c)),
-			slog.String("breaker", snap.Name),
-			slog.String("key", principal(c).Name))
-		return s.writeJSON(c, http.StatusOK, body(snap))
+		return s.breakerAction(c, "force-opened", func(b Breakers, name string) (breaker.Snapshot, error) {
+			return b.ForceOpenBy(name, manual(c, ""))
+		}, func(snap breaker.Snapshot) any { return ForceOpenResponse{Breaker: snap, ForcedOpen: true} })
 	}
 }
 
@@ -262,8 +249,9 @@ func (s *Server) checkHealth(ctx context.Context) HealthResponse {
 		comp, ok := resp.Components[name]
 		return ok && comp.Status == spi.StatusDown || open[name]
 	}
+	resp.Disabled = s.cfg.DisabledSources
 	for _, name := range retrievalSources {
-		if _, ok := resp.Components[name]; !ok || down(name) {
+		if _, ok := resp.Components[name]; !ok || down(name) || slices.Contains(resp.Disabled, name) {
 			continue
 		}
 		// The vector source embeds the text of every text query.

@@ -3,41 +3,70 @@ package api
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/ragd/ragd/ingest"
 )
 
 // logCache holds the last change-log status for /v1/status/health, reused
-// for HealthCacheTTL like the component checks.
+// for HealthCacheTTL like the component checks. The record is queried
+// without the lock held: concurrent callers share the query in flight
+// (flight), and each waits for it only as long as its own context lasts.
 type logCache struct {
-	mu  sync.Mutex
-	at  time.Time
-	st  *ingest.LogStatus
-	set bool
+	mu     sync.Mutex
+	at     time.Time
+	st     *ingest.LogStatus
+	set    bool
+	flight singleflight.Group
 }
 
 // logStatus returns the change log's lag per derived store, or nil when
 // the record keeps no log or cannot be read (the vector component then
-// says why).
+// says why) or when ctx ends before the query in flight answers.
 func (s *Server) logStatus(ctx context.Context) *ingest.LogStatus {
-	s.lcache.mu.Lock()
-	defer s.lcache.mu.Unlock()
-	if s.lcache.set && s.cfg.HealthCacheTTL >= 0 && s.now().Sub(s.lcache.at) < s.cfg.HealthCacheTTL {
-		return s.lcache.st
+	c := &s.lcache
+	c.mu.Lock()
+	if c.set && s.cfg.HealthCacheTTL >= 0 && s.now().Sub(c.at) < s.cfg.HealthCacheTTL {
+		st := c.st
+		c.mu.Unlock()
+		return st
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.HealthTimeout)
-	defer cancel()
-	st, err := s.cfg.Writer.Status(ctx)
-	s.lcache.st, s.lcache.at, s.lcache.set = nil, s.now(), true
-	if err == nil && len(st.Stores) > 0 {
-		s.lcache.st = &st
+	c.mu.Unlock()
+	ch := c.flight.DoChan("log", func() (_ any, _ error) {
+		var out *ingest.LogStatus
+		defer func() {
+			// DoChan runs this on a goroutine of its own, out of the
+			// recoverer's reach: a panicking Writer must not end the
+			// process.
+			if p := recover(); p != nil {
+				s.log.LogAttrs(ctx, slog.LevelError, "api: change-log status panicked")
+			}
+			c.mu.Lock()
+			c.st, c.at, c.set = out, s.now(), true
+			c.mu.Unlock()
+		}()
+		// Detached from the caller: the result is shared, and bounded by
+		// HealthTimeout.
+		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.HealthTimeout)
+		defer cancel()
+		if st, err := s.cfg.Writer.Status(qctx); err == nil && len(st.Stores) > 0 {
+			out = &st
+		}
+		return out, nil
+	})
+	select {
+	case r := <-ch:
+		st, _ := r.Val.(*ingest.LogStatus) // nil after a panic
+		return st
+	case <-ctx.Done():
+		return nil
 	}
-	return s.lcache.st
 }
 
 // check serves POST /v1/status/check: compare every derived store with the

@@ -63,11 +63,19 @@ type Breaker struct {
 // before the generation's word.
 type phase struct {
 	key      uint64      // state and generation bits of the word
-	until    int64       // open: monotonic time the cooldown ends
+	until    int64       // open: monotonic time the cooldown ends (never while held)
 	cause    error       // open, half-open: the failure that tripped
 	failures int         // open, half-open: failures since last closed
 	done     func(error) // closed: the done func Allow hands out
+	hold     *Hold       // open: the maintenance hold, if any
+
+	since      time.Time // when the state began
+	sinceMono  int64     // the same, in the breaker's monotonic time
+	leftClosed time.Time // open, half-open: when the breaker last left closed
 }
+
+// held is the cooldown end of a held breaker: it never admits trials.
+const held = math.MaxInt64
 
 // trial is one admitted half-open call.
 type trial struct {
@@ -119,7 +127,7 @@ func New(name string, cfg Config) (*Breaker, error) {
 		b.win = newWindow(cfg.FailureRate)
 		b.win.reset(stClosed)
 	}
-	b.phase.Store(&phase{key: stClosed, done: b.closedDone(stClosed)})
+	b.phase.Store(&phase{key: stClosed, done: b.closedDone(stClosed), since: b.epoch})
 	return b, nil
 }
 
@@ -305,7 +313,7 @@ func (b *Breaker) advance(now time.Time, t int64) {
 		return
 	}
 	if p := b.phase.Load(); t >= p.until {
-		b.transition(stHalfOpen, ReasonCooldown, now, t, p.failures, 0, p.cause)
+		b.transition(stHalfOpen, ReasonCooldown, now, t, p.failures, 0, p.cause, Manual{})
 	}
 }
 
@@ -318,7 +326,7 @@ func (b *Breaker) reclaim(t int64) {
 // nanoseconds of cooldown.
 func (b *Breaker) rejection(p *phase, remaining int64) error {
 	var ms int64
-	if remaining > 0 {
+	if remaining > 0 && p.hold == nil { // a hold has no end to announce
 		ms = (remaining + int64(time.Millisecond) - 1) / int64(time.Millisecond)
 	}
 	if c := b.openErr.Load(); c != nil && c.key == p.key && c.ms == ms {
@@ -390,7 +398,7 @@ func (b *Breaker) trip(key uint64, reason Reason, failures, calls int, cause err
 		return
 	}
 	now, t := b.clock()
-	b.transition(stOpen, reason, now, t, failures, calls, cause)
+	b.transition(stOpen, reason, now, t, failures, calls, cause, Manual{})
 	b.mu.Unlock()
 	b.flush()
 }
@@ -412,28 +420,59 @@ func (b *Breaker) reportTrial(tok token, o outcome, cause error) {
 		b.trialSuccesses++
 		if b.trialSuccesses >= b.cfg.SuccessThreshold {
 			now, t := b.clock()
-			b.transition(stClosed, ReasonTrialSuccess, now, t, 0, 0, nil)
+			b.transition(stClosed, ReasonTrialSuccess, now, t, 0, 0, nil, Manual{})
 		}
 	case failure:
 		now, t := b.clock()
-		b.transition(stOpen, ReasonTrialFailure, now, t, b.phase.Load().failures+1, 0, cause)
+		b.transition(stOpen, ReasonTrialFailure, now, t, b.phase.Load().failures+1, 0, cause, Manual{})
 	}
 	b.mu.Unlock()
 	b.flush()
 }
 
 // transition moves the breaker to state `to` in a new generation and queues
-// the event. The caller holds mu.
-func (b *Breaker) transition(to uint64, reason Reason, now time.Time, t int64, failures, calls int, cause error) {
+// the event; m is the operator behind a manual transition. ReasonHeld makes
+// the open state a hold: no cooldown ends it. The caller holds mu.
+func (b *Breaker) transition(to uint64, reason Reason, now time.Time, t int64, failures, calls int, cause error, m Manual) {
 	old := b.word.Load()
+	prev := b.phase.Load()
 	key := (old&^(failMask|stateMask) + genUnit) | to
-	ev := Transition{Name: b.name, From: State(old & stateMask), To: State(to), Reason: reason, Failures: failures, Calls: calls, At: now}
+	ev := Transition{Name: b.name, From: State(old & stateMask), To: State(to), Reason: reason, Failures: failures, Calls: calls, At: now,
+		By: m.By, Note: m.Note}
 	if ev.From == HalfOpen {
 		ev.TrialSuccesses = b.trialSuccesses
 	}
-	p := &phase{key: key, cause: cause, failures: failures}
+	// How long the state being left lasted: an open state ended when its
+	// cooldown did, even if the next call made the transition later.
+	end := t
+	if ev.From == Open && prev.until < end {
+		end = prev.until
+	}
+	ev.Lasted = time.Duration(max(end-prev.sinceMono, 0))
+	p := &phase{key: key, cause: cause, failures: failures, since: now, sinceMono: t, leftClosed: prev.leftClosed}
+	if ev.From == Closed {
+		p.leftClosed = now
+	}
 	switch to {
 	case stOpen:
+		if reason == ReasonHeld {
+			p.until = held
+			p.hold = &Hold{By: m.By, Reason: m.Note, Since: now}
+			if !m.Since.IsZero() {
+				p.hold.Since = m.Since
+			}
+			if ev.From == Open {
+				// Already open: the hold keeps the trip, its cause and
+				// its start; it is not another trip.
+				p.cause, p.failures, p.since, p.sinceMono = prev.cause, prev.failures, prev.since, prev.sinceMono
+				ev.Failures = prev.failures
+				ev.OpenedTotal = b.openedTotal.Load()
+				break
+			}
+			b.streak++
+			ev.OpenedTotal = b.openedTotal.Add(1)
+			break
+		}
 		b.streak++
 		d := b.openDuration()
 		p.until = t + int64(d)
@@ -441,11 +480,21 @@ func (b *Breaker) transition(to uint64, reason Reason, now time.Time, t int64, f
 		ev.OpenedTotal = b.openedTotal.Add(1)
 	case stHalfOpen:
 		ev.OpenedTotal = b.openedTotal.Load()
+		if ev.From == Open && prev.until < t {
+			// Made lazily by a later call: half-open since the cooldown ended.
+			p.sinceMono = prev.until
+			p.since = prev.since.Add(time.Duration(prev.until - prev.sinceMono))
+		}
 	case stClosed:
 		b.streak = 0
 		p.cause, p.failures = nil, 0
 		p.done = b.closedDone(key)
+		p.leftClosed = time.Time{}
 		ev.OpenedTotal = b.openedTotal.Load()
+		if !prev.leftClosed.IsZero() {
+			ev.Outage = now.Sub(prev.leftClosed)
+		}
+		ev.Released = prev.hold
 	}
 	b.trials = b.trials[:0]
 	b.trialSuccesses = 0
@@ -532,48 +581,92 @@ func (b *Breaker) Snapshot() Snapshot {
 		s.FailureCount = int((w & failMask) >> failShift)
 	case Open:
 		s.FailureCount = p.failures
-		if t := b.mono(); t < p.until {
+		switch t := b.mono(); {
+		case p.hold != nil:
+			h := *p.hold
+			s.Hold = &h
+		case t < p.until:
 			s.RetryIn = time.Duration(p.until - t)
-		} else {
+		default:
 			s.State = HalfOpen
+			s.Since = p.since.Add(time.Duration(p.until - p.sinceMono))
+			return s
 		}
 	case HalfOpen:
 		s.FailureCount = p.failures
 	}
+	s.Since = p.since
 	return s
+}
+
+// Manual names the operator behind a manual action: By who (for ragd, the
+// API key's name), Note why (free text, may be empty). Both travel in the
+// Transition and, for a hold, in the Snapshot.
+type Manual struct {
+	By, Note string
+	// Since, for Hold only, is when the hold began; zero means now. Set it
+	// to restore a hold kept across a restart.
+	Since time.Time
 }
 
 // ForceOpen trips the breaker now, as if it had failed: it stays open for
 // the usual (backed-off) cooldown, then admits trials. It does nothing if
-// the breaker is open and cooling down. The trip counts in OpenedTotal.
-func (b *Breaker) ForceOpen() {
+// the breaker is open and cooling down, or held. The trip counts in
+// OpenedTotal.
+func (b *Breaker) ForceOpen() { b.ForceOpenBy(Manual{}) }
+
+// ForceOpenBy is ForceOpen with the operator named in the transition.
+func (b *Breaker) ForceOpenBy(m Manual) {
 	b.mu.Lock()
 	now, t := b.clock()
 	b.advance(now, t)
 	w := b.word.Load()
 	if w&stateMask != stOpen {
-		failures := b.phase.Load().failures
-		if w&stateMask == stClosed {
-			failures = int((w & failMask) >> failShift)
-		}
-		b.transition(stOpen, ReasonForced, now, t, failures, 0, nil)
+		b.transition(stOpen, ReasonForced, now, t, b.failuresNow(w), 0, nil, m)
 	}
 	b.mu.Unlock()
 	b.flush()
 }
 
-// ForceClose closes the breaker now and clears its failure counts and
-// backoff streak. In-flight calls admitted before it are ignored when they
-// report: a breaker that is already closed still moves to a new generation
-// (without a transition event).
-func (b *Breaker) ForceClose() {
+// failuresNow is the failure count behind a manual trip from word w. The
+// caller holds mu.
+func (b *Breaker) failuresNow(w uint64) int {
+	if w&stateMask == stClosed {
+		return int((w & failMask) >> failShift)
+	}
+	return b.phase.Load().failures
+}
+
+// Hold opens the breaker for maintenance and keeps it open until
+// ForceClose: no cooldown ends it, so it admits no trial (and a background
+// prober sees no half-open state to probe). Holding a closed or half-open
+// breaker is a trip (it counts in OpenedTotal); holding an open one keeps
+// its trip and stops its cooldown. Holding a held breaker replaces the
+// hold's operator and note. Every hold is a transition with ReasonHeld.
+func (b *Breaker) Hold(m Manual) {
+	b.mu.Lock()
+	now, t := b.clock()
+	b.advance(now, t)
+	b.transition(stOpen, ReasonHeld, now, t, b.failuresNow(b.word.Load()), 0, nil, m)
+	b.mu.Unlock()
+	b.flush()
+}
+
+// ForceClose closes the breaker now, releasing a hold, and clears its
+// failure counts and backoff streak. In-flight calls admitted before it are
+// ignored when they report: a breaker that is already closed still moves to
+// a new generation (without a transition event).
+func (b *Breaker) ForceClose() { b.ForceCloseBy(Manual{}) }
+
+// ForceCloseBy is ForceClose with the operator named in the transition.
+func (b *Breaker) ForceCloseBy(m Manual) {
 	b.mu.Lock()
 	now, t := b.clock()
 	b.advance(now, t)
 	if w := b.word.Load(); w&stateMask == stClosed {
 		key := (w&^(failMask|stateMask) + genUnit) | stClosed
 		b.streak = 0
-		b.phase.Store(&phase{key: key, done: b.closedDone(key)})
+		b.phase.Store(&phase{key: key, done: b.closedDone(key), since: b.phase.Load().since, sinceMono: b.phase.Load().sinceMono})
 		for !b.word.CompareAndSwap(w, key) { // only failure bits can move meanwhile
 			w = b.word.Load()
 		}
@@ -581,7 +674,7 @@ func (b *Breaker) ForceClose() {
 			b.win.reset(key)
 		}
 	} else {
-		b.transition(stClosed, ReasonForced, now, t, 0, 0, nil)
+		b.transition(stClosed, ReasonForced, now, t, 0, 0, nil, m)
 	}
 	b.mu.Unlock()
 	b.flush()

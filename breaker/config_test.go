@@ -115,7 +115,7 @@ func TestSnapshotJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"name":"vector","state":"open","failure_count":2,"failure_threshold":2,"opened_total":1,"reset_timeout_ms":10000,"retry_in_ms":7500}`
+	want := `{"name":"vector","state":"open","failure_count":2,"failure_threshold":2,"opened_total":1,"reset_timeout_ms":10000,"retry_in_ms":7500,"since":"2026-03-01T12:00:00Z"}`
 	if string(data) != want {
 		t.Fatalf("json = %s\nwant   %s", data, want)
 	}

@@ -120,8 +120,8 @@ func ExampleRegistry() {
 	}
 	// Output:
 	// event: graph breaker.opened
-	// {"name":"graph","state":"open","failure_count":1,"failure_threshold":1,"opened_total":1,"reset_timeout_ms":30000,"retry_in_ms":30000}
-	// {"name":"vector","state":"closed","failure_count":0,"failure_threshold":5,"opened_total":0,"reset_timeout_ms":30000,"retry_in_ms":0}
+	// {"name":"graph","state":"open","failure_count":1,"failure_threshold":1,"opened_total":1,"reset_timeout_ms":30000,"retry_in_ms":30000,"since":"2026-01-01T00:00:00Z"}
+	// {"name":"vector","state":"closed","failure_count":0,"failure_threshold":5,"opened_total":0,"reset_timeout_ms":30000,"retry_in_ms":0,"since":"2026-01-01T00:00:00Z"}
 	// breaker: unknown breaker: "keyword"
 }
 

@@ -142,21 +142,37 @@ func (r *Registry) Snapshot() []Snapshot {
 // ForceClose closes the breaker called name and returns its snapshot
 // afterwards. An unknown name yields an error matching ErrUnknownBreaker.
 func (r *Registry) ForceClose(name string) (Snapshot, error) {
-	b, ok := r.Lookup(name)
-	if !ok {
-		return Snapshot{}, fmt.Errorf("%w: %q", ErrUnknownBreaker, name)
-	}
-	b.ForceClose()
-	return b.Snapshot(), nil
+	return r.ForceCloseBy(name, Manual{})
 }
 
 // ForceOpen trips the breaker called name and returns its snapshot
 // afterwards. An unknown name yields an error matching ErrUnknownBreaker.
 func (r *Registry) ForceOpen(name string) (Snapshot, error) {
+	return r.ForceOpenBy(name, Manual{})
+}
+
+// ForceCloseBy is ForceClose naming the operator (Breaker.ForceCloseBy).
+func (r *Registry) ForceCloseBy(name string, m Manual) (Snapshot, error) {
+	return r.apply(name, func(b *Breaker) { b.ForceCloseBy(m) })
+}
+
+// ForceOpenBy is ForceOpen naming the operator (Breaker.ForceOpenBy).
+func (r *Registry) ForceOpenBy(name string, m Manual) (Snapshot, error) {
+	return r.apply(name, func(b *Breaker) { b.ForceOpenBy(m) })
+}
+
+// Hold holds the breaker called name open for maintenance (Breaker.Hold)
+// and returns its snapshot afterwards. An unknown name yields an error
+// matching ErrUnknownBreaker.
+func (r *Registry) Hold(name string, m Manual) (Snapshot, error) {
+	return r.apply(name, func(b *Breaker) { b.Hold(m) })
+}
+
+func (r *Registry) apply(name string, fn func(*Breaker)) (Snapshot, error) {
 	b, ok := r.Lookup(name)
 	if !ok {
 		return Snapshot{}, fmt.Errorf("%w: %q", ErrUnknownBreaker, name)
 	}
-	b.ForceOpen()
+	fn(b)
 	return b.Snapshot(), nil
 }

@@ -17,6 +17,7 @@ const (
 	ReasonCooldown         Reason = "cooldown_elapsed"  // open → half-open
 	ReasonTrialSuccess     Reason = "trial_success"     // half-open → closed
 	ReasonForced           Reason = "forced"            // ForceOpen / ForceClose
+	ReasonHeld             Reason = "held"              // Hold: open until ForceClose
 )
 
 // Transition is the event a breaker hands to Config.OnStateChange. It holds
@@ -43,6 +44,17 @@ type Transition struct {
 	OpenFor time.Duration
 	// At is when the transition happened, read from Config.Now.
 	At time.Time
+	// Lasted is how long the state being left lasted; an open state ends
+	// with its cooldown, even when the next call made the transition later.
+	Lasted time.Duration
+	// Outage, when To is Closed, is how long the breaker was not closed:
+	// from the trip to now, across every half-open trial and re-trip.
+	Outage time.Duration
+	// By and Note name the operator of a manual transition (ReasonForced,
+	// ReasonHeld) and their reason; empty otherwise or when not given.
+	By, Note string
+	// Released is the hold that a ForceClose ended, if any.
+	Released *Hold
 }
 
 // Event names the transition for logs and metrics: "breaker.opened",
@@ -75,8 +87,21 @@ func (t Transition) LogValue() slog.Value {
 	if t.From == HalfOpen {
 		attrs = append(attrs, slog.Int("trial_successes", t.TrialSuccesses))
 	}
-	if t.To == Open {
+	if t.To == Open && t.Reason != ReasonHeld {
 		attrs = append(attrs, slog.Duration("open_for", t.OpenFor))
+	}
+	attrs = append(attrs, slog.Duration("lasted", t.Lasted))
+	if t.To == Closed && t.Outage > 0 {
+		attrs = append(attrs, slog.Duration("outage", t.Outage))
+	}
+	if t.By != "" {
+		attrs = append(attrs, slog.String("by", t.By))
+	}
+	if t.Note != "" {
+		attrs = append(attrs, slog.String("note", t.Note))
+	}
+	if t.Released != nil {
+		attrs = append(attrs, slog.String("released_hold_of", t.Released.By))
 	}
 	return slog.GroupValue(attrs...)
 }

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/embedder/builtin/modelcache"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -51,6 +51,9 @@ func (c *Config) Validate() error {
 	}
 	if s.BodyLimitBytes < 1024 {
 		bad("server.body_limit_bytes", "must be at least 1024, got %d", s.BodyLimitBytes)
+	}
+	if s.QueryBodyLimitBytes < 1024 {
+		bad("server.query_body_limit_bytes", "must be at least 1024, got %d", s.QueryBodyLimitBytes)
 	}
 	positive("server.read_header_timeout_s", s.ReadHeaderTimeoutS)
 	positive("server.read_timeout_s", s.ReadTimeoutS)
@@ -126,8 +129,26 @@ func (c *Config) Validate() error {
 	}
 
 	e := c.Embedder
+	kinds := []string{KindBuiltin, KindHashing, KindOpenAI}
 	switch e.Kind {
 	case KindHashing:
+	case KindBuiltin:
+		if e.ModelDir == "" {
+			if _, err := modelcache.Canonical(e.BuiltinModel()); err != nil {
+				bad("embedder.model", "%v", err)
+			}
+		}
+		for _, f := range []struct {
+			key string
+			v   int
+		}{{"embedder.threads", e.Threads}, {"embedder.max_seq_length", e.MaxSeqLength}, {"embedder.pull_timeout_s", e.PullTimeoutS}} {
+			if f.v < 0 {
+				bad(f.key, "must be >= 0, got %d", f.v)
+			}
+		}
+		if e.MaxSeqLength == 1 {
+			bad("embedder.max_seq_length", "must leave room for [CLS] and [SEP] (at least 2), got 1")
+		}
 	case KindOpenAI:
 		if u, err := url.Parse(e.BaseURL); err != nil || u.Host == "" || !oneOf(u.Scheme, "http", "https") {
 			bad("embedder.base_url", "must be an http(s) URL, got %q", e.BaseURL)
@@ -140,11 +161,25 @@ func (c *Config) Validate() error {
 		if e.MaxRetries < 0 {
 			bad("embedder.max_retries", "must be >= 0, got %d", e.MaxRetries)
 		}
+		if e.Dimension == 0 {
+			bad("embedder.dimension", "must be set for kind %q (the model's vector length)", e.Kind)
+		}
 	default:
-		bad("embedder.kind", "must be one of %s, got %q", quoteList([]string{KindHashing, KindOpenAI}), e.Kind)
+		bad("embedder.kind", "must be one of %s, got %q", quoteList(kinds), e.Kind)
 	}
-	if e.Dimension < 1 || e.Dimension > 16000 {
-		bad("embedder.dimension", "must be between 1 and 16000, got %d", e.Dimension)
+	if e.Dimension < 0 || e.Dimension > 16000 {
+		bad("embedder.dimension", "must be between 1 and 16000 (or left out), got %d", e.Dimension)
+	}
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"embedder.document_concurrency", e.DocumentConcurrency}, {"embedder.cache.max_mb", e.Cache.MaxMB}, {"embedder.cache.query_entries", e.Cache.QueryEntries}} {
+		if f.v < 0 {
+			bad(f.key, "must be >= 0, got %d", f.v)
+		}
+	}
+	if e.Cache.MaxMB > 0 && strings.TrimSpace(e.Cache.Dir) == "" {
+		bad("embedder.cache.dir", "must be set while embedder.cache.max_mb is above 0")
 	}
 
 	r := c.Retriever
@@ -276,8 +311,10 @@ func (c *Config) Validate() error {
 		if !oneOf(key.Role, RoleQuery, RoleAdmin) {
 			bad(p+".role", `must be "query" or "admin", got %q`, key.Role)
 		}
-		if key.Tenant != "" && ingest.ValidateID(key.Tenant, ingest.DefaultMaxIDBytes) != nil {
-			bad(p+".tenant", "must be a tenant as documents carry it: at most %d bytes of UTF-8 without control characters", ingest.DefaultMaxIDBytes)
+		if key.Tenant != "" {
+			if err := spi.ValidateName(key.Tenant, spi.MaxNameBytes); err != nil {
+				bad(p+".tenant", "must be a tenant name as documents carry it (%s)", strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": "))
+			}
 		}
 	}
 	for i, p := range c.Auth.Public {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/cdproto/network"
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -66,6 +67,7 @@ type browser struct {
 
 	mu         sync.Mutex
 	exceptions []string // uncaught JavaScript exceptions of the page
+	failed     []string // "STATUS URL" of every answer >= 400 the page got
 }
 
 // newBrowser starts Debian's chromium with the flags known to work in CI
@@ -114,7 +116,8 @@ func newBrowser(t *testing.T) *browser {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	dir = filepath.Join(dir, "console")
+	// One directory per test, named after it.
+	dir = filepath.Join(dir, "console", strings.ReplaceAll(t.Name(), "/", "_"))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +126,14 @@ func newBrowser(t *testing.T) *browser {
 	return b
 }
 
-// listen records the page's uncaught exceptions.
+// listen records the page's uncaught exceptions and failed answers.
 func (b *browser) listen(ev any) {
+	if e, ok := ev.(*network.EventResponseReceived); ok && e.Response != nil && e.Response.Status >= 400 {
+		b.mu.Lock()
+		b.failed = append(b.failed, fmt.Sprintf("%d %s", e.Response.Status, e.Response.URL))
+		b.mu.Unlock()
+		return
+	}
 	if e, ok := ev.(*cdpruntime.EventExceptionThrown); ok && e.ExceptionDetails != nil {
 		d := e.ExceptionDetails
 		msg := d.Text
@@ -222,9 +231,10 @@ func (b *browser) tabTo(sel string, limit int) {
 
 // TestConsoleInBrowser drives the operator console in headless Chromium
 // against a real `ragd serve` on the embedded stack: every source shows a
-// card, force-opening graph through the UI turns its card open with a
-// ticking countdown, a query shows its explain bars, and the whole page
-// works from the keyboard with every control labelled.
+// card, a query key sees everything but cannot act, force-opening keyword
+// through the UI (after a confirmation) turns its card open with a ticking
+// countdown, a query shows its explain bars, and the whole page works from
+// the keyboard with every control labelled.
 func TestConsoleInBrowser(t *testing.T) {
 	b := newBrowser(t)
 	dir := t.TempDir()
@@ -242,20 +252,20 @@ func TestConsoleInBrowser(t *testing.T) {
 	{
 		b.do("open the console", chromedp.Navigate(ui))
 		b.waitFor("ask for a key", `document.getElementById("overall").textContent.includes("needs an API key")`)
-		// A query key sees everything but may not force a breaker.
+		// A query key sees everything but may not act on a breaker.
 		b.do("enter the query key",
 			chromedp.SendKeys(chromedp.CSS("#api-key"), queryKey),
 			chromedp.Click(chromedp.CSS("#use-key")))
 		b.waitFor("cards", `["`+strings.Join(consoleSources, `","`)+`"].every(n => document.querySelector("#card-" + n))`)
-		b.do("force open with the query key", chromedp.Click(chromedp.CSS(`#card-graph button[aria-label="Force open graph breaker"]`)))
-		b.waitFor("refusal shown", `document.getElementById("action-status").textContent.includes("(forbidden")`)
-		if st := pageText(b, "#card-graph h3 .badge"); st != "closed" {
-			t.Fatalf("graph card shows %q after a refused force-open, want closed", st)
+		b.waitFor("the key's name and role", `document.getElementById("key-status").textContent.startsWith("Key: console-query (query)")`)
+		if n := jsEval[int](b, `[...document.querySelectorAll(".card .actions button")].filter(b => !b.disabled).length`); n != 0 {
+			t.Errorf("%d breaker buttons enabled for a query key", n)
 		}
 		b.do("switch to the admin key",
 			chromedp.Click(chromedp.CSS("#forget-key")),
 			chromedp.SendKeys(chromedp.CSS("#api-key"), adminKey),
 			chromedp.Click(chromedp.CSS("#use-key")))
+		b.waitFor("admin key in use", `document.getElementById("key-status").textContent.startsWith("Key: console-admin (admin)")`)
 		// However often the key form is sent, even while a poll is in
 		// flight, one poll loop runs: about five status polls in ten seconds,
 		// fewer on a loaded machine, never the ten or more of two loops.
@@ -270,7 +280,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		if n := jsEval[int](b, `window.polls`); n > 7 {
 			t.Errorf("%d status polls in 10 s, want at most 7 (one loop every 2 s)", n)
 		}
-		if ks := pageText(b, "#key-status"); !strings.HasPrefix(ks, "Using the key") {
+		if ks := pageText(b, "#key-status"); !strings.HasPrefix(ks, "Key: console-admin") {
 			t.Errorf("sending the key form empty dropped the key: %q", ks)
 		}
 		// Three queries through the API; the cards show them within a poll
@@ -282,7 +292,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			}
 		}
 		b.waitFor("figures", `document.querySelector("#card-keyword").textContent.includes("of 3 queries")`)
-		for _, name := range []string{"vector", "keyword", "graph", "embedder"} {
+		for _, name := range []string{"vector", "keyword", "embedder"} {
 			if st := pageText(b, "#card-"+name+" h3 .badge"); st != "closed" {
 				t.Errorf("%s card shows %q, want closed", name, st)
 			}
@@ -297,19 +307,19 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.screenshot("sources")
 	}
 
-	t.Log("step: force-open graph from its card")
+	t.Log("step: force-open keyword from its card")
 	{
-		b.do("click force open", chromedp.Click(chromedp.CSS(`#card-graph button[aria-label="Force open graph breaker"]`)))
-		b.waitFor("graph card open", `document.querySelector("#card-graph").dataset.state === "open"`)
-		// Graph expansion has no breaker of its own: its card follows graph's.
-		b.waitFor("graph_expand card open", `document.querySelector("#card-graph_expand").dataset.state === "open"`)
-		b.waitFor("countdown", `/^\d+ s$/.test(document.querySelector("#card-graph .countdown").textContent)`)
-		first := countdown(b)
+		b.do("click force open", chromedp.Click(chromedp.CSS(`#card-keyword button[aria-label="Force open keyword breaker"]`)))
+		b.waitFor("confirmation", `document.getElementById("confirm").open`)
+		b.do("confirm", chromedp.Click(chromedp.CSS("#confirm-ok")))
+		b.waitFor("keyword card open", `document.querySelector("#card-keyword").dataset.state === "open"`)
+		b.waitFor("countdown", `/^\d+ s$/.test(document.querySelector("#card-keyword .countdown").textContent)`)
+		first := countdown(b, "keyword")
 		if first < 500 || first > 600 {
 			t.Errorf("countdown %d s right after force-open, want about 600", first)
 		}
-		b.waitFor("countdown ticks", `parseInt(document.querySelector("#card-graph .countdown").textContent) < `+strconv.Itoa(first))
-		b.waitFor("timeline entry", `[...document.querySelectorAll('#events li[data-source="graph"]')].some(li => li.textContent.includes("closed → open (forced"))`)
+		b.waitFor("countdown ticks", `parseInt(document.querySelector("#card-keyword .countdown").textContent) < `+strconv.Itoa(first))
+		b.waitFor("timeline entry", `[...document.querySelectorAll('#events li[data-source="keyword"]')].some(li => li.textContent.includes("closed → open (forced by console-admin"))`)
 		// The API agrees with the card.
 		var br struct {
 			Breakers []breakerSnap `json:"breakers"`
@@ -317,10 +327,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		if st, body, err := admin.call(context.Background(), http.MethodGet, "/v1/status/breakers", nil, &br); err != nil || st != http.StatusOK {
 			t.Fatalf("breakers: %d %v %s", st, err, body)
 		}
-		if i := slices.IndexFunc(br.Breakers, func(s breakerSnap) bool { return s.Name == "graph" }); i < 0 || br.Breakers[i].State != "open" {
-			t.Fatalf("the API does not report graph open: %+v", br.Breakers)
+		if i := slices.IndexFunc(br.Breakers, func(s breakerSnap) bool { return s.Name == "keyword" }); i < 0 || br.Breakers[i].State != "open" {
+			t.Fatalf("the API does not report keyword open: %+v", br.Breakers)
 		}
-		b.screenshot("graph-forced-open")
+		b.screenshot("keyword-forced-open")
 	}
 
 	t.Log("step: query shows explain bars")
@@ -329,19 +339,19 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.SendKeys(chromedp.CSS("#q-text"), "circuit breaker half-open trial calls"),
 			chromedp.Click(chromedp.CSS("#run-query")))
 		b.waitFor("hits", `document.querySelectorAll("#hits .hit[data-id]").length > 0`)
-		// graph is forced open: the query says so, the others answered.
-		for src, want := range map[string]string{"graph": "circuit_open", "vector": "ok", "keyword": "ok"} {
+		// keyword is forced open, graph is off by default, vector answered.
+		for src, want := range map[string]string{"keyword": "circuit_open", "vector": "ok", "graph": "disabled"} {
 			if got := jsEval[string](b, `document.querySelector('#query-sources tr[data-source="`+src+`"]')?.dataset.status ?? ""`); got != want {
 				t.Errorf("query status of %s: %q, want %q", src, got, want)
 			}
 		}
 		widths := jsEval[map[string]float64](b, `Object.fromEntries([...document.querySelectorAll("#hits .hit:first-child .bar")]
 			.map(bar => [bar.dataset.source, bar.getBoundingClientRect().width]))`)
-		if widths["keyword"] <= 0 || widths["vector"] <= 0 {
-			t.Errorf("explain bars of the top hit: %v, want keyword and vector wider than 0", widths)
+		if widths["vector"] <= 0 {
+			t.Errorf("explain bars of the top hit: %v, want vector wider than 0", widths)
 		}
-		if _, ok := widths["graph"]; ok {
-			t.Errorf("the top hit has a graph bar although graph was circuit-open: %v", widths)
+		if _, ok := widths["keyword"]; ok {
+			t.Errorf("the top hit has a keyword bar although keyword was circuit-open: %v", widths)
 		}
 		if d := pageText(b, "#hits .hit:first-child .detail"); !regexp.MustCompile(`^rank \d+ · raw \S+ · \+\S+$`).MatchString(d) {
 			t.Errorf("contribution detail %q, want rank, raw score and contribution", d)
@@ -360,15 +370,18 @@ func TestConsoleInBrowser(t *testing.T) {
 		b.tabTo(`a.skip`, 3)
 		b.tabTo(`#api-key`, 3)
 		b.do("type the key", chromedp.KeyEvent(adminKey), chromedp.KeyEvent(kb.Enter))
-		b.waitFor("key in use", `document.getElementById("key-status").textContent.startsWith("Using the key")`)
-		b.waitFor("graph card", `document.querySelector("#card-graph")?.dataset.state === "open"`)
-		b.tabTo(`button[aria-label="Force close graph breaker"]`, 40)
+		b.waitFor("key in use", `document.getElementById("key-status").textContent.startsWith("Key: console-admin")`)
+		b.waitFor("keyword card", `document.querySelector("#card-keyword")?.dataset.state === "open"`)
+		b.tabTo(`button[aria-label="Force close keyword breaker"]`, 60)
 		b.do("press Enter on force close", chromedp.KeyEvent(kb.Enter))
-		b.waitFor("graph closed", `document.querySelector("#card-graph").dataset.state === "closed"`)
-		b.tabTo(`#q-text`, 40)
+		b.waitFor("confirmation", `document.getElementById("confirm").open && document.activeElement.id === "confirm-cancel"`)
+		b.tabTo(`#confirm-ok`, 3)
+		b.do("confirm with Enter", chromedp.KeyEvent(kb.Enter))
+		b.waitFor("keyword closed", `document.querySelector("#card-keyword").dataset.state === "closed"`)
+		b.tabTo(`#q-text`, 80)
 		b.do("type a query", chromedp.KeyEvent("hybrid retrieval fusion"), chromedp.KeyEvent(kb.Enter))
 		b.waitFor("hits", `document.querySelectorAll("#hits .hit[data-id]").length > 0 &&
-			document.querySelector('#query-sources tr[data-source="graph"]')?.dataset.status === "ok"`)
+			document.querySelector('#query-sources tr[data-source="keyword"]')?.dataset.status === "ok"`)
 
 		// Every control has an accessible name, as Chromium computes it.
 		unnamed := unnamedControls(t, b)
@@ -385,10 +398,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	b.checkExceptions()
 }
 
-// countdown reads graph's retry countdown in seconds.
-func countdown(b *browser) int {
+// countdown reads a card's retry countdown in seconds.
+func countdown(b *browser, name string) int {
 	b.t.Helper()
-	s := strings.TrimSuffix(pageText(b, "#card-graph .countdown"), " s")
+	s := strings.TrimSuffix(pageText(b, "#card-"+name+" .countdown"), " s")
 	n, err := strconv.Atoi(s)
 	if err != nil {
 		b.t.Fatalf("countdown %q: %v", s, err)

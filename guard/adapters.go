@@ -50,7 +50,8 @@ func (w *embedder) Dimension() int { return w.e.Dimension() }
 func (w *embedder) Unwrap() spi.Embedder { return w.e }
 
 // Health reports inner's health as seen through circuit c: StatusDown
-// ("circuit open") while open, without asking the backend; while half-open
+// ("circuit open", or "circuit held open by NAME" during a maintenance
+// hold) while open, without asking the backend; while half-open
 // the backend's own report, at best StatusDegraded; otherwise the backend's
 // own report.
 func Health(inner spi.HealthChecker, c *Circuit) spi.HealthChecker {
@@ -63,8 +64,12 @@ type health struct {
 }
 
 func (h health) Health(ctx context.Context) spi.Health {
-	switch h.c.Breaker().State() {
+	s := h.c.Breaker().Snapshot()
+	switch s.State {
 	case breaker.Open:
+		if s.Hold != nil {
+			return spi.Health{Status: spi.StatusDown, Detail: "circuit held open by " + s.Hold.By}
+		}
 		return spi.Health{Status: spi.StatusDown, Detail: "circuit open"}
 	case breaker.HalfOpen:
 		r := h.inner.Health(ctx)

@@ -40,6 +40,7 @@ type Circuit struct {
 	b    *breaker.Breaker
 	p    ProbeConfig
 	wake chan struct{}
+	ev   evidence // the timeout rule's, for every guard of this backend
 }
 
 // NewCircuit wraps b.
@@ -75,8 +76,13 @@ func (c *Circuit) check() error {
 
 // admit takes a breaker ticket for a user call.
 func (c *Circuit) admit() (breaker.Ticket, error) {
-	if c.Probed() && c.b.State() != breaker.Closed {
-		return breaker.Ticket{}, c.check()
+	if c.Probed() {
+		// One read decides. (Reading the state, then building the refusal
+		// from a second read, admitted a call with no ticket when the
+		// breaker closed in between.)
+		if err := c.check(); err != nil {
+			return breaker.Ticket{}, err
+		}
 	}
 	tk, err := c.b.Admit()
 	if err != nil {
@@ -107,7 +113,8 @@ func (c *Circuit) poke() {
 }
 
 // Run makes the half-open trials with the probe until ctx is done. Without
-// a probe it returns at once.
+// a probe it returns at once. A breaker held for maintenance
+// (breaker.Breaker.Hold) is never probed, not even to warm it.
 func (c *Circuit) Run(ctx context.Context) {
 	if !c.Probed() {
 		return
@@ -122,6 +129,9 @@ func (c *Circuit) Run(ctx context.Context) {
 			c.trial(ctx)
 			continue
 		case breaker.Open:
+			if s.Hold != nil {
+				break // held for maintenance: no probe until released
+			}
 			wait = max(s.RetryIn, time.Millisecond)
 			if s.RetryIn > c.p.Poll {
 				// Warm the backend while the cooldown runs, so that the

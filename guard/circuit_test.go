@@ -228,3 +228,104 @@ func TestWarmDuringCooldown(t *testing.T) {
 		t.Fatalf("transitions %v: warm-up probes must not decide the breaker", p)
 	}
 }
+
+// hookClock is a fake clock that runs hook once, from inside the next Now
+// call after it is armed: a test stops the breaker's reader at the exact
+// clock read and changes the state under it.
+type hookClock struct {
+	fakeClock
+	hook func()
+}
+
+func (c *hookClock) Now() time.Time {
+	if h := c.hook; h != nil {
+		c.hook = nil
+		h()
+	}
+	return c.fakeClock.Now()
+}
+
+// Issue 18 item 19: a probed circuit that closes between the state read
+// and the decision must not admit a call with an empty ticket (its outcome
+// would reach no breaker). Admit either refuses, or the call counts.
+func TestAdmitWhileTheCircuitCloses(t *testing.T) {
+	clock := &hookClock{fakeClock: fakeClock{now: time.Unix(1e9, 0)}}
+	cfg := breaker.DefaultConfig()
+	cfg.FailureThreshold = 1
+	cfg.ResetTimeout = 10 * time.Second
+	cfg.Now = clock.Now
+	b, err := breaker.New("graph", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := guard.NewCircuit(b, guard.ProbeConfig{Probe: func(context.Context) error { return nil }, Warmup: time.Second})
+	g := guard.New("graph", guard.Config{Circuit: c})
+	b.ForceOpen()
+	clock.Advance(11 * time.Second) // the cooldown is over: reads see half-open
+	clock.hook = b.ForceClose       // closed by the trial, under the first read
+	p, err := g.Admit(context.Background())
+	if err != nil {
+		if !errors.Is(err, spi.ErrCircuitOpen) {
+			t.Fatalf("Admit = %v, want a circuit-open refusal or a permit", err)
+		}
+		return
+	}
+	p.Done(spi.OutcomeFailure, 0)
+	if b.State() != breaker.Open {
+		t.Fatalf("a permit's failure did not reach the breaker (threshold 1): %v", b.State())
+	}
+}
+
+// countingClock is a real clock that counts its reads: the probe loop reads
+// it on every pass (through the breaker's Snapshot), so a test can wait for
+// the loop to have passed many times without sleeping for a guessed time.
+type countingClock struct{ reads atomic.Int64 }
+
+func (c *countingClock) Now() time.Time { c.reads.Add(1); return time.Now() }
+
+// A held breaker is never probed, not even to warm the backend during what
+// would be its cooldown; released, it is closed at once and calls pass.
+func TestHeldCircuitIsNotProbed(t *testing.T) {
+	clock := &countingClock{}
+	cfg := breaker.DefaultConfig()
+	cfg.FailureThreshold = 1
+	cfg.ResetTimeout = time.Millisecond
+	cfg.Now = clock.Now
+	b, err := breaker.New("graph", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var probes atomic.Int64
+	c := guard.NewCircuit(b, guard.ProbeConfig{Probe: func(context.Context) error { probes.Add(1); return nil },
+		Warmup: time.Second, Target: time.Second, Poll: time.Millisecond})
+	b.Hold(breaker.Manual{By: "ops", Note: "maintenance"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	g := guard.New("graph", guard.Config{Circuit: c})
+	start := clock.reads.Load()
+	eventually(t, "the probe loop passes 200 times", func() bool {
+		if _, err := g.Admit(context.Background()); !errors.Is(err, spi.ErrCircuitOpen) {
+			t.Fatalf("a call was admitted while held: %v", err)
+		}
+		return clock.reads.Load()-start > 200
+	})
+	if n := probes.Load(); n != 0 {
+		t.Fatalf("%d probes of a held breaker", n)
+	}
+	h := guard.Health(upHealth{}, c).Health(context.Background())
+	if h.Status != spi.StatusDown || h.Detail != "circuit held open by ops" {
+		t.Fatalf("health while held: %+v", h)
+	}
+	b.ForceClose()
+	p, err := g.Admit(context.Background())
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	p.Done(spi.OutcomeSuccess, 0)
+}
+
+type upHealth struct{}
+
+func (upHealth) Health(context.Context) spi.Health { return spi.Health{Status: spi.StatusUp} }

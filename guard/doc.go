@@ -17,26 +17,36 @@
 //
 //   - success: a success (it resets the consecutive-failure count);
 //   - failure (connection refused, a server error, a panic): a failure;
-//   - timeout of the call's own per-source deadline: a failure only when the
-//     source was unsaturated. A call is saturated when it took the last free
-//     slot under the limit, when another call was shed while it ran, or when
-//     another call to the source succeeded while it ran (the source is
-//     alive and answering; this call waited in its queue). Its timeout then
-//     says the source is overloaded, which the limit handles, not that it is
-//     dead: it is neutral for the breaker and still feeds the limiter as a
-//     slow sample, which lowers the limit. Unsaturated timeouts count once
-//     per stall: a timeout counts only if its call began after the last
-//     counted timeout ended, so the calls one pause cuts off together are one
-//     failure, not one per call;
-//   - neutral (the caller gave up, the query's own budget ran out, the
-//     request was invalid): nothing.
+//   - timeout of the source's deadline (the caller reports
+//     spi.OutcomeTimeout only for the deadline the operator configured,
+//     never for a shorter one a request chose): a failure, unless
+//     (busy) another call to the same backend succeeded while this one
+//     ran: the backend is alive and answering, and this call waited behind
+//     others, which is the limit's business, not the breaker's; or
+//     (same stall) the call began before the last counted timeout ended:
+//     the calls one pause cuts off together (a GC pause, a starved CPU)
+//     overlap and count once, not once per call. Every timeout still
+//     feeds the limiter as a slow sample, which lowers the limit;
+//   - neutral (the caller gave up, the query's own budget or a deadline
+//     the request chose ran out, the request was invalid, or the backend
+//     was never contacted because the request held nothing to search,
+//     spi.ErrNothingToSearch): nothing. In particular an answer that never
+//     reached the backend is not the success that resets the failure
+//     count or makes a concurrent timeout busy: otherwise queries such as
+//     "!!!", which the graph stores answer without asking Neo4j, would
+//     keep a hung Neo4j's breaker closed.
 //
-// A dead or hung source answers nothing, so its timeouts find no success
-// and no shed call beside them (its limit is well above the traffic it sees
-// when it hangs) and it still trips. The price: a source that hangs for
-// some calls while answering others (one bad replica of several) is not
-// tripped by those timeouts; the limit still narrows, and its errors still
-// count.
+// Being at the limit, or calls being shed, says nothing either way: a hung
+// backend fills every slot and sheds the rest, and it must still trip. Its
+// calls find no success beside them, so each stall counts once: it trips
+// after FailureThreshold deadlines in a row, whatever the traffic. The
+// price: a backend that hangs for some calls while answering others (one
+// bad replica of several) is not tripped by those timeouts; the limit
+// still narrows, and its errors still count.
+//
+// The evidence (the last success, the last counted timeout) lives on the
+// Circuit, so the guards that share a backend's breaker (the graph source
+// and its expansion) judge their timeouts together.
 //
 // # Recovery off the user's path
 //

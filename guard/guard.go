@@ -27,13 +27,21 @@ type Guard struct {
 	name string
 	cfg  Config
 	shed *spi.RejectedError // the one shed rejection, shared
+	ev   *evidence          // the circuit's, shared by the backend's guards
 
-	shedTotal      atomic.Uint64
-	shedSeq        atomic.Uint64 // bumped on every shed; a saturation clock
-	okSeq          atomic.Uint64 // bumped on every success; a liveness clock
-	lastCounted    atomic.Int64  // when the last counted timeout ended (unix ns)
-	timeoutsCount  atomic.Uint64 // timeouts counted against the breaker
-	timeoutsIgnore atomic.Uint64 // timeouts of saturated calls
+	shedTotal     atomic.Uint64
+	timeoutsCount atomic.Uint64 // timeouts counted against the breaker
+	timeoutsBusy  atomic.Uint64 // timeouts while another call succeeded
+	timeoutsStall atomic.Uint64 // timeouts of a stall already counted
+}
+
+// evidence is what a backend's calls say about it between two timeouts:
+// whether any call succeeded, and when the last counted timeout ended. A
+// Circuit holds it, so the guards sharing a backend's breaker (the graph
+// source and its expansion) judge their timeouts by the same evidence.
+type evidence struct {
+	okSeq       atomic.Uint64 // bumped on every success; a liveness clock
+	lastCounted atomic.Int64  // when the last counted timeout ended (unix ns)
 }
 
 var _ spi.Gate = (*Guard)(nil)
@@ -43,7 +51,11 @@ func New(name string, cfg Config) *Guard {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Guard{name: name, cfg: cfg, shed: &spi.RejectedError{Gate: name, Reason: spi.ErrShed}}
+	g := &Guard{name: name, cfg: cfg, shed: &spi.RejectedError{Gate: name, Reason: spi.ErrShed}, ev: &evidence{}}
+	if cfg.Circuit != nil {
+		g.ev = &cfg.Circuit.ev
+	}
+	return g
 }
 
 // Name returns the source's name.
@@ -90,31 +102,27 @@ func (g *Guard) Admit(ctx context.Context) (spi.Permit, error) {
 		if !ok {
 			p.tk.Neutral()
 			g.shedTotal.Add(1)
-			g.shedSeq.Add(1)
 			return nil, g.shed
 		}
 		p.lp = lp
-		p.saturated = l.Inflight() >= l.Limit()
 	}
-	p.shedSeq, p.okSeq = g.shedSeq.Load(), g.okSeq.Load()
+	p.okSeq = g.ev.okSeq.Load()
 	p.start = g.cfg.Now().UnixNano()
 	return p, nil
 }
 
 // permit is one admitted call.
 type permit struct {
-	g         *Guard
-	tk        breaker.Ticket
-	lp        LimitPermit
-	saturated bool   // took the last slot
-	shedSeq   uint64 // g.shedSeq at admission
-	okSeq     uint64 // g.okSeq at admission
-	start     int64  // admission time, unix ns
+	g     *Guard
+	tk    breaker.Ticket
+	lp    LimitPermit
+	okSeq uint64 // g.ev.okSeq at admission
+	start int64  // admission time, unix ns
 }
 
 var (
 	errFailed   = errors.New("guard: call failed")
-	errTimedOut = errors.New("guard: call timed out on an unsaturated source")
+	errTimedOut = errors.New("guard: call timed out while no other call to the source succeeded")
 )
 
 // Done implements spi.Permit; see the package doc for the rules.
@@ -126,18 +134,25 @@ func (p *permit) Done(o spi.Outcome, _ time.Duration) {
 			p.lp.Drop()
 		}
 	}
+	g := p.g
 	switch o {
 	case spi.OutcomeSuccess:
-		p.g.okSeq.Add(1)
+		g.ev.okSeq.Add(1)
 		p.tk.Success()
 	case spi.OutcomeFailure:
 		p.tk.Failure(errFailed)
 	case spi.OutcomeTimeout:
-		if p.busy() || !p.g.countTimeout(p.start) {
-			p.g.timeoutsIgnore.Add(1)
+		switch {
+		case g.ev.okSeq.Load() != p.okSeq:
+			// Another call succeeded while this one ran: the source is
+			// alive and this call waited behind others.
+			g.timeoutsBusy.Add(1)
 			p.tk.Neutral()
-		} else {
-			p.g.timeoutsCount.Add(1)
+		case !g.ev.countTimeout(p.start, g.cfg.Now().UnixNano()):
+			g.timeoutsStall.Add(1)
+			p.tk.Neutral()
+		default:
+			g.timeoutsCount.Add(1)
 			p.tk.Failure(errTimedOut)
 		}
 	default:
@@ -145,26 +160,19 @@ func (p *permit) Done(o spi.Outcome, _ time.Duration) {
 	}
 }
 
-// busy reports whether the source was saturated during the call: it took
-// the last slot, a call was shed while it ran, or another call succeeded
-// while it ran (the source is alive and answering; this call queued).
-func (p *permit) busy() bool {
-	return p.saturated || p.g.shedSeq.Load() != p.shedSeq || p.g.okSeq.Load() != p.okSeq
-}
-
-// countTimeout decides whether an unsaturated timeout of a call admitted at
-// start is independent evidence: it is only if the call began after the
-// last counted timeout ended. Calls cut off together by one stall (a GC
-// pause, a starved CPU) overlap, and count once; a hung source still
-// fails call after call and trips after FailureThreshold timeouts in a row.
-func (g *Guard) countTimeout(start int64) bool {
-	end := g.cfg.Now().UnixNano()
+// countTimeout decides whether a timeout of a call admitted at start and
+// ended at end (unix ns) is new evidence: it is only if the call began
+// after the last counted timeout ended. Calls cut off together by one
+// stall (a GC pause, a starved CPU) overlap, and count once; a hung source
+// still fails call after call, each begun after the last counted one
+// ended, and trips after FailureThreshold of them.
+func (ev *evidence) countTimeout(start, end int64) bool {
 	for {
-		last := g.lastCounted.Load()
+		last := ev.lastCounted.Load()
 		if start <= last {
 			return false
 		}
-		if g.lastCounted.CompareAndSwap(last, end) {
+		if ev.lastCounted.CompareAndSwap(last, end) {
 			return true
 		}
 	}
@@ -179,10 +187,12 @@ type Snapshot struct {
 	Inflight int `json:"inflight"`
 	// ShedTotal counts calls refused at the limit.
 	ShedTotal uint64 `json:"shed_total"`
-	// TimeoutsCounted and TimeoutsSaturated count per-source timeouts
-	// that did and did not count against the breaker.
+	// Per-source timeouts by verdict: counted against the breaker; busy
+	// (another call to the source succeeded while it ran); same stall (it
+	// began before the last counted timeout ended).
 	TimeoutsCounted   uint64 `json:"timeouts_counted"`
-	TimeoutsSaturated uint64 `json:"timeouts_saturated"`
+	TimeoutsBusy      uint64 `json:"timeouts_busy"`
+	TimeoutsSameStall uint64 `json:"timeouts_same_stall"`
 	// Breaker is the circuit breaker's name, empty without one.
 	Breaker string `json:"breaker,omitempty"`
 }
@@ -190,7 +200,7 @@ type Snapshot struct {
 // Snapshot returns the guard's counters.
 func (g *Guard) Snapshot() Snapshot {
 	s := Snapshot{Name: g.name, ShedTotal: g.shedTotal.Load(),
-		TimeoutsCounted: g.timeoutsCount.Load(), TimeoutsSaturated: g.timeoutsIgnore.Load()}
+		TimeoutsCounted: g.timeoutsCount.Load(), TimeoutsBusy: g.timeoutsBusy.Load(), TimeoutsSameStall: g.timeoutsStall.Load()}
 	if l := g.cfg.Limiter; l != nil {
 		s.Limit, s.Inflight = l.Limit(), l.Inflight()
 	}

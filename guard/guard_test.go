@@ -3,6 +3,7 @@ package guard_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -81,23 +82,25 @@ func mustAdmit(t *testing.T, g *guard.Guard) spi.Permit {
 	return p
 }
 
-// The slow-versus-dead rule, on a fake clock: timeouts of an unsaturated
-// source count against its breaker; timeouts of calls that took the last
-// slot, or that ran while other calls were shed, do not; shed calls and
-// neutral outcomes never do.
+// The slow-versus-dead rule, on a fake clock: timeouts while no other call
+// succeeded count against the breaker (once per stall, see below); shed
+// calls and neutral outcomes never do.
 func TestSlowIsNotDead(t *testing.T) {
-	t.Run("unsaturated timeouts trip", func(t *testing.T) {
+	t.Run("timeouts with no success beside them trip", func(t *testing.T) {
 		clock := &fakeClock{now: time.Unix(1e9, 0)}
 		b := newBreaker(t, clock, 2)
 		lim := &fakeLimiter{limit: 4}
-		g := guard.New("graph", guard.Config{Circuit: guard.NewCircuit(b, guard.ProbeConfig{}), Limiter: lim})
+		g := guard.New("graph", guard.Config{Circuit: guard.NewCircuit(b, guard.ProbeConfig{}), Limiter: lim, Now: clock.Now})
 		for range 2 {
-			mustAdmit(t, g).Done(spi.OutcomeTimeout, time.Second)
+			p := mustAdmit(t, g)
+			clock.Advance(time.Second)
+			p.Done(spi.OutcomeTimeout, time.Second)
+			clock.Advance(time.Millisecond)
 		}
 		if b.State() != breaker.Open {
-			t.Fatalf("two timeouts of an unsaturated source: breaker %v, want open", b.State())
+			t.Fatalf("two timeouts one after the other: breaker %v, want open", b.State())
 		}
-		if s := g.Snapshot(); s.TimeoutsCounted != 2 || s.TimeoutsSaturated != 0 {
+		if s := g.Snapshot(); s.TimeoutsCounted != 2 || s.TimeoutsBusy != 0 || s.TimeoutsSameStall != 0 {
 			t.Fatalf("snapshot %+v", s)
 		}
 		if lim.recorded != 2 {
@@ -108,49 +111,6 @@ func TestSlowIsNotDead(t *testing.T) {
 		}
 		if err := g.Check(); !errors.Is(err, spi.ErrCircuitOpen) {
 			t.Fatalf("Check while open = %v", err)
-		}
-	})
-	t.Run("last slot is saturated", func(t *testing.T) {
-		b := newBreaker(t, nil, 2)
-		lim := &fakeLimiter{limit: 2}
-		g := guard.New("graph", guard.Config{Circuit: guard.NewCircuit(b, guard.ProbeConfig{}), Limiter: lim})
-		for range 3 {
-			first, last := mustAdmit(t, g), mustAdmit(t, g) // the second takes the last slot
-			last.Done(spi.OutcomeTimeout, time.Second)
-			first.Done(spi.OutcomeSuccess, time.Millisecond)
-		}
-		if b.State() != breaker.Closed {
-			t.Fatalf("timeouts of calls at the limit tripped the breaker: %v", b.State())
-		}
-		if s := g.Snapshot(); s.TimeoutsSaturated != 3 || s.TimeoutsCounted != 0 {
-			t.Fatalf("snapshot %+v", s)
-		}
-	})
-	t.Run("shed while in flight", func(t *testing.T) {
-		b := newBreaker(t, nil, 1)
-		lim := &fakeLimiter{limit: 2}
-		g := guard.New("graph", guard.Config{Circuit: guard.NewCircuit(b, guard.ProbeConfig{}), Limiter: lim})
-		slow := mustAdmit(t, g)                 // 1 of 2: unsaturated at admission
-		other := mustAdmit(t, g)                // 2 of 2
-		_, err := g.Admit(context.Background()) // shed
-		if !errors.Is(err, spi.ErrShed) || !errors.Is(err, spi.ErrUnavailable) {
-			t.Fatalf("Admit at the limit = %v, want ErrShed", err)
-		}
-		slow.Done(spi.OutcomeTimeout, time.Second)
-		other.Done(spi.OutcomeNeutral, 0)
-		if b.State() != breaker.Closed {
-			t.Fatalf("a timeout while calls were shed tripped the breaker (threshold 1): %v", b.State())
-		}
-		if s := g.Snapshot(); s.ShedTotal != 1 {
-			t.Fatalf("shed total %d, want 1", s.ShedTotal)
-		}
-		if lim.dropped != 1 || lim.inflight != 0 {
-			t.Fatalf("limiter: dropped %d inflight %d", lim.dropped, lim.inflight)
-		}
-		// Unsaturated again: the next timeout counts.
-		mustAdmit(t, g).Done(spi.OutcomeTimeout, time.Second)
-		if b.State() != breaker.Open {
-			t.Fatalf("an unsaturated timeout did not count: %v", b.State())
 		}
 	})
 	t.Run("shed and neutral never count", func(t *testing.T) {
@@ -208,26 +168,64 @@ func TestDoClassifies(t *testing.T) {
 }
 
 func TestCollector(t *testing.T) {
-	lim := &fakeLimiter{limit: 1}
-	g := guard.New("keyword", guard.Config{Limiter: lim})
-	p := mustAdmit(t, g)
+	clock := &fakeClock{now: time.Unix(1e9, 0)}
+	lim := &fakeLimiter{limit: 2}
+	g := guard.New("keyword", guard.Config{Limiter: lim, Now: clock.Now})
+	slow, fast := mustAdmit(t, g), mustAdmit(t, g)
 	if _, err := g.Admit(context.Background()); !errors.Is(err, spi.ErrShed) {
 		t.Fatal(err)
 	}
-	p.Done(spi.OutcomeTimeout, time.Second) // saturated: not counted
+	fast.Done(spi.OutcomeSuccess, time.Millisecond)
+	clock.Advance(time.Second)
+	slow.Done(spi.OutcomeTimeout, time.Second) // busy: fast succeeded meanwhile
+	a, b := mustAdmit(t, g), mustAdmit(t, g)
+	clock.Advance(time.Second)
+	a.Done(spi.OutcomeTimeout, time.Second) // counted
+	b.Done(spi.OutcomeTimeout, time.Second) // the same stall
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(guard.NewCollector(func() []*guard.Guard { return []*guard.Guard{g} }))
 	want := `
 # HELP ragd_guard_shed_total Calls refused because the source was at its concurrency limit.
 # TYPE ragd_guard_shed_total counter
 ragd_guard_shed_total{source="keyword"} 1
-# HELP ragd_guard_timeouts_total Per-source timeouts, by whether they counted against the breaker (counted=false: the source was saturated).
+# HELP ragd_guard_timeouts_total Per-source timeouts by verdict: counted against the breaker, busy (another call to the source succeeded while it ran) or same_stall (it began before the last counted timeout ended).
 # TYPE ragd_guard_timeouts_total counter
-ragd_guard_timeouts_total{counted="false",source="keyword"} 1
-ragd_guard_timeouts_total{counted="true",source="keyword"} 0
+ragd_guard_timeouts_total{source="keyword",verdict="busy"} 1
+ragd_guard_timeouts_total{source="keyword",verdict="counted"} 1
+ragd_guard_timeouts_total{source="keyword",verdict="same_stall"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "ragd_guard_shed_total", "ragd_guard_timeouts_total"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Issue 18 item 1: a hung source under more traffic than its limit. Every
+// call takes a slot until its deadline, the slots run out, the rest are
+// shed; nothing succeeds. Such timeouts are evidence (no other call
+// succeeded while they ran), once per stall: the breaker opens after
+// FailureThreshold waves (fake clock).
+func TestHungSourceAtItsLimitTrips(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1e9, 0)}
+	b := newBreaker(t, clock, 3)
+	g := guard.New("vector", guard.Config{Circuit: guard.NewCircuit(b, guard.ProbeConfig{}), Limiter: &fakeLimiter{limit: 2}, Now: clock.Now})
+	for wave := range 3 {
+		if b.State() != breaker.Closed {
+			t.Fatalf("wave %d: breaker %v before its timeouts", wave, b.State())
+		}
+		first, last := mustAdmit(t, g), mustAdmit(t, g) // the second takes the last slot
+		if _, err := g.Admit(context.Background()); !errors.Is(err, spi.ErrShed) {
+			t.Fatalf("wave %d: Admit at the limit = %v, want shed", wave, err)
+		}
+		clock.Advance(800 * time.Millisecond) // both hit their deadline
+		first.Done(spi.OutcomeTimeout, 800*time.Millisecond)
+		last.Done(spi.OutcomeTimeout, 800*time.Millisecond)
+		clock.Advance(time.Millisecond)
+	}
+	if b.State() != breaker.Open {
+		t.Fatalf("a hung source at its limit, 3 waves of timeouts with calls shed: breaker %v, want open", b.State())
+	}
+	if s := g.Snapshot(); s.TimeoutsCounted != 3 {
+		t.Fatalf("snapshot %+v: want 3 counted (one per wave)", s)
 	}
 }
 
@@ -242,7 +240,7 @@ func TestTimeoutBesideSuccessIsNeutral(t *testing.T) {
 	if b.State() != breaker.Closed {
 		t.Fatalf("a timeout beside a success tripped the breaker (threshold 1)")
 	}
-	if s := g.Snapshot(); s.TimeoutsSaturated != 1 {
+	if s := g.Snapshot(); s.TimeoutsBusy != 1 || s.TimeoutsCounted != 0 {
 		t.Fatalf("snapshot %+v", s)
 	}
 }
@@ -261,7 +259,7 @@ func TestOverlappingTimeoutsCountOnce(t *testing.T) {
 	for _, p := range stalled {
 		p.Done(spi.OutcomeTimeout, 800*time.Millisecond)
 	}
-	if s := g.Snapshot(); b.State() != breaker.Closed || s.TimeoutsCounted != 1 || s.TimeoutsSaturated != 5 {
+	if s := g.Snapshot(); b.State() != breaker.Closed || s.TimeoutsCounted != 1 || s.TimeoutsSameStall != 5 {
 		t.Fatalf("one stall: breaker %v, snapshot %+v; want closed, 1 counted, 5 not", b.State(), s)
 	}
 	// Still hung: the next call, begun after that, times out too.
@@ -271,5 +269,44 @@ func TestOverlappingTimeoutsCountOnce(t *testing.T) {
 	p.Done(spi.OutcomeTimeout, 800*time.Millisecond)
 	if b.State() != breaker.Open {
 		t.Fatalf("a second, later timeout: breaker %v, want open", b.State())
+	}
+}
+
+// An answer that never reached the backend (spi.ErrNothingToSearch) is no
+// evidence either way: through Do it neither fails the breaker nor counts
+// as the success that would excuse a concurrent timeout as busy or reset
+// the failure count.
+func TestNothingToSearchIsNeutral(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1e9, 0)}
+	b := newBreaker(t, clock, 2)
+	lim := &fakeLimiter{limit: 8}
+	g := guard.New("graph", guard.Config{Circuit: guard.NewCircuit(b, guard.ProbeConfig{}), Limiter: lim, Now: clock.Now})
+	nothing := func(context.Context) ([]spi.Ref, error) {
+		return nil, fmt.Errorf("graph: match entities: %w", spi.ErrNothingToSearch)
+	}
+	hung := mustAdmit(t, g)
+	if _, err := guard.Do(context.Background(), g, nothing); !errors.Is(err, spi.ErrNothingToSearch) {
+		t.Fatalf("Do = %v", err)
+	}
+	clock.Advance(time.Second)
+	hung.Done(spi.OutcomeTimeout, time.Second)
+	if s := g.Snapshot(); s.TimeoutsCounted != 1 || s.TimeoutsBusy != 0 {
+		t.Fatalf("snapshot %+v: the timeout beside an answer that never reached the backend must count", s)
+	}
+	if _, err := guard.Do(context.Background(), g, nothing); !errors.Is(err, spi.ErrNothingToSearch) {
+		t.Fatalf("Do = %v", err)
+	}
+	if s := b.Snapshot(); s.State != breaker.Closed || s.FailureCount != 1 {
+		t.Fatalf("breaker %+v: want closed with the timeout still counted", s)
+	}
+	clock.Advance(time.Millisecond)
+	p := mustAdmit(t, g)
+	clock.Advance(time.Second)
+	p.Done(spi.OutcomeTimeout, time.Second)
+	if b.State() != breaker.Open {
+		t.Fatalf("two timeouts with only nothing-to-search answers between: breaker %v, want open", b.State())
+	}
+	if lim.dropped != 2 || lim.recorded != 2 {
+		t.Fatalf("limit samples: %d recorded, %d dropped; want the two timeouts recorded, the two neutral answers dropped", lim.recorded, lim.dropped)
 	}
 }

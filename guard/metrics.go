@@ -10,8 +10,10 @@ import (
 //	ragd_guard_limit{source}                     gauge: current concurrency limit
 //	ragd_guard_inflight{source}                  gauge: calls in flight
 //	ragd_guard_shed_total{source}                counter: calls refused at the limit
-//	ragd_guard_timeouts_total{source,counted}    counter: per-source timeouts, by whether
-//	                                             they counted against the breaker
+//	ragd_guard_timeouts_total{source,verdict}    counter: per-source timeouts by verdict:
+//	                                             counted (against the breaker), busy
+//	                                             (another call succeeded meanwhile),
+//	                                             same_stall (overlapped a counted one)
 type Collector struct {
 	guards                          func() []*Guard
 	limit, inflight, shed, timeouts *prometheus.Desc
@@ -24,7 +26,7 @@ func NewCollector(list func() []*Guard) *Collector {
 		limit:    prometheus.NewDesc("ragd_guard_limit", "Current adaptive concurrency limit of each source.", []string{"source"}, nil),
 		inflight: prometheus.NewDesc("ragd_guard_inflight", "Calls in flight to each source.", []string{"source"}, nil),
 		shed:     prometheus.NewDesc("ragd_guard_shed_total", "Calls refused because the source was at its concurrency limit.", []string{"source"}, nil),
-		timeouts: prometheus.NewDesc("ragd_guard_timeouts_total", "Per-source timeouts, by whether they counted against the breaker (counted=false: the source was saturated).", []string{"source", "counted"}, nil),
+		timeouts: prometheus.NewDesc("ragd_guard_timeouts_total", "Per-source timeouts by verdict: counted against the breaker, busy (another call to the source succeeded while it ran) or same_stall (it began before the last counted timeout ended).", []string{"source", "verdict"}, nil),
 	}
 }
 
@@ -45,7 +47,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.inflight, prometheus.GaugeValue, float64(s.Inflight), s.Name)
 		}
 		ch <- prometheus.MustNewConstMetric(c.shed, prometheus.CounterValue, float64(s.ShedTotal), s.Name)
-		ch <- prometheus.MustNewConstMetric(c.timeouts, prometheus.CounterValue, float64(s.TimeoutsCounted), s.Name, "true")
-		ch <- prometheus.MustNewConstMetric(c.timeouts, prometheus.CounterValue, float64(s.TimeoutsSaturated), s.Name, "false")
+		ch <- prometheus.MustNewConstMetric(c.timeouts, prometheus.CounterValue, float64(s.TimeoutsCounted), s.Name, "counted")
+		ch <- prometheus.MustNewConstMetric(c.timeouts, prometheus.CounterValue, float64(s.TimeoutsBusy), s.Name, "busy")
+		ch <- prometheus.MustNewConstMetric(c.timeouts, prometheus.CounterValue, float64(s.TimeoutsSameStall), s.Name, "same_stall")
 	}
 }

@@ -228,8 +228,9 @@ func TestHungStoreDoesNotDelayWrites(t *testing.T) {
 		return ok
 	})
 	// With wait, the answer still comes, after the wait, naming the store
-	// that is not current.
-	res = r.p.Upsert(context.Background(), []spi.Document{doc("b")}, ingest.WriteOptions{Wait: 50 * time.Millisecond})
+	// that is not current. (The wait is long enough for keyword to apply
+	// on a loaded machine; the hung graph makes it last that long.)
+	res = r.p.Upsert(context.Background(), []spi.Document{doc("b")}, ingest.WriteOptions{Wait: 3 * time.Second})
 	if res[0].Status != ingest.StatusOK || res[0].Stores["graph"] != ingest.StorePending || res[0].Stores["keyword"] != ingest.StoreCurrent {
 		t.Fatalf("result with wait = %+v, want keyword current and graph pending", res[0])
 	}
@@ -282,13 +283,16 @@ func TestInvalidDocumentsFailIndividually(t *testing.T) {
 		{ID: "short-vector", Text: "t", Vector: []float32{1}},
 		{ID: "too-long", Text: long},
 		{ID: "empty"},
+		{ID: "year-10000-utc", Text: "t", UpdatedAt: time.Date(9999, 12, 31, 23, 59, 59, 0, time.FixedZone("", -(23*3600+59*60)))},
+		{ID: "year-0-utc", Text: "t", UpdatedAt: time.Date(1, 1, 1, 0, 0, 0, 0, time.FixedZone("", 3600))},
 		doc("good2"),
 	}
 	res := r.p.Upsert(context.Background(), docs, ingest.WriteOptions{Wait: 30 * time.Second})
 	want := ":failed/invalid_id bad\x00id:failed/invalid_id bad-utf8-\xff:failed/invalid_id nul-text:failed/invalid_text " +
 		"nul-title:failed/invalid_text nul-meta:failed/invalid_metadata bad-text-utf8:failed/invalid_text " +
 		"zero-vector:failed/invalid_vector nan-vector:failed/invalid_vector short-vector:failed/invalid_vector " +
-		"too-long:failed/too_large empty:failed/empty_document"
+		"too-long:failed/too_large empty:failed/empty_document " +
+		"year-10000-utc:failed/invalid_updated_at year-0-utc:failed/invalid_updated_at"
 	if got := statuses(res); got != "good1:ok "+want+" good2:ok" {
 		t.Fatalf("statuses =\n%q\nwant\n%q", got, "good1:ok "+want+" good2:ok")
 	}

@@ -16,11 +16,25 @@ type recordWriter interface {
 
 // directRecord adapts a record store without a change log (a keyword-only
 // deployment) to recordWriter. Ownership is checked by a read before the
-// write, not inside it, so two tenants creating the same new id at the
-// same moment are not told apart; versions are 0.
-type directRecord struct{ ix spi.Indexer }
+// write; commits take turns (lock), so the read and the write are one step
+// for every writer of this process (one ragd serves a data directory) and
+// two tenants creating the same new id cannot both win. Versions are 0.
+type directRecord struct {
+	ix   spi.Indexer
+	lock chan struct{} // capacity 1: held from the ownership read to the write
+}
 
-func (d directRecord) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResult, error) {
+func newDirectRecord(ix spi.Indexer) *directRecord {
+	return &directRecord{ix: ix, lock: make(chan struct{}, 1)}
+}
+
+func (d *directRecord) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResult, error) {
+	select {
+	case d.lock <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-d.lock }()
 	out := make([]spi.WriteResult, len(writes))
 	ids := make([]string, len(writes))
 	for i, w := range writes {

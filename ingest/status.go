@@ -84,12 +84,19 @@ type StoreLag struct {
 type LogStatus struct {
 	Head   uint64     `json:"head"`
 	Stores []StoreLag `json:"stores"`
+	// Embedding is the write path's embedding progress (with an ETA for
+	// the texts in flight); absent without an embedder.
+	Embedding *EmbedStatus `json:"embedding,omitempty"`
 }
 
 // Status reports the log's head and every derived store's lag. It reads
 // the record (two small queries per lagging store).
 func (p *Pipeline) Status(ctx context.Context) (LogStatus, error) {
 	st := LogStatus{Stores: []StoreLag{}}
+	if p.embedder != nil {
+		e := p.progress.status()
+		st.Embedding = &e
+	}
 	if p.log == nil {
 		return st, nil
 	}
@@ -126,21 +133,31 @@ type metrics struct {
 	compactions prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, p *Pipeline) (*metrics, error) {
+// newMetrics registers the change-log counters (their names are the ones
+// docs/ingest.md lists; a test in internal/app scrapes a real app for every
+// metric the docs name). The per-store counters start at zero for every
+// derived store, so an alert on increase() sees the first event too.
+func newMetrics(reg prometheus.Registerer, p *Pipeline, stores []string) (*metrics, error) {
 	if reg == nil {
 		return nil, nil
 	}
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: "ragd", Subsystem: "log", Name: name, Help: help})
+	}
+	perStore := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ragd", Subsystem: "log", Name: name, Help: help}, []string{"store"})
+	}
 	m := &metrics{
-		commits: prometheus.NewCounter(prometheus.CounterOpts{Name: "ragd_log_commitswrites_total",
-			Help: "Writes the record store committed (and appended to its change log)."}),
-		applies: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ragd_log_appliesentries_total",
-			Help: "Change-log entries a derived store applied."}, []string{"store"}),
-		applyErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ragd_log_apply_applyErrstotal",
-			Help: "Failed attempts to apply the change log to a derived store (retried)."}, []string{"store"}),
-		skips: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ragd_log_skipsentries_total",
-			Help: "Entries a derived store rejected as invalid and that were skipped."}, []string{"store"}),
-		compactions: prometheus.NewCounter(prometheus.CounterOpts{Name: "ragd_log_compactionsentries_total",
-			Help: "Change-log entries removed by compaction."}),
+		commits:     counter("committed_writes_total", "Writes the record store committed (and appended to its change log)."),
+		applies:     perStore("applied_entries_total", "Change-log entries a derived store applied."),
+		applyErrs:   perStore("apply_errors_total", "Failed attempts to apply the change log to a derived store (retried)."),
+		skips:       perStore("skipped_entries_total", "Entries a derived store rejected as invalid and that were skipped."),
+		compactions: counter("compacted_entries_total", "Change-log entries removed by compaction."),
+	}
+	for _, store := range stores {
+		for _, v := range []*prometheus.CounterVec{m.applies, m.applyErrs, m.skips} {
+			v.WithLabelValues(store)
+		}
 	}
 	for _, c := range []prometheus.Collector{m.commits, m.applies, m.applyErrs, m.skips, m.compactions, lagCollector{p}} {
 		if err := reg.Register(c); err != nil {

@@ -11,17 +11,18 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// Result codes. A Result with Status "failed" or "partial" carries one.
+// Result codes: a Result whose Status is "failed" carries one.
 const (
-	CodeInvalidID       = "invalid_id"       // empty, too long, control characters or invalid UTF-8
-	CodeDuplicateID     = "duplicate_id"     // the id appears earlier in the same batch
-	CodeInvalidTenant   = "invalid_tenant"   // too long or control characters
-	CodeTooLarge        = "too_large"        // title or text above the limit
-	CodeInvalidText     = "invalid_text"     // title or text is not valid UTF-8 or holds a NUL byte
-	CodeEmptyDocument   = "empty_document"   // no title, no text and no vector
-	CodeInvalidMetadata = "invalid_metadata" // too many keys, empty or long keys, long values, NUL bytes
-	CodeInvalidVector   = "invalid_vector"   // wrong dimension, NaN or Inf, all zeros
-	CodeInvalidEntities = "invalid_entities" // too many, empty or long entities or links
+	CodeInvalidID       = "invalid_id"         // empty, too long, control characters or invalid UTF-8
+	CodeDuplicateID     = "duplicate_id"       // the id appears earlier in the same batch
+	CodeInvalidTenant   = "invalid_tenant"     // too long or control characters
+	CodeTooLarge        = "too_large"          // title or text above the limit
+	CodeInvalidText     = "invalid_text"       // title or text is not valid UTF-8 or holds a NUL byte
+	CodeEmptyDocument   = "empty_document"     // no title, no text and no vector
+	CodeInvalidMetadata = "invalid_metadata"   // too many keys, empty or long keys, long values, NUL bytes
+	CodeInvalidVector   = "invalid_vector"     // wrong dimension, NaN or Inf, all zeros
+	CodeInvalidEntities = "invalid_entities"   // too many, empty or long entities or links
+	CodeInvalidUpdated  = "invalid_updated_at" // updated_at outside the years 1-9999 in UTC
 
 	CodeEmbedderUnavailable = "embedder_unavailable" // the embedder failed (down, breaker open, bad output)
 	CodeEmbedderRejected    = "embedder_rejected"    // the embedder refused this text (spi.ErrInvalidQuery)
@@ -51,7 +52,7 @@ type Limits struct {
 
 // Default limits.
 const (
-	DefaultMaxIDBytes            = 256
+	DefaultMaxIDBytes            = spi.MaxNameBytes
 	DefaultMaxTitleBytes         = 4 << 10
 	DefaultMaxTextBytes          = 1 << 20
 	DefaultMaxMetadataKeys       = 64
@@ -109,27 +110,23 @@ func invalid(code, format string, args ...any) *docError {
 	return &docError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-// ValidateID checks a document id: non-empty, valid UTF-8, at most maxBytes
-// bytes, no control characters.
-func ValidateID(id string, maxBytes int) error {
-	if e := checkID("id", id, maxBytes); e != nil {
-		return fmt.Errorf("%w: %s", spi.ErrInvalidQuery, e.msg)
-	}
-	return nil
+// checkID checks a name an upsert introduces (id, tenant, link) by
+// spi.ValidateName.
+func checkID(what, id string, maxBytes int) *docError {
+	return nameError(what, spi.ValidateName(id, maxBytes))
 }
 
-func checkID(what, id string, maxBytes int) *docError {
-	switch {
-	case id == "":
-		return invalid(CodeInvalidID, "%s must not be empty", what)
-	case len(id) > maxBytes:
-		return invalid(CodeInvalidID, "%s is %d bytes, at most %d allowed", what, len(id), maxBytes)
-	case !utf8.ValidString(id):
-		return invalid(CodeInvalidID, "%s is not valid UTF-8", what)
-	case hasControl(id):
-		return invalid(CodeInvalidID, "%s contains control characters", what)
+// checkStoredID checks an id a delete looks up by spi.ValidateStoredName,
+// so documents stored under the earlier, looser rule can be deleted.
+func checkStoredID(id string, maxBytes int) *docError {
+	return nameError("id", spi.ValidateStoredName(id, maxBytes))
+}
+
+func nameError(what string, err error) *docError {
+	if err == nil {
+		return nil
 	}
-	return nil
+	return invalid(CodeInvalidID, "%s: %s", what, strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": "))
 }
 
 func hasNUL(s string) bool { return strings.IndexByte(s, 0) >= 0 }
@@ -181,6 +178,9 @@ func validate(d *spi.Document, l Limits, dim int) *docError {
 	}
 	if hasNUL(d.Title) || hasNUL(d.Text) {
 		return invalid(CodeInvalidText, "title or text holds a NUL byte")
+	}
+	if err := spi.ValidateUpdatedAt(d.UpdatedAt); err != nil {
+		return invalid(CodeInvalidUpdated, "%s", strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": "))
 	}
 	if d.Title == "" && d.Text == "" && len(d.Vector) == 0 {
 		return invalid(CodeEmptyDocument, "document has no title, text or vector")

@@ -219,7 +219,7 @@ func (c Config) embedderDim() int {
 }
 
 // storeDim is the vector store's dimension when it reports one, looking
-// through wrappers (such as breaker.VectorGuard) that offer Unwrap.
+// through wrappers that offer Unwrap() spi.VectorRetrievalBackend.
 func (c Config) storeDim() int {
 	var v spi.VectorRetrievalBackend = c.Vector
 	for range 8 {

@@ -244,53 +244,81 @@ func rankLists(lists []RankedList, value func(li, pos int, raw float64) float64,
 var idxPool = sync.Pool{New: func() any { return make(map[string]int32, 512) }}
 
 // normBounds maps a raw score linearly from [lo, hi] to [0, 1], clipped.
-// When flat is set (a degenerate list) every score maps to flatValue.
+// lo and hi are in units of scale: a power of two near the list's largest
+// finite |score|, so that the sums and differences of normalisation stay
+// finite for any finite scores (±1e300 made them ±Inf and the fused score
+// NaN), and, being a power of two, change nothing in ordinary ranges. When
+// flat is set (a degenerate list) every score maps to flatValue.
 type normBounds struct {
 	lo, hi    float64
+	scale     float64
 	flat      bool
 	flatValue float64
 }
 
 func (b normBounds) norm(x float64) float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
+	if !finiteScore(x) {
 		return 0
 	}
 	if b.flat {
 		return b.flatValue
 	}
-	v := (x - b.lo) / (b.hi - b.lo)
+	v := (x/b.scale - b.lo) / (b.hi - b.lo)
 	return min(max(v, 0), 1)
+}
+
+// finiteScore reports whether a raw score takes part in normalisation.
+func finiteScore(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// scaleOf returns the scale of refs' finite scores (see normBounds): a
+// power of two in (m/2, m] for the largest |score| m, so scaled scores lie
+// in (-2, 2); 1 when every score is 0.
+func scaleOf(refs []spi.Ref) float64 {
+	m := 0.0
+	for _, r := range refs {
+		if finiteScore(r.Score) {
+			m = max(m, math.Abs(r.Score))
+		}
+	}
+	if m == 0 {
+		return 1
+	}
+	_, e := math.Frexp(m) // m = f·2^e, f in [0.5, 1)
+	return math.Ldexp(1, e-1)
 }
 
 // minMaxBounds returns the min-max bounds of refs' finite scores; a single
 // score or all-equal scores normalise to 1.0.
 func minMaxBounds(refs []spi.Ref) normBounds {
+	scale := scaleOf(refs)
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, r := range refs {
-		if math.IsNaN(r.Score) || math.IsInf(r.Score, 0) {
-			continue
+		if finiteScore(r.Score) {
+			x := r.Score / scale
+			lo = min(lo, x)
+			hi = max(hi, x)
 		}
-		lo = min(lo, r.Score)
-		hi = max(hi, r.Score)
 	}
 	if !(hi > lo) {
 		return normBounds{flat: true, flatValue: 1}
 	}
-	return normBounds{lo: lo, hi: hi}
+	return normBounds{lo: lo, hi: hi, scale: scale}
 }
 
 // distributionBounds returns μ ± 3σ of refs' finite scores (sample standard
 // deviation); fewer than two scores or σ = 0 normalise to 0.5.
 func distributionBounds(refs []spi.Ref) normBounds {
+	scale := scaleOf(refs)
 	var n, mean, m2 float64 // Welford's online mean and variance
 	for _, r := range refs {
-		if math.IsNaN(r.Score) || math.IsInf(r.Score, 0) {
+		if !finiteScore(r.Score) {
 			continue
 		}
+		x := r.Score / scale
 		n++
-		d := r.Score - mean
+		d := x - mean
 		mean += d / n
-		m2 += d * (r.Score - mean)
+		m2 += d * (x - mean)
 	}
 	if n < 2 {
 		return normBounds{flat: true, flatValue: 0.5}
@@ -299,5 +327,5 @@ func distributionBounds(refs []spi.Ref) normBounds {
 	if !(sd > 0) {
 		return normBounds{flat: true, flatValue: 0.5}
 	}
-	return normBounds{lo: mean - 3*sd, hi: mean + 3*sd}
+	return normBounds{lo: mean - 3*sd, hi: mean + 3*sd, scale: scale}
 }

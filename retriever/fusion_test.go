@@ -250,3 +250,29 @@ func TestFuseDispatch(t *testing.T) {
 		t.Errorf("dbsf mode: a = %v, want in (0.5, 1)", s)
 	}
 }
+
+// Issue 18 item 13: extreme finite scores (a backend's or a caller's)
+// never make a fused score NaN or infinite, and one list's order survives
+// normalisation: the best raw score ranks first.
+func TestFuseFiniteAtExtremes(t *testing.T) {
+	lists := [][]spi.Ref{
+		scored("a", 1e300, "b", 0.0, "c", -1e300),
+		scored("a", math.MaxFloat64, "b", 1.0, "c", -math.MaxFloat64),
+		scored("a", 1.7e308, "c", -1.7e308),
+		scored("a", 5e-324, "c", 0.0),
+	}
+	for _, refs := range lists {
+		for _, mode := range []string{retriever.FusionScore, retriever.FusionDBSF} {
+			got := retriever.Fuse(mode, []retriever.RankedList{{Source: "A", Weight: retriever.MaxWeight, Refs: refs}, {Source: "B", Weight: 1, Refs: scored("c", 3.0)}}, 0)
+			for _, f := range got {
+				if math.IsNaN(f.Score) || math.IsInf(f.Score, 0) {
+					t.Fatalf("%s over %v: %s scored %v", mode, refs, f.ID, f.Score)
+				}
+			}
+			single := retriever.Fuse(mode, []retriever.RankedList{{Source: "A", Weight: 1, Refs: refs}}, 0)
+			if ids := fusedIDs(single); ids[0] != "a" || ids[len(ids)-1] != "c" {
+				t.Fatalf("%s over %v alone: order %v, want a first and c last", mode, refs, ids)
+			}
+		}
+	}
+}

@@ -9,8 +9,9 @@ import (
 // hydrate loads the documents for ids (the returned page) from the
 // hydrators in order: ids one hydrator lacks, or all of them when it fails,
 // go to the next. It never fails: ids nobody provided are recorded in
-// res.Missing, each hydrator's outcome in res.Hydration, and a failing
-// hydrator marks the result degraded. Vectors are stripped; a document the
+// res.Missing, each hydrator's outcome in res.Hydration, and an unhealthy
+// hydrator (failed, timed out on an operator's deadline, circuit open)
+// marks the result degraded. Vectors are stripped; a document the
 // query's tenant may not see (spi.Visible) is not accepted. With no hydrators
 // configured, hydration is off: documents stay nil and nothing is missing.
 func (r *HybridRetriever) hydrate(ctx context.Context, ids []string, tenant string, res *Result) []*spi.Document {
@@ -32,28 +33,30 @@ func (r *HybridRetriever) hydrate(ctx context.Context, ids []string, tenant stri
 			continue
 		}
 		if ctx.Err() != nil {
-			res.Hydration[h.Name] = SourceStatus{Status: StatusTimeout, Error: context.Cause(ctx).Error()}
-			res.Degraded = true
+			a := ended(ctx)
+			res.Hydration[h.Name] = a.sourceStatus(0)
+			res.Degraded = res.Degraded || a.unhealthy
 			continue
 		}
 		if g := r.gate(h.Name); g != nil {
 			if err := g.Check(); err != nil {
-				res.Hydration[h.Name] = rejected(err).sourceStatus(0)
-				res.Degraded = true
+				a := rejected(err)
+				res.Hydration[h.Name] = a.sourceStatus(0)
+				res.Degraded = res.Degraded || a.unhealthy
 				continue
 			}
 		}
 		ask := remaining
 		// Hydration is not admitted through the gate (not limited, not
 		// counted): only its open circuit is honoured, above.
-		got, a := call(r, ctx, nil, timeout, func(ctx context.Context) ([]spi.Document, error) {
+		got, a := call(r, ctx, nil, fixed(timeout), func(ctx context.Context) ([]spi.Document, error) {
 			d, _, err := h.Hydrator.Hydrate(ctx, ask)
 			return d, err
 		})
 		r.m.hydrator(h.Name, a)
 		if a.status != StatusOK {
 			res.Hydration[h.Name] = a.sourceStatus(0)
-			res.Degraded = true
+			res.Degraded = res.Degraded || a.unhealthy
 			r.logDrop("hydrator "+h.Name, a, "")
 			continue
 		}

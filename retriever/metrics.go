@@ -27,7 +27,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		sourceDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "ragd", Subsystem: "retriever", Name: "source_duration_seconds",
-			Help:    "Wall time of each retrieval source per query, by source and outcome status (circuit_open calls take zero time).",
+			Help:    "Wall time of each retrieval source per query, by source and outcome status (timeout: an operator's deadline; caller_deadline: a shorter one the query chose; circuit_open calls take zero time).",
 			Buckets: buckets,
 		}, []string{"source", "status"}),
 		hydratorDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -46,7 +46,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"degraded", "partial"}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "ragd", Subsystem: "retriever", Name: "query_failures_total",
-			Help: "Failed Retrieve calls, by reason (invalid, not_enough_sources, canceled).",
+			Help: "Failed Retrieve calls, by reason (invalid, not_enough_sources, caller_deadline: too few sources answered within a deadline the query chose, canceled).",
 		}, []string{"reason"}),
 	}
 	var err error

@@ -1,6 +1,7 @@
 package retriever
 
 import (
+	"math"
 	"time"
 
 	"github.com/ragd/ragd/spi"
@@ -13,7 +14,26 @@ type sourcePlan struct {
 	reason  string // why not enabled
 	k       int
 	weight  float64
-	timeout time.Duration
+	dl      deadline
+}
+
+// deadline is a call's deadline and the one its source is judged by.
+// timeout is what the call waits (the request's choice, else the
+// operator's); judged is always the operator's (Defaults), so a request
+// can shorten or lengthen its own wait but never what its source's gate
+// hears: see outcome.
+type deadline struct {
+	timeout, judged time.Duration
+}
+
+// fixed is a deadline no request can choose.
+func fixed(d time.Duration) deadline { return deadline{timeout: d, judged: d} }
+
+// cause is the context cause of running out of dl: the query's budget, or
+// a call's deadline; the caller's when the request chose it shorter than
+// the operator's.
+func (dl deadline) cause(budget bool) *deadlineError {
+	return &deadlineError{budget: budget, caller: dl.timeout < dl.judged, after: dl.timeout}
 }
 
 // plan is a query's effective settings: Query over Defaults over built-ins.
@@ -22,7 +42,7 @@ type plan struct {
 	mode                  string
 	rrfK                  int
 	minSources            int
-	budget                time.Duration
+	budget                deadline // timeout is the request's budget_ms, else the operator's; judged the operator's
 	src                   [len(stage1)]sourcePlan
 	expand                sourcePlan // k is the expansion limit
 	seeds, hops           int
@@ -37,9 +57,10 @@ func (r *HybridRetriever) plan(q *Query) plan {
 		window:       orInt(q.Window, orInt(d.Window, DefaultWindow)),
 		mode:         q.Fusion.Mode,
 		minSources:   orInt(q.MinSources, orInt(d.MinSources, DefaultMinSources)),
-		budget:       orDur(time.Duration(q.BudgetMS)*time.Millisecond, orDur(d.Budget, DefaultBudget)),
 		embedTimeout: orDur(d.EmbedTimeout, DefaultEmbedTimeout),
 	}
+	p.budget.judged = orDur(d.Budget, DefaultBudget)
+	p.budget.timeout = orDur(ms2dur(q.BudgetMS), p.budget.judged)
 	if p.mode == "" {
 		p.mode = orStr(d.Fusion.Mode, FusionRRF)
 	}
@@ -81,7 +102,10 @@ func (r *HybridRetriever) plan(q *Query) plan {
 	e.k = orInt(q.Expand.Limit, orInt(qo.K, orInt(d.Expand.Limit, orInt(do.K, p.window))))
 	e.weight = orFloat(q.Expand.Weight, orFloat(qo.Weight, orFloat(d.Expand.Weight, orFloat(do.Weight, DefaultExpandWeight))))
 	if qo.TimeoutMS == 0 && do.TimeoutMS == 0 {
-		e.timeout = p.src[2].timeout // the graph's own deadline
+		e.dl.timeout = p.src[2].dl.timeout // the graph's own deadline
+	}
+	if do.TimeoutMS == 0 {
+		e.dl.judged = p.src[2].dl.judged
 	}
 	p.expand = e
 	p.seeds = orInt(q.Expand.Seeds, orInt(d.Expand.Seeds, DefaultExpandSeeds))
@@ -97,8 +121,9 @@ func (r *HybridRetriever) sourcePlan(q *Query, name string, configured bool, win
 		enabled: configured,
 		k:       orInt(qo.K, orInt(do.K, window)),
 		weight:  orFloat(qo.Weight, orFloat(do.Weight, weight)),
-		timeout: orDur(ms2dur(qo.TimeoutMS), orDur(ms2dur(do.TimeoutMS), orDur(d.SourceTimeout, DefaultSourceTimeout))),
 	}
+	sp.dl.judged = orDur(ms2dur(do.TimeoutMS), orDur(d.SourceTimeout, DefaultSourceTimeout))
+	sp.dl.timeout = orDur(ms2dur(qo.TimeoutMS), sp.dl.judged)
 	switch {
 	case !configured:
 		sp.reason = "not configured"
@@ -124,7 +149,13 @@ func (p *plan) settings() FusionSettings {
 	return fs
 }
 
-func ms2dur(ms int) time.Duration { return time.Duration(ms) * time.Millisecond }
+// ms2dur converts validated milliseconds; it saturates rather than wrap.
+func ms2dur(ms int) time.Duration {
+	if int64(ms) > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
+}
 
 func orStr(v, def string) string {
 	if v == "" {

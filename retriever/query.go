@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/ragd/ragd/spi"
@@ -95,7 +94,9 @@ func Only(names ...string) map[string]SourceOptions {
 }
 
 // MaxWeight bounds a source's or the expansion's fusion weight: weights
-// are relative, and a bound keeps every fused score finite.
+// are relative, and since each list adds at most its weight times 1 (a
+// score normalised to [0, 1], or 1/(k+rank) under RRF) to a document, a
+// bound keeps every fused score finite.
 const MaxWeight = 1000
 
 // MaxQueryTerms bounds the words of Text. It is the keyword backend's
@@ -109,6 +110,11 @@ const MaxQueryTerms = 1024
 // ReasonInvalidQuery is the SourceStatus.Error of a source that rejected
 // the query as invalid (spi.ErrInvalidQuery).
 const ReasonInvalidQuery = "rejected as invalid query"
+
+// ReasonNothingToSearch is the SourceStatus.Error of a source skipped
+// because its backend found nothing to search in the query
+// (spi.ErrNothingToSearch).
+const ReasonNothingToSearch = "nothing to search"
 
 // QueryError is a Query rejected by Validate. Field is the JSON path of the
 // offending field ("limit", "sources.keyword.weight"); Message says what is
@@ -157,6 +163,11 @@ func (q Query) Validate(limits Limits) error {
 			return qerr("vector", "every component is zero; a zero vector has no direction")
 		}
 	}
+	if q.Tenant != "" {
+		if err := spi.ValidateName(q.Tenant, spi.MaxNameBytes); err != nil {
+			return qerr("tenant", "%s", strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": "))
+		}
+	}
 	if err := q.Filter.Validate(); err != nil {
 		msg := strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": ")
 		return qerr("filter", "%s", msg)
@@ -170,7 +181,7 @@ func (q Query) Validate(limits Limits) error {
 	if q.BudgetMS < 0 {
 		return qerr("budget_ms", "must not be negative")
 	}
-	if time.Duration(q.BudgetMS)*time.Millisecond > lim.MaxBudget {
+	if int64(q.BudgetMS) > lim.MaxBudget.Milliseconds() { // in ms: a Duration would overflow
 		return qerr("budget_ms", "%d above the maximum %d", q.BudgetMS, lim.MaxBudget.Milliseconds())
 	}
 	return q.validateSettings(lim)
@@ -210,7 +221,7 @@ func (q Query) validateSettings(lim Limits) error {
 		if o.TimeoutMS < 0 {
 			return qerr(f+"timeout_ms", "must not be negative")
 		}
-		if time.Duration(o.TimeoutMS)*time.Millisecond > lim.MaxBudget {
+		if int64(o.TimeoutMS) > lim.MaxBudget.Milliseconds() { // in ms: a Duration would overflow
 			return qerr(f+"timeout_ms", "%d above the maximum %d", o.TimeoutMS, lim.MaxBudget.Milliseconds())
 		}
 	}

@@ -50,8 +50,9 @@ const (
 	// the query after a trip still finds the breaker open on a busy
 	// machine.
 	rsReset = time.Second
-	// rsFaultTimeout is the per-source deadline of queries sent while a
-	// source is blackholed, so that each of them waits no longer.
+	// rsFaultTimeout is the operator's deadline (Defaults) of a source the
+	// scenario blackholes, so that each query waits no longer. (A deadline
+	// the query chose would be neutral for the breaker: issue 18 item 4.)
 	rsFaultTimeout = 300 * time.Millisecond
 	// rsRecoverWithin bounds the wait for a breaker to close again after
 	// the fault is lifted; generous, the machine is shared.
@@ -381,17 +382,9 @@ func (c *rsCorpus) newStack(tb testing.TB, o rsStackOptions) *rsStack {
 	return s
 }
 
-// query runs text for the corpus' tenant; a per-query source timeout for
-// the named sources is applied when timeout > 0.
-func (c *rsCorpus) query(text string, timeout time.Duration, sources ...string) retriever.Query {
-	q := retriever.Query{Text: text, Tenant: c.tenant, Limit: 10, Explain: true}
-	if timeout > 0 {
-		q.Sources = map[string]retriever.SourceOptions{}
-		for _, name := range sources {
-			q.Sources[name] = retriever.SourceOptions{TimeoutMS: int(timeout.Milliseconds())}
-		}
-	}
-	return q
+// query runs text for the corpus' tenant.
+func (c *rsCorpus) query(text string) retriever.Query {
+	return retriever.Query{Text: text, Tenant: c.tenant, Limit: 10, Explain: true}
 }
 
 func rsRetrieve(tb testing.TB, r *retriever.HybridRetriever, q retriever.Query) *retriever.Result {
@@ -453,7 +446,7 @@ func (c *rsCorpus) healthyQueries(tb testing.TB, s *rsStack, n int) []string {
 	tb.Helper()
 	var out []string
 	for _, text := range c.queries {
-		res := rsRetrieve(tb, s.r, c.query(text, 0))
+		res := rsRetrieve(tb, s.r, c.query(text))
 		if res.Sources[spi.SourceGraph].Returned > 0 && res.Sources[spi.SourceVector].Returned > 0 && res.Sources[spi.SourceKeyword].Returned > 0 {
 			out = append(out, text)
 			if len(out) == n {
@@ -473,7 +466,7 @@ func TestRealStack(t *testing.T) {
 		s := c.newStack(t, rsStackOptions{})
 		queries = c.healthyQueries(t, s, 8)
 		for _, text := range queries {
-			res := rsRetrieve(t, s.r, c.query(text, 0))
+			res := rsRetrieve(t, s.r, c.query(text))
 			if res.Partial || res.Degraded {
 				t.Fatalf("healthy stack: partial=%v degraded=%v; sources:%s", res.Partial, res.Degraded, describeSources(res.Sources))
 			}
@@ -505,7 +498,7 @@ func TestRealStack(t *testing.T) {
 	})
 
 	t.Run("graph_blackholed", func(t *testing.T) {
-		s := c.newStack(t, rsStackOptions{})
+		s := c.newStack(t, rsStackOptions{Defaults: retriever.Defaults{Sources: rsDeadline(spi.SourceGraph)}})
 		warm(t, s, c, queries)
 		s.neoProxy.Blackhole()
 		faultPhase(t, s, c, queries, s.gb, spi.SourceGraph, retriever.StatusTimeout, rsFaultTimeout)
@@ -527,7 +520,7 @@ func TestRealStack(t *testing.T) {
 		// wires it) every query would also wait for the hydration
 		// deadline, breaker open or not; the guarded store is skipped
 		// once its breaker is open.
-		s := c.newStack(t, rsStackOptions{Defaults: retriever.Defaults{HydrateTimeout: rsFaultTimeout}})
+		s := c.newStack(t, rsStackOptions{Defaults: retriever.Defaults{HydrateTimeout: rsFaultTimeout, Sources: rsDeadline(spi.SourceVector)}})
 		warm(t, s, c, queries)
 		s.pgProxy.Blackhole()
 		faultPhase(t, s, c, queries, s.vb, spi.SourceVector, retriever.StatusTimeout, rsFaultTimeout)
@@ -547,7 +540,7 @@ func TestRealStack(t *testing.T) {
 		ctx := context.Background()
 		sawOpen := false
 		for i := range rsThreshold + 2 {
-			res, err := s.r.Retrieve(ctx, c.query(queries[i%len(queries)], 0))
+			res, err := s.r.Retrieve(ctx, c.query(queries[i%len(queries)]))
 			var nes *retriever.NotEnoughSourcesError
 			if !errors.As(err, &nes) || !errors.Is(err, retriever.ErrNotEnoughSources) {
 				t.Fatalf("query %d with every source dead = %v, %v; want *NotEnoughSourcesError", i, res, err)
@@ -581,18 +574,24 @@ func TestRealStack(t *testing.T) {
 func warm(tb testing.TB, s *rsStack, c *rsCorpus, queries []string) {
 	tb.Helper()
 	for _, text := range queries[:3] {
-		res := rsRetrieve(tb, s.r, c.query(text, 0))
+		res := rsRetrieve(tb, s.r, c.query(text))
 		if res.Degraded {
 			tb.Fatalf("warm-up on the healthy stack degraded:%s", describeSources(res.Sources))
 		}
 	}
 }
 
+// rsDeadline sets source's operator deadline to rsFaultTimeout (the
+// expansion inherits the graph's).
+func rsDeadline(source string) map[string]retriever.SourceOptions {
+	return map[string]retriever.SourceOptions{source: {TimeoutMS: int(rsFaultTimeout.Milliseconds())}}
+}
+
 // faultPhase queries while source is faulty. Every query must still
 // answer from the other sources. The source must first fail with
 // failStatus, then, once its breaker has tripped, be skipped as
-// circuit_open. timeout, when set, is the faulty source's per-query
-// deadline.
+// circuit_open. timeout, when set, is the faulty source's deadline, which
+// the stack's Defaults set: a timeout must not come before it.
 func faultPhase(t *testing.T, s *rsStack, c *rsCorpus, queries []string, b *breaker.Breaker, source string, failStatus retriever.Status, timeout time.Duration) {
 	t.Helper()
 	alive := []string{spi.SourceVector, spi.SourceKeyword, spi.SourceGraph}
@@ -604,7 +603,7 @@ func faultPhase(t *testing.T, s *rsStack, c *rsCorpus, queries []string, b *brea
 	// queries; then the next query must find it open. A slow machine may
 	// let the open period pass between two queries, so allow a few more.
 	for i := 0; i < rsThreshold+6 && !tripped; i++ {
-		res := rsRetrieve(t, s.r, c.query(queries[i%len(queries)], timeout, source))
+		res := rsRetrieve(t, s.r, c.query(queries[i%len(queries)]))
 		st := res.Sources[source]
 		seq = append(seq, st.Status)
 		if !res.Degraded || !res.Partial {
@@ -670,7 +669,7 @@ func recoverPhase(t *testing.T, s *rsStack, c *rsCorpus, queries []string, b *br
 	start := time.Now()
 	deadline := start.Add(rsRecoverWithin)
 	for i := 0; ; i++ {
-		res := rsRetrieve(t, s.r, c.query(queries[i%len(queries)], 0))
+		res := rsRetrieve(t, s.r, c.query(queries[i%len(queries)]))
 		if res.Sources[source].Status == retriever.StatusOK && b.State() == breaker.Closed {
 			if res.Degraded || res.Partial {
 				t.Fatalf("recovered query still degraded=%v partial=%v:%s", res.Degraded, res.Partial, describeSources(res.Sources))
@@ -721,7 +720,7 @@ func requireFusedAcrossSources(t *testing.T, s *rsStack, c *rsCorpus, queries []
 	ctx := context.Background()
 	mixed := false
 	for _, text := range queries {
-		q := c.query(text, 0)
+		q := c.query(text)
 		q.Expand.Enabled = new(bool) // stage 1 only: compare with FuseRRF of three lists
 		res := rsRetrieve(t, s.r, q)
 		vecs, err := c.emb.Embed(ctx, []string{text})
@@ -866,9 +865,9 @@ func TestRealStackPostgresRestart(t *testing.T) {
 }
 
 // TestSourceDeadlineCountsAgainstBreaker needs no server: a source that
-// does not answer within its own deadline trips its breaker (a timeout of
-// an unsaturated source), while a source cut off by the query budget, the
-// caller's limit, does not. Without the first, a
+// does not answer within the deadline the operator configured trips its
+// breaker (no other call succeeded meanwhile), while a source cut off by
+// the query budget, the caller's limit, does not. Without the first, a
 // blackholed backend would be waited for on every query forever.
 func TestSourceDeadlineCountsAgainstBreaker(t *testing.T) {
 	newGuarded := func(t *testing.T) (*retriever.HybridRetriever, *breaker.Breaker, *stack) {
@@ -882,14 +881,14 @@ func TestSourceDeadlineCountsAgainstBreaker(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg := s.config()
+		cfg.Defaults.Sources = map[string]retriever.SourceOptions{spi.SourceGraph: {TimeoutMS: 20}}
 		withBreaker(&cfg, b, spi.SourceGraph, spi.SourceGraphExpand)
 		return mustNew(t, cfg), b, s
 	}
 	t.Run("own deadline trips", func(t *testing.T) {
 		r, b, s := newGuarded(t)
 		// Stage 2 off, so that only stage 1 calls the graph.
-		q := retriever.Query{Text: "q", Expand: retriever.ExpandOptions{Enabled: ptr(false)},
-			Sources: map[string]retriever.SourceOptions{spi.SourceGraph: {TimeoutMS: 20}}}
+		q := retriever.Query{Text: "q", Expand: retriever.ExpandOptions{Enabled: ptr(false)}}
 		for range 2 {
 			res := mustRetrieve(t, r, q)
 			if st := res.Sources[spi.SourceGraph]; st.Status != retriever.StatusTimeout {
@@ -910,8 +909,8 @@ func TestSourceDeadlineCountsAgainstBreaker(t *testing.T) {
 			Sources: map[string]retriever.SourceOptions{spi.SourceGraph: {TimeoutMS: 5000}}}
 		for range 3 {
 			res := mustRetrieve(t, r, q)
-			if st := res.Sources[spi.SourceGraph]; st.Status != retriever.StatusTimeout || !strings.Contains(st.Error, "budget") {
-				t.Fatalf("graph = %+v, want a budget timeout", st)
+			if st := res.Sources[spi.SourceGraph]; st.Status != retriever.StatusCallerDeadline || !strings.Contains(st.Error, "budget") || res.Degraded {
+				t.Fatalf("graph = %+v, degraded %v; want the query's own budget (caller_deadline), not degraded", st, res.Degraded)
 			}
 		}
 		if b.State() != breaker.Closed {

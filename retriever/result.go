@@ -26,12 +26,21 @@ const (
 	StatusShed Status = "shed"
 	// StatusError: the source failed (backend error, panic, rejected query).
 	StatusError Status = "error"
-	// StatusTimeout: the source's own deadline or the query budget expired.
+	// StatusTimeout: a deadline the operator set ran out: the source's
+	// own (retriever.sources.NAME.timeout_ms) or the query budget.
 	StatusTimeout Status = "timeout"
+	// StatusCallerDeadline: a deadline the request chose, shorter than the
+	// operator's, ran out first: its sources.NAME.timeout_ms or its
+	// budget_ms. It says nothing about the source: the answer is partial,
+	// not degraded, and no breaker, limit, timeout metric or burst counts
+	// it as a timeout.
+	StatusCallerDeadline Status = "caller_deadline"
 	// StatusDisabled: not configured on this server, or switched off.
 	StatusDisabled Status = "disabled"
 	// StatusSkipped: enabled but not applicable to this query (no text for
-	// keyword or graph, no vector and no embedder, nothing to expand).
+	// keyword or graph, no vector and no embedder, nothing to expand), or
+	// the source found nothing to search in it (ReasonNothingToSearch: a
+	// text with no word it indexes, answered without asking the backend).
 	StatusSkipped Status = "skipped"
 )
 
@@ -92,13 +101,14 @@ type Result struct {
 	// one for the embedder when the query text had to be embedded.
 	Sources map[string]SourceStatus `json:"sources"`
 	// Partial: the answer is incomplete — an enabled source answered with
-	// error, timeout, circuit_open or shed, so its list is missing from the
-	// fusion, or a document of the page could not be hydrated (Missing is
-	// not empty).
+	// error, timeout, caller_deadline, circuit_open or shed, so its list is
+	// missing from the fusion, or a document of the page could not be
+	// hydrated (Missing is not empty).
 	Partial bool `json:"partial"`
 	// Degraded: a component was unhealthy during this query — a source
-	// timed out, was circuit-open, or failed for any reason other than
-	// rejecting the query as invalid; or a hydrator failed, timed out or was
+	// timed out (an operator's deadline; never caller_deadline), was
+	// circuit-open, or failed for any reason other than rejecting the
+	// query as invalid; or a hydrator failed, timed out or was
 	// circuit-open, even if a fallback covered for it.
 	Degraded bool           `json:"degraded"`
 	Fusion   FusionSettings `json:"fusion"`
@@ -148,3 +158,21 @@ func writeStatuses(b *strings.Builder, statuses map[string]SourceStatus, names [
 
 // Unwrap returns ErrNotEnoughSources.
 func (e *NotEnoughSourcesError) Unwrap() error { return ErrNotEnoughSources }
+
+// CallerDeadline reports whether the query's own deadline is why too few
+// sources answered: every stage-1 source that was asked and did not answer
+// ran out of a deadline the request chose (caller_deadline). The sources
+// are not at fault: the failure is counted as caller_deadline rather than
+// not_enough_sources, and the HTTP API answers 504 rather than 503.
+func (e *NotEnoughSourcesError) CallerDeadline() bool {
+	n := 0
+	for _, name := range stage1 {
+		switch e.Sources[name].Status {
+		case StatusCallerDeadline:
+			n++
+		case StatusError, StatusTimeout, StatusCircuitOpen, StatusShed:
+			return false
+		}
+	}
+	return n > 0
+}

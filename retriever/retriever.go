@@ -67,6 +67,9 @@ type run struct {
 	statuses map[string]SourceStatus
 	lists    []RankedList
 	healthy  int
+	// cached is the query vector the embedder's cache held (admit), used
+	// without calling the embedder or its gate.
+	cached []float32
 }
 
 // stage1Outcome is one stage-1 goroutine's result slot.
@@ -96,7 +99,7 @@ func (r *HybridRetriever) Retrieve(ctx context.Context, q Query) (*Result, error
 	}
 	ru := &run{r: r, q: &q, p: r.plan(&q), text: strings.TrimSpace(q.Text) != "", statuses: make(map[string]SourceStatus, 5)}
 	ru.res = &Result{Offset: ru.p.offset, Limit: ru.p.limit, Fusion: ru.p.settings()}
-	bctx, cancel := context.WithTimeoutCause(ctx, ru.p.budget, &deadlineError{budget: true, after: ru.p.budget})
+	bctx, cancel := context.WithTimeoutCause(ctx, ru.p.budget.timeout, ru.p.budget.cause(true))
 	defer cancel()
 
 	if err := ru.stage1(bctx); err != nil {
@@ -107,8 +110,13 @@ func (r *HybridRetriever) Retrieve(ctx context.Context, q Query) (*Result, error
 	}
 	if ru.healthy < ru.p.minSources {
 		ru.statuses[spi.SourceGraphExpand] = SourceStatus{Status: StatusSkipped, Error: "stage 1 failed"}
-		r.m.failed("not_enough_sources")
-		return nil, &NotEnoughSourcesError{Required: ru.p.minSources, Healthy: ru.healthy, Sources: ru.statuses}
+		ne := &NotEnoughSourcesError{Required: ru.p.minSources, Healthy: ru.healthy, Sources: ru.statuses}
+		if ne.CallerDeadline() {
+			r.m.failed("caller_deadline")
+		} else {
+			r.m.failed("not_enough_sources")
+		}
+		return nil, ne
 	}
 	rk := ru.fuse(bctx)
 	if err := r.canceled(ctx); err != nil {
@@ -212,7 +220,10 @@ func (ru *run) admit(sp *sourcePlan) (attempt, bool) {
 			return rejected(err), false
 		}
 	}
-	if g := r.gate(spi.SourceEmbedder); embed && g != nil {
+	if embed {
+		ru.cached = r.cachedVector(q.Text)
+	}
+	if g := r.gate(spi.SourceEmbedder); embed && ru.cached == nil && g != nil {
 		if err := g.Check(); err != nil {
 			a := rejected(err)
 			a.msg = "embedder: " + a.msg
@@ -231,6 +242,9 @@ func (ru *run) callStage1(ctx context.Context, sp sourcePlan, slot *stage1Outcom
 	switch sp.name {
 	case spi.SourceVector:
 		vec := q.Vector
+		if len(vec) == 0 && ru.cached != nil {
+			vec, slot.embed = ru.cached, attempt{status: StatusOK}
+		}
 		if len(vec) == 0 {
 			var a attempt
 			ectx, span := r.traceSource(ctx, spi.SourceEmbedder)
@@ -243,16 +257,16 @@ func (ru *run) callStage1(ctx context.Context, sp sourcePlan, slot *stage1Outcom
 				return
 			}
 		}
-		slot.refs, slot.a = call(r, ctx, r.gate(sp.name), sp.timeout, func(ctx context.Context) ([]spi.Ref, error) {
+		slot.refs, slot.a = call(r, ctx, r.gate(sp.name), sp.dl, func(ctx context.Context) ([]spi.Ref, error) {
 			return r.cfg.Vector.Retrieve(ctx, spi.VectorRequest{Vector: vec, K: sp.k, Tenant: q.Tenant, Filter: q.Filter})
 		})
 		slot.a.took += slot.embed.took
 	case spi.SourceKeyword:
-		slot.refs, slot.a = call(r, ctx, r.gate(sp.name), sp.timeout, func(ctx context.Context) ([]spi.Ref, error) {
+		slot.refs, slot.a = call(r, ctx, r.gate(sp.name), sp.dl, func(ctx context.Context) ([]spi.Ref, error) {
 			return r.cfg.Keyword.Retrieve(ctx, req)
 		})
 	default:
-		slot.refs, slot.a = call(r, ctx, r.gate(sp.name), sp.timeout, func(ctx context.Context) ([]spi.Ref, error) {
+		slot.refs, slot.a = call(r, ctx, r.gate(sp.name), sp.dl, func(ctx context.Context) ([]spi.Ref, error) {
 			return r.cfg.Graph.MatchEntities(ctx, req)
 		})
 	}
@@ -261,12 +275,12 @@ func (ru *run) callStage1(ctx context.Context, sp sourcePlan, slot *stage1Outcom
 // embed turns the query text into a vector through the embedder's gate.
 func (ru *run) embed(ctx context.Context) ([]float32, attempt) {
 	r := ru.r
-	vec, a := call(r, ctx, r.gate(spi.SourceEmbedder), ru.p.embedTimeout, func(ctx context.Context) ([]float32, error) {
+	vec, a := call(r, ctx, r.gate(spi.SourceEmbedder), fixed(ru.p.embedTimeout), func(ctx context.Context) ([]float32, error) {
 		vs, err := r.cfg.Embedder.Embed(ctx, []string{ru.q.Text})
 		if err != nil {
 			return nil, err
 		}
-		if len(vs) != 1 || !finite(vs[0]) || (r.limits.VectorDimension > 0 && len(vs[0]) != r.limits.VectorDimension) {
+		if len(vs) != 1 || !r.usableVector(vs[0]) {
 			return nil, errUnusableEmbedding
 		}
 		return vs[0], nil
@@ -275,6 +289,28 @@ func (ru *run) embed(ctx context.Context) ([]float32, attempt) {
 }
 
 var errUnusableEmbedding = fmt.Errorf("retriever: the embedder returned an unusable vector")
+
+// cachedVector is text's vector from the embedder's cache (spi.EmbedCache),
+// or nil. A hit skips the embedder's gate: the model is not called, so a
+// hit neither takes a slot nor counts as the model answering (which would
+// excuse a hung model's timeouts as busy), and an open embedder breaker
+// does not stop a query the cache can serve.
+func (r *HybridRetriever) cachedVector(text string) []float32 {
+	c, ok := r.cfg.Embedder.(spi.EmbedCache)
+	if !ok {
+		return nil
+	}
+	v, hit := c.Cached(text)
+	if !hit || !r.usableVector(v) {
+		return nil
+	}
+	return v
+}
+
+// usableVector reports whether v can be searched with.
+func (r *HybridRetriever) usableVector(v []float32) bool {
+	return len(v) > 0 && finite(v) && (r.limits.VectorDimension == 0 || len(v) == r.limits.VectorDimension)
+}
 
 // collect records one stage-1 source's outcome and keeps its list when ok.
 func (ru *run) collect(sp *sourcePlan, o *stage1Outcome) {
@@ -290,6 +326,12 @@ func (ru *run) collect(sp *sourcePlan, o *stage1Outcome) {
 	ru.statuses[sp.name] = o.a.sourceStatus(len(o.refs))
 	ru.res.markAttempt(o.a)
 	if o.a.status == StatusDisabled || o.a.status == StatusSkipped {
+		if o.ran {
+			// The backend had nothing to search: no backend call, so no
+			// source metric, but the source answered (nothing can match),
+			// so it counts toward min_sources.
+			ru.healthy++
+		}
 		return
 	}
 	r.m.source(sp.name, o.a)
@@ -337,7 +379,7 @@ func (ru *run) expand(ctx context.Context, rk ranking) bool {
 		return skip(attempt{status: StatusSkipped, msg: "no seeds"})
 	}
 	if ctx.Err() != nil {
-		return skip(attempt{status: StatusTimeout, msg: context.Cause(ctx).Error(), unhealthy: true})
+		return skip(ended(ctx))
 	}
 	g := r.gate(spi.SourceGraphExpand)
 	if g != nil {
@@ -347,16 +389,21 @@ func (ru *run) expand(ctx context.Context, rk ranking) bool {
 	}
 	// The graph just failed or timed out in stage 1: asking it again would
 	// spend the rest of the budget on a sick backend and leave none for
-	// hydration.
-	if st := ru.statuses[spi.SourceGraph].Status; st == StatusError || st == StatusTimeout {
+	// hydration. One the query's own deadline cut off is not sick, but it
+	// did not answer within what this query allows, which the expansion
+	// inherits.
+	switch ru.statuses[spi.SourceGraph].Status {
+	case StatusError, StatusTimeout:
 		return skip(attempt{status: StatusSkipped, msg: "graph source failed in stage 1"})
+	case StatusCallerDeadline:
+		return skip(attempt{status: StatusSkipped, msg: "graph source ran out of the query's deadline in stage 1"})
 	}
 	seeds := make([]string, n)
 	for i := range seeds {
 		seeds[i] = rk.id(i)
 	}
 	opts := spi.ExpandOptions{Hops: p.hops, Limit: e.k, Tenant: q.Tenant, Filter: q.Filter}
-	refs, a := call(r, ctx, g, e.timeout, func(ctx context.Context) ([]spi.Ref, error) {
+	refs, a := call(r, ctx, g, e.dl, func(ctx context.Context) ([]spi.Ref, error) {
 		return r.cfg.Graph.Expand(ctx, seeds, opts)
 	})
 	if len(refs) > e.k {
@@ -403,11 +450,12 @@ func (ru *run) page(ctx context.Context, rk ranking) {
 }
 
 // markAttempt folds an enabled source's outcome into partial and degraded.
-// A shed source leaves the answer partial but not degraded: it was busy,
-// not unhealthy.
+// A shed source, or one cut off by a deadline the request chose, leaves the
+// answer partial but not degraded: it was busy, or not given the time, not
+// unhealthy.
 func (res *Result) markAttempt(a attempt) {
 	switch a.status {
-	case StatusError, StatusTimeout, StatusCircuitOpen, StatusShed:
+	case StatusError, StatusTimeout, StatusCallerDeadline, StatusCircuitOpen, StatusShed:
 		res.Partial = true
 		if a.unhealthy {
 			res.Degraded = true
@@ -445,10 +493,11 @@ func explain(lists []RankedList, parts []Contribution) map[string]*Contribution 
 
 // logDrop logs a dropped source. Invalid-query rejections are logged without
 // the error, which might quote the query; other errors are logged with any
-// occurrence of the query text redacted. Shed sources are not logged one by
-// one (a burst would flood the log); their metric counts them.
+// occurrence of the query text redacted. Shed sources and those cut off by
+// a deadline the request chose are not logged one by one (a burst, or a
+// tenant's 1 ms deadlines, would flood the log); their metric counts them.
 func (r *HybridRetriever) logDrop(source string, a attempt, text string) {
-	if a.status == StatusShed {
+	if a.status == StatusShed || a.status == StatusCallerDeadline {
 		return
 	}
 	attrs := []slog.Attr{slog.String("source", source), slog.String("status", string(a.status)),

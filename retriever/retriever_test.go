@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"github.com/ragd/ragd/breaker"
@@ -177,12 +178,14 @@ func TestOneDeadSourceIsDropped(t *testing.T) {
 func TestSlowSourceDroppedAtItsDeadline(t *testing.T) {
 	s := newStack()
 	s.gr.fault.Delay = 10 * time.Second
-	r := mustNew(t, s.config())
-	start := time.Now()
-	res := mustRetrieve(t, r, retriever.Query{Text: "q", Sources: map[string]retriever.SourceOptions{
+	cfg := s.config()
+	cfg.Defaults.Sources = map[string]retriever.SourceOptions{
 		spi.SourceGraph:       {TimeoutMS: 50},
 		spi.SourceGraphExpand: {TimeoutMS: 5000}, // otherwise it inherits the graph's 50ms
-	}})
+	}
+	r := mustNew(t, cfg)
+	start := time.Now()
+	res := mustRetrieve(t, r, retriever.Query{Text: "q"})
 	elapsed := time.Since(start)
 	if elapsed > 5*time.Second {
 		t.Fatalf("Retrieve took %v; the slow source should have been dropped at 50ms", elapsed)
@@ -206,25 +209,57 @@ func TestSlowSourceDroppedAtItsDeadline(t *testing.T) {
 	}
 }
 
+// The budget bounds every call, whoever set it. The operator's budget
+// running out is a timeout; a shorter one the query chose is the query's
+// own deadline (caller_deadline): when it leaves too few sources, the
+// failure is the caller's (CallerDeadline), not the sources'.
 func TestBudgetBoundsEverything(t *testing.T) {
-	s := newStack()
-	s.vec.fault.Block = true
-	s.kw.fault.Block = true
-	s.gr.fault.Block = true
-	r := mustNew(t, s.config())
-	start := time.Now()
-	_, err := r.Retrieve(context.Background(), retriever.Query{Text: "q", BudgetMS: 50})
-	if time.Since(start) > 5*time.Second {
-		t.Fatalf("budget not enforced: %v", time.Since(start))
-	}
-	var nes *retriever.NotEnoughSourcesError
-	if !errors.As(err, &nes) {
-		t.Fatalf("err = %v, want *NotEnoughSourcesError", err)
-	}
-	for _, name := range []string{spi.SourceVector, spi.SourceKeyword, spi.SourceGraph} {
-		if st := nes.Sources[name]; st.Status != retriever.StatusTimeout || st.Error != "query budget of 50ms exhausted" {
-			t.Errorf("%s: %+v", name, st)
-		}
+	for _, tc := range []struct {
+		name     string
+		operator time.Duration // Defaults.Budget
+		q        retriever.Query
+		status   retriever.Status
+		msg      string
+	}{
+		{"the query's budget", 0, retriever.Query{Text: "q", BudgetMS: 50}, retriever.StatusCallerDeadline, "the query's own budget of 50ms exhausted"},
+		{"the operator's budget", 50 * time.Millisecond, retriever.Query{Text: "q"}, retriever.StatusTimeout, "query budget of 50ms exhausted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStack()
+			s.vec.fault.Block = true
+			s.kw.fault.Block = true
+			s.gr.fault.Block = true
+			reg := prometheus.NewRegistry()
+			cfg := s.config()
+			cfg.Defaults.Budget = tc.operator
+			cfg.Registerer = reg
+			r := mustNew(t, cfg)
+			start := time.Now()
+			_, err := r.Retrieve(context.Background(), tc.q)
+			if time.Since(start) > 5*time.Second {
+				t.Fatalf("budget not enforced: %v", time.Since(start))
+			}
+			var nes *retriever.NotEnoughSourcesError
+			if !errors.As(err, &nes) {
+				t.Fatalf("err = %v, want *NotEnoughSourcesError", err)
+			}
+			for _, name := range []string{spi.SourceVector, spi.SourceKeyword, spi.SourceGraph} {
+				if st := nes.Sources[name]; st.Status != tc.status || st.Error != tc.msg {
+					t.Errorf("%s: %+v, want %s (%s)", name, st, tc.status, tc.msg)
+				}
+			}
+			caller := tc.status == retriever.StatusCallerDeadline
+			reason := map[bool]string{true: "caller_deadline", false: "not_enough_sources"}
+			if nes.CallerDeadline() != caller {
+				t.Errorf("CallerDeadline() = %v, want %v", nes.CallerDeadline(), caller)
+			}
+			if _, v, _ := metricValue(t, reg, "ragd_retriever_query_failures_total", map[string]string{"reason": reason[caller]}); v != 1 {
+				t.Errorf("query_failures_total{reason=%q} = %v, want 1", reason[caller], v)
+			}
+			if _, v, _ := metricValue(t, reg, "ragd_retriever_query_failures_total", map[string]string{"reason": reason[!caller]}); v != 0 {
+				t.Errorf("query_failures_total{reason=%q} = %v, want 0", reason[!caller], v)
+			}
+		})
 	}
 }
 
@@ -613,8 +648,10 @@ func TestStageTwo(t *testing.T) {
 			s := newStack()
 			s.gr.fault = f
 			s.gr.expand = fault{Refs: refs("graph_expand", "f")}
-			r := mustNew(t, s.config())
-			res := mustRetrieve(t, r, retriever.Query{Text: "q", Sources: map[string]retriever.SourceOptions{spi.SourceGraph: {TimeoutMS: 20}}})
+			cfg := s.config()
+			cfg.Defaults.Sources = map[string]retriever.SourceOptions{spi.SourceGraph: {TimeoutMS: 20}}
+			r := mustNew(t, cfg)
+			res := mustRetrieve(t, r, retriever.Query{Text: "q"})
 			if st := res.Sources[spi.SourceGraphExpand]; st.Status != retriever.StatusSkipped || s.gr.expandProbe.calls.Load() != 0 {
 				t.Errorf("graph %+v in stage 1: graph_expand = %+v after %d calls; want skipped, not called",
 					res.Sources[spi.SourceGraph], st, s.gr.expandProbe.calls.Load())
@@ -622,6 +659,17 @@ func TestStageTwo(t *testing.T) {
 			if !res.Partial || len(res.Hits) == 0 {
 				t.Errorf("the other sources must still answer, partially: %+v", res)
 			}
+		}
+		// Cut off by the query's own deadline, which the expansion would
+		// inherit: not sick, but not asked again either.
+		s := newStack()
+		s.gr.fault = fault{Block: true}
+		s.gr.expand = fault{Refs: refs("graph_expand", "f")}
+		res := mustRetrieve(t, mustNew(t, s.config()), retriever.Query{Text: "q", Sources: map[string]retriever.SourceOptions{spi.SourceGraph: {TimeoutMS: 20}}})
+		if st := res.Sources[spi.SourceGraphExpand]; st.Status != retriever.StatusSkipped || st.Error != "graph source ran out of the query's deadline in stage 1" ||
+			s.gr.expandProbe.calls.Load() != 0 || res.Degraded {
+			t.Errorf("graph %+v in stage 1: graph_expand = %+v after %d calls, degraded %v; want skipped, not called, not degraded",
+				res.Sources[spi.SourceGraph], st, s.gr.expandProbe.calls.Load(), res.Degraded)
 		}
 	})
 	t.Run("no seeds", func(t *testing.T) {

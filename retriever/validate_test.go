@@ -58,6 +58,10 @@ func TestQueryValidate(t *testing.T) {
 		{"negative min sources", retriever.Query{Text: "q", MinSources: -1}, "min_sources"},
 		{"budget", retriever.Query{Text: "q", BudgetMS: -1}, "budget_ms"},
 		{"budget too big", retriever.Query{Text: "q", BudgetMS: 31000}, "budget_ms"},
+		// Issue 18 item 4: milliseconds whose Duration overflows int64 wrap
+		// to a negative or tiny deadline; they passed validation before.
+		{"timeout overflowing Duration", retriever.Query{Text: "q", Sources: map[string]retriever.SourceOptions{"keyword": {TimeoutMS: 9223372036855}}}, "sources.keyword.timeout_ms"},
+		{"budget overflowing Duration", retriever.Query{Text: "q", BudgetMS: 9223372036855}, "budget_ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

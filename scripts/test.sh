@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's one test command: gofmt check, go vet, staticcheck,
 # go test -race with a short fuzzing run of the request decoders and the
-# config parser beside it.
+# config parser beside it, then the Python client's tests
+# (scripts/test-python.sh: the wheel and pytest against a live ragd).
 #
 # Integration tests find their servers through the RAG_TEST_* variables
 # (eval "$(scripts/services.sh env)" after scripts/services.sh up); without
@@ -52,7 +53,10 @@ fuzz_targets=(
   "./config FuzzParse"
   "./api FuzzQueryHandler"
   "./api FuzzDocumentID"
+  "./spi FuzzValidateName"
   "./backends/vector/embedded FuzzDotCodes"
+  "./embedder/builtin/wordpiece FuzzEncode"
+  "./embedder/builtin/internal/kernel FuzzGemm"
 )
 fuzz() {
   local t pkg target
@@ -86,6 +90,11 @@ test_rc=0
 go test -race -p "${RAG_TEST_P:-4}" -timeout 30m "$@" ./... || test_rc=$?
 phase_done "go test"
 
+phase "python client tests (clients/python)"
+py_rc=0
+scripts/test-python.sh || py_rc=$?
+phase_done "python client tests"
+
 fuzz_rc=0
 if [ -n "$fuzz_pid" ]; then
   echo "== fuzz, $fuzztime per target: ${fuzz_targets[*]}"
@@ -93,4 +102,5 @@ if [ -n "$fuzz_pid" ]; then
   grep -v '^fuzz: elapsed' "$fuzz_log" || true
 fi
 [ "$test_rc" = 0 ] || { echo "go test -race failed (exit $test_rc)"; exit "$test_rc"; }
+[ "$py_rc" = 0 ] || { echo "python client tests failed (exit $py_rc)"; exit "$py_rc"; }
 [ "$fuzz_rc" = 0 ] || { echo "fuzzing failed (exit $fuzz_rc)"; exit "$fuzz_rc"; }

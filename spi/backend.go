@@ -74,7 +74,8 @@ type VectorRetrievalBackend interface {
 // KeywordRetrievalBackend is the lexical (BM25) source.
 type KeywordRetrievalBackend interface {
 	// Retrieve returns up to req.K refs ordered by descending relevance score.
-	// Empty text returns no refs and no error.
+	// Text with nothing to search (empty, or no word the backend indexes:
+	// punctuation, stop words) returns ErrNothingToSearch without searching.
 	Retrieve(ctx context.Context, req KeywordRequest) ([]Ref, error)
 	Hydrator
 	HealthChecker
@@ -87,12 +88,16 @@ type GraphRetrievalBackend interface {
 	// rule. Seeds themselves are never returned; documents of another tenant
 	// are never returned (nor passed through) when opts.Tenant is set, and
 	// documents failing opts.Filter are never returned. Unknown seeds are
-	// ignored. Invalid options wrap ErrInvalidQuery.
+	// ignored. Invalid options wrap ErrInvalidQuery; no seeds at all
+	// returns ErrNothingToSearch without contacting the backend.
 	Expand(ctx context.Context, seeds []string, opts ExpandOptions) ([]Ref, error)
 
 	// MatchEntities is the graph's first-stage retrieval: entities whose
 	// names match req.Text, then the documents that mention them, ranked by
-	// the backend's documented rule.
+	// the backend's documented rule. A text with no word the backend
+	// matches on (empty, punctuation only) returns ErrNothingToSearch
+	// without contacting the backend; an invalid request (K, filter) wraps
+	// ErrInvalidQuery first.
 	MatchEntities(ctx context.Context, req KeywordRequest) ([]Ref, error)
 
 	// Query runs a read-only, parameterised query in the backend's native
@@ -110,6 +115,16 @@ type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 	// Dimension is the length of every vector Embed returns.
 	Dimension() int
+}
+
+// EmbedCache is an optional capability of an Embedder with a cache in
+// front: Cached returns the vector Embed would return for text when the
+// cache holds it, computing nothing (a copy the caller may modify). A
+// caller may then skip the embedder's gate: nothing reaches the model, so
+// there is nothing to admit, and a cache hit must not count as evidence
+// that the model answers.
+type EmbedCache interface {
+	Cached(text string) ([]float32, bool)
 }
 
 // Indexer is the write side of a store.

@@ -17,5 +17,9 @@
 //   - a request the backend can never satisfy (bad vector, bad filter,
 //     malformed query syntax the caller asked for) wraps ErrInvalidQuery and
 //     must not be retried;
+//   - a valid request with nothing to search (a text with no word the
+//     backend indexes) returns ErrNothingToSearch, and only when the
+//     backend was not contacted: an answer that proves nothing about the
+//     backend must not look like one that does;
 //   - methods are safe for concurrent use.
 package spi

@@ -23,4 +23,13 @@ var (
 	// ErrUnsupported means the backend does not offer the requested capability
 	// (for example the Cypher passthrough on the embedded graph store).
 	ErrUnsupported = errors.New("spi: unsupported")
+
+	// ErrNothingToSearch means the request holds nothing the backend could
+	// search for (a text with no word it indexes, no seeds), so it answered
+	// without contacting the backend: the answer is empty by construction.
+	// It is neither a failure nor a success of the backend: such an answer
+	// says nothing about its health, so gates count it as neither (see
+	// OutcomeOf) and the retriever reports the source as skipped. Retrying
+	// the same request cannot give another answer.
+	ErrNothingToSearch = errors.New("spi: nothing to search")
 )

@@ -13,9 +13,10 @@ import (
 // nothing about breakers or limiters.
 type Gate interface {
 	// Admit asks to call the source now. It returns a Permit, which the
-	// caller must Done exactly once, or a *RejectedError (matching
-	// ErrCircuitOpen or ErrShed) without admitting anything. Admit never
-	// blocks beyond ctx and never calls the source.
+	// caller must Done exactly once, or, admitting nothing, a
+	// *RejectedError (matching ErrCircuitOpen or ErrShed), or ctx's error
+	// when ctx is already done. Admit never waits and never calls the
+	// source.
 	Admit(ctx context.Context) (Permit, error)
 	// Check reports, admitting nothing, the *RejectedError with which Admit
 	// would refuse because the circuit is open, or nil: a cheap pre-check
@@ -48,13 +49,19 @@ const (
 	// OutcomeFailure: the source failed (unavailable, a server error, a
 	// panic): evidence that it is unhealthy.
 	OutcomeFailure
-	// OutcomeTimeout: the call ran out of its own per-source deadline. A
-	// gate counts it as a failure only when the source was not saturated
-	// (see package guard): slow because overloaded is not dead.
+	// OutcomeTimeout: the call ran out of the source's deadline as the
+	// operator configured it (or answered only after it). A deadline the
+	// request chose, shorter than that, is OutcomeNeutral: requests must
+	// not move what every tenant shares. A gate counts a timeout as a
+	// failure unless another call to the source succeeded meanwhile or the
+	// same stall was already counted (see package guard): slow because
+	// overloaded is not dead.
 	OutcomeTimeout
 	// OutcomeNeutral: the call ended for reasons that say nothing about the
-	// source: the caller gave up, the query budget ran out, or the request
-	// was invalid.
+	// source: the caller gave up, the query budget or a deadline the
+	// request chose ran out, the request was invalid, or it held nothing
+	// to search (ErrNothingToSearch: the backend was not contacted, so
+	// even its empty answer is no sign of life).
 	OutcomeNeutral
 )
 
@@ -75,6 +82,12 @@ var (
 	// concurrency limit: the call was not made, and the source is not
 	// thought unhealthy.
 	ErrShed = errors.New("spi: source at its concurrency limit")
+	// ErrOverloaded is matched by an error of a source that refused the
+	// call for load and kept refusing it through its own retries (an HTTP
+	// 429 after the retries and the Retry-After waits). Like a shed call,
+	// it says the source is busy, not sick: gates count it as neither
+	// success nor failure. Errors wrapping it also wrap ErrUnavailable.
+	ErrOverloaded = errors.New("spi: source overloaded")
 )
 
 // RejectedError is a Gate's refusal. It matches its Reason (ErrCircuitOpen
@@ -104,7 +117,9 @@ func (e *RejectedError) Unwrap() []error { return []error{e.Reason, ErrUnavailab
 // OutcomeOf classifies the result of a call made for a caller whose
 // context is ctx (not a per-call context derived inside the call):
 // success; neutral for an invalid request, an unsupported or refused call,
-// or once the caller's ctx is done (it gave up, or its budget ran out);
+// a source overloaded (ErrOverloaded), a request with nothing to search
+// (the backend was not contacted, so it is no evidence of its health), or
+// once the caller's ctx is done (it gave up, or its budget ran out);
 // timeout when the call's own deadline passed while the caller still
 // waited; failure otherwise.
 func OutcomeOf(ctx context.Context, err error) Outcome {
@@ -112,7 +127,8 @@ func OutcomeOf(ctx context.Context, err error) Outcome {
 	case err == nil:
 		return OutcomeSuccess
 	case errors.Is(err, ErrInvalidQuery), errors.Is(err, ErrNotFound), errors.Is(err, ErrUnsupported),
-		errors.Is(err, ErrCircuitOpen), errors.Is(err, ErrShed):
+		errors.Is(err, ErrNothingToSearch), errors.Is(err, ErrCircuitOpen), errors.Is(err, ErrShed),
+		errors.Is(err, ErrOverloaded):
 		return OutcomeNeutral
 	case ctx.Err() != nil, errors.Is(err, context.Canceled):
 		return OutcomeNeutral

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/ragd/ragd/spi"
@@ -19,6 +20,10 @@ func TestFilterValidate(t *testing.T) {
 		{"one", spi.Filter{"lang": {"en"}}, true},
 		{"empty key", spi.Filter{"": {"x"}}, false},
 		{"no values", spi.Filter{"lang": {}}, false},
+		{"longest key", spi.Filter{strings.Repeat("k", spi.MaxFilterKeyBytes): {"x"}}, true},
+		{"key too long", spi.Filter{strings.Repeat("k", spi.MaxFilterKeyBytes+1): {"x"}}, false},
+		{"longest value", spi.Filter{"k": {strings.Repeat("v", spi.MaxFilterValueBytes)}}, true},
+		{"value too long", spi.Filter{"k": {"x", strings.Repeat("v", spi.MaxFilterValueBytes+1)}}, false},
 	}
 	many := spi.Filter{}
 	for i := 0; i <= spi.MaxFilterKeys; i++ {
@@ -89,5 +94,21 @@ func TestBatchError(t *testing.T) {
 	want := "spi: 2 document(s) failed; a: y: spi: invalid query; b: x: spi: backend unavailable"
 	if err.Error() != want {
 		t.Fatalf("Error() = %q, want %q", err.Error(), want)
+	}
+}
+
+func TestLastByID(t *testing.T) {
+	docs := []spi.Document{{ID: "a", Title: "1"}, {ID: "b", Title: "2"}, {ID: "a", Title: "3"}, {ID: "c", Title: "4"}, {ID: "b", Title: "5"}}
+	got := spi.LastByID(docs, spi.DocumentID)
+	var s []string
+	for _, d := range got {
+		s = append(s, d.ID+d.Title)
+	}
+	if fmt.Sprint(s) != "[a3 c4 b5]" {
+		t.Fatalf("LastByID = %v, want [a3 c4 b5] (each id's last, in the order of the last ones)", s)
+	}
+	distinct := docs[:2]
+	if got := spi.LastByID(distinct, spi.DocumentID); &got[0] != &distinct[0] || len(got) != 2 {
+		t.Fatal("LastByID copied a batch without repeated ids")
 	}
 }

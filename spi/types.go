@@ -17,6 +17,10 @@ const (
 	// SourceEmbedder names the query embedder: its gate, its breaker and
 	// its entry in a query's source statuses.
 	SourceEmbedder = "embedder"
+	// SourceDocumentEmbedder names the write path's document embedding: a
+	// breaker and a concurrency bound of its own, so that a bulk ingest
+	// neither trips nor starves query embedding. Queries never use it.
+	SourceDocumentEmbedder = "document_embedder"
 )
 
 // The one registry of source names. Every list of sources in ragd (query
@@ -35,8 +39,11 @@ func QuerySources() []string { return append(RetrievalSources(), SourceGraphExpa
 func GatedSources() []string { return append(QuerySources(), SourceEmbedder) }
 
 // Backends returns the names that have a circuit breaker of their own: one
-// per backend (the expansion shares the graph's) and the embedder.
-func Backends() []string { return append(RetrievalSources(), SourceEmbedder) }
+// per backend (the expansion shares the graph's), the query embedder and
+// the document embedder.
+func Backends() []string {
+	return append(RetrievalSources(), SourceEmbedder, SourceDocumentEmbedder)
+}
 
 // Ref is one ranked hit from a retrieval backend: a document id, the
 // backend's raw score (higher is better; its scale is backend specific) and
@@ -65,6 +72,21 @@ type Document struct {
 	UpdatedAt time.Time         `json:"updated_at,omitzero"`
 }
 
+// ValidateUpdatedAt reports an UpdatedAt no store can keep: outside the
+// years 1 to 9999 once in UTC, the range RFC 3339 writes and every store
+// holds. "9999-12-31T23:59:59-23:59" parses, but is in the year 10000 in
+// UTC. The zero time (unset: the write path stamps it) passes. The error
+// wraps ErrInvalidQuery and quotes no value.
+func ValidateUpdatedAt(t time.Time) error {
+	if t.IsZero() {
+		return nil
+	}
+	if y := t.UTC().Year(); y < 1 || y > 9999 {
+		return fmt.Errorf("%w: updated_at must lie between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z (in UTC)", ErrInvalidQuery)
+	}
+	return nil
+}
+
 // Filter restricts retrieval to documents whose metadata matches. Each key
 // names a metadata field; the document must carry, for every key, one of the
 // listed values (AND across keys, OR within a key). A nil or empty Filter
@@ -72,15 +94,20 @@ type Document struct {
 type Filter map[string][]string
 
 // MaxFilterKeys and MaxFilterValues bound a Filter so that a backend never
-// builds an unbounded query from user input.
+// builds an unbounded query from user input; MaxFilterKeyBytes and
+// MaxFilterValueBytes bound its strings (well above the ingest defaults
+// for metadata keys and values, 128 bytes and 4 KiB, so that any value a
+// document may carry under those defaults can be asked for).
 const (
-	MaxFilterKeys   = 16
-	MaxFilterValues = 64
+	MaxFilterKeys       = 16
+	MaxFilterValues     = 64
+	MaxFilterKeyBytes   = 1 << 10
+	MaxFilterValueBytes = 16 << 10
 )
 
 // Validate reports a filter that no backend should run: empty keys, keys
-// with no values, or more keys or values than the limits above. The error
-// wraps ErrInvalidQuery.
+// with no values, or more keys, values or bytes than the limits above. The
+// error wraps ErrInvalidQuery.
 func (f Filter) Validate() error {
 	if len(f) > MaxFilterKeys {
 		return fmt.Errorf("%w: filter has %d keys, at most %d allowed", ErrInvalidQuery, len(f), MaxFilterKeys)
@@ -90,11 +117,19 @@ func (f Filter) Validate() error {
 		if k == "" {
 			return fmt.Errorf("%w: filter key must not be empty", ErrInvalidQuery)
 		}
+		if len(k) > MaxFilterKeyBytes {
+			return fmt.Errorf("%w: a filter key has %d bytes, at most %d allowed", ErrInvalidQuery, len(k), MaxFilterKeyBytes)
+		}
 		if len(vs) == 0 {
 			return fmt.Errorf("%w: filter key %q has no values", ErrInvalidQuery, k)
 		}
 		if len(vs) > MaxFilterValues {
 			return fmt.Errorf("%w: filter key %q has %d values, at most %d allowed", ErrInvalidQuery, k, len(vs), MaxFilterValues)
+		}
+		for _, v := range vs {
+			if len(v) > MaxFilterValueBytes {
+				return fmt.Errorf("%w: a value of filter key %q has %d bytes, at most %d allowed", ErrInvalidQuery, k, len(v), MaxFilterValueBytes)
+			}
 		}
 	}
 	return nil

@@ -3,10 +3,11 @@
 // (no CDN, no web fonts, no third-party code). Everything it shows comes
 // from the HTTP API, called by the page with the key the user types in.
 //
-// The console polls GET /v1/status/breakers, /v1/status/health,
-// /v1/status/sources and /v1/status/events every two seconds; it runs
-// queries through POST /v1/query with explain on, and forces breakers
-// through the admin endpoints. See docs/operations.md.
+// The console polls GET /v1/status/server, /v1/status/breakers,
+// /v1/status/health, /v1/status/sources and /v1/status/events every two
+// seconds and /v1/status/history every ten; it runs queries through POST
+// /v1/query with explain on, and forces and holds breakers through the
+// admin endpoints. See docs/operations.md.
 package ui
 
 import (

@@ -101,3 +101,11 @@ func TestConcurrentAppliersKeepNewest(t *testing.T) {
 		}
 	}
 }
+
+// TestDocCount: the Neo4j server is shared with other tests, so the count
+// is checked for holding at least this test's documents.
+func TestDocCount(t *testing.T) {
+	conn := testenv.Neo4j(t)
+	cleanupLogs(t, conn)
+	spitest.TestDocCount(t, func(t *testing.T) spitest.AppliedStore { return openBackend(t, conn, nil) }, true)
+}

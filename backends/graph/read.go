@@ -123,7 +123,8 @@ LIMIT $limit`
 // paths descending, then id; Ref.Score = graphspec.ExpandScore. Documents
 // failing opts.Filter are left out before the Limit cut but still connect
 // the documents beyond them. Hops outside 1..2, Limit < 1 or an invalid
-// filter wrap spi.ErrInvalidQuery. One hop is one query aggregated and cut
+// filter wrap spi.ErrInvalidQuery; no seeds returns spi.ErrNothingToSearch
+// without asking Neo4j. One hop is one query aggregated and cut
 // server-side (expand1Cypher); two hops cost one query per hop (the second
 // is skipped when the first fills Limit); the work per query is bounded by
 // the frontier's entities times MaxDegree, and the second hop is filtered,
@@ -132,13 +133,13 @@ func (b *Backend) Expand(ctx context.Context, seeds []string, opts spi.ExpandOpt
 	if err := graphspec.ValidateExpand(opts); err != nil {
 		return nil, fmt.Errorf("graph: expand: %w", err)
 	}
+	if len(seeds) == 0 {
+		return nil, fmt.Errorf("graph: expand: %w: no seeds", spi.ErrNothingToSearch)
+	}
 	filter := filterParam(opts.Filter)
 	var refs []spi.Ref
 	if opts.Hops == 1 {
 		seeds = graphspec.Dedupe(seeds)
-		if len(seeds) == 0 {
-			return nil, nil
-		}
 		err := b.read(ctx, "expand", func(r runner) error {
 			recs, err := run(ctx, r, expand1Cypher, map[string]any{
 				"from": seeds, "tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree, "degKey": degKey(opts.Tenant),
@@ -226,7 +227,9 @@ RETURN id, score`
 // is turned into a disjunction of quoted terms, so Lucene syntax in it is
 // never interpreted. With req.Syntax the text is passed to Lucene as is
 // (terms are lower case), entity weights are Lucene scores, and a parse
-// error wraps spi.ErrInvalidQuery.
+// error wraps spi.ErrInvalidQuery. A text with no word to match (empty,
+// punctuation only) returns spi.ErrNothingToSearch without asking Neo4j:
+// the guard must not take that answer for a sign that Neo4j is alive.
 func (b *Backend) MatchEntities(ctx context.Context, req spi.KeywordRequest) ([]spi.Ref, error) {
 	tokens, err := graphspec.ValidateMatch(req)
 	if err != nil {
@@ -235,11 +238,11 @@ func (b *Backend) MatchEntities(ctx context.Context, req spi.KeywordRequest) ([]
 	lucene := req.Text
 	if !req.Syntax {
 		if len(tokens) == 0 {
-			return nil, nil
+			return nil, fmt.Errorf("graph: match entities: %w: no word to match", spi.ErrNothingToSearch)
 		}
 		lucene = LuceneTerms(tokens)
 	} else if strings.TrimSpace(lucene) == "" {
-		return nil, nil
+		return nil, fmt.Errorf("graph: match entities: %w: empty query", spi.ErrNothingToSearch)
 	}
 	filter := filterParam(req.Filter)
 	if tokens == nil {

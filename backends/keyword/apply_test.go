@@ -12,3 +12,9 @@ func TestChangeApplier(t *testing.T) {
 		return mustOpen(t, keyword.Config{Dir: t.TempDir()})
 	})
 }
+
+func TestDocCount(t *testing.T) {
+	spitest.TestDocCount(t, func(t *testing.T) spitest.AppliedStore {
+		return mustOpen(t, keyword.Config{Dir: t.TempDir()})
+	}, false)
+}

@@ -205,7 +205,7 @@ func (b *Backend) Health(ctx context.Context) spi.Health {
 	return spi.Health{Status: spi.StatusUp, Detail: strconv.FormatUint(n, 10) + " documents", Latency: lat}
 }
 
-// DocCount returns the number of indexed documents.
+// DocCount returns the number of indexed documents (spi.DocCounter).
 func (b *Backend) DocCount(ctx context.Context) (int, error) {
 	st, unlock, err := b.acquire(ctx)
 	if err != nil {

@@ -10,6 +10,9 @@
 // breaker open, healed until the source answers), one row per phase:
 //
 //	ragd-bench -scenario embedded ...      faults injected through /debug/faults
+//	ragd-bench -scenario vector-hung -rate 200 -clients 64 ...
+//	                                       the vector store hung only (open loop,
+//	                                       more clients than its limit)
 //	ragd-bench -scenario servers -neo4j-pid N -pg-pids "P1 P2 ..." \
 //	    -neo4j-stop CMD -neo4j-start CMD ...   SIGSTOP/SIGCONT, then a restart
 //
@@ -60,7 +63,8 @@ func run() error {
 	flag.StringVar(&cfg.APIKey, "api-key", os.Getenv("RAGD_API_KEY"), "API key (default $RAGD_API_KEY)")
 	flag.StringVar(&queries, "queries", "", "BEIR directory (its queries.jsonl) or a JSONL file of {\"text\"} or {\"_id\",\"text\"} lines")
 	flag.StringVar(&body, "body", "", "JSON object merged into every query body, e.g. '{\"sources\":{\"graph\":{\"enabled\":false}}}'")
-	flag.IntVar(&cfg.Clients, "clients", 8, "concurrent clients")
+	flag.IntVar(&cfg.Clients, "clients", 8, "concurrent clients (open loop: the most requests outstanding)")
+	flag.Float64Var(&cfg.Rate, "rate", 0, "open loop: requests a second on a fixed schedule, whatever the answers (0: closed loop, each client waits for its answer)")
 	flag.DurationVar(&cfg.Duration, "duration", 10*time.Second, "run length (0: bounded by -requests only)")
 	flag.IntVar(&cfg.MaxRequests, "requests", 0, "stop after this many requests (0: bounded by -duration only)")
 	flag.IntVar(&cfg.PID, "pid", 0, "ragd's process id, for CPU time per query")

@@ -24,7 +24,7 @@ type scenarioFlags struct {
 }
 
 func (f *scenarioFlags) register() {
-	flag.StringVar(&f.mode, "scenario", "", "run a fault scenario instead of one load run: embedded or servers")
+	flag.StringVar(&f.mode, "scenario", "", "run a fault scenario instead of one load run: embedded, vector-hung or servers")
 	flag.IntVar(&f.neo4jPID, "neo4j-pid", 0, "servers: Neo4j's process id, for SIGSTOP/SIGCONT")
 	flag.IntVar(&f.pgPID, "pg-pid", 0, "servers: PostgreSQL's postmaster process id (it and its children are stopped)")
 	flag.StringVar(&f.neo4jStop, "neo4j-stop", "", "servers: shell command that stops Neo4j")
@@ -42,6 +42,10 @@ func (f *scenarioFlags) run(ctx context.Context, cfg loadgen.Config) error {
 			injected(cfg, "vector", "vector", "vector store hung (injected)", map[string]any{"hang": true}),
 			injected(cfg, "keyword", "keyword", "keyword index slow, 2 s a call (injected)", map[string]any{"delay_ms": 2000}),
 		}
+	case "vector-hung":
+		faults = []loadgen.Fault{
+			injected(cfg, "vector", "vector", "vector store hung (injected)", map[string]any{"hang": true}),
+		}
 	case "servers":
 		if f.neo4jPID == 0 || f.pgPID == 0 || f.neo4jStop == "" || f.neo4jStart == "" {
 			return fmt.Errorf("-scenario servers needs -neo4j-pid, -pg-pid, -neo4j-stop and -neo4j-start")
@@ -53,7 +57,7 @@ func (f *scenarioFlags) run(ctx context.Context, cfg loadgen.Config) error {
 				Inject: shell(f.neo4jStop), Heal: shell(f.neo4jStart)},
 		}
 	default:
-		return fmt.Errorf("-scenario %q: want embedded or servers", f.mode)
+		return fmt.Errorf("-scenario %q: want embedded, vector-hung or servers", f.mode)
 	}
 	s := loadgen.Scenario{Base: cfg, TripWithin: f.tripWithin, RecoverWithin: f.recoverFor, Out: os.Stdout}
 	out, err := s.Run(ctx, faults)

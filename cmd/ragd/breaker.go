@@ -8,9 +8,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/spi"
-	"github.com/spf13/cobra"
 )
 
 const maxDemoFailures = 1000

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"text/tabwriter"
 
@@ -13,8 +12,6 @@ import (
 
 	"github.com/ragd/ragd/ingest"
 )
-
-const pathCheck = "/v1/status/check"
 
 func newCheckCmd(a *app) *cobra.Command {
 	var (
@@ -40,20 +37,12 @@ func newCheckCmd(a *app) *cobra.Command {
 		Example: "  ragd check\n  ragd check --repair\n  ragd check --json | jq '.stores[] | {store, missing, stale, extra}'",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := cf.client()
+			c, err := cf.client(nil)
 			if err != nil {
 				return err
 			}
-			path := pathCheck
-			if repair {
-				path += "?repair=true"
-			}
-			resp, err := c.do(cmd.Context(), http.MethodPost, path, nil)
+			rep, err := c.Check(cmd.Context(), repair)
 			if err != nil {
-				return err
-			}
-			var rep ingest.CheckReport
-			if err := decodeBody(pathCheck, resp.Body, &rep); err != nil {
 				return err
 			}
 			if asJSON {
@@ -65,9 +54,9 @@ func newCheckCmd(a *app) *cobra.Command {
 				}
 				fmt.Fprint(a.stdout, pretty.String())
 			} else {
-				printCheck(a.stdout, rep, repair)
+				printCheck(a.stdout, *rep, repair)
 			}
-			return checkVerdict(rep, repair)
+			return checkVerdict(*rep, repair)
 		},
 	}
 	cmd.Flags().BoolVar(&repair, "repair", false, "rewrite what differs from the record, then compare again")

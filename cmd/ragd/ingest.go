@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/client"
 	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/ingest/corpus"
 	"github.com/ragd/ragd/spi"
@@ -90,14 +91,10 @@ func newIngestCmd(a *app) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := cf.client()
-			if err != nil {
-				return err
-			}
 			if err := f.validate(cmd); err != nil {
 				return err
 			}
-			return runIngest(cmd.Context(), a, c, f, args[0])
+			return runIngest(cmd.Context(), a, cf, f, args[0])
 		},
 	}
 	fl := cmd.Flags()
@@ -106,7 +103,7 @@ func newIngestCmd(a *app) *cobra.Command {
 	fl.StringVar(&f.tenant, "tenant", "", "tenant set on documents that name none")
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint file (default FILE.ckpt next to the input)")
 	fl.BoolVar(&f.noResume, "no-resume", false, "start from the first line and keep no checkpoint (an existing default checkpoint is removed)")
-	fl.IntVar(&f.retries, "retries", 4, "retries of a batch that got no answer, 429 or 5xx")
+	fl.IntVar(&f.retries, "retries", 4, "retries of a batch that got no answer, 429, 502, 503 or 504")
 	fl.DurationVar(&f.retryWait, "retry-wait", time.Second, "wait before the first retry; doubles on each retry")
 	fl.DurationVar(&f.wait, "wait", 0, "let each batch wait until the server's keyword and graph stores have applied it, at most this long (e.g. 30s; at most 1m): queries right after the run then see everything")
 	fl.StringVar(&f.progress, "progress", "auto", "progress display: auto (a bar on a terminal, else a line every 5s), bar, plain or none")
@@ -141,14 +138,6 @@ func (f *ingestFlags) validate(cmd *cobra.Command) error {
 	return nil
 }
 
-// path is the upsert endpoint, with the wait parameter when asked.
-func (f *ingestFlags) path() string {
-	if f.wait > 0 {
-		return "/v1/documents?wait=" + f.wait.String()
-	}
-	return "/v1/documents"
-}
-
 // docFailure is one document (or input line) that did not make it.
 type docFailure struct {
 	Line    int
@@ -160,7 +149,10 @@ type docFailure struct {
 // ingestStats counts one run.
 type ingestStats struct {
 	sent, ok, failed int
-	malformed        int // included in failed
+	// unchanged counts ok documents identical to the stored ones: nothing
+	// was written and nothing embedded.
+	unchanged int
+	malformed int // included in failed
 	// empty counts documents the server refused as empty (no title, text
 	// or vector): there is nothing to index, so they are skipped, not
 	// failures.
@@ -179,7 +171,7 @@ func (s *ingestStats) fail(f docFailure) {
 // ingester runs one `ragd ingest`.
 type ingester struct {
 	app    *app
-	client *client
+	client *client.Client
 	flags  ingestFlags
 	file   string
 	format corpus.Format
@@ -196,16 +188,31 @@ type ingester struct {
 	stats    ingestStats
 	began    time.Time
 	progress ingestProgress
-	sleep    func(ctx context.Context, d time.Duration) error
+	// sendingLine is the first input line of the request being sent, for
+	// the retry messages.
+	sendingLine int
 }
 
-func runIngest(ctx context.Context, a *app, c *client, f ingestFlags, arg string) error {
+func runIngest(ctx context.Context, a *app, cf *clientFlags, f ingestFlags, arg string) error {
+	in := &ingester{app: a, flags: f, maxSend: f.batch}
+	c, err := cf.client(func(cfg *client.Config) {
+		cfg.MaxRetries = f.retries
+		if f.retries == 0 {
+			cfg.MaxRetries = -1 // 0 means the default to the client
+		}
+		cfg.MinBackoff, cfg.MaxBackoff = f.retryWait, max(f.retryWait, maxRetryWait)
+		cfg.OnRetry = in.retrying
+	})
+	if err != nil {
+		return err
+	}
+	in.client = c
 	format, _ := corpus.ParseFormat(f.format)
 	file, format, err := corpus.ResolveInput(arg, format)
 	if err != nil {
 		return err
 	}
-	in := &ingester{app: a, client: c, flags: f, file: file, format: format, maxSend: f.batch, sleep: sleepCtx}
+	in.file, in.format = file, format
 	fh, err := os.Open(file)
 	if err != nil {
 		return fmt.Errorf("ingest: %w", err)
@@ -231,7 +238,7 @@ func runIngest(ctx context.Context, a *app, c *client, f ingestFlags, arg string
 		fmt.Fprintf(a.stderr, "ingest: resuming %s after line %d (byte %d of %d) from checkpoint %s; --no-resume starts over\n",
 			file, in.start.Line, in.start.Offset, in.size, in.ckpt.Path)
 	} else {
-		fmt.Fprintf(a.stderr, "ingest: reading %s (%s) into %s\n", file, in.format, c.base)
+		fmt.Fprintf(a.stderr, "ingest: reading %s (%s) into %s\n", file, in.format, c.BaseURL())
 	}
 	in.began = time.Now()
 	in.progress = newIngestProgress(a.stderr, f.progress, in.size, in.start.Offset)
@@ -373,10 +380,10 @@ func (in *ingester) send(ctx context.Context, lines []corpus.Line) ([]ingest.Res
 		docs[i] = l.Doc
 	}
 	resp, err := in.post(ctx, docs, lines[0].Number)
-	var he *httpError
+	var he *client.Error
 	if errors.As(err, &he) && tooLarge(he) {
 		if len(lines) == 1 {
-			return []ingest.Result{{ID: lines[0].Doc.ID, Status: ingest.StatusFailed, Code: he.code(), Error: he.Detail.Message}}, nil
+			return []ingest.Result{{ID: lines[0].Doc.ID, Status: ingest.StatusFailed, Code: he.Code(), Error: he.Detail.Message}}, nil
 		}
 		half := len(lines) / 2
 		if he.Detail.Code == api.CodeTooManyDocuments && half < in.maxSend {
@@ -402,42 +409,26 @@ func (in *ingester) send(ctx context.Context, lines []corpus.Line) ([]ingest.Res
 	return resp.Results, nil
 }
 
-func tooLarge(he *httpError) bool {
-	return he.Status == http.StatusRequestEntityTooLarge || he.Detail.Code == api.CodeTooManyDocuments
+func tooLarge(he *client.Error) bool {
+	return he.StatusCode == http.StatusRequestEntityTooLarge || he.Detail.Code == api.CodeTooManyDocuments
 }
 
-// post sends one request, retrying transport errors, 429 and 5xx.
+// post sends one request; the client retries what may pass (no answer,
+// 429, 502-504) and calls retrying before each wait.
 func (in *ingester) post(ctx context.Context, docs []spi.Document, firstLine int) (*api.BatchResponse, error) {
-	wait := in.flags.retryWait
-	for attempt := 0; ; attempt++ {
-		resp, err := in.client.do(ctx, http.MethodPost, in.flags.path(), api.UpsertRequest{Documents: docs})
-		if err == nil {
-			var br api.BatchResponse
-			if err := decodeBody("/v1/documents", resp.Body, &br); err != nil {
-				return nil, err
-			}
-			return &br, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if !retryable(err) || attempt >= in.flags.retries {
-			return nil, err
-		}
-		d := wait
-		var he *httpError
-		if errors.As(err, &he) && he.RetryAfter > d {
-			d = he.RetryAfter
-		}
-		d = min(d, maxRetryWait)
-		in.progress.clear()
-		fmt.Fprintf(in.app.stderr, "ingest: batch from line %d: %v; retry %d of %d in %s\n",
-			firstLine, err, attempt+1, in.flags.retries, d)
-		if err := in.sleep(ctx, d); err != nil {
-			return nil, err
-		}
-		wait = min(2*wait, maxRetryWait)
+	in.sendingLine = firstLine
+	var opts *client.WriteOptions
+	if in.flags.wait > 0 {
+		opts = &client.WriteOptions{Wait: in.flags.wait}
 	}
+	return in.client.Upsert(ctx, docs, opts)
+}
+
+// retrying reports a retry of the request being sent.
+func (in *ingester) retrying(err error, retry int, wait time.Duration) {
+	in.progress.clear()
+	fmt.Fprintf(in.app.stderr, "ingest: batch from line %d: %v; retry %d of %d in %s\n",
+		in.sendingLine, explain(err), retry, in.flags.retries, wait)
 }
 
 // record counts results; a failure that may pass on a retry pins the
@@ -449,6 +440,9 @@ func (in *ingester) record(lines []corpus.Line, results []ingest.Result) {
 		switch r.Status {
 		case ingest.StatusOK:
 			in.stats.ok++
+			if r.Unchanged {
+				in.stats.unchanged++
+			}
 		case ingest.StatusFailed:
 			if r.Code == ingest.CodeEmptyDocument {
 				in.stats.empty++
@@ -533,7 +527,11 @@ func (in *ingester) printSummary(w io.Writer, complete bool) {
 		rate = float64(s.sent) / sec
 	}
 	fmt.Fprintf(w, "  sent     %d documents in %d %s (%.1f docs/s)\n", s.sent, s.batches, plural(s.batches, "request", "requests"), rate)
-	fmt.Fprintf(w, "  ok       %d\n", s.ok)
+	if s.unchanged > 0 {
+		fmt.Fprintf(w, "  ok       %d  (%d unchanged: identical to the stored documents, nothing written or embedded)\n", s.ok, s.unchanged)
+	} else {
+		fmt.Fprintf(w, "  ok       %d\n", s.ok)
+	}
 	if s.empty > 0 {
 		fmt.Fprintf(w, "  skipped  %d  (empty documents: no title, text or vector, so nothing to index; not a failure)\n", s.empty)
 	}
@@ -584,17 +582,6 @@ func sniffFormat(fh *os.File) (corpus.Format, error) {
 	}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // ingestProgress shows how far a run got.
 type ingestProgress interface {
 	update(offset int64, line int, s *ingestStats, elapsed time.Duration)
@@ -625,7 +612,7 @@ func newIngestProgress(w io.Writer, mode string, size, start int64) ingestProgre
 		_ = bar.Set64(start)
 		return &barProgress{bar: bar}
 	case "plain":
-		return &plainProgress{w: w, size: size}
+		return &plainProgress{w: w, size: size, start: start}
 	}
 	return noProgress{}
 }
@@ -634,7 +621,7 @@ type barProgress struct{ bar *progressbar.ProgressBar }
 
 func (p *barProgress) update(offset int64, _ int, s *ingestStats, _ time.Duration) {
 	_ = p.bar.Set64(offset)
-	p.bar.Describe(fmt.Sprintf("ingest: %d ok, %d failed", s.ok, s.failed))
+	p.bar.Describe(fmt.Sprintf("ingest: %d ok (%d unchanged), %d failed", s.ok, s.unchanged, s.failed))
 }
 func (p *barProgress) clear()  { _ = p.bar.Clear() }
 func (p *barProgress) finish() { _ = p.bar.Finish() }
@@ -644,6 +631,7 @@ func (p *barProgress) finish() { _ = p.bar.Finish() }
 type plainProgress struct {
 	w       io.Writer
 	size    int64
+	start   int64 // the offset the run began at (a resumed run)
 	printed bool
 	last    time.Duration
 }
@@ -661,8 +649,11 @@ func (p *plainProgress) update(offset int64, line int, s *ingestStats, elapsed t
 	if sec := elapsed.Seconds(); sec > 0 {
 		rate = float64(s.sent) / sec
 	}
-	fmt.Fprintf(p.w, "ingest: line %d (%.0f%%): %d sent, %d ok, %d failed, %.0f docs/s\n",
-		line, pct, s.sent, s.ok, s.failed, rate)
+	// The server embeds each document it did not hold unchanged: the
+	// bytes read so far and their time give the ETA of the rest.
+	left, ok := eta(float64(offset-p.start), float64(p.size-p.start), elapsed)
+	fmt.Fprintf(p.w, "ingest: line %d (%.0f%%): %d sent, %d ok (%d unchanged), %d failed, %.0f docs/s, %s\n",
+		line, pct, s.sent, s.ok, s.unchanged, s.failed, rate, formatETA(left, ok))
 }
 func (p *plainProgress) clear()  {}
 func (p *plainProgress) finish() {}

@@ -1,11 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/client"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -64,32 +65,24 @@ func newQueryCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := cf.client()
+			c, err := cf.client(nil)
 			if err != nil {
 				return err
 			}
-			resp, err := c.do(cmd.Context(), http.MethodPost, "/v1/query", q)
+			res, err := c.Query(cmd.Context(), q)
 			if err != nil {
-				var he *httpError
-				if errors.As(err, &he) && he.Detail.Code == api.CodeNotEnoughSources {
-					printNotEnoughSources(a.stdout, he)
+				var e *client.Error
+				if errors.As(err, &e) && e.Detail.Code == api.CodeNotEnoughSources {
+					printNotEnoughSources(a.stdout, e)
 				}
 				return err
 			}
 			if f.asJSON {
-				a.stdout.Write(resp.Body)
-				if len(resp.Body) > 0 && resp.Body[len(resp.Body)-1] != '\n' {
-					io.WriteString(a.stdout, "\n")
-				}
-				return nil
+				return json.NewEncoder(a.stdout).Encode(res)
 			}
-			var res retriever.Result
-			if err := decodeBody("/v1/query", resp.Body, &res); err != nil {
-				return err
-			}
-			printResult(a.stdout, &res, f.explain)
+			printResult(a.stdout, res, f.explain)
 			if res.Partial || res.Degraded {
-				fmt.Fprintf(a.stderr, "ragd: warning: the answer is %s; see the sources above\n", flagWords(&res))
+				fmt.Fprintf(a.stderr, "ragd: warning: the answer is %s; see the sources above\n", flagWords(res))
 			}
 			return nil
 		},
@@ -226,7 +219,7 @@ func printSources(w io.Writer, heading string, sources map[string]retriever.Sour
 	tw.Flush()
 }
 
-func printNotEnoughSources(w io.Writer, he *httpError) {
+func printNotEnoughSources(w io.Writer, he *client.Error) {
 	healthy := 0
 	if he.Detail.Healthy != nil {
 		healthy = *he.Detail.Healthy

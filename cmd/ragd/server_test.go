@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,76 +14,29 @@ import (
 
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/config"
-	ragdapp "github.com/ragd/ragd/internal/app"
+	"github.com/ragd/ragd/internal/apptest"
 	"github.com/ragd/ragd/spi"
 )
 
 // Keys of the authenticated test server.
 const (
-	testAdminKey = "admin-key-0123456789"
-	testQueryKey = "query-key-0123456789"
+	testAdminKey = apptest.AdminKey
+	testQueryKey = apptest.QueryKey
 )
 
 // liveRagd is a real ragd (embedded stores) serving on loopback.
-type liveRagd struct {
-	URL string
-	App *ragdapp.App
-}
+type liveRagd struct{ *apptest.Ragd }
 
-// startTestRagd wires ragd from config.Default with its data in a temporary
-// directory and auth off, lets configure adjust the config, and serves it
-// until the test ends.
+// startTestRagd starts a real ragd with auth off and every source on (see
+// apptest.Start), lets configure adjust the config, and serves it until the
+// test ends.
 func startTestRagd(t *testing.T, configure func(*config.Config)) *liveRagd {
 	t.Helper()
-	cfg := config.Default()
-	cfg.DataDir = t.TempDir()
-	off := false
-	cfg.Auth.Enabled = &off
-	cfg.Server.Listen = "127.0.0.1:0"
-	cfg.Server.ShutdownGraceS = 1
-	// The graph source and its expansion are off by default; the CLI's
-	// reports are about every source, so these tests switch them on.
-	on, one := true, 1.0
-	cfg.Retriever.Sources = map[string]config.SourceConfig{"graph": {Weight: &one}}
-	cfg.Retriever.Expand.Enabled = &on
-	if configure != nil {
-		configure(&cfg)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	inst, err := ragdapp.New(ctx, &cfg, ragdapp.Options{Logger: slog.New(slog.DiscardHandler), Version: "test"})
-	if err != nil {
-		cancel()
-		t.Fatalf("ragdapp.New: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		cancel()
-		inst.Close()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- inst.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-		if err := inst.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return &liveRagd{URL: "http://" + ln.Addr().String(), App: inst}
+	return &liveRagd{apptest.Start(t, configure)}
 }
 
 // withAuth turns auth on with an admin and a query key.
-func withAuth(cfg *config.Config) {
-	on := true
-	cfg.Auth.Enabled = &on
-	cfg.Auth.Keys = []config.KeyConfig{
-		{Name: "admin", Key: testAdminKey, Role: config.RoleAdmin},
-		{Name: "reader", Key: testQueryKey, Role: config.RoleQuery},
-	}
-}
+func withAuth(cfg *config.Config) { apptest.WithAuth(cfg) }
 
 // docs hydrates ids from the server's system of record.
 func (s *liveRagd) docs(t *testing.T, ids ...string) map[string]spi.Document {

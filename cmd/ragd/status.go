@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -16,13 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/client"
 	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/spi"
-)
-
-const (
-	pathHealth   = "/v1/status/health"
-	pathBreakers = "/v1/status/breakers"
 )
 
 func newStatusCmd(a *app) *cobra.Command {
@@ -48,7 +43,7 @@ func newStatusCmd(a *app) *cobra.Command {
 		Example: "  ragd status\n  ragd status --strict && echo all healthy\n  ragd status --json | jq .breakers",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := cf.client()
+			c, err := cf.client(nil)
 			if err != nil {
 				return err
 			}
@@ -58,28 +53,28 @@ func newStatusCmd(a *app) *cobra.Command {
 			}
 			if asJSON {
 				b, err := json.MarshalIndent(struct {
-					Health   json.RawMessage `json:"health"`
-					Breakers json.RawMessage `json:"breakers"`
-				}{rep.healthRaw, rep.breakersRaw}, "", "  ")
+					Health   *api.HealthResponse   `json:"health"`
+					Breakers *api.BreakersResponse `json:"breakers"`
+				}{rep.health, rep.breakers}, "", "  ")
 				if err != nil {
 					return err
 				}
 				fmt.Fprintf(a.stdout, "%s\n", b)
 			} else {
-				printStatus(a.stdout, c.base.String(), rep)
+				printStatus(a.stdout, c.BaseURL(), rep)
 			}
 			switch rep.health.Status {
 			case spi.StatusUp:
 				return nil
 			case spi.StatusDegraded:
-				msg := "ragd is degraded: queries are answered, possibly partially (" + notUp(rep.health) + ")"
+				msg := "ragd is degraded: queries are answered, possibly partially (" + notUp(*rep.health) + ")"
 				if strict {
 					return errors.New(msg + "; failing because of --strict")
 				}
 				fmt.Fprintf(a.stderr, "ragd: warning: %s\n", msg)
 				return nil
 			}
-			return fmt.Errorf("ragd is %s: no retrieval source is usable (%s)", rep.health.Status, notUp(rep.health))
+			return fmt.Errorf("ragd is %s: no retrieval source is usable (%s)", rep.health.Status, notUp(*rep.health))
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"health": ..., "breakers": ...} as the server answered them`)
@@ -89,40 +84,25 @@ func newStatusCmd(a *app) *cobra.Command {
 }
 
 type statusReport struct {
-	health                 api.HealthResponse
-	breakers               api.BreakersResponse
-	healthRaw, breakersRaw json.RawMessage
+	health   *api.HealthResponse
+	breakers *api.BreakersResponse
 }
 
 // fetchStatus reads both endpoints. The health endpoint answers 503 with
 // its report when the server is down; that is a report, not an error.
-func fetchStatus(ctx context.Context, c *client) (*statusReport, error) {
-	rep := &statusReport{}
-	resp, err := c.do(ctx, http.MethodGet, pathHealth, nil)
-	var he *httpError
-	switch {
-	case err == nil:
-		rep.healthRaw = resp.Body
-	case errors.As(err, &he) && he.Status == http.StatusServiceUnavailable && he.Detail.Code == "" && len(he.Body) > 0:
-		rep.healthRaw = he.Body
-	default:
-		return nil, err
-	}
-	if err := decodeBody(pathHealth, rep.healthRaw, &rep.health); err != nil {
-		return nil, err
-	}
-	if rep.health.Status == "" {
-		return nil, fmt.Errorf("the answer to %s has no status: %s", pathHealth, snippet(rep.healthRaw))
-	}
-	resp, err = c.do(ctx, http.MethodGet, pathBreakers, nil)
+func fetchStatus(ctx context.Context, c *client.Client) (*statusReport, error) {
+	h, err := c.Health(ctx)
 	if err != nil {
 		return nil, err
 	}
-	rep.breakersRaw = resp.Body
-	if err := decodeBody(pathBreakers, resp.Body, &rep.breakers); err != nil {
+	if h.Status == "" {
+		return nil, fmt.Errorf("the answer to GET /v1/status/health has no status")
+	}
+	b, err := c.Breakers(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return rep, nil
+	return &statusReport{health: h, breakers: b}, nil
 }
 
 func printStatus(w io.Writer, server string, rep *statusReport) {
@@ -157,7 +137,10 @@ func printStatus(w io.Writer, server string, rep *statusReport) {
 	fmt.Fprintln(tw, "BREAKER\tSTATE\tFAILURES\tOPENED\tRETRY IN")
 	for _, b := range rep.breakers.Breakers {
 		retry := "-"
-		if b.RetryIn > 0 {
+		switch {
+		case b.Hold != nil:
+			retry = "never: " + holdText(*b.Hold)
+		case b.RetryIn > 0:
 			retry = b.RetryIn.Round(100 * time.Millisecond).String()
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%d\t%s\n", b.Name, b.State, b.FailureCount, b.FailureThreshold, b.OpenedTotal, retry)
@@ -185,6 +168,13 @@ func printLag(w io.Writer, log *ingest.LogStatus) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", l.Store, l.Applied, l.Behind, lag, errText)
 	}
 	tw.Flush()
+	if e := log.Embedding; e != nil {
+		fmt.Fprintf(w, "embedding: %d texts pending", e.Pending)
+		if e.Pending > 0 && e.ETASeconds > 0 {
+			fmt.Fprintf(w, " (%.1f/s, ETA %s)", e.RatePerSecond, (time.Duration(e.ETASeconds*1000) * time.Millisecond).Round(time.Second))
+		}
+		fmt.Fprintf(w, "; %d embedded, %d kept their stored vector since start\n", e.Embedded, e.Reused)
+	}
 	fmt.Fprintln(w)
 }
 

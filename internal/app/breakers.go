@@ -73,6 +73,7 @@ func (a *App) onTransition(t breaker.Transition) {
 		a.breakerMetrics.ObserveTransition(t)
 	}
 	a.publish(events.FromTransition(t))
+	a.observeConsole(t)
 }
 
 var errNotConfigured = errors.New("app: not configured")

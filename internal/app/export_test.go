@@ -2,8 +2,11 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/ragd/ragd/config"
 )
 
 // Lazy is lazy[string] for tests of the reconnect logic.
@@ -25,3 +28,18 @@ func SetJoinHook(f func()) (restore func()) {
 
 // Ready is the /readyz condition of a.
 func (a *App) Ready(ctx context.Context) error { return a.ready(ctx) }
+
+// ModelDir is modelDir, for tests of finding and pulling the model.
+func ModelDir(ctx context.Context, cfg *config.Config, o EmbedderOptions) (string, string, error) {
+	return modelDir(ctx, cfg, o)
+}
+
+// FallbackFor is what serve runs on when err (from ModelDir) says the model
+// is missing.
+func FallbackFor(cfg *config.Config, err error) (*Embedders, error) {
+	var me *modelError
+	if !errors.As(err, &me) {
+		return nil, err
+	}
+	return hashingFallback(cfg, me, slog.New(slog.DiscardHandler))
+}

@@ -44,27 +44,59 @@ func TestRingSince(t *testing.T) {
 		}
 	}
 	// Capacity 4: events 1 and 2 are forgotten.
+	// A limit pages forward from after: oldest first, never a gap.
 	cases := []struct {
-		after   uint64
-		limit   int
-		want    []uint64
-		dropped bool
+		after         uint64
+		limit         int
+		want          []uint64
+		dropped, more bool
 	}{
-		{0, 0, []uint64{3, 4, 5, 6}, true},
-		{2, 0, []uint64{3, 4, 5, 6}, false},
-		{4, 0, []uint64{5, 6}, false},
-		{6, 0, []uint64{}, false},
-		{9, 0, []uint64{}, false},
-		{2, 3, []uint64{4, 5, 6}, true},
-		{4, 2, []uint64{5, 6}, false},
-		{1, 1, []uint64{6}, true},
+		{0, 0, []uint64{3, 4, 5, 6}, true, false},
+		{2, 0, []uint64{3, 4, 5, 6}, false, false},
+		{4, 0, []uint64{5, 6}, false, false},
+		{6, 0, []uint64{}, false, false},
+		{9, 0, []uint64{}, false, false},
+		{2, 3, []uint64{3, 4, 5}, false, true},
+		{4, 2, []uint64{5, 6}, false, false},
+		{1, 1, []uint64{3}, true, true},
+		{0, 2, []uint64{3, 4}, true, true},
 	}
 	for _, c := range cases {
 		p := r.Since(c.after, c.limit)
-		if !equal(seqs(p), c.want) || p.Dropped != c.dropped || p.Last != 6 {
-			t.Errorf("Since(%d, %d) = %v dropped=%v last=%d; want %v dropped=%v last=6",
-				c.after, c.limit, seqs(p), p.Dropped, p.Last, c.want, c.dropped)
+		if !equal(seqs(p), c.want) || p.Dropped != c.dropped || p.More != c.more || p.Last != 6 {
+			t.Errorf("Since(%d, %d) = %v dropped=%v more=%v last=%d; want %v dropped=%v more=%v last=6",
+				c.after, c.limit, seqs(p), p.Dropped, p.More, p.Last, c.want, c.dropped, c.more)
 		}
+	}
+}
+
+// TestPagingIsGapFree: a reader that pages with a small limit while events
+// keep coming sees every event once, in order.
+func TestPagingIsGapFree(t *testing.T) {
+	r := events.NewRing(100, nil)
+	var seen []uint64
+	var after uint64
+	for i := range 60 {
+		for range i % 4 {
+			r.Publish(events.Event{Kind: events.KindBurst})
+		}
+		p := r.Since(after, 3)
+		seen = append(seen, seqs(p)...)
+		if n := len(p.Events); n > 0 {
+			after = p.Events[n-1].Seq
+		}
+	}
+	for p := r.Since(after, 3); len(p.Events) > 0; p = r.Since(after, 3) {
+		seen = append(seen, seqs(p)...)
+		after = p.Events[len(p.Events)-1].Seq
+	}
+	for i, s := range seen {
+		if s != uint64(i+1) {
+			t.Fatalf("event %d seen as seq %d: %v", i+1, s, seen)
+		}
+	}
+	if uint64(len(seen)) != r.Since(0, 0).Last {
+		t.Fatalf("saw %d of %d events", len(seen), r.Since(0, 0).Last)
 	}
 }
 
@@ -107,11 +139,23 @@ func TestFromTransition(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"seq":0,"at":"2026-01-01T00:00:00Z","kind":"breaker","source":"graph",` +
-		`"breaker":{"from":"closed","to":"open","reason":"failure_threshold","failures":5,"opened_total":2,"open_for_ms":30000}}`
+		`"breaker":{"from":"closed","to":"open","reason":"failure_threshold","failures":5,"opened_total":2,"open_for_ms":30000,"lasted_ms":0}}`
 	if string(b) != want {
 		t.Fatalf("JSON:\n got %s\nwant %s", b, want)
 	}
 	if strings.Contains(string(b), "burst") {
 		t.Fatal("breaker event carries a burst payload")
+	}
+}
+
+func TestFromTransitionManual(t *testing.T) {
+	e := events.FromTransition(breaker.Transition{
+		Name: "graph", From: breaker.Open, To: breaker.Closed, Reason: breaker.ReasonForced,
+		Lasted: 90 * time.Second, Outage: 95 * time.Second, By: "ops-key", Note: "done",
+		Released: &breaker.Hold{By: "other-key"},
+	})
+	b := e.Breaker
+	if b.By != "ops-key" || b.Note != "done" || b.LastedMS != 90000 || b.OutageMS != 95000 || b.ReleasedHoldOf != "other-key" {
+		t.Fatalf("manual close: %+v", b)
 	}
 }

@@ -50,6 +50,13 @@ type Config struct {
 	PID int
 	// Timeout is each request's client-side timeout.
 	Timeout time.Duration
+	// Rate, when positive, makes the run open-loop: requests arrive at
+	// Rate a second on a fixed schedule, whatever the answers do, and
+	// Clients bounds the requests outstanding. An arrival that finds every
+	// client busy is not sent and is counted in Report.Missed. Latency is
+	// measured from the scheduled arrival. Zero is closed-loop: each client
+	// sends its next request when the previous one is answered.
+	Rate float64
 }
 
 // Validate reports a config that cannot run.
@@ -65,6 +72,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("loadgen: clients %d, want >= 1", c.Clients)
 	case c.Duration <= 0 && c.MaxRequests <= 0:
 		return errors.New("loadgen: unbounded run: set a duration or a request count")
+	case c.Rate < 0:
+		return fmt.Errorf("loadgen: rate %g, want >= 0", c.Rate)
 	}
 	return nil
 }
@@ -83,11 +92,14 @@ type Sample struct {
 
 // Report summarises a run.
 type Report struct {
-	Label       string
-	Requests    int
-	Non200      int
-	Errors      int // transport errors
-	Partial     int
+	Label    string
+	Requests int
+	Non200   int
+	Errors   int // transport errors
+	Partial  int
+	// Missed counts the arrivals of an open-loop run that found every
+	// client busy and were not sent.
+	Missed      int
 	Elapsed     time.Duration
 	ReqPerSec   float64
 	P50, P99    time.Duration
@@ -145,30 +157,39 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		defer cancel()
 	}
 	var (
-		next    atomic.Int64
 		mu      sync.Mutex
 		samples []Sample
+		missed  int
 		wg      sync.WaitGroup
 	)
 	start := time.Now()
-	for range cfg.Clients {
-		wg.Go(func() {
-			var mine []Sample
-			for ctx.Err() == nil {
-				n := int(next.Add(1)) - 1
-				if cfg.MaxRequests > 0 && n >= cfg.MaxRequests {
-					break
-				}
-				s, ok := one(ctx, client, cfg, bodies[n%len(bodies)])
-				if !ok {
-					break // the run's own deadline cut the request
-				}
-				mine = append(mine, s)
-			}
+	if cfg.Rate > 0 {
+		missed = openLoop(ctx, client, cfg, bodies, start, func(s Sample) {
 			mu.Lock()
-			samples = append(samples, mine...)
+			samples = append(samples, s)
 			mu.Unlock()
 		})
+	} else {
+		var next atomic.Int64
+		for range cfg.Clients {
+			wg.Go(func() {
+				var mine []Sample
+				for ctx.Err() == nil {
+					n := int(next.Add(1)) - 1
+					if cfg.MaxRequests > 0 && n >= cfg.MaxRequests {
+						break
+					}
+					s, ok := one(ctx, client, cfg, bodies[n%len(bodies)], time.Now())
+					if !ok {
+						break // the run's own deadline cut the request
+					}
+					mine = append(mine, s)
+				}
+				mu.Lock()
+				samples = append(samples, mine...)
+				mu.Unlock()
+			})
+		}
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
@@ -178,6 +199,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r := summarise(samples, elapsed)
+	r.Missed = missed
 	if cfg.PID != 0 && cpuErr == nil && r.Requests > 0 {
 		r.CPUPerQuery = (cpu1 - cpu0) / time.Duration(r.Requests)
 	}
@@ -190,9 +212,51 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return r, nil
 }
 
-// one sends a query. ok is false when the run's deadline interrupted it.
-func one(ctx context.Context, client *http.Client, cfg Config, body []byte) (Sample, bool) {
-	s := Sample{Start: time.Now()}
+// openLoop sends requests at cfg.Rate a second from start until ctx ends
+// or cfg.MaxRequests were scheduled, each by one of cfg.Clients workers,
+// and returns how many arrivals found every worker busy.
+func openLoop(ctx context.Context, client *http.Client, cfg Config, bodies [][]byte, start time.Time, keep func(Sample)) int {
+	arrivals := make(chan int) // unbuffered: a send succeeds only if a worker is idle
+	var wg sync.WaitGroup
+	sched := func(n int) time.Time {
+		return start.Add(time.Duration(float64(n) / cfg.Rate * float64(time.Second)))
+	}
+	for range cfg.Clients {
+		wg.Go(func() {
+			for n := range arrivals {
+				if s, ok := one(ctx, client, cfg, bodies[n%len(bodies)], sched(n)); ok {
+					keep(s)
+				}
+			}
+		})
+	}
+	missed := 0
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for n := 0; cfg.MaxRequests <= 0 || n < cfg.MaxRequests; n++ {
+		t.Reset(time.Until(sched(n)))
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		select {
+		case arrivals <- n:
+		default:
+			missed++
+		}
+	}
+	close(arrivals)
+	wg.Wait()
+	return missed
+}
+
+// one sends a query scheduled at start (its latency counts from there). ok
+// is false when the run's deadline interrupted it.
+func one(ctx context.Context, client *http.Client, cfg Config, body []byte, start time.Time) (Sample, bool) {
+	s := Sample{Start: start}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.Server+"/v1/query", bytes.NewReader(body))
 	if err != nil {
 		return s, false

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -49,6 +50,46 @@ func TestRunSummarises(t *testing.T) {
 	loadgen.Row(&b, r)
 	if !strings.Contains(b.String(), "| 66.7 % |") || !strings.Contains(b.String(), "graph closed→open ×3") {
 		t.Fatalf("table:\n%s", b.String())
+	}
+}
+
+// Open loop: every scheduled arrival is either sent or counted as missed;
+// while the one client is held by the server, arrivals are not sent.
+func TestOpenLoop(t *testing.T) {
+	release := make(chan struct{})
+	var seen atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/query" && seen.Add(1) == 1 {
+			<-release
+		}
+		fmt.Fprint(w, `{"sources":{}}`)
+	}))
+	defer srv.Close()
+	done := make(chan *loadgen.Report, 1)
+	go func() {
+		r, err := loadgen.Run(context.Background(), loadgen.Config{Server: srv.URL, Queries: []string{"a"}, Clients: 1, MaxRequests: 50, Duration: time.Minute, Rate: 1e5})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	var r *loadgen.Report
+	for r == nil && seen.Load() == 0 {
+		select {
+		case r = <-done: // no arrival found the client idle
+		default:
+			runtime.Gosched()
+		}
+	}
+	close(release)
+	if r == nil {
+		r = <-done
+	}
+	if r == nil {
+		return
+	}
+	if r.Requests+r.Missed != 50 || int64(r.Requests) != seen.Load() {
+		t.Fatalf("open loop: %d sent (server saw %d), %d missed; want 50 in all", r.Requests, seen.Load(), r.Missed)
 	}
 }
 

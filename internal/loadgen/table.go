@@ -42,8 +42,12 @@ func Row(w io.Writer, r *Report) {
 		}
 		tr = strings.Join(parts, ", ")
 	}
+	label := r.Label
+	if r.Missed > 0 {
+		label += fmt.Sprintf(" (%d arrivals not sent: every client busy)", r.Missed)
+	}
 	fmt.Fprintf(w, "| %s | %d | %.0f | %.1f | %.1f | %s | %d | %d | %s | %s |\n",
-		r.Label, r.Requests, r.ReqPerSec, ms(r.P50), ms(r.P99), cpu, r.Non200+r.Errors, r.Partial,
+		label, r.Requests, r.ReqPerSec, ms(r.P50), ms(r.P99), cpu, r.Non200+r.Errors, r.Partial,
 		strings.Join(share, " | "), tr)
 }
 

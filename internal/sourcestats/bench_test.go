@@ -1,8 +1,10 @@
 package sourcestats_test
 
 import (
+	"context"
 	"testing"
 
+	"github.com/ragd/ragd/internal/history"
 	"github.com/ragd/ragd/internal/sourcestats"
 	"github.com/ragd/ragd/retriever"
 )
@@ -43,5 +45,48 @@ func BenchmarkSnapshotFull(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		w.Snapshot("")
+	}
+}
+
+// answer is a retriever that answers instantly with four sources.
+type answer struct{ res *retriever.Result }
+
+func (a answer) Retrieve(context.Context, retriever.Query) (*retriever.Result, error) {
+	return a.res, nil
+}
+
+// BenchmarkObservedRetrieve is what observing a query costs on the query
+// path, without and with the console's 15-minute history (issue 20), with
+// 8 goroutines querying at once: compare the two in one run.
+func BenchmarkObservedRetrieve(b *testing.B) {
+	res := &retriever.Result{Sources: map[string]retriever.SourceStatus{
+		"vector": {Status: "ok", TookMS: 1.5}, "keyword": {Status: "ok", TookMS: 0.8},
+		"graph": {Status: "timeout", TookMS: 800}, "graph_expand": {Status: "skipped"},
+	}}
+	for _, withHistory := range []bool{false, true} {
+		name := "window"
+		if withHistory {
+			name = "window+history"
+		}
+		b.Run(name, func(b *testing.B) {
+			w, err := sourcestats.New(sourcestats.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			o := sourcestats.Observed{Retriever: answer{res}, Window: w}
+			if withHistory {
+				o.History = history.New(history.Config{})
+			}
+			q := retriever.Query{Text: "x"}
+			b.SetParallelism(8)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := o.Retrieve(context.Background(), q); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
 	}
 }

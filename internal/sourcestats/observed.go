@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/ragd/ragd/internal/history"
 	"github.com/ragd/ragd/retriever"
 )
 
@@ -13,12 +14,14 @@ type Retriever interface {
 	Retrieve(ctx context.Context, q retriever.Query) (*retriever.Result, error)
 }
 
-// Observed feeds every query's per-source statuses into Window: those of
-// the Result, or of the *retriever.NotEnoughSourcesError when too few
-// sources answered. Invalid and cancelled queries are not recorded.
+// Observed feeds every query's per-source statuses into Window and, when
+// set, History: those of the Result, or of the
+// *retriever.NotEnoughSourcesError when too few sources answered. Invalid
+// and cancelled queries are not recorded.
 type Observed struct {
 	Retriever
-	Window *Window
+	Window  *Window
+	History *history.Recorder
 }
 
 // Retrieve runs q on the wrapped retriever and records the outcome.
@@ -27,9 +30,16 @@ func (o Observed) Retrieve(ctx context.Context, q retriever.Query) (*retriever.R
 	var ne *retriever.NotEnoughSourcesError
 	switch {
 	case res != nil:
-		o.Window.Observe(q.Tenant, res.Sources)
+		o.observe(q.Tenant, res.Sources)
 	case errors.As(err, &ne):
-		o.Window.Observe(q.Tenant, ne.Sources)
+		o.observe(q.Tenant, ne.Sources)
 	}
 	return res, err
+}
+
+func (o Observed) observe(tenant string, sources map[string]retriever.SourceStatus) {
+	o.Window.Observe(tenant, sources)
+	if o.History != nil {
+		o.History.ObserveQuery(sources)
+	}
 }

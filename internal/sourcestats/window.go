@@ -2,7 +2,8 @@
 // beside its breaker: call latency (p50 and p99) over the last minute and
 // the share of recent queries the source answered, computed from the
 // per-source statuses of recent query results. It also turns bursts of
-// timed-out or shed calls into timeline events.
+// timed-out or shed calls into timeline events (timed out on an operator's
+// deadline: a query's own shorter deadline is caller_deadline, no burst).
 //
 // Only source names, statuses, durations and the query's tenant are kept —
 // never query text or documents — and at most Config.Capacity queries.
@@ -29,6 +30,9 @@ const (
 )
 
 // DefaultBurstStatuses are the source statuses whose repetition is a burst.
+// A source cut off by the query's own deadline (caller_deadline) is not
+// among them: a tenant asking for 1 ms deadlines says nothing about the
+// source and must not put a timeout burst on the operator's timeline.
 var DefaultBurstStatuses = []retriever.Status{retriever.StatusTimeout, retriever.StatusShed}
 
 // ErrConfig is wrapped by every Config.Validate error.
@@ -152,8 +156,10 @@ type Source struct {
 	Share    float64 `json:"share"`
 	// Statuses counts the queries by the source's status.
 	Statuses map[retriever.Status]int `json:"statuses"`
-	// Calls counts the calls made (time spent on the source); P50MS and
-	// P99MS are their latency percentiles, absent without calls.
+	// Calls counts the calls made (time spent on the source), except those
+	// cut off by a deadline the query chose and those that never reached
+	// the backend (caller_deadline, skipped); P50MS and P99MS are their
+	// latency percentiles, absent without calls.
 	Calls int      `json:"calls"`
 	P50MS *float64 `json:"p50_ms,omitempty"`
 	P99MS *float64 `json:"p99_ms,omitempty"`
@@ -192,7 +198,7 @@ func (w *Window) Snapshot(tenant string) Snapshot {
 			if o.status == retriever.StatusOK {
 				a.src.Answered++
 			}
-			if o.tookMS > 0 {
+			if o.tookMS > 0 && timed(o.status) {
 				a.took = append(a.took, o.tookMS)
 			}
 		}
@@ -219,6 +225,16 @@ func (w *Window) Snapshot(tenant string) Snapshot {
 		return 0
 	})
 	return snap
+}
+
+// timed reports whether a call that ended with status says how fast the
+// source is. One cut off by a deadline the query chose (caller_deadline)
+// lasted as long as the caller allowed, and one skipped because its
+// backend had nothing to search never reached the backend: neither is a
+// latency sample, or a tenant sending 1 ms deadlines or texts with no
+// word in them would set the console's p50 and p99.
+func timed(status retriever.Status) bool {
+	return status != retriever.StatusCallerDeadline && status != retriever.StatusSkipped
 }
 
 // percentile is the nearest-rank percentile of sorted samples.

@@ -10,6 +10,7 @@ import (
 	"github.com/ragd/ragd/internal/events"
 	"github.com/ragd/ragd/internal/sourcestats"
 	"github.com/ragd/ragd/retriever"
+	"github.com/ragd/ragd/spi"
 )
 
 // clock is a settable fake clock.
@@ -235,5 +236,61 @@ func TestObserved(t *testing.T) {
 	s := w.Snapshot("acme")
 	if v := source(t, s, "vector"); s.Queries != 2 || v.Answered != 1 || v.Statuses["circuit_open"] != 1 {
 		t.Fatalf("observed: %+v %+v", s, v)
+	}
+}
+
+// hungKeyword is a keyword backend that holds every call until its ctx
+// ends.
+type hungKeyword struct{}
+
+func (hungKeyword) Retrieve(ctx context.Context, _ spi.KeywordRequest) ([]spi.Ref, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+func (hungKeyword) Hydrate(context.Context, []string) ([]spi.Document, []string, error) {
+	return nil, nil, spi.ErrUnsupported
+}
+func (hungKeyword) Health(context.Context) spi.Health { return spi.Health{Status: spi.StatusUp} }
+
+// Issue 18, the gap operations.md left open: a tenant whose queries carry
+// deadlines shorter than the operator's (1 ms timeout_ms, a small
+// budget_ms) cut a hung source off before its own deadline; through the
+// real retriever, those calls are caller_deadline: no burst on the
+// timeline, no latency samples. The same source missing the operator's
+// deadline still bursts. Before, both were "timeout" and burst alike.
+func TestCallerDeadlinesMakeNoBurst(t *testing.T) {
+	rec := &recorder{}
+	w := mustWindow(t, sourcestats.Config{Now: newClock().Now, Publish: rec.publish, BurstThreshold: 3})
+	r, err := retriever.New(retriever.Config{Keyword: hungKeyword{}, Defaults: retriever.Defaults{SourceTimeout: 20 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := sourcestats.Observed{Retriever: r, Window: w}
+	ctx := context.Background()
+	for _, q := range []retriever.Query{
+		{Text: "x", Sources: map[string]retriever.SourceOptions{spi.SourceKeyword: {TimeoutMS: 1}}},
+		{Text: "x", BudgetMS: 1},
+		{Text: "x", Sources: map[string]retriever.SourceOptions{spi.SourceKeyword: {TimeoutMS: 2}}},
+		{Text: "x", BudgetMS: 2},
+	} {
+		if _, err := o.Retrieve(ctx, q); !errors.Is(err, retriever.ErrNotEnoughSources) {
+			t.Fatalf("Retrieve(%+v) = %v, want not enough sources", q, err)
+		}
+	}
+	if evs := rec.take(); len(evs) != 0 {
+		t.Fatalf("the queries' own deadlines made events: %+v", evs)
+	}
+	k := source(t, w.Snapshot(""), spi.SourceKeyword)
+	if k.Statuses[retriever.StatusCallerDeadline] != 4 || k.Statuses[retriever.StatusTimeout] != 0 || k.Calls != 0 {
+		t.Fatalf("keyword: %+v; want 4 caller_deadline, no timeout, no latency sample", k)
+	}
+	for range 3 {
+		if _, err := o.Retrieve(ctx, retriever.Query{Text: "x"}); !errors.Is(err, retriever.ErrNotEnoughSources) {
+			t.Fatalf("Retrieve = %v, want not enough sources", err)
+		}
+	}
+	evs := rec.take()
+	if len(evs) != 1 || evs[0].Source != spi.SourceKeyword || evs[0].Burst == nil || evs[0].Burst.Status != string(retriever.StatusTimeout) {
+		t.Fatalf("three timeouts of the operator's deadline: events %+v, want one timeout burst", evs)
 	}
 }

@@ -30,6 +30,7 @@ func TestChangeLog(t *testing.T, dim int, open func(t *testing.T) RecordStore) {
 	t.Run("VersionsAndCurrent", s.testVersions)
 	t.Run("Compact", s.testCompact)
 	t.Run("CommitOrder", s.testCommitOrder)
+	t.Run("DocCount", s.testDocCount)
 }
 
 type logSuite struct {
@@ -317,5 +318,20 @@ func (s *logSuite) testCommitOrder(t *testing.T) {
 		if !slices.Equal(r, below) {
 			t.Fatalf("a reader saw %d entries up to %d, but %d entries up to it were committed eventually: an entry appeared behind a reader", len(r), top, len(below))
 		}
+	}
+}
+
+// testDocCount: a record store that counts (spi.DocCounter) counts every
+// tenant's documents, deleted ones not included.
+func (s *logSuite) testDocCount(t *testing.T) {
+	st := s.open(t)
+	c, ok := st.(spi.DocCounter)
+	if !ok {
+		t.Skipf("%T does not count its documents", st)
+	}
+	commit(t, st, up(s.doc("a", "acme", "a")), up(s.doc("b", "globex", "b")), up(s.doc("c", "", "c")))
+	commit(t, st, del("b", "globex"))
+	if n, err := c.DocCount(context.Background()); err != nil || n != 2 {
+		t.Fatalf("DocCount = %d, %v; want 2 (3 written, 1 deleted)", n, err)
 	}
 }

@@ -42,7 +42,8 @@ type GraphHarness struct {
 // graphspec on hand-made graphs for Expand and MatchEntities, tenant
 // isolation, seeds, limits, metadata filters on expansion (returned
 // documents only, before the limit), edge replacement, delete, hydrate, hubs,
-// cancellation, concurrency and restart persistence.
+// requests with nothing to search (spi.ErrNothingToSearch, never from the
+// backend), cancellation, concurrency and restart persistence.
 func RunGraph(t *testing.T, h GraphHarness) {
 	if h.MaxDegree < 2 || h.MaxDegree > 20 {
 		t.Fatalf("GraphHarness.MaxDegree = %d, want 2..20", h.MaxDegree)
@@ -57,6 +58,7 @@ func RunGraph(t *testing.T, h GraphHarness) {
 	t.Run("Hubs", func(t *testing.T) { graphHubs(t, h) })
 	t.Run("HubsPerTenant", func(t *testing.T) { graphHubsPerTenant(t, h) })
 	t.Run("MatchEntities", func(t *testing.T) { graphMatch(t, h) })
+	t.Run("NothingToSearch", func(t *testing.T) { graphNothingToSearch(t, h) })
 	t.Run("Cancelled", func(t *testing.T) { graphCancelled(t, h) })
 	t.Run("Concurrent", func(t *testing.T) { graphConcurrent(t, h) })
 	t.Run("Health", func(t *testing.T) {
@@ -326,8 +328,10 @@ func graphExpandSeeds(t *testing.T, h GraphHarness) {
 		[]scored{one("c", 3), one("b", 2), one("h", 1)}, src)
 	g.wantRefs("limit 2", g.expand([]string{"a"}, 2, 2, "T"), []scored{one("c", 3), one("b", 2)}, src)
 	g.wantRefs("limit 4", g.expand([]string{"a"}, 2, 4, "T"), []scored{one("c", 3), one("b", 2), one("h", 1), two("j", 2)}, src)
-	if refs, err := g.s.Expand(context.Background(), nil, spi.ExpandOptions{Hops: 1, Limit: 5}); err != nil || len(refs) != 0 {
-		t.Fatalf("no seeds = %v, %v; want empty", refs, err)
+	for _, hops := range []int{1, 2} {
+		if refs, err := g.s.Expand(context.Background(), nil, spi.ExpandOptions{Hops: hops, Limit: 5}); !errors.Is(err, spi.ErrNothingToSearch) || len(refs) != 0 {
+			t.Fatalf("no seeds, hops %d = %v, %v; want ErrNothingToSearch", hops, refs, err)
+		}
 	}
 	for _, o := range []spi.ExpandOptions{{Hops: 0, Limit: 5}, {Hops: 3, Limit: 5}, {Hops: -1, Limit: 5}, {Hops: 1, Limit: 0}} {
 		if _, err := g.s.Expand(context.Background(), g.idsOf("a"), o); !errors.Is(err, spi.ErrInvalidQuery) {
@@ -615,14 +619,69 @@ func graphMatch(t *testing.T, h GraphHarness) {
 	match("filter and", spi.KeywordRequest{Text: q, K: 10, Tenant: T, Filter: spi.Filter{"lang": {"en"}, "kind": {"paper"}}}, []scored{{"r", 3}})
 	match("filter missing key", spi.KeywordRequest{Text: q, K: 10, Tenant: T, Filter: spi.Filter{"nokey": {"x"}}}, nil)
 	match("unknown word", spi.KeywordRequest{Text: g.word("unknown"), K: 10, Tenant: T}, nil)
-	match("empty", spi.KeywordRequest{Text: "", K: 10, Tenant: T}, nil)
-	match("punctuation only", spi.KeywordRequest{Text: ` "(:)* `, K: 10, Tenant: T}, nil)
 	if _, err := g.s.MatchEntities(ctx, spi.KeywordRequest{Text: q, K: 0}); !errors.Is(err, spi.ErrInvalidQuery) {
 		t.Fatalf("K=0: %v, want ErrInvalidQuery", err)
 	}
 	if _, err := g.s.MatchEntities(ctx, spi.KeywordRequest{Text: q, K: 1, Filter: spi.Filter{"lang": nil}}); !errors.Is(err, spi.ErrInvalidQuery) {
 		t.Fatalf("bad filter: %v, want ErrInvalidQuery", err)
 	}
+}
+
+// graphNothingToSearch pins spi.ErrNothingToSearch: a text with no word to
+// match and an expansion without seeds are answered with it, and only
+// because the backend was not asked: once the store can no longer reach
+// its backend (closed, through spi.Closer), those requests still get the
+// sentinel while any request that needs the backend fails. A store that
+// answered them with an empty success would let such queries reset a
+// breaker and excuse a hung backend's timeouts (package guard).
+func graphNothingToSearch(t *testing.T, h GraphHarness) {
+	g := newGraphFixture(t, h)
+	g.matchGraph()
+	ctx := context.Background()
+	T := g.tenant("T")
+	word := spi.KeywordRequest{Text: g.ent("boundary layer"), K: 10, Tenant: T}
+	nothing := []spi.KeywordRequest{
+		{Text: "", K: 10, Tenant: T},
+		{Text: ` "(:)* `, K: 10, Tenant: T},
+		{Text: "!!!", K: 10, Filter: spi.Filter{"lang": {"en"}}},
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, req := range nothing {
+			if refs, err := g.s.MatchEntities(ctx, req); !errors.Is(err, spi.ErrNothingToSearch) || len(refs) != 0 {
+				t.Errorf("%s: MatchEntities(%q) = %v, %v; want ErrNothingToSearch", when, req.Text, refs, err)
+			}
+		}
+		if refs, err := g.s.Expand(ctx, []string{}, spi.ExpandOptions{Hops: 1, Limit: 5, Tenant: T}); !errors.Is(err, spi.ErrNothingToSearch) || len(refs) != 0 {
+			t.Errorf("%s: Expand(no seeds) = %v, %v; want ErrNothingToSearch", when, refs, err)
+		}
+	}
+	if refs, err := g.s.MatchEntities(ctx, word); err != nil || len(refs) == 0 {
+		t.Fatalf("MatchEntities(a matching word) = %v, %v; want refs", refs, err)
+	}
+	check("open")
+	// An invalid request is invalid even with nothing to search.
+	if _, err := g.s.MatchEntities(ctx, spi.KeywordRequest{Text: "!!!", K: 0}); !errors.Is(err, spi.ErrInvalidQuery) {
+		t.Errorf("MatchEntities(!!!, K=0) = %v, want ErrInvalidQuery", err)
+	}
+	if _, err := g.s.Expand(ctx, nil, spi.ExpandOptions{Hops: 3, Limit: 5}); !errors.Is(err, spi.ErrInvalidQuery) {
+		t.Errorf("Expand(no seeds, hops 3) = %v, want ErrInvalidQuery", err)
+	}
+	c, ok := g.s.(spi.Closer)
+	if !ok {
+		return
+	}
+	g.cleanup() // while the backend can still be reached
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if refs, err := g.s.MatchEntities(ctx, word); err == nil || errors.Is(err, spi.ErrNothingToSearch) {
+		t.Fatalf("closed: MatchEntities(a word) = %v, %v; want an error: the backend is gone", refs, err)
+	}
+	if refs, err := g.s.Expand(ctx, g.idsOf("p"), spi.ExpandOptions{Hops: 1, Limit: 5}); err == nil || errors.Is(err, spi.ErrNothingToSearch) {
+		t.Fatalf("closed: Expand(p) = %v, %v; want an error: the backend is gone", refs, err)
+	}
+	check("closed")
 }
 
 func graphCancelled(t *testing.T, h GraphHarness) {

@@ -40,3 +40,7 @@ func TestApplyUpdatesTheReadModel(t *testing.T) {
 		t.Fatalf("after the tombstone, MatchEntities = %v, want nothing", refs)
 	}
 }
+
+func TestDocCount(t *testing.T) {
+	spitest.TestDocCount(t, func(t *testing.T) spitest.AppliedStore { return open(t, t.TempDir(), 0) }, false)
+}

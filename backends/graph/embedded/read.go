@@ -47,8 +47,15 @@ func (s *Store) Hydrate(ctx context.Context, ids []string) ([]spi.Document, []st
 // paths descending, then id; Ref.Score = graphspec.ExpandScore. Documents
 // failing opts.Filter are left out before the Limit cut but still connect
 // the documents beyond them. Hops outside 1..2, Limit < 1 or an invalid
-// filter wrap spi.ErrInvalidQuery. It reads the in-memory read model only.
+// filter wrap spi.ErrInvalidQuery; no seeds returns spi.ErrNothingToSearch.
+// It reads the in-memory read model only.
 func (s *Store) Expand(ctx context.Context, seeds []string, opts spi.ExpandOptions) ([]spi.Ref, error) {
+	if err := graphspec.ValidateExpand(opts); err != nil {
+		return nil, fmt.Errorf("graph/embedded: expand: %w", err)
+	}
+	if len(seeds) == 0 {
+		return nil, fmt.Errorf("graph/embedded: expand: %w: no seeds", spi.ErrNothingToSearch)
+	}
 	if err := s.readable(ctx, "expand"); err != nil {
 		return nil, err
 	}
@@ -65,8 +72,9 @@ func (s *Store) Expand(ctx context.Context, seeds []string, opts spi.ExpandOptio
 // MatchEntities matches req.Text against entity names and ranks the
 // documents that mention the matches (rule in package graphspec: the sum of
 // matched entities' weights, a weight being the number of distinct query
-// tokens among the entity's terms). Syntax queries wrap spi.ErrUnsupported.
-// It reads the in-memory read model only.
+// tokens among the entity's terms). Syntax queries wrap spi.ErrUnsupported;
+// a text with no word to match returns spi.ErrNothingToSearch without
+// reading the model. It reads the in-memory read model only.
 func (s *Store) MatchEntities(ctx context.Context, req spi.KeywordRequest) ([]spi.Ref, error) {
 	tokens, err := graphspec.ValidateMatch(req)
 	if err != nil {
@@ -76,7 +84,7 @@ func (s *Store) MatchEntities(ctx context.Context, req spi.KeywordRequest) ([]sp
 		return nil, fmt.Errorf("graph/embedded: match entities: %w: no query syntax in the embedded graph store", spi.ErrUnsupported)
 	}
 	if len(tokens) == 0 {
-		return nil, nil
+		return nil, fmt.Errorf("graph/embedded: match entities: %w: no word to match", spi.ErrNothingToSearch)
 	}
 	if err := s.readable(ctx, "match entities"); err != nil {
 		return nil, err

@@ -1,0 +1,247 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/guard"
+	"github.com/ragd/ragd/internal/history"
+)
+
+// History is the console's recent past (GET /v1/status/history), fed by
+// every answered request; *history.Recorder implements it.
+type History interface {
+	Summary() history.Summary
+	// ObserveRequest records one answered API request: its status code
+	// and, for a query, its end-to-end duration.
+	ObserveRequest(code int, d time.Duration, query bool)
+}
+
+var _ History = (*history.Recorder)(nil)
+
+// HistoryResponse is the body of GET /v1/status/history.
+type HistoryResponse = history.Summary
+
+// HoldRequest is the optional body of POST
+// /v1/status/breakers/{name}/hold.
+type HoldRequest struct {
+	// Reason says why, for the others who see the hold (at most
+	// MaxHoldReason characters, no control characters).
+	Reason string `json:"reason"`
+}
+
+// MaxHoldReason bounds HoldRequest.Reason, in characters.
+const MaxHoldReason = 200
+
+// HoldResponse is the body of POST /v1/status/breakers/{name}/hold.
+type HoldResponse struct {
+	Breaker breaker.Snapshot `json:"breaker"`
+	Held    bool             `json:"held"`
+}
+
+// Inventory is what GET /v1/status/server reports about the wiring,
+// supplied by Config.Inventory.
+type Inventory struct {
+	Sources  []SourceInfo  `json:"sources"`
+	Embedder *EmbedderInfo `json:"embedder,omitempty"`
+	Stores   []StoreInfo   `json:"stores"`
+}
+
+// SourceInfo is one query source's configuration and guard.
+type SourceInfo struct {
+	Name string `json:"name"`
+	// Enabled: queries use the source unless they switch it off. A source
+	// disabled in rag.yaml (enabled: false, or weight 0) takes part only
+	// in queries that enable it.
+	Enabled bool    `json:"enabled"`
+	Weight  float64 `json:"weight"`
+	// TimeoutMS is the operator's per-call deadline, the one its breaker
+	// and limit judge calls by.
+	TimeoutMS int `json:"timeout_ms"`
+	// Guard is the source's adaptive limit, calls in flight, sheds and
+	// timeouts; absent when the source has no guard.
+	Guard *guard.Snapshot `json:"guard,omitempty"`
+}
+
+// EmbedderInfo names the embedder: its kind in rag.yaml and the identity
+// of the vector space it produces.
+type EmbedderInfo struct {
+	Kind      string `json:"kind"`
+	Identity  string `json:"identity"`
+	Dimension int    `json:"dimension"`
+}
+
+// StoreInfo is one store.
+type StoreInfo struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	// Role is "record" (the system of record) or "derived" (applies the
+	// record's change log).
+	Role string `json:"role"`
+	// Documents is how many documents it holds, of every tenant; absent
+	// when it cannot say (or did not in time), and for keys bound to a
+	// tenant.
+	Documents *int `json:"documents,omitempty"`
+}
+
+// ServerResponse is the body of GET /v1/status/server: which ragd this is
+// (a new Instance at every start, so a page can tell a restart from a
+// pause), who is asking, and what it is made of.
+type ServerResponse struct {
+	Instance  string    `json:"instance"`
+	StartedAt time.Time `json:"started_at"`
+	Now       time.Time `json:"now"`
+	UptimeS   float64   `json:"uptime_s"`
+	Version   string    `json:"version"`
+	// AuthEnabled: requests need a key.
+	AuthEnabled bool `json:"auth_enabled"`
+	// Key is the caller's key: its name, role and bound tenant.
+	Key KeyInfo `json:"key"`
+	Inventory
+}
+
+// KeyInfo describes the caller's key.
+type KeyInfo struct {
+	Name   string `json:"name"`
+	Role   string `json:"role"`
+	Tenant string `json:"tenant,omitempty"`
+}
+
+// manual names the caller as the operator of a breaker action.
+func manual(c echo.Context, note string) breaker.Manual {
+	return breaker.Manual{By: principal(c).Name, Note: note}
+}
+
+// optionalBody are the body routes that may also be sent without one (no
+// Content-Type needed then): a hold's reason is optional.
+var optionalBody = map[string]bool{"/v1/status/breakers/:name/hold": true}
+
+// allowEmptyBody lets a request with an empty body (Content-Length 0)
+// past read, as an empty body; any other goes through read.
+func allowEmptyBody(read echo.MiddlewareFunc) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		withBody := read(next)
+		return func(c echo.Context) error {
+			if c.Request().ContentLength == 0 {
+				c.Set(ctxBody, []byte{})
+				return next(c)
+			}
+			return withBody(c)
+		}
+	}
+}
+
+// hold serves POST /v1/status/breakers/{name}/hold.
+func (s *Server) hold() echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var req HoldRequest
+		if body, _ := c.Get(ctxBody).([]byte); len(strings.TrimSpace(string(body))) > 0 {
+			if err := s.decodeJSON(c, &req); err != nil {
+				return err
+			}
+		}
+		reason := strings.TrimSpace(req.Reason)
+		if n := utf8.RuneCountInString(reason); n > MaxHoldReason {
+			return fieldError(CodeInvalidParameter, "reason", "reason has %d characters, at most %d are allowed", n, MaxHoldReason)
+		}
+		if strings.ContainsFunc(reason, unicode.IsControl) {
+			return fieldError(CodeInvalidParameter, "reason", "reason must not contain control characters")
+		}
+		return s.breakerAction(c, "held", func(b Breakers, name string) (breaker.Snapshot, error) {
+			return b.Hold(name, manual(c, reason))
+		}, func(snap breaker.Snapshot) any { return HoldResponse{Breaker: snap, Held: true} })
+	}
+}
+
+// breakerAction applies act to the breaker named in the path and answers
+// body(snapshot).
+func (s *Server) breakerAction(c echo.Context, verb string, act func(Breakers, string) (breaker.Snapshot, error), body func(breaker.Snapshot) any) error {
+	name, ok := pathParam(c, "name")
+	if !ok {
+		return newError(http.StatusNotFound, CodeUnknownBreaker, "no such circuit breaker")
+	}
+	if s.cfg.Breakers == nil {
+		return newError(http.StatusNotFound, CodeUnknownBreaker, "circuit breakers are not enabled on this server")
+	}
+	snap, err := act(s.cfg.Breakers, name)
+	if err != nil {
+		if errors.Is(err, breaker.ErrUnknownBreaker) {
+			return newError(http.StatusNotFound, CodeUnknownBreaker, "no circuit breaker called %q", truncate(name, 64))
+		}
+		return err
+	}
+	s.log.LogAttrs(c.Request().Context(), slog.LevelInfo, "api: breaker "+verb,
+		slog.String("request_id", requestID(c)),
+		slog.String("breaker", snap.Name),
+		slog.String("key", principal(c).Name))
+	return s.writeJSON(c, http.StatusOK, body(snap))
+}
+
+// serverInfo serves GET /v1/status/server.
+func (s *Server) serverInfo() echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p := principal(c)
+		now := s.now()
+		resp := ServerResponse{
+			Instance: s.instance, StartedAt: s.started, Now: now,
+			UptimeS: now.Sub(s.started).Seconds(), Version: s.cfg.Version,
+			AuthEnabled: s.auth.enabled,
+			Key:         KeyInfo{Name: p.Name, Role: p.Role, Tenant: p.Tenant},
+			Inventory:   Inventory{Sources: []SourceInfo{}, Stores: []StoreInfo{}},
+		}
+		if s.cfg.Inventory != nil {
+			inv := s.cfg.Inventory(c.Request().Context())
+			if inv.Sources != nil {
+				resp.Sources = inv.Sources
+			}
+			if inv.Stores != nil {
+				resp.Stores = inv.Stores
+			}
+			resp.Embedder = inv.Embedder
+		}
+		if p.Tenant != "" {
+			// Document counts are every tenant's.
+			stores := make([]StoreInfo, len(resp.Stores))
+			for i, st := range resp.Stores {
+				st.Documents = nil
+				stores[i] = st
+			}
+			resp.Stores = stores
+		}
+		return s.writeJSON(c, http.StatusOK, resp)
+	}
+}
+
+// historySummary serves GET /v1/status/history. It counts every tenant's
+// traffic, so keys bound to a tenant may not read it (the route is global).
+func (s *Server) historySummary() echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if isNil(s.cfg.History) {
+			return newError(http.StatusNotFound, CodeNoHistory, "this server keeps no history")
+		}
+		return s.writeJSON(c, http.StatusOK, s.cfg.History.Summary())
+	}
+}
+
+// CodeNoHistory answers GET /v1/status/history on a server without one.
+const CodeNoHistory = "no_history"
+
+// observeHistory records one answered request in the history: API traffic
+// only, not the status endpoints the console polls, the console's files,
+// the debug endpoints or the probes. route is the matched route template
+// (echo's c.Path(), which names the debug routes the metric labels do not).
+func (s *Server) observeHistory(route string, status int, elapsed time.Duration) {
+	if isNil(s.cfg.History) || operational[route] || strings.HasPrefix(route, "/v1/status/") ||
+		strings.HasPrefix(route, "/ui") || strings.HasPrefix(route, "/debug/") || route == "/openapi.json" {
+		return
+	}
+	s.cfg.History.ObserveRequest(status, elapsed, route == "/v1/query")
+}

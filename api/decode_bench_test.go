@@ -1,0 +1,128 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+)
+
+// batch500 is a POST /v1/documents body of 500 documents: ~2 KB of text,
+// four metadata keys, five entities, three links and a timestamp each,
+// and with vectors a 384-dimensional vector too.
+func batch500(vectors bool) []byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	var b bytes.Buffer
+	b.WriteString(`{"documents":[`)
+	for i := range 500 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		words := make([]string, 300)
+		for j := range words {
+			words[j] = fmt.Sprintf("w%d", r.IntN(5000))
+		}
+		fmt.Fprintf(&b, `{"id":"doc-%d","title":"Title of document %d","text":%q,`+
+			`"metadata":{"lang":"en","source":"bench","year":"2026","kind":"report"},`+
+			`"entities":["e1","e2","e3","e4","e5"],"links":["doc-%d","doc-%d","doc-%d"],"updated_at":"2026-12-02T10:00:00Z"`,
+			i, i, strings.Join(words, " "), r.IntN(500), r.IntN(500), r.IntN(500))
+		if vectors {
+			b.WriteString(`,"vector":[`)
+			for j := range 384 {
+				if j > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprintf(&b, "%.6f", r.Float32()*2-1)
+			}
+			b.WriteByte(']')
+		}
+		b.WriteByte('}')
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+// cpuTime is the process's user and system CPU time so far. On a shared
+// machine wall time per op mostly measures the wait for a core; CPU time
+// (GC included) does not.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loop runs op b.N times and reports cpu-ms/op beside the wall time.
+func loop(b *testing.B, size int, op func() error) {
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	start := cpuTime(b)
+	for b.Loop() {
+		if err := op(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime(b)-start)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+}
+
+// BenchmarkDecodeBatch500 measures request decoding of a 500-document
+// batch: decodeBody as served (the strict check, then encoding/json),
+// its parts, and go-json-experiment/json (v2) for comparison. Compare
+// cpu-ms/op on a loaded machine.
+//
+//	go test -run '^$' -bench DecodeBatch500 -count 5 ./api
+func BenchmarkDecodeBatch500(b *testing.B) {
+	for _, vectors := range []bool{false, true} {
+		body := batch500(vectors)
+		name := "text"
+		if vectors {
+			name = "vectors"
+		}
+		t := reflect.TypeFor[*UpsertRequest]()
+		want500 := func(err error, req *UpsertRequest) error {
+			if err == nil && len(req.Documents) != 500 {
+				err = fmt.Errorf("%d documents", len(req.Documents))
+			}
+			return err
+		}
+		b.Run(name+"/decodeBody", func(b *testing.B) {
+			loop(b, len(body), func() error {
+				var req UpsertRequest
+				if e := decodeBody(body, &req); e != nil {
+					return e
+				}
+				return want500(nil, &req)
+			})
+		})
+		b.Run(name+"/checkStrict", func(b *testing.B) {
+			loop(b, len(body), func() error {
+				if e := checkStrict(body, t); e != nil {
+					return e
+				}
+				return nil
+			})
+		})
+		b.Run(name+"/encoding-json", func(b *testing.B) { // decodeBody before checkStrict
+			loop(b, len(body), func() error {
+				var req UpsertRequest
+				dec := json.NewDecoder(bytes.NewReader(body))
+				dec.DisallowUnknownFields()
+				return want500(dec.Decode(&req), &req)
+			})
+		})
+		b.Run(name+"/json-v2", func(b *testing.B) {
+			loop(b, len(body), func() error {
+				var req UpsertRequest
+				return want500(jsonv2.Unmarshal(body, &req, jsonv2.RejectUnknownMembers(true)), &req)
+			})
+		})
+	}
+}

@@ -1,0 +1,202 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/retriever"
+	"github.com/ragd/ragd/spi"
+)
+
+// Query runs a hybrid query (POST /v1/query). A partial answer (a source
+// dropped) is a success: Result.Partial and Result.Sources say which source
+// was dropped and why. When fewer sources answered than the query required,
+// the error is an *Error with code not_enough_sources whose Body holds
+// every source's status.
+func (c *Client) Query(ctx context.Context, q retriever.Query) (*retriever.Result, error) {
+	var res retriever.Result
+	if _, err := c.call(ctx, http.MethodPost, "/v1/query", q, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// WriteOptions are the optional parameters of Upsert and Delete.
+type WriteOptions struct {
+	// Wait makes the answer wait until every derived store (keyword,
+	// graph) has applied the writes, at most this long (api.MaxWait).
+	Wait time.Duration
+}
+
+func (o *WriteOptions) query() string {
+	if o == nil || o.Wait <= 0 {
+		return ""
+	}
+	return "?wait=" + url.QueryEscape(o.Wait.String())
+}
+
+// Upsert writes documents (POST /v1/documents). The answer has one result
+// per document, in order; a document that failed is reported in its result
+// (the HTTP status is then 207), not as an error.
+func (c *Client) Upsert(ctx context.Context, docs []spi.Document, opts *WriteOptions) (*api.BatchResponse, error) {
+	var res api.BatchResponse
+	if _, err := c.call(ctx, http.MethodPost, "/v1/documents"+opts.query(), api.UpsertRequest{Documents: docs}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Delete deletes documents by id (POST /v1/documents/delete); ids that do
+// not exist are reported as not_found in their results.
+func (c *Client) Delete(ctx context.Context, ids []string, opts *WriteOptions) (*api.BatchResponse, error) {
+	var res api.BatchResponse
+	if _, err := c.call(ctx, http.MethodPost, "/v1/documents/delete"+opts.query(), api.DeleteRequest{IDs: ids}, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// documentPath escapes id exactly once for its path segment.
+func documentPath(id string) string { return "/v1/documents/" + url.PathEscape(id) }
+
+// Document reads one document (GET /v1/documents/{id}), without its
+// vector. A missing id (or another tenant's) is ErrNotFound.
+func (c *Client) Document(ctx context.Context, id string) (*spi.Document, error) {
+	var d spi.Document
+	if _, err := c.call(ctx, http.MethodGet, documentPath(id), nil, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// DeleteDocument deletes one document (DELETE /v1/documents/{id}). A
+// missing id (or another tenant's) is ErrNotFound.
+func (c *Client) DeleteDocument(ctx context.Context, id string, opts *WriteOptions) (*ingest.Result, error) {
+	var res ingest.Result
+	if _, err := c.call(ctx, http.MethodDelete, documentPath(id)+opts.query(), nil, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Health reads the component health roll-up (GET /v1/status/health). An
+// unhealthy server answers 503 with the same report: that is a report, not
+// an error (its Status says so).
+func (c *Client) Health(ctx context.Context) (*api.HealthResponse, error) {
+	var h api.HealthResponse
+	if _, err := c.call(ctx, http.MethodGet, "/v1/status/health", nil, &h, http.StatusServiceUnavailable); err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
+// Ready reads /readyz. A server that is not ready answers 503 with the
+// report; Ready returns it with ready=false and no error.
+func (c *Client) Ready(ctx context.Context) (*api.ReadyResponse, bool, error) {
+	var r api.ReadyResponse
+	st, err := c.call(ctx, http.MethodGet, "/readyz", nil, &r, http.StatusServiceUnavailable)
+	if err != nil {
+		return nil, false, err
+	}
+	return &r, st == http.StatusOK, nil
+}
+
+// Breakers lists the circuit breakers (GET /v1/status/breakers).
+func (c *Client) Breakers(ctx context.Context) (*api.BreakersResponse, error) {
+	var b api.BreakersResponse
+	if _, err := c.call(ctx, http.MethodGet, "/v1/status/breakers", nil, &b); err != nil {
+		return nil, err
+	}
+	return &b, nil
+}
+
+func breakerPath(name, verb string) string {
+	return "/v1/status/breakers/" + url.PathEscape(name) + "/" + verb
+}
+
+// ForceOpen opens a breaker now: the source leaves every query until it is
+// closed or its reset timeout passes (admin key, not bound to a tenant).
+func (c *Client) ForceOpen(ctx context.Context, name string) (*api.ForceOpenResponse, error) {
+	var r api.ForceOpenResponse
+	if _, err := c.call(ctx, http.MethodPost, breakerPath(name, "force-open"), nil, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// ForceClose closes a breaker now (admin key, not bound to a tenant).
+func (c *Client) ForceClose(ctx context.Context, name string) (*api.ForceCloseResponse, error) {
+	var r api.ForceCloseResponse
+	if _, err := c.call(ctx, http.MethodPost, breakerPath(name, "force-close"), nil, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Hold holds a breaker open for maintenance until ForceClose releases it:
+// no cooldown, no trial call, no probe (admin key, not bound to a tenant).
+// reason, which may be empty, is shown to everyone with the key's name.
+// Holding a held breaker again replaces who and why, so a retry is safe.
+func (c *Client) Hold(ctx context.Context, name, reason string) (*api.HoldResponse, error) {
+	var in any
+	if reason != "" {
+		in = api.HoldRequest{Reason: reason}
+	}
+	var r api.HoldResponse
+	if _, err := c.call(ctx, http.MethodPost, breakerPath(name, "hold"), in, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Events reads the timeline after sequence number after, oldest first, at
+// most limit events (0: the server's default); the answer's More says
+// whether others follow (ask again after the last one's Seq)
+// (GET /v1/status/events).
+func (c *Client) Events(ctx context.Context, after uint64, limit int) (*api.EventsResponse, error) {
+	q := url.Values{}
+	if after > 0 {
+		q.Set("after", strconv.FormatUint(after, 10))
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := "/v1/status/events"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var p api.EventsResponse
+	if _, err := c.call(ctx, http.MethodGet, path, nil, &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Sources reads each source's latency and share over the last minute of
+// queries (GET /v1/status/sources).
+func (c *Client) Sources(ctx context.Context) (*api.SourcesResponse, error) {
+	var s api.SourcesResponse
+	if _, err := c.call(ctx, http.MethodGet, "/v1/status/sources", nil, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Check compares every derived store with the record; repair rewrites what
+// differs (POST /v1/status/check, admin key not bound to a tenant).
+func (c *Client) Check(ctx context.Context, repair bool) (*ingest.CheckReport, error) {
+	path := "/v1/status/check"
+	if repair {
+		path += "?repair=true"
+	}
+	var rep ingest.CheckReport
+	if _, err := c.call(ctx, http.MethodPost, path, nil, &rep); err != nil {
+		return nil, err
+	}
+	return &rep, nil
+}

@@ -1,0 +1,23 @@
+package kernel
+
+// Kernels lists the micro-kernels this CPU can run, the portable one first.
+func Kernels() []string {
+	out := []string{"go"}
+	switch kernelName {
+	case "avx512":
+		out = append(out, "avx2", "avx512")
+	case "avx2":
+		out = append(out, "avx2")
+	case "neon":
+		out = append(out, "neon")
+	}
+	return out
+}
+
+// UseKernel switches the micro-kernel and returns a function restoring the
+// previous one. Tests using it must not run in parallel.
+func UseKernel(name string) (restore func()) {
+	old := kernelName
+	kernelName = name
+	return func() { kernelName = old }
+}

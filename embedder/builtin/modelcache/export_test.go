@@ -1,0 +1,14 @@
+package modelcache
+
+import "io"
+
+// SetLockWait installs a hook called once when a Pull or Import finds the
+// model's lock held by another.
+func SetLockWait(c *Cache, f func(name string)) { c.lockWait = f }
+
+// SetWrapWriter wraps each file a Pull writes (fault injection: disk full,
+// cancellation after N bytes).
+func SetWrapWriter(c *Cache, f func(path string, w io.Writer) io.Writer) { c.wrapWriter = f }
+
+// SetFreeSpace replaces the free-space probe.
+func SetFreeSpace(c *Cache, f func(dir string) (int64, bool)) { c.freeSpace = f }

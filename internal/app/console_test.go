@@ -1,0 +1,176 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/internal/app"
+	"github.com/ragd/ragd/internal/events"
+	"github.com/ragd/ragd/internal/history"
+	"github.com/ragd/ragd/spi"
+)
+
+func newKeptApp(t *testing.T, cfg *config.Config) *app.App {
+	t.Helper()
+	a, err := app.New(context.Background(), cfg, app.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), KeepState: true, Version: "t"})
+	if err != nil {
+		t.Fatalf("app.New: %v", err)
+	}
+	return a
+}
+
+// TestConsoleStateSurvivesRestart is issue 20 items 2 and 5: the timeline
+// and a maintenance hold survive a restart of ragd over the same data
+// directory; the timeline marks the stop and the start, and sequence
+// numbers go on.
+func TestConsoleStateSurvivesRestart(t *testing.T) {
+	cfg := embeddedConfig(t)
+	a := newKeptApp(t, cfg)
+	first := a.Events.Since(0, 0)
+	if len(first.Events) != 1 || first.Events[0].Kind != events.KindServer || first.Events[0].Server.Phase != events.ServerStarted {
+		t.Fatalf("a fresh timeline: %+v", first.Events)
+	}
+	if _, err := a.Breakers.Hold("graph", breaker.Manual{By: "ops", Note: "neo4j upgrade"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Breakers.ForceOpenBy("keyword", breaker.Manual{By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	since := a.Breakers.Snapshot()[slices.IndexFunc(a.Breakers.Snapshot(), func(s breaker.Snapshot) bool { return s.Name == "graph" })].Hold.Since
+	before := a.Events.Since(0, 0).Last
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	a = newKeptApp(t, cfg)
+	defer a.Close()
+	p := a.Events.Since(0, 0)
+	var kinds []string
+	for _, e := range p.Events {
+		k := string(e.Kind)
+		switch {
+		case e.Server != nil:
+			k += ":" + e.Server.Phase
+		case e.Breaker != nil:
+			k += ":" + e.Source + ":" + e.Breaker.Reason + ":" + e.Breaker.By
+		}
+		kinds = append(kinds, k)
+	}
+	want := []string{"server:started", "breaker:graph:held:ops", "breaker:keyword:forced:ops", "server:stopped", "server:started", "breaker:graph:held:ops"}
+	if !slices.Equal(kinds, want) {
+		t.Fatalf("timeline after a restart:\n got %v\nwant %v", kinds, want)
+	}
+	if p.Events[4].Seq != before+2 || p.Events[4].Server.Instance == p.Events[0].Server.Instance {
+		t.Fatalf("the restart's events: %+v", p.Events[3:])
+	}
+	// The hold is back with its operator, reason and start; the forced
+	// trip, which has a cooldown, is not.
+	for _, s := range a.Breakers.Snapshot() {
+		switch s.Name {
+		case "graph":
+			if s.State != breaker.Open || s.Hold == nil || s.Hold.By != "ops" || s.Hold.Reason != "neo4j upgrade" || !s.Hold.Since.Equal(since) {
+				t.Fatalf("graph after the restart: %+v %+v", s, s.Hold)
+			}
+		case "keyword":
+			if s.State != breaker.Closed {
+				t.Fatalf("keyword after the restart: %+v", s)
+			}
+		}
+	}
+	// Released, it stays released across the next restart.
+	if _, err := a.Breakers.ForceCloseBy("graph", breaker.Manual{By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	a = newKeptApp(t, cfg)
+	defer a.Close()
+	if s := a.Breakers.Snapshot(); slices.ContainsFunc(s, func(s breaker.Snapshot) bool { return s.Hold != nil }) {
+		t.Fatalf("a released hold came back: %+v", s)
+	}
+}
+
+// TestConsoleEndpointsOnTheEmbeddedStack: the server endpoint reports
+// this instance, the sources' defaults as the retriever applies them
+// (graph disabled at weight 0) with their guards, the embedder and the
+// stores' document counts; health lists graph as disabled; the history
+// has every breaker's band.
+func TestConsoleEndpointsOnTheEmbeddedStack(t *testing.T) {
+	cfg := config.Default()
+	off := false
+	cfg.Auth.Enabled = &off
+	cfg.DataDir = t.TempDir()
+	cfg.Embedder.Kind = config.KindHashing // exact and needs no model
+	a := newApp(t, &cfg)
+	defer a.Close()
+	if _, err := a.LoadDemo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := a.API()
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string, v any) {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, rec.Code, rec.Body.String())
+		}
+		if err := jsonUnmarshal(rec.Body.Bytes(), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var s api.ServerResponse
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		get("/v1/status/server", &s)
+		if len(s.Stores) == 3 && s.Stores[0].Documents != nil && s.Stores[1].Documents != nil && s.Stores[2].Documents != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no document counts within 30 s: %+v", s.Stores)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	enabled := map[string]bool{}
+	for _, src := range s.Sources {
+		enabled[src.Name] = src.Enabled
+		if src.TimeoutMS <= 0 || src.Guard == nil || src.Guard.Limit <= 0 {
+			t.Errorf("source %+v lacks its timeout or guard", src)
+		}
+	}
+	if !enabled["vector"] || !enabled["keyword"] || enabled["graph"] || enabled["graph_expand"] || !enabled["embedder"] {
+		t.Errorf("defaults %v, want graph and graph_expand disabled (rag.yaml defaults)", enabled)
+	}
+	if s.Stores[0].Role != "record" || s.Stores[0].Kind != "embedded" || s.Embedder == nil || !strings.HasPrefix(s.Embedder.Identity, "kind=hashing") {
+		t.Errorf("stores %+v embedder %+v", s.Stores, s.Embedder)
+	}
+	// The counts refresh every 15 s; a fresh data directory had only the
+	// demo written before the first count, or nothing at all.
+	if n := *s.Stores[0].Documents; n != 24 && n != 0 {
+		t.Errorf("vector documents %d", n)
+	}
+	var h api.HealthResponse
+	get("/v1/status/health", &h)
+	if slices.Contains(h.Usable, "graph") || !slices.Contains(h.Disabled, "graph") {
+		t.Errorf("health usable %v disabled %v", h.Usable, h.Disabled)
+	}
+	var hist api.HistoryResponse
+	get("/v1/status/history", &hist)
+	if len(hist.Breakers) != len(spi.Backends()) || hist.Breakers[0].States[hist.Steps-1] != history.StateClosed {
+		t.Errorf("history breakers %+v", hist.Breakers)
+	}
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
