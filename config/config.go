@@ -88,6 +88,9 @@ type VectorConfig struct {
 	ConnectTimeoutMS int    `yaml:"connect_timeout_ms"`
 	MaxConns         int    `yaml:"max_conns"`
 	EFSearch         int    `yaml:"ef_search"`
+	// IndexBuildMemMB is PostgreSQL's maintenance_work_mem for a bulk
+	// build of the HNSW index (0: 1024).
+	IndexBuildMemMB int `yaml:"index_build_mem_mb"`
 }
 
 // KeywordConfig selects the keyword index: "bleve" (under Dir) or "none".
@@ -107,6 +110,9 @@ type GraphConfig struct {
 	Password         string `yaml:"password"`
 	Database         string `yaml:"database"`
 	ConnectTimeoutMS int    `yaml:"connect_timeout_ms"`
+	// MaxDegree is the hub threshold: an entity mentioned by more of a
+	// tenant's documents connects nothing (0: 1000).
+	MaxDegree int `yaml:"max_degree"`
 }
 
 // EmbedderConfig selects the embedder that turns query text and documents

@@ -132,6 +132,8 @@ func TestFullFileValues(t *testing.T) {
 		{"relative dir joined", c.Path("graph"), filepath.Join("/var/lib/ragd", "graph")},
 		{"tracing on", c.Tracing.Enabled, true},
 		{"tracing ratio", c.Tracing.SampleRatio, 0.25},
+		{"index build memory", c.Backends.Vector.IndexBuildMemMB, 2048},
+		{"graph hub threshold", c.Backends.Graph.MaxDegree, 250},
 		{"document concurrency", c.Embedder.DocumentSlots(), 2},
 		{"vector cache dir", c.Path(c.Embedder.Cache.Dir), "/var/cache/ragd-vectors"},
 		{"vector cache bound", c.Embedder.Cache.MaxMB, 1024},

@@ -81,6 +81,9 @@ func (c *Config) Validate() error {
 		positive("backends.vector.connect_timeout_ms", v.ConnectTimeoutMS)
 		positive("backends.vector.max_conns", v.MaxConns)
 		positive("backends.vector.ef_search", v.EFSearch)
+		if v.IndexBuildMemMB < 0 {
+			bad("backends.vector.index_build_mem_mb", "must be >= 0, got %d", v.IndexBuildMemMB)
+		}
 	case KindNone:
 	default:
 		bad("backends.vector.kind", "must be one of %s, got %q", quoteList([]string{KindEmbedded, KindPgvector, KindNone}), v.Kind)
@@ -117,6 +120,9 @@ func (c *Config) Validate() error {
 	case KindNone:
 	default:
 		bad("backends.graph.kind", "must be one of %s, got %q", quoteList([]string{KindEmbedded, KindNeo4j, KindNone}), g.Kind)
+	}
+	if g.MaxDegree < 0 {
+		bad("backends.graph.max_degree", "must be >= 0, got %d", g.MaxDegree)
 	}
 	if v.Kind == KindNone && k.Kind == KindNone && g.Kind == KindNone {
 		bad("backends", "at least one backend must be configured")

@@ -343,18 +343,28 @@ func randomTag(t *testing.T) string {
 // TestCrashConvergence kills ragd with SIGKILL at a random point of a
 // mixed upsert/update/delete load, restarts it, and requires every store to
 // equal the record (ids and versions) within 30 s, with every acknowledged
-// write in the record. Embedded stores, then PostgreSQL + bleve + Neo4j.
+// write in the record. Embedded stores, then PostgreSQL + bleve + Neo4j,
+// then the same with PostgreSQL itself killed (SIGKILL to the server and
+// its workers, then crash recovery) in every trial and ragd with it in
+// every other one.
 func TestCrashConvergence(t *testing.T) {
 	startBuild()
-	t.Run("embedded", func(t *testing.T) { crashTrials(t, "", nil) })
+	t.Run("embedded", func(t *testing.T) { crashTrials(t, "", nil, nil) })
 	t.Run("servers", func(t *testing.T) {
 		dsn := testenv.Postgres(t)
 		neo := testenv.Neo4j(t)
-		crashTrials(t, dsn, &neo)
+		crashTrials(t, dsn, &neo, nil)
+	})
+	t.Run("servers-postgres-killed", func(t *testing.T) {
+		srv := testenv.DedicatedPostgres(t)
+		neo := testenv.Neo4j(t)
+		crashTrials(t, srv.DSN, &neo, srv)
 	})
 }
 
-func crashTrials(t *testing.T, pgDSN string, neo *testenv.Neo4jConn) {
+// crashTrials runs the trials; with pg set, each trial kills PostgreSQL
+// and, every other trial, ragd too (otherwise ragd alone).
+func crashTrials(t *testing.T, pgDSN string, neo *testenv.Neo4jConn, pg *testenv.Server) {
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
 	cfgPath := filepath.Join(dir, "rag.yaml")
@@ -379,16 +389,31 @@ func crashTrials(t *testing.T, pgDSN string, neo *testenv.Neo4jConn) {
 		}
 		killAfter := time.Duration(100+rnd.IntN(1400)) * time.Millisecond
 		time.Sleep(killAfter)
-		if err := p.cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
+		killRagd := pg == nil || trial%2 == 1
+		if pg != nil {
+			if err := pg.Kill(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 		}
-		<-p.done
+		if killRagd {
+			if err := p.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			<-p.done
+		}
 		cancel()
 		wg.Wait()
 		c.close()
 
 		restart := time.Now()
-		p = startRagd(t, cfgPath)
+		if pg != nil {
+			if err := pg.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if killRagd {
+			p = startRagd(t, cfgPath)
+		}
 		c = newClient(p.addr, "")
 		took := waitConverged(t, c, restart, convergeBound)
 		converge = append(converge, took)
@@ -399,8 +424,8 @@ func crashTrials(t *testing.T, pgDSN string, neo *testenv.Neo4jConn) {
 		if t.Failed() {
 			t.Fatalf("trial %d (killed after %v) did not converge", trial+1, killAfter)
 		}
-		t.Logf("trial %d: killed after %v; %d acknowledged writes so far; record %d documents; converged %v after the restart began",
-			trial+1, killAfter, w.acks, len(snap.record), took.Round(time.Millisecond))
+		t.Logf("trial %d: killed (ragd %v, postgres %v) after %v; %d acknowledged writes so far; record %d documents; converged %v after the restart began",
+			trial+1, killRagd, pg != nil, killAfter, w.acks, len(snap.record), took.Round(time.Millisecond))
 	}
 	slices.Sort(converge)
 	t.Logf("%d trials: every store equal to the record; time from restart to converged: min %v, median %v, max %v",

@@ -34,6 +34,17 @@
 #                                    source's time inside the answers, RSS and size
 #                                    on disk. One table for README's "At 100,000
 #                                    documents" section. Needs python3 and jq.
+#   scripts/bench.sh scale N servers the same on PostgreSQL + pgvector + Neo4j of the
+#                                    benchmark's own (deploy/rag.servers.yaml), the
+#                                    documents spread over BENCH_TENANTS tenants and
+#                                    written by BENCH_WRITERS concurrent `ragd ingest`;
+#                                    adds the time until the HNSW index holds every
+#                                    row, RSS of PostgreSQL and Neo4j, their disk,
+#                                    pgvector recall@10 against exact search per
+#                                    ef_search and for one tenant (ragd-bench
+#                                    -pg-recall), and a second replica joining: how
+#                                    long until its keyword index is current and
+#                                    what /readyz says meanwhile.
 #
 #   scripts/bench.sh embed           the built-in embedder beside ONNX Runtime
 #                                    (Python, 2 threads) on the same model and
@@ -55,25 +66,33 @@
 # than the cooldown), BENCH_PORT (18090), BENCH_RESET_S (10), BENCH_RATE
 # (hung only; 200), BENCH_EMBEDDER (load and scale: hashing, so the figures
 # measure the stores and compare with earlier runs; builtin runs the shipped
-# model).
+# model), BENCH_WARMUP (load: 3s, 30s with servers; then every breaker must
+# have closed), servers: BENCH_NEO4J_JAVA_OPTS (Neo4j's JVM flags; scale:
+# -XX:+UseParallelGC, the full JIT of a long-running server; load: the test
+# servers' C1-only flags, which start faster, as its restart phase needs).
 # scale only: BENCH_CACHE (a directory keeping the generated corpora between
 # runs; default a temporary one), BENCH_VECTORS (384: documents and queries
 # carry the same random unit vectors, as given to the peers; 0: the built-in
 # embedder embeds them), BENCH_CATCHUP_S (3600: the longest wait after the
-# ingest for the derived stores to apply the change log).
+# ingest for the derived stores to apply the change log), BENCH_BATCH (256:
+# documents per ingest request). scale servers only: BENCH_WRITERS (8),
+# BENCH_TENANTS (3), BENCH_PG_SHARED_BUFFERS (2GB), BENCH_NEO4J_HEAP (1g),
+# BENCH_NEO4J_PAGECACHE (2g), BENCH_INDEX_MEM_MB (2048: memory
+# for a bulk build of the HNSW index), BENCH_RECALL_QUERIES (100).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,63p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 case "${1:-}" in
   load)
     mode=${2:-embedded}
     case "$mode" in embedded|servers|hung) ;; *) usage ;; esac ;;
   embed) mode=embed ;;
   scale)
-    mode=embedded
     docs=${2:-}
-    [[ "$docs" =~ ^[0-9]+$ ]] || usage ;;
+    mode=${3:-embedded}
+    [[ "$docs" =~ ^[0-9]+$ ]] || usage
+    case "$mode" in embedded|servers) ;; *) usage ;; esac ;;
   *) usage ;;
 esac
 
@@ -142,8 +161,10 @@ port=${BENCH_PORT:-18090}
 reset=${BENCH_RESET_S:-10}
 work=$(mktemp -d)
 ragd_pid=
+replica_pid=
 services_up=
 cleanup() {
+  [ -n "$replica_pid" ] && kill "$replica_pid" 2>/dev/null && wait "$replica_pid" 2>/dev/null
   [ -n "$ragd_pid" ] && kill "$ragd_pid" 2>/dev/null && wait "$ragd_pid" 2>/dev/null
   [ -n "$services_up" ] && scripts/services.sh purge >/dev/null 2>&1
   rm -rf "$work"
@@ -157,6 +178,8 @@ scale_data() {
   vdim=${BENCH_VECTORS:-384}
   mkdir -p "$cache"
   corpus=$cache/synth-$docs-v$vdim.jsonl
+  tenants=0
+  [ "$mode" = servers ] && tenants=${BENCH_TENANTS:-3}
   qfile=$cache/queries-v$vdim.jsonl
   vflag=()
   [ "$vdim" -gt 0 ] && vflag=(--vectors "$vdim")
@@ -164,6 +187,15 @@ scale_data() {
     echo "== making $corpus" >&2
     python3 ../shared/tools/synth_corpus.py "$data" "$corpus.tmp" "$docs" "${vflag[@]}"
     mv "$corpus.tmp" "$corpus"
+  fi
+  if [ "$tenants" -gt 0 ]; then
+    local plain=$corpus
+    corpus=$cache/synth-$docs-v$vdim-t$tenants.jsonl
+    if [ ! -s "$corpus" ]; then
+      echo "== spreading $plain over $tenants tenants" >&2
+      awk -v t="$tenants" '{ sub(/^\{/, "{\"tenant\": \"t" ((NR - 1) % t) "\", "); print }' "$plain" > "$corpus.tmp"
+      mv "$corpus.tmp" "$corpus"
+    fi
   fi
   if [ ! -s "$qfile" ]; then
     python3 - "$data/queries.jsonl" "$qfile" "$vdim" <<'PY'
@@ -182,28 +214,111 @@ PY
   fi
 }
 
+# health prints GET /v1/status/health of the ragd on port $1 (default the
+# bench's).
+health() { curl -sf -H "Authorization: Bearer ${RAGD_API_KEY:-}" "http://127.0.0.1:${1:-$port}/v1/status/health"; }
+
 # caught_up waits until every derived store has applied the change log
 # (GET /v1/status/health's log.stores[].behind), when the server has one,
 # for at most BENCH_CATCHUP_S seconds (default 3600).
 caught_up() {
   local limit=${BENCH_CATCHUP_S:-3600} start=$SECONDS behind
   while [ $((SECONDS - start)) -lt "$limit" ]; do
-    behind=$(curl -sf "http://127.0.0.1:$port/v1/status/health" | jq '[.log.stores[]?.behind] | add // 0') || behind=1
+    behind=$(health | jq '[.log.stores[]?.behind] | add // 0') || behind=1
     [ "$behind" = 0 ] && return
     sleep 1
   done
-  echo "bench: derived stores still behind after $limit s: $(curl -sf "http://127.0.0.1:$port/v1/status/health" | jq -c '.log')" >&2
+  echo "bench: derived stores still behind after $limit s: $(health | jq -c '.log')" >&2
   exit 1
 }
 
+# indexed waits until the pgvector store's HNSW index holds every row: the
+# vector component's detail no longer counts rows outside it.
+indexed() {
+  local limit=${BENCH_CATCHUP_S:-3600} start=$SECONDS detail
+  while [ $((SECONDS - start)) -lt "$limit" ]; do
+    detail=$(health | jq -r '.components.vector.detail // ""') || detail=unknown
+    case "$detail" in *"not yet in the HNSW index"*|unknown) ;; *) return ;; esac
+    sleep 2
+  done
+  echo "bench: HNSW index still behind after $limit s: $detail" >&2
+  exit 1
+}
+
+# pss KB of the processes given: proportional set size, so the shared
+# memory PostgreSQL's processes all map is counted once.
+pss() { local p t=0; for p in "$@"; do t=$((t + $(awk '/^Pss:/{print $2}' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0))); done; echo "$t"; }
+mib() { echo $(( $1 / 1024 )); }
+dir_mib() { echo $(( $(du -sb "$1" | cut -f1) / 1048576 )); }
+
+# ingest_corpus writes the corpus with BENCH_WRITERS concurrent `ragd
+# ingest` processes (one slice of the file each, round-robin by line).
+ingest_corpus() {
+  local w=${BENCH_WRITERS:-1} i pids=()
+  [ "$mode" = servers ] && w=${BENCH_WRITERS:-8}
+  if [ "$w" -le 1 ]; then
+    "$work/ragd" ingest --server "http://127.0.0.1:$port" --no-resume --batch "$batch" --progress plain "$corpus" >&2
+    return
+  fi
+  mkdir -p "$work/parts"
+  awk -v w="$w" -v d="$work/parts" '{ print > (d "/part-" (NR % w) ".jsonl") }' "$corpus"
+  for i in $(seq 0 $((w - 1))); do
+    "$work/ragd" ingest --server "http://127.0.0.1:$port" --no-resume --batch "$batch" "$work/parts/part-$i.jsonl" >"$work/parts/ingest-$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || { tail -5 "$work/parts/ingest-$i.log" >&2; echo "bench: writer $i failed" >&2; exit 1; }
+  done
+  rm -rf "$work/parts"
+}
+
+# replica starts a second ragd on the same servers with an empty data
+# directory and reports how long until it answers /readyz as ready and its
+# keyword index has applied the log, sampling what /readyz and health say
+# meanwhile.
+replica() {
+  local rport=$((port + 50)) t0 first_ready= current= rz kw now last= rstart=$SECONDS states=()
+  echo "== starting a second replica on 127.0.0.1:$rport" >&2
+  t0=$(date +%s.%N)
+  RAGD_DATA_DIR="$work/replica" RAGD_LISTEN="127.0.0.1:$rport" "$work/ragd" serve -c "$work/rag.yaml" 2>"$work/replica.log" &
+  replica_pid=$!
+  while [ -z "$current" ] && [ $((SECONDS - rstart)) -lt "${BENCH_CATCHUP_S:-3600}" ]; do
+    kill -0 "$replica_pid" 2>/dev/null || { tail -20 "$work/replica.log" >&2; echo "bench: the replica exited" >&2; exit 1; }
+    rz=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$rport/readyz" || true)
+    kw=$(health "$rport" | jq -c '[.components.keyword.status, .components.keyword.detail, (.log.stores[]? | select(.store == "keyword") | .behind)]' 2>/dev/null || echo '"no answer"')
+    now=$(date +%s.%N)
+    if [ "readyz $rz, keyword $kw" != "$last" ] && [ "${#states[@]}" -lt 8 ]; then
+      last="readyz $rz, keyword $kw"
+      states+=("$(awk -v a="$t0" -v b="$now" 'BEGIN{printf "%.0f s", b-a}'): $last")
+    fi
+    [ -z "$first_ready" ] && [ "$rz" = 200 ] && first_ready=$now
+    if [ "$rz" = 200 ] && [ "$(health "$rport" | jq '[.log.stores[]? | select(.store == "keyword") | .behind] | add // 1')" = 0 ]; then
+      current=$now
+    fi
+    sleep 1
+  done
+  [ -n "$current" ] || { echo "bench: the replica's keyword index was not current after ${BENCH_CATCHUP_S:-3600} s" >&2; current=$(date +%s.%N); }
+  replica_rss=$(awk '/VmRSS/{print $2}' "/proc/$replica_pid/status")
+  replica_line=$(awk -v a="$t0" -v r="${first_ready:-$t0}" -v c="$current" 'BEGIN { printf "ready (/readyz 200) after %.0f s, keyword index current after %.0f s", r-a, c-a }')
+  replica_states=$(printf '%s; ' "${states[@]}")
+  kill "$replica_pid" && wait "$replica_pid" 2>/dev/null
+  replica_pid=
+}
+
 scale() {
-  local t0 t1 t2 b
+  local t0 t1 t2 t3 b
+  batch=${BENCH_BATCH:-256}
   echo "== ingesting $corpus" >&2
   t0=$(date +%s.%N)
-  "$work/ragd" ingest --server "http://127.0.0.1:$port" --no-resume --progress plain "$corpus" >&2
+  ingest_corpus
   t1=$(date +%s.%N)
   caught_up
   t2=$(date +%s.%N)
+  t3=$t2
+  if [ "$mode" = servers ]; then
+    indexed
+    t3=$(date +%s.%N)
+  fi
   rss_ingest=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
   anon_ingest=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
 
@@ -227,19 +342,38 @@ scale() {
   anon=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
   hwm=$(awk '/VmHWM/{print $2}' "/proc/$ragd_pid/status")
   b=$(du -sb "$work/data" | cut -f1)
+  if [ "$mode" = servers ]; then
+    pgpss=$(pss "$pm" $(pgrep -P "$pm"))
+    neorss=$(awk '/VmRSS/{print $2}' "/proc/$neo/status")
+    echo "== pgvector recall" >&2
+    embed=()
+    [ "$vdim" = 0 ] && embed=(-embed-dim 384)
+    "$work/ragd-bench" -queries "$qfile" -pg-recall "$RAGD_PG_DSN" -recall-queries "${BENCH_RECALL_QUERIES:-100}" -tenant t1 "${embed[@]}" > "$work/recall.md"
+    replica
+  fi
 
-  echo "## ragd at scale: $docs documents, embedded default, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  local what="embedded default" how="ragd ingest, batches of $batch"
+  if [ "$mode" = servers ]; then
+    what="PostgreSQL $("$PG_BIN_DIR/postgres" --version | awk '{print $3}') + pgvector $(psql -X -At "$RAGD_PG_DSN" -c "SELECT extversion FROM pg_extension WHERE extname = 'vector'") (HNSW) + Neo4j, deploy/rag.servers.yaml"
+    how="${BENCH_WRITERS:-8} concurrent ragd ingest, batches of $batch"
+  fi
+  echo "## ragd at scale: $docs documents, $what, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
   echo
   if [ "$vdim" -gt 0 ]; then
     echo "Documents and queries carry the same random unit $vdim-dimensional vectors (the embedder is not used)."
   else
     echo "The ${BENCH_EMBEDDER:-hashing} embedder embeds documents and queries."
   fi
+  if [ "$mode" = servers ]; then
+    echo "Documents spread over ${BENCH_TENANTS:-3} tenants (queries search them all). PostgreSQL shared_buffers $PG_SB; Neo4j heap $NEO_HEAP, page cache $NEO_PC, JVM flags \`$NEO_OPTS\`; HNSW bulk builds with maintenance_work_mem ${BENCH_INDEX_MEM_MB:-2048} MB."
+  fi
   echo
   echo "| measure | ragd |"
   echo "|---|---|"
-  awk -v n="$docs" -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN {
-    printf "| ingest (ragd ingest, batches of 256) | %.0f s, %.0f docs/s; every store caught up after %.0f s (%.0f docs/s) |\n", b-a, n/(b-a), c-a, n/(c-a) }'
+  awk -v n="$docs" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v how="$how" -v servers="$([ "$mode" = servers ] && echo 1)" 'BEGIN {
+    printf "| ingest (%s) | %.0f s, %.0f docs/s; every store caught up after %.0f s (%.0f docs/s)", how, b-a, n/(b-a), c-a, n/(c-a)
+    if (servers) printf "; every row in the HNSW index after %.0f s (%.0f docs/s)", d-a, n/(d-a)
+    printf " |\n" }'
   row() { grep -F "| $1 |" "$out" | awk -F'|' '{ gsub(/ /, "", $5); gsub(/ /, "", $6); gsub(/ /, "", $4); gsub(/ /, "", $9); gsub(/ /, "", $7); print $5 " / " $6 " ms (" $4 " req/s, " $7 " CPU ms/query, " $9 " partial)" }'; }
   echo "| keyword-only p50 / p99, 1 client | $(row 'keyword only, 1 client') |"
   echo "| vector-only p50 / p99, 1 client | $(row 'vector only, 1 client') |"
@@ -249,12 +383,24 @@ scale() {
   took() { grep -F "($1):" "$out" | cut -d: -f2- | sed 's/^ //'; }
   echo "| inside hybrid answers, took_ms p50 / p99 (1 client) | $(took 'hybrid, 1 client') |"
   echo "| inside hybrid answers with graph and expansion on (1 client) | $(took 'hybrid with graph and expansion, 1 client') |"
-  echo "| RSS after ingest / after the runs / peak | $((rss_ingest / 1024)) / $((rss / 1024)) / $((hwm / 1024)) MiB, of which anonymous (heap) $((anon_ingest / 1024)) / $((anon / 1024)) MiB, the rest mapped store files |"
-  echo "| on disk | $((b / 1048576)) MiB ($(for d in "$work"/data/*/; do printf '%s %s MiB, ' "$(basename "$d")" $(($(du -sb "$d" | cut -f1) / 1048576)); done | sed 's/, $//')) |"
+  echo "| RSS of ragd after ingest / after the runs / peak | $((rss_ingest / 1024)) / $((rss / 1024)) / $((hwm / 1024)) MiB, of which anonymous (heap) $((anon_ingest / 1024)) / $((anon / 1024)) MiB, the rest mapped store files |"
+  if [ "$mode" = servers ]; then
+    echo "| PostgreSQL (PSS of all its processes) / Neo4j RSS after the runs | $(mib "$pgpss") / $(mib "$neorss") MiB |"
+    echo "| on disk | ragd $((b / 1048576)) MiB ($(for d in "$work"/data/*/; do printf '%s %s MiB, ' "$(basename "$d")" "$(dir_mib "$d")"; done | sed 's/, $//')), PostgreSQL $(dir_mib "$RAG_SERVICES_DIR/postgres/data") MiB, Neo4j $(dir_mib "$RAG_SERVICES_DIR/neo4j/data") MiB |"
+    echo "| a second replica joining (empty data dir) | $replica_line; RSS then $((replica_rss / 1024)) MiB; meanwhile: $replica_states |"
+  else
+    echo "| on disk | $((b / 1048576)) MiB ($(for d in "$work"/data/*/; do printf '%s %s MiB, ' "$(basename "$d")" "$(dir_mib "$d")"; done | sed 's/, $//')) |"
+  fi
   echo
   grep '^|' "$out"
   echo
   grep '^took_ms' "$out"
+  if [ -s "$work/recall.md" ]; then
+    echo
+    echo "pgvector recall@10 against exact search (${BENCH_RECALL_QUERIES:-100} queries, in-process Retrieve at each ef_search; load average $(cut -d' ' -f1-3 /proc/loadavg)):"
+    echo
+    cat "$work/recall.md"
+  fi
 }
 
 [ "$1" = scale ] && scale_data
@@ -277,21 +423,50 @@ else
   export RAG_SERVICES_DIR=$sdir RAG_SERVICES_PORT_BASE=$((port + 1))
   echo "== starting PostgreSQL and Neo4j in $RAG_SERVICES_DIR" >&2
   services_up=1
-  scripts/services.sh up >&2
+  # scale: Neo4j with its full JIT, as a long-running production server
+  # (the test servers stop at C1 to start faster; load keeps that, as its
+  # restart phase measures a cold start).
+  if [ "$1" = scale ]; then
+    export RAG_NEO4J_JAVA_OPTS=${BENCH_NEO4J_JAVA_OPTS:--XX:+UseParallelGC}
+  elif [ -n "${BENCH_NEO4J_JAVA_OPTS:-}" ]; then
+    export RAG_NEO4J_JAVA_OPTS=$BENCH_NEO4J_JAVA_OPTS
+  fi
+  NEO_OPTS=${RAG_NEO4J_JAVA_OPTS:-}
+  if [ "$1" = scale ]; then
+    # Sized for the corpus: a production setup, not the test servers. No
+    # embedder: vectors come with the documents (or from the built-in
+    # embedder).
+    export RAG_PG_SHARED_BUFFERS=${BENCH_PG_SHARED_BUFFERS:-2GB} RAG_NEO4J_HEAP=${BENCH_NEO4J_HEAP:-1g} \
+      RAG_NEO4J_PAGECACHE=${BENCH_NEO4J_PAGECACHE:-2g}
+    PG_SB=$RAG_PG_SHARED_BUFFERS NEO_HEAP=$RAG_NEO4J_HEAP NEO_PC=$RAG_NEO4J_PAGECACHE
+    scripts/services.sh start postgres >&2
+    scripts/services.sh start neo4j >&2
+  else
+    scripts/services.sh up >&2
+  fi
   eval "$(scripts/services.sh env)"
+  PG_BIN_DIR=$RAG_TEST_PG_BIN
+  listener() { ss -ltnpH "sport = :$1" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2; }
+  neo=$(listener "${RAGD_NEO4J_URI##*:}")
+  pm=$(listener "$(echo "$RAGD_PG_DSN" | sed -E 's#.*:([0-9]+)/.*#\1#')")
+  [ -n "$neo" ] && [ -n "$pm" ] || { echo "bench: no Neo4j or PostgreSQL listening (scripts/services.sh)" >&2; exit 1; }
   export RAGD_ADMIN_KEY=${RAGD_ADMIN_KEY:-bench-admin-key-$RANDOM$RANDOM$RANDOM}
   export RAGD_API_KEY=$RAGD_ADMIN_KEY
 fi
 # Servers mode switches the graph source and its expansion on, so that
 # Neo4j is on every query's path (the shipped file leaves it off).
 graph_on=()
-[ "$mode" = servers ] && graph_on=(-e "s/^    graph:   {weight: 0,/    graph:   {weight: 1.0,/" -e "s/^    enabled: false        # follows graph links/    enabled: true         # follows graph links/")
+[ "$mode" = servers ] && [ "$1" = load ] && graph_on=(-e "s/^    graph:   {weight: 0,/    graph:   {weight: 1.0,/" -e "s/^    enabled: false        # follows graph links/    enabled: true         # follows graph links/")
 sed "${graph_on[@]}" -e "s/^  reset_timeout_s: .*/  reset_timeout_s: $reset/" \
     -e "s/^  kind: builtin .*/  kind: ${BENCH_EMBEDDER:-hashing}/" \
     -e "s/^  shutdown_grace_s: .*/&\n  pprof: true\n  debug_faults: true/" \
     -e "s/^  level: info/  level: warn/" "$src" > "$work/rag.yaml"
 grep -q "reset_timeout_s: $reset" "$work/rag.yaml" || { echo "bench: could not set reset_timeout_s in $src" >&2; exit 1; }
-if [ "$mode" = servers ] && ! grep -q "graph:   {weight: 1.0," "$work/rag.yaml"; then
+if [ "$mode" = servers ] && [ "$1" = scale ]; then
+  sed -i "s/^    ef_search: .*/&\n    index_build_mem_mb: ${BENCH_INDEX_MEM_MB:-2048}/" "$work/rag.yaml"
+  grep -q "index_build_mem_mb" "$work/rag.yaml" || { echo "bench: could not set index_build_mem_mb in $src" >&2; exit 1; }
+fi
+if [ "$mode" = servers ] && [ "$1" = load ] && ! grep -q "graph:   {weight: 1.0," "$work/rag.yaml"; then
   echo "bench: could not switch the graph on in $src" >&2; exit 1
 fi
 
@@ -311,10 +486,19 @@ echo "== ingesting $data" >&2
 "$work/ragd" ingest --server "http://127.0.0.1:$port" --no-resume "$data" >&2 || true
 
 common=(-server "http://127.0.0.1:$port" -queries "$data" -clients "$clients" -pid "$ragd_pid")
-echo "== warming up" >&2
-"$work/ragd-bench" "${common[@]}" -duration 3s -label warm-up >/dev/null
+# Servers get longer: a fresh Neo4j compiles its hot paths (C2) under the
+# first thousands of queries. Then every breaker the warm-up may have
+# opened must have closed again (its recovery probe finds the source warm).
+warmup=${BENCH_WARMUP:-3s}
+[ "$mode" = servers ] && warmup=${BENCH_WARMUP:-30s}
+echo "== warming up for $warmup" >&2
+"$work/ragd-bench" "${common[@]}" -duration "$warmup" -label warm-up >/dev/null
+for _ in $(seq 1 120); do
+  [ "$(health | jq '[.components | to_entries[] | select(.key | startswith("breaker:")) | .value.state] | all(. == "closed")')" = true ] && break
+  sleep 1
+done
 
-echo "## ragd load, $mode, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $clients clients${rate:+ (open loop, $rate queries/s)}, $phase phases, reset_timeout ${reset}s, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "## ragd load, $mode, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $clients clients${rate:+ (open loop, $rate queries/s)}, $phase phases, reset_timeout ${reset}s, load average $(cut -d' ' -f1-3 /proc/loadavg)${NEO_OPTS:+, Neo4j JVM flags \`$NEO_OPTS\`}"
 echo
 if [ "$mode" = embedded ]; then
   "$work/ragd-bench" "${common[@]}" -duration "$phase" -scenario embedded -reset-timeout "${reset}s"
@@ -326,12 +510,6 @@ elif [ "$mode" = hung ]; then
   echo "background probe trials that failed (ragd log): $(grep -c 'guard: trial failed' "$work/ragd.log" || true)"
   echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 else
-  bolt=${RAGD_NEO4J_URI##*:}
-  pgport=$(echo "$RAGD_PG_DSN" | sed -E 's#.*:([0-9]+)/.*#\1#')
-  listener() { ss -ltnpH "sport = :$1" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2; }
-  neo=$(listener "$bolt")
-  pm=$(listener "$pgport")
-  [ -n "$neo" ] && [ -n "$pm" ] || { echo "bench: no Neo4j on $bolt or PostgreSQL on $pgport (scripts/services.sh up)" >&2; exit 1; }
   "$work/ragd-bench" "${common[@]}" -duration "$phase" -scenario servers -reset-timeout "${reset}s" \
     -neo4j-pid "$neo" -pg-pid "$pm" \
     -neo4j-stop "scripts/services.sh stop neo4j" -neo4j-start "scripts/services.sh start neo4j"

@@ -67,6 +67,8 @@ JAEGER_HEALTH_PORT=$(port_setting RAG_JAEGER_HEALTH_PORT JAEGER_HEALTH_PORT 7)
 PG_MAJOR=15
 NEO4J_VERSION=${RAG_NEO4J_VERSION:-5.26.30}
 NEO4J_HEAP=${RAG_NEO4J_HEAP:-512m}
+NEO4J_PAGECACHE=${RAG_NEO4J_PAGECACHE:-128m}
+PG_SHARED_BUFFERS=${RAG_PG_SHARED_BUFFERS:-128MB}
 NEO4J_INITIAL_PASSWORD=${RAG_NEO4J_PASSWORD:-ragd-dev-password}
 # C1-only JIT: Neo4j starts 2-4x faster on a busy 2-core machine (measured
 # 12-17 s against 29-66 s), and C2's compile threads stop competing with tests.
@@ -277,7 +279,7 @@ listen_addresses = '127.0.0.1'
 port = $PG_PORT
 unix_socket_directories = '$PG_DIR'
 max_connections = 300
-shared_buffers = 128MB
+shared_buffers = $PG_SHARED_BUFFERS
 fsync = off
 synchronous_commit = off
 full_page_writes = off
@@ -491,7 +493,7 @@ server.http.advertised_address=127.0.0.1:$NEO4J_HTTP_PORT
 server.https.enabled=false
 server.memory.heap.initial_size=$NEO4J_HEAP
 server.memory.heap.max_size=$NEO4J_HEAP
-server.memory.pagecache.size=128m
+server.memory.pagecache.size=$NEO4J_PAGECACHE
 dbms.security.auth_enabled=true
 dbms.usage_report.enabled=false
 db.tx_log.preallocate=false

@@ -5,7 +5,7 @@
 // Data model:
 //
 //	(:Document {id, tenant, title, text, updated_at, `meta.<key>`})
-//	(:Entity {name, terms})
+//	(:Entity {name, terms, `ragd_deg:<tenant>`})   the last: mentions by that tenant's documents
 //	(:Document)-[:MENTIONS]->(:Entity)
 //	(:Document)-[:LINKS_TO]->(:Document)
 //
@@ -132,6 +132,44 @@ func (b *Backend) ensureSchema(ctx context.Context) error {
 	if _, err := run(ctx, sessionRunner{sess}, "CALL db.awaitIndexes(60)", nil); err != nil {
 		return b.wrap(ctx, "await indexes", err)
 	}
+	return b.backfillDegrees(ctx, sess)
+}
+
+// degreesMarker names the RagdMeta node that records that every entity
+// carries its per-tenant degrees (see degKey).
+const degreesMarker = "entity_degrees"
+
+// backfillDegreesCypher gives the entities written before degrees were
+// kept per tenant theirs, counted from their mentions.
+const backfillDegreesCypher = `
+MATCH (e:Entity) WHERE NOT any(k IN keys(e) WHERE k STARTS WITH $degPrefix)
+CALL (e) {
+  MATCH (e)<-[:MENTIONS]-(d:Document)
+  WITH e, $degPrefix + coalesce(d.tenant, '') AS key, count(*) AS n
+  SET e[key] = n
+} IN TRANSACTIONS OF 1000 ROWS`
+
+// backfillDegrees runs backfillDegreesCypher once per database (a graph
+// written by an older ragd), before this process writes. Replicas of the
+// older version writing at the same time could leave a count off; ragd
+// check does not see it (stop them for the upgrade).
+func (b *Backend) backfillDegrees(ctx context.Context, sess neo4j.SessionWithContext) error {
+	r := sessionRunner{sess}
+	recs, err := run(ctx, r, `MATCH (m:RagdMeta {key: $key}) RETURN count(m)`, map[string]any{"key": degreesMarker})
+	if err != nil {
+		return b.wrap(ctx, "backfill degrees", err)
+	}
+	if n, _ := recs[0].Values[0].(int64); n > 0 {
+		return nil
+	}
+	start := b.cfg.Now()
+	if _, err := run(ctx, r, backfillDegreesCypher, map[string]any{"degPrefix": degPrefix}); err != nil {
+		return b.wrap(ctx, "backfill degrees", err)
+	}
+	if _, err := run(ctx, r, `MERGE (:RagdMeta {key: $key})`, map[string]any{"key": degreesMarker}); err != nil {
+		return b.wrap(ctx, "backfill degrees", err)
+	}
+	b.log.Info("graph: entity degrees per tenant ready", "elapsed", b.cfg.Now().Sub(start))
 	return nil
 }
 

@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/neo4j/neo4j-go-driver/v5/neo4j"
 
 	"github.com/ragd/ragd/backends/graph"
 	"github.com/ragd/ragd/breaker"
@@ -265,5 +268,56 @@ func TestServerStopped(t *testing.T) {
 	br.ForceClose()
 	if refs, err := guardedExpand(ctx); err != nil || len(refs) != 1 {
 		t.Fatalf("guarded Expand after recovery = %v, %v", refs, err)
+	}
+}
+
+// A graph written before entities kept their degree per tenant (no
+// ragd_deg:* properties, no marker) gets the degrees at the next Open,
+// counted from the mentions, so per-tenant hub checks hold at once.
+func TestOpenBackfillsTenantDegrees(t *testing.T) {
+	conn := testenv.Neo4j(t)
+	ctx := context.Background()
+	b := openBackend(t, conn, func(c *graph.Config) { c.MaxDegree = 2 })
+	ns := uniq(t)
+	ent, tA, tB := "w"+ns, "a"+ns, "b"+ns
+	var docs []spi.Document
+	for i := range 3 { // a hub for A (3 > 2) ...
+		docs = append(docs, spi.Document{ID: fmt.Sprintf("%s-a%d", ns, i), Tenant: tA, Entities: []string{ent}})
+	}
+	for i := range 2 { // ... but not for B
+		docs = append(docs, spi.Document{ID: fmt.Sprintf("%s-b%d", ns, i), Tenant: tB, Entities: []string{ent}})
+	}
+	if err := b.Upsert(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ids := make([]string, len(docs))
+		for i, d := range docs {
+			ids[i] = d.ID
+		}
+		_ = b.Delete(context.Background(), ids)
+	})
+	// Make it look written by an older ragd.
+	drv, err := neo4j.NewDriverWithContext(conn.URI, neo4j.BasicAuth(conn.User, conn.Password, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drv.Close(ctx)
+	for _, q := range []string{
+		`MATCH (e:Entity {name: $ent}) UNWIND [k IN keys(e) WHERE k STARTS WITH 'ragd_deg:'] AS k CALL (e, k) { SET e[k] = null }`,
+		`MATCH (m:RagdMeta {key: 'entity_degrees'}) DELETE m`,
+	} {
+		if _, err := neo4j.ExecuteQuery(ctx, drv, q, map[string]any{"ent": ent}, neo4j.EagerResultTransformer); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	b2 := openBackend(t, conn, func(c *graph.Config) { c.MaxDegree = 2 })
+	refs, err := b2.Expand(ctx, []string{ns + "-b0"}, spi.ExpandOptions{Hops: 1, Limit: 10, Tenant: tB})
+	if err != nil || len(refs) != 1 || refs[0].ID != ns+"-b1" {
+		t.Errorf("Expand in B after the backfill = %v, %v; want %s-b1", refs, err, ns)
+	}
+	refs, err = b2.Expand(ctx, []string{ns + "-a0"}, spi.ExpandOptions{Hops: 1, Limit: 10, Tenant: tA})
+	if err != nil || len(refs) != 0 {
+		t.Errorf("Expand in A after the backfill = %v, %v; want none (a hub for A)", refs, err)
 	}
 }

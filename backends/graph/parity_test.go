@@ -29,10 +29,10 @@ func TestParityCranfield(t *testing.T) {
 	run := uniq(t)
 	p := run + "-"
 	docs, queries := spitest.CranfieldGraph(t, dir, p+"cran")
-	// Entities are shared across tenants and hub degrees and the kept-entity
-	// cut are global, so other Cranfield loads on the shared server would
-	// change Neo4j's answers but not the private embedded store's: every
-	// entity term and query word carries the run's suffix.
+	// Entities are shared across tenants and the full-text candidates cut
+	// is global, so other Cranfield loads on the shared server could change
+	// Neo4j's answers but not the private embedded store's: every entity
+	// term and query word carries the run's suffix.
 	ns := func(s string) string {
 		ts := graphspec.Tokens(s)
 		for i := range ts {

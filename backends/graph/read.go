@@ -24,18 +24,25 @@ const metaPrefix = "meta."
 // predicate in a WHERE clause, where null already fails.
 const filterCypher = `coalesce(all(k IN keys($filter) WHERE d[$metaPrefix + k] IN $filter[k]), false)`
 
+// degreeCypher is entity e's degree within the request's tenant: its
+// relationship degree (O(1)) for a request of no tenant, the count the
+// writes keep in e[$degKey] (see degKey) for one tenant.
+const degreeCypher = `CASE WHEN $tenant = '' THEN COUNT { (e)<-[:MENTIONS]-() } ELSE coalesce(e[$degKey], 0) END`
+
 // neighboursCypher yields, per seed f in $from (of $tenant), each
 // neighbour d and n: the non-hub entities they share, or 1 for a link in
 // either direction (one row each; summed per (f, d) they are the
-// connectors).
+// connectors). MENTIONS only ever lead from a Document to an Entity, so
+// the hops over them check no label (a fifth of the expansion's CPU in
+// Neo4j, measured on Cranfield).
 const neighboursCypher = `
 UNWIND $from AS fid
 MATCH (f:Document {id: fid})
 WHERE f.stub IS NULL AND ($tenant = '' OR f.tenant = $tenant)
 CALL (f) {
-  MATCH (f)-[:MENTIONS]->(e:Entity)
-  WHERE COUNT { (e)<-[:MENTIONS]-() } <= $maxDegree
-  MATCH (e)<-[:MENTIONS]-(d:Document)
+  MATCH (f)-[:MENTIONS]->(e)
+  WHERE ` + degreeCypher + ` <= $maxDegree
+  MATCH (e)<-[:MENTIONS]-(d)
   WHERE d <> f AND ($tenant = '' OR d.tenant = $tenant)
   RETURN d, count(e) AS n
   UNION ALL
@@ -55,8 +62,32 @@ const adjacencyCypher = neighboursCypher + `RETURN fid AS from, d.id AS to, sum(
 // of the seeds (never a seed itself) that passes the filter, the paths
 // (connectors summed over the seeds), top $limit by paths then id. It is
 // the ranking of graphspec.Expand for Hops 1, in one round trip that
-// returns $limit rows instead of every (seed, neighbour) edge.
-const expand1Cypher = neighboursCypher + `WITH d, sum(n) AS paths
+// returns $limit rows instead of every (seed, neighbour) edge. Each entity
+// the seeds mention is followed once, however many seeds mention it (it
+// connects each of its documents to each of those seeds): seeds found
+// together tend to share entities, and an entity's documents are the rows
+// an expansion pays for.
+const expand1Cypher = `
+UNWIND $from AS fid
+MATCH (f:Document {id: fid})
+WHERE f.stub IS NULL AND ($tenant = '' OR f.tenant = $tenant)
+WITH collect(f) AS seeds
+CALL (seeds) {
+  UNWIND seeds AS f
+  MATCH (f)-[:MENTIONS]->(e)
+  WHERE ` + degreeCypher + ` <= $maxDegree
+  WITH e, count(f) AS fs
+  MATCH (e)<-[:MENTIONS]-(d)
+  WHERE $tenant = '' OR d.tenant = $tenant
+  RETURN d, fs AS n
+  UNION ALL
+  UNWIND seeds AS f
+  MATCH (f)-[:LINKS_TO]-(d:Document)
+  WHERE d <> f AND d.stub IS NULL AND ($tenant = '' OR d.tenant = $tenant)
+  WITH DISTINCT f, d
+  RETURN d, 1 AS n
+}
+WITH d, sum(n) AS paths
 WHERE NOT d.id IN $from AND ` + filterCypher + `
 RETURN d.id AS id, paths
 ORDER BY paths DESC, id ASC
@@ -70,9 +101,9 @@ UNWIND $frontier AS fr
 MATCH (f:Document {id: fr.id})
 WHERE f.stub IS NULL AND ($tenant = '' OR f.tenant = $tenant)
 CALL (f) {
-  MATCH (f)-[:MENTIONS]->(e:Entity)
-  WHERE COUNT { (e)<-[:MENTIONS]-() } <= $maxDegree
-  MATCH (e)<-[:MENTIONS]-(d:Document)
+  MATCH (f)-[:MENTIONS]->(e)
+  WHERE ` + degreeCypher + ` <= $maxDegree
+  MATCH (e)<-[:MENTIONS]-(d)
   WHERE $tenant = '' OR d.tenant = $tenant
   RETURN d
   UNION
@@ -111,7 +142,7 @@ func (b *Backend) Expand(ctx context.Context, seeds []string, opts spi.ExpandOpt
 		seeds = graphspec.Dedupe(seeds)
 		err := b.read(ctx, "expand", func(r runner) error {
 			recs, err := run(ctx, r, expand1Cypher, map[string]any{
-				"from": seeds, "tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree,
+				"from": seeds, "tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree, "degKey": degKey(opts.Tenant),
 				"filter": filter, "metaPrefix": metaPrefix, "limit": opts.Limit,
 			})
 			if err != nil {
@@ -130,7 +161,7 @@ func (b *Backend) Expand(ctx context.Context, seeds []string, opts spi.ExpandOpt
 	err := b.read(ctx, "expand", func(r runner) error {
 		adj := func(ctx context.Context, from []string) ([]graphspec.Edge, error) {
 			recs, err := run(ctx, r, adjacencyCypher, map[string]any{
-				"from": from, "tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree,
+				"from": from, "tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree, "degKey": degKey(opts.Tenant),
 				"filter": filter, "metaPrefix": metaPrefix,
 			})
 			if err != nil {
@@ -153,7 +184,7 @@ func (b *Backend) Expand(ctx context.Context, seeds []string, opts spi.ExpandOpt
 			}
 			recs, err := run(ctx, r, secondHopCypher, map[string]any{
 				"frontier": frontier, "exclude": exclude, "limit": limit,
-				"tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree,
+				"tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree, "degKey": degKey(opts.Tenant),
 				"filter": filter, "metaPrefix": metaPrefix,
 			})
 			if err != nil {
@@ -179,10 +210,10 @@ func (b *Backend) Expand(ctx context.Context, seeds []string, opts spi.ExpandOpt
 const matchCypher = `
 CALL db.index.fulltext.queryNodes($index, $lucene, {limit: $candidates}) YIELD node AS e, score
 WITH e, CASE WHEN $syntax THEN score ELSE toFloat(size([t IN split(e.terms, ' ') WHERE t IN $tokens])) END AS w,
-     COUNT { (e)<-[:MENTIONS]-() } AS deg
+     ` + degreeCypher + ` AS deg
 WHERE w > 0 AND deg > 0 AND deg <= $maxDegree
 WITH e, w ORDER BY w DESC, e.name ASC LIMIT $maxEntities
-MATCH (e)<-[:MENTIONS]-(d:Document)
+MATCH (e)<-[:MENTIONS]-(d)
 WHERE ($tenant = '' OR d.tenant = $tenant)
   AND ` + filterCypher + `
 WITH d.id AS id, sum(w) AS score
@@ -221,7 +252,7 @@ func (b *Backend) MatchEntities(ctx context.Context, req spi.KeywordRequest) ([]
 	err = b.read(ctx, "match entities", func(r runner) error {
 		recs, err := run(ctx, r, matchCypher, map[string]any{
 			"index": FulltextEntityTerms, "lucene": lucene, "syntax": req.Syntax, "tokens": tokens,
-			"candidates": b.cfg.MaxEntityCandidates, "maxDegree": b.cfg.MaxDegree, "maxEntities": b.cfg.MaxMatchEntities,
+			"candidates": b.cfg.MaxEntityCandidates, "maxDegree": b.cfg.MaxDegree, "degKey": degKey(req.Tenant), "maxEntities": b.cfg.MaxMatchEntities,
 			"tenant": req.Tenant, "filter": filter, "metaPrefix": metaPrefix, "k": req.K,
 		})
 		if err != nil {

@@ -12,25 +12,35 @@ import (
 )
 
 // dropEdgesCypher deletes the outgoing MENTIONS and LINKS_TO edges of the
-// given documents and returns the element ids of their former targets, so
+// given documents, lowers the entities' degree in the documents' tenant
+// (see degKey), and returns the element ids of their former targets, so
 // orphans can be pruned afterwards.
 const dropEdgesCypher = `
 UNWIND $ids AS id
 MATCH (d:Document {id: id})-[r:MENTIONS|LINKS_TO]->(x)
-WITH r, elementId(x) AS xid
+WITH r, x, $degPrefix + coalesce(d.tenant, '') AS key, x:Entity AS ent
 DELETE r
-RETURN collect(DISTINCT xid) AS old`
+WITH x, key, ent, count(*) AS n
+FOREACH (_ IN CASE WHEN ent THEN [1] ELSE [] END |
+  SET x[key] = CASE WHEN coalesce(x[key], 0) > n THEN x[key] - n ELSE null END)
+RETURN collect(DISTINCT elementId(x)) AS old`
 
 const putDocsCypher = `
 UNWIND $docs AS doc
 MERGE (d:Document {id: doc.id})
 SET d = doc.props`
 
+// putMentionsCypher creates the mentions of a batch, one row per entity
+// and tenant: the entity is merged once (not once per mention) and its
+// degree in the tenant raised by its mentions (see degKey).
 const putMentionsCypher = `
-UNWIND $mentions AS m
-MATCH (d:Document {id: m.doc})
-MERGE (e:Entity {name: m.name})
-ON CREATE SET e.terms = m.terms
+UNWIND $ents AS g
+MERGE (e:Entity {name: g.name})
+ON CREATE SET e.terms = g.terms
+SET e[g.key] = coalesce(e[g.key], 0) + size(g.docs)
+WITH e, g
+UNWIND g.docs AS id
+MATCH (d:Document {id: id})
 CREATE (d)-[:MENTIONS]->(e)`
 
 const putLinksCypher = `
@@ -124,12 +134,19 @@ func forgetVersions(ctx context.Context, tx neo4j.ManagedTransaction, docs []spi
 func upsertBatch(ctx context.Context, tx neo4j.ManagedTransaction, batch []spi.Document, props func(spi.Document) map[string]any) ([]any, error) {
 	ids := make([]string, len(batch))
 	docs := make([]any, len(batch))
-	var mentions, links []any
+	var links []any
+	type entTenant struct{ name, key string }
+	var ents []entTenant
+	mentions := map[entTenant][]string{}
 	for i, d := range batch {
 		ids[i] = d.ID
 		docs[i] = map[string]any{"id": d.ID, "props": props(d)}
 		for _, e := range d.Entities {
-			mentions = append(mentions, map[string]any{"doc": d.ID, "name": e, "terms": strings.Join(graphspec.Tokens(e), " ")})
+			k := entTenant{e, degKey(d.Tenant)}
+			if _, ok := mentions[k]; !ok {
+				ents = append(ents, k)
+			}
+			mentions[k] = append(mentions[k], d.ID)
 		}
 		for _, l := range d.Links {
 			links = append(links, map[string]any{"from": d.ID, "to": l})
@@ -142,8 +159,12 @@ func upsertBatch(ctx context.Context, tx neo4j.ManagedTransaction, batch []spi.D
 	if _, err := run(ctx, tx, putDocsCypher, map[string]any{"docs": docs}); err != nil {
 		return nil, err
 	}
-	if len(mentions) > 0 {
-		if _, err := run(ctx, tx, putMentionsCypher, map[string]any{"mentions": mentions}); err != nil {
+	if len(ents) > 0 {
+		rows := make([]any, len(ents))
+		for i, k := range ents {
+			rows[i] = map[string]any{"name": k.name, "key": k.key, "terms": strings.Join(graphspec.Tokens(k.name), " "), "docs": mentions[k]}
+		}
+		if _, err := run(ctx, tx, putMentionsCypher, map[string]any{"ents": rows}); err != nil {
 			return nil, err
 		}
 	}
@@ -156,13 +177,21 @@ func upsertBatch(ctx context.Context, tx neo4j.ManagedTransaction, batch []spi.D
 }
 
 func dropEdges(ctx context.Context, tx neo4j.ManagedTransaction, ids []string) ([]any, error) {
-	recs, err := run(ctx, tx, dropEdgesCypher, map[string]any{"ids": ids})
+	recs, err := run(ctx, tx, dropEdgesCypher, map[string]any{"ids": ids, "degPrefix": degPrefix})
 	if err != nil || len(recs) == 0 {
 		return nil, err
 	}
 	old, _ := recs[0].Values[0].([]any)
 	return old, nil
 }
+
+// degPrefix and degKey name the Entity property counting the documents of
+// one tenant that mention it: its degree within that tenant, which decides
+// whether it is a hub for the tenant's requests (requests of no tenant use
+// the relationship degree, across tenants).
+const degPrefix = "ragd_deg:"
+
+func degKey(tenant string) string { return degPrefix + tenant }
 
 func docProps(d spi.Document) map[string]any {
 	p := map[string]any{"id": d.ID, "tenant": d.Tenant, "title": d.Title, "text": d.Text}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -24,6 +25,10 @@ type Backend struct {
 	op    string // distance operator
 	q     queries
 	lq    logQueries
+	// idx is the HNSW index queries plan against (index.go).
+	idx atomic.Pointer[indexState]
+	// pending is the tail the last IndexStep found; -1 before one ran.
+	pending atomic.Int64
 }
 
 // Interface guards.
@@ -57,11 +62,12 @@ func Open(ctx context.Context, cfg Config) (*Backend, error) {
 	pcfg.MinConns = cfg.MinConns
 
 	b := &Backend{cfg: cfg}
+	b.pending.Store(-1)
 	parts := strings.Split(cfg.Table, ".")
 	b.table = pgx.Identifier(parts).Sanitize()
 	b.meta = pgx.Identifier(append(parts[:len(parts)-1:len(parts)-1], "ragd_meta")).Sanitize()
 	b.op, _ = cfg.Distance.operator()
-	b.q = buildQueries(b.table, b.op)
+	b.q = buildQueries(b.table, b.meta)
 	b.lq = b.buildLogQueries()
 
 	// The vector type exists only once the extension does, so the schema is
@@ -94,7 +100,9 @@ func (b *Backend) Close() error {
 }
 
 // Health pings the server through the pool. It never returns an error: an
-// unreachable server is spi.StatusDown with a short reason.
+// unreachable server is spi.StatusDown with a short reason. When this
+// process's indexer last found rows outside the HNSW index, the detail
+// says how many.
 func (b *Backend) Health(ctx context.Context) spi.Health {
 	start := b.cfg.Now()
 	err := b.pool.Ping(ctx)
@@ -109,7 +117,11 @@ func (b *Backend) Health(ctx context.Context) spi.Health {
 		}
 		return spi.Health{Status: spi.StatusDown, Detail: detail, Latency: lat}
 	}
-	return spi.Health{Status: spi.StatusUp, Latency: lat}
+	h := spi.Health{Status: spi.StatusUp, Latency: lat}
+	if n, ok := b.Pending(); ok && n > 0 {
+		h.Detail = fmt.Sprintf("%d rows not yet in the HNSW index (searched exactly meanwhile)", n)
+	}
+	return h
 }
 
 // setupSchema creates the extension, table and indexes in one transaction
@@ -123,7 +135,6 @@ func (b *Backend) setupSchema(ctx context.Context, ccfg *pgx.ConnConfig) error {
 	defer conn.Close(context.WithoutCancel(ctx))
 
 	cfg := b.cfg
-	_, opclass := cfg.Distance.operator()
 	parts := strings.Split(cfg.Table, ".")
 	base := parts[len(parts)-1]
 	idx := func(suffix string) string { return pgx.Identifier{truncIdent(base + "_" + suffix)}.Sanitize() }
@@ -154,6 +165,21 @@ func (b *Backend) setupSchema(ctx context.Context, ccfg *pgx.ConnConfig) error {
 			return wrapErr(ctx, "open: schema", err)
 		}
 	}
+	// A new table keeps vectors inline (STORAGE MAIN: compressed or moved
+	// out only as a last resort), so exact scans of the tail and bulk
+	// index builds do not fetch each vector from the TOAST table. An
+	// existing table is left as it is (ALTER TABLE locks it).
+	var storage string
+	var empty bool
+	if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT a.attstorage::text, NOT EXISTS (SELECT 1 FROM %s) FROM pg_attribute a
+WHERE a.attrelid = to_regclass($1) AND a.attname = 'embedding' AND NOT a.attisdropped`, b.table), b.table).Scan(&storage, &empty); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return wrapErr(ctx, "open: schema", err)
+	}
+	if storage == "e" && empty {
+		if _, err := tx.Exec(ctx, fmt.Sprintf(`ALTER TABLE %s ALTER COLUMN embedding SET STORAGE MAIN`, b.table)); err != nil {
+			return wrapErr(ctx, "open: schema", err)
+		}
+	}
 	// Check the dimension before building an index over a foreign column.
 	var typmod int
 	var typ string
@@ -174,8 +200,6 @@ WHERE a.attrelid = to_regclass($1) AND a.attname = 'embedding' AND NOT a.attisdr
 		return &DimensionMismatchError{Table: cfg.Table, Existing: typmod, Configured: cfg.Dimension}
 	}
 	more := []struct{ name, ddl string }{
-		{"embedding_" + string(cfg.Distance) + "_idx", `CREATE INDEX IF NOT EXISTS %s ON %s USING hnsw (embedding ` + opclass +
-			fmt.Sprintf(`) WITH (m = %d, ef_construction = %d)`, cfg.HNSW.M, cfg.HNSW.EfConstruction)},
 		{"tenant_idx", `CREATE INDEX IF NOT EXISTS %s ON %s (tenant)`},
 		{"metadata_idx", `CREATE INDEX IF NOT EXISTS %s ON %s USING gin (metadata jsonb_path_ops)`},
 	}
@@ -198,9 +222,14 @@ WHERE a.attrelid = to_regclass($1) AND a.attname = 'embedding' AND NOT a.attisdr
 	if err := b.setupLog(ctx, tx); err != nil {
 		return err
 	}
+	st, err := b.setupIndex(ctx, tx)
+	if err != nil {
+		return err
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return wrapErr(ctx, "open: schema", err)
 	}
+	b.idx.Store(&st)
 	cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "vector: schema ready",
 		slog.String("table", cfg.Table), slog.Int("dimension", cfg.Dimension), slog.String("distance", string(cfg.Distance)))
 	return nil

@@ -223,8 +223,15 @@ func TestConcurrentOpen(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE schemaname = 'public' AND tablename = 'docs'`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if n != 4 { // primary key, hnsw, tenant, metadata
-		t.Errorf("docs has %d indexes, want 4", n)
+	if n != 5 { // primary key, hnsw, tenant, metadata, the tail's version
+		t.Errorf("docs has %d indexes, want 5", n)
+	}
+	var storage string
+	if err := conn.QueryRow(ctx, `SELECT attstorage::text FROM pg_attribute WHERE attrelid = 'public.docs'::regclass AND attname = 'embedding'`).Scan(&storage); err != nil {
+		t.Fatal(err)
+	}
+	if storage != "m" {
+		t.Errorf("a new table stores embeddings with storage %q, want m (inline)", storage)
 	}
 	// A schema that does not exist is the operator's to create: a clear error.
 	_, err := vector.Open(ctx, vector.Config{DSN: dsn, Dimension: 3, Table: "nosuch.docs"})
@@ -233,15 +240,15 @@ func TestConcurrentOpen(t *testing.T) {
 	}
 }
 
-// 2,000 documents, a filter matching 5% of them, k=10. At this size the
-// planner would rather scan the table exactly, so the test turns sequential
-// and bitmap scans off to force the HNSW index scan: then the index alone
-// (ef_search candidates, then the filter) returns about 2 rows, and the
-// iterative scan must fill k.
+// 2,000 documents, a filter matching 5% of them, k=10, all of them in the
+// HNSW index (one bulk rebuild). At this size the planner would rather scan
+// the table exactly, so the test turns sequential and bitmap scans off to
+// force the HNSW index scan: then the index alone (ef_search candidates,
+// then the filter) returns about 2 rows, and the iterative scan must fill k.
 func TestFilteredQueryFillsK(t *testing.T) {
 	const n, dim = 2000, 32
 	dsn := withParams(t, testenv.Postgres(t), "enable_seqscan", "off", "enable_bitmapscan", "off")
-	cfg := vector.Config{DSN: dsn, Dimension: dim, HNSW: vector.HNSW{EfSearch: 40}}
+	cfg := vector.Config{DSN: dsn, Dimension: dim, HNSW: vector.HNSW{EfSearch: 40}, Index: vector.IndexConfig{RebuildMin: 1}}
 	b := mustOpen(t, cfg)
 	r := rand.New(rand.NewPCG(1, 2))
 	docs := make([]spi.Document, n)
@@ -253,9 +260,13 @@ func TestFilteredQueryFillsK(t *testing.T) {
 		t.Fatal(err)
 	}
 	analyze(t, dsn)
-	plan := explain(t, dsn, `SELECT id FROM ragd_documents WHERE metadata @> ANY($2::jsonb[]) ORDER BY embedding <=> $1 LIMIT 18`,
+	rep, err := b.IndexStep(context.Background())
+	if err != nil || !rep.Rebuilt || rep.V != n {
+		t.Fatalf("IndexStep = %+v, %v; want a rebuild of the %d rows", rep, err, n)
+	}
+	plan := explain(t, dsn, fmt.Sprintf(`SELECT id FROM ragd_documents WHERE (indexed OR version <= %d) AND metadata @> ANY($2::jsonb[]) ORDER BY embedding <=> $1 LIMIT 18`, rep.V),
 		randVec(r, dim), []string{`{"bucket":"3"}`})
-	if !strings.Contains(plan, "Index Scan using ragd_documents_embedding_cosine_idx") {
+	if !strings.Contains(plan, fmt.Sprintf("Index Scan using ragd_documents_cosine_hnsw_v%d", rep.V)) {
 		t.Fatalf("the forced plan does not use the HNSW index:\n%s", plan)
 	}
 	filter := spi.Filter{"bucket": {"3"}}

@@ -86,6 +86,8 @@ type Config struct {
 	Table string
 	// HNSW tunes the index.
 	HNSW HNSW
+	// Index tunes how written rows reach the HNSW index (index.go).
+	Index IndexConfig
 	// IterativeScan is pgvector's hnsw.iterative_scan mode for filtered
 	// queries: relaxed_order (default; results are re-sorted in Go),
 	// strict_order or off.
@@ -157,6 +159,7 @@ func (c Config) Validate() error {
 	if c.ScanPageSize < 0 {
 		errs = append(errs, fmt.Errorf("Config.ScanPageSize must be >= 0, got %d", c.ScanPageSize))
 	}
+	errs = append(errs, c.Index.validate()...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("vector: config: %w", err)
 	}
@@ -191,6 +194,7 @@ func (c Config) withDefaults() Config {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	c.Index = c.Index.withDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

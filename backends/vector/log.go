@@ -28,7 +28,8 @@ import (
 // advisory lock before appending, so sequences are assigned in commit
 // order: a reader that sees entry n has seen every committed entry below
 // it. Commits are serialised (across replicas too); each holds the lock
-// only for its own short transaction.
+// for its own transaction, which writes a whole batch in two set-based
+// statements and leaves the HNSW index to the indexer (index.go).
 
 var _ spi.ChangeLog = (*Backend)(nil)
 
@@ -52,21 +53,32 @@ func (b *Backend) buildLogQueries() logQueries {
 	t := b.table
 	return logQueries{
 		lock: `SELECT pg_advisory_xact_lock(hashtext($1))`,
-		// One statement per upsert: decide ownership and sameness on the
-		// locked row, append the entry, write the row with its version.
-		upsert: fmt.Sprintf(`WITH cur AS (SELECT tenant, version, content_hash FROM %[1]s WHERE id = $1 FOR UPDATE),
-conflict AS (SELECT 1 WHERE ($12::text <> '' AND $2::text <> $12::text) OR EXISTS (SELECT 1 FROM cur WHERE $11::bool AND cur.tenant <> $2::text)),
-same AS (SELECT version FROM cur WHERE version > 0 AND content_hash = $10::bytea AND NOT EXISTS (SELECT 1 FROM conflict)),
-entry AS (INSERT INTO %[2]s (op, id) SELECT 1, $1 WHERE NOT EXISTS (SELECT 1 FROM conflict) AND NOT EXISTS (SELECT 1 FROM same) RETURNING seq),
-up AS (INSERT INTO %[1]s (%[3]s, version, content_hash) SELECT $1, $2, $3::text, $4::text, $5::jsonb, $6::text[], $7::text[], $8::vector, $9::timestamptz, entry.seq, $10 FROM entry
+		// One statement for all the upserts of a batch: lock the rows
+		// that exist (in id order), decide ownership and sameness on
+		// them, append the entries in input order, write the rows with
+		// their versions, outside the HNSW index (indexed = false).
+		upsert: fmt.Sprintf(`WITH s AS (
+  SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[], $7::int[], $8::int[], $9::int[], $10::int[],
+                       $11::vector[], $12::timestamptz[], $13::bytea[], $14::bool[], $15::text[])
+    AS s(ord, id, tenant, title, text, metadata, es, ee, ls, le, embedding, updated_at, hash, keep, scope)),
+cur AS (SELECT d.id, d.tenant, d.version, d.content_hash FROM %[1]s d WHERE d.id IN (SELECT id FROM s) ORDER BY d.id FOR UPDATE),
+dec AS (SELECT s.*, ((s.scope <> '' AND s.tenant <> s.scope) OR (s.keep AND c.id IS NOT NULL AND c.tenant <> s.tenant)) AS conflict,
+               CASE WHEN c.version > 0 AND c.content_hash = s.hash THEN c.version END AS same
+        FROM s LEFT JOIN cur c ON c.id = s.id),
+entry AS (INSERT INTO %[2]s (op, id) SELECT 1, id FROM dec WHERE NOT conflict AND same IS NULL ORDER BY ord RETURNING seq, id),
+up AS (INSERT INTO %[1]s (%[3]s, version, content_hash, indexed)
+       SELECT dec.id, dec.tenant, dec.title, dec.text, dec.metadata, ($16::text[])[dec.es + 1 : dec.ee], ($17::text[])[dec.ls + 1 : dec.le],
+              dec.embedding, dec.updated_at, entry.seq, dec.hash, false
+       FROM dec JOIN entry ON entry.id = dec.id ORDER BY dec.id
        ON CONFLICT (id) DO UPDATE SET tenant = EXCLUDED.tenant, title = EXCLUDED.title, text = EXCLUDED.text,
        metadata = EXCLUDED.metadata, entities = EXCLUDED.entities, links = EXCLUDED.links,
        embedding = EXCLUDED.embedding, updated_at = EXCLUDED.updated_at,
-       version = EXCLUDED.version, content_hash = EXCLUDED.content_hash RETURNING 1)
-SELECT EXISTS (SELECT 1 FROM conflict), (SELECT version FROM same), (SELECT seq FROM entry), (SELECT count(*) FROM up)`, t, log, columns),
-		delete: fmt.Sprintf(`WITH del AS (DELETE FROM %[1]s WHERE id = $1 AND ($2 = '' OR tenant = $2) RETURNING id),
-entry AS (INSERT INTO %[2]s (op, id) SELECT 2, id FROM del RETURNING seq)
-SELECT (SELECT seq FROM entry)`, t, log),
+       version = EXCLUDED.version, content_hash = EXCLUDED.content_hash, indexed = false)
+SELECT dec.ord, dec.conflict, dec.same, entry.seq FROM dec LEFT JOIN entry ON entry.id = dec.id`, t, log, columns),
+		delete: fmt.Sprintf(`WITH s AS (SELECT * FROM unnest($1::int[], $2::text[], $3::text[]) AS s(ord, id, scope)),
+del AS (DELETE FROM %[1]s d USING s WHERE d.id = s.id AND (s.scope = '' OR d.tenant = s.scope) RETURNING d.id),
+entry AS (INSERT INTO %[2]s (op, id) SELECT 2, s.id FROM s JOIN del ON del.id = s.id ORDER BY s.ord RETURNING seq, id)
+SELECT s.ord, entry.seq FROM s LEFT JOIN entry ON entry.id = s.id`, t, log),
 		entries:  fmt.Sprintf(`SELECT seq, op, id, at FROM %s WHERE seq > $1 ORDER BY seq LIMIT $2`, log),
 		current:  fmt.Sprintf(`SELECT %s, version FROM %s WHERE id = ANY($1)`, columns, t),
 		versions: fmt.Sprintf(`SELECT id, version FROM %s WHERE id > $1 ORDER BY id LIMIT $2`, t),
@@ -126,12 +138,18 @@ func (b *Backend) setupLog(ctx context.Context, tx pgx.Tx) error {
 // the caller can bisect; documents that fail ragd's own checks get their
 // own WriteResult.Err instead. A COMMIT whose answer is lost wraps
 // spi.ErrOutcomeUnknown.
+//
+// The whole batch is three statements in one round trip: the log's
+// advisory lock, one set-based upsert of every upsert (ownership and
+// sameness decided on the rows it locks, the entries appended in input
+// order, the rows written with their versions) and one set-based delete.
+// The rows enter the HNSW index later (see index.go), so the lock is held
+// for the row writes alone.
 func (b *Backend) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResult, error) {
 	out := make([]spi.WriteResult, len(writes))
 	now := b.cfg.Now().UTC()
-	batch := &pgx.Batch{}
-	batch.Queue(b.lq.lock, "ragd.log:"+b.cfg.Table)
-	var order []queuedWrite
+	var ups upsertArgs
+	var dels deleteArgs
 	seen := make(map[string]bool, len(writes))
 	for i, w := range writes {
 		id := w.Doc.ID
@@ -145,8 +163,7 @@ func (b *Backend) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteRe
 				out[i].Err = spi.ErrNotFound
 				continue
 			}
-			batch.Queue(b.lq.delete, id, w.Scope)
-			order = append(order, queuedWrite{i, false})
+			dels.add(i, id, w.Scope)
 		case spi.OpUpsert:
 			d := w.Doc
 			if err := validateDoc(&d); err != nil {
@@ -160,48 +177,129 @@ func (b *Backend) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteRe
 			if d.UpdatedAt.IsZero() {
 				d.UpdatedAt = now
 			}
-			md := d.Metadata
-			if md == nil {
-				md = map[string]string{}
-			}
-			h := spi.ContentHash(d)
-			batch.Queue(b.lq.upsert, d.ID, d.Tenant, d.Title, d.Text, md, nonNil(d.Entities), nonNil(d.Links),
-				pgvector.NewVector(d.Vector), d.UpdatedAt, h[:], w.KeepTenant, w.Scope)
-			order = append(order, queuedWrite{i, true})
+			ups.add(i, d, w.KeepTenant, w.Scope)
 		default:
 			out[i].Err = fmt.Errorf("vector: commit: %w: unknown op %d", spi.ErrInvalidQuery, w.Op)
 		}
 	}
-	if len(order) == 0 {
+	if len(ups.ord) == 0 && len(dels.ord) == 0 {
 		return out, nil
 	}
+	batch := &pgx.Batch{}
+	batch.Queue(b.lq.lock, "ragd.log:"+b.cfg.Table)
+	if len(ups.ord) > 0 {
+		batch.Queue(b.lq.upsert, ups.args()...)
+	}
+	if len(dels.ord) > 0 {
+		batch.Queue(b.lq.delete, dels.ord, dels.id, dels.scope)
+	}
+	for attempt := 1; ; attempt++ {
+		err := b.commitTx(ctx, batch, len(ups.ord) > 0, len(dels.ord) > 0, out)
+		if err == nil {
+			return out, nil
+		}
+		// A deadlock or serialization failure rolled everything back:
+		// running the batch again is safe.
+		if !retryable(err) || attempt == maxCommitAttempts || ctx.Err() != nil {
+			return nil, err
+		}
+	}
+}
+
+// maxCommitAttempts bounds the runs of a commit that PostgreSQL aborted
+// for a deadlock or a serialization failure.
+const maxCommitAttempts = 3
+
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
+// commitTx runs batch in one transaction and fills out from its answers.
+func (b *Backend) commitTx(ctx context.Context, batch *pgx.Batch, hasUps, hasDels bool, out []spi.WriteResult) error {
 	tx, err := b.pool.Begin(ctx)
 	if err != nil {
-		return nil, wrapErr(ctx, "commit", err)
+		return wrapErr(ctx, "commit", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after Commit
-	if err := b.runCommitBatch(ctx, tx, batch, order, out); err != nil {
-		return nil, commitErr(ctx, err)
+	if err := runCommitBatch(ctx, tx, batch, hasUps, hasDels, out); err != nil {
+		if retryable(err) {
+			return err
+		}
+		return commitErr(ctx, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) {
-			return nil, commitErr(ctx, err)
+			return commitErr(ctx, err)
 		}
 		// The COMMIT was sent; whether it took effect is unknown.
-		return nil, fmt.Errorf("vector: commit: %w: %w", spi.ErrOutcomeUnknown, wrapErr(ctx, "commit", err))
+		return fmt.Errorf("vector: commit: %w: %w", spi.ErrOutcomeUnknown, wrapErr(ctx, "commit", err))
 	}
-	return out, nil
+	return nil
 }
 
-// queuedWrite is a write queued in a commit batch: its index and whether
-// it is an upsert.
-type queuedWrite struct {
-	i  int
-	up bool
+// upsertArgs are a batch's upserts as the columns of the set-based upsert
+// (one array per column; entities and links flattened, each document's
+// slice given by its start and end offsets).
+type upsertArgs struct {
+	ord                            []int32
+	id, tenant, title, text, scope []string
+	metadata                       []map[string]string
+	es, ee, ls, le                 []int32
+	embedding                      []pgvector.Vector
+	updatedAt                      []time.Time
+	hash                           [][]byte
+	keep                           []bool
+	entities, links                []string
 }
 
-func (b *Backend) runCommitBatch(ctx context.Context, tx pgx.Tx, batch *pgx.Batch, order []queuedWrite, out []spi.WriteResult) (err error) {
+func (u *upsertArgs) add(i int, d spi.Document, keep bool, scope string) {
+	md := d.Metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	h := spi.ContentHash(d)
+	u.ord = append(u.ord, int32(i))
+	u.id = append(u.id, d.ID)
+	u.tenant = append(u.tenant, d.Tenant)
+	u.title = append(u.title, d.Title)
+	u.text = append(u.text, d.Text)
+	u.metadata = append(u.metadata, md)
+	u.es = append(u.es, int32(len(u.entities)))
+	u.entities = append(u.entities, d.Entities...)
+	u.ee = append(u.ee, int32(len(u.entities)))
+	u.ls = append(u.ls, int32(len(u.links)))
+	u.links = append(u.links, d.Links...)
+	u.le = append(u.le, int32(len(u.links)))
+	u.embedding = append(u.embedding, pgvector.NewVector(d.Vector))
+	u.updatedAt = append(u.updatedAt, d.UpdatedAt)
+	u.hash = append(u.hash, h[:])
+	u.keep = append(u.keep, keep)
+	u.scope = append(u.scope, scope)
+}
+
+// args are the upsert statement's parameters, $1..$17.
+func (u *upsertArgs) args() []any {
+	return []any{u.ord, u.id, u.tenant, u.title, u.text, u.metadata, u.es, u.ee, u.ls, u.le,
+		u.embedding, u.updatedAt, u.hash, u.keep, u.scope, nonNil(u.entities), nonNil(u.links)}
+}
+
+// deleteArgs are a batch's deletes as the columns of the set-based delete.
+type deleteArgs struct {
+	ord       []int32
+	id, scope []string
+}
+
+func (d *deleteArgs) add(i int, id, scope string) {
+	d.ord = append(d.ord, int32(i))
+	d.id = append(d.id, id)
+	d.scope = append(d.scope, scope)
+}
+
+// runCommitBatch sends the lock, the upsert and the delete and reads
+// their answers: one row per write, named by its index in the call.
+func runCommitBatch(ctx context.Context, tx pgx.Tx, batch *pgx.Batch, hasUps, hasDels bool, out []spi.WriteResult) (err error) {
 	br := tx.SendBatch(ctx, batch)
 	defer func() {
 		if cerr := br.Close(); err == nil {
@@ -211,33 +309,48 @@ func (b *Backend) runCommitBatch(ctx context.Context, tx pgx.Tx, batch *pgx.Batc
 	if _, err := br.Exec(); err != nil {
 		return err
 	}
-	for _, q := range order {
-		o := &out[q.i]
-		if !q.up {
-			var seq *int64
-			if err := br.QueryRow().Scan(&seq); err != nil {
-				return err
+	if hasUps {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		var ord int32
+		var conflict bool
+		var same, seq *int64
+		_, err = pgx.ForEachRow(rows, []any{&ord, &conflict, &same, &seq}, func() error {
+			o := &out[ord]
+			switch {
+			case conflict:
+				o.Err = spi.ErrTenantConflict
+			case same != nil:
+				o.Version = uint64(*same)
+			case seq != nil:
+				o.Version, o.Changed = uint64(*seq), true
 			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if hasDels {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		var ord int32
+		var seq *int64
+		_, err = pgx.ForEachRow(rows, []any{&ord, &seq}, func() error {
+			o := &out[ord]
 			if seq == nil {
 				o.Err = spi.ErrNotFound
 			} else {
 				o.Version, o.Changed = uint64(*seq), true
 			}
-			continue
-		}
-		var conflict bool
-		var same, seq *int64
-		var n int64
-		if err := br.QueryRow().Scan(&conflict, &same, &seq, &n); err != nil {
+			return nil
+		})
+		if err != nil {
 			return err
-		}
-		switch {
-		case conflict:
-			o.Err = spi.ErrTenantConflict
-		case same != nil:
-			o.Version = uint64(*same)
-		case seq != nil:
-			o.Version, o.Changed = uint64(*seq), true
 		}
 	}
 	return nil

@@ -7,13 +7,15 @@ const columns = "id, tenant, title, text, metadata, entities, links, embedding, 
 
 // queries holds the SQL that depends only on the table name.
 type queries struct {
-	hydrate string
-	scan    string
+	hydrate    string
+	scan       string
+	indexState string
 }
 
-func buildQueries(table, op string) queries {
+func buildQueries(table, meta string) queries {
 	return queries{
-		hydrate: fmt.Sprintf(`SELECT %s FROM %s WHERE id = ANY($1)`, columns, table),
-		scan:    fmt.Sprintf(`SELECT %s FROM %s WHERE id > $1 ORDER BY id LIMIT $2`, columns, table),
+		indexState: fmt.Sprintf(`SELECT value FROM %s WHERE key = $1`, meta),
+		hydrate:    fmt.Sprintf(`SELECT %s FROM %s WHERE id = ANY($1)`, columns, table),
+		scan:       fmt.Sprintf(`SELECT %s FROM %s WHERE id > $1 ORDER BY id LIMIT $2`, columns, table),
 	}
 }

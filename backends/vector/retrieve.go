@@ -3,6 +3,7 @@ package vector
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -29,26 +30,40 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.VectorRequest) ([]spi.Re
 		return nil, fmt.Errorf("vector: retrieve: %w", err)
 	}
 	limit := req.K + tieSlack(req.K)
-	query, args := b.retrieveSQL(req, limit)
+	st, stale := b.state()
+	query, args := b.retrieveSQL(req, limit, st)
 	ef := min(max(b.cfg.HNSW.EfSearch, limit), maxEfSearch)
 
 	// One round trip: the batch runs in one implicit transaction, so the
 	// set_config(..., true) settings apply to the query that follows and
-	// vanish with it.
+	// vanish with it. A state older than a second is read again in the
+	// same trip, for the next query. Sequential scans are off: every part
+	// of the query has an index made for it (the HNSW index, the tail's
+	// btree), and with statistics that lag a load the planner would
+	// otherwise scan the whole table for a tail it thinks large.
 	batch := &pgx.Batch{}
 	if b.cfg.HNSW.MaxScanTuples > 0 {
 		batch.Queue(`SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', $2, true),
-	set_config('hnsw.max_scan_tuples', $3, true)`,
+	set_config('enable_seqscan', 'off', true), set_config('hnsw.max_scan_tuples', $3, true)`,
 			strconv.Itoa(ef), b.cfg.IterativeScan, strconv.Itoa(b.cfg.HNSW.MaxScanTuples))
 	} else {
-		batch.Queue(`SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', $2, true)`,
+		batch.Queue(`SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', $2, true),
+	set_config('enable_seqscan', 'off', true)`,
 			strconv.Itoa(ef), b.cfg.IterativeScan)
+	}
+	if stale {
+		batch.Queue(b.q.indexState, b.indexMetaKey())
 	}
 	batch.Queue(query, args...)
 	br := b.pool.SendBatch(ctx, batch)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
 		return nil, wrapErr(ctx, "retrieve", err)
+	}
+	if stale {
+		if err := b.refreshState(br.QueryRow()); err != nil {
+			return nil, wrapErr(ctx, "retrieve", err)
+		}
 	}
 	rows, err := br.Query()
 	if err != nil {
@@ -123,10 +138,13 @@ func isZero(v []float32) bool {
 }
 
 // retrieveSQL builds the top-k query. Only placeholders carry request
-// values; the SQL text depends on nothing but the number of filter keys.
-// Each filter key becomes "metadata @> ANY($n::jsonb[])" over one-pair JSON
-// objects, which the GIN jsonb_path_ops index can serve.
-func (b *Backend) retrieveSQL(req spi.VectorRequest, limit int) (string, []any) {
+// values; the SQL text depends on nothing but the number of filter keys
+// and the index state. Each filter key becomes "metadata @> ANY($n::jsonb[])"
+// over one-pair JSON objects, which the GIN jsonb_path_ops index can serve.
+// With a partial index the query is the union of the rows it covers
+// (searched through it) and the tail (searched exactly), which together
+// are every row (index.go).
+func (b *Backend) retrieveSQL(req spi.VectorRequest, limit int, st indexState) (string, []any) {
 	args := []any{pgvector.NewVector(req.Vector), limit}
 	var where []string
 	if req.Tenant != "" {
@@ -143,12 +161,44 @@ func (b *Backend) retrieveSQL(req spi.VectorRequest, limit int) (string, []any) 
 		args = append(args, objs)
 		where = append(where, fmt.Sprintf("metadata @> ANY($%d::jsonb[])", len(args)))
 	}
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "SELECT id, embedding %s $1 AS distance FROM %s", b.op, b.table)
-	if len(where) > 0 {
-		sb.WriteString(" WHERE ")
-		sb.WriteString(strings.Join(where, " AND "))
+	part := func(cond string) string {
+		w := where
+		if cond != "" {
+			w = append([]string{cond}, where...)
+		}
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "SELECT id, embedding %s $1 AS distance FROM %s", b.op, b.table)
+		if len(w) > 0 {
+			sb.WriteString(" WHERE ")
+			sb.WriteString(strings.Join(w, " AND "))
+		}
+		fmt.Fprintf(&sb, " ORDER BY embedding %s $1 LIMIT $2", b.op)
+		return sb.String()
 	}
-	fmt.Fprintf(&sb, " ORDER BY embedding %s $1 LIMIT $2", b.op)
-	return sb.String(), args
+	if st.legacy {
+		return part(""), args
+	}
+	return fmt.Sprintf("(%s) UNION ALL (%s)",
+		part(fmt.Sprintf("(indexed OR version <= %d)", st.v)),
+		part(fmt.Sprintf("NOT indexed AND version > %d", st.v))), args
+}
+
+// refreshState reads the index state a Retrieve batch asked for: the
+// recorded partial index, or legacy when none is recorded.
+func (b *Backend) refreshState(row pgx.Row) error {
+	var raw string
+	err := row.Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		b.setState(true, indexMeta{})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var m indexMeta
+	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+		return fmt.Errorf("index state %q: %w", raw, err)
+	}
+	b.setState(false, m)
+	return nil
 }

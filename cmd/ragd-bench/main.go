@@ -19,6 +19,11 @@
 // Queries that bring their own vectors (a JSONL file of {"text","vector"}
 // lines, as scripts/bench.sh scale writes) are sent with -send vector or
 // both; -took adds each source's took_ms percentiles under the row.
+//
+// pgvector's recall@k against exact search, at several ef_search values
+// and for one tenant (no load run; the store is opened in-process):
+//
+//	ragd-bench -pg-recall "$RAGD_PG_DSN" -queries queries-v384.jsonl -tenant t1
 package main
 
 import (
@@ -52,6 +57,7 @@ func run() error {
 		jsonOut string
 		sc      scenarioFlags
 		qf      queryFlags
+		rf      recallFlags
 	)
 	flag.StringVar(&cfg.Server, "server", "http://127.0.0.1:8080", "ragd base URL")
 	flag.StringVar(&cfg.APIKey, "api-key", os.Getenv("RAGD_API_KEY"), "API key (default $RAGD_API_KEY)")
@@ -67,11 +73,15 @@ func run() error {
 	flag.StringVar(&jsonOut, "json", "", "also write the report as JSON to this file")
 	sc.register()
 	qf.register()
+	rf.register()
 	flag.Parse()
 
 	qs, vecs, err := readQueries(queries)
 	if err != nil {
 		return err
+	}
+	if rf.dsn != "" {
+		return rf.run(context.Background(), os.Stdout, qs, vecs)
 	}
 	if cfg.Queries, cfg.Vectors, err = qf.apply(qs, vecs); err != nil {
 		return err

@@ -104,6 +104,9 @@ type App struct {
 	// nil unless server.debug_faults is on.
 	Faults *faults.Injector
 	read   readPath
+	// joining is the keyword index while it is built from the record
+	// (nil when it was whole at open).
+	joining *joiningKeyword
 
 	Retriever *retriever.HybridRetriever
 	Pipeline  *ingest.Pipeline

@@ -19,6 +19,16 @@ func NewLazy(open func(ctx context.Context) (string, error), now func() time.Tim
 
 func (l *lazy[T]) Get(ctx context.Context) (T, error) { return l.get(ctx) }
 
+// SetJoinHook makes every keyword load from the record call f once it has
+// read the log's head; the returned function removes it.
+func SetJoinHook(f func()) (restore func()) {
+	joinLoadStarted = f
+	return func() { joinLoadStarted = nil }
+}
+
+// Ready is the /readyz condition of a.
+func (a *App) Ready(ctx context.Context) error { return a.ready(ctx) }
+
 // ModelDir is modelDir, for tests of finding and pulling the model.
 func ModelDir(ctx context.Context, cfg *config.Config, o EmbedderOptions) (string, string, error) {
 	return modelDir(ctx, cfg, o)

@@ -181,6 +181,27 @@ var (
 
 func (v *lazyVector) Dimension() int { return v.dim }
 
+// vectorIndexer is the pgvector store's background work: moving written
+// rows into its HNSW index (vector.Backend.RunIndexer).
+type vectorIndexer interface{ RunIndexer(ctx context.Context) }
+
+// runIndexer runs the store's indexer once it is connected, until ctx ends.
+func (v *lazyVector) runIndexer(ctx context.Context) {
+	for {
+		if b, err := v.get(ctx); err == nil {
+			if ix, ok := b.(vectorIndexer); ok {
+				ix.RunIndexer(ctx)
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(ReconnectInterval):
+		}
+	}
+}
+
 func (v *lazyVector) Retrieve(ctx context.Context, req spi.VectorRequest) ([]spi.Ref, error) {
 	b, err := v.get(ctx)
 	if err != nil {

@@ -50,9 +50,19 @@ func (a *App) API() (*api.Server, error) {
 		Logger:          a.Logger,
 		Now:             a.now,
 		Version:         a.version,
+		Ready:           a.ready,
 
 		TracerProvider: a.tracer,
 	})
+}
+
+// ready is /readyz's own condition: not while the keyword index is being
+// built from the record (a joining replica).
+func (a *App) ready(ctx context.Context) error {
+	if a.joining != nil {
+		return a.joining.ready(ctx)
+	}
+	return nil
 }
 
 func firstHydrator(hs ...spi.Hydrator) spi.Hydrator {

@@ -13,6 +13,7 @@ import (
 	"github.com/ragd/ragd/backends/keyword"
 	"github.com/ragd/ragd/backends/vector"
 	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
+	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/spi"
 )
@@ -41,16 +42,11 @@ func (a *App) openStores(ctx context.Context) error {
 		}
 		return err
 	}
-	// A missing or corrupt keyword index is rebuilt from the system of
-	// record at open when it can be read; everything else a derived store
-	// lacks comes from the record's change log (wirePipeline).
-	scanner, _ := a.Vector.(spi.Scanner)
-	if lv, ok := a.Vector.(*lazyVector); ok {
-		if _, connected := lv.current(); !connected {
-			scanner = nil
-		}
-	}
-	if err := a.openKeyword(ctx, scanner); err != nil {
+	// A missing or corrupt keyword index is made anew, empty, and filled
+	// from the system of record in the background (join.go); everything
+	// else a derived store lacks comes from the record's change log
+	// (wirePipeline).
+	if err := a.openKeyword(ctx); err != nil {
 		return err
 	}
 	if err := a.openGraph(ctx); err != nil {
@@ -95,6 +91,7 @@ func (a *App) openVector(ctx context.Context, dim int) error {
 			Distance:       vector.Distance(c.Distance),
 			Table:          c.Table,
 			HNSW:           vector.HNSW{EfSearch: c.EFSearch},
+			Index:          vector.IndexConfig{BuildMemoryMB: c.IndexBuildMemMB},
 			MaxConns:       int32(c.MaxConns),
 			ConnectTimeout: config.Millis(c.ConnectTimeoutMS),
 			Now:            a.now,
@@ -111,30 +108,51 @@ func (a *App) openVector(ctx context.Context, dim int) error {
 		}
 		a.Vector = lv
 		a.closers = append(a.closers, lv)
+		a.background(lv.runIndexer)
 	}
 	return nil
 }
 
-func (a *App) openKeyword(ctx context.Context, src spi.Scanner) error {
+func (a *App) openKeyword(ctx context.Context) error {
 	c := a.Config.Backends.Keyword
 	if c.Kind == config.KindNone {
 		return nil
 	}
 	kc := keyword.Config{Dir: a.Config.Path(c.Dir), TitleBoost: c.TitleBoost, MaxK: a.Config.Retriever.MaxWindow, Logger: a.Logger, Now: a.now}
-	var (
-		b   *keyword.Backend
-		err error
-	)
-	if src != nil {
-		b, err = keyword.OpenOrRebuild(ctx, kc, src)
-	} else {
-		b, err = keyword.Open(kc)
+	record, derived := a.Vector.(spi.ChangeLog)
+	if !derived {
+		// The keyword index is the record (or there is none to fill it from).
+		b, err := keyword.Open(kc)
+		if err != nil {
+			return fmt.Errorf("app: backends.keyword: %w", err)
+		}
+		a.Keyword = b
+		a.closers = append(a.closers, b)
+		return nil
 	}
+	b, err := keyword.OpenOrRebuild(ctx, kc, emptyScanner{})
 	if err != nil {
 		return fmt.Errorf("app: backends.keyword: %w", err)
 	}
-	a.Keyword = b
 	a.closers = append(a.closers, b)
+	n, err := b.DocCount(ctx)
+	if err != nil {
+		return fmt.Errorf("app: backends.keyword: %w", err)
+	}
+	if n > 0 {
+		a.Keyword = b
+		return nil
+	}
+	j := newJoiningKeyword(b, record, a.Logger, a.now)
+	j.joined = func() {
+		if a.Breakers != nil {
+			if br, ok := a.Breakers.Lookup(spi.SourceKeyword); ok && br.State() != breaker.Closed {
+				br.ForceClose()
+			}
+		}
+	}
+	a.Keyword, a.joining = j, j
+	a.background(j.run)
 	return nil
 }
 
@@ -144,7 +162,7 @@ func (a *App) openGraph(ctx context.Context) error {
 	case config.KindNone:
 		return nil
 	case config.KindEmbedded:
-		gc := graphembedded.Config{Dir: a.Config.Path(c.Dir), Logger: a.Logger, Now: a.now}
+		gc := graphembedded.Config{Dir: a.Config.Path(c.Dir), MaxDegree: c.MaxDegree, Logger: a.Logger, Now: a.now}
 		s, err := graphembedded.Open(ctx, gc)
 		if errors.Is(err, graphembedded.ErrCorrupt) {
 			s, err = a.replaceGraph(ctx, gc, err)
@@ -161,6 +179,7 @@ func (a *App) openGraph(ctx context.Context) error {
 			Password:       c.Password,
 			Database:       c.Database,
 			ConnectTimeout: config.Millis(c.ConnectTimeoutMS),
+			MaxDegree:      c.MaxDegree,
 			Logger:         a.Logger,
 			Now:            a.now,
 		}

@@ -252,6 +252,14 @@ func (d *containerCtl) stop(ctx context.Context) error {
 	return nil
 }
 
+func (d *containerCtl) kill(ctx context.Context) error {
+	timeout := time.Duration(0) // SIGKILL at once
+	if err := d.c.Stop(ctx, &timeout); err != nil {
+		return fmt.Errorf("testenv: kill container: %w", err)
+	}
+	return nil
+}
+
 func (d *containerCtl) start(ctx context.Context) error {
 	if err := d.c.Start(ctx); err != nil {
 		return fmt.Errorf("testenv: start container: %w", err)

@@ -31,9 +31,15 @@ func (s *Server) Stop(ctx context.Context) error { return s.ctl.stop(ctx) }
 // returns once it accepts connections. Starting a running server is a no-op.
 func (s *Server) Start(ctx context.Context) error { return s.ctl.start(ctx) }
 
-// controller stops and starts one dedicated server.
+// Kill ends the server at once, as a crash would (SIGKILL to the server
+// and every process it started), and waits until it is gone; Start then
+// runs crash recovery. Killing a stopped server is a no-op.
+func (s *Server) Kill(ctx context.Context) error { return s.ctl.kill(ctx) }
+
+// controller stops, kills and starts one dedicated server.
 type controller interface {
 	stop(ctx context.Context) error
+	kill(ctx context.Context) error
 	start(ctx context.Context) error
 }
 

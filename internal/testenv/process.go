@@ -100,6 +100,20 @@ func (p *process) stop(ctx context.Context) error {
 	}
 }
 
+// kill kills the process and every process in its group (a server's
+// workers) with SIGKILL and waits for it. Killing a stopped process is a
+// no-op.
+func (p *process) kill(context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return nil
+	}
+	killGroup(p.cmd.Process.Pid)
+	p.killLocked()
+	return nil
+}
+
 // killLocked kills the process and waits for it. p.mu must be held.
 func (p *process) killLocked() {
 	if p.cmd == nil {

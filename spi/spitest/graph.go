@@ -56,6 +56,7 @@ func RunGraph(t *testing.T, h GraphHarness) {
 	t.Run("DeleteAndDormantLinks", func(t *testing.T) { graphDelete(t, h) })
 	t.Run("Hydrate", func(t *testing.T) { graphHydrate(t, h) })
 	t.Run("Hubs", func(t *testing.T) { graphHubs(t, h) })
+	t.Run("HubsPerTenant", func(t *testing.T) { graphHubsPerTenant(t, h) })
 	t.Run("MatchEntities", func(t *testing.T) { graphMatch(t, h) })
 	t.Run("NothingToSearch", func(t *testing.T) { graphNothingToSearch(t, h) })
 	t.Run("Cancelled", func(t *testing.T) { graphCancelled(t, h) })
@@ -542,6 +543,38 @@ func graphHubs(t *testing.T, h GraphHarness) {
 	g.upsert(gdoc{id: "p0", tenant: "T"})
 	if refs := g.expand([]string{"p1"}, 1, 100, "T"); len(refs) != n-1 {
 		t.Fatalf("after hub shrank to %d mentions, Expand = %s; want %d refs", n, g.fmtRefs(refs), n-1)
+	}
+}
+
+// An entity's degree is counted within the request's tenant (across all
+// tenants for a request of none): another tenant's documents never make it
+// a hub for this one.
+func graphHubsPerTenant(t *testing.T, h GraphHarness) {
+	g := newGraphFixture(t, h)
+	n := h.MaxDegree
+	var ds []gdoc
+	for i := 0; i <= n; i++ { // n+1 of T's documents mention shared
+		ds = append(ds, gdoc{id: fmt.Sprint("t", i), tenant: "T", ents: []string{"shared"}})
+	}
+	ds = append(ds, gdoc{id: "u0", tenant: "U", ents: []string{"shared"}}, gdoc{id: "u1", tenant: "U", ents: []string{"shared"}})
+	g.upsert(ds...)
+	g.wantRefs("a hub for T", g.expand([]string{"t0"}, 1, 100, "T"), nil, spi.SourceGraphExpand)
+	g.wantRefs("not a hub for U", g.expand([]string{"u0"}, 1, 100, "U"), []scored{one("u1", 1)}, spi.SourceGraphExpand)
+	g.wantRefs("a hub across tenants", g.expand([]string{"u0"}, 1, 100, ""), nil, spi.SourceGraphExpand)
+	refs, err := g.s.MatchEntities(context.Background(), spi.KeywordRequest{Text: g.word("shared"), K: 100, Tenant: g.tenant("U")})
+	if err != nil || len(refs) != 2 {
+		t.Fatalf("MatchEntities(shared) for U = %v, %v; want u0 and u1", refs, err)
+	}
+	if refs, err := g.s.MatchEntities(context.Background(), spi.KeywordRequest{Text: g.word("shared"), K: 100, Tenant: g.tenant("T")}); err != nil || len(refs) != 0 {
+		t.Fatalf("MatchEntities(shared) for T = %v, %v; want none (a hub)", refs, err)
+	}
+	// u1 moves to T: one mention leaves U's count and joins T's.
+	g.upsert(gdoc{id: "u1", tenant: "T", ents: []string{"shared"}})
+	g.wantRefs("U's last mention", g.expand([]string{"u0"}, 1, 100, "U"), nil, spi.SourceGraphExpand)
+	// Two of T's mentions go: T's degree is n, no longer a hub for T.
+	g.upsert(gdoc{id: "t0", tenant: "T"}, gdoc{id: "t1", tenant: "T"})
+	if refs := g.expand([]string{"t2"}, 1, 100, "T"); len(refs) != n-1 {
+		t.Fatalf("after T's degree fell to %d, Expand = %s; want %d refs", n, g.fmtRefs(refs), n-1)
 	}
 }
 

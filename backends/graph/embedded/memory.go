@@ -47,6 +47,9 @@ type memEnt struct {
 	name  string
 	terms []string
 	docs  []int32 // existing documents mentioning it, any tenant
+	// tenants counts docs by their tenant: the entity's degree within
+	// each tenant, which decides whether it is a hub for that tenant.
+	tenants map[string]int32
 }
 
 // scratch is per-call working memory indexed by document slot: a few
@@ -175,6 +178,10 @@ func (g *memGraph) mention(d int32, name string) {
 		}
 	}
 	ent.docs = append(ent.docs, d)
+	if ent.tenants == nil {
+		ent.tenants = map[string]int32{}
+	}
+	ent.tenants[g.docs[d].tenant]++
 	g.docs[d].ents = append(g.docs[d].ents, e)
 }
 
@@ -222,6 +229,9 @@ func (g *memGraph) removeEdges(d int32) {
 	for _, e := range md.ents {
 		ent := &g.ents[e]
 		ent.docs = deleteOne(ent.docs, d)
+		if ent.tenants[md.tenant]--; ent.tenants[md.tenant] <= 0 {
+			delete(ent.tenants, md.tenant)
+		}
 		if len(ent.docs) == 0 {
 			for _, t := range ent.terms {
 				g.termEnt[t] = deleteOne(g.termEnt[t], e)
@@ -280,13 +290,24 @@ func (v *view) matches(d int32) bool {
 	return len(v.filter) == 0 || v.filter.Match(v.g.docs[d].meta)
 }
 
-// mentioners returns the documents mentioning e, or nil for a hub.
+// degree is the number of the view's tenant's documents mentioning e (of
+// all tenants when the view has none).
+func (v *view) degree(e int32) int {
+	ent := &v.g.ents[e]
+	if v.tenant == "" {
+		return len(ent.docs)
+	}
+	return int(ent.tenants[v.tenant])
+}
+
+// mentioners returns the documents mentioning e, of any tenant (callers
+// keep the view's), or nil when e is a hub for the view's tenant or no
+// document of it mentions e.
 func (v *view) mentioners(e int32) []int32 {
-	ds := v.g.ents[e].docs
-	if len(ds) > v.maxDegree {
+	if n := v.degree(e); n == 0 || n > v.maxDegree {
 		return nil
 	}
-	return ds
+	return v.g.ents[e].docs
 }
 
 // matchEntities implements the entity-match rule of package graphspec.
@@ -302,7 +323,7 @@ func (v *view) matchEntities(ctx context.Context, tokens []string, maxEntities, 
 			}
 			s.ent[e] = true
 			s.ents = append(s.ents, e)
-			if len(v.mentioners(e)) == 0 { // hubs come back empty
+			if v.mentioners(e) == nil { // a hub, or no mentioner of the tenant
 				continue
 			}
 			ent := &g.ents[e]

@@ -17,8 +17,10 @@
 // One hop is a step from document A to a different document B of the
 // request's tenant, either through an entity both mention (A-MENTIONS->E
 // <-MENTIONS-B) or through a link in either direction. Entities mentioned by
-// more than MaxDegree documents (counted across all tenants) are hubs and
-// connect nothing. Documents are ranked by
+// more than MaxDegree documents are hubs and connect nothing; the documents
+// are counted within the request's tenant (across all tenants for a
+// request of none), so another tenant's writes never make an entity a hub
+// for this one. Documents are ranked by
 //
 //  1. hop distance from the nearest seed, ascending (1 before 2);
 //  2. paths, descending: at distance 1 the number of distinct (seed,
@@ -43,9 +45,10 @@
 //
 // The query text is split with QueryTokens. An entity matches when its terms
 // share at least one query token; its weight is the number of distinct query
-// tokens among its terms. Hub entities (degree above MaxDegree) are dropped,
-// then the MaxMatchEntities heaviest entities are kept (weight descending,
-// name ascending). A document's score is the sum of the weights of the kept
+// tokens among its terms. Entities no document of the request's tenant
+// mentions and hub entities (degree above MaxDegree, counted as for Expand)
+// are dropped, then the MaxMatchEntities heaviest entities are kept (weight
+// descending, name ascending). A document's score is the sum of the weights of the kept
 // entities it mentions; documents are ranked by score descending, then id.
 // Tenant and metadata filters apply to documents before the top-K cut.
 package graphspec
@@ -64,7 +67,8 @@ import (
 // Limits shared by both graph backends.
 const (
 	// DefaultMaxDegree is the default hub threshold: an entity mentioned by
-	// more documents than this connects nothing in Expand and MatchEntities.
+	// more of a tenant's documents than this connects nothing in that
+	// tenant's Expand and MatchEntities (rag.yaml backends.graph.max_degree).
 	DefaultMaxDegree = 1000
 	// DefaultMaxMatchEntities is the default number of matched entities
 	// MatchEntities follows to their documents.
