@@ -163,7 +163,8 @@ type faultyApplier struct {
 	mu    sync.Mutex
 	err   error
 	block chan struct{}
-	calls int
+	calls int // ApplyChanges calls
+	seqs  int // AppliedSeq calls
 }
 
 func (f *faultyApplier) set(err error, block chan struct{}) {
@@ -193,6 +194,7 @@ func (f *faultyApplier) ApplyChanges(ctx context.Context, log string, cs []spi.C
 func (f *faultyApplier) AppliedSeq(ctx context.Context, log string) (uint64, error) {
 	f.mu.Lock()
 	err := f.err
+	f.seqs++
 	f.mu.Unlock()
 	if err != nil {
 		return 0, err

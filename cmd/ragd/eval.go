@@ -10,6 +10,7 @@ import (
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/eval"
 	ragdapp "github.com/ragd/ragd/internal/app"
+	"github.com/ragd/ragd/spi"
 )
 
 func newEvalCmd(a *app) *cobra.Command {
@@ -76,6 +77,13 @@ func newEvalCmd(a *app) *cobra.Command {
 			}
 			defer inst.Close()
 
+			if modesReadGraph(ms) {
+				// The embedded graph is built only once something reads it:
+				// build it with the corpus.
+				if err := inst.WakeGraph(ctx); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintf(a.stderr, "eval: ingesting %d documents...\n", len(ds.Corpus))
 			st, err := eval.Ingest(ctx, ds, inst.Pipeline, eval.IngestOptions{})
 			if err != nil {
@@ -108,6 +116,24 @@ func newEvalCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&runsOut, "runs", "", "write every mode's ranking as TREC run files with this path prefix")
 	cmd.Flags().StringVar(&logLevel, "log-level", "warn", "log level for the stores and retriever")
 	return cmd
+}
+
+// modesReadGraph reports whether a mode queries the graph source or its
+// expansion beyond the server's defaults (which read it, or not, by
+// themselves).
+func modesReadGraph(ms []eval.Mode) bool {
+	for _, m := range ms {
+		if m.Single == spi.SourceGraph || (m.Expand.Enabled != nil && *m.Expand.Enabled) {
+			return true
+		}
+		for _, name := range []string{spi.SourceGraph, spi.SourceGraphExpand} {
+			o := m.Sources[name]
+			if (o.Enabled != nil && *o.Enabled) || (o.Enabled == nil && o.Weight > 0) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func dropMode(ms []eval.Mode, name string) []eval.Mode {

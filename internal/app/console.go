@@ -306,7 +306,8 @@ func (a *App) inventory(context.Context) api.Inventory {
 		if i == 0 {
 			role = "record"
 		}
-		inv.Stores = append(inv.Stores, api.StoreInfo{Name: st.name, Kind: st.kind, Role: role, Documents: counts[st.name]})
+		dormant := a.Pipeline != nil && i > 0 && a.Pipeline.Dormant(st.name)
+		inv.Stores = append(inv.Stores, api.StoreInfo{Name: st.name, Kind: st.kind, Role: role, Documents: counts[st.name], Dormant: dormant})
 	}
 	return inv
 }

@@ -15,3 +15,11 @@ func NewLazy(open func(ctx context.Context) (string, error), now func() time.Tim
 }
 
 func (l *lazy[T]) Get(ctx context.Context) (T, error) { return l.get(ctx) }
+
+// SetGraphWakeHook makes every wake of the embedded graph call f once its
+// applier is woken, before it reads the head it must reach; the returned
+// function removes it.
+func SetGraphWakeHook(f func()) (restore func()) {
+	graphWakeHook = f
+	return func() { graphWakeHook = nil }
+}
