@@ -205,6 +205,9 @@ func (a *App) sampleLag(ctx context.Context) {
 		return
 	}
 	for _, l := range st.Stores {
+		if l.Dormant {
+			continue // not kept: no lag to chart
+		}
 		a.History.Sample(history.GaugeLagEntries, l.Store, float64(l.Behind))
 		a.History.Sample(history.GaugeLagSeconds, l.Store, l.LagSeconds)
 	}

@@ -30,8 +30,9 @@ import (
 // checkpoint) and lets the applier catch up from the change log, or from
 // the record's documents when compaction removed entries it needs. Until
 // the store has applied the log up to the head read when it woke, graph
-// queries fail with spi.ErrUnavailable saying so, and its health is down
-// with the progress: a partial graph is never served as if it were whole.
+// queries fail with spi.ErrNotReady saying so (which the graph's breaker
+// does not count), and its health is down with the progress: a partial
+// graph is never served as if it were whole.
 // The store stays awake until the process ends; the next process decides
 // again from its configuration.
 type wakingGraph struct {
@@ -202,7 +203,7 @@ func (g *wakingGraph) reader() (*graphembedded.Store, error) {
 		return st, nil
 	}
 	g.wake()
-	return nil, fmt.Errorf("graph: %w: %s", spi.ErrUnavailable, why)
+	return nil, fmt.Errorf("graph: %w: %w: %s", spi.ErrNotReady, spi.ErrUnavailable, why)
 }
 
 // opened returns the open store, without waking it.
@@ -215,7 +216,14 @@ func (g *wakingGraph) opened() (*graphembedded.Store, error) {
 	return g.st, nil
 }
 
+// Expand and MatchEntities refuse what the store would refuse without
+// reading (no seeds, no word to match, invalid options) the same way,
+// without waking it.
+
 func (g *wakingGraph) Expand(ctx context.Context, seeds []string, opts spi.ExpandOptions) ([]spi.Ref, error) {
+	if err := graphembedded.CheckExpand(seeds, opts); err != nil {
+		return nil, err
+	}
 	st, err := g.reader()
 	if err != nil {
 		return nil, err
@@ -224,6 +232,9 @@ func (g *wakingGraph) Expand(ctx context.Context, seeds []string, opts spi.Expan
 }
 
 func (g *wakingGraph) MatchEntities(ctx context.Context, req spi.KeywordRequest) ([]spi.Ref, error) {
+	if err := graphembedded.CheckMatch(req); err != nil {
+		return nil, err
+	}
 	st, err := g.reader()
 	if err != nil {
 		return nil, err
@@ -241,7 +252,7 @@ func (g *wakingGraph) Query(context.Context, string, map[string]any) ([]map[stri
 func (g *wakingGraph) Hydrate(ctx context.Context, ids []string) ([]spi.Document, []string, error) {
 	st, why := g.serves()
 	if st == nil {
-		return nil, nil, fmt.Errorf("graph: %w: %s", spi.ErrUnavailable, why)
+		return nil, nil, fmt.Errorf("graph: %w: %w: %s", spi.ErrNotReady, spi.ErrUnavailable, why)
 	}
 	return st.Hydrate(ctx, ids)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ragd/ragd/backends/graph/embedded"
+	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/internal/app"
@@ -137,9 +138,18 @@ func TestGraphSwitchedOnLaterIsComplete(t *testing.T) {
 	a = newApp(t, on)
 	<-woke
 	restore()
-	_, err := a.Retriever.Retrieve(ctx, graphQuery())
-	if err == nil || !strings.Contains(err.Error(), "graph: error") {
-		t.Errorf("graph query while the graph is built: %v, want the graph source failing", err)
+	// Queries while it is built fail for the graph, without tripping its
+	// breaker (which would keep it out for reset_timeout after the build).
+	for range 2 * cfg.Breakers.FailureThreshold {
+		_, err := a.Retriever.Retrieve(ctx, graphQuery())
+		if err == nil || !strings.Contains(err.Error(), "graph: error (not ready: being built)") {
+			t.Fatalf("graph query while the graph is built: %v, want the graph source not ready", err)
+		}
+	}
+	for _, b := range a.Breakers.Snapshot() {
+		if b.Name == spi.SourceGraph && b.State != breaker.Closed {
+			t.Errorf("the graph's breaker is %v after queries during the build", b.State)
+		}
 	}
 	if h := a.Health()[spi.SourceGraph].Health(ctx); h.Status != spi.StatusDown || !strings.Contains(h.Detail, "being built") {
 		t.Errorf("graph health while it is built: %+v", h)
