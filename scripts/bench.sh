@@ -26,14 +26,21 @@
 #
 #   scripts/bench.sh scale N         ragd with its embedded stores on N synthetic
 #                                    documents (Cranfield and near-copies, made by
-#                                    ../shared/tools/synth_corpus.py): ingest rate,
-#                                    keyword-only, vector-only and hybrid (shipped
-#                                    defaults) latency with 1 client, hybrid req/s
-#                                    and partial answers with 8, hybrid with the
+#                                    ../shared/tools/synth_corpus.py): ingest rate
+#                                    and ragd's CPU time per document, keyword-only,
+#                                    vector-only and hybrid (shipped defaults)
+#                                    latency with 1 client, hybrid req/s and partial
+#                                    answers with 8, RSS and size on disk; then the
+#                                    graph (dormant with the shipped defaults) asked
+#                                    for, the time until it answers, hybrid with the
 #                                    graph source and expansion switched on, each
-#                                    source's time inside the answers, RSS and size
-#                                    on disk. One table for README's "At 100,000
-#                                    documents" section. Needs python3 and jq.
+#                                    source's time inside the answers, RSS and disk
+#                                    with the graph. One table for README's "At
+#                                    100,000 documents" section. Needs python3 and
+#                                    jq. BENCH_LANCEDB=PYTHON also runs
+#                                    scripts/peer_lancedb.py on the same files with
+#                                    that Python (which has lancedb) and prints its
+#                                    JSON line.
 #
 #   scripts/bench.sh embed           the built-in embedder beside ONNX Runtime
 #                                    (Python, 2 threads) on the same model and
@@ -180,13 +187,14 @@ PY
   fi
 }
 
-# caught_up waits until every derived store has applied the change log
-# (GET /v1/status/health's log.stores[].behind), when the server has one,
-# for at most BENCH_CATCHUP_S seconds (default 3600).
+# caught_up waits until every derived store that is kept (not dormant:
+# something reads it) has applied the change log (GET /v1/status/health's
+# log.stores[].behind), when the server has one, for at most
+# BENCH_CATCHUP_S seconds (default 3600).
 caught_up() {
   local limit=${BENCH_CATCHUP_S:-3600} start=$SECONDS behind
   while [ $((SECONDS - start)) -lt "$limit" ]; do
-    behind=$(curl -sf "http://127.0.0.1:$port/v1/status/health" | jq '[.log.stores[]?.behind] | add // 0') || behind=1
+    behind=$(curl -sf "http://127.0.0.1:$port/v1/status/health" | jq '[.log.stores[]? | select(.dormant | not) | .behind] | add // 0') || behind=1
     [ "$behind" = 0 ] && return
     sleep 1
   done
@@ -194,16 +202,35 @@ caught_up() {
   exit 1
 }
 
+# cpu_s is the CPU time (user + system) process $1 has used, in seconds.
+cpu_s() { awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat"; }
+
+# graph_built asks for the graph (a query that switches it on) until it
+# answers: with the shipped rag.yaml the embedded graph is dormant until a
+# query asks for it, then built from the change log.
+graph_built() {
+  local body
+  body=$(jq -c '. + {text: "wing flutter"}' <<<"$graph")
+  until curl -sf -H 'Content-Type: application/json' -d "$body" "http://127.0.0.1:$port/v1/query" |
+      jq -e '.sources.graph.status == "ok"' >/dev/null; do
+    sleep 0.5
+  done
+}
+
 scale() {
-  local t0 t1 t2 b
+  local t0 t1 t2 t3 t4 b c0 c2 c3 c4
   echo "== ingesting $corpus" >&2
+  c0=$(cpu_s "$ragd_pid")
   t0=$(date +%s.%N)
-  "$work/ragd" ingest --server "http://127.0.0.1:$port" --no-resume --progress plain "$corpus" >&2
+  /usr/bin/time -f '%U %S' -o "$work/client.cpu" \
+    "$work/ragd" ingest --server "http://127.0.0.1:$port" --no-resume --progress plain "$corpus" >&2
   t1=$(date +%s.%N)
   caught_up
   t2=$(date +%s.%N)
+  c2=$(cpu_s "$ragd_pid")
   rss_ingest=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
   anon_ingest=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
+  dormant=$(curl -sf "http://127.0.0.1:$port/v1/status/health" | jq -r '[.log.stores[]? | select(.dormant) | .store] | join(", ")')
 
   # What each row sends: the sources off in it, and -send (vector: no text).
   off() { jq -nc '{sources: ($ARGS.positional | map({(.): {enabled: false}}) | add)}' --args "$@"; }
@@ -212,19 +239,34 @@ scale() {
   if [ "$vdim" = 0 ]; then vsend=text; hsend=text; fi
   common=(-server "http://127.0.0.1:$port" -queries "$qfile" -pid "$ragd_pid" -duration "$phase")
   echo "== warming up" >&2
-  "$work/ragd-bench" "${common[@]}" -clients "$clients" -send "$hsend" -body "$graph" -duration 3s >/dev/null
+  "$work/ragd-bench" "${common[@]}" -clients "$clients" -send "$hsend" -duration 3s >/dev/null
   out=$work/scale.md
   {
     "$work/ragd-bench" "${common[@]}" -header -clients 1 -label "keyword only, 1 client" -send text -body "$(off vector graph graph_expand)"
     "$work/ragd-bench" "${common[@]}" -clients 1 -label "vector only, 1 client" -send "$vsend" -body "$(off keyword graph graph_expand)"
     "$work/ragd-bench" "${common[@]}" -clients 1 -label "hybrid, 1 client" -send "$hsend" -took
     "$work/ragd-bench" "${common[@]}" -clients "$clients" -label "hybrid, $clients clients" -send "$hsend" -took
-    "$work/ragd-bench" "${common[@]}" -clients 1 -label "hybrid with graph and expansion, 1 client" -send "$hsend" -body "$graph" -took
   } > "$out"
+  # Memory and disk of the shipped configuration, before anything asks
+  # for the graph.
   rss=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
   anon=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
   hwm=$(awk '/VmHWM/{print $2}' "/proc/$ragd_pid/status")
   b=$(du -sb "$work/data" | cut -f1)
+  disk=$(for d in "$work"/data/*/; do printf '%s %s MiB, ' "$(basename "$d")" $(($(du -sb "$d" | cut -f1) / 1048576)); done | sed 's/, $//')
+
+  # The graph: built when a query first asks for it (unless rag.yaml reads
+  # it), then measured.
+  echo "== asking for the graph" >&2
+  c3=$(cpu_s "$ragd_pid")
+  t3=$(date +%s.%N)
+  graph_built
+  t4=$(date +%s.%N)
+  c4=$(cpu_s "$ragd_pid")
+  "$work/ragd-bench" "${common[@]}" -clients 1 -label "hybrid with graph and expansion, 1 client" -send "$hsend" -body "$graph" -took >> "$out"
+  grss=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
+  ganon=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
+  gb=$(du -sb "$work/data" | cut -f1)
 
   echo "## ragd at scale: $docs documents, embedded default, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
   echo
@@ -236,8 +278,11 @@ scale() {
   echo
   echo "| measure | ragd |"
   echo "|---|---|"
-  awk -v n="$docs" -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN {
-    printf "| ingest (ragd ingest, batches of 256) | %.0f s, %.0f docs/s; every store caught up after %.0f s (%.0f docs/s) |\n", b-a, n/(b-a), c-a, n/(c-a) }'
+  read -r cu cs < "$work/client.cpu"
+  awk -v n="$docs" -v a="$t0" -v b="$t1" -v c="$t2" -v c0="$c0" -v c2="$c2" -v cl="$(awk -v u="$cu" -v s="$cs" 'BEGIN{print u+s}')" -v dormant="$dormant" 'BEGIN {
+    printf "| ingest (ragd ingest, batches of 256) | %.0f s, %.0f docs/s; every store kept caught up after %.0f s (**%.0f docs/s**)%s; ragd CPU %.0f s (%.2f ms per document), the client %.0f s |\n", b-a, n/(b-a), c-a, n/(c-a), (dormant == "" ? "" : " (" dormant " dormant: nothing reads it)"), c2-c0, (c2-c0)*1000/n, cl }'
+  awk -v a="$t3" -v b="$t4" -v c0="$c3" -v c1="$c4" 'BEGIN {
+    printf "| the graph, built when a query first asks for it | answering after %.0f s (ragd CPU %.0f s) |\n", b-a, c1-c0 }'
   row() { grep -F "| $1 |" "$out" | awk -F'|' '{ gsub(/ /, "", $5); gsub(/ /, "", $6); gsub(/ /, "", $4); gsub(/ /, "", $9); gsub(/ /, "", $7); print $5 " / " $6 " ms (" $4 " req/s, " $7 " CPU ms/query, " $9 " partial)" }'; }
   echo "| keyword-only p50 / p99, 1 client | $(row 'keyword only, 1 client') |"
   echo "| vector-only p50 / p99, 1 client | $(row 'vector only, 1 client') |"
@@ -247,12 +292,23 @@ scale() {
   took() { grep -F "($1):" "$out" | cut -d: -f2- | sed 's/^ //'; }
   echo "| inside hybrid answers, took_ms p50 / p99 (1 client) | $(took 'hybrid, 1 client') |"
   echo "| inside hybrid answers with graph and expansion on (1 client) | $(took 'hybrid with graph and expansion, 1 client') |"
-  echo "| RSS after ingest / after the runs / peak | $((rss_ingest / 1024)) / $((rss / 1024)) / $((hwm / 1024)) MiB, of which anonymous (heap) $((anon_ingest / 1024)) / $((anon / 1024)) MiB, the rest mapped store files |"
-  echo "| on disk | $((b / 1048576)) MiB ($(for d in "$work"/data/*/; do printf '%s %s MiB, ' "$(basename "$d")" $(($(du -sb "$d" | cut -f1) / 1048576)); done | sed 's/, $//')) |"
+  echo "| RSS after ingest / after the query runs / peak | $((rss_ingest / 1024)) / $((rss / 1024)) / $((hwm / 1024)) MiB, of which anonymous (heap) $((anon_ingest / 1024)) / $((anon / 1024)) MiB, the rest mapped store files |"
+  echo "| on disk | $((b / 1048576)) MiB ($disk) |"
+  echo "| RSS / on disk with the graph built | $((grss / 1024)) MiB, of which anonymous $((ganon / 1024)) MiB / $((gb / 1048576)) MiB |"
   echo
   grep '^|' "$out"
   echo
   grep '^took_ms' "$out"
+  if [ -n "${BENCH_LANCEDB:-}" ]; then
+    echo "== LanceDB on the same files" >&2
+    kill "$ragd_pid" && wait "$ragd_pid" 2>/dev/null
+    ragd_pid=
+    echo
+    echo "LanceDB (scripts/peer_lancedb.py, load average $(cut -d' ' -f1-3 /proc/loadavg) before):"
+    echo
+    "$BENCH_LANCEDB" scripts/peer_lancedb.py --corpus "$corpus" --queries "$qfile" --dir "$work/lancedb" \
+      --phase "${phase%s}" --clients "$clients"
+  fi
 }
 
 [ "$1" = scale ] && scale_data
