@@ -34,6 +34,7 @@ func newLiveSpec(t *testing.T) *liveSpec {
 	t.Helper()
 	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
+	cfg.Embedder.Kind = config.KindHashing
 	cfg.Auth.Keys = []config.KeyConfig{
 		{Name: "a", Key: adminKey, Role: config.RoleAdmin},
 		{Name: "q", Key: queryKey, Role: config.RoleQuery},

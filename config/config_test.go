@@ -72,6 +72,9 @@ func TestBadFiles(t *testing.T) {
 		"listen.bad.yaml":            {"server.listen", "host:port"},
 		"weight.bad.yaml":            {"retriever.sources.keyword.weight", "between 0 and 1000"},
 		"tracing.bad.yaml":           {"tracing.endpoint", "tracing.sample_ratio"},
+		"embedder-cache.bad.yaml":    {"embedder.document_concurrency", "embedder.cache.dir", "embedder.cache.query_entries"},
+		"builtin.bad.yaml":           {"embedder.model", "invalid model name", "embedder.threads", "embedder.max_seq_length", "[CLS]", "embedder.pull_timeout_s"},
+		"openai-dimension.bad.yaml":  {"embedder.dimension", "must be set", "openai"},
 	}
 	files, _ := filepath.Glob("testdata/*.bad.yaml")
 	if len(files) != len(want) {
@@ -129,11 +132,40 @@ func TestFullFileValues(t *testing.T) {
 		{"relative dir joined", c.Path("graph"), filepath.Join("/var/lib/ragd", "graph")},
 		{"tracing on", c.Tracing.Enabled, true},
 		{"tracing ratio", c.Tracing.SampleRatio, 0.25},
+		{"document concurrency", c.Embedder.DocumentSlots(), 2},
+		{"vector cache dir", c.Path(c.Embedder.Cache.Dir), "/var/cache/ragd-vectors"},
+		{"vector cache bound", c.Embedder.Cache.MaxMB, 1024},
+		{"query cache", c.Embedder.Cache.QueryEntries, 4096},
 	}
 	for _, ch := range checks {
 		if ch.got != ch.want {
 			t.Errorf("%s: got %v, want %v", ch.name, ch.got, ch.want)
 		}
+	}
+}
+
+func TestBuiltinEmbedderValues(t *testing.T) {
+	c, err := parseFile(t, "testdata/builtin.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := c.Embedder
+	if e.Kind != config.KindBuiltin || e.BuiltinModel() != "all-MiniLM-L6-v2" || e.Threads != 2 || e.MaxSeqLength != 128 ||
+		e.QueryPrefix != "query: " || e.DocumentPrefix != "passage: " || e.PullTimeoutS != 60 || e.Dimension != 0 {
+		t.Fatalf("embedder = %+v", e)
+	}
+	if e.DocumentSlots() != 1 {
+		t.Errorf("document slots %d, want 1 for an in-process model", e.DocumentSlots())
+	}
+	if got := c.SourceWeight("vector"); got != 1 {
+		t.Errorf("builtin vector weight %v, want 1 (a real model)", got)
+	}
+	if got := c.SourceWeightFor("vector", config.KindHashing); got != config.DefaultHashingVectorWeight {
+		t.Errorf("vector weight while serving on the hashing fallback %v, want %v", got, config.DefaultHashingVectorWeight)
+	}
+	e.Model = ""
+	if e.BuiltinModel() != "sentence-transformers/all-MiniLM-L6-v2" {
+		t.Errorf("default model %q", e.BuiltinModel())
 	}
 }
 
@@ -188,6 +220,10 @@ func TestLoad(t *testing.T) {
 // set in the file wins.
 func TestDefaultSourceWeights(t *testing.T) {
 	c := config.Default()
+	if c.Embedder.Kind != config.KindBuiltin || c.SourceWeight("vector") != 1 {
+		t.Errorf("default embedder %q with vector weight %v, want the built-in model at 1", c.Embedder.Kind, c.SourceWeight("vector"))
+	}
+	c.Embedder.Kind = config.KindHashing
 	for name, want := range map[string]float64{"keyword": 1, "vector": config.DefaultHashingVectorWeight, "graph": 0} {
 		if got := c.SourceWeight(name); got != want {
 			t.Errorf("hashing embedder: %s weight %v, want %v", name, got, want)

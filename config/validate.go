@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ragd/ragd/embedder/builtin/modelcache"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -122,8 +123,26 @@ func (c *Config) Validate() error {
 	}
 
 	e := c.Embedder
+	kinds := []string{KindBuiltin, KindHashing, KindOpenAI}
 	switch e.Kind {
 	case KindHashing:
+	case KindBuiltin:
+		if e.ModelDir == "" {
+			if _, err := modelcache.Canonical(e.BuiltinModel()); err != nil {
+				bad("embedder.model", "%v", err)
+			}
+		}
+		for _, f := range []struct {
+			key string
+			v   int
+		}{{"embedder.threads", e.Threads}, {"embedder.max_seq_length", e.MaxSeqLength}, {"embedder.pull_timeout_s", e.PullTimeoutS}} {
+			if f.v < 0 {
+				bad(f.key, "must be >= 0, got %d", f.v)
+			}
+		}
+		if e.MaxSeqLength == 1 {
+			bad("embedder.max_seq_length", "must leave room for [CLS] and [SEP] (at least 2), got 1")
+		}
 	case KindOpenAI:
 		if u, err := url.Parse(e.BaseURL); err != nil || u.Host == "" || !oneOf(u.Scheme, "http", "https") {
 			bad("embedder.base_url", "must be an http(s) URL, got %q", e.BaseURL)
@@ -136,11 +155,25 @@ func (c *Config) Validate() error {
 		if e.MaxRetries < 0 {
 			bad("embedder.max_retries", "must be >= 0, got %d", e.MaxRetries)
 		}
+		if e.Dimension == 0 {
+			bad("embedder.dimension", "must be set for kind %q (the model's vector length)", e.Kind)
+		}
 	default:
-		bad("embedder.kind", "must be one of %s, got %q", quoteList([]string{KindHashing, KindOpenAI}), e.Kind)
+		bad("embedder.kind", "must be one of %s, got %q", quoteList(kinds), e.Kind)
 	}
-	if e.Dimension < 1 || e.Dimension > 16000 {
-		bad("embedder.dimension", "must be between 1 and 16000, got %d", e.Dimension)
+	if e.Dimension < 0 || e.Dimension > 16000 {
+		bad("embedder.dimension", "must be between 1 and 16000 (or left out), got %d", e.Dimension)
+	}
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"embedder.document_concurrency", e.DocumentConcurrency}, {"embedder.cache.max_mb", e.Cache.MaxMB}, {"embedder.cache.query_entries", e.Cache.QueryEntries}} {
+		if f.v < 0 {
+			bad(f.key, "must be >= 0, got %d", f.v)
+		}
+	}
+	if e.Cache.MaxMB > 0 && strings.TrimSpace(e.Cache.Dir) == "" {
+		bad("embedder.cache.dir", "must be set while embedder.cache.max_mb is above 0")
 	}
 
 	r := c.Retriever

@@ -245,7 +245,7 @@ func readStores(t *testing.T, dataDir, pgDSN string, neo *testenv.Neo4jConn, ids
 		t.Fatal(err)
 	}
 	for name, s := range map[string]spi.ChangeApplier{"keyword": kw, "graph": gr} {
-		if snap.derived[name], err = collect(func(fn func(string, uint64) error) error { return s.Versions(ctx, ls.ID, fn) }); err != nil {
+		if snap.derived[name], err = collect(func(fn func(string, uint64) error) error { return spi.AllVersions(ctx, s, ls.ID, 256, fn) }); err != nil {
 			t.Fatal(err)
 		}
 	}

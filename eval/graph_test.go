@@ -24,6 +24,7 @@ func TestGraphHelpsWithUserEntities(t *testing.T) {
 	off := false
 	cfg.Auth.Enabled = &off
 	cfg.DataDir = t.TempDir()
+	cfg.Embedder.Kind = config.KindHashing
 	cfg.Ingest.ExtractEntities = false
 	inst, err := ragdapp.New(ctx, &cfg, ragdapp.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -273,3 +273,66 @@ func TestIngest(t *testing.T) {
 		t.Fatalf("Ingest with a failing doc = %+v, %v", st, err)
 	}
 }
+
+// queryEmbedder counts the texts it embeds; err fails every call.
+type queryEmbedder struct {
+	mu    sync.Mutex
+	calls [][]string
+	err   error
+}
+
+func (e *queryEmbedder) Dimension() int { return 2 }
+
+func (e *queryEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.calls = append(e.calls, texts)
+	if e.err != nil {
+		return nil, e.err
+	}
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = []float32{float32(len(t)), 1}
+	}
+	return out, nil
+}
+
+// TestQueriesAreEmbeddedOnceUpFront: with Options.QueryEmbedder, every
+// query text is embedded once before the modes run (not by the retriever
+// under the server's deadline, once per mode), the modes that use the
+// vector source get the vectors, and a failing embedder fails the run
+// rather than scoring queries 0.
+func TestQueriesAreEmbeddedOnceUpFront(t *testing.T) {
+	s := &fakeSearcher{rank: map[string]map[string][]string{}, fail: map[string]bool{}}
+	e := &queryEmbedder{}
+	modes := []eval.Mode{eval.KeywordMode(), eval.VectorMode(), eval.HybridMode()}
+	rep, err := eval.Run(context.Background(), tinyDataset(), s, modes, eval.Options{Warmup: -1, QueryEmbedder: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(e.calls) != "[[one two]]" {
+		t.Fatalf("embedder calls = %v, want one call with both texts", e.calls)
+	}
+	for _, q := range s.queries {
+		withVector := modeOf(q) != "keyword"
+		if (len(q.Vector) > 0) != withVector {
+			t.Fatalf("%s query %q carries vector %v", modeOf(q), q.Text, q.Vector)
+		}
+		if withVector && q.Vector[0] != float32(len(q.Text)) {
+			t.Fatalf("query %q got another query's vector %v", q.Text, q.Vector)
+		}
+	}
+	var b bytes.Buffer
+	if err := rep.WriteTable(&b); err != nil || !strings.Contains(b.String(), "query embedding: 2 texts") {
+		t.Fatalf("table lacks the query embedding line (%v):\n%s", err, b.String())
+	}
+
+	e = &queryEmbedder{}
+	if _, err := eval.Run(context.Background(), tinyDataset(), s, modes[:1], eval.Options{Warmup: -1, QueryEmbedder: e}); err != nil || len(e.calls) != 0 {
+		t.Fatalf("keyword only: %v, %d embedder calls; want none", err, len(e.calls))
+	}
+	e = &queryEmbedder{err: errors.New("fake: model crashed")}
+	if _, err := eval.Run(context.Background(), tinyDataset(), s, modes, eval.Options{Warmup: -1, QueryEmbedder: e}); err == nil || !strings.Contains(err.Error(), "embedding the queries") {
+		t.Fatalf("failing embedder: err = %v", err)
+	}
+}

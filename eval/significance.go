@@ -108,22 +108,33 @@ func (r *Report) BestSingle() *ModeReport {
 	return best
 }
 
-// Comparisons compares every hybrid mode with the best single-source mode.
+// Comparisons compares every hybrid mode with each single-source mode:
+// first the best one (BestSingle), then the others in report order. A
+// hybrid mode that beats the best source need not beat every source
+// significantly, nor the other way round, so each pair is tested.
 func (r *Report) Comparisons() ([]Comparison, error) {
 	best := r.BestSingle()
 	if best == nil {
 		return nil, nil
+	}
+	singles := []string{best.Mode}
+	for _, m := range r.Modes {
+		if m.Single != "" && m.Mode != best.Mode {
+			singles = append(singles, m.Mode)
+		}
 	}
 	var out []Comparison
 	for _, m := range r.Modes {
 		if m.Single != "" {
 			continue
 		}
-		c, err := r.Compare(m.Mode, best.Mode)
-		if err != nil {
-			return nil, err
+		for _, s := range singles {
+			c, err := r.Compare(m.Mode, s)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c)
 		}
-		out = append(out, c)
 	}
 	return out, nil
 }

@@ -55,20 +55,27 @@ func TestReportComparisons(t *testing.T) {
 	if b := r.BestSingle(); b == nil || b.Mode != "keyword" {
 		t.Fatalf("best single = %+v", b)
 	}
+	// Hybrid against each single source, the best one first.
 	cs, err := r.Comparisons()
-	if err != nil || len(cs) != 1 {
-		t.Fatalf("comparisons %+v, %v", cs, err)
+	if err != nil || len(cs) != 2 {
+		t.Fatalf("comparisons %+v, %v; want hybrid vs keyword and hybrid vs vector", cs, err)
 	}
 	c := cs[0]
 	if c.A != "hybrid" || c.B != "keyword" || c.Better != 2 || c.Tied != 2 || c.Worse != 0 || math.Abs(c.MeanDiff-0.1) > 1e-12 {
+		t.Fatalf("comparison %+v", c)
+	}
+	c = cs[1]
+	if c.A != "hybrid" || c.B != "vector" || c.Better != 2 || c.Tied != 2 || c.Worse != 0 || math.Abs(c.MeanDiff-0.35) > 1e-12 {
 		t.Fatalf("comparison %+v", c)
 	}
 	var b strings.Builder
 	if err := r.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "hybrid vs keyword (best single source): ΔnDCG@10 = +0.1000, p = ") {
-		t.Fatalf("table lacks the comparison:\n%s", b.String())
+	for _, line := range []string{"hybrid vs keyword (best single source): ΔnDCG@10 = +0.1000, p = ", "hybrid vs vector: ΔnDCG@10 = +0.3500, p = "} {
+		if !strings.Contains(b.String(), line) {
+			t.Fatalf("table lacks %q:\n%s", line, b.String())
+		}
 	}
 }
 

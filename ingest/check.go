@@ -1,12 +1,12 @@
 package ingest
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
+	"iter"
 	"slices"
+	"sort"
 
 	"github.com/ragd/ragd/spi"
 )
@@ -150,6 +150,9 @@ func (p *Pipeline) legacy(ctx context.Context, repair bool) (int, error) {
 func (t *tailer) check(ctx context.Context, repair bool) (StoreCheck, error) {
 	t.applyMu.Lock()
 	defer t.applyMu.Unlock()
+	if t.resyncing {
+		return StoreCheck{Store: t.name}, fmt.Errorf("ingest: %s: %w: the store is being resynchronised from the record; check again later", t.name, spi.ErrUnavailable)
+	}
 	if err := t.prepare(ctx); err != nil {
 		return StoreCheck{Store: t.name}, err
 	}
@@ -158,11 +161,15 @@ func (t *tailer) check(ctx context.Context, repair bool) (StoreCheck, error) {
 		return StoreCheck{Store: t.name}, err
 	}
 	for t.applied() < ls.Last {
-		changes, err := t.p.log.Changes(ctx, t.applied(), t.batch)
+		from := t.applied()
+		changes, err := t.next(ctx)
 		if err != nil {
 			return StoreCheck{Store: t.name}, err
 		}
 		if len(changes) == 0 {
+			if t.applied() > from {
+				continue // resynchronised past a compaction
+			}
 			break
 		}
 		if err := t.apply(ctx, changes, changes[len(changes)-1].Seq); err != nil {
@@ -172,41 +179,43 @@ func (t *tailer) check(ctx context.Context, repair bool) (StoreCheck, error) {
 	return t.compare(ctx, repair)
 }
 
+// resync repairs the store from the record after compaction removed
+// entries it had not applied. Until it succeeds the store's applier
+// applies nothing (step) and checks wait (check), since moving the
+// checkpoint past the gap would lose what the gap held. Callers hold
+// applyMu.
+func (t *tailer) resync(ctx context.Context) error {
+	t.resyncing = true
+	defer func() { t.resyncing = false }()
+	_, err := t.compare(ctx, true)
+	return err
+}
+
 // compare diffs the store against the record and, with repair, rewrites
 // what differs and moves the checkpoint to the log's head as of the
-// comparison. Callers hold applyMu.
+// comparison. It goes a page of t.batch documents at a time and holds
+// applyMu only while it compares a page: callers hold applyMu, compare
+// releases it while it reads the record's next page and holds it again
+// when it returns.
 func (t *tailer) compare(ctx context.Context, repair bool) (StoreCheck, error) {
-	sc := StoreCheck{Store: t.name}
+	sc := StoreCheck{Store: t.name, Applied: t.applied()}
 	ls, err := t.p.log.LogState(ctx)
 	if err != nil {
 		return sc, err
 	}
-	diffs, err := t.diff(ctx, &sc)
-	if err != nil || !repair {
+	if err := t.diff(ctx, &sc, repair); err != nil || !repair {
 		return sc, err
 	}
-	ids := make([]string, len(diffs))
-	for i, d := range diffs {
-		ids[i] = d.ID
-	}
-	for chunk := range slices.Chunk(ids, t.batch) {
-		cur, err := t.p.log.Current(ctx, chunk)
-		if err != nil {
-			return sc, err
-		}
-		if err := t.apply(ctx, cur, 0); err != nil {
-			return sc, err
-		}
-		sc.Repaired += len(chunk)
-	}
-	// Everything up to the head as of the comparison is now in the store.
+	// Everything up to the head as of the comparison is now in the store:
+	// each document either matched the record or was rewritten with its
+	// state read after the comparison began.
 	if err := t.apply(ctx, nil, ls.Last); err != nil {
 		return sc, err
 	}
 	if sc.Repaired > 0 {
 		t.p.logger.Warn("ingest: repaired a derived store from the record", "store", t.name, "documents", sc.Repaired)
 		var after StoreCheck
-		if _, err := t.diff(ctx, &after); err != nil {
+		if err := t.diff(ctx, &after, false); err != nil {
 			return sc, err
 		}
 		sc.Remaining = after.Differences()
@@ -214,38 +223,145 @@ func (t *tailer) compare(ctx context.Context, repair bool) (StoreCheck, error) {
 	return sc, nil
 }
 
-// diff fills sc's counts and examples and returns every difference.
-func (t *tailer) diff(ctx context.Context, sc *StoreCheck) ([]Difference, error) {
-	sc.Applied = t.applied()
-	rec := map[string]uint64{}
-	if err := t.p.log.Versions(ctx, func(id string, v uint64) error { rec[id] = v; return nil }); err != nil {
-		return nil, err
+// errStop ends a Versions visit early.
+var errStop = errors.New("ingest: stop")
+
+// diff compares the store with the record a page at a time, merging the
+// two in id order, fills sc's counts and examples and, with repair,
+// rewrites each page's differences. The record's page is read without
+// applyMu and may be stale by the time the store's is read under it: a
+// document that looks different is confirmed with the record's current
+// state (spi.ChangeLog.Current), which repairs write, so neither a write
+// nor an apply between the two reads counts as a difference. Callers hold
+// applyMu; diff releases it while it reads the record.
+func (t *tailer) diff(ctx context.Context, sc *StoreCheck, repair bool) error {
+	page := t.batch
+	var recErr error
+	next, stop := iter.Pull2(func(yield func(string, uint64) bool) {
+		recErr = t.p.log.Versions(ctx, func(id string, v uint64) error {
+			if !yield(id, v) {
+				return errStop
+			}
+			return nil
+		})
+	})
+	defer stop()
+	rec := make([]spi.IDVersion, 0, page)
+	storeAfter := ""
+	for done := false; !done; {
+		rec = rec[:0]
+		t.applyMu.Unlock()
+		for len(rec) < page {
+			id, v, ok := next()
+			if !ok {
+				done = true
+				break
+			}
+			rec = append(rec, spi.IDVersion{ID: id, Version: v})
+		}
+		t.applyMu.Lock()
+		if recErr != nil && !errors.Is(recErr, errStop) {
+			return recErr
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// The store's documents up to the record page's last id (all the
+		// rest after the record's last page), read under applyMu.
+		hi := ""
+		if !done && len(rec) > 0 {
+			hi = rec[len(rec)-1].ID
+		}
+		var have []spi.IDVersion
+		for {
+			got, err := t.store.Versions(ctx, t.logID, storeAfter, page)
+			if err != nil {
+				return err
+			}
+			n := len(got)
+			if hi != "" {
+				n = sort.Search(len(got), func(i int) bool { return got[i].ID > hi })
+			}
+			have = append(have, got[:n]...)
+			if n > 0 {
+				storeAfter = got[n-1].ID
+			}
+			if n < len(got) || len(got) < page {
+				break
+			}
+		}
+		sc.RecordDocuments += len(rec)
+		sc.Documents += len(have)
+		if err := t.diffPage(ctx, sc, rec, have, repair); err != nil {
+			return err
+		}
 	}
-	have := map[string]uint64{}
-	if err := t.store.Versions(ctx, t.logID, func(id string, v uint64) error { have[id] = v; return nil }); err != nil {
-		return nil, err
-	}
-	sc.RecordDocuments, sc.Documents = len(rec), len(have)
-	var diffs []Difference
-	for _, id := range slices.Sorted(maps.Keys(rec)) {
-		rv := rec[id]
-		sv, ok := have[id]
+	return nil
+}
+
+// diffPage compares one page of the record with the store's documents in
+// the same id range, both in id order, confirms each difference with the
+// record's current state and, with repair, rewrites what differs.
+func (t *tailer) diffPage(ctx context.Context, sc *StoreCheck, rec, have []spi.IDVersion, repair bool) error {
+	var suspects []string
+	stored := map[string]uint64{} // the store's version of each suspect it holds
+	i, j := 0, 0
+	for i < len(rec) || j < len(have) {
 		switch {
-		case !ok:
+		case j == len(have) || (i < len(rec) && rec[i].ID < have[j].ID):
+			suspects = append(suspects, rec[i].ID)
+			i++
+		case i == len(rec) || have[j].ID < rec[i].ID:
+			suspects = append(suspects, have[j].ID)
+			stored[have[j].ID] = have[j].Version
+			j++
+		default:
+			if rec[i].Version != have[j].Version {
+				suspects = append(suspects, rec[i].ID)
+				stored[have[j].ID] = have[j].Version
+			}
+			i, j = i+1, j+1
+		}
+	}
+	if len(suspects) == 0 {
+		return nil
+	}
+	slices.Sort(suspects)
+	suspects = slices.Compact(suspects) // an order the store disagrees on can list one twice
+	cur, err := t.p.log.Current(ctx, suspects)
+	if err != nil {
+		return err
+	}
+	var fix []spi.Change
+	for _, c := range cur {
+		sv, held := stored[c.ID]
+		var d Difference
+		switch {
+		case c.Doc != nil && !held:
+			d = Difference{ID: c.ID, Kind: DiffMissing, RecordVersion: c.Version}
 			sc.Missing++
-			diffs = append(diffs, Difference{ID: id, Kind: DiffMissing, RecordVersion: rv})
-		case sv != rv:
+		case c.Doc != nil && sv != c.Version:
+			d = Difference{ID: c.ID, Kind: DiffStale, RecordVersion: c.Version, StoreVersion: sv}
 			sc.Stale++
-			diffs = append(diffs, Difference{ID: id, Kind: DiffStale, RecordVersion: rv, StoreVersion: sv})
-		}
-	}
-	for _, id := range slices.Sorted(maps.Keys(have)) {
-		if _, ok := rec[id]; !ok {
+		case c.Doc == nil && held:
+			d = Difference{ID: c.ID, Kind: DiffExtra, StoreVersion: sv}
 			sc.Extra++
-			diffs = append(diffs, Difference{ID: id, Kind: DiffExtra, StoreVersion: have[id]})
+		default:
+			continue // changed between the two reads; the log brings it
 		}
+		if len(sc.Examples) < maxExamples {
+			sc.Examples = append(sc.Examples, d)
+		}
+		fix = append(fix, c)
 	}
-	slices.SortFunc(diffs, func(a, b Difference) int { return cmp.Compare(a.ID, b.ID) })
-	sc.Examples = diffs[:min(len(diffs), maxExamples)]
-	return diffs, nil
+	if !repair {
+		return nil
+	}
+	for chunk := range slices.Chunk(fix, t.batch) {
+		if err := t.apply(ctx, chunk, 0); err != nil {
+			return err
+		}
+		sc.Repaired += len(chunk)
+	}
+	return nil
 }

@@ -157,14 +157,23 @@ func vectors(dim int, texts []string) [][]float32 {
 
 // faultyApplier wraps a real derived store. While err is set, every call
 // fails with it; while block is set, ApplyChanges waits for the channel to
-// close (a hung server) or ctx to end.
+// close (a hung server) or ctx to end; while maxBatch is set, a batch of
+// more changes runs out of time (a store too slow for large batches).
 type faultyApplier struct {
 	spi.ChangeApplier
-	mu    sync.Mutex
-	err   error
-	block chan struct{}
-	calls int // ApplyChanges calls
-	seqs  int // AppliedSeq calls
+	mu       sync.Mutex
+	err      error
+	block    chan struct{}
+	maxBatch int
+	calls    int   // ApplyChanges calls
+	seqs     int   // AppliedSeq calls
+	sizes    []int // len(changes) of every ApplyChanges call
+}
+
+func (f *faultyApplier) setMaxBatch(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.maxBatch = n
 }
 
 func (f *faultyApplier) set(err error, block chan struct{}) {
@@ -175,9 +184,13 @@ func (f *faultyApplier) set(err error, block chan struct{}) {
 
 func (f *faultyApplier) ApplyChanges(ctx context.Context, log string, cs []spi.Change, through uint64) error {
 	f.mu.Lock()
-	err, block := f.err, f.block
+	err, block, maxBatch := f.err, f.block, f.maxBatch
 	f.calls++
+	f.sizes = append(f.sizes, len(cs))
 	f.mu.Unlock()
+	if maxBatch > 0 && len(cs) > maxBatch {
+		return fmt.Errorf("faulty: apply of %d changes: %w: %w", len(cs), spi.ErrUnavailable, context.DeadlineExceeded)
+	}
 	if block != nil {
 		select {
 		case <-block:
@@ -203,11 +216,33 @@ func (f *faultyApplier) AppliedSeq(ctx context.Context, log string) (uint64, err
 }
 
 // faultyRecord wraps the real record store. CommitFn, when set, replaces
-// Commit (it may call next).
+// Commit (it may call next); VisitFn, when set, runs before Versions
+// passes each document on.
 type faultyRecord struct {
 	spitestRecord
 	mu       sync.Mutex
 	CommitFn func(ctx context.Context, ws []spi.Write, next func(context.Context, []spi.Write) ([]spi.WriteResult, error)) ([]spi.WriteResult, error)
+	// CurrentFn, when set, replaces Current.
+	CurrentFn func(ctx context.Context, ids []string) ([]spi.Change, error)
+	VisitFn   func(id string)
+}
+
+func (f *faultyRecord) setVisit(fn func(id string)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.VisitFn = fn
+}
+
+func (f *faultyRecord) Versions(ctx context.Context, fn func(id string, version uint64) error) error {
+	f.mu.Lock()
+	visit := f.VisitFn
+	f.mu.Unlock()
+	return f.spitestRecord.Versions(ctx, func(id string, v uint64) error {
+		if visit != nil {
+			visit(id)
+		}
+		return fn(id, v)
+	})
 }
 
 // spitestRecord is the record's full capability set.
@@ -232,4 +267,20 @@ func (f *faultyRecord) Commit(ctx context.Context, ws []spi.Write) ([]spi.WriteR
 		return fn(ctx, ws, f.spitestRecord.Commit)
 	}
 	return f.spitestRecord.Commit(ctx, ws)
+}
+
+func (f *faultyRecord) setCurrent(fn func(ctx context.Context, ids []string) ([]spi.Change, error)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.CurrentFn = fn
+}
+
+func (f *faultyRecord) Current(ctx context.Context, ids []string) ([]spi.Change, error) {
+	f.mu.Lock()
+	fn := f.CurrentFn
+	f.mu.Unlock()
+	if fn != nil {
+		return fn(ctx, ids)
+	}
+	return f.spitestRecord.Current(ctx, ids)
 }

@@ -22,6 +22,7 @@ var ErrConfig = errors.New("ingest: invalid config")
 // Defaults for zero Config fields.
 const (
 	DefaultBatchSize    = 64
+	DefaultEmbedBatch   = 64
 	DefaultRecordName   = spi.SourceVector
 	DefaultApplyBatch   = 256
 	DefaultPoll         = 250 * time.Millisecond
@@ -87,8 +88,14 @@ type Config struct {
 	// EmbedText is the text embedded for a document; nil means the title and
 	// the text joined by a blank line.
 	EmbedText func(spi.Document) string
-	// BatchSize bounds one Embed call and one record commit; default 64.
+	// BatchSize bounds one record commit; default 64.
 	BatchSize int
+	// EmbedBatch bounds one Embed call; default 64. It is kept small
+	// whatever BatchSize is: a model on a CPU takes seconds for 64 texts,
+	// and the texts of a finished call are kept (their vectors reach the
+	// vector cache) even when the request's deadline cuts off the rest, so
+	// a retry of a large request resumes instead of starting over.
+	EmbedBatch int
 	// Limits bound each document.
 	Limits Limits
 	// ApplyBatch bounds the log entries a derived store applies at once;
@@ -139,7 +146,7 @@ func (c Config) Validate() error {
 		name string
 		v    int64
 	}{
-		{"batch_size", int64(c.BatchSize)}, {"dimension", int64(c.Dimension)}, {"apply_batch", int64(c.ApplyBatch)},
+		{"batch_size", int64(c.BatchSize)}, {"embed_batch", int64(c.EmbedBatch)}, {"dimension", int64(c.Dimension)}, {"apply_batch", int64(c.ApplyBatch)},
 		{"poll", int64(c.Poll)}, {"apply_timeout", int64(c.ApplyTimeout)},
 	} {
 		if f.v < 0 {
@@ -206,11 +213,13 @@ type Pipeline struct {
 	embedText  func(spi.Document) string
 	dim        int
 	batch      int
+	embedBatch int
 	limits     Limits
 	retention  time.Duration
 	logger     *slog.Logger
 	now        func() time.Time
 	metrics    *metrics
+	progress   *embedProgress
 	tracer     trace.Tracer
 	// compactMu makes Compact and Wake take turns, so that a compaction
 	// that left a dormant store out never runs past its waking.
@@ -230,6 +239,7 @@ func New(cfg Config) (*Pipeline, error) {
 		embedText:  cfg.EmbedText,
 		dim:        cfg.Dimension,
 		batch:      cmp.Or(cfg.BatchSize, DefaultBatchSize),
+		embedBatch: cmp.Or(cfg.EmbedBatch, DefaultEmbedBatch),
 		limits:     cfg.Limits.WithDefaults(),
 		retention:  cmp.Or(cfg.Retention, DefaultRetention),
 		logger:     cfg.Logger,
@@ -253,6 +263,7 @@ func New(cfg Config) (*Pipeline, error) {
 	} else {
 		p.record = newDirectRecord(cfg.Record)
 	}
+	p.progress = &embedProgress{now: p.now}
 	var err error
 	stores := make([]string, len(cfg.Derived))
 	for i, d := range cfg.Derived {
@@ -260,6 +271,9 @@ func New(cfg Config) (*Pipeline, error) {
 	}
 	if p.metrics, err = newMetrics(cfg.Registerer, p, stores); err != nil {
 		return nil, err
+	}
+	if err := p.progress.register(cfg.Registerer); err != nil {
+		return nil, fmt.Errorf("ingest: metrics: %w", err)
 	}
 	for _, d := range cfg.Derived {
 		t := &tailer{
@@ -291,6 +305,9 @@ func DefaultEmbedText(d spi.Document) string {
 	return d.Title + "\n\n" + d.Text
 }
 
+// EmbedStatus reports the embedding progress of the writes in flight.
+func (p *Pipeline) EmbedStatus() EmbedStatus { return p.progress.status() }
+
 // RecordName is the name of the store acting as the system of record.
 func (p *Pipeline) RecordName() string { return p.recordName }
 
@@ -310,8 +327,9 @@ func (p *Pipeline) DerivedNames() []string {
 // Upsert writes docs and returns one Result per input document, in order.
 //
 // Each document is validated on its own, once; an invalid one fails with a
-// Code* code while the others proceed. Documents without a vector are
-// embedded in batches; documents without entities get them from the
+// Code* code while the others proceed. Documents without a vector keep
+// the stored one when their embedded text is unchanged (reuseStored); the
+// others are embedded in batches. Documents without entities get them from the
 // Extractor. The record store then commits them, in batches, together with
 // their log entries; ownership is decided inside that transaction (an id
 // held by another tenant fails with id_conflict, which does not say whose
@@ -626,10 +644,61 @@ func (p *Pipeline) embed(ctx context.Context, work []spi.Document, res []Result,
 			need = append(need, i)
 		}
 	}
-	for chunk := range slices.Chunk(need, p.batch) {
+	p.progress.queued(len(need))
+	need = p.reuseStored(ctx, work, need)
+	for chunk := range slices.Chunk(need, p.embedBatch) {
 		p.embedChunk(ctx, work, res, chunk)
 	}
 	return slices.DeleteFunc(valid, func(i int) bool { return res[i].Status == StatusFailed })
+}
+
+// reuseStored gives each document of need whose embedded text (embedText)
+// equals the stored document's the stored vector, and returns the ones
+// left to embed. Embedding is the expensive step of a write: a retry, a
+// re-ingest of the same corpus or a change of metadata alone embeds
+// nothing. The commit still compares the whole content (spi.ContentHash),
+// so an identical document is reported unchanged and appends no log
+// entry, exactly as before. The stored vector is the configured
+// embedder's: the vector store refuses to open on vectors of another
+// embedder (docs/embedders.md), and a vector the client once sent with the
+// document is kept the same way, because the text it belongs to has not
+// changed. Without a change log, or when the record cannot be read, every
+// document is embedded.
+func (p *Pipeline) reuseStored(ctx context.Context, work []spi.Document, need []int) []int {
+	if p.log == nil || len(need) == 0 {
+		return need
+	}
+	rest := make([]int, 0, len(need))
+	reused := 0
+	for chunk := range slices.Chunk(need, p.batch) {
+		ids := make([]string, len(chunk))
+		for k, i := range chunk {
+			ids[k] = work[i].ID
+		}
+		cur, err := p.log.Current(ctx, ids)
+		if err != nil {
+			p.logger.Debug("ingest: could not read the stored documents; embedding them all", "docs", len(chunk), "err", err)
+			rest = append(rest, chunk...)
+			continue
+		}
+		stored := make(map[string]*spi.Document, len(cur))
+		for _, c := range cur {
+			if c.Doc != nil {
+				stored[c.ID] = c.Doc
+			}
+		}
+		for _, i := range chunk {
+			d := stored[work[i].ID]
+			if d != nil && len(d.Vector) == p.dim && p.embedText(*d) == p.embedText(work[i]) {
+				work[i].Vector = d.Vector
+				reused++
+				continue
+			}
+			rest = append(rest, i)
+		}
+	}
+	p.progress.keptStored(reused)
+	return rest
 }
 
 func (p *Pipeline) embedChunk(ctx context.Context, work []spi.Document, res []Result, chunk []int) {
@@ -637,6 +706,7 @@ func (p *Pipeline) embedChunk(ctx context.Context, work []spi.Document, res []Re
 	for k, i := range chunk {
 		texts[k] = p.embedText(work[i])
 	}
+	start := p.now()
 	vecs, err := p.embedder.Embed(ctx, texts)
 	if err == nil && len(vecs) != len(texts) {
 		err = fmt.Errorf("%w: embedder returned %d vectors for %d texts", spi.ErrUnavailable, len(vecs), len(texts))
@@ -658,6 +728,7 @@ func (p *Pipeline) embedChunk(ctx context.Context, work []spi.Document, res []Re
 			}
 			return
 		}
+		p.progress.done(len(chunk), start, false)
 		code := CodeEmbedderUnavailable
 		switch {
 		case ctx.Err() != nil:
@@ -671,6 +742,7 @@ func (p *Pipeline) embedChunk(ctx context.Context, work []spi.Document, res []Re
 		}
 		return
 	}
+	p.progress.done(len(chunk), start, true)
 	for k, i := range chunk {
 		work[i].Vector = vecs[k]
 	}

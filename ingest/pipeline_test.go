@@ -228,8 +228,9 @@ func TestHungStoreDoesNotDelayWrites(t *testing.T) {
 		return ok
 	})
 	// With wait, the answer still comes, after the wait, naming the store
-	// that is not current.
-	res = r.p.Upsert(context.Background(), []spi.Document{doc("b")}, ingest.WriteOptions{Wait: 50 * time.Millisecond})
+	// that is not current. (The wait is long enough for keyword to apply
+	// on a loaded machine; the hung graph makes it last that long.)
+	res = r.p.Upsert(context.Background(), []spi.Document{doc("b")}, ingest.WriteOptions{Wait: 3 * time.Second})
 	if res[0].Status != ingest.StatusOK || res[0].Stores["graph"] != ingest.StorePending || res[0].Stores["keyword"] != ingest.StoreCurrent {
 		t.Fatalf("result with wait = %+v, want keyword current and graph pending", res[0])
 	}

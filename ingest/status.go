@@ -93,12 +93,19 @@ type StoreLag struct {
 type LogStatus struct {
 	Head   uint64     `json:"head"`
 	Stores []StoreLag `json:"stores"`
+	// Embedding is the write path's embedding progress (with an ETA for
+	// the texts in flight); absent without an embedder.
+	Embedding *EmbedStatus `json:"embedding,omitempty"`
 }
 
 // Status reports the log's head and every derived store's lag. It reads
 // the record (two small queries per lagging store).
 func (p *Pipeline) Status(ctx context.Context) (LogStatus, error) {
 	st := LogStatus{Stores: []StoreLag{}}
+	if p.embedder != nil {
+		e := p.progress.status()
+		st.Embedding = &e
+	}
 	if p.log == nil {
 		return st, nil
 	}

@@ -14,8 +14,12 @@ import (
 const (
 	minBackoff = 100 * time.Millisecond
 	maxBackoff = 5 * time.Second
-	// recheckEvery is how often a running applier looks at the log's
-	// compaction watermark (it also does at start).
+	// growAfter is how many batches in a row must apply in time before a
+	// batch size shrunk by a timeout doubles again.
+	growAfter = 8
+	// recheckEvery is how often a running applier checks that the
+	// record's log has not gone back behind its store (it also does at
+	// start).
 	recheckEvery = 5 * time.Minute
 )
 
@@ -37,11 +41,15 @@ type tailer struct {
 	awake    chan struct{}
 	wakeOnce sync.Once
 
-	// applyMu serialises applies, checks and repairs of this store.
+	// applyMu serialises applies, checks and repairs of this store, and
+	// guards the fields up to mu.
 	applyMu   sync.Mutex
+	size      int  // entries per apply: batch, less after timeouts (fit)
+	fits      int  // applies in time since size last changed
+	resyncing bool // a resynchronisation from the record is under way (check.go)
 	ready     bool // the checkpoint was loaded
 	logID     string
-	checkedAt time.Time // last look at the compaction watermark
+	checkedAt time.Time // last check of the log's end against the checkpoint
 
 	mu      sync.Mutex
 	seq     uint64        // the checkpoint as last applied or loaded
@@ -158,22 +166,77 @@ func (t *tailer) run(ctx context.Context) {
 func (t *tailer) step(ctx context.Context) (int, error) {
 	t.applyMu.Lock()
 	defer t.applyMu.Unlock()
+	if t.resyncing {
+		return 0, nil // a check is resynchronising the store (check.go)
+	}
 	if err := t.prepare(ctx); err != nil {
 		return 0, err
 	}
-	changes, err := t.p.log.Changes(ctx, t.applied(), t.batch)
+	changes, err := t.next(ctx)
 	if err != nil || len(changes) == 0 {
 		return 0, err
 	}
-	if err := t.apply(ctx, changes, changes[len(changes)-1].Seq); err != nil {
+	err = t.apply(ctx, changes, changes[len(changes)-1].Seq)
+	t.fit(ctx, len(changes), err)
+	if err != nil {
 		return 0, err
 	}
 	return len(changes), nil
 }
 
+// limit is the number of entries the next apply reads.
+func (t *tailer) limit() int {
+	if t.size <= 0 {
+		t.size = t.batch
+	}
+	return t.size
+}
+
+// fit adapts the batch size to what the store applies in time: an apply
+// of n entries that ran out of time (while ctx still runs) halves it, so
+// a batch too slow for the store is never retried as it is forever; after
+// growAfter applies in time it doubles again, up to the configured batch.
+// A single entry that runs out of time is retried as it is (with backoff):
+// the store is down or hung, and nothing can be skipped.
+func (t *tailer) fit(ctx context.Context, n int, err error) {
+	switch {
+	case err == nil:
+		if t.fits++; t.size < t.batch && t.fits >= growAfter {
+			t.size, t.fits = min(t.batch, 2*t.size), 0
+		}
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) && n > 1:
+		t.size, t.fits = max(1, n/2), 0
+		t.p.logger.Warn("ingest: applying a batch to a derived store ran out of time; applying smaller batches",
+			"store", t.name, "entries", n, "next_batch", t.size, "timeout", t.timeout)
+	}
+}
+
+// next reads the entries after the checkpoint. It never lets the store
+// pass entries it has not applied: when the first entry read is not the
+// one after the checkpoint and compaction removed entries above the
+// checkpoint (another replica compacted while this store was away or
+// failing), it resynchronises the store from the record instead and
+// returns no entries (the caller reads again from the new checkpoint).
+// A gap compaction does not explain is a hole in the sequence
+// (PostgreSQL's may skip numbers) and is read past. Callers hold applyMu.
+func (t *tailer) next(ctx context.Context) ([]spi.Change, error) {
+	from := t.applied()
+	changes, err := t.p.log.Changes(ctx, from, t.limit())
+	if err != nil || len(changes) == 0 || changes[0].Seq == from+1 {
+		return changes, err
+	}
+	ls, err := t.p.log.LogState(ctx)
+	if err != nil || ls.Compacted <= from {
+		return changes, err
+	}
+	t.p.logger.Warn("ingest: the change log was compacted past this store's checkpoint; resynchronising it from the record",
+		"store", t.name, "applied", from, "compacted", ls.Compacted)
+	return nil, t.resync(ctx)
+}
+
 // prepare loads the checkpoint on first use and, at start and every
-// recheckEvery, resynchronises the store if compaction removed entries it
-// had not applied. Callers hold applyMu.
+// recheckEvery, checks that the record's log has not gone back behind the
+// store (a record restored from a backup). Callers hold applyMu.
 func (t *tailer) prepare(ctx context.Context) error {
 	if t.ready && t.p.now().Sub(t.checkedAt) < recheckEvery {
 		return nil
@@ -199,13 +262,6 @@ func (t *tailer) prepare(ctx context.Context) error {
 			t.name, spi.ErrUnavailable, t.applied(), ls.Last)
 	}
 	t.checkedAt = t.p.now()
-	if ls.Compacted > t.applied() {
-		t.p.logger.Warn("ingest: the change log was compacted past this store's checkpoint; resynchronising it from the record",
-			"store", t.name, "applied", t.applied(), "compacted", ls.Compacted)
-		if _, err := t.compare(ctx, true); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
@@ -219,6 +275,10 @@ func (t *tailer) apply(ctx context.Context, changes []spi.Change, through uint64
 		actx, end = t.p.storeSpan(actx, spanApply, t.name, len(changes))
 	}
 	err := t.store.ApplyChanges(actx, t.logID, changes, through)
+	if err != nil && actx.Err() != nil && ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+		// The apply's own deadline passed, whatever the store made of it.
+		err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
+	}
 	cancel()
 	if err != nil {
 		end(len(changes))

@@ -11,7 +11,7 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// Result codes. A Result with Status "failed" or "partial" carries one.
+// Result codes: a Result whose Status is "failed" carries one.
 const (
 	CodeInvalidID       = "invalid_id"         // empty, too long, control characters or invalid UTF-8
 	CodeDuplicateID     = "duplicate_id"       // the id appears earlier in the same batch

@@ -116,6 +116,10 @@ func classify(ctx, sctx context.Context, err error, took time.Duration, dl deadl
 		return a.is(StatusSkipped, ReasonNothingToSearch, false), spi.OutcomeNeutral
 	case errors.Is(err, spi.ErrShed):
 		return a.is(StatusShed, "at its concurrency limit", false), spi.OutcomeNeutral
+	case errors.Is(err, spi.ErrOverloaded):
+		// The source refused for load through its own retries (HTTP 429):
+		// busy, not sick.
+		return a.is(StatusShed, "overloaded (rate limited)", false), spi.OutcomeNeutral
 	case errors.Is(err, spi.ErrCircuitOpen):
 		return a.is(StatusCircuitOpen, "circuit open", true), spi.OutcomeNeutral
 	case sctx.Err() != nil && errors.Is(context.Cause(sctx), context.DeadlineExceeded):

@@ -247,6 +247,58 @@ func TestStageOneIsTheRegistry(t *testing.T) {
 	}
 }
 
+// cachingEmbedder adds spi.EmbedCache to the fake embedder: texts in hits
+// are answered from the "cache".
+type cachingEmbedder struct {
+	*fakeEmbedder
+	hits map[string][]float32
+}
+
+func (c *cachingEmbedder) Cached(text string) ([]float32, bool) {
+	v, ok := c.hits[text]
+	return slices.Clone(v), ok
+}
+
+// A query vector the embedder's cache holds is used without the embedder's
+// gate: nothing reaches the model, so no slot is taken and no success is
+// reported (a hit must not excuse a hung model's timeouts as busy), and an
+// open embedder breaker does not stop it. A miss goes through the gate.
+func TestCachedQueryVectorSkipsTheEmbedderGate(t *testing.T) {
+	s := newStack()
+	cfg := s.config()
+	emb := &cachingEmbedder{fakeEmbedder: s.emb, hits: map[string][]float32{"cached": {1, 0, 0, 0}}}
+	cfg.Embedder = emb
+	open := &fakeGate{check: &spi.RejectedError{Gate: spi.SourceEmbedder, Reason: spi.ErrCircuitOpen},
+		admit: &spi.RejectedError{Gate: spi.SourceEmbedder, Reason: spi.ErrCircuitOpen}}
+	cfg.Gates = map[string]spi.Gate{spi.SourceEmbedder: open}
+	r := mustNew(t, cfg)
+
+	res := mustRetrieve(t, r, retriever.Query{Text: "cached", Sources: retriever.Only(spi.SourceVector)})
+	if res.Sources[spi.SourceEmbedder].Status != retriever.StatusOK || res.Sources[spi.SourceVector].Status != retriever.StatusOK {
+		t.Fatalf("cached query with the embedder's breaker open: %+v", res.Sources)
+	}
+	if n := s.emb.calls.Load(); n != 0 || len(open.seen()) != 0 {
+		t.Fatalf("embedder called %d times, gate saw %v: a cache hit must reach neither", n, open.seen())
+	}
+	if req, _ := s.vec.lastReq().(spi.VectorRequest); !slices.Equal(req.Vector, []float32{1, 0, 0, 0}) {
+		t.Fatalf("vector store got %v, want the cached vector", req.Vector)
+	}
+
+	res, err := r.Retrieve(context.Background(), retriever.Query{Text: "not cached"})
+	if st := res.Sources[spi.SourceVector]; err != nil || st.Status != retriever.StatusCircuitOpen || st.Error != "embedder: circuit open" {
+		t.Fatalf("uncached query with the embedder's breaker open: %+v, %v; want the vector source skipped for it", res, err)
+	}
+
+	ok := &fakeGate{}
+	cfg.Gates = map[string]spi.Gate{spi.SourceEmbedder: ok}
+	r = mustNew(t, cfg)
+	mustRetrieve(t, r, retriever.Query{Text: "cached"})
+	mustRetrieve(t, r, retriever.Query{Text: "not cached"})
+	if got := ok.seen(); len(got) != 1 || got[0] != spi.OutcomeSuccess || s.emb.calls.Load() != 1 {
+		t.Fatalf("gate outcomes %v, embedder calls %d: want one admitted call, for the miss", got, s.emb.calls.Load())
+	}
+}
+
 // hungGraph is a graph backend that hangs on every call that reaches it,
 // while, as the stores do (spi/spitest), it answers a text with no word to
 // match with spi.ErrNothingToSearch without contacting anything. A call

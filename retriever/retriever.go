@@ -67,6 +67,9 @@ type run struct {
 	statuses map[string]SourceStatus
 	lists    []RankedList
 	healthy  int
+	// cached is the query vector the embedder's cache held (admit), used
+	// without calling the embedder or its gate.
+	cached []float32
 }
 
 // stage1Outcome is one stage-1 goroutine's result slot.
@@ -217,7 +220,10 @@ func (ru *run) admit(sp *sourcePlan) (attempt, bool) {
 			return rejected(err), false
 		}
 	}
-	if g := r.gate(spi.SourceEmbedder); embed && g != nil {
+	if embed {
+		ru.cached = r.cachedVector(q.Text)
+	}
+	if g := r.gate(spi.SourceEmbedder); embed && ru.cached == nil && g != nil {
 		if err := g.Check(); err != nil {
 			a := rejected(err)
 			a.msg = "embedder: " + a.msg
@@ -236,6 +242,9 @@ func (ru *run) callStage1(ctx context.Context, sp sourcePlan, slot *stage1Outcom
 	switch sp.name {
 	case spi.SourceVector:
 		vec := q.Vector
+		if len(vec) == 0 && ru.cached != nil {
+			vec, slot.embed = ru.cached, attempt{status: StatusOK}
+		}
 		if len(vec) == 0 {
 			var a attempt
 			ectx, span := r.traceSource(ctx, spi.SourceEmbedder)
@@ -271,7 +280,7 @@ func (ru *run) embed(ctx context.Context) ([]float32, attempt) {
 		if err != nil {
 			return nil, err
 		}
-		if len(vs) != 1 || !finite(vs[0]) || (r.limits.VectorDimension > 0 && len(vs[0]) != r.limits.VectorDimension) {
+		if len(vs) != 1 || !r.usableVector(vs[0]) {
 			return nil, errUnusableEmbedding
 		}
 		return vs[0], nil
@@ -280,6 +289,28 @@ func (ru *run) embed(ctx context.Context) ([]float32, attempt) {
 }
 
 var errUnusableEmbedding = fmt.Errorf("retriever: the embedder returned an unusable vector")
+
+// cachedVector is text's vector from the embedder's cache (spi.EmbedCache),
+// or nil. A hit skips the embedder's gate: the model is not called, so a
+// hit neither takes a slot nor counts as the model answering (which would
+// excuse a hung model's timeouts as busy), and an open embedder breaker
+// does not stop a query the cache can serve.
+func (r *HybridRetriever) cachedVector(text string) []float32 {
+	c, ok := r.cfg.Embedder.(spi.EmbedCache)
+	if !ok {
+		return nil
+	}
+	v, hit := c.Cached(text)
+	if !hit || !r.usableVector(v) {
+		return nil
+	}
+	return v
+}
+
+// usableVector reports whether v can be searched with.
+func (r *HybridRetriever) usableVector(v []float32) bool {
+	return len(v) > 0 && finite(v) && (r.limits.VectorDimension == 0 || len(v) == r.limits.VectorDimension)
+}
 
 // collect records one stage-1 source's outcome and keeps its list when ok.
 func (ru *run) collect(sp *sourcePlan, o *stage1Outcome) {

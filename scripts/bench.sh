@@ -60,7 +60,9 @@
 # Settings (environment): RAG_CRANFIELD_DIR (default ../shared/data/cranfield),
 # BENCH_CLIENTS (8; 64 for hung), BENCH_PHASE (10s; 12s for hung, longer
 # than the cooldown), BENCH_PORT (18090), BENCH_RESET_S (10), BENCH_RATE
-# (hung only; 200).
+# (hung only; 200), BENCH_EMBEDDER (load and scale: hashing, so the figures
+# measure the stores and compare with earlier runs; builtin runs the shipped
+# model).
 # scale only: BENCH_CACHE (a directory keeping the generated corpora between
 # runs; default a temporary one), BENCH_VECTORS (384: documents and queries
 # carry the same random unit vectors, as given to the peers; 0: the built-in
@@ -69,7 +71,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,61p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,63p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 case "${1:-}" in
   load)
     mode=${2:-embedded}
@@ -273,7 +275,7 @@ scale() {
   if [ "$vdim" -gt 0 ]; then
     echo "Documents and queries carry the same random unit $vdim-dimensional vectors (the embedder is not used)."
   else
-    echo "The built-in embedder embeds documents and queries."
+    echo "The ${BENCH_EMBEDDER:-hashing} embedder embeds documents and queries."
   fi
   echo
   echo "| measure | ragd |"
@@ -341,6 +343,7 @@ fi
 graph_on=()
 [ "$mode" = servers ] && graph_on=(-e "s/^    graph:   {weight: 0,/    graph:   {weight: 1.0,/" -e "s/^    enabled: false        # follows graph links/    enabled: true         # follows graph links/")
 sed "${graph_on[@]}" -e "s/^  reset_timeout_s: .*/  reset_timeout_s: $reset/" \
+    -e "s/^  kind: builtin .*/  kind: ${BENCH_EMBEDDER:-hashing}/" \
     -e "s/^  shutdown_grace_s: .*/&\n  pprof: true\n  debug_faults: true/" \
     -e "s/^  level: info/  level: warn/" "$src" > "$work/rag.yaml"
 grep -q "reset_timeout_s: $reset" "$work/rag.yaml" || { echo "bench: could not set reset_timeout_s in $src" >&2; exit 1; }

@@ -117,6 +117,16 @@ type Embedder interface {
 	Dimension() int
 }
 
+// EmbedCache is an optional capability of an Embedder with a cache in
+// front: Cached returns the vector Embed would return for text when the
+// cache holds it, computing nothing (a copy the caller may modify). A
+// caller may then skip the embedder's gate: nothing reaches the model, so
+// there is nothing to admit, and a cache hit must not count as evidence
+// that the model answers.
+type EmbedCache interface {
+	Cached(text string) ([]float32, bool)
+}
+
 // Indexer is the write side of a store.
 type Indexer interface {
 	// Upsert inserts or replaces documents by id. It is atomic per call where

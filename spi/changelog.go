@@ -159,30 +159,70 @@ type ChangeApplier interface {
 	ApplyChanges(ctx context.Context, log string, changes []Change, through uint64) error
 	// AppliedSeq is the checkpoint: every entry up to it is applied.
 	AppliedSeq(ctx context.Context, log string) (uint64, error)
-	// Versions visits every document the store holds with its version
-	// (0 when the store holds it without a version of this log), in no
-	// particular order.
-	Versions(ctx context.Context, log string, fn func(id string, version uint64) error) error
+	// Versions returns up to limit of the documents the store holds whose
+	// ids sort after after ("" for the first page), in ascending order of
+	// id, with their versions (0 when the store holds the document
+	// without a version of this log), so that a comparison with the
+	// record goes a page at a time. The order is byte order, except in
+	// Neo4j, which orders strings by UTF-16 code units: the two differ
+	// only for ids with a character above U+FFFF where another has one in
+	// U+E000–U+FFFF.
+	Versions(ctx context.Context, log string, after string, limit int) ([]IDVersion, error)
 }
 
-// LastStates keeps the last change of each id in changes, in order of
-// those last changes, so an applier writes each document once per batch.
-func LastStates(changes []Change) []Change {
-	last := make(map[string]int, len(changes))
-	for i, c := range changes {
-		last[c.ID] = i
+// IDVersion is a document id with its version.
+type IDVersion struct {
+	ID      string
+	Version uint64
+}
+
+// AllVersions visits every document a derived store holds with its
+// version, a page of limit at a time, in the store's order of ids.
+func AllVersions(ctx context.Context, a ChangeApplier, log string, limit int, fn func(id string, version uint64) error) error {
+	after := ""
+	for {
+		page, err := a.Versions(ctx, log, after, limit)
+		if err != nil {
+			return err
+		}
+		for _, p := range page {
+			if err := fn(p.ID, p.Version); err != nil {
+				return err
+			}
+		}
+		if len(page) < limit {
+			return nil
+		}
+		after = page[len(page)-1].ID
 	}
-	if len(last) == len(changes) {
-		return changes
+}
+
+// LastByID keeps the last of each id among xs (id names an element's id),
+// in the order of those last elements: a batch then writes each document
+// once, in its final state. xs itself is returned when no id repeats. It
+// is the one "last state per id" of ragd: of changes (Change.ID) for
+// appliers, of documents (Document.ID) for writers.
+func LastByID[T any](xs []T, id func(T) string) []T {
+	last := make(map[string]int, len(xs))
+	for i, x := range xs {
+		last[id(x)] = i
 	}
-	out := make([]Change, 0, len(last))
-	for i, c := range changes {
-		if last[c.ID] == i {
-			out = append(out, c)
+	if len(last) == len(xs) {
+		return xs
+	}
+	out := make([]T, 0, len(last))
+	for i, x := range xs {
+		if last[id(x)] == i {
+			out = append(out, x)
 		}
 	}
 	return out
 }
+
+// ChangeID and DocumentID name the id of a change and of a document, for
+// LastByID.
+func ChangeID(c Change) string     { return c.ID }
+func DocumentID(d Document) string { return d.ID }
 
 // ContentHash is the digest record stores compare to tell an upsert that
 // changes nothing (a retry after a lost reply) from a real change. It

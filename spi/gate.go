@@ -82,6 +82,12 @@ var (
 	// concurrency limit: the call was not made, and the source is not
 	// thought unhealthy.
 	ErrShed = errors.New("spi: source at its concurrency limit")
+	// ErrOverloaded is matched by an error of a source that refused the
+	// call for load and kept refusing it through its own retries (an HTTP
+	// 429 after the retries and the Retry-After waits). Like a shed call,
+	// it says the source is busy, not sick: gates count it as neither
+	// success nor failure. Errors wrapping it also wrap ErrUnavailable.
+	ErrOverloaded = errors.New("spi: source overloaded")
 )
 
 // RejectedError is a Gate's refusal. It matches its Reason (ErrCircuitOpen
@@ -111,8 +117,10 @@ func (e *RejectedError) Unwrap() []error { return []error{e.Reason, ErrUnavailab
 // OutcomeOf classifies the result of a call made for a caller whose
 // context is ctx (not a per-call context derived inside the call):
 // success; neutral for an invalid request, an unsupported or refused call,
-// a request with nothing to search (the backend was not contacted, so it
-// is no evidence of its health), a backend being built (ErrNotReady), or once the caller's ctx is done (it gave up, or its budget ran out);
+// a source overloaded (ErrOverloaded), a request with nothing to search
+// (the backend was not contacted, so it is no evidence of its health), a
+// backend being built (ErrNotReady), or once the caller's ctx is done (it
+// gave up, or its budget ran out);
 // timeout when the call's own deadline passed while the caller still
 // waited; failure otherwise.
 func OutcomeOf(ctx context.Context, err error) Outcome {
@@ -120,7 +128,8 @@ func OutcomeOf(ctx context.Context, err error) Outcome {
 	case err == nil:
 		return OutcomeSuccess
 	case errors.Is(err, ErrInvalidQuery), errors.Is(err, ErrNotFound), errors.Is(err, ErrUnsupported),
-		errors.Is(err, ErrNothingToSearch), errors.Is(err, ErrNotReady), errors.Is(err, ErrCircuitOpen), errors.Is(err, ErrShed):
+		errors.Is(err, ErrNothingToSearch), errors.Is(err, ErrNotReady), errors.Is(err, ErrCircuitOpen), errors.Is(err, ErrShed),
+		errors.Is(err, ErrOverloaded):
 		return OutcomeNeutral
 	case ctx.Err() != nil, errors.Is(err, context.Canceled):
 		return OutcomeNeutral

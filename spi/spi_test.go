@@ -96,3 +96,19 @@ func TestBatchError(t *testing.T) {
 		t.Fatalf("Error() = %q, want %q", err.Error(), want)
 	}
 }
+
+func TestLastByID(t *testing.T) {
+	docs := []spi.Document{{ID: "a", Title: "1"}, {ID: "b", Title: "2"}, {ID: "a", Title: "3"}, {ID: "c", Title: "4"}, {ID: "b", Title: "5"}}
+	got := spi.LastByID(docs, spi.DocumentID)
+	var s []string
+	for _, d := range got {
+		s = append(s, d.ID+d.Title)
+	}
+	if fmt.Sprint(s) != "[a3 c4 b5]" {
+		t.Fatalf("LastByID = %v, want [a3 c4 b5] (each id's last, in the order of the last ones)", s)
+	}
+	distinct := docs[:2]
+	if got := spi.LastByID(distinct, spi.DocumentID); &got[0] != &distinct[0] || len(got) != 2 {
+		t.Fatal("LastByID copied a batch without repeated ids")
+	}
+}

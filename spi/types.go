@@ -17,6 +17,10 @@ const (
 	// SourceEmbedder names the query embedder: its gate, its breaker and
 	// its entry in a query's source statuses.
 	SourceEmbedder = "embedder"
+	// SourceDocumentEmbedder names the write path's document embedding: a
+	// breaker and a concurrency bound of its own, so that a bulk ingest
+	// neither trips nor starves query embedding. Queries never use it.
+	SourceDocumentEmbedder = "document_embedder"
 )
 
 // The one registry of source names. Every list of sources in ragd (query
@@ -35,8 +39,11 @@ func QuerySources() []string { return append(RetrievalSources(), SourceGraphExpa
 func GatedSources() []string { return append(QuerySources(), SourceEmbedder) }
 
 // Backends returns the names that have a circuit breaker of their own: one
-// per backend (the expansion shares the graph's) and the embedder.
-func Backends() []string { return append(RetrievalSources(), SourceEmbedder) }
+// per backend (the expansion shares the graph's), the query embedder and
+// the document embedder.
+func Backends() []string {
+	return append(RetrievalSources(), SourceEmbedder, SourceDocumentEmbedder)
+}
 
 // Ref is one ranked hit from a retrieval backend: a document id, the
 // backend's raw score (higher is better; its scale is backend specific) and

@@ -42,8 +42,8 @@ SET c.seq = CASE WHEN c.seq < $through THEN $through ELSE c.seq END`
 const appliedCypher = `MATCH (c:RagdCheckpoint {log: $log}) RETURN c.seq AS seq`
 
 const versionsCypher = `
-MATCH (d:Document) WHERE d.ragd_log = $log AND d.stub IS NULL
-RETURN d.id AS id, d.ragd_version AS version`
+MATCH (d:Document) WHERE d.id > $after AND d.ragd_log = $log AND d.stub IS NULL
+RETURN d.id AS id, d.ragd_version AS version ORDER BY d.id LIMIT $limit`
 
 var _ spi.ChangeApplier = (*Backend)(nil)
 
@@ -125,32 +125,20 @@ func (b *Backend) AppliedSeq(ctx context.Context, log string) (uint64, error) {
 
 // Versions implements spi.ChangeApplier. It lists the documents this log's
 // applier wrote; documents written otherwise (spi.Indexer, an older ragd)
-// are not listed.
-func (b *Backend) Versions(ctx context.Context, log string, fn func(id string, version uint64) error) error {
-	type iv struct {
-		id string
-		v  uint64
-	}
-	var all []iv
+// are not listed. Neo4j orders the ids by UTF-16 code units.
+func (b *Backend) Versions(ctx context.Context, log, after string, limit int) ([]spi.IDVersion, error) {
+	var out []spi.IDVersion
 	err := b.read(ctx, "versions", func(r runner) error {
-		recs, err := run(ctx, r, versionsCypher, map[string]any{"log": log})
+		recs, err := run(ctx, r, versionsCypher, map[string]any{"log": log, "after": after, "limit": int64(limit)})
 		if err != nil {
 			return err
 		}
 		for _, rec := range recs {
 			id, _ := rec.Values[0].(string)
 			v, _ := rec.Values[1].(int64)
-			all = append(all, iv{id, uint64(max(v, 0))})
+			out = append(out, spi.IDVersion{ID: id, Version: uint64(max(v, 0))})
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	for _, p := range all {
-		if err := fn(p.id, p.v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return out, err
 }

@@ -19,11 +19,19 @@ import (
 //	_version       stored field of a live document: log tag (8 bytes) +
 //	               version (8 bytes BE); read from the in-memory postings
 //	ragd.v/<id>    internal key, the same value for a deleted document
-//	               (its tombstone)
+//	               (its tombstone), only while the checkpoint is below it
 //	ragd.applied   internal key: log tag (8 bytes) + seq (8 bytes BE)
 //
 // Live documents' versions are not internal keys because scorch writes
-// every internal key into each snapshot it persists.
+// every internal key into each snapshot it persists. For the same reason
+// tombstones are short-lived. One applier writes this index (the process
+// holds its lock; the ingest pipeline serialises its applies), so an entry
+// at or below the checkpoint was applied already and is skipped, and a
+// later entry carries a later version: a delete the checkpoint passes
+// needs no tombstone. Only a delete applied above the checkpoint (a repair
+// applies the record's current state without moving the checkpoint) keeps
+// one, until an apply moves the checkpoint past it; each apply drops the
+// tombstones its checkpoint passes, those of an older ragd included.
 //
 // The log tag is the first 8 bytes of SHA-256(log id): a value written for
 // another log reads as absent. A Rebuild starts a new index without
@@ -57,7 +65,7 @@ func taggedValue(tag []byte, n uint64) []byte {
 
 // ApplyChanges implements spi.ChangeApplier in one bleve batch.
 func (b *Backend) ApplyChanges(ctx context.Context, log string, changes []spi.Change, through uint64) error {
-	states := spi.LastStates(changes)
+	states := spi.LastByID(changes, spi.ChangeID)
 	for _, c := range states {
 		if c.Doc != nil {
 			if err := validateDoc(*c.Doc); err != nil {
@@ -76,47 +84,58 @@ func (b *Backend) ApplyChanges(ctx context.Context, log string, changes []spi.Ch
 		return fmt.Errorf("keyword: apply: %w: %w", spi.ErrUnavailable, errRebuilding)
 	}
 	tag := logTag(log)
-	var docs []spi.Document
-	var del []string
-	set := map[string][]byte{}
+	var applied uint64
 	err = b.withReader(st, func(r index.IndexReader) error {
-		for _, c := range states {
-			v, live := st.impact.versionOf(c.ID)
-			if !live {
-				var err error
-				if v, err = r.GetInternal([]byte(versionPrefix + c.ID)); err != nil {
-					return err
-				}
-			}
-			if tagged(v, tag) >= c.Version {
-				continue
-			}
-			if c.Doc != nil {
-				docs = append(docs, *c.Doc)
-			} else {
-				del = append(del, c.ID)
-			}
-			set[versionPrefix+c.ID] = taggedValue(tag, c.Version)
-		}
 		cur, err := r.GetInternal(appliedKey)
-		if err != nil {
-			return err
-		}
-		if through > tagged(cur, tag) {
-			set[string(appliedKey)] = taggedValue(tag, through)
-		}
-		return nil
+		applied = tagged(cur, tag)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("keyword: apply: %w: %v", spi.ErrUnavailable, err)
 	}
-	if len(set) == 0 {
+	checkpoint := max(applied, through)
+	var docs []spi.Document
+	var del []string
+	lw := &logWrite{versions: map[string][]byte{}, tombs: map[string][]byte{}}
+	for _, c := range states {
+		if c.Seq > 0 && c.Seq <= applied {
+			continue // an entry applied before: its state, or a newer one, is here
+		}
+		v, live := st.impact.versionOf(c.ID)
+		if !live {
+			v = st.tombs[c.ID]
+		}
+		if tagged(v, tag) >= c.Version {
+			continue
+		}
+		if c.Doc != nil {
+			docs = append(docs, *c.Doc)
+			lw.versions[c.ID] = taggedValue(tag, c.Version)
+			continue
+		}
+		del = append(del, c.ID)
+		if c.Version > checkpoint {
+			lw.tombs[c.ID] = taggedValue(tag, c.Version)
+		}
+	}
+	// Tombstones the checkpoint passes, and those of another log, have
+	// nothing left to guard: entries up to the checkpoint are never
+	// applied again, and later ones carry later versions.
+	for id, v := range st.tombs {
+		if _, again := lw.tombs[id]; !again && tagged(v, tag) <= checkpoint {
+			lw.drop = append(lw.drop, id)
+		}
+	}
+	if through > applied {
+		lw.applied = taggedValue(tag, through)
+	}
+	if len(docs)+len(del)+len(lw.drop) == 0 && lw.applied == nil {
 		return nil
 	}
 	if err := ctxErr(ctx); err != nil {
 		return fmt.Errorf("keyword: apply: %w", err)
 	}
-	if err := writeBatch(st, docs, del, set); err != nil {
+	if err := writeBatch(st, docs, del, lw); err != nil {
 		return fmt.Errorf("keyword: apply: %w", err)
 	}
 	return nil
@@ -149,24 +168,39 @@ func (b *Backend) AppliedSeq(ctx context.Context, log string) (uint64, error) {
 	return tagged(v, logTag(log)), nil
 }
 
-// Versions implements spi.ChangeApplier, from one index snapshot.
-func (b *Backend) Versions(ctx context.Context, log string, fn func(id string, version uint64) error) error {
+// Versions implements spi.ChangeApplier: the ids come from the index's
+// term dictionary of document ids (sorted, so a page costs its own size),
+// the versions from the in-memory postings, which skip deleted documents.
+func (b *Backend) Versions(ctx context.Context, log, after string, limit int) ([]spi.IDVersion, error) {
 	st, unlock, err := b.acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("keyword: versions: %w", err)
+		return nil, fmt.Errorf("keyword: versions: %w", err)
 	}
-	type iv struct {
-		id string
-		v  uint64
-	}
-	var all []iv
+	defer unlock()
 	tag := logTag(log)
-	st.impact.versions(func(id string, ver []byte) { all = append(all, iv{id, tagged(ver, tag)}) })
-	unlock()
-	for _, p := range all {
-		if err := fn(p.id, p.v); err != nil {
+	var out []spi.IDVersion
+	err = b.withReader(st, func(r index.IndexReader) error {
+		dict, err := r.FieldDictRange("_id", []byte(after), nil)
+		if err != nil {
 			return err
 		}
+		defer dict.Close()
+		for len(out) < limit {
+			e, err := dict.Next()
+			if err != nil || e == nil {
+				return err
+			}
+			if e.Term == after {
+				continue
+			}
+			if ver, live := st.impact.versionOf(e.Term); live {
+				out = append(out, spi.IDVersion{ID: e.Term, Version: tagged(ver, tag)})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("keyword: versions: %w: %v", spi.ErrUnavailable, err)
 	}
-	return nil
+	return out, nil
 }

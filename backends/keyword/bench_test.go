@@ -1,13 +1,18 @@
 package keyword_test
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"os"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ragd/ragd/backends/keyword"
+	ingestcorpus "github.com/ragd/ragd/ingest/corpus"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -55,5 +60,165 @@ func BenchmarkCranfieldRetrieve(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 		})
+	}
+}
+
+// BenchmarkTenantScoring: Retrieve latency with and without a tenant, on
+// Cranfield and, when RAG_BENCH_KEYWORD_CORPUS names a JSONL corpus (e.g.
+// 100k documents from ../shared/tools/synth_corpus.py), on it too. In
+// "3tenants" document i belongs to tenant t(i mod 3) and queries ask for
+// t1 or for every tenant; in "1tenant" every document and query is
+// tenant acme (a single-tenant deployment).
+func BenchmarkTenantScoring(b *testing.B) {
+	c := loadCranfield(b)
+	corpora := []struct {
+		name string
+		docs []spi.Document
+	}{{"cranfield", c.Corpus}}
+	if path := os.Getenv("RAG_BENCH_KEYWORD_CORPUS"); path != "" {
+		docs := readJSONL(b, path)
+		corpora = append(corpora, struct {
+			name string
+			docs []spi.Document
+		}{fmt.Sprintf("synth%dk", len(docs)/1000), docs})
+	}
+	for _, corp := range corpora {
+		for _, layout := range []string{"3tenants", "1tenant"} {
+			docs := make([]spi.Document, len(corp.docs))
+			for i, d := range corp.docs {
+				d.Tenant = "acme"
+				if layout == "3tenants" {
+					d.Tenant = fmt.Sprint("t", i%3)
+				}
+				docs[i] = d
+			}
+			be := mustOpen(b, keyword.Config{})
+			if err := be.Upsert(context.Background(), docs); err != nil {
+				b.Fatal(err)
+			}
+			tenants := []string{"acme"}
+			if layout == "3tenants" {
+				tenants = []string{"t1", ""}
+			}
+			for _, tenant := range tenants {
+				for _, k := range []int{10, 100} {
+					name := fmt.Sprintf("%s/%s/tenant=%s/k=%d", corp.name, layout, cmp.Or(tenant, "any"), k)
+					b.Run(name, func(b *testing.B) {
+						var lat []time.Duration
+						i := 0
+						cpu0 := cpuTime()
+						for b.Loop() {
+							q := c.Queries[i%len(c.Queries)]
+							i++
+							start := time.Now()
+							if _, err := be.Retrieve(context.Background(), spi.KeywordRequest{Text: q.Text, K: k, Tenant: tenant}); err != nil {
+								b.Fatal(err)
+							}
+							lat = append(lat, time.Since(start))
+						}
+						b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+						slices.Sort(lat)
+						b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+						b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+					})
+				}
+			}
+		}
+	}
+}
+
+// readJSONL reads a corpus of ragd documents, one JSON object a line.
+func readJSONL(tb testing.TB, path string) []spi.Document {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var docs []spi.Document
+	for line, err := range ingestcorpus.ReadDocuments(f, ingestcorpus.FormatJSONL) {
+		if err != nil {
+			tb.Fatal(err)
+		}
+		docs = append(docs, line.Doc)
+	}
+	return docs
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkApplyDeletes: the change-log apply rate of deletes. n documents
+// (RAG_BENCH_DELETES, default 100,000) are applied through the log, then
+// deleted through it in batches of 256 (the applier's batch), each batch
+// with its checkpoint; reported: the delete rate over the first and the
+// last tenth of the deletes, and overall. Run with -benchtime 1x. It stops
+// early (and says so) after RAG_BENCH_DELETES_BUDGET (default 10m).
+func BenchmarkApplyDeletes(b *testing.B) {
+	n := 100_000
+	if v := os.Getenv("RAG_BENCH_DELETES"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 2560 {
+			b.Fatalf("RAG_BENCH_DELETES=%q: want a number of at least 2560", v)
+		}
+	}
+	budget := 10 * time.Minute
+	if v := os.Getenv("RAG_BENCH_DELETES_BUDGET"); v != "" {
+		var err error
+		if budget, err = time.ParseDuration(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const batch = 256
+	ctx := context.Background()
+	for b.Loop() {
+		be := mustOpen(b, keyword.Config{})
+		seq := uint64(0)
+		changes := make([]spi.Change, 0, batch)
+		for i := range n {
+			seq++
+			d := spi.Document{ID: fmt.Sprintf("doc-%07d", i), Title: fmt.Sprint("title ", i%97),
+				Text: fmt.Sprintf("word%d word%d word%d common text", i%1000, i%313, i%71)}
+			changes = append(changes, spi.Change{Seq: seq, Op: spi.OpUpsert, ID: d.ID, Doc: &d, Version: seq})
+			if len(changes) == batch || i == n-1 {
+				if err := be.ApplyChanges(ctx, "bench", changes, seq); err != nil {
+					b.Fatal(err)
+				}
+				changes = changes[:0]
+			}
+		}
+		// rate is the delete rate over the last w batches before batch i.
+		var ends []time.Time
+		rate := func(from, to int) float64 {
+			return float64((to-from)*batch) / ends[to-1].Sub(ends[from-1]).Seconds()
+		}
+		ends = append(ends, time.Now())
+		for i := 0; i < n; i += batch {
+			for j := i; j < min(i+batch, n); j++ {
+				seq++
+				changes = append(changes, spi.Change{Seq: seq, Op: spi.OpDelete, ID: fmt.Sprintf("doc-%07d", j), Version: seq})
+			}
+			if err := be.ApplyChanges(ctx, "bench", changes, seq); err != nil {
+				b.Fatal(err)
+			}
+			changes = changes[:0]
+			ends = append(ends, time.Now())
+			if ends[len(ends)-1].Sub(ends[0]) > budget {
+				b.Logf("stopped after %d of %d deletes (budget %v)", i+batch, n, budget)
+				break
+			}
+		}
+		k := len(ends) - 1 // batches done
+		tenth := max(1, k/10)
+		b.ReportMetric(rate(1, k+1), "deletes/s")
+		b.ReportMetric(rate(1, tenth+1), "first10%-deletes/s")
+		b.ReportMetric(rate(k+1-tenth, k+1), "last10%-deletes/s")
+		b.ReportMetric(float64(k*batch), "deletes")
 	}
 }

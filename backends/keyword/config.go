@@ -9,6 +9,12 @@ import (
 	"github.com/blevesearch/bleve/v2/registry"
 )
 
+// Default BM25 parameters: Lucene's and Elasticsearch's defaults.
+const (
+	DefaultK1 = 1.2
+	DefaultB  = 0.75
+)
+
 // Defaults applied by Config.withDefaults for zero-valued fields.
 const (
 	DefaultTitleBoost  = 1.0

@@ -2,6 +2,7 @@ package keyword_test
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/ragd/ragd/backends/keyword"
@@ -62,4 +63,39 @@ func TestCranfieldNDCG(t *testing.T) {
 	if got < 0.385 {
 		t.Fatalf("nDCG@10 = %.4f, want >= 0.385", got)
 	}
+}
+
+// Every Cranfield query's top 100 are the documented BM25's (impact.go),
+// scores to 1e-9 and the cut exact up to ties, checked against the
+// brute-force reference of bm25_test.go.
+func TestCranfieldMatchesReference(t *testing.T) {
+	c := loadCranfield(t)
+	b := openCranfield(t, c, keyword.Config{})
+	ref := newRefIndex(c.Corpus)
+	compared := 0
+	for _, q := range c.Queries {
+		want := ref.scores(q.Text, "", keyword.DefaultTitleBoost, keyword.DefaultK1, keyword.DefaultB)
+		got := mustRetrieve(t, b, spi.KeywordRequest{Text: q.Text, K: 100})
+		if len(got) != min(100, len(want)) {
+			t.Fatalf("query %s: %d refs, the reference scores %d documents", q.ID, len(got), len(want))
+		}
+		returned := map[string]bool{}
+		for i, r := range got {
+			w, ok := want[r.ID]
+			if !ok || math.Abs(r.Score-w) > 1e-9*math.Max(1, w) {
+				t.Fatalf("query %s rank %d: %s scored %.12f, reference %.12f (%v)", q.ID, i+1, r.ID, r.Score, w, ok)
+			}
+			returned[r.ID] = true
+			compared++
+		}
+		if len(got) == 100 {
+			cut := got[99].Score
+			for id, w := range want {
+				if !returned[id] && w > cut+1e-9*math.Max(1, cut) {
+					t.Fatalf("query %s: %s (reference %.12f) beats the 100th returned score %.12f", q.ID, id, w, cut)
+				}
+			}
+		}
+	}
+	t.Logf("%d ranked refs compared over %d queries", compared, len(c.Queries))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"strings"
 	"sync"
 
 	"github.com/blevesearch/bleve/v2"
@@ -17,24 +18,43 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// The in-memory postings of plain-text search.
+// The in-memory postings of plain-text search, and its scoring.
 //
 // bleve stays the index of record: documents, analysis, stored fields,
 // query-string (Syntax) searches, persistence. But its searchers walk a
 // heap of per-term iterators and build a DocumentMatch for every matching
 // document, so a plain-text query costs in proportion to all its matches:
-// 125 ms p50 over 100k documents for Cranfield's queries (255 ms with the
-// BM25 searcher of bm25.go). This index keeps, per term, the documents
-// holding it with their title and text frequencies, and per document its
-// field lengths, tenant and metadata, so a query is a tight loop adding
-// BM25 contributions into a dense per-document array, then a bounded
-// top-K heap. It scores with the same formula as bm25.go.
+// 125 ms p50 over 100k documents for Cranfield's queries (255 ms with a
+// BM25 searcher written for bleve, since removed). This index keeps, per
+// term, the documents holding it with their title and text frequencies,
+// and per document its field lengths, tenant and metadata, so a query is a
+// tight loop adding BM25 contributions into a dense per-document array,
+// then a bounded top-K heap.
+//
+// Scoring is Lucene's BM25, not bleve's. bleve's own BM25 takes
+// sqrt(freq) as the term frequency, multiplies every term's score by its
+// idf a second time (through the query weight), and multiplies a
+// disjunction by coord = matched clauses / all clauses. Here each (term,
+// field) pair scores as Lucene's BM25Similarity does,
+//
+//	qtf · w_field · idf · f / (f + k1 · (1 − b + b · len / avglen))
+//	idf = ln(1 + (N − df + 0.5) / (df + 0.5))
+//
+// summed over the query's distinct terms and the two fields, as Lucene's
+// and Elasticsearch's multi-field "most_fields" search does. qtf is the
+// term's count in the query, w_field the field weight (text 1, title
+// Config.TitleBoost), len the field's analysed token count (stats.go) and
+// avglen its exact average. N is the number of live documents, df the live
+// documents containing the term in any field (a document-level idf, as in
+// BM25F), both counted over every tenant; tenant and metadata filters
+// restrict the candidates only.
 //
 // It is built from the bleve index at open (postings walked term by term,
 // stored fields read once per document) and updated after every committed
 // batch, under the store's writer lock. A document's slot is never reused:
 // replacing or deleting it marks the old slot dead, and a compaction drops
-// dead slots once they make up a quarter of the slots.
+// dead slots once they make up a quarter of the slots; it builds the
+// compacted copy while searches go on and swaps it in under the write lock.
 type impactIndex struct {
 	mu      sync.RWMutex
 	ids     []string
@@ -53,7 +73,13 @@ type impactIndex struct {
 	dead    int
 	totT    int64
 	totX    int64
-	pool    sync.Pool // *[]float64 score arrays
+	// per tenant id: live documents and field length totals, the
+	// statistics of a query restricted to the tenant
+	tLive        []int
+	tTotT, tTotX []int64
+	pool         sync.Pool // *[]float64 score arrays
+
+	compactHook func() // tests: runs while a compaction has built its copy
 }
 
 // postings of one term: slots ascending, with the term's frequency in
@@ -73,11 +99,13 @@ type fieldFreqs struct {
 	title, text map[string]int
 }
 
-// put adds or replaces a document. The caller holds no lock.
+// put adds or replaces a document. The caller holds no lock and is the
+// index's one writer.
 func (x *impactIndex) put(id, tenant string, meta map[string]string, lens docLens, f fieldFreqs) {
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	x.putLocked(id, tenant, meta, lens, nil, f)
+	x.mu.Unlock()
+	x.compactWhenDue()
 }
 
 func (x *impactIndex) putLocked(id, tenant string, meta map[string]string, lens docLens, ver []byte, f fieldFreqs) {
@@ -88,6 +116,12 @@ func (x *impactIndex) putLocked(id, tenant string, meta map[string]string, lens 
 		t = uint32(len(x.tenants))
 		x.tenants[tenant] = t
 	}
+	for int(t) >= len(x.tLive) {
+		x.tLive, x.tTotT, x.tTotX = append(x.tLive, 0), append(x.tTotT, 0), append(x.tTotX, 0)
+	}
+	x.tLive[t]++
+	x.tTotT[t] += int64(lens.title)
+	x.tTotX[t] += int64(lens.text)
 	x.ids = append(x.ids, id)
 	x.tenant = append(x.tenant, t)
 	x.meta = append(x.meta, meta)
@@ -131,20 +165,22 @@ func cap16(n int) uint16 { return uint16(min(n, math.MaxUint16)) }
 // deleted ids. The caller serialises writes (the store's writer lock).
 func (x *impactIndex) apply(docs []spi.Document, built []*document.Document, lens []docLens, vers [][]byte, del []string) {
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	for i, d := range docs {
 		x.putLocked(d.ID, d.Tenant, maps.Clone(d.Metadata), lens[i], vers[i], freqsOf(built[i]))
 	}
 	for _, id := range del {
 		x.removeLocked(id)
 	}
+	x.mu.Unlock()
+	x.compactWhenDue()
 }
 
 // remove deletes a document if present.
 func (x *impactIndex) remove(id string) {
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	x.removeLocked(id)
+	x.mu.Unlock()
+	x.compactWhenDue()
 }
 
 func (x *impactIndex) removeLocked(id string) {
@@ -158,61 +194,74 @@ func (x *impactIndex) removeLocked(id string) {
 	x.dead++
 	x.totT -= int64(x.lenT[slot])
 	x.totX -= int64(x.lenX[slot])
+	t := x.tenant[slot]
+	x.tLive[t]--
+	x.tTotT[t] -= int64(x.lenT[slot])
+	x.tTotX[t] -= int64(x.lenX[slot])
 	for _, tid := range x.terms[slot] {
 		x.post[tid].df--
 	}
 	x.terms[slot], x.meta[slot], x.ver[slot] = nil, nil, nil
-	if x.dead >= 1024 && x.dead > len(x.ids)/4 {
-		x.compact()
-	}
 }
 
-// compact renumbers the live slots and drops the dead ones from every
-// postings list. The caller holds mu for writing.
-func (x *impactIndex) compact() {
-	remap := make([]int32, len(x.ids))
-	n := int32(0)
-	for s := range x.ids {
-		if !x.alive[s] {
-			remap[s] = -1
-			continue
-		}
-		remap[s] = n
-		x.ids[n], x.tenant[n], x.meta[n] = x.ids[s], x.tenant[s], x.meta[s]
-		x.lenT[n], x.lenX[n], x.terms[n], x.alive[n], x.ver[n] = x.lenT[s], x.lenX[s], x.terms[s], true, x.ver[s]
-		x.pos[x.ids[n]] = n
-		n++
+// compactWhenDue compacts the index once dead slots make up a quarter of
+// them (and at least 1024). The compacted copy is built under the read
+// lock, so searches go on meanwhile; only the swap takes the write lock.
+// The caller is the index's one writer (writes are serialised by the
+// store's writer lock) and holds no lock of the index.
+func (x *impactIndex) compactWhenDue() {
+	if x.dead < 1024 || x.dead <= len(x.ids)/4 {
+		return
 	}
-	clear(x.ids[n:])
-	clear(x.meta[n:])
-	clear(x.terms[n:])
-	clear(x.ver[n:])
-	x.ids, x.tenant, x.meta, x.ver = x.ids[:n], x.tenant[:n], x.meta[:n], x.ver[:n]
-	x.lenT, x.lenX, x.terms, x.alive = x.lenT[:n], x.lenX[:n], x.terms[:n], x.alive[:n]
-	for tid := range x.post {
-		p := &x.post[tid]
-		j := 0
-		for i, d := range p.docs {
-			if nd := remap[d]; nd >= 0 {
-				p.docs[j], p.tfT[j], p.tfX[j] = nd, p.tfT[i], p.tfX[i]
-				j++
-			}
-		}
-		p.docs, p.tfT, p.tfX = p.docs[:j], p.tfT[:j], p.tfX[:j]
+	x.mu.RLock()
+	c := x.compacted()
+	if x.compactHook != nil {
+		x.compactHook()
+	}
+	x.mu.RUnlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.ids, x.tenant, x.meta, x.ver = c.ids, c.tenant, c.meta, c.ver
+	x.lenT, x.lenX, x.terms, x.alive = c.lenT, c.lenX, c.terms, c.alive
+	x.post = c.post
+	for n, id := range x.ids {
+		x.pos[id] = int32(n)
 	}
 	x.dead = 0
 	x.pool = sync.Pool{} // arrays sized for the old slot count
 }
 
-// lensOf returns the field lengths of live document id.
-func (x *impactIndex) lensOf(id string) (docLens, bool) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	slot, ok := x.pos[id]
-	if !ok {
-		return docLens{}, false
+// compacted returns the live slots renumbered and every postings list
+// without the dead ones, in new arrays. The caller holds mu for reading.
+func (x *impactIndex) compacted() *impactIndex {
+	n := x.live
+	c := &impactIndex{
+		ids: make([]string, 0, n), tenant: make([]uint32, 0, n), meta: make([]map[string]string, 0, n),
+		ver: make([][]byte, 0, n), lenT: make([]uint32, 0, n), lenX: make([]uint32, 0, n),
+		terms: make([][]uint32, 0, n), alive: make([]bool, 0, n), post: make([]postings, len(x.post)),
 	}
-	return docLens{title: int(x.lenT[slot]), text: int(x.lenX[slot])}, true
+	remap := make([]int32, len(x.ids))
+	for s := range x.ids {
+		if !x.alive[s] {
+			remap[s] = -1
+			continue
+		}
+		remap[s] = int32(len(c.ids))
+		c.ids, c.tenant, c.meta = append(c.ids, x.ids[s]), append(c.tenant, x.tenant[s]), append(c.meta, x.meta[s])
+		c.ver, c.lenT, c.lenX = append(c.ver, x.ver[s]), append(c.lenT, x.lenT[s]), append(c.lenX, x.lenX[s])
+		c.terms, c.alive = append(c.terms, x.terms[s]), append(c.alive, true)
+	}
+	for tid := range x.post {
+		p := &x.post[tid]
+		q := postings{df: p.df, docs: make([]int32, 0, p.df), tfT: make([]uint16, 0, p.df), tfX: make([]uint16, 0, p.df)}
+		for i, d := range p.docs {
+			if nd := remap[d]; nd >= 0 {
+				q.docs, q.tfT, q.tfX = append(q.docs, nd), append(q.tfT, p.tfT[i]), append(q.tfX, p.tfX[i])
+			}
+		}
+		c.post[tid] = q
+	}
+	return c
 }
 
 // versionOf returns live document id's version field (nil when it was
@@ -227,18 +276,6 @@ func (x *impactIndex) versionOf(id string) ([]byte, bool) {
 	return x.ver[slot], true
 }
 
-// versions calls fn with every live document's id and version field, from
-// one consistent view.
-func (x *impactIndex) versions(fn func(id string, ver []byte)) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	for s, id := range x.ids {
-		if x.alive[s] {
-			fn(id, x.ver[s])
-		}
-	}
-}
-
 // bm25Params are the scoring settings of a search.
 type bm25Params struct {
 	k1, b, titleWeight float64
@@ -246,24 +283,32 @@ type bm25Params struct {
 
 // search returns the k best live documents for the analysed query tokens
 // (a token repeated counts repeatedly), restricted to tenant (when set)
-// and filter, by the BM25 of bm25.go: score descending, then id
-// ascending.
+// and filter, by the BM25 above: score descending, then id ascending.
 func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant string, filter spi.Filter, p bm25Params) ([]spi.Ref, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if x.live == 0 || len(tokens) == 0 {
 		return []spi.Ref{}, nil
 	}
+	// N, the average lengths and (below) df are the tenant's own when the
+	// query names one: its scores never depend on other tenants' documents.
+	// A tenant holding every live document (a single-tenant deployment)
+	// has the collection's statistics: the collection's path is taken,
+	// which computes the same numbers without counting df per tenant.
 	want := uint32(0)
+	live, totT, totX := x.live, x.totT, x.totX
+	scoped := false
 	if tenant != "" {
 		t, ok := x.tenants[tenant]
-		if !ok {
+		if !ok || x.tLive[t] == 0 {
 			return []spi.Ref{}, nil
 		}
 		want = t
+		scoped = x.tLive[t] < x.live
+		live, totT, totX = x.tLive[t], x.tTotT[t], x.tTotX[t]
 	}
-	n := float64(x.live)
-	avgT, avgX := float64(x.totT)/n, float64(x.totX)/n
+	n := float64(live)
+	avgT, avgX := float64(totT)/n, float64(totX)/n
 	// f + k1·(1 − b + b·len/avg) = f + a + c·len, per field.
 	aT, cT := p.k1*(1-p.b), 0.0
 	aX, cX := aT, 0.0
@@ -275,17 +320,19 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 	}
 	wT := p.titleWeight
 	if avgT <= 0 {
-		wT = 0 // an empty field scores nothing, as in bm25.go
+		wT = 0 // an empty field scores nothing
 	}
 	wX := 1.0
 	if avgX <= 0 {
 		wX = 0
 	}
+	lenT, lenX := x.lenT, x.lenX
 
 	scores := x.scores()
 	defer x.pool.Put(scores)
 	acc := *scores
 	var touched []int32
+	var mine []scoredSlot // a tenant's postings of one term, scored
 	qtf := map[uint32]float64{}
 	var order []uint32
 	for _, t := range tokens {
@@ -309,26 +356,43 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 		if pl.df <= 0 {
 			continue
 		}
-		df := float64(pl.df)
-		w := qtf[tid] * math.Log(1+(n-df+0.5)/(df+0.5))
+		if !scoped {
+			df := float64(pl.df)
+			w := qtf[tid] * math.Log(1+(n-df+0.5)/(df+0.5))
+			for j, d := range pl.docs {
+				if !x.alive[d] {
+					continue
+				}
+				if s := saturate(pl.tfT[j], wT, aT, cT, lenT[d]) + saturate(pl.tfX[j], wX, aX, cX, lenX[d]); s != 0 {
+					if acc[d] == 0 {
+						touched = append(touched, d)
+					}
+					acc[d] += w * s
+				}
+			}
+			continue
+		}
+		// The tenant's df is counted while its documents are scored; the
+		// idf is applied once the postings are walked.
+		mine = mine[:0]
+		df := 0
 		for j, d := range pl.docs {
-			if !x.alive[d] {
-				continue
+			if x.alive[d] && x.tenant[d] == want {
+				df++
+				if s := saturate(pl.tfT[j], wT, aT, cT, lenT[d]) + saturate(pl.tfX[j], wX, aX, cX, lenX[d]); s != 0 {
+					mine = append(mine, scoredSlot{d, s})
+				}
 			}
-			var s float64
-			if f := float64(pl.tfT[j]); f > 0 && wT > 0 {
-				s += wT * f / (f + aT + cT*float64(x.lenT[d]))
+		}
+		if df == 0 {
+			continue
+		}
+		w := qtf[tid] * math.Log(1+(n-float64(df)+0.5)/(float64(df)+0.5))
+		for _, e := range mine {
+			if acc[e.slot] == 0 {
+				touched = append(touched, e.slot)
 			}
-			if f := float64(pl.tfX[j]); f > 0 && wX > 0 {
-				s += wX * f / (f + aX + cX*float64(x.lenX[d]))
-			}
-			if s == 0 {
-				continue
-			}
-			if acc[d] == 0 {
-				touched = append(touched, d)
-			}
-			acc[d] += w * s
+			acc[e.slot] += w * e.s
 		}
 	}
 	h := topk.New(k)
@@ -344,6 +408,22 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 		h.Offer(spi.Ref{ID: x.ids[d], Score: s, Source: spi.SourceKeyword})
 	}
 	return h.Sorted(), nil
+}
+
+// saturate is one field's part of a term's score in a document, before
+// idf and qtf: w · f / (f + a + c · len), 0 for a field without the term
+// or of weight 0.
+func saturate(tf uint16, w, a, c float64, l uint32) float64 {
+	if f := float64(tf); f > 0 && w > 0 {
+		return w * f / (f + a + c*float64(l))
+	}
+	return 0
+}
+
+// scoredSlot is a document slot with a term's score in it, before idf.
+type scoredSlot struct {
+	slot int32
+	s    float64
 }
 
 // scores returns a zeroed array of one score per slot.
@@ -406,6 +486,7 @@ func loadImpact(ctx context.Context, idx bleve.Index) (*impactIndex, error) {
 		var meta map[string]string
 		var lens docLens
 		var ver []byte
+		var bad []string
 		doc.VisitFields(func(f index.Field) {
 			switch f.Name() {
 			case fieldVersion:
@@ -413,11 +494,21 @@ func loadImpact(ctx context.Context, idx bleve.Index) (*impactIndex, error) {
 			case fieldTenant:
 				tenant = string(f.Value())
 			case fieldMetaJSON:
-				_ = json.Unmarshal(f.Value(), &meta)
+				if err := json.Unmarshal(f.Value(), &meta); err != nil {
+					bad = append(bad, fmt.Sprintf("metadata: %v", err))
+				}
 			case fieldLens:
-				lens, _ = parseLens(f.Value())
+				var ok bool
+				if lens, ok = parseLens(f.Value()); !ok {
+					bad = append(bad, fmt.Sprintf("field lengths %q", f.Value()))
+				}
 			}
 		})
+		if len(bad) > 0 {
+			// Scores would silently use wrong lengths and filters miss
+			// the document: the index is damaged (OpenOrRebuild rebuilds it).
+			return nil, fmt.Errorf("document %q: %s", ext, strings.Join(bad, "; "))
+		}
 		slot := int32(len(x.ids))
 		slots[internalKey(iid)] = slot
 		x.putLocked(ext, tenant, meta, lens, ver, fieldFreqs{})

@@ -6,7 +6,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/blevesearch/bleve/v2/document"
 
 	"github.com/ragd/ragd/spi"
 )
@@ -30,8 +33,18 @@ func (d refDoc) lens() docLens {
 }
 
 // bruteBM25 scores every live document directly from the formula of
-// bm25.go: a reference written without postings.
-func bruteBM25(docs map[string]refDoc, tokens []string, tenant string, filter spi.Filter, p bm25Params, k int) []spi.Ref {
+// impact.go: a reference written without postings. With a tenant, the
+// collection is that tenant's documents.
+func bruteBM25(all map[string]refDoc, tokens []string, tenant string, filter spi.Filter, p bm25Params, k int) []spi.Ref {
+	docs := all
+	if tenant != "" {
+		docs = map[string]refDoc{}
+		for id, d := range all {
+			if d.tenant == tenant {
+				docs[id] = d
+			}
+		}
+	}
 	n := float64(len(docs))
 	var totT, totX float64
 	for _, d := range docs {
@@ -236,5 +249,74 @@ func TestImpactIndexLoadsFromBleve(t *testing.T) {
 	}
 	if got, _ := loaded.search(ctx, []string{"flow"}, 10, "", spi.Filter{"lang": {"en"}}, p); len(got) != 1 || got[0].ID != "b" {
 		t.Fatalf("filter: %v", got)
+	}
+}
+
+// A compaction of the postings does not stop searches: while it builds
+// the compacted copy (the hook runs then), a search runs and answers as
+// the index stands.
+func TestCompactionDoesNotBlockSearches(t *testing.T) {
+	x := newImpactIndex()
+	for i := range 4000 {
+		x.put(fmt.Sprintf("d%04d", i), "", nil, docLens{text: 2}, fieldFreqs{text: map[string]int{"common": 1, fmt.Sprintf("w%d", i%10): 1}})
+	}
+	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1}
+	hooked := 0
+	x.compactHook = func() {
+		hooked++
+		if !x.mu.TryRLock() {
+			t.Error("a compaction holds the postings' write lock while it builds: searches wait")
+			return
+		}
+		x.mu.RUnlock()
+		refs, err := x.search(context.Background(), []string{"w3"}, 1000, "", nil, p)
+		if err != nil || len(refs) == 0 {
+			t.Errorf("search during a compaction = %d refs, %v", len(refs), err)
+		}
+	}
+	for i := range 2000 {
+		x.remove(fmt.Sprintf("d%04d", i))
+	}
+	if hooked == 0 {
+		t.Fatal("2000 of 4000 documents removed and no compaction ran")
+	}
+	refs, err := x.search(context.Background(), []string{"w3"}, 1000, "", nil, p)
+	if err != nil || len(refs) != 200 {
+		t.Fatalf("after the compaction: %d refs for w3, %v; want 200", len(refs), err)
+	}
+}
+
+// A stored field the postings cannot decode fails the load (the index is
+// damaged: OpenOrRebuild rebuilds it) instead of loading the document
+// with no metadata or zero lengths, which would filter and score it wrong.
+func TestLoadImpactRejectsUndecodableFields(t *testing.T) {
+	for name, field := range map[string]struct{ name, value string }{
+		"metadata": {fieldMetaJSON, `{"lang":`},
+		"lengths":  {fieldLens, "seven 3"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			idx, err := createIndex(t.TempDir()+"/idx", Config{Analyzer: "en"}.withDefaults())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer idx.Close()
+			an := idx.Mapping().AnalyzerNamed("en")
+			good, _ := buildDoc(spi.Document{ID: "good", Text: "fine", Metadata: map[string]string{"lang": "en"}}, an)
+			bad := document.NewDocument("bad")
+			bad.AddField(document.NewTextFieldCustom(fieldText, nil, []byte("broken"), optsText, an))
+			bad.AddField(document.NewTextFieldCustom(field.name, nil, []byte(field.value), optsStored, nil))
+			batch := idx.NewBatch()
+			for _, d := range []*document.Document{good, bad} {
+				if err := batch.IndexAdvanced(d); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := idx.Batch(batch); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := loadImpact(context.Background(), idx); err == nil || !strings.Contains(err.Error(), `"bad"`) {
+				t.Fatalf("loadImpact = %v, want an error naming document bad", err)
+			}
+		})
 	}
 }

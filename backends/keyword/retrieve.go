@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 
@@ -17,17 +16,17 @@ import (
 
 // Retrieve returns up to req.K refs ordered by descending score, ties by
 // ascending id. req.Text is analysed with the index analyzer and matched as
-// words, each term in title and text; Score is the BM25 of bm25.go (Lucene's
+// words, each term in title and text, and answered from the in-memory
+// postings of impact.go; Score is the BM25 documented there (Lucene's
 // formula with a document-level idf, summed over the two fields, the title
 // weighted by Config.TitleBoost, repeated query words counted repeatedly).
-// The tenant and metadata filters restrict the candidates without changing
-// scores. Plain-text queries are answered from the in-memory postings of
-// impact.go, which score exactly as the bleve query of bm25.go
-// (TestImpactMatchesBleveBM25) at a fraction of its cost. Characters such
-// as ':' '(' '"' have no meaning. Text that is empty or consists only of
-// stop words and punctuation returns spi.ErrNothingToSearch without
-// searching (the index answers it without looking, so the answer proves
-// nothing about the index). With req.Syntax set, Text is parsed as bleve query-string syntax
+// A query restricted to a tenant is scored with that tenant's statistics
+// (impact.go); the metadata filter restricts the candidates without
+// changing scores. Characters such as ':' '(' '"' have no meaning. Text
+// that is empty or consists only of stop words and punctuation returns
+// spi.ErrNothingToSearch without searching (the index answers it without
+// looking, so the answer proves nothing about the index). With req.Syntax
+// set, Text is parsed as bleve query-string syntax
 // instead and scored by bleve's own BM25; unqualified terms then search the
 // text field, and a parse error wraps spi.ErrInvalidQuery.
 //
@@ -120,28 +119,6 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.R
 		return refs[i].ID < refs[j].ID
 	})
 	return refs, nil
-}
-
-// textQuery turns analysed user text into the BM25 query of bm25.go over
-// title (weighted by Config.TitleBoost) and text (weight 1). Repeated
-// words count repeatedly (query term frequency).
-func (b *Backend) textQuery(st *store, tokens analysis.TokenStream, docCount uint64) query.Query {
-	terms := make([]string, len(tokens))
-	for i, tok := range tokens {
-		terms[i] = string(tok.Term)
-	}
-	t := st.totals.Load()
-	avg := func(total int64) float64 {
-		if docCount == 0 {
-			return 0
-		}
-		return float64(total) / float64(docCount)
-	}
-	fields := []bm25Field{
-		{name: fieldTitle, weight: b.cfg.TitleBoost, avgLen: avg(t.Title)},
-		{name: fieldText, weight: 1, avgLen: avg(t.Text)},
-	}
-	return newBM25Query(terms, fields, docCount, b.cfg.K1, b.cfg.B)
 }
 
 // filterQuery is the non-scoring restriction: the tenant term AND, per

@@ -1,31 +1,26 @@
 package keyword
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
 )
 
-// Exact BM25 collection statistics.
+// Exact BM25 statistics.
 //
 // bleve's BM25 takes a field's average length to be
 // ceil(term-dictionary size / doc count), summed over segments: it is not
 // the average number of tokens, and it changes when background merges
-// combine segments, so the same query on the same documents can score
-// differently an hour later. This package instead keeps the total token
-// count of title and text across live documents (each document stores its
-// own lengths in fieldLens; the totals live in a bleve internal key
-// // updated in the same atomic batch as the documents) and gives the true
-// averages to the BM25 query of bm25.go.
-
-// totalsKey is the bleve internal key holding the fieldTotals record.
-var totalsKey = []byte("ragd.keyword.totals")
+// combine segments, so the same query on the same documents could score
+// differently an hour later. Instead each document stores its own analysed
+// token counts in fieldLens, and the in-memory postings (impact.go) keep
+// the totals of the live documents, from which
+// they take exact averages.
 
 // fieldLens is the stored field with a document's analysed token counts,
 // "title text", so replacing or deleting it can correct the totals.
@@ -35,22 +30,6 @@ const fieldLens = "_lens"
 // was applied at (apply.go's tagged value); absent for writes outside the
 // log.
 const fieldVersion = "_version"
-
-type fieldTotals struct {
-	Title int64 `json:"title"`
-	Text  int64 `json:"text"`
-}
-
-func (t fieldTotals) add(d docLens, sign int64) fieldTotals {
-	t.Title = max(0, t.Title+sign*int64(d.title))
-	t.Text = max(0, t.Text+sign*int64(d.text))
-	return t
-}
-
-func (t fieldTotals) encode() []byte {
-	b, _ := json.Marshal(t) // cannot fail: two integers
-	return b
-}
 
 type docLens struct{ title, text int }
 
@@ -71,16 +50,17 @@ func parseLens(b []byte) (docLens, bool) {
 	return docLens{title: t, text: x}, true
 }
 
-// store is one open generation: the bleve index, its analyzer and the
-// running field totals. Writers are serialised by the caller; readers load
-// the totals atomically.
+// store is one open generation: the bleve index, its analyzer, the
+// in-memory postings and tombstones. Writers are serialised by the caller.
 type store struct {
-	idx    bleve.Index
-	an     analysis.Analyzer
-	totals atomic.Pointer[fieldTotals]
+	idx bleve.Index
+	an  analysis.Analyzer
 	// impact holds the postings of plain-text search (impact.go), kept
 	// in step with idx by writeBatch.
 	impact *impactIndex
+	// tombs mirrors the index's tombstones (apply.go): id -> tagged
+	// version. Writers only use it.
+	tombs map[string][]byte
 }
 
 func newStore(idx bleve.Index, analyzer string) (*store, error) {
@@ -89,19 +69,37 @@ func newStore(idx bleve.Index, analyzer string) (*store, error) {
 		return nil, fmt.Errorf("analyzer %q not available", analyzer)
 	}
 	s := &store{idx: idx, an: an}
-	raw, err := idx.GetInternal(totalsKey)
-	if err != nil {
-		return nil, fmt.Errorf("%w: read totals: %v", ErrCorrupt, err)
-	}
-	var t fieldTotals
-	if raw != nil {
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, fmt.Errorf("%w: totals record: %v", ErrCorrupt, err)
-		}
-	}
-	s.totals.Store(&t)
+	var err error
 	if s.impact, err = loadImpact(context.Background(), idx); err != nil {
 		return nil, fmt.Errorf("%w: load postings: %v", ErrCorrupt, err)
 	}
+	if s.tombs, err = loadTombs(idx); err != nil {
+		return nil, fmt.Errorf("%w: load tombstones: %v", ErrCorrupt, err)
+	}
 	return s, nil
+}
+
+// loadTombs reads the tombstones from the index's internal keys, which
+// scorch's snapshots hold in memory.
+func loadTombs(idx bleve.Index) (map[string][]byte, error) {
+	adv, err := idx.Advanced()
+	if err != nil {
+		return nil, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	tombs := map[string][]byte{}
+	in, ok := r.(interface{ Internal() map[string][]byte })
+	if !ok {
+		return nil, fmt.Errorf("index reader %T does not list its internal keys", r)
+	}
+	for k, v := range in.Internal() {
+		if id, ok := strings.CutPrefix(k, versionPrefix); ok {
+			tombs[id] = bytes.Clone(v)
+		}
+	}
+	return tombs, nil
 }

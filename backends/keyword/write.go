@@ -61,72 +61,84 @@ func (b *Backend) Upsert(ctx context.Context, docs []spi.Document) error {
 }
 
 // writeDocs indexes docs in batches of size and returns how many were
-// written. Each batch also carries the updated field totals, so documents
-// and statistics commit together. Callers serialise writes to s.
+// written. Callers serialise writes to s.
 func writeDocs(ctx context.Context, s *store, docs []spi.Document, size int) (int, error) {
 	for start := 0; start < len(docs); start += size {
 		if err := ctxErr(ctx); err != nil {
 			return start, err
 		}
 		end := min(start+size, len(docs))
-		if err := writeBatch(s, lastByID(docs[start:end]), nil, nil); err != nil {
+		if err := writeBatch(s, spi.LastByID(docs[start:end], spi.DocumentID), nil, nil); err != nil {
 			return start, err
 		}
 	}
 	return len(docs), nil
 }
 
-// writeBatch applies upserts, deletes and the internal key/values set as
-// one atomic bleve batch. A nil set is a write outside the change log.
-func writeBatch(s *store, docs []spi.Document, del []string, set map[string][]byte) error {
-	totals := *s.totals.Load()
-	batch := s.idx.NewBatch()
-	// Old lengths come from the in-memory postings, which mirror the
-	// index exactly, instead of reading each stored document back.
-	subtractOld := func(id string) {
-		if old, found := s.impact.lensOf(id); found {
-			totals = totals.add(old, -1)
-		}
+// logWrite is what an apply of the change log adds to a batch (apply.go):
+// each upserted document's version (a stored field), the tombstones to
+// keep and to drop (internal keys) and the new checkpoint.
+type logWrite struct {
+	versions map[string][]byte // id -> version of an upserted document
+	tombs    map[string][]byte // id -> tombstone of a deleted document
+	drop     []string          // ids whose tombstones go
+	applied  []byte            // the new checkpoint; nil keeps it
+}
+
+// writeBatch applies upserts and deletes, and lw, as one atomic bleve
+// batch, then mirrors it in the postings and s.tombs. A nil lw is a write
+// outside the change log, which leaves no version and no tombstone.
+func writeBatch(s *store, docs []spi.Document, del []string, lw *logWrite) error {
+	if lw == nil {
+		lw = &logWrite{}
 	}
+	batch := s.idx.NewBatch()
 	built, lens := buildDocs(docs, s.an)
 	vers := make([][]byte, len(docs))
+	var gone []string // ids whose tombstone the batch deletes
+	dropTomb := func(id string) {
+		if _, ok := s.tombs[id]; ok {
+			batch.DeleteInternal([]byte(versionPrefix + id))
+			gone = append(gone, id)
+		}
+	}
 	for i, d := range docs {
-		subtractOld(d.ID)
 		// A document's version is a stored field of the document, not a
 		// bleve internal key: scorch rewrites every internal key into
 		// each persisted snapshot, so one key per document made every
 		// batch cost as much as the whole index (43 docs/s at 100k).
-		// Internal keys hold only the tombstones of deleted documents.
-		key := versionPrefix + d.ID
-		if v, ok := set[key]; ok {
+		if v, ok := lw.versions[d.ID]; ok {
 			vers[i] = v
 			built[i].AddField(document.NewTextFieldCustom(fieldVersion, nil, v, optsStored, nil))
 		}
-		batch.DeleteInternal([]byte(key))
+		dropTomb(d.ID)
 		if err := batch.IndexAdvanced(built[i]); err != nil {
 			return fmt.Errorf("%w: %v", spi.ErrInvalidQuery, err)
 		}
-		totals = totals.add(lens[i], +1)
 	}
 	for _, id := range del {
-		subtractOld(id)
 		batch.Delete(id)
-		key := versionPrefix + id
-		if v, ok := set[key]; ok {
-			batch.SetInternal([]byte(key), v) // the tombstone
+		if v, ok := lw.tombs[id]; ok {
+			batch.SetInternal([]byte(versionPrefix+id), v)
 		} else {
-			// A delete outside the change log leaves no tombstone.
-			batch.DeleteInternal([]byte(key))
+			dropTomb(id)
 		}
 	}
-	if v, ok := set[string(appliedKey)]; ok {
-		batch.SetInternal(appliedKey, v)
+	for _, id := range lw.drop {
+		dropTomb(id)
 	}
-	batch.SetInternal(totalsKey, totals.encode())
+	if lw.applied != nil {
+		batch.SetInternal(appliedKey, lw.applied)
+	}
 	if err := s.idx.Batch(batch); err != nil {
 		return fmt.Errorf("%w: batch: %v", spi.ErrUnavailable, err)
 	}
-	s.totals.Store(&totals)
+	for _, id := range gone {
+		delete(s.tombs, id)
+	}
+	for id, v := range lw.tombs {
+		s.tombs[id] = v
+	}
 	s.impact.apply(docs, built, lens, vers, del)
 	return nil
 }
@@ -147,25 +159,6 @@ func buildDocs(docs []spi.Document, an analysis.Analyzer) ([]*document.Document,
 	}
 	wg.Wait()
 	return built, lens
-}
-
-// lastByID drops all but the last document of each id, keeping order, so
-// a batch never holds two versions of one document.
-func lastByID(docs []spi.Document) []spi.Document {
-	last := make(map[string]int, len(docs))
-	for i, d := range docs {
-		last[d.ID] = i
-	}
-	if len(last) == len(docs) {
-		return docs
-	}
-	out := make([]spi.Document, 0, len(last))
-	for i, d := range docs {
-		if last[d.ID] == i {
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 // Delete removes documents by id in batches; unknown ids are ignored.

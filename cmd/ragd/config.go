@@ -22,7 +22,7 @@ func addConfigFlag(cmd *cobra.Command) *string {
 
 // defaultsSummary says what the built-in defaults are, for the messages
 // given when no rag.yaml is found.
-const defaultsSummary = "embedded stores under ./data, the built-in hashing embedder, listening on 127.0.0.1:8080, auth on"
+const defaultsSummary = "embedded stores under ./data, the built-in model all-MiniLM-L6-v2 (from the model cache), listening on 127.0.0.1:8080, auth on"
 
 // loadConfig reads path. The default path may be absent: then the built-in
 // defaults apply, with auth off only if allowNoAuth (offline commands such

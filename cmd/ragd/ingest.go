@@ -149,7 +149,10 @@ type docFailure struct {
 // ingestStats counts one run.
 type ingestStats struct {
 	sent, ok, failed int
-	malformed        int // included in failed
+	// unchanged counts ok documents identical to the stored ones: nothing
+	// was written and nothing embedded.
+	unchanged int
+	malformed int // included in failed
 	// empty counts documents the server refused as empty (no title, text
 	// or vector): there is nothing to index, so they are skipped, not
 	// failures.
@@ -437,6 +440,9 @@ func (in *ingester) record(lines []corpus.Line, results []ingest.Result) {
 		switch r.Status {
 		case ingest.StatusOK:
 			in.stats.ok++
+			if r.Unchanged {
+				in.stats.unchanged++
+			}
 		case ingest.StatusFailed:
 			if r.Code == ingest.CodeEmptyDocument {
 				in.stats.empty++
@@ -521,7 +527,11 @@ func (in *ingester) printSummary(w io.Writer, complete bool) {
 		rate = float64(s.sent) / sec
 	}
 	fmt.Fprintf(w, "  sent     %d documents in %d %s (%.1f docs/s)\n", s.sent, s.batches, plural(s.batches, "request", "requests"), rate)
-	fmt.Fprintf(w, "  ok       %d\n", s.ok)
+	if s.unchanged > 0 {
+		fmt.Fprintf(w, "  ok       %d  (%d unchanged: identical to the stored documents, nothing written or embedded)\n", s.ok, s.unchanged)
+	} else {
+		fmt.Fprintf(w, "  ok       %d\n", s.ok)
+	}
 	if s.empty > 0 {
 		fmt.Fprintf(w, "  skipped  %d  (empty documents: no title, text or vector, so nothing to index; not a failure)\n", s.empty)
 	}
@@ -602,7 +612,7 @@ func newIngestProgress(w io.Writer, mode string, size, start int64) ingestProgre
 		_ = bar.Set64(start)
 		return &barProgress{bar: bar}
 	case "plain":
-		return &plainProgress{w: w, size: size}
+		return &plainProgress{w: w, size: size, start: start}
 	}
 	return noProgress{}
 }
@@ -611,7 +621,7 @@ type barProgress struct{ bar *progressbar.ProgressBar }
 
 func (p *barProgress) update(offset int64, _ int, s *ingestStats, _ time.Duration) {
 	_ = p.bar.Set64(offset)
-	p.bar.Describe(fmt.Sprintf("ingest: %d ok, %d failed", s.ok, s.failed))
+	p.bar.Describe(fmt.Sprintf("ingest: %d ok (%d unchanged), %d failed", s.ok, s.unchanged, s.failed))
 }
 func (p *barProgress) clear()  { _ = p.bar.Clear() }
 func (p *barProgress) finish() { _ = p.bar.Finish() }
@@ -621,6 +631,7 @@ func (p *barProgress) finish() { _ = p.bar.Finish() }
 type plainProgress struct {
 	w       io.Writer
 	size    int64
+	start   int64 // the offset the run began at (a resumed run)
 	printed bool
 	last    time.Duration
 }
@@ -638,8 +649,11 @@ func (p *plainProgress) update(offset int64, line int, s *ingestStats, elapsed t
 	if sec := elapsed.Seconds(); sec > 0 {
 		rate = float64(s.sent) / sec
 	}
-	fmt.Fprintf(p.w, "ingest: line %d (%.0f%%): %d sent, %d ok, %d failed, %.0f docs/s\n",
-		line, pct, s.sent, s.ok, s.failed, rate)
+	// The server embeds each document it did not hold unchanged: the
+	// bytes read so far and their time give the ETA of the rest.
+	left, ok := eta(float64(offset-p.start), float64(p.size-p.start), elapsed)
+	fmt.Fprintf(p.w, "ingest: line %d (%.0f%%): %d sent, %d ok (%d unchanged), %d failed, %.0f docs/s, %s\n",
+		line, pct, s.sent, s.ok, s.unchanged, s.failed, rate, formatETA(left, ok))
 }
 func (p *plainProgress) clear()  {}
 func (p *plainProgress) finish() {}

@@ -507,7 +507,7 @@ func TestIngestPendingIsOK(t *testing.T) {
 // batch is stored, so moving the checkpoint past the batch loses nothing.
 func TestIngestBadDocumentDoesNotLoseItsBatch(t *testing.T) {
 	srv := startTestRagd(t, nil)
-	zero := make([]float32, config.Default().Embedder.Dimension)
+	zero := make([]float32, srv.App.Embedder.Dimension())
 	file := writeJSONL(t, t.TempDir(), "docs.jsonl",
 		spi.Document{ID: "g1", Text: "good one"},
 		spi.Document{ID: "nul", Text: "a\x00b"},

@@ -24,7 +24,9 @@ func newReembedCmd(a *app) *cobra.Command {
 			"start on vectors made by another embedder. Stop the server first when the\n" +
 			"stores are embedded ones. An interrupted run can simply be run again.\n\n" +
 			"The dimension cannot change this way: a store of another dimension needs a\n" +
-			"new directory (or table) and a fresh ingest.",
+			"new directory (or table) and a fresh ingest.\n\n" +
+			"The vectors made are kept in the vector cache (embedder.cache), so a run that was\n" +
+			"interrupted, run again, embeds only the documents the first run had not done.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -32,19 +34,13 @@ func newReembedCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			inst, err := ragdapp.New(ctx, cfg, ragdapp.Options{Logger: ragdapp.NewLogger(a.stderr, logLevel), Reembed: true})
+			inst, err := ragdapp.New(ctx, cfg, ragdapp.Options{Logger: ragdapp.NewLogger(a.stderr, logLevel), Reembed: true, PullProgress: a.stderr})
 			if err != nil {
 				return err
 			}
 			defer inst.Close()
 			start := time.Now()
-			last := start
-			n, err := inst.Reembed(ctx, func(done, total int) {
-				if now := time.Now(); now.Sub(last) >= plainProgressEvery || done == total {
-					last = now
-					fmt.Fprintf(a.stderr, "reembed: %d/%d documents\n", done, total)
-				}
-			})
+			n, err := inst.Reembed(ctx, newCountProgress(a.stderr, "reembed", "documents", nil).update)
 			if err != nil {
 				return err
 			}

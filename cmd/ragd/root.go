@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 )
@@ -19,6 +20,7 @@ const (
 // app is what every subcommand may use instead of globals: where to write
 // and, later, the shared logger and configuration.
 type app struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 }
 
@@ -29,6 +31,7 @@ func subcommands() []func(*app) *cobra.Command {
 	return []func(*app) *cobra.Command{
 		newBreakerCmd,
 		newCheckCmd,
+		newEmbedCmd,
 		newEvalCmd,
 		newHoldCmd,
 		newReembedCmd,
@@ -41,10 +44,15 @@ func subcommands() []func(*app) *cobra.Command {
 	}
 }
 
-// run executes ragd with args (without the program name) and returns the
-// process exit code.
+// run executes ragd with args (without the program name), reading
+// os.Stdin, and returns the process exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	a := &app{stdout: stdout, stderr: stderr}
+	return runWithInput(ctx, args, os.Stdin, stdout, stderr)
+}
+
+// runWithInput is run reading stdin from in.
+func runWithInput(ctx context.Context, args []string, in io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: in, stdout: stdout, stderr: stderr}
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
@@ -78,6 +86,7 @@ func newRootCmd(a *app) *cobra.Command {
 			return cmd.Help()
 		},
 	}
+	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })

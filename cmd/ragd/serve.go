@@ -36,7 +36,8 @@ func newServeCmd(a *app) *cobra.Command {
 			if listen != "" {
 				cfg.Server.Listen = listen
 			}
-			inst, err := ragdapp.New(ctx, cfg, ragdapp.Options{Logger: ragdapp.NewLogger(a.stderr, cfg.Log.Level), Version: version, KeepState: true})
+			inst, err := ragdapp.New(ctx, cfg, ragdapp.Options{Logger: ragdapp.NewLogger(a.stderr, cfg.Log.Level), Version: version,
+				KeepState: true, ModelFallback: true, PullProgress: a.stderr})
 			if err != nil {
 				return err
 			}
@@ -53,6 +54,10 @@ func newServeCmd(a *app) *cobra.Command {
 			ln, err := ragdapp.Listen(cfg)
 			if err != nil {
 				return err
+			}
+			if fb := inst.EmbedderFallback; fb != nil {
+				fmt.Fprintf(a.stderr, "ragd: WARNING: no semantic search: the built-in model %s is unavailable (%s), so the hashing embedder stands in.\n"+
+					"ragd: fix: %s\n", fb.Model, fb.Reason, fb.Fix)
 			}
 			fmt.Fprintf(a.stderr, "ragd: serving on http://%s (data in %s)\n", ln.Addr(), cfg.DataDir)
 			return inst.Serve(ctx, ln)

@@ -171,6 +171,13 @@ func printLag(w io.Writer, log *ingest.LogStatus) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", l.Store, l.Applied, l.Behind, lag, errText)
 	}
 	tw.Flush()
+	if e := log.Embedding; e != nil {
+		fmt.Fprintf(w, "embedding: %d texts pending", e.Pending)
+		if e.Pending > 0 && e.ETASeconds > 0 {
+			fmt.Fprintf(w, " (%.1f/s, ETA %s)", e.RatePerSecond, (time.Duration(e.ETASeconds*1000) * time.Millisecond).Round(time.Second))
+		}
+		fmt.Fprintf(w, "; %d embedded, %d kept their stored vector since start\n", e.Embedded, e.Reused)
+	}
 	fmt.Fprintln(w)
 }
 

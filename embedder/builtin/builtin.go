@@ -17,15 +17,12 @@ package builtin
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"runtime"
 
 	"github.com/ragd/ragd/embedder/builtin/bert"
+	"github.com/ragd/ragd/embedder/builtin/modelcache"
 	"github.com/ragd/ragd/embedder/builtin/wordpiece"
 	"github.com/ragd/ragd/spi"
 )
@@ -108,7 +105,7 @@ func Open(cfg Config) (*Model, error) {
 	if cfg.DocumentPrefix == "" {
 		cfg.DocumentPrefix = lay.documentPrompt
 	}
-	sum, err := fileSHA256(filepath.Join(cfg.Dir, "model.safetensors"))
+	sum, err := modelcache.FileSHA256(filepath.Join(cfg.Dir, "model.safetensors"))
 	if err != nil {
 		return nil, fmt.Errorf("builtin: %w", err)
 	}
@@ -116,19 +113,6 @@ func Open(cfg Config) (*Model, error) {
 	m.documents = roleEmbedder{m: m, prefix: cfg.DocumentPrefix}
 	m.queries = roleEmbedder{m: m, prefix: cfg.QueryPrefix}
 	return m, nil
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Documents is the embedder for document texts (Config.DocumentPrefix).

@@ -9,8 +9,10 @@
 //
 // Errors classify for the circuit breaker that the wiring puts around the
 // embedder: spi.ErrUnavailable for an unreachable or failing server (5xx,
-// 429 after the retries, timeouts, 401/403/404 configuration problems, a
-// malformed response or the wrong dimension); spi.ErrInvalidQuery for a
+// timeouts, 401/403/404 configuration problems, a malformed response or the
+// wrong dimension); spi.ErrOverloaded (and spi.ErrUnavailable) for a 429
+// that outlasted the retries and the Retry-After waits, which a breaker
+// does not count: the server is busy, not broken; spi.ErrInvalidQuery for a
 // request the server refuses (400, 413, 422: typically an input longer than
 // the model's context). A cancelled caller context is returned as such.
 package openai
@@ -61,8 +63,13 @@ func (e *HTTPError) Error() string {
 	return msg
 }
 
-// Unwrap returns spi.ErrUnavailable or spi.ErrInvalidQuery.
+// Unwrap returns spi.ErrUnavailable or spi.ErrInvalidQuery; a 429 matches
+// spi.ErrOverloaded as well as spi.ErrUnavailable.
 func (e *HTTPError) Unwrap() error { return e.kind }
+
+// errOverloaded is the kind of a 429: the server is rate limiting, which
+// guards treat as load, not as a failure.
+var errOverloaded = fmt.Errorf("%w: %w", spi.ErrOverloaded, spi.ErrUnavailable)
 
 // Embedder implements spi.Embedder over HTTP. It is safe for concurrent use.
 type Embedder struct {
@@ -320,7 +327,9 @@ func (e *Embedder) httpError(resp *http.Response) *HTTPError {
 		he.Message = strings.TrimSpace(fmt.Sprintf("authentication failed: check $%s. %s", e.cfg.APIKeyEnv, he.Message))
 	case http.StatusNotFound:
 		he.Message = strings.TrimSpace(fmt.Sprintf("check base_url (%s) and model (%q). %s", e.url, e.cfg.Model, he.Message))
-	case http.StatusRequestTimeout, http.StatusTooManyRequests:
+	case http.StatusTooManyRequests:
+		he.kind = errOverloaded
+	case http.StatusRequestTimeout:
 	default:
 		if resp.StatusCode >= 400 && resp.StatusCode < 500 {
 			he.kind = spi.ErrInvalidQuery

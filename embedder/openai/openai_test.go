@@ -257,8 +257,8 @@ func TestRetryAfterTooLongFailsFast(t *testing.T) {
 	e, sl := newEmbedder(t, s, nil)
 	_, err := e.Embed(context.Background(), []string{"x"})
 	var he *openai.HTTPError
-	if !errors.Is(err, spi.ErrUnavailable) || !errors.As(err, &he) || he.RetryAfter != time.Hour {
-		t.Fatalf("err = %v", err)
+	if !errors.Is(err, spi.ErrUnavailable) || !errors.Is(err, spi.ErrOverloaded) || !errors.As(err, &he) || he.RetryAfter != time.Hour {
+		t.Fatalf("err = %v, want an overload", err)
 	}
 	if s.count() != 1 || len(sl.delays) != 0 {
 		t.Fatalf("%d requests, delays %v; want no retry", s.count(), sl.delays)
@@ -282,6 +282,15 @@ func TestServerErrorsExhaustRetries(t *testing.T) {
 			_, err := e.Embed(context.Background(), []string{"x"})
 			if !errors.Is(err, spi.ErrUnavailable) || errors.Is(err, spi.ErrInvalidQuery) {
 				t.Fatalf("err = %v, want ErrUnavailable", err)
+			}
+			// Only a rate limit is overload, which no breaker counts; a
+			// server error that outlasts the retries is a failure.
+			overload := code == http.StatusTooManyRequests
+			if errors.Is(err, spi.ErrOverloaded) != overload {
+				t.Fatalf("err = %v: matches ErrOverloaded = %v, want %v", err, !overload, overload)
+			}
+			if want := map[bool]spi.Outcome{true: spi.OutcomeNeutral, false: spi.OutcomeFailure}[overload]; spi.OutcomeOf(context.Background(), err) != want {
+				t.Fatalf("outcome of %v = %v, want %v", err, spi.OutcomeOf(context.Background(), err), want)
 			}
 			if !strings.Contains(err.Error(), "overloaded") || !strings.Contains(err.Error(), "4 attempts") {
 				t.Fatalf("err = %v", err)

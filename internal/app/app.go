@@ -21,6 +21,7 @@ import (
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/embedder/vcache"
 	"github.com/ragd/ragd/guard"
 	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/ingest/keyphrase"
@@ -51,6 +52,14 @@ type Options struct {
 	// Reembed opens the vector store without checking that its vectors
 	// come from the configured embedder, for Reembed.
 	Reembed bool
+	// ModelFallback lets ragd start on the hashing embedder when the
+	// configured built-in model cannot be had (`ragd serve`: the service
+	// comes up and says so loudly; see App.EmbedderFallback). Without it a
+	// missing model fails New with the fix.
+	ModelFallback bool
+	// PullProgress receives the progress of a model pulled at start; nil
+	// shows none.
+	PullProgress io.Writer
 	// KeepState keeps the console's state in data_dir — the timeline
 	// (events.jsonl, bounded) and the maintenance holds (holds.json) — so
 	// both survive a restart. ragd serve sets it; tools that open the
@@ -75,6 +84,18 @@ type App struct {
 	Embedder         spi.Embedder
 	QueryEmbedder    spi.Embedder
 	EmbedderIdentity string
+	// DocumentEmbedder is what the write path and Reembed embed with:
+	// Embedder behind DocumentGuard (a breaker of its own), a bounded
+	// number of batches in flight and the persistent VectorCache (nil when
+	// off). QueryEmbedder is behind the in-memory query LRU when one is
+	// configured. See embedders.go.
+	DocumentEmbedder spi.Embedder
+	DocumentGuard    *guard.Guard
+	VectorCache      *vcache.Store
+	// EmbedderFallback is set while the hashing embedder stands in for a
+	// built-in model that could not be had (Options.ModelFallback): the
+	// health report, `ragd status` and the start-up log say so.
+	EmbedderFallback *Fallback
 	Vector           spi.VectorRetrievalBackend
 	Keyword          spi.KeywordRetrievalBackend
 	Graph            spi.GraphRetrievalBackend
@@ -95,6 +116,12 @@ type App struct {
 	History     *history.Recorder
 	console     console
 
+	embedderCPU   bool
+	embedderKind  string // the kind running: the configured one, or hashing as a fallback
+	modelFallback bool
+	pullProgress  io.Writer
+	queryCache    *vcache.LRU
+
 	now            func() time.Time
 	version        string
 	reembed        bool
@@ -113,7 +140,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err err
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Logger: opts.Logger, Registry: opts.Registry, now: opts.Now, version: opts.Version, reembed: opts.Reembed}
+	a := &App{Config: cfg, Logger: opts.Logger, Registry: opts.Registry, now: opts.Now, version: opts.Version, reembed: opts.Reembed,
+		modelFallback: opts.ModelFallback && !opts.Reembed, pullProgress: opts.PullProgress}
 	if a.Logger == nil {
 		a.Logger = NewLogger(os.Stderr, cfg.Log.Level)
 	}
@@ -153,6 +181,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err err
 	if err := a.wireGuards(); err != nil {
 		return nil, err
 	}
+	a.wireDocumentEmbedder()
 	if err := a.wireRetriever(); err != nil {
 		return nil, err
 	}
@@ -163,7 +192,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (_ *App, err err
 		slog.String("vector", cfg.Backends.Vector.Kind),
 		slog.String("keyword", cfg.Backends.Keyword.Kind),
 		slog.String("graph", cfg.Backends.Graph.Kind),
-		slog.String("embedder", cfg.Embedder.Kind),
+		slog.String("embedder", a.embedderKind),
 		slog.Bool("breakers", cfg.Breakers.Enabled))
 	a.startConsole()
 	return a, nil
@@ -196,7 +225,7 @@ func (a *App) wireRetriever() error {
 	}
 	for _, name := range spi.RetrievalSources() {
 		sc := c.Sources[name]
-		o := retriever.SourceOptions{Enabled: sc.Enabled, K: sc.K, TimeoutMS: sc.TimeoutMS, Weight: a.Config.SourceWeight(name)}
+		o := retriever.SourceOptions{Enabled: sc.Enabled, K: sc.K, TimeoutMS: sc.TimeoutMS, Weight: a.Config.SourceWeightFor(name, a.embedderKind)}
 		if o.Weight == 0 {
 			o.Enabled = &off
 		}
@@ -251,12 +280,8 @@ func (a *App) wireRetriever() error {
 // (or the graph) is the record and nothing is derived.
 func (a *App) wirePipeline() error {
 	c := a.Config.Ingest
-	emb := a.Embedder
-	if g := a.Guards[spi.SourceEmbedder]; g != nil && emb != nil {
-		emb = guard.Embedder(emb, g)
-	}
 	pc := ingest.Config{
-		Embedder:   emb,
+		Embedder:   a.DocumentEmbedder,
 		BatchSize:  c.BatchSize,
 		Limits:     ingest.Limits{MaxTextBytes: c.MaxTextBytes},
 		Poll:       time.Duration(c.ApplyPollMS) * time.Millisecond,
@@ -391,7 +416,7 @@ func (a *App) Health() map[string]spi.HealthChecker {
 		m[spi.SourceGraph] = a.healthOf(spi.SourceGraph, a.Graph)
 	}
 	if a.Embedder != nil {
-		m[spi.SourceEmbedder] = a.healthOf(spi.SourceEmbedder, embedderHealth{a.Embedder})
+		m[spi.SourceEmbedder] = a.healthOf(spi.SourceEmbedder, embedderHealth{e: a.Embedder, fallback: a.EmbedderFallback})
 	}
 	return m
 }

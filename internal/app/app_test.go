@@ -30,6 +30,9 @@ func embeddedConfig(t testing.TB) *config.Config {
 	off := false
 	c.Auth.Enabled = &off
 	c.DataDir = t.TempDir()
+	// These tests are about the wiring: the hashing embedder is exact and
+	// needs no model (the built-in model's tests read it from testenv).
+	c.Embedder.Kind = config.KindHashing
 	// The graph source and its expansion are off by default; these tests
 	// are about the wiring of all three sources, so they switch them on.
 	on, one := true, 1.0
@@ -246,15 +249,16 @@ func TestKeywordIndexCatchesUpWithTheRecordAtStart(t *testing.T) {
 	if _, err := a.LoadDemo(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	dim := a.Embedder.Dimension()
 	a.Close()
 
 	// A crash after the record write and before the index write: the
 	// document is only in the system of record.
-	vs, err := vectorembedded.Open(context.Background(), vectorembedded.Config{Dir: filepath.Join(cfg.DataDir, cfg.Backends.Vector.Dir), Dimension: cfg.Embedder.Dimension})
+	vs, err := vectorembedded.Open(context.Background(), vectorembedded.Config{Dir: filepath.Join(cfg.DataDir, cfg.Backends.Vector.Dir), Dimension: dim})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := make([]float32, cfg.Embedder.Dimension)
+	v := make([]float32, dim)
 	v[0] = 1
 	if err := vs.Upsert(context.Background(), []spi.Document{{ID: "orphan", Title: "zeppelin mooring masts", Text: "only in the record", Vector: v}}); err != nil {
 		t.Fatal(err)

@@ -38,6 +38,7 @@ func BenchmarkCranfieldQuery(b *testing.B) {
 	off := false
 	cfg.Auth.Enabled = &off
 	cfg.DataDir = b.TempDir()
+	cfg.Embedder.Kind = config.KindHashing
 	a := newApp(b, &cfg)
 	defer a.Close()
 	ctx := context.Background()

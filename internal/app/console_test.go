@@ -18,6 +18,7 @@ import (
 	"github.com/ragd/ragd/internal/app"
 	"github.com/ragd/ragd/internal/events"
 	"github.com/ragd/ragd/internal/history"
+	"github.com/ragd/ragd/spi"
 )
 
 func newKeptApp(t *testing.T, cfg *config.Config) *app.App {
@@ -110,6 +111,7 @@ func TestConsoleEndpointsOnTheEmbeddedStack(t *testing.T) {
 	off := false
 	cfg.Auth.Enabled = &off
 	cfg.DataDir = t.TempDir()
+	cfg.Embedder.Kind = config.KindHashing // exact and needs no model
 	a := newApp(t, &cfg)
 	defer a.Close()
 	if _, err := a.LoadDemo(context.Background()); err != nil {
@@ -171,7 +173,7 @@ func TestConsoleEndpointsOnTheEmbeddedStack(t *testing.T) {
 	}
 	var hist api.HistoryResponse
 	get("/v1/status/history", &hist)
-	if len(hist.Breakers) != 4 || hist.Breakers[0].States[hist.Steps-1] != history.StateClosed {
+	if len(hist.Breakers) != len(spi.Backends()) || hist.Breakers[0].States[hist.Steps-1] != history.StateClosed {
 		t.Errorf("history breakers %+v", hist.Breakers)
 	}
 }

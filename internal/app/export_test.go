@@ -2,8 +2,11 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/ragd/ragd/config"
 )
 
 // Lazy is lazy[string] for tests of the reconnect logic.
@@ -15,6 +18,21 @@ func NewLazy(open func(ctx context.Context) (string, error), now func() time.Tim
 }
 
 func (l *lazy[T]) Get(ctx context.Context) (T, error) { return l.get(ctx) }
+
+// ModelDir is modelDir, for tests of finding and pulling the model.
+func ModelDir(ctx context.Context, cfg *config.Config, o EmbedderOptions) (string, string, error) {
+	return modelDir(ctx, cfg, o)
+}
+
+// FallbackFor is what serve runs on when err (from ModelDir) says the model
+// is missing.
+func FallbackFor(cfg *config.Config, err error) (*Embedders, error) {
+	var me *modelError
+	if !errors.As(err, &me) {
+		return nil, err
+	}
+	return hashingFallback(cfg, me, slog.New(slog.DiscardHandler))
+}
 
 // SetGraphWakeHook makes every wake of the embedded graph call f once its
 // applier is woken, before it reads the head it must reach; the returned

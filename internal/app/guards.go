@@ -74,7 +74,11 @@ func (a *App) wireGuards() error {
 		}
 		gc := guard.Config{Circuit: circuits[name], Now: a.now}
 		if cc.Enabled {
-			l := limitSettings(cc.LimitSettings, cc.Overrides[name])
+			base := cc.LimitSettings
+			if name == spi.SourceEmbedder {
+				base = a.queryLimit(base)
+			}
+			l := limitSettings(base, cc.Overrides[name])
 			lim, err := guard.NewAdaptive(guard.AdaptiveConfig{Min: l.MinLimit, Max: l.MaxLimit, Initial: l.InitialLimit})
 			if err != nil {
 				return fmt.Errorf("app: concurrency.%s: %w", name, err)
@@ -86,19 +90,29 @@ func (a *App) wireGuards() error {
 		}
 		a.Guards[name] = guard.New(name, gc)
 	}
+	// Document embedding: its own breaker; its concurrency is the fixed
+	// number of batch slots a batch waits for (wireDocumentEmbedder), not
+	// an adaptive limit that sheds.
+	if c := circuits[spi.SourceDocumentEmbedder]; c != nil && a.Embedder != nil {
+		a.DocumentGuard = guard.New(spi.SourceDocumentEmbedder, guard.Config{Circuit: c, Now: a.now})
+	}
 	if err := a.Registry.Register(guard.NewCollector(a.guardList)); err != nil {
 		return fmt.Errorf("app: guard metrics: %w", err)
 	}
 	return nil
 }
 
-// guardList returns the guards in spi.GatedSources order.
+// guardList returns the guards in spi.GatedSources order, then the
+// document embedder's.
 func (a *App) guardList() []*guard.Guard {
 	var out []*guard.Guard
 	for _, name := range spi.GatedSources() {
 		if g := a.Guards[name]; g != nil {
 			out = append(out, g)
 		}
+	}
+	if a.DocumentGuard != nil {
+		out = append(out, a.DocumentGuard)
 	}
 	return out
 }
@@ -146,7 +160,7 @@ func limitSettings(base, o config.LimitSettings) config.LimitSettings {
 func (a *App) sourceTimeout(name string) time.Duration {
 	r := a.Config.Retriever
 	ms := r.Sources[name].TimeoutMS
-	if name == spi.SourceEmbedder {
+	if name == spi.SourceEmbedder || name == spi.SourceDocumentEmbedder {
 		ms = r.EmbedTimeoutMS
 	}
 	if ms <= 0 {
@@ -190,7 +204,15 @@ func (a *App) probe(name string) func(context.Context) error {
 			_, err := a.read.graph.Expand(ctx, []string{probeText}, spi.ExpandOptions{Hops: 1, Limit: 1})
 			return err
 		}
-	default: // the embedder
+	case spi.SourceDocumentEmbedder:
+		return func(ctx context.Context) error {
+			if a.Embedder == nil {
+				return nil
+			}
+			_, err := a.Embedder.Embed(ctx, []string{probeText})
+			return err
+		}
+	default: // the query embedder
 		return func(ctx context.Context) error {
 			if a.read.embedder == nil {
 				return nil

@@ -107,10 +107,10 @@ func (g *lazyGraph) AppliedSeq(ctx context.Context, log string) (uint64, error) 
 	return a.AppliedSeq(ctx, log)
 }
 
-func (g *lazyGraph) Versions(ctx context.Context, log string, fn func(id string, version uint64) error) error {
+func (g *lazyGraph) Versions(ctx context.Context, log, after string, limit int) ([]spi.IDVersion, error) {
 	a, err := g.applier(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return a.Versions(ctx, log, fn)
+	return a.Versions(ctx, log, after, limit)
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ragd/ragd/internal/fakeembed"
 )
 
 // schemaNames are the ragd_ names the docs mention that are not metrics:
@@ -100,7 +102,9 @@ func missing(docs map[string][]string, served map[string]bool, prefix string) []
 // zero for every derived store, so an alert on increase() sees the first
 // apply error too; the rest once the traffic that makes them has run.
 func TestEveryDocumentedMetricIsServed(t *testing.T) {
-	a := newApp(t, embeddedConfig(t))
+	// An embedder with the vector caches (the hashing one needs none), so
+	// that their metrics are served too.
+	a := newApp(t, openaiConfig(t, fakeembed.New(t, 16), "metrics"))
 	defer a.Close()
 	srv, err := a.API()
 	if err != nil {

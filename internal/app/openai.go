@@ -16,8 +16,8 @@ import (
 // unreachable server is only logged, because ragd must start and answer
 // from its keyword and graph sources while the embedder is down (its breaker
 // then keeps the vector source out of queries until the server is back).
-func (a *App) openOpenAIEmbedder(ctx context.Context) (*openai.Embedder, error) {
-	c := a.Config.Embedder
+func openOpenAIEmbedder(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*openai.Embedder, error) {
+	c := cfg.Embedder
 	e, err := openai.New(openai.Config{
 		BaseURL:     c.BaseURL,
 		Model:       c.Model,
@@ -36,7 +36,7 @@ func (a *App) openOpenAIEmbedder(ctx context.Context) (*openai.Embedder, error) 
 		if errors.Is(err, openai.ErrDimensionMismatch) {
 			return nil, fmt.Errorf("app: embedder (openai) at %s: %w", e.Endpoint(), err)
 		}
-		a.Logger.Warn("app: embedder unreachable at start; continuing without it until it answers",
+		logger.Warn("app: embedder unreachable at start; continuing without it until it answers",
 			slog.String("endpoint", e.Endpoint()), slog.String("error", err.Error()))
 	}
 	return e, nil

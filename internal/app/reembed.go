@@ -27,7 +27,8 @@ const ReembedBatch = 64
 // keyword index and the graph hold no vectors and are left alone. progress,
 // when set, is called after each batch. An interrupted run can be run
 // again: until it completes, the store keeps the old identity and ragd
-// refuses to start on it.
+// refuses to start on it; the vectors it made are in the vector cache
+// (when configured), so the next run embeds only what is left.
 func (a *App) Reembed(ctx context.Context, progress func(done, total int)) (int, error) {
 	scanner, ok1 := a.Vector.(spi.Scanner)
 	rec, ok2 := a.Vector.(embedderRecorder)
@@ -53,7 +54,7 @@ func (a *App) Reembed(ctx context.Context, progress func(done, total int)) (int,
 		for i, d := range docs {
 			texts[i] = ingest.DefaultEmbedText(d)
 		}
-		vecs, err := a.Embedder.Embed(ctx, texts)
+		vecs, err := a.DocumentEmbedder.Embed(ctx, texts)
 		if err == nil && len(vecs) != len(docs) {
 			err = fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(docs))
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/ragd/ragd/backends/vector"
 	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
 	"github.com/ragd/ragd/config"
-	"github.com/ragd/ragd/embedder/hashing"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -22,14 +21,24 @@ import (
 // store is the system of record; the keyword index and the graph are
 // derived from it through its change log.
 func (a *App) openStores(ctx context.Context) error {
-	emb, err := a.openEmbedder(ctx)
+	emb, err := OpenEmbedders(ctx, a.Config, EmbedderOptions{Logger: a.Logger, Fallback: a.modelFallback, PullProgress: a.pullProgress})
 	if err != nil {
 		return err
 	}
-	a.Embedder, a.QueryEmbedder = emb.doc, emb.query
-	a.EmbedderIdentity = emb.identity
+	a.closers = append(a.closers, emb)
+	a.Embedder, a.QueryEmbedder = emb.Document, emb.Query
+	a.EmbedderIdentity = emb.Identity
+	a.EmbedderFallback = emb.Fallback
+	a.embedderCPU = emb.CPU
+	a.embedderKind = emb.Kind(a.Config)
+	if err := a.openVectorCaches(); err != nil {
+		return err
+	}
 
-	if err := a.openVector(ctx, emb.doc.Dimension()); err != nil {
+	if err := a.openVector(ctx, emb.Document.Dimension()); err != nil {
+		if fb := a.EmbedderFallback; fb != nil {
+			return fallbackRefused(err, fb)
+		}
 		return err
 	}
 	// A missing or corrupt keyword index is rebuilt from the system of
@@ -48,33 +57,6 @@ func (a *App) openStores(ctx context.Context) error {
 		return err
 	}
 	return nil
-}
-
-// embedders are the embedder for document texts, the one for query texts
-// (they differ for models that mark queries, such as e5) and the identity
-// of the vector space both produce, which the vector store records.
-type embedders struct {
-	doc, query spi.Embedder
-	identity   string
-}
-
-func (a *App) openEmbedder(ctx context.Context) (embedders, error) {
-	cfg := a.Config
-	switch cfg.Embedder.Kind {
-	case config.KindHashing:
-		e, err := hashing.New(hashing.Config{Dimension: cfg.Embedder.Dimension})
-		if err != nil {
-			return embedders{}, fmt.Errorf("app: embedder: %w", err)
-		}
-		return embedders{doc: e, query: e, identity: "kind=hashing fingerprint=" + e.Fingerprint()}, nil
-	case config.KindOpenAI:
-		e, err := a.openOpenAIEmbedder(ctx)
-		if err != nil {
-			return embedders{}, err
-		}
-		return embedders{doc: e, query: e.ForQueries(), identity: e.Identity()}, nil
-	}
-	return embedders{}, fmt.Errorf("app: embedder.kind %q: %w", cfg.Embedder.Kind, errNotConfigured)
 }
 
 // checkedEmbedder is the embedder identity the vector store checks at open:
@@ -224,4 +206,17 @@ func (a *App) replaceGraph(ctx context.Context, gc graphembedded.Config, cause e
 		return nil, fmt.Errorf("%w (and moving it aside failed: %v)", cause, err)
 	}
 	return graphembedded.Open(ctx, gc)
+}
+
+// fallbackRefused is the start-up error of a vector store that refuses the
+// hashing stand-in: it holds the model's vectors (or another dimension).
+// The store's own advice, `ragd reembed`, would rebuild them with the
+// stand-in; the fix is the model.
+func fallbackRefused(err error, fb *Fallback) error {
+	var ec *vectorembedded.EmbedderChangedError
+	if errors.As(err, &ec) {
+		return fmt.Errorf("app: %s holds vectors of embedder [%s], which needs the built-in model %s; the model is unavailable (%s) and the hashing stand-in cannot search these vectors. "+
+			"Fix: %s (do not run `ragd reembed`: it would rebuild the vectors with the stand-in): %w", ec.Path, ec.Recorded, fb.Model, fb.Reason, fb.Fix, ErrModel)
+	}
+	return fmt.Errorf("%w; the built-in model %s is unavailable (%s) and the hashing stand-in does not fit this vector store. Fix: %s", err, fb.Model, fb.Reason, fb.Fix)
 }

@@ -36,6 +36,7 @@ func Start(tb testing.TB, configure func(*config.Config)) *Ragd {
 	tb.Helper()
 	cfg := config.Default()
 	cfg.DataDir = tb.TempDir()
+	cfg.Embedder.Kind = config.KindHashing // exact and needs no model
 	off := false
 	cfg.Auth.Enabled = &off
 	cfg.Server.Listen = "127.0.0.1:0"

@@ -1,7 +1,7 @@
-// Package topk keeps the k best of a stream of ranked refs in a bounded
-// heap, so ranking thousands of candidates for a window of 100 sorts only
-// those 100. The order is ragd's everywhere: score descending, then id
-// ascending.
+// Package topk keeps the k best of a stream in a bounded heap, so ranking
+// thousands of candidates for a window of 100 sorts only those 100. It is
+// ragd's one top-k: Refs ranks spi.Refs in ragd's order everywhere (score
+// descending, then id ascending); Heap ranks anything by a given order.
 package topk
 
 import (
@@ -10,33 +10,51 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// Refs is a bounded heap of refs whose root is the worst kept. The zero
-// value keeps nothing; create it with New.
-type Refs struct {
-	k int
-	h []spi.Ref
+// Heap is a bounded heap of the k best values offered, whose root is the
+// worst kept. The zero value keeps nothing; create it with NewHeap.
+type Heap[T any] struct {
+	k     int
+	h     []T
+	below func(a, b T) bool
 }
 
-// New returns a heap keeping the k best refs offered.
-func New(k int) *Refs { return &Refs{k: max(k, 0), h: make([]spi.Ref, 0, min(max(k, 0), 1024))} }
+// NewHeap returns a heap keeping the k best values offered, where
+// below(a, b) reports that a ranks below b. below must be a strict order;
+// values it cannot tell apart are kept in no particular order.
+func NewHeap[T any](k int, below func(a, b T) bool) *Heap[T] {
+	k = max(k, 0)
+	return &Heap[T]{k: k, h: make([]T, 0, min(k, 1024)), below: below}
+}
 
-// Below reports whether a ranks below b: a lower score, or on a tie the
-// larger id.
-func Below(a, b spi.Ref) bool {
-	if a.Score != b.Score {
-		return a.Score < b.Score
+// Len is the number of values kept.
+func (t *Heap[T]) Len() int { return len(t.h) }
+
+// Full reports whether k values are kept, so that a value must beat
+// Worst to get in.
+func (t *Heap[T]) Full() bool { return len(t.h) == t.k }
+
+// Worst returns the worst value kept (the k-th best once Full); false
+// when nothing is kept.
+func (t *Heap[T]) Worst() (T, bool) {
+	if len(t.h) == 0 {
+		var zero T
+		return zero, false
 	}
-	return a.ID > b.ID
+	return t.h[0], true
 }
 
-// Offer considers r.
-func (t *Refs) Offer(r spi.Ref) {
+// Kept returns the values kept, in no particular order; the slice is the
+// heap's own and must not be modified.
+func (t *Heap[T]) Kept() []T { return t.h }
+
+// Offer considers x.
+func (t *Heap[T]) Offer(x T) {
 	h := t.h
 	if len(h) < t.k {
-		h = append(h, r)
+		h = append(h, x)
 		for i := len(h) - 1; i > 0; {
 			p := (i - 1) / 2
-			if !Below(h[i], h[p]) {
+			if !t.below(h[i], h[p]) {
 				break
 			}
 			h[i], h[p] = h[p], h[i]
@@ -45,16 +63,16 @@ func (t *Refs) Offer(r spi.Ref) {
 		t.h = h
 		return
 	}
-	if t.k == 0 || !Below(h[0], r) {
+	if t.k == 0 || !t.below(h[0], x) {
 		return
 	}
-	h[0] = r
+	h[0] = x
 	for i := 0; ; {
 		l, m := 2*i+1, i
-		if l < len(h) && Below(h[l], h[m]) {
+		if l < len(h) && t.below(h[l], h[m]) {
 			m = l
 		}
-		if l+1 < len(h) && Below(h[l+1], h[m]) {
+		if l+1 < len(h) && t.below(h[l+1], h[m]) {
 			m = l + 1
 		}
 		if m == i {
@@ -65,17 +83,35 @@ func (t *Refs) Offer(r spi.Ref) {
 	}
 }
 
-// Sorted returns the refs kept, best first (never nil). The heap is
+// Sorted returns the values kept, best first (never nil). The heap is
 // consumed.
-func (t *Refs) Sorted() []spi.Ref {
-	slices.SortFunc(t.h, func(a, b spi.Ref) int {
+func (t *Heap[T]) Sorted() []T {
+	if t.h == nil {
+		t.h = []T{}
+	}
+	slices.SortFunc(t.h, func(a, b T) int {
 		switch {
-		case Below(b, a):
+		case t.below(b, a):
 			return -1
-		case Below(a, b):
+		case t.below(a, b):
 			return 1
 		}
 		return 0
 	})
 	return t.h
+}
+
+// Refs is a heap of refs in ragd's order.
+type Refs = Heap[spi.Ref]
+
+// New returns a heap keeping the k best refs offered.
+func New(k int) *Refs { return NewHeap(k, Below) }
+
+// Below reports whether a ranks below b: a lower score, or on a tie the
+// larger id.
+func Below(a, b spi.Ref) bool {
+	if a.Score != b.Score {
+		return a.Score < b.Score
+	}
+	return a.ID > b.ID
 }

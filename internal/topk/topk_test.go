@@ -40,3 +40,29 @@ func TestRefsMatchesASortedCut(t *testing.T) {
 		}
 	}
 }
+
+// A heap of another type keeps what a sorted cut keeps, and Worst is the
+// k-th best once full.
+func TestHeapOfInts(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for round := range 100 {
+		n, k := r.IntN(200), 1+r.IntN(20)
+		all := make([]int, n)
+		for i := range all {
+			all[i] = r.IntN(50)
+		}
+		h := topk.NewHeap(k, func(a, b int) bool { return a < b })
+		for _, x := range all {
+			h.Offer(x)
+		}
+		want := slices.Clone(all)
+		slices.SortFunc(want, func(a, b int) int { return b - a })
+		want = want[:min(k, len(want))]
+		if w, ok := h.Worst(); h.Full() && (!ok || w != want[len(want)-1]) {
+			t.Fatalf("round %d: Worst = %d, %v; want %d", round, w, ok, want[len(want)-1])
+		}
+		if got := h.Sorted(); !slices.Equal(got, want) {
+			t.Fatalf("round %d (n %d k %d): got %v, want %v", round, n, k, got, want)
+		}
+	}
+}

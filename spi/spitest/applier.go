@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"maps"
 	"testing"
 	"time"
@@ -30,6 +31,7 @@ func TestChangeApplier(t *testing.T, open func(t *testing.T) AppliedStore) {
 	t.Run("LaterChangeInBatchWins", s.testLaterWins)
 	t.Run("Idempotent", s.testIdempotent)
 	t.Run("OtherLog", s.testOtherLog)
+	t.Run("VersionsInPages", s.testVersionsInPages)
 }
 
 type applierSuite struct {
@@ -90,7 +92,7 @@ func (r *applierRun) texts(t *testing.T, ids ...string) map[string]string {
 func (r *applierRun) versions(t *testing.T) map[string]uint64 {
 	t.Helper()
 	out := map[string]uint64{}
-	err := r.st.Versions(context.Background(), r.log, func(id string, v uint64) error {
+	err := spi.AllVersions(context.Background(), r.st, r.log, 2, func(id string, v uint64) error {
 		if len(id) > len(r.prefix) && id[:len(r.prefix)] == r.prefix {
 			out[id[len(r.prefix):]] = v
 		}
@@ -210,5 +212,32 @@ func (s *applierSuite) testOtherLog(t *testing.T) {
 	}
 	if v := other.versions(t)["a"]; v != 2 {
 		t.Fatalf("version under the new log = %d, want 2", v)
+	}
+}
+
+func (s *applierSuite) testVersionsInPages(t *testing.T) {
+	r := s.start(t)
+	r.apply(t, 6, r.upsert(1, "c", "c"), r.upsert(2, "a", "a"), r.upsert(3, "e", "e"), r.upsert(4, "b", "b"), r.upsert(5, "d", "d"), r.tombstone(6, "d"))
+	var got []string
+	after := r.prefix // every id of this run sorts after its prefix
+	for range 10 {
+		page, err := r.st.Versions(context.Background(), r.log, after, 2)
+		if err != nil {
+			t.Fatalf("Versions: %v", err)
+		}
+		var mine []string
+		for _, p := range page {
+			if len(p.ID) > len(r.prefix) && p.ID[:len(r.prefix)] == r.prefix {
+				mine = append(mine, p.ID[len(r.prefix):]+fmt.Sprint(p.Version))
+			}
+		}
+		got = append(got, fmt.Sprint(mine))
+		if len(page) < 2 || len(mine) < len(page) {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	if want := "[[a2 b4] [c1 e3] []]"; fmt.Sprint(got) != want && fmt.Sprint(got) != "[[a2 b4] [c1 e3]]" {
+		t.Fatalf("pages of 2 = %v, want %s (ascending ids after the last of the previous page, deleted ones left out)", got, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,6 +97,8 @@ func TestVectorBackend(t *testing.T, h VectorHarness) {
 	t.Run("Cancelled", s.testCancelled)
 	t.Run("Scan", s.testScan)
 	t.Run("Concurrent", s.testConcurrent)
+	t.Run("WriteWhileSearch", s.testWriteWhileSearch)
+	t.Run("TenantScoresOwnDocuments", s.testTenantScores)
 	t.Run("Restart", s.testRestart)
 }
 
@@ -776,6 +779,113 @@ func (s *vectorSuite) testConcurrent(t *testing.T) {
 	}
 	if got := retrieve(t, st, spi.VectorRequest{Vector: c.docs[0].Vector, K: 1000}); len(got) != len(c.docs) {
 		t.Errorf("after concurrent writes the store holds %d docs, want %d", len(got), len(c.docs))
+	}
+}
+
+// testWriteWhileSearch: every answer given while writes commit is the
+// answer of one state of the store, never an empty or a mixed one.
+// Document b stays throughout; a is moved near the query, away from it,
+// and deleted, in a loop, while readers ask for the nearest one and two.
+func (s *vectorSuite) testWriteWhileSearch(t *testing.T) {
+	const dim = 8
+	st := s.open(t, dim, DistanceCosine)
+	q := pad(dim, 1)
+	b := spi.Document{ID: "b", Tenant: "w", Vector: pad(dim, 0.6, 0.8)}
+	near := pad(dim, 1, 0.05)
+	far := pad(dim, 0, 0, 1)
+	upsert(t, st, []spi.Document{b, {ID: "a", Tenant: "w", Vector: near}})
+	// The answers of the three states of a, for k = 1 and k = 2.
+	ref := func(id string, v []float32) spi.Ref {
+		return spi.Ref{ID: id, Score: refScore(DistanceCosine, q, v), Source: spi.SourceVector}
+	}
+	valid := map[int][][]spi.Ref{
+		1: {{ref("a", near)}, {ref("b", b.Vector)}},
+		2: {{ref("a", near), ref("b", b.Vector)}, {ref("b", b.Vector), ref("a", far)}, {ref("b", b.Vector)}},
+	}
+	matches := func(got, want []spi.Ref) bool {
+		if len(got) != len(want) {
+			return false
+		}
+		for i := range got {
+			if got[i].ID != want[i].ID || math.Abs(got[i].Score-want[i].Score) > scoreTol(want[i].Score) {
+				return false
+			}
+		}
+		return true
+	}
+	ctx := context.Background()
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	answers := make([]int, 2)
+	for r := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := r + 1
+			for !done.Load() {
+				refs, err := st.Retrieve(ctx, spi.VectorRequest{Vector: q, K: k, Tenant: "w"})
+				if err != nil {
+					errs <- err
+					return
+				}
+				answers[r]++
+				if !slices.ContainsFunc(valid[k], func(want []spi.Ref) bool { return matches(refs, want) }) {
+					errs <- fmt.Errorf("k=%d answered %+v while a was written: the answer of no state", k, refs)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 150 {
+		var err error
+		switch i % 3 {
+		case 0:
+			err = st.Upsert(ctx, []spi.Document{{ID: "a", Tenant: "w", Vector: far}})
+		case 1:
+			err = st.Delete(ctx, []string{"a"})
+		case 2:
+			err = st.Upsert(ctx, []spi.Document{{ID: "a", Tenant: "w", Vector: near}})
+		}
+		if err != nil {
+			t.Error(err)
+			break
+		}
+		if len(errs) > 0 {
+			break
+		}
+	}
+	done.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	t.Logf("%d answers with k=1 and %d with k=2 during 150 writes", answers[0], answers[1])
+}
+
+// testTenantScores: a tenant's answer, scores included, depends on its own
+// documents only: another tenant's writes near the query change nothing.
+func (s *vectorSuite) testTenantScores(t *testing.T) {
+	const dim = 8
+	c := newCorpus(60, dim, 11)
+	st := s.open(t, dim, DistanceCosine)
+	for i := range c.docs {
+		c.docs[i].Tenant = "mine"
+	}
+	upsert(t, st, c.docs)
+	q := c.docs[7].Vector
+	req := spi.VectorRequest{Vector: q, K: 10, Tenant: "mine"}
+	before := retrieve(t, st, req)
+	var theirs []spi.Document
+	for i := range 40 {
+		v := slices.Clone(q)
+		v[i%dim] += 0.01
+		theirs = append(theirs, spi.Document{ID: fmt.Sprintf("theirs-%02d", i), Tenant: "theirs", Vector: v})
+	}
+	upsert(t, st, theirs)
+	if after := retrieve(t, st, req); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("after another tenant's writes near the query: %v, before %v", after, before)
 	}
 }
 

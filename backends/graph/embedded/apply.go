@@ -138,29 +138,22 @@ func (s *Store) AppliedSeq(ctx context.Context, log string) (uint64, error) {
 }
 
 // Versions implements spi.ChangeApplier, in id order.
-func (s *Store) Versions(ctx context.Context, log string, fn func(id string, version uint64) error) error {
-	type iv struct {
-		id string
-		v  uint64
-	}
-	var all []iv
+func (s *Store) Versions(ctx context.Context, log, after string, limit int) ([]spi.IDVersion, error) {
+	var out []spi.IDVersion
 	err := s.run(ctx, "versions", false, func(tx *bolt.Tx) error {
 		var vb *bolt.Bucket
 		if string(tx.Bucket(bMeta).Get(keyAppliedLog)) == log {
 			vb = tx.Bucket(bVersions)
 		}
-		return tx.Bucket(bTenant).ForEach(func(k, _ []byte) error {
-			all = append(all, iv{string(k), version(vb, string(k))})
-			return nil
-		})
-	})
-	if err != nil {
-		return err
-	}
-	for _, p := range all {
-		if err := fn(p.id, p.v); err != nil {
-			return err
+		c := tx.Bucket(bTenant).Cursor()
+		k, _ := c.Seek([]byte(after))
+		if k != nil && string(k) == after {
+			k, _ = c.Next()
 		}
-	}
-	return nil
+		for ; k != nil && len(out) < limit; k, _ = c.Next() {
+			out = append(out, spi.IDVersion{ID: string(k), Version: version(vb, string(k))})
+		}
+		return nil
+	})
+	return out, err
 }

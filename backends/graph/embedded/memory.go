@@ -59,6 +59,7 @@ type scratch struct {
 	mark    []uint8 // bit 1: seed, bit 2: distance 1, bit 4: excluded by the filter
 	score   []float64
 	ent     []bool  // entity slots seen (matchEntities)
+	ents    []int32 // entity slots with ent set
 	touched []int32 // slots with count set
 	near    []int32 // slots with paths, seeds or mark set
 }
@@ -72,7 +73,8 @@ func (s *scratch) grow(n int) {
 	s.mark, s.score = make([]uint8, n), make([]float64, n)
 }
 
-// reset clears what the call used.
+// reset clears what the call used, and only that: a call touches a few
+// slots of arrays sized for the whole graph.
 func (s *scratch) reset() {
 	for _, i := range s.touched {
 		s.count[i] = 0
@@ -80,8 +82,10 @@ func (s *scratch) reset() {
 	for _, i := range s.near {
 		s.paths[i], s.seeds[i], s.mark[i], s.score[i] = 0, 0, 0, 0
 	}
-	s.touched, s.near = s.touched[:0], s.near[:0]
-	clear(s.ent)
+	for _, e := range s.ents {
+		s.ent[e] = false
+	}
+	s.touched, s.near, s.ents = s.touched[:0], s.near[:0], s.ents[:0]
 }
 
 func newMemGraph() *memGraph {
@@ -297,6 +301,7 @@ func (v *view) matchEntities(ctx context.Context, tokens []string, maxEntities, 
 				continue
 			}
 			s.ent[e] = true
+			s.ents = append(s.ents, e)
 			if len(v.mentioners(e)) == 0 { // hubs come back empty
 				continue
 			}

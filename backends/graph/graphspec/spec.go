@@ -148,18 +148,14 @@ func Overlap(entityTerms []string, query []string) int {
 // When ids repeat, the last document with that id wins. An empty id or an id
 // containing a NUL byte wraps spi.ErrInvalidQuery.
 func Prepare(docs []spi.Document) ([]spi.Document, error) {
-	last := make(map[string]int, len(docs))
-	for i, d := range docs {
+	for _, d := range docs {
 		if err := ValidateID(d.ID); err != nil {
 			return nil, err
 		}
-		last[d.ID] = i
 	}
-	out := make([]spi.Document, 0, len(last))
-	for i, d := range docs {
-		if last[d.ID] != i {
-			continue
-		}
+	docs = spi.LastByID(docs, spi.DocumentID)
+	out := make([]spi.Document, 0, len(docs))
+	for _, d := range docs {
 		d.Entities = normEntities(d.Entities)
 		d.Links = normLinks(d.ID, d.Links)
 		d.Vector = nil
@@ -212,11 +208,11 @@ func Dedupe(ids []string) []string {
 	return out
 }
 
-// PrepareChanges keeps the last change of each id (spi.LastStates) and
+// PrepareChanges keeps the last change of each id (spi.LastByID) and
 // prepares the documents of those that carry one, returned by id: the
 // common first step of both stores' spi.ChangeApplier.
 func PrepareChanges(changes []spi.Change) ([]spi.Change, map[string]spi.Document, error) {
-	states := spi.LastStates(changes)
+	states := spi.LastByID(changes, spi.ChangeID)
 	var docs []spi.Document
 	for _, c := range states {
 		if c.Doc != nil {

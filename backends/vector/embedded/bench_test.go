@@ -183,3 +183,60 @@ func BenchmarkOpen(b *testing.B) {
 		b.ReportMetric(float64(st.Size())/(1<<20), "file-MiB")
 	}
 }
+
+// BenchmarkRetrieveBesideWrites: k=10 searches while one writer commits
+// batches of 16 rewritten documents (durable, fsynced) back to back: the
+// search latency under writes and the commit rate the writer kept.
+func BenchmarkRetrieveBesideWrites(b *testing.B) {
+	for _, n := range benchSizes(b) {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			s := mustOpen(b, embedded.Config{Dir: syntheticStore(b, n), Dimension: benchDim})
+			r := rand.New(rand.NewPCG(7, 8))
+			qs := make([][]float32, 64)
+			for i := range qs {
+				qs[i] = randVec(r, benchDim)
+			}
+			stop := make(chan struct{})
+			done := make(chan int)
+			go func() {
+				w := rand.New(rand.NewPCG(9, 9))
+				commits := 0
+				defer func() { done <- commits }()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					batch := make([]spi.Document, 16)
+					for j := range batch {
+						i := w.IntN(n)
+						batch[j] = spi.Document{ID: fmt.Sprintf("d%07d", i), Tenant: fmt.Sprint("t", i%3),
+							Vector: randVec(w, benchDim), Metadata: map[string]string{"lang": "en"}}
+					}
+					if err := s.Upsert(context.Background(), batch); err != nil {
+						b.Error(err)
+						return
+					}
+					commits++
+				}
+			}()
+			var lat []time.Duration
+			i := 0
+			for b.Loop() {
+				start := time.Now()
+				refs, err := s.Retrieve(context.Background(), spi.VectorRequest{Vector: qs[i%len(qs)], K: 10})
+				lat = append(lat, time.Since(start))
+				if err != nil || len(refs) != 10 {
+					b.Fatalf("Retrieve = %d refs, %v", len(refs), err)
+				}
+				i++
+			}
+			close(stop)
+			commits := <-done
+			b.ReportMetric(float64(commits)/b.Elapsed().Seconds(), "commits/s")
+			b.ReportMetric(float64(embedded.Waits(s))/float64(b.N), "waits/op")
+			spitest.BenchmarkPercentiles(b, lat)
+		})
+	}
+}

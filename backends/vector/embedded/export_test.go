@@ -23,7 +23,7 @@ func FullScan(s *Store, req spi.VectorRequest) ([]spi.Ref, error) {
 		normalizeInPlace(q)
 	}
 	filter := compileFilter(req.Filter)
-	t := topK{k: req.K}
+	t := newHits(req.K)
 	err := s.Scan(context.Background(), func(d spi.Document) error {
 		if (req.Tenant != "" && d.Tenant != req.Tenant) || !matchTerms(filter, d.Metadata) {
 			return nil
@@ -39,12 +39,35 @@ func FullScan(s *Store, req spi.VectorRequest) ([]spi.Ref, error) {
 		default:
 			key = dot(q, row)
 		}
-		t.offer(hit{key: key, id: d.ID})
+		t.Offer(hit{key: key, id: d.ID})
 		return nil
 	})
 	refs := []spi.Ref{}
-	for _, h := range t.sorted() {
+	for _, h := range t.Sorted() {
 		refs = append(refs, spi.Ref{ID: h.id, Score: s.score(h.key), Source: spi.SourceVector})
 	}
 	return refs, err
 }
+
+// Hooks are the test hooks of a store (nil ones do nothing).
+type Hooks struct {
+	// AfterCandidates runs in Retrieve once the candidates are chosen,
+	// before they are rescored.
+	AfterCandidates func()
+	// Moved runs when a search finds that a commit between the file and
+	// memory changed one of its candidates, before it waits for that
+	// commit.
+	Moved func()
+	// AfterDiskCommit runs in Commit once the transaction is durable,
+	// before memory follows.
+	AfterDiskCommit func()
+}
+
+// SetHooks installs h. Call before the store is shared.
+func SetHooks(s *Store, h Hooks) {
+	s.hooks = testHooks{afterCandidates: h.AfterCandidates, moved: h.Moved, afterDiskCommit: h.AfterDiskCommit}
+}
+
+// Waits is how many searches waited for a commit that changed one of
+// their candidates between the file and memory.
+func Waits(s *Store) uint64 { return s.waits.Load() }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"math"
 	"slices"
-	"sort"
 	"sync"
 
+	"github.com/ragd/ragd/internal/topk"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -160,11 +160,8 @@ type hit struct {
 	id  string
 }
 
-// topK keeps the k best hits in a min-heap whose root is the worst kept.
-type topK struct {
-	k    int
-	heap []hit
-}
+// newHits returns a heap keeping the k best hits.
+func newHits(k int) *topk.Heap[hit] { return topk.NewHeap(k, worse) }
 
 // worse reports whether a ranks below b: lower key, or equal key and
 // larger id.
@@ -173,51 +170,6 @@ func worse(a, b hit) bool {
 		return a.key < b.key
 	}
 	return a.id > b.id
-}
-
-// sorted returns the kept hits best first.
-func (t *topK) sorted() []hit {
-	res := t.heap
-	sort.Slice(res, func(i, j int) bool { return worse(res[j], res[i]) })
-	return res
-}
-
-func (t *topK) offer(h hit) {
-	if len(t.heap) < t.k {
-		t.heap = append(t.heap, h)
-		// sift up
-		i := len(t.heap) - 1
-		for i > 0 {
-			p := (i - 1) / 2
-			if !worse(t.heap[i], t.heap[p]) {
-				break
-			}
-			t.heap[i], t.heap[p] = t.heap[p], t.heap[i]
-			i = p
-		}
-		return
-	}
-	if !worse(t.heap[0], h) {
-		return
-	}
-	t.heap[0] = h
-	// sift down
-	i, n := 0, len(t.heap)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && worse(t.heap[r], t.heap[l]) {
-			m = r
-		}
-		if !worse(t.heap[m], t.heap[i]) {
-			break
-		}
-		t.heap[i], t.heap[m] = t.heap[m], t.heap[i]
-		i = m
-	}
 }
 
 // query is one prepared search.
@@ -279,8 +231,8 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 	chunk := (n + parts - 1) / parts
 	for p := range parts {
 		lo, hi := p*chunk, min((p+1)*chunk, n)
-		floors[p] = lowerBounds{k: q.k}
-		run := func() { found[p], errs[p] = ix.scanRange(ctx, q, &qq, lo, hi, &floors[p]) }
+		floors[p] = newLowerBounds(q.k)
+		run := func() { found[p], errs[p] = ix.scanRange(ctx, q, &qq, lo, hi, floors[p]) }
 		if p == parts-1 {
 			run()
 			continue
@@ -296,8 +248,8 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 	}
 	floor := floors[0]
 	for _, f := range floors[1:] {
-		for _, x := range f.heap {
-			floor.offer(x)
+		for _, x := range f.Kept() {
+			floor.Offer(x)
 		}
 	}
 	var ids []string
@@ -319,7 +271,7 @@ type candidate struct {
 // scanRange bounds the key of every eligible row of [lo, hi) from its
 // int8 codes, keeps the k best lower bounds in floor, and returns the rows
 // whose upper bound reaches floor's k-th best.
-func (ix *index) scanRange(ctx context.Context, q query, qq *quantQuery, lo, hi int, floor *lowerBounds) ([]candidate, error) {
+func (ix *index) scanRange(ctx context.Context, q query, qq *quantQuery, lo, hi int, floor lowerBounds) ([]candidate, error) {
 	dim := ix.dim
 	filter := len(q.filter) > 0
 	cands := make([]candidate, 0, 1024)
@@ -338,7 +290,7 @@ func (ix *index) scanRange(ctx context.Context, q query, qq *quantQuery, lo, hi 
 		if kHi < floor.min() {
 			continue
 		}
-		floor.offer(kLo)
+		floor.Offer(kLo)
 		cands = append(cands, candidate{row: i, hi: kHi})
 		if len(cands) >= limit {
 			cands = prune(cands, floor.min())
@@ -353,52 +305,18 @@ func prune(cands []candidate, floor float64) []candidate {
 	return slices.DeleteFunc(cands, func(c candidate) bool { return c.hi < floor })
 }
 
-// lowerBounds keeps the k largest lower bounds seen in a min-heap; min is
-// the k-th largest, the floor no key of the final top k can be below.
-type lowerBounds struct {
-	k    int
-	heap []float64
+// lowerBounds keeps the k largest lower bounds seen; min is the k-th
+// largest, the floor no key of the final top k can be below.
+type lowerBounds struct{ *topk.Heap[float64] }
+
+func newLowerBounds(k int) lowerBounds {
+	return lowerBounds{topk.NewHeap(k, func(a, b float64) bool { return a < b })}
 }
 
-func (b *lowerBounds) min() float64 {
-	if len(b.heap) < b.k {
+func (b lowerBounds) min() float64 {
+	if !b.Full() {
 		return math.Inf(-1)
 	}
-	return b.heap[0]
-}
-
-func (b *lowerBounds) offer(x float64) {
-	h := b.heap
-	if len(h) < b.k {
-		h = append(h, x)
-		for i := len(h) - 1; i > 0; {
-			p := (i - 1) / 2
-			if h[p] <= h[i] {
-				break
-			}
-			h[i], h[p] = h[p], h[i]
-			i = p
-		}
-		b.heap = h
-		return
-	}
-	if x <= h[0] {
-		return
-	}
-	h[0] = x
-	for i := 0; ; {
-		l := 2*i + 1
-		if l >= len(h) {
-			break
-		}
-		m := l
-		if r := l + 1; r < len(h) && h[r] < h[l] {
-			m = r
-		}
-		if h[i] <= h[m] {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
+	w, _ := b.Worst()
+	return w
 }

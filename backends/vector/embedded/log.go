@@ -136,6 +136,7 @@ func (s *Store) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResu
 	if err := s.checkOpen(ctx, "commit"); err != nil {
 		return nil, err
 	}
+	var seq uint64
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		for i := range preps {
 			if i%ctxCheckEvery == ctxCheckEvery-1 && ctx.Err() != nil {
@@ -147,6 +148,7 @@ func (s *Store) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResu
 			}
 			out[i] = o
 		}
+		seq = tx.Bucket(bucketLog).Sequence()
 		return nil
 	})
 	if err != nil {
@@ -155,8 +157,14 @@ func (s *Store) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResu
 		}
 		return nil, s.writeErr("commit", err)
 	}
+	if h := s.hooks.afterDiskCommit; h != nil {
+		h()
+	}
+	// Memory follows the file. Until it has, a search finds the file
+	// ahead of s.seq and starts again (ops.go).
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.seq = seq
 	for i, p := range preps {
 		if !out[i].Changed {
 			continue

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -32,11 +33,7 @@ func (s *Store) Retrieve(ctx context.Context, req spi.VectorRequest) ([]spi.Ref,
 	if s.cfg.Distance == Cosine {
 		normalizeInPlace(q.vec)
 	}
-	ids, err := s.candidates(ctx, q)
-	if err != nil {
-		return nil, fmt.Errorf("vector/embedded: retrieve: %w", err)
-	}
-	hits, err := s.rescore(ctx, q, ids)
+	hits, err := s.search(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -47,9 +44,81 @@ func (s *Store) Retrieve(ctx context.Context, req spi.VectorRequest) ([]spi.Ref,
 	return refs, nil
 }
 
-// candidates runs the index's scan under the read lock.
-func (s *Store) candidates(ctx context.Context, q query) ([]string, error) {
+// errMoved means a commit changed a candidate's record between the
+// state a search's candidates came from and the file it reads.
+var errMoved = errors.New("vector/embedded: a candidate changed during the search")
+
+// search answers q from one state of the store: the candidates come from
+// memory and their exact scores from the file, both as of one log
+// sequence.
+//
+// A commit makes the file durable first and memory follows under mu's
+// write lock, so memory is at s.seq and the file at s.seq or ahead. A
+// search read-locks mu and opens its read transaction of the file before
+// scanning; the transaction keeps that state of the file for the
+// rescoring, whatever commits after it. When the file was already ahead
+// (a commit durable, memory not yet following: the last fsync of a
+// commit), the records of the candidates no entry after s.seq touched are
+// still those of state s.seq, and the search goes on. Only when a
+// candidate was touched does it wait for that commit (by taking writeMu,
+// under which the file and memory agree) and search again.
+func (s *Store) search(ctx context.Context, q query) ([]hit, error) {
+	hits, err := s.searchOnce(ctx, q, false)
+	if errors.Is(err, errMoved) {
+		s.waits.Add(1)
+		if h := s.hooks.moved; h != nil {
+			h()
+		}
+		hits, err = s.searchOnce(ctx, q, true)
+	}
+	return hits, err
+}
+
+// searchOnce is one attempt of search; with wait, no commit is between
+// the file and memory and it cannot fail with errMoved.
+func (s *Store) searchOnce(ctx context.Context, q query, wait bool) ([]hit, error) {
+	tx, seq, err := s.pin(wait)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback() }() // read-only: nothing to undo
+	ids, err := s.candidates(ctx, q)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	if tx.Bucket(bucketLog).Sequence() != seq {
+		touched, err := touchedSince(tx, seq, ids)
+		if err != nil {
+			return nil, s.readErr("retrieve", err)
+		}
+		if touched {
+			return nil, errMoved
+		}
+	}
+	return s.rescore(ctx, tx, q, ids)
+}
+
+// pin read-locks mu and opens a read transaction of the file; it returns
+// the sequence memory reflects. mu stays read-locked until candidates
+// returns. With wait it holds writeMu while it pins, so that no commit
+// is between the file and memory.
+func (s *Store) pin(wait bool) (*bolt.Tx, uint64, error) {
+	if wait {
+		s.writeMu.Lock()
+		defer s.writeMu.Unlock()
+	}
 	s.mu.RLock()
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		s.mu.RUnlock()
+		return nil, 0, s.readErr("retrieve", err)
+	}
+	return tx, s.seq, nil
+}
+
+// candidates scans the codes for q's candidates and releases the read
+// lock pin took.
+func (s *Store) candidates(ctx context.Context, q query) ([]string, error) {
 	defer s.mu.RUnlock()
 	if !q.anyTen {
 		t, ok := s.idx.tenantIDs[q.tenantName]
@@ -58,7 +127,41 @@ func (s *Store) candidates(ctx context.Context, q query) ([]string, error) {
 		}
 		q.tenant = t
 	}
-	return s.idx.candidates(ctx, q, s.parallelism())
+	ids, err := s.idx.candidates(ctx, q, s.parallelism())
+	if err != nil {
+		return nil, fmt.Errorf("vector/embedded: retrieve: %w", err)
+	}
+	if h := s.hooks.afterCandidates; h != nil {
+		h()
+	}
+	return ids, nil
+}
+
+// touchedSince reports whether a log entry of tx after seq names one of
+// ids (or whether such entries are missing, which compaction of entries
+// that new never does, but then nothing can be said).
+func touchedSince(tx *bolt.Tx, seq uint64, ids []string) (bool, error) {
+	log := tx.Bucket(bucketLog)
+	changed := map[string]struct{}{}
+	n := uint64(0)
+	c := log.Cursor()
+	for k, v := c.Seek(seqKey(seq + 1)); k != nil; k, v = c.Next() {
+		ch, err := decodeEntry(binary.BigEndian.Uint64(k), v)
+		if err != nil {
+			return false, err
+		}
+		changed[ch.ID] = struct{}{}
+		n++
+	}
+	if n != log.Sequence()-seq {
+		return true, nil
+	}
+	for _, id := range ids {
+		if _, ok := changed[id]; ok {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // score turns a search key into the similarity pgvector would report.

@@ -74,8 +74,23 @@ type Store struct {
 	closed atomic.Bool
 
 	writeMu sync.Mutex   // serialises writes so memory follows disk order
-	mu      sync.RWMutex // guards idx
+	mu      sync.RWMutex // guards idx and seq
 	idx     *index
+	// seq is the log sequence idx reflects: the file's log bucket sequence
+	// after the last commit memory has followed. A commit makes the file
+	// durable first and memory follows, so the file is at seq or ahead.
+	seq uint64
+
+	waits atomic.Uint64 // searches that waited for a commit (ops.go)
+	hooks testHooks
+}
+
+// testHooks let tests stop a search or a commit at an exact point; nil
+// hooks do nothing. Set only by tests, before the store is shared.
+type testHooks struct {
+	afterCandidates func() // a search has its candidates, not yet rescored
+	moved           func() // a search must wait for a commit to reach memory
+	afterDiskCommit func() // a commit is durable, memory not yet updated
 }
 
 // Interface guards.
@@ -240,6 +255,7 @@ func (s *Store) RecordEmbedder(ctx context.Context, id string) error {
 // load decodes every record's header into the index.
 func (s *Store) load(ctx context.Context) error {
 	return s.db.View(func(tx *bolt.Tx) error {
+		s.seq = tx.Bucket(bucketLog).Sequence()
 		docs := tx.Bucket(bucketDocs)
 		s.idx.reserve(docs.Stats().KeyN)
 		c := docs.Cursor()

@@ -216,7 +216,7 @@ func (e *cutError) Unwrap() error { return e.err }
 func (p *puller) file(ctx context.Context, f File) error {
 	final, part := p.paths(f)
 	if st, err := os.Stat(final); err == nil && st.Size() == f.Size {
-		if sum, err := hashFile(final); err == nil && sum == f.SHA256 {
+		if sum, err := FileSHA256(final); err == nil && sum == f.SHA256 {
 			return nil // verified by an earlier, interrupted Pull
 		}
 		os.Remove(final)
@@ -350,7 +350,7 @@ func (p *puller) fetch(ctx context.Context, f File, part string) error {
 
 // verify checks a complete part file.
 func (p *puller) verify(f File, part string) error {
-	sum, err := hashFile(part)
+	sum, err := FileSHA256(part)
 	if err != nil {
 		return fmt.Errorf("modelcache: pull %s: %w", p.m.Name, err)
 	}
@@ -442,8 +442,8 @@ func unwrapURL(err error) error {
 	return err
 }
 
-// hashFile returns a file's SHA-256 in hex.
-func hashFile(path string) (string, error) {
+// FileSHA256 returns a file's SHA-256 in hex.
+func FileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err

@@ -1,0 +1,148 @@
+package ingest_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/spi"
+)
+
+// A store that is failing while another replica compacts the log past its
+// checkpoint must not skip the removed entries once it recovers: the
+// applier notices the gap and resynchronises the store from the record,
+// whether it looked at the compaction watermark while the store was down
+// (and the resync failed) or not at all since.
+func TestCompactionWhileAStoreFailsSkipsNothing(t *testing.T) {
+	for _, recheck := range []bool{true, false} {
+		t.Run(fmt.Sprintf("recheck=%v", recheck), func(t *testing.T) {
+			now := fixedNow
+			var mu sync.Mutex
+			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			r := newRig(t, rigOpts{noRun: true, config: func(c *ingest.Config) { c.Now = clock; c.Retention = time.Hour }})
+			ctx := context.Background()
+			r.p.Upsert(ctx, []spi.Document{doc("a"), doc("b")}, none)
+			if _, err := r.p.Step(ctx, spi.SourceKeyword); err != nil {
+				t.Fatal(err)
+			}
+			down := fmt.Errorf("keyword down: %w", spi.ErrUnavailable)
+			r.kw.set(down, nil)
+			r.p.Upsert(ctx, []spi.Document{doc("c"), doc("d"), doc("e")}, none)
+			// Another replica has applied everything and compacts 1..4.
+			other, err := ingest.New(ingest.Config{Record: r.rec, Now: func() time.Time { return time.Now().Add(48 * time.Hour) }, Retention: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := other.Compact(ctx); err != nil || n != 4 {
+				t.Fatalf("Compact removed %d, %v; want 4", n, err)
+			}
+			if recheck {
+				mu.Lock()
+				now = now.Add(time.Hour) // past the periodic look at the watermark
+				mu.Unlock()
+			}
+			for range 3 {
+				if _, err := r.p.Step(ctx, spi.SourceKeyword); err == nil {
+					t.Fatal("a step succeeded while the store was down")
+				}
+			}
+			r.kw.set(nil, nil)
+			for i := 0; ; i++ {
+				n, err := r.p.Step(ctx, spi.SourceKeyword)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n == 0 {
+					break
+				}
+				if i == 10 {
+					t.Fatal("the applier does not settle")
+				}
+			}
+			st, err := r.p.Status(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kw := st.Stores[0]; kw.Behind != 0 {
+				t.Fatalf("keyword is %d behind after recovering", kw.Behind)
+			}
+			for _, id := range []string{"a", "b", "c", "d", "e"} {
+				if _, ok := r.kwText(t, id); !ok {
+					t.Errorf("keyword lacks %s: the applier skipped entries compaction removed", id)
+				}
+			}
+		})
+	}
+}
+
+// A batch that keeps running out of time is not retried as it is forever:
+// the applier shrinks its batches until they fit, and the store catches up.
+func TestBatchThatTimesOutShrinks(t *testing.T) {
+	r := newRig(t, rigOpts{noRun: true, config: func(c *ingest.Config) { c.ApplyBatch = 8 }})
+	ctx := context.Background()
+	docs := make([]spi.Document, 20)
+	for i := range docs {
+		docs[i] = doc(fmt.Sprintf("d%02d", i))
+	}
+	r.p.Upsert(ctx, docs, none)
+	r.kw.setMaxBatch(3)
+	caughtUp := false
+	for range 40 {
+		_, _ = r.p.Step(ctx, spi.SourceKeyword) // timeouts are expected on the way
+		st, err := r.p.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Stores[0].Behind == 0 {
+			caughtUp = true
+			break
+		}
+	}
+	if !caughtUp {
+		t.Fatalf("keyword never caught up; batch sizes tried: %v", r.kw.sizes)
+	}
+	if got := r.kw.sizes[:3]; !slices.Equal(got, []int{8, 4, 2}) {
+		t.Errorf("first batch sizes %v, want halved on each timeout: [8 4 2]", got)
+	}
+	for _, d := range docs {
+		if _, ok := r.kwText(t, d.ID); !ok {
+			t.Errorf("keyword lacks %s", d.ID)
+		}
+	}
+}
+
+// A check compares a page of documents at a time and holds the store's
+// apply lock only while it compares a page: while it reads the record's
+// next page, the store's applier can apply. The hook looks at the lock
+// while the record is read.
+func TestCheckLetsTheApplierRunBetweenPages(t *testing.T) {
+	r := newRig(t, rigOpts{noRun: true, config: func(c *ingest.Config) { c.ApplyBatch = 4 }})
+	ctx := context.Background()
+	docs := make([]spi.Document, 20)
+	for i := range docs {
+		docs[i] = doc(fmt.Sprintf("d%02d", i))
+	}
+	r.p.Upsert(ctx, docs, none)
+	visits, held := 0, 0
+	r.rec.setVisit(func(string) {
+		visits++
+		if !r.p.ApplyLockFree(spi.SourceKeyword) {
+			held++
+		}
+	})
+	rep, err := r.p.Check(ctx, true)
+	r.rec.setVisit(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kw := rep.Stores[0]; kw.Store != spi.SourceKeyword || kw.Error != "" || kw.Differences() != 0 || kw.RecordDocuments != 20 || kw.Documents != 20 {
+		t.Fatalf("keyword check = %+v, want 20 documents on both sides and no difference", kw)
+	}
+	if visits == 0 || held > 0 {
+		t.Fatalf("the keyword applier was locked out during %d of the %d record reads", held, visits)
+	}
+}
