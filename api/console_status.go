@@ -90,6 +90,10 @@ type StoreInfo struct {
 	// when it cannot say (or did not in time), and for keys bound to a
 	// tenant.
 	Documents *int `json:"documents,omitempty"`
+	// Dormant marks a derived store that is not kept because nothing
+	// reads it (the embedded graph of the shipped rag.yaml); the first
+	// query that asks for it builds it from the change log.
+	Dormant bool `json:"dormant,omitempty"`
 }
 
 // ServerResponse is the body of GET /v1/status/server: which ragd this is

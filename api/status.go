@@ -271,7 +271,7 @@ func (s *Server) checkHealth(ctx context.Context) HealthResponse {
 			if l.Error != "" && resp.Status == spi.StatusUp {
 				resp.Status = spi.StatusDegraded
 			}
-			if comp, ok := resp.Components[l.Store]; ok {
+			if comp, ok := resp.Components[l.Store]; ok && !l.Dormant {
 				comp.Lag = &ComponentLag{Behind: l.Behind, LagSeconds: l.LagSeconds}
 				resp.Components[l.Store] = comp
 			}

@@ -163,6 +163,7 @@ type logStatus struct {
 		Behind     uint64  `json:"behind"`
 		LagSeconds float64 `json:"lag_seconds"`
 		Error      string  `json:"error"`
+		Dormant    bool    `json:"dormant"`
 	} `json:"stores"`
 }
 

@@ -109,6 +109,8 @@ func TestConsolePlaygroundDefaults(t *testing.T) {
 	admin := newClient(srv.addr, adminKey)
 	t.Cleanup(admin.close)
 	loadDemo(t, admin)
+	// Built now, so the playground's graph query below is answered.
+	wakeGraph(t, admin)
 
 	b.do("open the console", chromedp.Navigate("http://"+srv.addr+"/ui/"))
 	b.useKey(queryKey, "console-query (query)")
@@ -467,6 +469,7 @@ func TestConsoleHistoryAndWarnings(t *testing.T) {
 	admin := newClient(srv.addr, adminKey)
 	t.Cleanup(admin.close)
 	loadDemo(t, admin)
+	wakeGraph(t, admin) // so it has a count and a lag to chart
 	mustCall(t, admin, http.MethodPost, "/v1/status/breakers/graph/force-open", nil, nil)
 	for range 10 {
 		mustCall(t, admin, http.MethodPost, "/v1/query", queryRequest{Text: "retrieval fusion"}, nil)

@@ -33,10 +33,20 @@ const envCrashTrials = "RAG_CRASH_TRIALS"
 // docs/ingest.md).
 const convergeBound = 30 * time.Second
 
+// graphOn is the retriever section that reads the graph source and its
+// expansion, so the embedded graph is kept (rag.yaml's defaults leave it
+// dormant until a query asks for it).
+const graphOn = "retriever: {sources: {graph: {weight: 1}}, expand: {enabled: true}}\n"
+
 // crashConfig is a rag.yaml for the crash trials: auth off, no start-up
 // check (the change log alone must bring the stores back), embedded or
-// server stores.
+// server stores, the graph read (graphOn).
 func crashConfig(dataDir, pgDSN string, neo *testenv.Neo4jConn) string {
+	return crashConfigBase(dataDir, pgDSN, neo) + graphOn
+}
+
+// crashConfigBase is crashConfig with the retriever's defaults.
+func crashConfigBase(dataDir, pgDSN string, neo *testenv.Neo4jConn) string {
 	q := strconv.Quote
 	backends := `backends:
   vector: {kind: embedded, dir: vector}

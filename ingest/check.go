@@ -55,6 +55,9 @@ type StoreCheck struct {
 	Remaining int `json:"remaining,omitempty"`
 	// Error says why the store could not be checked.
 	Error string `json:"error,omitempty"`
+	// Dormant marks a store that was not checked because it is not kept
+	// current (nothing reads it; ingest.NamedApplier.Dormant).
+	Dormant bool `json:"dormant,omitempty"`
 }
 
 // Differences is the number of differences found.
@@ -76,7 +79,8 @@ type CheckReport struct {
 // and stale ones written, extra ones deleted) and compared again. Record
 // documents written before the log existed are first given a version
 // (written again through the log) when repairing. A store that cannot be
-// reached is reported with its Error; the others are still checked.
+// reached is reported with its Error; the others are still checked. A
+// dormant store is listed as such and not compared.
 func (p *Pipeline) Check(ctx context.Context, repair bool) (CheckReport, error) {
 	if p.log == nil {
 		return CheckReport{}, ErrNoLog
@@ -90,6 +94,10 @@ func (p *Pipeline) Check(ctx context.Context, repair bool) (CheckReport, error) 
 		return rep, fmt.Errorf("ingest: check: %w", err)
 	}
 	for _, t := range p.tailers {
+		if t.dormant() {
+			rep.Stores = append(rep.Stores, StoreCheck{Store: t.name, Dormant: true})
+			continue
+		}
 		sc, err := t.check(ctx, repair)
 		if err != nil {
 			if ctx.Err() != nil {

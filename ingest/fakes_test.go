@@ -165,7 +165,8 @@ type faultyApplier struct {
 	err      error
 	block    chan struct{}
 	maxBatch int
-	calls    int
+	calls    int   // ApplyChanges calls
+	seqs     int   // AppliedSeq calls
 	sizes    []int // len(changes) of every ApplyChanges call
 }
 
@@ -206,6 +207,7 @@ func (f *faultyApplier) ApplyChanges(ctx context.Context, log string, cs []spi.C
 func (f *faultyApplier) AppliedSeq(ctx context.Context, log string) (uint64, error) {
 	f.mu.Lock()
 	err := f.err
+	f.seqs++
 	f.mu.Unlock()
 	if err != nil {
 		return 0, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,7 @@ const (
 	StoreOK      = "ok"      // the record store committed the write
 	StoreCurrent = "current" // a derived store has applied it
 	StorePending = "pending" // a derived store has not applied it yet; it will, from the log
+	StoreDormant = "dormant" // a derived store nothing reads is not kept; it applies the log once woken
 )
 
 // NamedApplier is a derived store under the name used in results, logs and
@@ -48,6 +50,14 @@ const (
 type NamedApplier struct {
 	Name    string
 	Applier spi.ChangeApplier
+	// Dormant stores are not kept current: their applier does not run,
+	// not even to read its checkpoint, until Pipeline.Wake names them, and
+	// then catches up from the log (or, when compaction removed entries it
+	// needs, from the record's documents). Meanwhile writes do not wait for
+	// them, compaction does not wait for them, and checks skip them. For a
+	// store the configuration never reads (the embedded graph with the
+	// graph source and its expansion off), so ingestion does not pay for it.
+	Dormant bool
 }
 
 // EntityExtractor finds entity names in a document that carries none.
@@ -211,6 +221,9 @@ type Pipeline struct {
 	metrics    *metrics
 	progress   *embedProgress
 	tracer     trace.Tracer
+	// compactMu makes Compact and Wake take turns, so that a compaction
+	// that left a dormant store out never runs past its waking.
+	compactMu sync.Mutex
 }
 
 // New validates cfg and returns a Pipeline. Call Run to start applying the
@@ -263,14 +276,19 @@ func New(cfg Config) (*Pipeline, error) {
 		return nil, fmt.Errorf("ingest: metrics: %w", err)
 	}
 	for _, d := range cfg.Derived {
-		p.tailers = append(p.tailers, &tailer{
+		t := &tailer{
 			p: p, name: d.Name, store: d.Applier,
 			batch:   cmp.Or(cfg.ApplyBatch, DefaultApplyBatch),
 			poll:    cmp.Or(cfg.Poll, DefaultPoll),
 			timeout: cmp.Or(cfg.ApplyTimeout, DefaultApplyTimeout),
 			wake:    make(chan struct{}, 1),
 			moved:   make(chan struct{}),
-		})
+			awake:   make(chan struct{}),
+		}
+		if !d.Dormant {
+			close(t.awake)
+		}
+		p.tailers = append(p.tailers, t)
 	}
 	return p, nil
 }
@@ -429,9 +447,13 @@ func (p *Pipeline) commit(ctx context.Context, writes []spi.Write, idx []int, re
 		r := &res[i]
 		r.Stores = map[string]string{p.recordName: StoreOK}
 		for _, t := range p.tailers {
-			r.Stores[t.name] = StorePending
-			if t.applied() >= r.Version {
+			switch {
+			case t.dormant():
+				r.Stores[t.name] = StoreDormant
+			case t.applied() >= r.Version:
 				r.Stores[t.name] = StoreCurrent
+			default:
+				r.Stores[t.name] = StorePending
 			}
 		}
 	}
@@ -482,15 +504,90 @@ func (p *Pipeline) settle(ctx context.Context, r *Result, op spi.Op, o spi.Write
 	}
 }
 
-// waitApplied waits until every derived store has applied seq, at most d.
+// waitApplied waits until every derived store that is not dormant has
+// applied seq, at most d.
 func (p *Pipeline) waitApplied(ctx context.Context, seq uint64, d time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	for _, t := range p.tailers {
-		if !t.waitFor(ctx, seq) {
+		if !t.dormant() && !t.waitFor(ctx, seq) {
 			return
 		}
 	}
+}
+
+// ErrUnknownStore means Wake or WaitApplied named no derived store.
+var ErrUnknownStore = errors.New("ingest: no such derived store")
+
+// Wake starts keeping a dormant derived store (NamedApplier.Dormant)
+// current: its applier loads the store's checkpoint and applies the log
+// from there. Waking a store that is awake does nothing. Wake does not
+// wait for the store to catch up; WaitApplied does.
+func (p *Pipeline) Wake(name string) error {
+	t := p.tailer(name)
+	if t == nil {
+		return fmt.Errorf("%w: %q", ErrUnknownStore, name)
+	}
+	// Not while Compact decides what to remove without this store.
+	p.compactMu.Lock()
+	defer p.compactMu.Unlock()
+	t.wakeOnce.Do(func() {
+		if t.dormant() {
+			close(t.awake)
+			p.logger.Info("ingest: woke a dormant derived store; it catches up from the change log", "store", name)
+		}
+	})
+	return nil
+}
+
+// Dormant reports whether the derived store name is dormant (not woken).
+func (p *Pipeline) Dormant(name string) bool {
+	t := p.tailer(name)
+	return t != nil && t.dormant()
+}
+
+// Applied is the derived store name's checkpoint as its applier last
+// loaded or moved it (0 for a dormant store, or an unknown name).
+func (p *Pipeline) Applied(name string) uint64 {
+	if t := p.tailer(name); t != nil {
+		return t.applied()
+	}
+	return 0
+}
+
+// WaitApplied waits until the derived store name has applied the log up
+// to seq, or ctx ends (its error is returned). Run must be running, and a
+// dormant store must be woken, for this to happen.
+func (p *Pipeline) WaitApplied(ctx context.Context, name string, seq uint64) error {
+	t := p.tailer(name)
+	if t == nil {
+		return fmt.Errorf("%w: %q", ErrUnknownStore, name)
+	}
+	if !t.waitFor(ctx, seq) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// Head is the change log's last sequence (0 without a log).
+func (p *Pipeline) Head(ctx context.Context) (uint64, error) {
+	if p.log == nil {
+		return 0, nil
+	}
+	ls, err := p.log.LogState(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("ingest: head: %w", err)
+	}
+	return ls.Last, nil
+}
+
+func (p *Pipeline) tailer(name string) *tailer {
+	for _, t := range p.tailers {
+		if t.name == name {
+			return t
+		}
+	}
+	return nil
 }
 
 // safeError is the per-document message for a store or embedder failure.

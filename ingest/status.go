@@ -46,20 +46,25 @@ func (p *Pipeline) compactLoop(ctx context.Context) {
 }
 
 // Compact removes log entries older than the retention that every derived
-// store of this process has applied (the newest entry always stays). A
-// replica whose own store lags behind what was removed notices the
-// compaction watermark and resynchronises that store from the record.
+// store of this process has applied (the newest entry always stays);
+// dormant stores do not hold it back. A store that lags behind what was
+// removed (a dormant one woken later, a replica's) notices the compaction
+// watermark and is resynchronised from the record.
 func (p *Pipeline) Compact(ctx context.Context) (int, error) {
 	if p.log == nil || p.retention < 0 {
 		return 0, nil
 	}
+	p.compactMu.Lock()
+	defer p.compactMu.Unlock()
 	ls, err := p.log.LogState(ctx)
 	if err != nil {
 		return 0, err
 	}
 	upTo := ls.Last
 	for _, t := range p.tailers {
-		upTo = min(upTo, t.applied())
+		if !t.dormant() {
+			upTo = min(upTo, t.applied())
+		}
 	}
 	n, err := p.log.CompactLog(ctx, p.now().Add(-p.retention), upTo)
 	p.metrics.compacted(n)
@@ -78,6 +83,10 @@ type StoreLag struct {
 	LagSeconds float64 `json:"lag_seconds"`
 	// Error is the last apply failure while it lasts.
 	Error string `json:"error,omitempty"`
+	// Dormant marks a store that is not kept current because nothing
+	// reads it (ingest.NamedApplier.Dormant): Applied is 0 and Behind the
+	// head until it is woken.
+	Dormant bool `json:"dormant,omitempty"`
 }
 
 // LogStatus describes the change log and how far each derived store got.
@@ -107,9 +116,11 @@ func (p *Pipeline) Status(ctx context.Context) (LogStatus, error) {
 	st.Head = ls.Last
 	for _, t := range p.tailers {
 		t.mu.Lock()
-		l := StoreLag{Store: t.name, Applied: t.seq, Error: t.lastErr}
+		l := StoreLag{Store: t.name, Applied: t.seq, Error: t.lastErr, Dormant: t.dormant()}
 		t.mu.Unlock()
-		if st.Head > l.Applied {
+		if l.Dormant {
+			l.Behind = st.Head - l.Applied
+		} else if st.Head > l.Applied {
 			l.Behind = st.Head - l.Applied
 			next, err := p.log.Changes(ctx, l.Applied, 1)
 			if err != nil {
@@ -221,6 +232,9 @@ func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descHead, prometheus.GaugeValue, float64(st.Head))
 	for _, s := range st.Stores {
+		if s.Dormant {
+			continue // not kept current: no lag to alert on
+		}
 		ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(s.Behind), s.Store)
 		ch <- prometheus.MustNewConstMetric(descAge, prometheus.GaugeValue, s.LagSeconds, s.Store)
 	}

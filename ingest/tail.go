@@ -36,6 +36,10 @@ type tailer struct {
 	poll    time.Duration
 	timeout time.Duration
 	wake    chan struct{}
+	// awake is closed once the store is kept current: at once, or when
+	// Pipeline.Wake wakes a dormant store.
+	awake    chan struct{}
+	wakeOnce sync.Once
 
 	// applyMu serialises applies, checks and repairs of this store, and
 	// guards the fields up to mu.
@@ -58,6 +62,16 @@ func (t *tailer) poke() {
 	select {
 	case t.wake <- struct{}{}:
 	default:
+	}
+}
+
+// dormant reports whether the store waits to be woken.
+func (t *tailer) dormant() bool {
+	select {
+	case <-t.awake:
+		return false
+	default:
+		return true
 	}
 }
 
@@ -104,8 +118,13 @@ func (t *tailer) waitFor(ctx context.Context, seq uint64) bool {
 	}
 }
 
-// run applies the log until ctx ends.
+// run applies the log, once the store is awake, until ctx ends.
 func (t *tailer) run(ctx context.Context) {
+	select {
+	case <-t.awake:
+	case <-ctx.Done():
+		return
+	}
 	backoff := minBackoff
 	timer := time.NewTimer(0)
 	defer timer.Stop()

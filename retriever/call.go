@@ -96,7 +96,8 @@ func call[T any](r *HybridRetriever, ctx context.Context, g spi.Gate, dl deadlin
 // when the request chose a longer one, is a timeout for the gate (the
 // source missed the deadline every other query has). A backend that had
 // nothing to search (spi.ErrNothingToSearch) was not contacted: skipped,
-// and neutral, since its empty answer proves nothing about it.
+// and neutral, since its empty answer proves nothing about it. A backend
+// being built (spi.ErrNotReady) is an error of the answer, and neutral.
 //
 // The message is drawn from a fixed vocabulary so backend error strings,
 // which might quote the query, never reach a response.
@@ -144,6 +145,8 @@ func classify(ctx, sctx context.Context, err error, took time.Duration, dl deadl
 		return a.is(StatusError, "canceled", false), spi.OutcomeNeutral
 	case errors.Is(err, spi.ErrInvalidQuery):
 		return a.is(StatusError, ReasonInvalidQuery, false), spi.OutcomeNeutral
+	case errors.Is(err, spi.ErrNotReady):
+		return a.is(StatusError, "not ready: being built", true), spi.OutcomeOf(ctx, err)
 	case errors.Is(err, spi.ErrUnavailable):
 		return a.is(StatusError, "backend unavailable", true), spi.OutcomeOf(ctx, err)
 	default:

@@ -26,14 +26,21 @@
 #
 #   scripts/bench.sh scale N         ragd with its embedded stores on N synthetic
 #                                    documents (Cranfield and near-copies, made by
-#                                    ../shared/tools/synth_corpus.py): ingest rate,
-#                                    keyword-only, vector-only and hybrid (shipped
-#                                    defaults) latency with 1 client, hybrid req/s
-#                                    and partial answers with 8, hybrid with the
+#                                    ../shared/tools/synth_corpus.py): ingest rate
+#                                    and ragd's CPU time per document, keyword-only,
+#                                    vector-only and hybrid (shipped defaults)
+#                                    latency with 1 client, hybrid req/s and partial
+#                                    answers with 8, RSS and size on disk; then the
+#                                    graph (dormant with the shipped defaults) asked
+#                                    for, the time until it answers, hybrid with the
 #                                    graph source and expansion switched on, each
-#                                    source's time inside the answers, RSS and size
-#                                    on disk. One table for README's "At 100,000
-#                                    documents" section. Needs python3 and jq.
+#                                    source's time inside the answers, RSS and disk
+#                                    with the graph. One table for README's "At
+#                                    100,000 documents" section. Needs python3 and
+#                                    jq. BENCH_LANCEDB=PYTHON also runs
+#                                    scripts/peer_lancedb.py on the same files with
+#                                    that Python (which has lancedb) and prints its
+#                                    JSON line.
 #   scripts/bench.sh scale N servers the same on PostgreSQL + pgvector + Neo4j of the
 #                                    benchmark's own (deploy/rag.servers.yaml), the
 #                                    documents spread over BENCH_TENANTS tenants and
@@ -218,13 +225,14 @@ PY
 # bench's).
 health() { curl -sf -H "Authorization: Bearer ${RAGD_API_KEY:-}" "http://127.0.0.1:${1:-$port}/v1/status/health"; }
 
-# caught_up waits until every derived store has applied the change log
-# (GET /v1/status/health's log.stores[].behind), when the server has one,
-# for at most BENCH_CATCHUP_S seconds (default 3600).
+# caught_up waits until every derived store that is kept (not dormant:
+# something reads it) has applied the change log (GET /v1/status/health's
+# log.stores[].behind), when the server has one, for at most
+# BENCH_CATCHUP_S seconds (default 3600).
 caught_up() {
   local limit=${BENCH_CATCHUP_S:-3600} start=$SECONDS behind
   while [ $((SECONDS - start)) -lt "$limit" ]; do
-    behind=$(health | jq '[.log.stores[]?.behind] | add // 0') || behind=1
+    behind=$(health | jq '[.log.stores[]? | select(.dormant | not) | .behind] | add // 0') || behind=1
     [ "$behind" = 0 ] && return
     sleep 1
   done
@@ -305,22 +313,48 @@ replica() {
   replica_pid=
 }
 
+# cpu_s is the CPU time (user + system) process $1 has used, in seconds.
+cpu_s() { awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat"; }
+
+# children_cpu prints the user and system seconds of this shell's children
+# that have ended (the ragd ingest writers, once waited for). Call it in
+# this shell (redirect, no pipe or substitution: a subshell has its own).
+children_cpu() { times > "$work/times"; tail -1 "$work/times" | awk '{ for (i = 1; i <= 2; i++) { split($i, p, /[ms]/); printf "%.2f ", p[1] * 60 + p[2] } print "" }'; }
+
+# graph_built asks for the graph (a query that switches it on) until it
+# answers: with the shipped rag.yaml the embedded graph is dormant until a
+# query asks for it, then built from the change log.
+graph_built() {
+  local body
+  body=$(jq -c '. + {text: "wing flutter"}' <<<"$graph")
+  until curl -sf -H 'Content-Type: application/json' -H "Authorization: Bearer ${RAGD_API_KEY:-}" -d "$body" "http://127.0.0.1:$port/v1/query" |
+      jq -e '.sources.graph.status == "ok"' >/dev/null; do
+    sleep 0.5
+  done
+}
+
 scale() {
-  local t0 t1 t2 t3 b
-  batch=${BENCH_BATCH:-256}
+  local t0 t1 t2 t3 t4 t5 b c0 c2 c3 c4 cu0 cs0 cu cs
   echo "== ingesting $corpus" >&2
+  c0=$(cpu_s "$ragd_pid")
   t0=$(date +%s.%N)
+  children_cpu > "$work/cpu0"
   ingest_corpus
+  children_cpu > "$work/cpu1"
+  read -r cu0 cs0 < "$work/cpu0"
+  read -r cu cs < "$work/cpu1"
   t1=$(date +%s.%N)
   caught_up
   t2=$(date +%s.%N)
-  t3=$t2
+  c2=$(cpu_s "$ragd_pid")
+  t5=$t2
   if [ "$mode" = servers ]; then
     indexed
-    t3=$(date +%s.%N)
+    t5=$(date +%s.%N)
   fi
   rss_ingest=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
   anon_ingest=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
+  dormant=$(health | jq -r '[.log.stores[]? | select(.dormant) | .store] | join(", ")')
 
   # What each row sends: the sources off in it, and -send (vector: no text).
   off() { jq -nc '{sources: ($ARGS.positional | map({(.): {enabled: false}}) | add)}' --args "$@"; }
@@ -329,19 +363,35 @@ scale() {
   if [ "$vdim" = 0 ]; then vsend=text; hsend=text; fi
   common=(-server "http://127.0.0.1:$port" -queries "$qfile" -pid "$ragd_pid" -duration "$phase")
   echo "== warming up" >&2
-  "$work/ragd-bench" "${common[@]}" -clients "$clients" -send "$hsend" -body "$graph" -duration 3s >/dev/null
+  "$work/ragd-bench" "${common[@]}" -clients "$clients" -send "$hsend" -duration 3s >/dev/null
   out=$work/scale.md
   {
     "$work/ragd-bench" "${common[@]}" -header -clients 1 -label "keyword only, 1 client" -send text -body "$(off vector graph graph_expand)"
     "$work/ragd-bench" "${common[@]}" -clients 1 -label "vector only, 1 client" -send "$vsend" -body "$(off keyword graph graph_expand)"
     "$work/ragd-bench" "${common[@]}" -clients 1 -label "hybrid, 1 client" -send "$hsend" -took
     "$work/ragd-bench" "${common[@]}" -clients "$clients" -label "hybrid, $clients clients" -send "$hsend" -took
-    "$work/ragd-bench" "${common[@]}" -clients 1 -label "hybrid with graph and expansion, 1 client" -send "$hsend" -body "$graph" -took
   } > "$out"
+  # Memory and disk of the shipped configuration, before anything asks
+  # for the graph.
   rss=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
   anon=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
   hwm=$(awk '/VmHWM/{print $2}' "/proc/$ragd_pid/status")
   b=$(du -sb "$work/data" | cut -f1)
+  disk=$(for d in "$work"/data/*/; do printf '%s %s MiB, ' "$(basename "$d")" $(($(du -sb "$d" | cut -f1) / 1048576)); done | sed 's/, $//')
+
+  # The graph: built when a query first asks for it (unless rag.yaml reads
+  # it), then measured.
+  echo "== asking for the graph" >&2
+  c3=$(cpu_s "$ragd_pid")
+  t3=$(date +%s.%N)
+  graph_built
+  t4=$(date +%s.%N)
+  c4=$(cpu_s "$ragd_pid")
+  "$work/ragd-bench" "${common[@]}" -clients 1 -label "hybrid with graph and expansion, 1 client" -send "$hsend" -body "$graph" -took >> "$out"
+  grss=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
+  ganon=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
+  gb=$(du -sb "$work/data" | cut -f1)
+
   if [ "$mode" = servers ]; then
     pgpss=$(pss "$pm" $(pgrep -P "$pm"))
     neorss=$(awk '/VmRSS/{print $2}' "/proc/$neo/status")
@@ -370,10 +420,13 @@ scale() {
   echo
   echo "| measure | ragd |"
   echo "|---|---|"
-  awk -v n="$docs" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v how="$how" -v servers="$([ "$mode" = servers ] && echo 1)" 'BEGIN {
-    printf "| ingest (%s) | %.0f s, %.0f docs/s; every store caught up after %.0f s (%.0f docs/s)", how, b-a, n/(b-a), c-a, n/(c-a)
+  awk -v n="$docs" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t5" -v how="$how" -v servers="$([ "$mode" = servers ] && echo 1)" \
+      -v c0="$c0" -v c2="$c2" -v cl="$(awk -v u0="$cu0" -v s0="$cs0" -v u="$cu" -v s="$cs" 'BEGIN{print u+s-u0-s0}')" -v dormant="$dormant" 'BEGIN {
+    printf "| ingest (%s) | %.0f s, %.0f docs/s; every store kept caught up after %.0f s (**%.0f docs/s**)%s", how, b-a, n/(b-a), c-a, n/(c-a), (dormant == "" ? "" : " (" dormant " dormant: nothing reads it)")
     if (servers) printf "; every row in the HNSW index after %.0f s (%.0f docs/s)", d-a, n/(d-a)
-    printf " |\n" }'
+    printf "; ragd CPU %.0f s (%.2f ms per document), the clients %.0f s |\n", c2-c0, (c2-c0)*1000/n, cl }'
+  awk -v a="$t3" -v b="$t4" -v c0="$c3" -v c1="$c4" 'BEGIN {
+    printf "| the graph, built when a query first asks for it | answering after %.0f s (ragd CPU %.0f s) |\n", b-a, c1-c0 }'
   row() { grep -F "| $1 |" "$out" | awk -F'|' '{ gsub(/ /, "", $5); gsub(/ /, "", $6); gsub(/ /, "", $4); gsub(/ /, "", $9); gsub(/ /, "", $7); print $5 " / " $6 " ms (" $4 " req/s, " $7 " CPU ms/query, " $9 " partial)" }'; }
   echo "| keyword-only p50 / p99, 1 client | $(row 'keyword only, 1 client') |"
   echo "| vector-only p50 / p99, 1 client | $(row 'vector only, 1 client') |"
@@ -384,12 +437,13 @@ scale() {
   echo "| inside hybrid answers, took_ms p50 / p99 (1 client) | $(took 'hybrid, 1 client') |"
   echo "| inside hybrid answers with graph and expansion on (1 client) | $(took 'hybrid with graph and expansion, 1 client') |"
   echo "| RSS of ragd after ingest / after the runs / peak | $((rss_ingest / 1024)) / $((rss / 1024)) / $((hwm / 1024)) MiB, of which anonymous (heap) $((anon_ingest / 1024)) / $((anon / 1024)) MiB, the rest mapped store files |"
+  echo "| RSS / on disk of ragd with the graph asked for | $((grss / 1024)) MiB, of which anonymous $((ganon / 1024)) MiB / $((gb / 1048576)) MiB |"
   if [ "$mode" = servers ]; then
     echo "| PostgreSQL (PSS of all its processes) / Neo4j RSS after the runs | $(mib "$pgpss") / $(mib "$neorss") MiB |"
-    echo "| on disk | ragd $((b / 1048576)) MiB ($(for d in "$work"/data/*/; do printf '%s %s MiB, ' "$(basename "$d")" "$(dir_mib "$d")"; done | sed 's/, $//')), PostgreSQL $(dir_mib "$RAG_SERVICES_DIR/postgres/data") MiB, Neo4j $(dir_mib "$RAG_SERVICES_DIR/neo4j/data") MiB |"
+    echo "| on disk | ragd $((b / 1048576)) MiB ($disk), PostgreSQL $(dir_mib "$RAG_SERVICES_DIR/postgres/data") MiB, Neo4j $(dir_mib "$RAG_SERVICES_DIR/neo4j/data") MiB |"
     echo "| a second replica joining (empty data dir) | $replica_line; RSS then $((replica_rss / 1024)) MiB; meanwhile: $replica_states |"
   else
-    echo "| on disk | $((b / 1048576)) MiB ($(for d in "$work"/data/*/; do printf '%s %s MiB, ' "$(basename "$d")" "$(dir_mib "$d")"; done | sed 's/, $//')) |"
+    echo "| on disk | $((b / 1048576)) MiB ($disk) |"
   fi
   echo
   grep '^|' "$out"
@@ -400,6 +454,16 @@ scale() {
     echo "pgvector recall@10 against exact search (${BENCH_RECALL_QUERIES:-100} queries, in-process Retrieve at each ef_search; load average $(cut -d' ' -f1-3 /proc/loadavg)):"
     echo
     cat "$work/recall.md"
+  fi
+  if [ -n "${BENCH_LANCEDB:-}" ]; then
+    echo "== LanceDB on the same files" >&2
+    kill "$ragd_pid" && wait "$ragd_pid" 2>/dev/null
+    ragd_pid=
+    echo
+    echo "LanceDB (scripts/peer_lancedb.py, load average $(cut -d' ' -f1-3 /proc/loadavg) before):"
+    echo
+    "$BENCH_LANCEDB" scripts/peer_lancedb.py --corpus "$corpus" --queries "$qfile" --dir "$work/lancedb" \
+      --phase "${phase%s}" --clients "$clients"
   fi
 }
 

@@ -32,4 +32,14 @@ var (
 	// OutcomeOf) and the retriever reports the source as skipped. Retrying
 	// the same request cannot give another answer.
 	ErrNothingToSearch = errors.New("spi: nothing to search")
+
+	// ErrNotReady means the backend is being built — a derived store
+	// that was dormant (nothing read it) or lost, catching up from the
+	// record's change log — and answers nothing until it holds what the
+	// record held when it began, rather than answer from part of it. It is
+	// a state that ends on its own, not a sign of a sick backend: gates
+	// count it as neither a failure nor a success (see OutcomeOf), and the
+	// answer lacks the source. Backends wrap it together with
+	// ErrUnavailable.
+	ErrNotReady = errors.New("spi: not ready")
 )

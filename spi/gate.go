@@ -118,8 +118,9 @@ func (e *RejectedError) Unwrap() []error { return []error{e.Reason, ErrUnavailab
 // context is ctx (not a per-call context derived inside the call):
 // success; neutral for an invalid request, an unsupported or refused call,
 // a source overloaded (ErrOverloaded), a request with nothing to search
-// (the backend was not contacted, so it is no evidence of its health), or
-// once the caller's ctx is done (it gave up, or its budget ran out);
+// (the backend was not contacted, so it is no evidence of its health), a
+// backend being built (ErrNotReady), or once the caller's ctx is done (it
+// gave up, or its budget ran out);
 // timeout when the call's own deadline passed while the caller still
 // waited; failure otherwise.
 func OutcomeOf(ctx context.Context, err error) Outcome {
@@ -127,7 +128,7 @@ func OutcomeOf(ctx context.Context, err error) Outcome {
 	case err == nil:
 		return OutcomeSuccess
 	case errors.Is(err, ErrInvalidQuery), errors.Is(err, ErrNotFound), errors.Is(err, ErrUnsupported),
-		errors.Is(err, ErrNothingToSearch), errors.Is(err, ErrCircuitOpen), errors.Is(err, ErrShed),
+		errors.Is(err, ErrNothingToSearch), errors.Is(err, ErrNotReady), errors.Is(err, ErrCircuitOpen), errors.Is(err, ErrShed),
 		errors.Is(err, ErrOverloaded):
 		return OutcomeNeutral
 	case ctx.Err() != nil, errors.Is(err, context.Canceled):

@@ -90,6 +90,9 @@ func printCheck(w io.Writer, rep ingest.CheckReport, repaired bool) {
 		if s.Error != "" {
 			errText = oneLine(s.Error)
 		}
+		if s.Dormant {
+			errText = "not checked: dormant (nothing reads it)"
+		}
 		fmt.Fprintln(tw, line+"\t"+errText)
 	}
 	tw.Flush()

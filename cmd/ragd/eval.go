@@ -12,6 +12,7 @@ import (
 	"github.com/ragd/ragd/embedder/vcache"
 	"github.com/ragd/ragd/eval"
 	ragdapp "github.com/ragd/ragd/internal/app"
+	"github.com/ragd/ragd/spi"
 )
 
 func newEvalCmd(a *app) *cobra.Command {
@@ -88,6 +89,13 @@ func newEvalCmd(a *app) *cobra.Command {
 			}
 			defer inst.Close()
 
+			if modesReadGraph(ms) {
+				// The embedded graph is built only once something reads it:
+				// build it with the corpus.
+				if err := inst.WakeGraph(ctx); err != nil {
+					return err
+				}
+			}
 			fmt.Fprintf(a.stderr, "eval: ingesting %d documents...\n", len(ds.Corpus))
 			progress := newCountProgress(a.stderr, "eval: ingest", "documents", nil)
 			st, err := eval.Ingest(ctx, ds, inst.Pipeline, eval.IngestOptions{Progress: progress.update})
@@ -160,6 +168,24 @@ func embedSummary(inst *ragdapp.App) string {
 		cached = inst.VectorCache.Stats().Hits[vcache.RoleDocument]
 	}
 	return fmt.Sprintf("vectors: %d embedded, %d from the vector cache, %d kept (text unchanged)", e.Embedded-cached, cached, e.Reused)
+}
+
+// modesReadGraph reports whether a mode queries the graph source or its
+// expansion beyond the server's defaults (which read it, or not, by
+// themselves).
+func modesReadGraph(ms []eval.Mode) bool {
+	for _, m := range ms {
+		if m.Single == spi.SourceGraph || (m.Expand.Enabled != nil && *m.Expand.Enabled) {
+			return true
+		}
+		for _, name := range []string{spi.SourceGraph, spi.SourceGraphExpand} {
+			o := m.Sources[name]
+			if (o.Enabled != nil && *o.Enabled) || (o.Enabled == nil && o.Weight > 0) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func dropMode(ms []eval.Mode, name string) []eval.Mode {

@@ -165,6 +165,9 @@ func printLag(w io.Writer, log *ingest.LogStatus) {
 		if l.Error != "" {
 			errText = oneLine(l.Error)
 		}
+		if l.Dormant {
+			lag, errText = "dormant", "not kept: nothing reads it; a query that asks for it builds it"
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", l.Store, l.Applied, l.Behind, lag, errText)
 	}
 	tw.Flush()

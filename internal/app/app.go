@@ -325,7 +325,8 @@ func (a *App) wirePipeline() error {
 		if !ok {
 			return fmt.Errorf("app: the %s store cannot apply the change log", st.name)
 		}
-		pc.Derived = append(pc.Derived, ingest.NamedApplier{Name: st.name, Applier: ap})
+		_, waking := st.store.(*wakingGraph)
+		pc.Derived = append(pc.Derived, ingest.NamedApplier{Name: st.name, Applier: ap, Dormant: waking})
 	}
 	if c.ExtractEntities {
 		x, err := keyphrase.New(keyphrase.Config{})
@@ -339,9 +340,38 @@ func (a *App) wirePipeline() error {
 		return fmt.Errorf("app: ingest pipeline: %w", err)
 	}
 	a.Pipeline = p
+	if g, ok := a.Graph.(*wakingGraph); ok {
+		g.attach(p, a.background)
+		if a.readsGraph() {
+			if err := g.wakeNow(a.bgCtx); err != nil {
+				return err
+			}
+		}
+	}
 	a.background(p.Run)
 	if c.CheckAtStart && len(pc.Derived) > 0 {
 		a.background(a.checkAtStart)
+	}
+	return nil
+}
+
+// readsGraph reports whether a query that sets nothing reads the graph:
+// the graph source or its expansion is on in rag.yaml's defaults.
+func (a *App) readsGraph() bool {
+	for _, d := range a.Retriever.SourceDefaults() {
+		if (d.Name == spi.SourceGraph || d.Name == spi.SourceGraphExpand) && d.Enabled {
+			return true
+		}
+	}
+	return false
+}
+
+// WakeGraph builds the embedded graph if nothing read it so far (see
+// wakingGraph) and waits until it serves, or ctx ends. Other graph stores
+// are always kept; for them it returns at once.
+func (a *App) WakeGraph(ctx context.Context) error {
+	if g, ok := a.Graph.(*wakingGraph); ok {
+		return g.waitServing(ctx)
 	}
 	return nil
 }

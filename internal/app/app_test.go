@@ -121,10 +121,10 @@ func TestDerivedStoresRebuiltAtStart(t *testing.T) {
 		return err == nil && len(res.Hits) > 0 && res.Sources[spi.SourceKeyword].Status == retriever.StatusOK
 	})
 	// The new graph store is filled by its change-log applier, in the
-	// background.
+	// background; it answers once it has caught up.
 	eventually(t, "the graph store to be refilled", func() bool {
-		res := top(t, a, only(spi.SourceGraph))
-		return len(res.Hits) > 0 && res.Sources[spi.SourceGraph].Status == retriever.StatusOK
+		res, err := a.Retriever.Retrieve(context.Background(), only(spi.SourceGraph))
+		return err == nil && len(res.Hits) > 0 && res.Sources[spi.SourceGraph].Status == retriever.StatusOK
 	})
 	if _, err := os.Stat(graphFile + ".corrupt"); err != nil {
 		t.Errorf("corrupt graph file was not kept aside: %v", err)

@@ -205,6 +205,9 @@ func (a *App) sampleLag(ctx context.Context) {
 		return
 	}
 	for _, l := range st.Stores {
+		if l.Dormant {
+			continue // not kept: no lag to chart
+		}
 		a.History.Sample(history.GaugeLagEntries, l.Store, float64(l.Behind))
 		a.History.Sample(history.GaugeLagSeconds, l.Store, l.LagSeconds)
 	}
@@ -306,7 +309,8 @@ func (a *App) inventory(context.Context) api.Inventory {
 		if i == 0 {
 			role = "record"
 		}
-		inv.Stores = append(inv.Stores, api.StoreInfo{Name: st.name, Kind: st.kind, Role: role, Documents: counts[st.name]})
+		dormant := a.Pipeline != nil && i > 0 && a.Pipeline.Dormant(st.name)
+		inv.Stores = append(inv.Stores, api.StoreInfo{Name: st.name, Kind: st.kind, Role: role, Documents: counts[st.name], Dormant: dormant})
 	}
 	return inv
 }

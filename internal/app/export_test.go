@@ -43,3 +43,11 @@ func FallbackFor(cfg *config.Config, err error) (*Embedders, error) {
 	}
 	return hashingFallback(cfg, me, slog.New(slog.DiscardHandler))
 }
+
+// SetGraphWakeHook makes every wake of the embedded graph call f once its
+// applier is woken, before it reads the head it must reach; the returned
+// function removes it.
+func SetGraphWakeHook(f func()) (restore func()) {
+	graphWakeHook = f
+	return func() { graphWakeHook = nil }
+}

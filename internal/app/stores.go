@@ -163,12 +163,27 @@ func (a *App) openGraph(ctx context.Context) error {
 		return nil
 	case config.KindEmbedded:
 		gc := graphembedded.Config{Dir: a.Config.Path(c.Dir), MaxDegree: c.MaxDegree, Logger: a.Logger, Now: a.now}
-		s, err := graphembedded.Open(ctx, gc)
-		if errors.Is(err, graphembedded.ErrCorrupt) {
-			s, err = a.replaceGraph(ctx, gc, err)
+		open := func(ctx context.Context) (*graphembedded.Store, error) {
+			s, err := graphembedded.Open(ctx, gc)
+			if errors.Is(err, graphembedded.ErrCorrupt) {
+				s, err = a.replaceGraph(ctx, gc, err)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("app: backends.graph (embedded): %w", err)
+			}
+			return s, nil
 		}
+		if a.Vector != nil {
+			// Derived from the record's change log: built once something
+			// reads it (wirePipeline, wakingGraph).
+			g := newWakingGraph(open, a.Logger, a.now)
+			a.Graph = g
+			a.closers = append(a.closers, g)
+			return nil
+		}
+		s, err := open(ctx)
 		if err != nil {
-			return fmt.Errorf("app: backends.graph (embedded): %w", err)
+			return err
 		}
 		a.Graph = s
 		a.closers = append(a.closers, s)

@@ -356,7 +356,7 @@
       show(c.share, s ? fmtPct(s.share) + " of " + stats.queries + " queries" : "no queries");
       show(c.statuses, s ? Object.entries(s.statuses).sort().map(([k, v]) => human(k) + " " + v).join(", ") : null);
       const st = stores.get(name);
-      show(c.docs, st ? (st.documents === undefined ? "unknown" : String(st.documents)) : null);
+      show(c.docs, st ? (st.dormant ? "not built (dormant)" : st.documents === undefined ? "unknown" : String(st.documents)) : null);
       show(c.lag, comp && comp.lag ? comp.lag.behind + " entries behind, oldest " + comp.lag.lag_seconds.toFixed(1) + " s" : null);
       if (b) {
         addActions(c, name);
@@ -622,8 +622,8 @@
       const g = history && history.gauges.find((x) => x.kind === "lag_entries" && x.name === st.name);
       tb.append(el("tr", { "data-store": st.name },
         el("th", { scope: "row", text: st.name }), el("td", { text: st.kind }), el("td", { text: st.role }),
-        el("td", { class: "num", "data-label": "Documents", text: st.documents === undefined ? (server.key.tenant ? "hidden (tenant key)" : "counting…") : String(st.documents) }),
-        el("td", { "data-label": "Index lag", text: st.role === "record" ? "— (the record)" : l ? l.behind + " entries, " + l.lag_seconds.toFixed(1) + " s" + (l.error ? " · " + l.error : "") : "–" }),
+        el("td", { class: "num", "data-label": "Documents", text: st.dormant ? "not built" : st.documents === undefined ? (server.key.tenant ? "hidden (tenant key)" : "counting…") : String(st.documents) }),
+        el("td", { "data-label": "Index lag", text: st.role === "record" ? "— (the record)" : st.dormant ? "dormant: nothing reads it; a query that asks for it builds it" : l ? l.behind + " entries, " + l.lag_seconds.toFixed(1) + " s" + (l.error ? " · " + l.error : "") : "–" }),
         el("td", { "data-label": "Lag, 15 min" }, g ? chart(st.name + " lag", (last(g.max) ?? 0) + " entries", [{ values: g.max, cls: "c-warn" }], { id: st.name + "-lag", steps: spanSteps(history) }).querySelector("svg") : "–")));
     }
     const e = server.embedder;

@@ -50,11 +50,8 @@ func (s *Store) Hydrate(ctx context.Context, ids []string) ([]spi.Document, []st
 // filter wrap spi.ErrInvalidQuery; no seeds returns spi.ErrNothingToSearch.
 // It reads the in-memory read model only.
 func (s *Store) Expand(ctx context.Context, seeds []string, opts spi.ExpandOptions) ([]spi.Ref, error) {
-	if err := graphspec.ValidateExpand(opts); err != nil {
-		return nil, fmt.Errorf("graph/embedded: expand: %w", err)
-	}
-	if len(seeds) == 0 {
-		return nil, fmt.Errorf("graph/embedded: expand: %w: no seeds", spi.ErrNothingToSearch)
+	if err := CheckExpand(seeds, opts); err != nil {
+		return nil, err
 	}
 	if err := s.readable(ctx, "expand"); err != nil {
 		return nil, err
@@ -76,15 +73,9 @@ func (s *Store) Expand(ctx context.Context, seeds []string, opts spi.ExpandOptio
 // a text with no word to match returns spi.ErrNothingToSearch without
 // reading the model. It reads the in-memory read model only.
 func (s *Store) MatchEntities(ctx context.Context, req spi.KeywordRequest) ([]spi.Ref, error) {
-	tokens, err := graphspec.ValidateMatch(req)
+	tokens, err := checkMatch(req)
 	if err != nil {
-		return nil, fmt.Errorf("graph/embedded: match entities: %w", err)
-	}
-	if req.Syntax {
-		return nil, fmt.Errorf("graph/embedded: match entities: %w: no query syntax in the embedded graph store", spi.ErrUnsupported)
-	}
-	if len(tokens) == 0 {
-		return nil, fmt.Errorf("graph/embedded: match entities: %w: no word to match", spi.ErrNothingToSearch)
+		return nil, err
 	}
 	if err := s.readable(ctx, "match entities"); err != nil {
 		return nil, err
@@ -97,6 +88,40 @@ func (s *Store) MatchEntities(ctx context.Context, req spi.KeywordRequest) ([]sp
 		return nil, fmt.Errorf("graph/embedded: match entities: %w", err)
 	}
 	return refs, nil
+}
+
+// CheckExpand returns the error Expand answers for seeds and opts without
+// reading anything (invalid options, no seeds), or nil.
+func CheckExpand(seeds []string, opts spi.ExpandOptions) error {
+	if err := graphspec.ValidateExpand(opts); err != nil {
+		return fmt.Errorf("graph/embedded: expand: %w", err)
+	}
+	if len(seeds) == 0 {
+		return fmt.Errorf("graph/embedded: expand: %w: no seeds", spi.ErrNothingToSearch)
+	}
+	return nil
+}
+
+// CheckMatch returns the error MatchEntities answers for req without
+// reading anything (an invalid request, query syntax, no word to match),
+// or nil.
+func CheckMatch(req spi.KeywordRequest) error {
+	_, err := checkMatch(req)
+	return err
+}
+
+func checkMatch(req spi.KeywordRequest) ([]string, error) {
+	tokens, err := graphspec.ValidateMatch(req)
+	if err != nil {
+		return nil, fmt.Errorf("graph/embedded: match entities: %w", err)
+	}
+	if req.Syntax {
+		return nil, fmt.Errorf("graph/embedded: match entities: %w: no query syntax in the embedded graph store", spi.ErrUnsupported)
+	}
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("graph/embedded: match entities: %w: no word to match", spi.ErrNothingToSearch)
+	}
+	return tokens, nil
 }
 
 // readable is the read model's admission: ctx live and the store open.
