@@ -2,12 +2,15 @@ package e2e_test
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/ragd/ragd/config"
 )
@@ -129,5 +132,102 @@ func TestDeployEnvNamesAligned(t *testing.T) {
 				t.Errorf("%s does not name %s, which deploy/rag.servers.yaml reads", f, n)
 			}
 		}
+	}
+}
+
+// composeService is the part of a docker-compose.yml service the replica
+// rules read.
+type composeService struct {
+	Image       string            `yaml:"image"`
+	Build       any               `yaml:"build"`
+	Environment map[string]string `yaml:"environment"`
+	Ports       []string          `yaml:"ports"`
+	Volumes     []string          `yaml:"volumes"`
+	DependsOn   map[string]struct {
+		Condition string `yaml:"condition"`
+	} `yaml:"depends_on"`
+	Healthcheck *struct {
+		Test []string `yaml:"test"`
+	} `yaml:"healthcheck"`
+}
+
+// TestComposeReplicas checks docker-compose.yml's ragd replicas against
+// what README "Replicas" requires of them: one record and graph for all,
+// each its own data volume (a keyword index is one process's) and host
+// port, one image built once, a readiness check, and a replica that starts
+// after the first is healthy.
+func TestComposeReplicas(t *testing.T) {
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, "docker-compose.yml"))
+	if errors.Is(err, os.ErrNotExist) {
+		t.Skip("docker-compose.yml not present")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Services map[string]composeService `yaml:"services"`
+		Volumes  map[string]any            `yaml:"volumes"`
+	}
+	if err := yaml.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for name, s := range file.Services {
+		if s.Image == "ragd:local" {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	if len(names) < 2 {
+		t.Fatalf("ragd services %v; want at least two (the replicas example)", names)
+	}
+	first := file.Services[names[0]]
+	ports, dataVolumes := map[string]string{}, map[string]string{}
+	builds := 0
+	for _, name := range names {
+		s := file.Services[name]
+		if s.Build != nil {
+			builds++
+		}
+		for _, k := range []string{"RAGD_PG_DSN", "RAGD_NEO4J_URI", "RAGD_DATA_DIR"} {
+			if s.Environment[k] == "" || s.Environment[k] != first.Environment[k] {
+				t.Errorf("%s: %s = %q, %s has %q; every replica names the same", name, k, s.Environment[k], names[0], first.Environment[k])
+			}
+		}
+		if s.Healthcheck == nil || !slices.Contains(s.Healthcheck.Test, "status") {
+			t.Errorf("%s: no `ragd status` readiness check", name)
+		}
+		for _, p := range s.Ports {
+			host := p[:strings.LastIndex(p, ":")]
+			if other, ok := ports[host]; ok {
+				t.Errorf("%s and %s both publish %s", name, other, host)
+			}
+			ports[host] = name
+		}
+		var data string
+		for _, v := range s.Volumes {
+			if vol, dir, ok := strings.Cut(v, ":"); ok && dir == s.Environment["RAGD_DATA_DIR"] {
+				data = vol
+			}
+		}
+		switch other, ok := dataVolumes[data]; {
+		case data == "":
+			t.Errorf("%s: no volume at its data directory %q", name, s.Environment["RAGD_DATA_DIR"])
+		case ok:
+			t.Errorf("%s and %s share the data volume %s (each replica keeps its own keyword index)", name, other, data)
+		case !slices.Contains(slices.Collect(maps.Keys(file.Volumes)), data):
+			t.Errorf("%s: data volume %s is not declared", name, data)
+		}
+		dataVolumes[data] = name
+		if name != names[0] && s.DependsOn[names[0]].Condition != "service_healthy" {
+			t.Errorf("%s does not wait for %s to be healthy (the image built, the schema made)", name, names[0])
+		}
+	}
+	if builds != 1 {
+		t.Errorf("%d ragd services build the image; want one", builds)
 	}
 }
