@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/internal/retryafter"
 )
 
 // Sentinels an *Error matches with errors.Is, by HTTP status.
@@ -99,27 +100,8 @@ func newError(method, path string, resp *http.Response, body []byte) *Error {
 	} else {
 		e.Raw = snippet(body)
 	}
-	e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	e.RetryAfter = retryafter.Parse(resp.Header.Get("Retry-After"), time.Now())
 	return e
-}
-
-// parseRetryAfter reads Retry-After as seconds or an HTTP date; zero when
-// absent, malformed or in the past.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 // TransportError means no answer arrived: the server is not reachable, the

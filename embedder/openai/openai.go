@@ -30,10 +30,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ragd/ragd/internal/retryafter"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -321,7 +321,7 @@ func (e *Embedder) httpError(resp *http.Response) *HTTPError {
 	he := &HTTPError{StatusCode: resp.StatusCode, kind: spi.ErrUnavailable}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<10))
 	he.Message = errorMessage(b)
-	he.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), e.now())
+	he.RetryAfter = retryafter.Parse(resp.Header.Get("Retry-After"), e.now())
 	switch resp.StatusCode {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		he.Message = strings.TrimSpace(fmt.Sprintf("authentication failed: check $%s. %s", e.cfg.APIKeyEnv, he.Message))
@@ -369,26 +369,6 @@ func errorMessage(b []byte) string {
 		msg = msg[:200] + "..."
 	}
 	return msg
-}
-
-// parseRetryAfter reads delay-seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 || math.IsNaN(s) || s > 1e6 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
-	}
-	return 0
 }
 
 type response struct {
