@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
+
+	"github.com/ragd/ragd/internal/atomicfile"
 )
 
 // ErrCheckpoint is wrapped by errors about a checkpoint that cannot be used
@@ -80,29 +81,8 @@ func (c *Checkpoint) Save(pos Position) error {
 	if err != nil {
 		return fmt.Errorf("corpus: checkpoint: %w", err)
 	}
-	dir := filepath.Dir(c.Path)
-	tmp, err := os.CreateTemp(dir, filepath.Base(c.Path)+".tmp*")
-	if err != nil {
+	if err := atomicfile.WriteBytes(c.Path, append(b, '\n')); err != nil {
 		return fmt.Errorf("corpus: checkpoint: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("corpus: checkpoint: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("corpus: checkpoint: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("corpus: checkpoint: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), c.Path); err != nil {
-		return fmt.Errorf("corpus: checkpoint: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil { // make the rename durable
-		_ = d.Sync()
-		d.Close()
 	}
 	return nil
 }

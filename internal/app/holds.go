@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/internal/atomicfile"
 )
 
 // holdFile keeps the maintenance holds in data_dir, so that a restart
@@ -31,22 +31,7 @@ func (h *holdFile) save(snaps []breaker.Snapshot) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(h.path), filepath.Base(h.path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("app: holds: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // a no-op after the rename
-	_, err = tmp.Write(append(b, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), h.path)
-	}
-	if err != nil {
+	if err := atomicfile.WriteBytes(h.path, append(b, '\n')); err != nil {
 		return fmt.Errorf("app: holds: %w", err)
 	}
 	return nil

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
+
+	"github.com/ragd/ragd/internal/atomicfile"
 )
 
 // maxLine bounds one stored event; longer lines are skipped when read.
@@ -107,38 +109,22 @@ func (f *file) append(e Event, held func() []Event) {
 	f.err = nil
 }
 
-// rewrite replaces the file with evs (through a temporary file and a
-// rename, so a crash leaves the old or the new file) and reopens it for
-// appending.
+// rewrite replaces the file with evs (atomically: a crash leaves the old
+// or the new file) and reopens it for appending.
 func (f *file) rewrite(evs []Event) error {
 	if f.f != nil {
 		f.f.Close()
 		f.f = nil
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(f.path), filepath.Base(f.path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("events: rewrite %s: %w", f.path, err)
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename, a no-op
-	w := bufio.NewWriter(tmp)
-	enc := json.NewEncoder(w)
-	for _, e := range evs {
-		if err = enc.Encode(e); err != nil {
-			break
+	err := atomicfile.Write(f.path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		for _, e := range evs {
+			if err := enc.Encode(e); err != nil {
+				return err
+			}
 		}
-	}
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), f.path)
-	}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("events: rewrite %s: %w", f.path, err)
 	}

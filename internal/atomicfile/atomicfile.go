@@ -1,0 +1,54 @@
+// Package atomicfile replaces a small file so that a crash leaves either
+// the old or the new content, never a mix: the one way ragd rewrites its
+// state files (maintenance holds, the event log, ingest checkpoints).
+package atomicfile
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Write replaces path with what write writes: into a temporary file beside
+// it (created 0600), synced, then renamed over path, and the directory
+// synced so that the rename survives a crash too. On any error path is
+// left as it was and the temporary file is removed.
+func Write(path string, write func(io.Writer) error) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // a no-op after the rename
+	w := bufio.NewWriter(tmp)
+	err = write(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // not every file system can sync a directory
+		d.Close()
+	}
+	return nil
+}
+
+// WriteBytes replaces path with b, as Write does.
+func WriteBytes(path string, b []byte) error {
+	return Write(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
