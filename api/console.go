@@ -66,7 +66,25 @@ func (s *Server) listEvents() echo.HandlerFunc {
 		if !isNil(s.cfg.Events) {
 			page = s.cfg.Events.Since(after, int(limit))
 		}
+		if principal(c).Tenant != "" {
+			operatorOnly(page.Events)
+		}
 		return s.writeJSON(c, http.StatusOK, page)
+	}
+}
+
+// operatorOnly removes from evs, for a key bound to a tenant, who acted on
+// a breaker and the reason they gave: those name other keys and carry the
+// operators' notes, which are not a tenant's to read. The event itself
+// (forced, held, released) stays. evs's Breaker payloads are shared with
+// the ring, so changed ones are copies.
+func operatorOnly(evs []events.Event) {
+	for i := range evs {
+		if b := evs[i].Breaker; b != nil && (b.By != "" || b.Note != "" || b.ReleasedHoldOf != "") {
+			cp := *b
+			cp.By, cp.Note, cp.ReleasedHoldOf = "", "", ""
+			evs[i].Breaker = &cp
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/internal/events"
 	"github.com/ragd/ragd/internal/history"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
@@ -158,5 +159,48 @@ func wantStatus(t testing.TB, rec *httptest.ResponseRecorder, status int) {
 	}
 	if d := errorOf(t, rec); d.Code == "" || d.RequestID == "" {
 		t.Fatalf("error without a code or request id: %+v", d)
+	}
+}
+
+// TestTenantKeysDoNotSeeOperators: a key bound to a tenant sees that a
+// breaker is held and that it was forced, not which key did it or the
+// reason given; keys not bound to a tenant see both. The ring keeps the
+// names for them afterwards.
+func TestTenantKeysDoNotSeeOperators(t *testing.T) {
+	ring := events.NewRing(16, nil)
+	reg := breaker.NewRegistry(breaker.Config{FailureThreshold: 2, ResetTimeout: time.Second, HalfOpenMaxCalls: 1,
+		SuccessThreshold: 1, OnStateChange: func(tr breaker.Transition) { ring.Publish(events.FromTransition(tr)) }})
+	for _, n := range spi.Backends() {
+		reg.Get(n)
+	}
+	e := newEnv(t, func(c *api.Config) { c.Breakers = reg; c.Events = ring })
+	decodeAs[api.HoldResponse](t, e.do(http.MethodPost, "/v1/status/breakers/graph/hold", `{"reason":"neo4j upgrade"}`), http.StatusOK)
+	decodeAs[api.ForceCloseResponse](t, e.do(http.MethodPost, "/v1/status/breakers/graph/force-close", nil), http.StatusOK)
+	decodeAs[api.HoldResponse](t, e.do(http.MethodPost, "/v1/status/breakers/vector/hold", `{"reason":"reindex"}`), http.StatusOK)
+
+	for _, c := range []struct {
+		key      string
+		operator bool
+	}{{adminKey, true}, {queryKey, true}, {acmeQueryKey, false}, {acmeAdminKey, false}} {
+		auth := []string{"Authorization", "Bearer " + c.key}
+		list := decodeAs[api.BreakersResponse](t, serve(t, e.h, http.MethodGet, "/v1/status/breakers", nil, auth...), http.StatusOK)
+		i := slices.IndexFunc(list.Breakers, func(s breaker.Snapshot) bool { return s.Name == "vector" })
+		h := list.Breakers[i].Hold
+		if h == nil || h.Since.IsZero() {
+			t.Fatalf("%s: vector's hold %+v; want it shown with its time", c.key, h)
+		}
+		if named := h.By != "" || h.Reason != ""; named != c.operator {
+			t.Errorf("%s: hold %+v; operator shown = %v, want %v", c.key, h, named, c.operator)
+		}
+		page := decodeAs[api.EventsResponse](t, serve(t, e.h, http.MethodGet, "/v1/status/events", nil, auth...), http.StatusOK)
+		if len(page.Events) != 3 {
+			t.Fatalf("%s: %d events, want 3 (held, released, held)", c.key, len(page.Events))
+		}
+		for _, ev := range page.Events {
+			b := ev.Breaker
+			if named := b.By != "" || b.Note != "" || b.ReleasedHoldOf != ""; named != c.operator {
+				t.Errorf("%s: event %d %+v; operator shown = %v, want %v", c.key, ev.Seq, b, named, c.operator)
+			}
+		}
 	}
 }
