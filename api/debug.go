@@ -40,6 +40,7 @@ func (s *Server) debugAccess(c echo.Context) error {
 func (s *Server) mountPprof(e *echo.Echo) {
 	for path, h := range pprofRoutes {
 		h := h
+		s.paths[path] = true // metric labels
 		e.GET(path, func(c echo.Context) error {
 			if err := s.debugAccess(c); err != nil {
 				return err
@@ -71,6 +72,7 @@ func loopbackPeer(r *http.Request) bool {
 func (s *Server) mountFaults(e *echo.Echo) {
 	in := s.cfg.Faults
 	admin := s.requireAccess(access{role: config.RoleAdmin})
+	s.paths["/debug/faults"], s.paths["/debug/faults/:source"] = true, true // metric labels
 	e.GET("/debug/faults", func(c echo.Context) error {
 		if err := s.debugAccess(c); err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/internal/faults"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -114,8 +115,11 @@ func scrape(t *testing.T, h http.Handler) string {
 
 func TestHTTPMetricsUseRouteTemplates(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	e := newEnv(t, func(c *api.Config) { c.Registerer = reg })
+	e := newEnv(t, func(c *api.Config) { c.Registerer = reg; c.Faults = faults.New(); c.Server.Pprof = true })
 	e.store.docs["secret-id-1"] = spi.Document{ID: "secret-id-1"}
+	e.do(http.MethodDelete, "/debug/faults/graph", nil)
+	e.do(http.MethodGet, "/debug/pprof/cmdline", nil)
+	e.do(http.MethodGet, "/debug/pprof/secret-profile", nil)
 	e.do(http.MethodPost, "/v1/query", `{"text":"a"}`)
 	e.do(http.MethodPost, "/v1/query", `{}`)
 	e.do(http.MethodGet, "/v1/documents/secret-id-1", nil)
@@ -128,6 +132,9 @@ func TestHTTPMetricsUseRouteTemplates(t *testing.T) {
 		`ragd_http_requests_total{code="200",method="GET",route="/v1/documents/:id"} 1`,
 		`ragd_http_requests_total{code="404",method="GET",route="/v1/documents/:id"} 1`,
 		`ragd_http_requests_total{code="404",method="GET",route="unmatched"} 1`,
+		`ragd_http_requests_total{code="200",method="DELETE",route="/debug/faults/:source"} 1`,
+		`ragd_http_requests_total{code="200",method="GET",route="/debug/pprof/cmdline"} 1`,
+		`ragd_http_requests_total{code="404",method="GET",route="/debug/pprof/:name"} 1`,
 		`ragd_http_request_duration_seconds_count{method="POST",route="/v1/query"} 2`,
 		`ragd_http_requests_in_flight`,
 	} {
