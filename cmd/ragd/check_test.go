@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragd/ragd/backends/keyword"
 	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/spi"
 )
@@ -26,8 +25,15 @@ func TestCheckFindsAndRepairsADamagedIndex(t *testing.T) {
 		t.Fatalf("check of a healthy server: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 
-	// Behind the pipeline's back: a ghost in the keyword index.
-	if err := srv.App.Keyword.(*keyword.Backend).Upsert(ctx, []spi.Document{{ID: "ghost", Text: "boo"}}); err != nil {
+	// Behind the pipeline's back: a ghost in the keyword index (the bleve
+	// backend, or the wrapper of one that opened empty and joined).
+	kw, ok := srv.App.Keyword.(interface {
+		Upsert(context.Context, []spi.Document) error
+	})
+	if !ok {
+		t.Fatalf("keyword source %T has no Upsert", srv.App.Keyword)
+	}
+	if err := kw.Upsert(ctx, []spi.Document{{ID: "ghost", Text: "boo"}}); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, stderr = runRagd(t, "check", "--server", srv.URL)
