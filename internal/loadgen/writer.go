@@ -62,7 +62,8 @@ type WriteReport struct {
 	// too late).
 	Late int
 	// Elapsed is from the start to the last answer; DocsPerSec is OK
-	// documents over it.
+	// documents over the run's duration, or over Elapsed when the last
+	// answer came later.
 	Elapsed    time.Duration
 	DocsPerSec float64
 	// P50, P99 and Max are the batches' answer times.
@@ -119,9 +120,7 @@ func Write(ctx context.Context, cfg WriteConfig) (*WriteReport, error) {
 		r.Failed += failed
 	}
 	r.Elapsed = now().Sub(start)
-	if r.Elapsed > 0 {
-		r.DocsPerSec = float64(r.OK) / r.Elapsed.Seconds()
-	}
+	r.DocsPerSec = float64(r.OK) / max(r.Elapsed, cfg.Duration).Seconds()
 	r.P50, r.P99, r.Max = Percentile(lat, 0.50), Percentile(lat, 0.99), Percentile(lat, 1)
 	return r, nil
 }
