@@ -64,8 +64,10 @@
 #                                    the same while ragd-bench upserts the corpus
 #                                    (each pass with changed texts) through A at
 #                                    BENCH_WRITE_RATE documents a second in batches
-#                                    of BENCH_WRITE_BATCH; each replica's apply lag
-#                                    read from GET /v1/status/health every second.
+#                                    of BENCH_WRITE_BATCH, then again without; each
+#                                    replica's apply lag read from GET
+#                                    /v1/status/health every second, the CPU
+#                                    seconds of A, B, PostgreSQL and Neo4j per phase.
 #                                    One table (per replica and phase: req/s,
 #                                    p50/p99, partial answers, lag in log entries
 #                                    and seconds, max / p50; the writes achieved
@@ -517,13 +519,27 @@ replicas_bench() {
     -replica-pids "$ragd_pid,$replica_pid" -queries "$qfile" -send "$send" -clients "$clients")
   echo "== warming up both replicas for ${BENCH_WARMUP:-10s}" >&2
   "${bench[@]}" -duration "${BENCH_WARMUP:-10s}" -label warm-up >/dev/null
+  # cpu_split: CPU seconds of A, B, PostgreSQL (the postmaster, the
+  # backends it has waited for and those running now) and Neo4j so far.
+  cpu_split() { echo "$(cpu_s "$ragd_pid") $(cpu_s "$replica_pid") $(awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f\n", ($16 + $17) / t }' "/proc/$pm/stat"; for p in "$pm" $(pgrep -P "$pm"); do cpu_s "$p" 2>/dev/null || true; echo; done | awk '{ t += $1 } END { print t }') $(cpu_s "$neo")"; }
+  # run_phase LABEL ARGS... runs one phase and notes where the CPU went.
+  run_phase() {
+    local label=$1 c0 c1 t0 t1
+    shift
+    echo "== $label: $clients clients, $phase" >&2
+    c0=$(cpu_split) t0=$(date +%s.%N)
+    "${bench[@]}" -duration "$phase" -label "$label" -lag-out "$work/lag.txt" "$@" >> "$work/replicas.md"
+    c1=$(cpu_split) t1=$(date +%s.%N)
+    awk -v l="$label" -v a="$c0" -v b="$c1" -v t0="$t0" -v t1="$t1" 'BEGIN { split(a, x, " "); split(b, y, " ")
+      printf "%s (%.0f s wall clock): A %.1f, B %.1f, PostgreSQL %.1f, Neo4j %.1f\n", l, t1 - t0, y[1]-x[1], y[2]-x[2], y[3]-x[3], y[4]-x[4] }' >> "$work/cpu.txt"
+  }
   local load0
   load0=$(cut -d' ' -f1-3 /proc/loadavg)
-  echo "== phase 1: $clients clients, no writes, $phase" >&2
-  "${bench[@]}" -duration "$phase" -label "no writes" -header > "$work/replicas.md"
-  echo "== phase 2: $clients clients, ${BENCH_WRITE_RATE:-200} docs/s through A, $phase" >&2
-  "${bench[@]}" -duration "$phase" -label "writes" -write-docs "$corpus" -write-rate "${BENCH_WRITE_RATE:-200}" \
-    -write-batch "${BENCH_WRITE_BATCH:-50}" -drain "${BENCH_DRAIN_S:-120}s" >> "$work/replicas.md"
+  : > "$work/replicas.md"
+  run_phase "no writes" -header
+  run_phase "writes" -write-docs "$corpus" -write-rate "${BENCH_WRITE_RATE:-200}" \
+    -write-batch "${BENCH_WRITE_BATCH:-50}" -drain "${BENCH_DRAIN_S:-120}s"
+  run_phase "no writes, after"
   what="PostgreSQL $("$PG_BIN_DIR/postgres" --version | awk '{print $3}') + pgvector $(psql -X -At "$RAGD_PG_DSN" -c "SELECT extversion FROM pg_extension WHERE extname = 'vector'") + Neo4j, deploy/rag.servers.yaml"
   docs_desc="Cranfield ($(grep -c . "$corpus") lines)"
   [ "${BENCH_DOCS:-0}" -gt 0 ] && docs_desc="$docs synthetic documents over ${BENCH_TENANTS:-3} tenants"
@@ -532,6 +548,14 @@ replicas_bench() {
   echo "$docs_desc ingested through A; B joined with an empty data_dir ($replica_line). $clients closed-loop hybrid query clients (shipped defaults, ${BENCH_EMBEDDER:-hashing} embedder) split over A and B, $phase a phase; the writer upserts the same corpus through A, every pass changing each text. Lag from GET /v1/status/health every second (log.stores[], kept stores only): entries behind the log's head and the age of the oldest unapplied entry. CPU per query is the replica's whole CPU (applying the log included) over its queries. Everything on one machine: ragd ×2, PostgreSQL, Neo4j and the clients share its cores."
   echo
   cat "$work/replicas.md"
+  echo
+  echo "CPU seconds per phase (the machine has $(nproc) cores; the writes phase includes the wait until both replicas were current):"
+  echo
+  sed 's/^/- /' "$work/cpu.txt"
+  echo
+  echo "Lag readings during the writes, one a second:"
+  echo
+  grep '^writes,' "$work/lag.txt" | sed 's/^/- /'
 }
 
 [ "$1" = scale ] && scale_data

@@ -29,6 +29,7 @@ type replicaFlags struct {
 	writeRate  float64
 	writeBatch int
 	lagEvery   time.Duration
+	lagOut     string
 	drain      time.Duration
 }
 
@@ -39,6 +40,7 @@ func (f *replicaFlags) register() {
 	flag.Float64Var(&f.writeRate, "write-rate", 0, "-replicas: documents a second the writer upserts through the first replica during the run (0: no writes)")
 	flag.IntVar(&f.writeBatch, "write-batch", 50, "-replicas: documents per upsert request")
 	flag.DurationVar(&f.lagEvery, "lag-every", time.Second, "-replicas: how often each replica's GET /v1/status/health is read for the log's lag")
+	flag.StringVar(&f.lagOut, "lag-out", "", "-replicas: append every lag reading to this file, one line per replica and store (entries behind, then seconds)")
 	flag.DurationVar(&f.drain, "drain", 2*time.Minute, "-replicas: after the writes, the longest wait for every replica's stores to apply the whole log")
 }
 
@@ -125,6 +127,11 @@ func (f *replicaFlags) run(ctx context.Context, w io.Writer, cfg loadgen.Config,
 	}
 	if wr != nil {
 		f.drained(ctx, rs)
+	}
+	if f.lagOut != "" {
+		if err := appendSeries(f.lagOut, label, rs); err != nil {
+			return err
+		}
 	}
 
 	if header {
@@ -277,4 +284,32 @@ func readDocs(path string) ([]spi.Document, error) {
 		return nil, fmt.Errorf("-write-docs %s: no documents", path)
 	}
 	return docs, nil
+}
+
+// appendSeries appends each replica's lag readings to file: per kept
+// store, one line of entries behind and one of seconds, in reading order
+// ("-" for a reading that failed or lacked the store).
+func appendSeries(file, label string, rs []*replica) error {
+	fh, err := os.OpenFile(file, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		stores, _ := loadgen.SummariseLag(r.lag)
+		for _, st := range stores {
+			var behind, secs []string
+			for _, s := range r.lag {
+				b, sec := "-", "-"
+				for _, l := range s.Stores {
+					if l.Store == st.Store && s.Err == nil {
+						b, sec = strconv.FormatUint(l.Behind, 10), strconv.FormatFloat(l.LagSeconds, 'f', 1, 64)
+					}
+				}
+				behind, secs = append(behind, b), append(secs, sec)
+			}
+			fmt.Fprintf(fh, "%s, %s, %s, entries behind: %s\n", label, r.name, st.Store, strings.Join(behind, " "))
+			fmt.Fprintf(fh, "%s, %s, %s, seconds: %s\n", label, r.name, st.Store, strings.Join(secs, " "))
+		}
+	}
+	return fh.Close()
 }
