@@ -535,6 +535,8 @@ replicas_bench() {
   }
   local load0
   load0=$(cut -d' ' -f1-3 /proc/loadavg)
+  # The logs' lengths before the phases (ingest, B joining, warm-up).
+  declare -A log_lines=([A]=$(wc -l < "$work/ragd.log") [B]=$(wc -l < "$work/replica.log"))
   : > "$work/replicas.md"
   run_phase "no writes" -header
   run_phase "writes" -write-docs "$corpus" -write-rate "${BENCH_WRITE_RATE:-200}" \
@@ -556,6 +558,20 @@ replicas_bench() {
   echo "Lag readings during the writes, one a second:"
   echo
   grep '^writes,' "$work/lag.txt" | sed 's/^/- /'
+  echo
+  echo "Warnings and errors in the replicas' logs (count × level | message | source or route | status | code | reason or error):"
+  echo
+  local r f when
+  for when in before during; do
+    for r in A B; do
+      f=$work/ragd.log
+      [ "$r" = B ] && f=$work/replica.log
+      if [ "$when" = before ]; then head -n "${log_lines[$r]}" "$f"; else tail -n +"$((${log_lines[$r]} + 1))" "$f"; fi |
+        jq -Rr 'fromjson? | select(.level == "WARN" or .level == "ERROR") | [.level, .msg, (.source // .route // ""), (.status // "" | tostring), (.code // ""), ((.reason // .error // .err // "") | .[:160])] | join(" | ")' |
+        sort | uniq -c | sort -rn | head -5 |
+        awk -v r="$r" -v w="$when" '{ n = $1; $1 = ""; print "- " r ", " w " the phases: " n " ×" $0 } END { if (NR == 0) print "- " r ", " w " the phases: none" }'
+    done
+  done
 }
 
 [ "$1" = scale ] && scale_data
