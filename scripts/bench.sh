@@ -521,7 +521,12 @@ replicas_bench() {
   "${bench[@]}" -duration "${BENCH_WARMUP:-10s}" -label warm-up >/dev/null
   # cpu_split: CPU seconds of A, B, PostgreSQL (the postmaster, the
   # backends it has waited for and those running now) and Neo4j so far.
-  cpu_split() { echo "$(cpu_s "$ragd_pid") $(cpu_s "$replica_pid") $(awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f\n", ($16 + $17) / t }' "/proc/$pm/stat"; for p in "$pm" $(pgrep -P "$pm"); do cpu_s "$p" 2>/dev/null || true; echo; done | awk '{ t += $1 } END { print t }') $(cpu_s "$neo")"; }
+  cpu_split() {
+    local p pg
+    pg=$({ awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f\n", ($16 + $17) / t }' "/proc/$pm/stat"
+      for p in "$pm" $(pgrep -P "$pm"); do cpu_s "$p" 2>/dev/null || true; echo; done; } | awk '{ t += $1 } END { printf "%.2f", t }')
+    echo "$(cpu_s "$ragd_pid") $(cpu_s "$replica_pid") $pg $(cpu_s "$neo")"
+  }
   # run_phase LABEL ARGS... runs one phase and notes where the CPU went.
   run_phase() {
     local label=$1 c0 c1 t0 t1
