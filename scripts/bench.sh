@@ -108,7 +108,7 @@
 # BENCH_NEO4J_PAGECACHE (2g), BENCH_INDEX_MEM_MB (2048: memory
 # for a bulk build of the HNSW index), BENCH_RECALL_QUERIES (100).
 # replicas only: BENCH_DOCS (0: Cranfield), BENCH_WRITE_RATE (200),
-# BENCH_WRITE_BATCH (50), BENCH_WARMUP (10s, both replicas), BENCH_DRAIN_S
+# BENCH_WRITE_BATCH (100), BENCH_WARMUP (10s, both replicas), BENCH_DRAIN_S
 # (120: the longest wait after the writes for both replicas to be current).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -545,7 +545,7 @@ replicas_bench() {
   : > "$work/replicas.md"
   run_phase "no writes" -header
   run_phase "writes" -write-docs "$corpus" -write-rate "${BENCH_WRITE_RATE:-200}" \
-    -write-batch "${BENCH_WRITE_BATCH:-50}" -drain "${BENCH_DRAIN_S:-120}s"
+    -write-batch "${BENCH_WRITE_BATCH:-100}" -drain "${BENCH_DRAIN_S:-120}s"
   run_phase "no writes, after"
   what="PostgreSQL $("$PG_BIN_DIR/postgres" --version | awk '{print $3}') + pgvector $(psql -X -At "$RAGD_PG_DSN" -c "SELECT extversion FROM pg_extension WHERE extname = 'vector'") + Neo4j, deploy/rag.servers.yaml"
   docs_desc="Cranfield ($(grep -c . "$corpus") lines)"
@@ -572,7 +572,7 @@ replicas_bench() {
       f=$work/ragd.log
       [ "$r" = B ] && f=$work/replica.log
       if [ "$when" = before ]; then head -n "${log_lines[$r]}" "$f"; else tail -n +"$((${log_lines[$r]} + 1))" "$f"; fi |
-        jq -Rr 'fromjson? | select(.level == "WARN" or .level == "ERROR") | [.level, .msg, (.source // .route // ""), (.status // "" | tostring), (.code // ""), ((.reason // .error // .err // "") | .[:160])] | join(" | ")' |
+        jq -Rr 'fromjson? | select(.level == "WARN" or .level == "ERROR") | [.level, .msg, (.source // .route // ""), (.status // "" | tostring), (.code // ""), ((.reason // .error // .err // "") | .[:300])] | join(" | ")' |
         sort | uniq -c | sort -rn | head -5 |
         awk -v r="$r" -v w="$when" '{ n = $1; $1 = ""; print "- " r ", " w " the phases: " n " ×" $0 } END { if (NR == 0) print "- " r ", " w " the phases: none" }'
     done
