@@ -92,11 +92,11 @@
 # Settings (environment): RAG_CRANFIELD_DIR (default ../shared/data/cranfield),
 # BENCH_CLIENTS (8; 64 for hung), BENCH_PHASE (10s; 12s for hung, longer
 # than the cooldown; 30s for replicas), BENCH_PORT (18090), BENCH_RESET_S (10), BENCH_RATE
-# (hung only; 200), BENCH_EMBEDDER (load and scale: hashing, so the figures
+# (hung only; 200), BENCH_EMBEDDER (load, scale and replicas: hashing, so the figures
 # measure the stores and compare with earlier runs; builtin runs the shipped
 # model), BENCH_WARMUP (load: 3s, 30s with servers; then every breaker must
-# have closed), servers: BENCH_NEO4J_JAVA_OPTS (Neo4j's JVM flags; scale:
-# -XX:+UseParallelGC, the full JIT of a long-running server; load: the test
+# have closed), servers: BENCH_NEO4J_JAVA_OPTS (Neo4j's JVM flags; scale
+# and replicas: -XX:+UseParallelGC, the full JIT of a long-running server; load: the test
 # servers' C1-only flags, which start faster, as its restart phase needs).
 # scale only: BENCH_CACHE (a directory keeping the generated corpora between
 # runs; default a temporary one), BENCH_VECTORS (384: documents and queries
@@ -107,9 +107,12 @@
 # BENCH_TENANTS (3), BENCH_PG_SHARED_BUFFERS (2GB), BENCH_NEO4J_HEAP (1g),
 # BENCH_NEO4J_PAGECACHE (2g), BENCH_INDEX_MEM_MB (2048: memory
 # for a bulk build of the HNSW index), BENCH_RECALL_QUERIES (100).
-# replicas only: BENCH_DOCS (0: Cranfield), BENCH_WRITE_RATE (200),
+# replicas only: BENCH_DOCS (0: Cranfield; else synthetic documents, with
+# scale's BENCH_CACHE, BENCH_VECTORS, BENCH_TENANTS), BENCH_WRITE_RATE (200),
 # BENCH_WRITE_BATCH (100), BENCH_WARMUP (10s, both replicas), BENCH_DRAIN_S
-# (120: the longest wait after the writes for both replicas to be current).
+# (120: the longest wait after the writes for both replicas to be current);
+# the ingest and the waits for it take scale's BENCH_WRITERS (8),
+# BENCH_BATCH and BENCH_CATCHUP_S.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
