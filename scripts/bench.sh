@@ -504,7 +504,7 @@ replicas_data() {
     docs=$BENCH_DOCS
     scale_data
     send=both
-    [ "$vdim" = 0 ] && send=text
+    if [ "$vdim" = 0 ]; then send=text; fi
   else
     corpus=$data/corpus.jsonl qfile=$data send=text
   fi
