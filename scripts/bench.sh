@@ -53,6 +53,27 @@
 #                                    long until its keyword index is current and
 #                                    what /readyz says meanwhile.
 #
+#   scripts/bench.sh replicas        two ragd replicas on PostgreSQL + pgvector + Neo4j
+#                                    of the benchmark's own (deploy/rag.servers.yaml,
+#                                    shipped defaults): Cranfield ingested through A
+#                                    (or BENCH_DOCS synthetic documents, as scale
+#                                    makes them), every store current, then B
+#                                    started with an empty data_dir and waited for;
+#                                    BENCH_CLIENTS hybrid query clients split over
+#                                    A and B for BENCH_PHASE without writes, then
+#                                    the same while ragd-bench upserts the corpus
+#                                    (each pass with changed texts) through A at
+#                                    BENCH_WRITE_RATE documents a second in batches
+#                                    of BENCH_WRITE_BATCH, then again without; each
+#                                    replica's apply lag read from GET
+#                                    /v1/status/health every second, the CPU
+#                                    seconds of A, B, PostgreSQL and Neo4j per phase.
+#                                    One table (per replica and phase: req/s,
+#                                    p50/p99, partial answers, lag in log entries
+#                                    and seconds, max / p50; the writes achieved
+#                                    and how long until both replicas were current
+#                                    after them) for README's "Replicas" section.
+#
 #   scripts/bench.sh embed           the built-in embedder beside ONNX Runtime
 #                                    (Python, 2 threads) on the same model and
 #                                    texts, interleaved rounds: documents/s on
@@ -70,12 +91,12 @@
 #
 # Settings (environment): RAG_CRANFIELD_DIR (default ../shared/data/cranfield),
 # BENCH_CLIENTS (8; 64 for hung), BENCH_PHASE (10s; 12s for hung, longer
-# than the cooldown), BENCH_PORT (18090), BENCH_RESET_S (10), BENCH_RATE
-# (hung only; 200), BENCH_EMBEDDER (load and scale: hashing, so the figures
+# than the cooldown; 30s for replicas), BENCH_PORT (18090), BENCH_RESET_S (10), BENCH_RATE
+# (hung only; 200), BENCH_EMBEDDER (load, scale and replicas: hashing, so the figures
 # measure the stores and compare with earlier runs; builtin runs the shipped
 # model), BENCH_WARMUP (load: 3s, 30s with servers; then every breaker must
-# have closed), servers: BENCH_NEO4J_JAVA_OPTS (Neo4j's JVM flags; scale:
-# -XX:+UseParallelGC, the full JIT of a long-running server; load: the test
+# have closed), servers: BENCH_NEO4J_JAVA_OPTS (Neo4j's JVM flags; scale
+# and replicas: -XX:+UseParallelGC, the full JIT of a long-running server; load: the test
 # servers' C1-only flags, which start faster, as its restart phase needs).
 # scale only: BENCH_CACHE (a directory keeping the generated corpora between
 # runs; default a temporary one), BENCH_VECTORS (384: documents and queries
@@ -86,6 +107,12 @@
 # BENCH_TENANTS (3), BENCH_PG_SHARED_BUFFERS (2GB), BENCH_NEO4J_HEAP (1g),
 # BENCH_NEO4J_PAGECACHE (2g), BENCH_INDEX_MEM_MB (2048: memory
 # for a bulk build of the HNSW index), BENCH_RECALL_QUERIES (100).
+# replicas only: BENCH_DOCS (0: Cranfield; else synthetic documents, with
+# scale's BENCH_CACHE, BENCH_VECTORS, BENCH_TENANTS), BENCH_WRITE_RATE (200),
+# BENCH_WRITE_BATCH (100), BENCH_WARMUP (10s, both replicas), BENCH_DRAIN_S
+# (120: the longest wait after the writes for both replicas to be current);
+# the ingest and the waits for it take scale's BENCH_WRITERS (8),
+# BENCH_BATCH and BENCH_CATCHUP_S.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -95,6 +122,7 @@ case "${1:-}" in
     mode=${2:-embedded}
     case "$mode" in embedded|servers|hung) ;; *) usage ;; esac ;;
   embed) mode=embed ;;
+  replicas) mode=servers ;;
   scale)
     docs=${2:-}
     mode=${3:-embedded}
@@ -159,6 +187,8 @@ fi
 clients=${BENCH_CLIENTS:-8}
 phase=${BENCH_PHASE:-10s}
 rate=
+[ "$1" = replicas ] && phase=${BENCH_PHASE:-30s}
+batch=${BENCH_BATCH:-256}
 if [ "$mode" = hung ]; then
   clients=${BENCH_CLIENTS:-64}
   phase=${BENCH_PHASE:-12s}
@@ -280,12 +310,14 @@ ingest_corpus() {
   rm -rf "$work/parts"
 }
 
-# replica starts a second ragd on the same servers with an empty data
-# directory and reports how long until it answers /readyz as ready and its
-# keyword index has applied the log, sampling what /readyz and health say
-# meanwhile.
+# replica starts a second ragd (on port $rport) on the same servers with an
+# empty data directory and reports how long until it answers /readyz as
+# ready and its keyword index has applied the log, sampling what /readyz
+# and health say meanwhile. It keeps running (replica_pid) until the caller
+# stops it or the bench ends.
+rport=$((port + 50))
 replica() {
-  local rport=$((port + 50)) t0 first_ready= current= rz kw now last= rstart=$SECONDS states=()
+  local t0 first_ready= current= rz kw now last= rstart=$SECONDS states=()
   echo "== starting a second replica on 127.0.0.1:$rport" >&2
   t0=$(date +%s.%N)
   RAGD_DATA_DIR="$work/replica" RAGD_LISTEN="127.0.0.1:$rport" "$work/ragd" serve -c "$work/rag.yaml" 2>"$work/replica.log" &
@@ -309,8 +341,6 @@ replica() {
   replica_rss=$(awk '/VmRSS/{print $2}' "/proc/$replica_pid/status")
   replica_line=$(awk -v a="$t0" -v r="${first_ready:-$t0}" -v c="$current" 'BEGIN { printf "ready (/readyz 200) after %.0f s, keyword index current after %.0f s", r-a, c-a }')
   replica_states=$(printf '%s; ' "${states[@]}")
-  kill "$replica_pid" && wait "$replica_pid" 2>/dev/null
-  replica_pid=
 }
 
 # cpu_s is the CPU time (user + system) process $1 has used, in seconds.
@@ -400,6 +430,8 @@ scale() {
     [ "$vdim" = 0 ] && embed=(-embed-dim 384)
     "$work/ragd-bench" -queries "$qfile" -pg-recall "$RAGD_PG_DSN" -recall-queries "${BENCH_RECALL_QUERIES:-100}" -tenant t1 "${embed[@]}" > "$work/recall.md"
     replica
+    kill "$replica_pid" && wait "$replica_pid" 2>/dev/null
+    replica_pid=
   fi
 
   local what="embedded default" how="ragd ingest, batches of $batch"
@@ -467,7 +499,91 @@ scale() {
   fi
 }
 
+replicas_data() {
+  if [ "${BENCH_DOCS:-0}" -gt 0 ]; then
+    docs=$BENCH_DOCS
+    scale_data
+    send=both
+    if [ "$vdim" = 0 ]; then send=text; fi
+  else
+    corpus=$data/corpus.jsonl qfile=$data send=text
+  fi
+}
+
+# replicas: two replicas on the same servers, queries split over them,
+# without and then with a steady write load through A.
+replicas_bench() {
+  local what docs_desc
+  echo "== ingesting $corpus through A" >&2
+  ingest_corpus
+  caught_up
+  replica
+  local bench=("$work/ragd-bench" -replicas "http://127.0.0.1:$port,http://127.0.0.1:$rport"
+    -replica-pids "$ragd_pid,$replica_pid" -queries "$qfile" -send "$send" -clients "$clients")
+  echo "== warming up both replicas for ${BENCH_WARMUP:-10s}" >&2
+  "${bench[@]}" -duration "${BENCH_WARMUP:-10s}" -label warm-up >/dev/null
+  # cpu_split: CPU seconds of A, B, PostgreSQL (the postmaster, the
+  # backends it has waited for and those running now) and Neo4j so far.
+  cpu_split() {
+    local p pg
+    pg=$({ awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f\n", ($16 + $17) / t }' "/proc/$pm/stat"
+      for p in "$pm" $(pgrep -P "$pm"); do cpu_s "$p" 2>/dev/null || true; echo; done; } | awk '{ t += $1 } END { printf "%.2f", t }')
+    echo "$(cpu_s "$ragd_pid") $(cpu_s "$replica_pid") $pg $(cpu_s "$neo")"
+  }
+  # run_phase LABEL ARGS... runs one phase and notes where the CPU went.
+  run_phase() {
+    local label=$1 c0 c1 t0 t1
+    shift
+    echo "== $label: $clients clients, $phase" >&2
+    c0=$(cpu_split) t0=$(date +%s.%N)
+    "${bench[@]}" -duration "$phase" -label "$label" -lag-out "$work/lag.txt" "$@" >> "$work/replicas.md"
+    c1=$(cpu_split) t1=$(date +%s.%N)
+    awk -v l="$label" -v a="$c0" -v b="$c1" -v t0="$t0" -v t1="$t1" 'BEGIN { split(a, x, " "); split(b, y, " ")
+      printf "%s (%.0f s wall clock): A %.1f, B %.1f, PostgreSQL %.1f, Neo4j %.1f\n", l, t1 - t0, y[1]-x[1], y[2]-x[2], y[3]-x[3], y[4]-x[4] }' >> "$work/cpu.txt"
+  }
+  local load0
+  load0=$(cut -d' ' -f1-3 /proc/loadavg)
+  # The logs' lengths before the phases (ingest, B joining, warm-up).
+  declare -A log_lines=([A]=$(wc -l < "$work/ragd.log") [B]=$(wc -l < "$work/replica.log"))
+  : > "$work/replicas.md"
+  run_phase "no writes" -header
+  run_phase "writes" -write-docs "$corpus" -write-rate "${BENCH_WRITE_RATE:-200}" \
+    -write-batch "${BENCH_WRITE_BATCH:-100}" -drain "${BENCH_DRAIN_S:-120}s"
+  run_phase "no writes, after"
+  what="PostgreSQL $("$PG_BIN_DIR/postgres" --version | awk '{print $3}') + pgvector $(psql -X -At "$RAGD_PG_DSN" -c "SELECT extversion FROM pg_extension WHERE extname = 'vector'") + Neo4j, deploy/rag.servers.yaml"
+  docs_desc="Cranfield ($(grep -c . "$corpus") lines)"
+  [ "${BENCH_DOCS:-0}" -gt 0 ] && docs_desc="$docs synthetic documents over ${BENCH_TENANTS:-3} tenants"
+  echo "## ragd replicas under writes: 2 replicas, $what, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $load0 before the phases, $(cut -d' ' -f1-3 /proc/loadavg) after"
+  echo
+  echo "$docs_desc ingested through A; B joined with an empty data_dir ($replica_line). $clients closed-loop hybrid query clients (shipped defaults, ${BENCH_EMBEDDER:-hashing} embedder) split over A and B, $phase a phase; the writer upserts the same corpus through A, every pass changing each text. Lag from GET /v1/status/health every second (log.stores[], kept stores only): entries behind the log's head and the age of the oldest unapplied entry. CPU per query is the replica's whole CPU (applying the log included) over its queries. Everything on one machine: ragd ×2, PostgreSQL, Neo4j and the clients share its cores."
+  echo
+  cat "$work/replicas.md"
+  echo
+  echo "CPU seconds per phase (the machine has $(nproc) cores; the writes phase includes the wait until both replicas were current):"
+  echo
+  sed 's/^/- /' "$work/cpu.txt"
+  echo
+  echo "Lag readings during the writes, one a second:"
+  echo
+  grep '^writes,' "$work/lag.txt" | sed 's/^/- /'
+  echo
+  echo "Warnings and errors in the replicas' logs (count × level | message | source or route | status | code | reason or error):"
+  echo
+  local r f when
+  for when in before during; do
+    for r in A B; do
+      f=$work/ragd.log
+      [ "$r" = B ] && f=$work/replica.log
+      if [ "$when" = before ]; then head -n "${log_lines[$r]}" "$f"; else tail -n +"$((${log_lines[$r]} + 1))" "$f"; fi |
+        jq -Rr 'fromjson? | select(.level == "WARN" or .level == "ERROR") | [.level, .msg, (.source // .route // ""), (.status // "" | tostring), (.code // ""), ((.reason // .error // .err // "") | .[:300])] | join(" | ")' |
+        sort | uniq -c | sort -rn | head -5 |
+        awk -v r="$r" -v w="$when" '{ n = $1; $1 = ""; print "- " r ", " w " the phases: " n " ×" $0 } END { if (NR == 0) print "- " r ", " w " the phases: none" }'
+    done
+  done
+}
+
 [ "$1" = scale ] && scale_data
+[ "$1" = replicas ] && replicas_data
 echo "== building ragd and ragd-bench" >&2
 go build -o "$work/ragd" ./cmd/ragd
 go build -o "$work/ragd-bench" ./cmd/ragd-bench
@@ -487,10 +603,10 @@ else
   export RAG_SERVICES_DIR=$sdir RAG_SERVICES_PORT_BASE=$((port + 1))
   echo "== starting PostgreSQL and Neo4j in $RAG_SERVICES_DIR" >&2
   services_up=1
-  # scale: Neo4j with its full JIT, as a long-running production server
-  # (the test servers stop at C1 to start faster; load keeps that, as its
-  # restart phase measures a cold start).
-  if [ "$1" = scale ]; then
+  # scale and replicas: Neo4j with its full JIT, as a long-running
+  # production server (the test servers stop at C1 to start faster; load
+  # keeps that, as its restart phase measures a cold start).
+  if [ "$1" != load ]; then
     export RAG_NEO4J_JAVA_OPTS=${BENCH_NEO4J_JAVA_OPTS:--XX:+UseParallelGC}
   elif [ -n "${BENCH_NEO4J_JAVA_OPTS:-}" ]; then
     export RAG_NEO4J_JAVA_OPTS=$BENCH_NEO4J_JAVA_OPTS
@@ -503,6 +619,9 @@ else
     export RAG_PG_SHARED_BUFFERS=${BENCH_PG_SHARED_BUFFERS:-2GB} RAG_NEO4J_HEAP=${BENCH_NEO4J_HEAP:-1g} \
       RAG_NEO4J_PAGECACHE=${BENCH_NEO4J_PAGECACHE:-2g}
     PG_SB=$RAG_PG_SHARED_BUFFERS NEO_HEAP=$RAG_NEO4J_HEAP NEO_PC=$RAG_NEO4J_PAGECACHE
+    scripts/services.sh start postgres >&2
+    scripts/services.sh start neo4j >&2
+  elif [ "$1" = replicas ]; then
     scripts/services.sh start postgres >&2
     scripts/services.sh start neo4j >&2
   else
@@ -544,6 +663,10 @@ for _ in $(seq 1 300); do
 done
 if [ "$1" = scale ]; then
   scale
+  exit
+fi
+if [ "$1" = replicas ]; then
+  replicas_bench
   exit
 fi
 echo "== ingesting $data" >&2

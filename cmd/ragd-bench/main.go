@@ -16,6 +16,14 @@
 //	ragd-bench -scenario servers -neo4j-pid N -pg-pids "P1 P2 ..." \
 //	    -neo4j-stop CMD -neo4j-start CMD ...   SIGSTOP/SIGCONT, then a restart
 //
+// Several replicas at once, the clients spread over them, each replica's
+// change-log lag read every second, optionally under a steady write load
+// through the first (one row per replica, one for all, one for the writes):
+//
+//	ragd-bench -replicas http://127.0.0.1:8080,http://127.0.0.1:8081 \
+//	    -replica-pids "P1,P2" -clients 8 -duration 30s -label "writes" \
+//	    -write-docs ../shared/data/cranfield -write-rate 200 -write-batch 50
+//
 // Queries that bring their own vectors (a JSONL file of {"text","vector"}
 // lines, as scripts/bench.sh scale writes) are sent with -send vector or
 // both; -took adds each source's took_ms percentiles under the row.
@@ -58,6 +66,7 @@ func run() error {
 		sc      scenarioFlags
 		qf      queryFlags
 		rf      recallFlags
+		rep     replicaFlags
 	)
 	flag.StringVar(&cfg.Server, "server", "http://127.0.0.1:8080", "ragd base URL")
 	flag.StringVar(&cfg.APIKey, "api-key", os.Getenv("RAGD_API_KEY"), "API key (default $RAGD_API_KEY)")
@@ -74,6 +83,7 @@ func run() error {
 	sc.register()
 	qf.register()
 	rf.register()
+	rep.register()
 	flag.Parse()
 
 	qs, vecs, err := readQueries(queries)
@@ -95,6 +105,9 @@ func run() error {
 	defer stop()
 	if sc.mode != "" {
 		return sc.run(ctx, cfg)
+	}
+	if rep.urls != "" {
+		return rep.run(ctx, os.Stdout, cfg, label, header)
 	}
 	r, err := loadgen.Run(ctx, cfg)
 	if err != nil {

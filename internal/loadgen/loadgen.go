@@ -336,6 +336,37 @@ func summarise(samples []Sample, elapsed time.Duration) *Report {
 	return r
 }
 
+// Combine summarises runs that went on at the same time (one per replica)
+// as one: their answers together over the longest run's time, the CPU per
+// query over every server's CPU (none unless every run measured it), the
+// transitions added up.
+func Combine(label string, rs ...*Report) *Report {
+	var (
+		samples []Sample
+		elapsed time.Duration
+		cpu     time.Duration
+		missed  int
+		noCPU   bool
+	)
+	tr := map[string]int{}
+	for _, r := range rs {
+		samples = append(samples, r.Samples...)
+		elapsed = max(elapsed, r.Elapsed)
+		cpu += r.CPUPerQuery * time.Duration(r.Requests)
+		noCPU = noCPU || (r.CPUPerQuery == 0 && r.Requests > 0)
+		missed += r.Missed
+		for k, v := range r.Transitions {
+			tr[k] += v
+		}
+	}
+	c := summarise(samples, elapsed)
+	c.Label, c.Missed, c.Transitions = label, missed, tr
+	if c.Requests > 0 && !noCPU {
+		c.CPUPerQuery = cpu / time.Duration(c.Requests)
+	}
+	return c
+}
+
 // Percentile returns the q-quantile (nearest rank) of ds; ds is sorted in place.
 func Percentile(ds []time.Duration, q float64) time.Duration {
 	if len(ds) == 0 {
