@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/labstack/echo/v4"
 
@@ -157,7 +158,9 @@ func translate(err error) *apiError {
 		return newError(http.StatusNotFound, CodeUnknownBreaker, "no such circuit breaker")
 	case errors.Is(err, context.DeadlineExceeded):
 		return &apiError{Status: http.StatusGatewayTimeout, Detail: ErrorDetail{Code: CodeTimeout, Message: "the request did not finish within its deadline"}, cause: err}
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET):
+		// Canceled, or the answer could not be written: the client went
+		// away, which is no server error.
 		return &apiError{Status: statusClientClosedRequest, Detail: ErrorDetail{Code: CodeClientClosedRequest, Message: "the client closed the request"}, cause: err}
 	case errors.Is(err, spi.ErrUnavailable):
 		return &apiError{Status: http.StatusServiceUnavailable, Detail: ErrorDetail{Code: CodeUnavailable, Message: "a backend is unavailable; retry later"}, cause: err}

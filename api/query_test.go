@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -230,6 +233,8 @@ func TestQueryRetrieverErrors(t *testing.T) {
 		{"unavailable", fmt.Errorf("vector: %w", spi.ErrUnavailable), http.StatusServiceUnavailable, api.CodeUnavailable},
 		{"deadline", fmt.Errorf("retriever: %w", context.DeadlineExceeded), http.StatusGatewayTimeout, api.CodeTimeout},
 		{"canceled", context.Canceled, 499, api.CodeClientClosedRequest},
+		{"client gone (broken pipe)", &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)}, 499, api.CodeClientClosedRequest},
+		{"client gone (reset)", &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.ECONNRESET)}, 499, api.CodeClientClosedRequest},
 		{"anything else", errors.New("pool: internal state /var/lib/x corrupted"), http.StatusInternalServerError, api.CodeInternal},
 	}
 	for _, tc := range cases {

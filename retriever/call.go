@@ -142,7 +142,7 @@ func classify(ctx, sctx context.Context, err error, took time.Duration, dl deadl
 	case errors.Is(err, context.DeadlineExceeded):
 		return a.is(StatusTimeout, "backend deadline exceeded", true), spi.OutcomeOf(ctx, err)
 	case errors.Is(err, context.Canceled):
-		return a.is(StatusError, "canceled", false), spi.OutcomeNeutral
+		return a.is(StatusError, ReasonCanceled, false), spi.OutcomeNeutral
 	case errors.Is(err, spi.ErrInvalidQuery):
 		return a.is(StatusError, ReasonInvalidQuery, false), spi.OutcomeNeutral
 	case errors.Is(err, spi.ErrNotReady):

@@ -111,6 +111,10 @@ const MaxQueryTerms = 1024
 // the query as invalid (spi.ErrInvalidQuery).
 const ReasonInvalidQuery = "rejected as invalid query"
 
+// ReasonCanceled is the SourceStatus.Error of a source whose call the
+// caller canceled (the client went away): no evidence about the source.
+const ReasonCanceled = "canceled"
+
 // ReasonNothingToSearch is the SourceStatus.Error of a source skipped
 // because its backend found nothing to search in the query
 // (spi.ErrNothingToSearch).

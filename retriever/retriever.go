@@ -493,11 +493,13 @@ func explain(lists []RankedList, parts []Contribution) map[string]*Contribution 
 
 // logDrop logs a dropped source. Invalid-query rejections are logged without
 // the error, which might quote the query; other errors are logged with any
-// occurrence of the query text redacted. Shed sources and those cut off by
-// a deadline the request chose are not logged one by one (a burst, or a
-// tenant's 1 ms deadlines, would flood the log); their metric counts them.
+// occurrence of the query text redacted. Shed sources, those cut off by a
+// deadline the request chose and those whose caller went away are not
+// logged one by one (a burst, a tenant's 1 ms deadlines or a load test's
+// end would flood the log with what is no fault of the source); their
+// metric counts them.
 func (r *HybridRetriever) logDrop(source string, a attempt, text string) {
-	if a.status == StatusShed || a.status == StatusCallerDeadline {
+	if a.status == StatusShed || a.status == StatusCallerDeadline || (a.status == StatusError && a.msg == ReasonCanceled) {
 		return
 	}
 	attrs := []slog.Attr{slog.String("source", source), slog.String("status", string(a.status)),

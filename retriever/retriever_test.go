@@ -1017,3 +1017,30 @@ func TestHalfOpenBreakerGetsTrialCall(t *testing.T) {
 		t.Errorf("breaker %v after a successful trial", b.State())
 	}
 }
+
+// A source whose call was canceled (the client went away) is no fault of
+// the source: its status says so, and no "source dropped" warning is
+// logged for it, while a real failure beside it still is.
+func TestCanceledSourcesAreNotLoggedAsDropped(t *testing.T) {
+	var buf bytes.Buffer
+	s := newStack()
+	s.kw.fault = fault{Err: fmt.Errorf("keyword: %w", context.Canceled)}
+	s.gr.fault = fault{Err: errors.New("graph down")}
+	cfg := s.config()
+	cfg.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	r := mustNew(t, cfg)
+	res, err := r.Retrieve(context.Background(), retriever.Query{Text: "wing flutter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := res.Sources[spi.SourceKeyword]; st.Status != retriever.StatusError || st.Error != retriever.ReasonCanceled {
+		t.Fatalf("keyword status %+v, want error %q", st, retriever.ReasonCanceled)
+	}
+	out := buf.String()
+	if strings.Contains(out, `"source":"keyword"`) {
+		t.Errorf("a canceled source was logged:\n%s", out)
+	}
+	if !strings.Contains(out, `"source":"graph"`) || !strings.Contains(out, "source dropped") {
+		t.Errorf("the failed graph source was not logged:\n%s", out)
+	}
+}
