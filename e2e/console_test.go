@@ -451,20 +451,21 @@ func unnamedControls(t *testing.T, b *browser) []string {
 	return unnamed
 }
 
-// loadDemo posts the bundled sample corpus through the API.
 // wakeGraph asks for the graph until it answers: with rag.yaml's defaults
 // the embedded graph is dormant (nothing reads it) until a query asks for
-// it, and answers once built from the change log.
-func wakeGraph(t *testing.T, c *client) {
+// it, and answers once built from the change log. It returns how many
+// queries it sent (traffic, for tests that count it).
+func wakeGraph(t *testing.T, c *client) (queries int) {
 	t.Helper()
 	on := true
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var res queryResult
+		queries++
 		st, _, err := c.call(context.Background(), http.MethodPost, "/v1/query",
 			queryRequest{Text: "circuit breaker", Sources: map[string]sourceOptions{"graph": {Enabled: &on}}}, &res)
 		if err == nil && st == http.StatusOK && res.Sources["graph"].Status == "ok" {
-			return
+			return queries
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the graph did not answer within 60 s: %d %v %+v", st, err, res.Sources)
@@ -473,6 +474,7 @@ func wakeGraph(t *testing.T, c *client) {
 	}
 }
 
+// loadDemo posts the bundled sample corpus through the API.
 func loadDemo(t *testing.T, c *client) {
 	t.Helper()
 	docs, err := demo.Documents()

@@ -31,6 +31,11 @@ func TestGraphHelpsWithUserEntities(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inst.Close()
+	// rag.yaml's defaults leave the graph dormant until something reads
+	// it; build it with the corpus, as `ragd eval` does for graph modes.
+	if err := inst.WakeGraph(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	ds := &eval.Dataset{Name: "graph-case", Qrels: map[string]eval.Judgments{}}
 	add := func(d spi.Document) { ds.Corpus = append(ds.Corpus, d) }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,13 +19,16 @@ import (
 )
 
 // defaultConfig is rag.yaml's defaults (the graph source and its
-// expansion off) with auth off, in a temporary data directory.
+// expansion off) with auth off and the hashing embedder (as
+// embeddedConfig, so that the two can open the same data directory), in a
+// temporary data directory.
 func defaultConfig(t *testing.T) *config.Config {
 	t.Helper()
 	c := config.Default()
 	off := false
 	c.Auth.Enabled = &off
 	c.DataDir = t.TempDir()
+	c.Embedder.Kind = config.KindHashing
 	return &c
 }
 
@@ -131,10 +135,15 @@ func TestGraphSwitchedOnLaterIsComplete(t *testing.T) {
 	on := embeddedConfig(t) // the graph source and expansion on
 	on.DataDir = cfg.DataDir
 	woke, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
 	restore := app.SetGraphWakeHook(func() {
 		close(woke)
 		<-release
 	})
+	// Whatever fails below, no later wake meets this hook, and the one it
+	// holds is let go.
+	t.Cleanup(func() { restore(); unblock() })
 	a = newApp(t, on)
 	<-woke
 	restore()
@@ -154,7 +163,7 @@ func TestGraphSwitchedOnLaterIsComplete(t *testing.T) {
 	if h := a.Health()[spi.SourceGraph].Health(ctx); h.Status != spi.StatusDown || !strings.Contains(h.Detail, "being built") {
 		t.Errorf("graph health while it is built: %+v", h)
 	}
-	close(release)
+	unblock()
 	eventually(t, "the graph to answer", func() bool {
 		res, err := a.Retriever.Retrieve(ctx, graphQuery())
 		return err == nil && len(res.Hits) > 0

@@ -22,7 +22,9 @@ var schemaNames = []string{
 	"ragd_client",
 	"ragd_documents", "ragd_documents_log", "ragd_documents_log_meta", "ragd_meta",
 	"ragd_documents_embedding_cosine_idx", "ragd_documents_tenant_idx", "ragd_documents_metadata_idx",
+	"ragd_documents_tail_idx", "ragd_documents_cosine_hnsw_v", // the partial HNSW index, ragd_documents_cosine_hnsw_v<V>
 	"ragd_document_id", "ragd_entity_name", "ragd_entity_terms",
+	"ragd_deg", // an entity's degree per tenant, ragd_deg:<tenant>
 }
 
 // docNames is every ragd_ name in README.md and docs/*.md, with the files
