@@ -25,20 +25,31 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
+// embeddedConfig is defaultConfig with the graph source and its expansion
+// switched on.
 func embeddedConfig(t testing.TB) *config.Config {
 	t.Helper()
-	c := config.Default()
-	off := false
-	c.Auth.Enabled = &off
-	c.DataDir = t.TempDir()
-	// These tests are about the wiring: the hashing embedder is exact and
-	// needs no model (the built-in model's tests read it from testenv).
-	c.Embedder.Kind = config.KindHashing
+	c := defaultConfig(t)
 	// The graph source and its expansion are off by default; these tests
 	// are about the wiring of all three sources, so they switch them on.
 	on, one := true, 1.0
 	c.Retriever.Sources = map[string]config.SourceConfig{"graph": {Weight: &one}}
 	c.Retriever.Expand.Enabled = &on
+	return c
+}
+
+// defaultConfig is rag.yaml's defaults (the graph source and its
+// expansion off) with auth off, in a temporary data directory, and the
+// hashing embedder: these tests are about the wiring, and the hashing
+// embedder is exact and needs no model (the built-in model's tests read it
+// from testenv).
+func defaultConfig(t testing.TB) *config.Config {
+	t.Helper()
+	c := config.Default()
+	off := false
+	c.Auth.Enabled = &off
+	c.DataDir = t.TempDir()
+	c.Embedder.Kind = config.KindHashing
 	return &c
 }
 

@@ -11,26 +11,11 @@ import (
 
 	"github.com/ragd/ragd/backends/graph/embedded"
 	"github.com/ragd/ragd/breaker"
-	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/internal/app"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
-
-// defaultConfig is rag.yaml's defaults (the graph source and its
-// expansion off) with auth off and the hashing embedder (as
-// embeddedConfig, so that the two can open the same data directory), in a
-// temporary data directory.
-func defaultConfig(t *testing.T) *config.Config {
-	t.Helper()
-	c := config.Default()
-	off := false
-	c.Auth.Enabled = &off
-	c.DataDir = t.TempDir()
-	c.Embedder.Kind = config.KindHashing
-	return &c
-}
 
 // graphQuery asks for the graph source alone.
 func graphQuery() retriever.Query {
