@@ -156,7 +156,8 @@ type healthResponse struct {
 }
 
 type logStatus struct {
-	Head   uint64 `json:"head"`
+	AsOf   time.Time `json:"as_of"`
+	Head   uint64    `json:"head"`
 	Stores []struct {
 		Store      string  `json:"store"`
 		Applied    uint64  `json:"applied"`

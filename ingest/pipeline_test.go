@@ -729,3 +729,55 @@ func TestRestoredRecordStopsTheAppliers(t *testing.T) {
 	})
 	r.converged(t)
 }
+
+// A log status says when it was read (AsOf, the pipeline's clock just
+// before the head), so a caller that waits for the stores to apply what
+// was written up to some moment can reject an older status, such as one
+// the health endpoint serves from its cache: the crash trials took a
+// status cached before PostgreSQL was killed (every store at the head of
+// then) for convergence after its restart, and read stores that had not
+// applied the entries written in between.
+func TestLogStatusSaysWhenItWasRead(t *testing.T) {
+	var mu sync.Mutex
+	clock := time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)
+	r := newRig(t, rigOpts{noRun: true, config: func(c *ingest.Config) {
+		c.Now = func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			return clock
+		}
+	}})
+	ctx := context.Background()
+	before, err := r.p.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !before.AsOf.Equal(clock) {
+		t.Fatalf("status read at %v says as of %v", clock, before.AsOf)
+	}
+	mu.Lock()
+	clock = clock.Add(time.Minute)
+	mu.Unlock()
+	if res := r.p.Upsert(ctx, []spi.Document{doc("a")}, ingest.WriteOptions{}); res[0].Status != ingest.StatusOK {
+		t.Fatalf("upsert: %+v", res[0])
+	}
+	after, err := r.p.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.AsOf.Equal(clock) || after.Head <= before.Head {
+		t.Fatalf("status after a write at %v: as of %v, head %d (before: as of %v, head %d)", clock, after.AsOf, after.Head, before.AsOf, before.Head)
+	}
+	// The older status looks converged (nothing applied, nothing written);
+	// only its time tells it from a current one.
+	for _, l := range before.Stores {
+		if l.Applied != before.Head || l.Behind != 0 {
+			t.Fatalf("before the write: %+v", before)
+		}
+	}
+	for _, l := range after.Stores {
+		if l.Behind == 0 {
+			t.Fatalf("after the write, with no applier running: %+v", after)
+		}
+	}
+}

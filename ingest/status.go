@@ -91,6 +91,11 @@ type StoreLag struct {
 
 // LogStatus describes the change log and how far each derived store got.
 type LogStatus struct {
+	// AsOf is when the status was read (just before the log's head): a
+	// status served from a cache (the health endpoint's) describes the
+	// log as of then, so a caller waiting for the stores to apply what
+	// was written up to some moment accepts only a status read after it.
+	AsOf   time.Time  `json:"as_of"`
 	Head   uint64     `json:"head"`
 	Stores []StoreLag `json:"stores"`
 	// Embedding is the write path's embedding progress (with an ETA for
@@ -101,7 +106,7 @@ type LogStatus struct {
 // Status reports the log's head and every derived store's lag. It reads
 // the record (two small queries per lagging store).
 func (p *Pipeline) Status(ctx context.Context) (LogStatus, error) {
-	st := LogStatus{Stores: []StoreLag{}}
+	st := LogStatus{AsOf: p.now().UTC(), Stores: []StoreLag{}}
 	if p.embedder != nil {
 		e := p.progress.status()
 		st.Embedding = &e

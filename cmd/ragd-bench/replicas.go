@@ -210,7 +210,8 @@ func (r *replica) logStatus(ctx context.Context) (*ingest.LogStatus, error) {
 }
 
 // drained waits, at most -drain, until every replica's kept stores have
-// applied the whole log, and records how long each took.
+// applied the whole log, in a status read after the writes ended (health
+// reuses one for up to a second), and records how long each took.
 func (f *replicaFlags) drained(ctx context.Context, rs []*replica) {
 	start := time.Now()
 	for _, r := range rs {
@@ -221,7 +222,7 @@ func (f *replicaFlags) drained(ctx context.Context, rs []*replica) {
 			if r.current >= 0 {
 				continue
 			}
-			if st, err := r.logStatus(ctx); err == nil && loadgen.Current(st) {
+			if st, err := r.logStatus(ctx); err == nil && !st.AsOf.Before(start) && loadgen.Current(st) {
 				r.current = time.Since(start)
 				left--
 			}
