@@ -13,7 +13,8 @@
 // Search is exact. Vectors sit in one contiguous []float32 (normalised
 // when the distance is cosine) and, beside them, as int8 codes with a scale
 // per row. Retrieve scans the codes (an AVX2 kernel on amd64, portable Go
-// elsewhere), applying the tenant and metadata filter during the scan; the
+// elsewhere), applying the tenant and metadata filter during the scan
+// (a filter's rows come from per-pair postings, postings.go); the
 // codes bound each row's true score from above and below, and only rows
 // whose upper bound reaches the k-th best lower bound are scored in float32
 // (quant.go has the bound). The answer is the one a float32 scan of every

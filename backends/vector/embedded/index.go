@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 
@@ -14,8 +15,9 @@ import (
 // metadata, and the int8 codes of its vector codes[i*dim:(i+1)*dim] with
 // quant[i] (quant.go); the float32 vectors stay in the file, which the
 // search reads for the few rows it scores exactly (rescore.go). Deleting a
-// row moves the last row into its place. It is not safe for concurrent
-// use; Store guards it.
+// row moves the last row into its place. post indexes the rows by
+// metadata pair (postings.go), for filtered searches. It is not safe for
+// concurrent use; Store guards it.
 type index struct {
 	dim       int
 	normalize bool
@@ -25,12 +27,13 @@ type index struct {
 	codes     []int8
 	quant     []rowQuant
 	pos       map[string]int
+	post      postings
 	tenantIDs map[string]uint32 // interned tenants; 0 is ""
 	scratch   []float32         // put's normalised copy
 }
 
 func newIndex(dim int, normalize bool) *index {
-	return &index{dim: dim, normalize: normalize, pos: map[string]int{}, tenantIDs: map[string]uint32{"": 0}}
+	return &index{dim: dim, normalize: normalize, pos: map[string]int{}, post: postings{}, tenantIDs: map[string]uint32{"": 0}}
 }
 
 func (ix *index) len() int { return len(ix.ids) }
@@ -70,6 +73,17 @@ func (ix *index) put(id, tenant string, md map[string]string, vec []float32) {
 		ix.quant = append(ix.quant, rowQuant{})
 	}
 	ix.tenants[i] = ix.tenantID(tenant)
+	old, nrows := ix.meta[i], len(ix.ids)
+	for k, v := range old {
+		if nv, ok := md[k]; !ok || nv != v {
+			ix.post.del(i, k, v, nrows)
+		}
+	}
+	for k, v := range md {
+		if ov, ok := old[k]; !ok || ov != v {
+			ix.post.add(i, k, v, nrows)
+		}
+	}
 	ix.meta[i] = md
 	if ix.normalize {
 		ix.scratch = append(ix.scratch[:0], vec...)
@@ -86,7 +100,11 @@ func (ix *index) remove(id string) {
 		return
 	}
 	last := len(ix.ids) - 1
+	for k, v := range ix.meta[i] {
+		ix.post.del(i, k, v, len(ix.ids))
+	}
 	if i != last {
+		ix.post.move(last, i, ix.meta[last])
 		ix.ids[i] = ix.ids[last]
 		ix.tenants[i] = ix.tenants[last]
 		ix.meta[i] = ix.meta[last]
@@ -180,6 +198,7 @@ type query struct {
 	tenantName string
 	anyTen     bool
 	filter     []term
+	rows       []uint64 // the rows filter matches (candidates sets it)
 	l2         bool
 }
 
@@ -198,6 +217,9 @@ func compileFilter(f spi.Filter) []term {
 	return terms
 }
 
+// matchTerms checks a record's metadata; rescore.go checks each candidate
+// again with it, the scan having taken the matching rows from the
+// postings.
 func matchTerms(terms []term, md map[string]string) bool {
 	for _, t := range terms {
 		if v, ok := md[t.key]; !ok || !slices.Contains(t.vals, v) {
@@ -224,6 +246,10 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 		parts = parallelism
 	}
 	qq := newQuantQuery(q.vec)
+	q.rows = nil
+	if len(q.filter) > 0 {
+		q.rows = ix.post.rows(q.filter, n)
+	}
 	found := make([][]candidate, parts)
 	floors := make([]lowerBounds, parts)
 	errs := make([]error, parts)
@@ -270,20 +296,34 @@ type candidate struct {
 
 // scanRange bounds the key of every eligible row of [lo, hi) from its
 // int8 codes, keeps the k best lower bounds in floor, and returns the rows
-// whose upper bound reaches floor's k-th best.
+// whose upper bound reaches floor's k-th best. With a filter it visits only
+// the rows set in q.rows, skipping a word of 64 rows at a time; it checks
+// ctx at the first row visited at least ctxCheckEvery rows after the last
+// check.
 func (ix *index) scanRange(ctx context.Context, q query, qq *quantQuery, lo, hi int, floor lowerBounds) ([]candidate, error) {
 	dim := ix.dim
-	filter := len(q.filter) > 0
+	rows := q.rows
 	cands := make([]candidate, 0, 1024)
 	limit := cap(cands)
+	check := lo + ctxCheckEvery - 1
 	for i := lo; i < hi; i++ {
-		if (i-lo)%ctxCheckEvery == ctxCheckEvery-1 && ctx.Err() != nil {
-			return nil, context.Cause(ctx)
+		if rows != nil {
+			b := rows[i>>6] >> (i & 63)
+			if b == 0 {
+				i |= 63 // the loop's i++ starts the next word
+				continue
+			}
+			if i += bits.TrailingZeros64(b); i >= hi {
+				break
+			}
+		}
+		if i >= check {
+			check = i + ctxCheckEvery
+			if ctx.Err() != nil {
+				return nil, context.Cause(ctx)
+			}
 		}
 		if !q.anyTen && ix.tenants[i] != q.tenant {
-			continue
-		}
-		if filter && !matchTerms(q.filter, ix.meta[i]) {
 			continue
 		}
 		kLo, kHi := qq.interval(ix.quant[i], dotCodes(qq.codes, ix.codes[i*dim:(i+1)*dim]), q.l2)
