@@ -10,14 +10,14 @@
 // decode is reported as ErrCorrupt, a file held by another process as
 // ErrLocked.
 //
-// Search is exact. Vectors sit in one contiguous []float32 (normalised
-// when the distance is cosine) and, beside them, as int8 codes with a scale
-// per row. Retrieve scans the codes (an AVX2 kernel on amd64, portable Go
+// Search is exact. Memory holds each vector as int8 codes with a scale per
+// row (of the vector normalised, when the distance is cosine); the float32
+// vectors stay in the file. Retrieve scans the codes (an AVX2 kernel on amd64, portable Go
 // elsewhere), applying the tenant and metadata filter during the scan
 // (a filter's rows come from per-pair postings, postings.go); the
 // codes bound each row's true score from above and below, and only rows
-// whose upper bound reaches the k-th best lower bound are scored in float32
-// (quant.go has the bound). The answer is the one a float32 scan of every
+// whose upper bound reaches the k-th best lower bound are scored in float32,
+// read from the file (quant.go has the bound, rescore.go the scoring). The answer is the one a float32 scan of every
 // row gives, ties included, for a quarter of the memory traffic. The scan
 // is split across GOMAXPROCS goroutines once the collection is large
 // enough to pay for them. At 100,000 384-dimensional vectors a search
