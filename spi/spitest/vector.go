@@ -785,15 +785,20 @@ func (s *vectorSuite) testConcurrent(t *testing.T) {
 // testWriteWhileSearch: every answer given while writes commit is the
 // answer of one state of the store, never an empty or a mixed one.
 // Document b stays throughout; a is moved near the query, away from it,
-// and deleted, in a loop, while readers ask for the nearest one and two.
+// and deleted, in a loop, while readers ask for the nearest one and two,
+// without and with a metadata filter both documents match (a is written
+// first, so deleting it moves b in stores that fill the hole, and the
+// filter's bookkeeping moves with it).
 func (s *vectorSuite) testWriteWhileSearch(t *testing.T) {
 	const dim = 8
 	st := s.open(t, dim, DistanceCosine)
 	q := pad(dim, 1)
-	b := spi.Document{ID: "b", Tenant: "w", Vector: pad(dim, 0.6, 0.8)}
+	md := func() map[string]string { return map[string]string{"lang": "en"} }
+	b := spi.Document{ID: "b", Tenant: "w", Vector: pad(dim, 0.6, 0.8), Metadata: md()}
 	near := pad(dim, 1, 0.05)
 	far := pad(dim, 0, 0, 1)
-	upsert(t, st, []spi.Document{b, {ID: "a", Tenant: "w", Vector: near}})
+	upsert(t, st, []spi.Document{{ID: "a", Tenant: "w", Vector: near, Metadata: md()}})
+	upsert(t, st, []spi.Document{b})
 	// The answers of the three states of a, for k = 1 and k = 2.
 	ref := func(id string, v []float32) spi.Ref {
 		return spi.Ref{ID: id, Score: refScore(DistanceCosine, q, v), Source: spi.SourceVector}
@@ -816,22 +821,26 @@ func (s *vectorSuite) testWriteWhileSearch(t *testing.T) {
 	ctx := context.Background()
 	var done atomic.Bool
 	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	answers := make([]int, 2)
-	for r := range 2 {
+	errs := make(chan error, 8)
+	answers := make([]int, 4)
+	for r := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			k := r + 1
+			k := r%2 + 1
+			req := spi.VectorRequest{Vector: q, K: k, Tenant: "w"}
+			if r >= 2 {
+				req.Filter = spi.Filter{"lang": {"en"}}
+			}
 			for !done.Load() {
-				refs, err := st.Retrieve(ctx, spi.VectorRequest{Vector: q, K: k, Tenant: "w"})
+				refs, err := st.Retrieve(ctx, req)
 				if err != nil {
 					errs <- err
 					return
 				}
 				answers[r]++
 				if !slices.ContainsFunc(valid[k], func(want []spi.Ref) bool { return matches(refs, want) }) {
-					errs <- fmt.Errorf("k=%d answered %+v while a was written: the answer of no state", k, refs)
+					errs <- fmt.Errorf("k=%d (filter %v) answered %+v while a was written: the answer of no state", k, req.Filter, refs)
 					return
 				}
 			}
@@ -841,11 +850,11 @@ func (s *vectorSuite) testWriteWhileSearch(t *testing.T) {
 		var err error
 		switch i % 3 {
 		case 0:
-			err = st.Upsert(ctx, []spi.Document{{ID: "a", Tenant: "w", Vector: far}})
+			err = st.Upsert(ctx, []spi.Document{{ID: "a", Tenant: "w", Vector: far, Metadata: md()}})
 		case 1:
 			err = st.Delete(ctx, []string{"a"})
 		case 2:
-			err = st.Upsert(ctx, []spi.Document{{ID: "a", Tenant: "w", Vector: near}})
+			err = st.Upsert(ctx, []spi.Document{{ID: "a", Tenant: "w", Vector: near, Metadata: md()}})
 		}
 		if err != nil {
 			t.Error(err)
@@ -861,7 +870,8 @@ func (s *vectorSuite) testWriteWhileSearch(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	t.Logf("%d answers with k=1 and %d with k=2 during 150 writes", answers[0], answers[1])
+	t.Logf("%d answers with k=1 and %d with k=2, %d and %d of them filtered, during 150 writes",
+		answers[0]+answers[2], answers[1]+answers[3], answers[2], answers[3])
 }
 
 // testTenantScores: a tenant's answer, scores included, depends on its own
