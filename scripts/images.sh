@@ -246,6 +246,8 @@ print_env() {
 export RAG_PG_IMAGE='$PG_IMAGE'
 export RAG_NEO4J_IMAGE='$NEO4J_IMAGE'
 export RAGD_IMAGE='$RAGD_IMAGE'
+export RAG_GO_IMAGE='$(golang_image)'
+export RAG_RUNTIME_IMAGE='$BASE_IMAGE'
 ENV
 }
 
@@ -258,7 +260,7 @@ install_compose() {
   if [ ! -x "$bin" ]; then
     log "building Compose $COMPOSE_VERSION from tools/compose"
     mkdir -p "$COMPOSE_DIR"
-    (cd "$CHECKOUT/tools/compose" && GOFLAGS=-mod=readonly go build -trimpath -o "$bin.tmp" github.com/docker/compose/v5/cmd) \
+    (cd "$CHECKOUT/tools/compose" && GOFLAGS=-mod=readonly go build -trimpath -ldflags "-X github.com/docker/compose/v5/internal.Version=$COMPOSE_VERSION" -o "$bin.tmp" github.com/docker/compose/v5/cmd) \
       >"$COMPOSE_DIR/build.log" 2>&1 || { tail -n 20 "$COMPOSE_DIR/build.log" >&2; die "building Compose failed"; }
     mv "$bin.tmp" "$bin"
   fi
