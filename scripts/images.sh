@@ -212,11 +212,15 @@ build_neo4j() {
 }
 
 # ragd:local: the project's Dockerfile with the local base images; its
-# inputs are every file of the checkout that git does not ignore.
+# inputs are the checkout's files that git does not ignore, less those that
+# cannot change the binary or the image (tests, docs, CI and scripts, the
+# Python client, the tool modules), so a commit that changes only those
+# reuses the image.
 ragd_hash() {
   {
-    echo "ragd v1 $(base_hash) $(golang_hash)"
-    (cd "$CHECKOUT" && git ls-files -z --cached --others --exclude-standard |
+    echo "ragd v2 $(base_hash) $(golang_hash)"
+    (cd "$CHECKOUT" && git ls-files -z --cached --others --exclude-standard -- . \
+      ':!*_test.go' ':!*.md' ':!**/testdata/**' ':!docs/' ':!.ci/' ':!scripts/' ':!clients/' ':!e2e/' ':!tools/' |
       xargs -0 sha256sum 2>/dev/null || true)
   } | hash_of
 }
