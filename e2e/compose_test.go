@@ -98,17 +98,33 @@ func TestCompose(t *testing.T) {
 		}
 		return st, res, body
 	}
-	st, res, body := query(ragd)
-	if st != http.StatusOK || len(res.Hits) == 0 || res.Hits[0].ID != "compose-1" {
-		t.Fatalf("hybrid query: status %d, want compose-1 first: %.500s", st, body)
+	// The first graph queries of a fresh Neo4j (plans, JIT) can outlast
+	// the servers configuration's 800 ms source timeout on a loaded
+	// machine: query until every source answers, each answer a 200 with
+	// the right document first, for at most two minutes.
+	var (
+		st   int
+		res  queryResult
+		body []byte
+	)
+	begin = time.Now()
+	for tries := 1; ; tries++ {
+		st, res, body = query(ragd)
+		if st != http.StatusOK || len(res.Hits) == 0 || res.Hits[0].ID != "compose-1" {
+			t.Fatalf("hybrid query: status %d, want compose-1 first: %.500s", st, body)
+		}
+		if why := checkHealthy(res); why == "" {
+			t.Logf("hybrid query: every source answered (query %d, %v after the first)", tries, time.Since(begin).Round(time.Millisecond))
+			break
+		} else if time.Since(begin) > 2*time.Minute {
+			t.Fatalf("hybrid query: after 2 minutes and %d queries: %s", tries, why)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	for _, n := range sourceNames {
-		if res.Sources[n].Status != "ok" || res.Sources[n].Returned == 0 {
-			t.Errorf("hybrid query: source %s is %q with %d hits, want ok with hits", n, res.Sources[n].Status, res.Sources[n].Returned)
+		if res.Sources[n].Returned == 0 {
+			t.Errorf("hybrid query: source %s answered no hit", n)
 		}
-	}
-	if why := checkHydrated(res); why != "" {
-		t.Errorf("hybrid query: %s", why)
 	}
 
 	// Neo4j hung: every answer 200 with the graph dropped, until the
