@@ -14,11 +14,11 @@ import (
 
 // Steps of a save of the holds, for holdsSaveHook.
 const (
-	// HoldsWaiting: the save has done all it does before waiting for the
+	// holdsWaiting: the save has done all it does before waiting for the
 	// saves ahead of it.
-	HoldsWaiting = "waiting"
-	// HoldsRead: the save read the state it writes, and writes it next.
-	HoldsRead = "read"
+	holdsWaiting = "waiting"
+	// holdsRead: the save read the state it writes, and writes it next.
+	holdsRead = "read"
 )
 
 // holdsSaveHook, when set (by tests), is called at each step of a save.
@@ -48,7 +48,7 @@ type holdFile struct {
 // save writes the holds current now, read from state under the writers'
 // lock (replacing the file through a rename).
 func (h *holdFile) save(state func() []breaker.Snapshot) error {
-	holdsHook(HoldsWaiting)
+	holdsHook(holdsWaiting)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	held := map[string]breaker.Hold{}
@@ -57,7 +57,7 @@ func (h *holdFile) save(state func() []breaker.Snapshot) error {
 			held[s.Name] = *s.Hold
 		}
 	}
-	holdsHook(HoldsRead)
+	holdsHook(holdsRead)
 	b, err := json.MarshalIndent(held, "", "  ")
 	if err != nil {
 		return err
