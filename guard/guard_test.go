@@ -318,8 +318,10 @@ type embedFunc struct {
 	fn  func(texts []string) [][]float32
 }
 
-func (e embedFunc) Embed(_ context.Context, texts []string) ([][]float32, error) { return e.fn(texts), nil }
-func (e embedFunc) Dimension() int                                               { return e.dim }
+func (e embedFunc) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	return e.fn(texts), nil
+}
+func (e embedFunc) Dimension() int { return e.dim }
 
 // TestEmbedderBadAnswersCount is issue 29 item 5: an embedder that answers
 // without an error but with vectors no store can hold (NaN from a model
