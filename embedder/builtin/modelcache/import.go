@@ -145,8 +145,14 @@ func (im *importer) from(src string) error {
 	return fmt.Errorf("%w: the directory holds no config.json and %d model.zip files: name one", ErrInvalidModel, len(zips))
 }
 
-// fromDir copies a model directory.
+// fromDir copies a model directory. src itself may be a symlink (to a
+// snapshot, a mounted volume): the walk starts at what it points to,
+// since filepath.WalkDir does not enter a link.
 func (im *importer) fromDir(src string) error {
+	src, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return err
+	}
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

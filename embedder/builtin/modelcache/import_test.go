@@ -297,3 +297,21 @@ func TestImportFollowsSymlinkedFiles(t *testing.T) {
 		t.Fatalf("the cache holds a link, not a copy: %v %v", st.Mode(), err)
 	}
 }
+
+// TestImportSymlinkedDirectory is issue 29 item 5: a model directory
+// reached through a symlink (a link to a Hugging Face snapshot, a mounted
+// volume) imports like the directory itself; it failed with
+// "config.json is missing" because the walk did not enter the link.
+func TestImportSymlinkedDirectory(t *testing.T) {
+	files := fakeModel(t, 256)
+	link := filepath.Join(t.TempDir(), "model-link")
+	if err := os.Symlink(writeDir(t, files), link); err != nil {
+		t.Skipf("no symlinks here: %v", err)
+	}
+	c := newCache(t, nil)
+	dir, err := c.Import(link, "linked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFiles(t, readDir(t, dir), files)
+}
