@@ -204,7 +204,7 @@ func (im *importer) fromZip(src string, outer bool) error {
 		return fmt.Errorf("%w: the archive has %d entries, more than %d", ErrInvalidModel, len(zr.File), maxZipEntries)
 	}
 	for _, f := range zr.File {
-		if !localZipPath(f.Name) {
+		if !localSlashPath(f.Name) {
 			return fmt.Errorf("%w: entry %q leaves the archive (zip slip)", ErrInvalidModel, f.Name)
 		}
 	}
@@ -234,7 +234,7 @@ func (im *importer) fromZip(src string, outer bool) error {
 			continue
 		}
 		rel = strings.TrimSuffix(rel, "/")
-		if !localZipPath(rel) { // "folder/../x" is inside the archive but outside the model
+		if !localSlashPath(rel) { // "folder/../x" is inside the archive but outside the model
 			return fmt.Errorf("%w: entry %q leaves the model's folder", ErrInvalidModel, f.Name)
 		}
 		if skipZipPath(rel) {
@@ -344,9 +344,9 @@ func (im *importer) tooBig() error {
 		ErrInvalidModel, FormatSize(im.limit))
 }
 
-// localZipPath accepts relative, slash-separated paths that stay inside
-// the archive.
-func localZipPath(name string) bool {
+// localSlashPath accepts relative, slash-separated paths that stay inside
+// their root (an archive, a model directory).
+func localSlashPath(name string) bool {
 	name = strings.TrimSuffix(name, "/")
 	return name != "" && !strings.Contains(name, `\`) && !strings.HasPrefix(name, "/") &&
 		!strings.Contains(name, ":") && filepath.IsLocal(filepath.FromSlash(name))
