@@ -82,14 +82,7 @@ func Open(cfg Config) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("builtin: %w", err)
 	}
-	tok, err := wordpiece.Load(filepath.Join(cfg.Dir, "tokenizer.json"))
-	if err != nil {
-		return nil, fmt.Errorf("builtin: %w", err)
-	}
-	if tok.VocabSize() > enc.Config().VocabSize {
-		return nil, fmt.Errorf("builtin: %s: tokenizer.json has ids up to %d but config.json's vocab_size is %d: the files are not of one model",
-			cfg.Dir, tok.VocabSize()-1, enc.Config().VocabSize)
-	}
+	tok := lay.tokenizer // its ids fit config.json's vocab_size (readLayout)
 	if cfg.MaxSeqLength == 0 {
 		cfg.MaxSeqLength = lay.maxSeqLength
 	}

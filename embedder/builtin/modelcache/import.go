@@ -79,8 +79,11 @@ func (c *Cache) Import(src, name string) (string, error) {
 	if err := im.from(src); err != nil {
 		return "", fmt.Errorf("modelcache: import %s from %s: %w", n, src, err)
 	}
-	if err := validateLayout(im.model); err != nil {
+	if _, err := ReadLayout(im.model); err != nil {
 		return "", fmt.Errorf("modelcache: import %s from %s: %w", n, src, err)
+	}
+	if err := checkSafetensors(filepath.Join(im.model, "model.safetensors")); err != nil {
+		return "", fmt.Errorf("modelcache: import %s from %s: %w: model.safetensors: %v", n, src, ErrInvalidModel, err)
 	}
 	slices.SortFunc(im.files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	mk := &marker{Name: n, Source: SourceImported, Origin: origin, InstalledAt: time.Now().UTC(), Files: im.files}

@@ -180,14 +180,16 @@ func TestImportRejects(t *testing.T) {
 			func(t *testing.T) string {
 				return writeDir(t, with("1_Pooling/config.json", []byte(`{"word_embedding_dimension": 4, "pooling_mode_cls_token": true}`)))
 			}},
-		{"no pooling mode", "no pooling mode",
+		{"no pooling mode", "exactly one of mean or cls",
 			func(t *testing.T) string {
 				return writeDir(t, with("1_Pooling/config.json", []byte(`{"word_embedding_dimension": 8}`)))
 			}},
 		{"config.json not JSON", "config.json",
 			func(t *testing.T) string { return writeDir(t, with("config.json", []byte(`{"hidden_size": 8`))) }},
-		{"config.json without sizes", "positive hidden_size",
-			func(t *testing.T) string { return writeDir(t, with("config.json", []byte(`{"model_type": "bert"}`))) }},
+		{"config.json without sizes", "hidden_size must be positive",
+			func(t *testing.T) string {
+				return writeDir(t, with("config.json", bytes.Replace(files["config.json"], []byte(`"hidden_size": 32`), []byte(`"hidden_size": 0`), 1)))
+			}},
 		{"truncated weights", "lies outside the file",
 			func(t *testing.T) string { return writeDir(t, with("model.safetensors", truncated)) }},
 		{"weights that are not safetensors", "header length",
