@@ -190,7 +190,7 @@ func TestImportRejects(t *testing.T) {
 			func(t *testing.T) string {
 				return writeDir(t, with("config.json", bytes.Replace(files["config.json"], []byte(`"hidden_size": 32`), []byte(`"hidden_size": 0`), 1)))
 			}},
-		{"truncated weights", "lies outside the file",
+		{"truncated weights", "truncated",
 			func(t *testing.T) string { return writeDir(t, with("model.safetensors", truncated)) }},
 		{"weights that are not safetensors", "header length",
 			func(t *testing.T) string { return writeDir(t, with("model.safetensors", []byte("<html>404</html>"))) }},

@@ -1,11 +1,9 @@
 package modelcache
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -15,9 +13,6 @@ import (
 	"github.com/ragd/ragd/embedder/builtin/bert"
 	"github.com/ragd/ragd/embedder/builtin/wordpiece"
 )
-
-// maxSafetensorsHeader bounds the JSON header of model.safetensors.
-const maxSafetensorsHeader = 100 << 20
 
 // Layout is what the files of a model directory in the sentence-transformers
 // layout say, every file but the weights: ReadLayout is the one parser of
@@ -55,7 +50,8 @@ const (
 )
 
 // ReadLayout reads and checks the model in dir: config.json (bert's
-// rules), model.safetensors present (its contents are CheckWeights'),
+// rules), model.safetensors present (its contents are weightsCheck's, at
+// import and through CheckWeights at load),
 // tokenizer.json (loaded, ids within vocab_size), and the
 // sentence-transformers files:
 //
@@ -96,12 +92,9 @@ func readLayout(dir string) (Layout, error) {
 			return l, fmt.Errorf("%s is not a regular file", f)
 		}
 	}
-	var cfg bert.Config
-	if err := readJSON(dir, "config.json", &cfg); err != nil {
+	cfg, err := readConfig(dir)
+	if err != nil {
 		return l, err
-	}
-	if err := cfg.Validate(); err != nil {
-		return l, fmt.Errorf("config.json: %v", err)
 	}
 	l.Config = cfg
 
@@ -153,6 +146,18 @@ func readLayout(dir string) (Layout, error) {
 	}
 	l.Tokenizer = tok
 	return l, nil
+}
+
+// readConfig reads config.json with the encoder's rules.
+func readConfig(dir string) (bert.Config, error) {
+	var cfg bert.Config
+	if err := readJSON(dir, "config.json", &cfg); err != nil {
+		return cfg, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("config.json: %v", err)
+	}
+	return cfg, nil
 }
 
 // readModules reads modules.json into l and returns the pooling config's
@@ -242,60 +247,6 @@ func readJSON(dir, name string, v any) error {
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("%s: %v", name, err)
-	}
-	return nil
-}
-
-// checkSafetensors reads the header of a safetensors file (an 8-byte
-// little-endian length, then a JSON object of tensors with data offsets)
-// and checks that it names at least one tensor and that every tensor's
-// bytes lie inside the file: a truncated or foreign file fails here
-// rather than in the embedder.
-func checkSafetensors(p string) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	var lenBuf [8]byte
-	if _, err := io.ReadFull(f, lenBuf[:]); err != nil {
-		return fmt.Errorf("too short for a header (%d bytes)", st.Size())
-	}
-	n := binary.LittleEndian.Uint64(lenBuf[:])
-	if n == 0 || n > maxSafetensorsHeader || int64(n) > st.Size()-8 {
-		return fmt.Errorf("header length %d does not fit a %d-byte file", n, st.Size())
-	}
-	hdr := make([]byte, n)
-	if _, err := io.ReadFull(f, hdr); err != nil {
-		return err
-	}
-	var tensors map[string]json.RawMessage
-	if err := json.Unmarshal(hdr, &tensors); err != nil {
-		return fmt.Errorf("header is not a JSON object: %v", err)
-	}
-	data := st.Size() - 8 - int64(n)
-	count := 0
-	for name, raw := range tensors {
-		if name == "__metadata__" {
-			continue
-		}
-		var t struct {
-			Offsets []int64 `json:"data_offsets"`
-		}
-		if err := json.Unmarshal(raw, &t); err != nil || len(t.Offsets) != 2 {
-			return fmt.Errorf("tensor %q has no data_offsets", name)
-		}
-		if t.Offsets[0] < 0 || t.Offsets[0] > t.Offsets[1] || t.Offsets[1] > data {
-			return fmt.Errorf("tensor %q lies outside the file (offsets %v, %d data bytes): truncated?", name, t.Offsets, data)
-		}
-		count++
-	}
-	if count == 0 {
-		return errors.New("no tensors")
 	}
 	return nil
 }
