@@ -78,6 +78,12 @@ func Open(cfg Config) (*Model, error) {
 	if cfg.Threads <= 0 {
 		cfg.Threads = runtime.GOMAXPROCS(0)
 	}
+	// The weights' SHA-256, and the check Import makes: a model whose
+	// weights hold NaN or Inf would answer NaN for every text.
+	sum, err := modelcache.CheckWeights(filepath.Join(cfg.Dir, "model.safetensors"))
+	if err != nil {
+		return nil, fmt.Errorf("builtin: %s: %w", cfg.Dir, err)
+	}
 	enc, err := bert.Load(cfg.Dir, bert.Options{Threads: cfg.Threads})
 	if err != nil {
 		return nil, fmt.Errorf("builtin: %w", err)
@@ -97,10 +103,6 @@ func Open(cfg Config) (*Model, error) {
 	}
 	if cfg.DocumentPrefix == "" {
 		cfg.DocumentPrefix = lay.documentPrompt
-	}
-	sum, err := modelcache.FileSHA256(filepath.Join(cfg.Dir, "model.safetensors"))
-	if err != nil {
-		return nil, fmt.Errorf("builtin: %w", err)
 	}
 	m := &Model{cfg: cfg, enc: enc, tok: tok, lay: lay, sha256: sum}
 	m.documents = roleEmbedder{m: m, prefix: cfg.DocumentPrefix}

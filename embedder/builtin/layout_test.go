@@ -1,8 +1,11 @@
 package builtin_test
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,4 +196,40 @@ func readTiny(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestOpenRefusesNonFiniteWeights is issue 29 item 5: a model whose
+// weights hold NaN or Inf was opened (and reported healthy) while every
+// vector it made was NaN; Open now refuses it, naming the tensor.
+func TestOpenRefusesNonFiniteWeights(t *testing.T) {
+	raw, err := os.ReadFile("testdata/tiny/model.safetensors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := binary.LittleEndian.Uint64(raw)
+	var hdr map[string]struct {
+		DType   string   `json:"dtype"`
+		Offsets [2]int64 `json:"data_offsets"`
+	}
+	if err := json.Unmarshal(raw[8:8+n], &hdr); err != nil {
+		t.Fatal(err)
+	}
+	const name = "bert.encoder.layer.1.attention.output.dense.weight"
+	ti, ok := hdr[name]
+	if !ok || ti.DType != "F32" {
+		t.Fatalf("the tiny model has no F32 tensor %s: %+v", name, ti)
+	}
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1))} {
+		b := bytes.Clone(raw)
+		binary.LittleEndian.PutUint32(b[8+int64(n)+ti.Offsets[0]+4*5:], math.Float32bits(bad))
+		dir := copyTiny(t, map[string]string{"model.safetensors": string(b)})
+		m, err := builtin.Open(builtin.Config{Dir: dir})
+		if err == nil {
+			m.Close()
+			t.Fatalf("Open took weights holding %v", bad)
+		}
+		if !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "NaN or Inf") {
+			t.Fatalf("Open: %v, want the tensor named", err)
+		}
+	}
 }
