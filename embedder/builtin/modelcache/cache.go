@@ -31,6 +31,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ragd/ragd/internal/atomicfile"
 )
 
 // Environment variables.
@@ -270,7 +272,7 @@ func writeMarker(dir string, m *marker) error {
 	if err != nil {
 		return err
 	}
-	return writeFileSync(filepath.Join(dir, markerFile), append(b, '\n'))
+	return atomicfile.WriteFile(filepath.Join(dir, markerFile), append(b, '\n'), 0o644)
 }
 
 // check reads dir's marker and makes sure every file it lists is there
@@ -392,7 +394,7 @@ func (c *Cache) List() ([]Entry, error) {
 // moment between two renames), or the new one, never a partial one.
 func (c *Cache) install(stage, name string) (string, error) {
 	dest := c.modelDir(name)
-	syncDir(stage)
+	atomicfile.SyncDir(stage)
 	var old string
 	if _, err := os.Lstat(dest); err == nil {
 		o, err := os.MkdirTemp(c.tmpDir(), "old-")
@@ -412,32 +414,6 @@ func (c *Cache) install(stage, name string) (string, error) {
 		}
 		return "", fmt.Errorf("modelcache: install %s: %w", name, err)
 	}
-	syncDir(c.Dir)
+	atomicfile.SyncDir(c.Dir)
 	return dest, nil
-}
-
-// writeFileSync writes a small file and syncs it.
-func writeFileSync(path string, b []byte) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// syncDir flushes a directory's entries (renames, new files) to disk. It
-// is best effort: some file systems (and Windows) cannot sync a directory.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 }

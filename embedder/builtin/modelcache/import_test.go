@@ -61,6 +61,11 @@ func TestImportSources(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameFiles(t, readDir(t, dir), want)
+			// The record is readable by others, as the model's files are
+			// (a service user reading a cache filled by root).
+			if st, err := os.Stat(filepath.Join(dir, ".ragd-model.json")); err != nil || st.Mode().Perm() != 0o644 {
+				t.Fatalf("the record: %v, %v; want mode 0644", st, err)
+			}
 			if p, err := c.Path("my-model"); err != nil || p != dir {
 				t.Fatalf("Path = %q, %v", p, err)
 			}
