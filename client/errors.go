@@ -38,7 +38,8 @@ type Error struct {
 	// Body is the whole answer (a 503 not_enough_sources carries every
 	// source's status).
 	Body []byte
-	// RetryAfter is the server's Retry-After, zero when absent.
+	// RetryAfter is the server's Retry-After, zero when absent or
+	// malformed, retryafter.Forever past a million seconds.
 	RetryAfter time.Duration
 }
 
