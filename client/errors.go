@@ -39,7 +39,8 @@ type Error struct {
 	// source's status).
 	Body []byte
 	// RetryAfter is the server's Retry-After, zero when absent or
-	// malformed, retryafter.Forever past a million seconds.
+	// malformed, the largest time.Duration past a million seconds (a wait
+	// no retry takes).
 	RetryAfter time.Duration
 }
 
