@@ -66,7 +66,7 @@ func Softmax(row []float32) {
 	for _, v := range row[1:] {
 		m = max(m, v)
 	}
-	sum := expSub(row, m)
+	sum := expSubGo(row, m)
 	inv := 1 / sum
 	for i := range row {
 		row[i] *= inv
