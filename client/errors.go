@@ -57,7 +57,7 @@ func (e *Error) RequestID() string { return e.Detail.RequestID }
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "ragd answered %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	fmt.Fprintf(&b, "server answered %d %s", e.StatusCode, http.StatusText(e.StatusCode))
 	if e.Detail.Code != "" {
 		fmt.Fprintf(&b, ": %s: %s", e.Detail.Code, e.Detail.Message)
 		if e.Detail.Field != "" && !strings.Contains(e.Detail.Message, e.Detail.Field) {

@@ -175,6 +175,10 @@ func TestQueryAuth(t *testing.T) {
 			t.Errorf("stderr lacks %q: %s", want, stderr)
 		}
 	}
+	// Issue 29 item 8: one "ragd:" prefix, not "ragd: ragd answered 401".
+	if !strings.HasPrefix(stderr, "ragd: server answered 401 Unauthorized") {
+		t.Errorf("stderr %q, want it to start with \"ragd: server answered 401 Unauthorized\"", stderr)
+	}
 
 	// A query key may query but not ingest.
 	file := writeJSONL(t, t.TempDir(), "docs.jsonl", numberedDocs(1)...)
