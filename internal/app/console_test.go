@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -262,3 +263,23 @@ func TestConsoleEndpointsOnTheEmbeddedStack(t *testing.T) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// TestDebugFaultsWarnAtStart is issue 29 item 8: server.debug_faults
+// (fault injection, never in production) started as quietly as any
+// other setting; the start now logs a warning saying so.
+func TestDebugFaultsWarnAtStart(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		cfg := defaultConfig(t)
+		cfg.Server.DebugFaults = on
+		var log strings.Builder
+		a, err := app.New(context.Background(), cfg, app.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Close()
+		warned := regexp.MustCompile(`level=WARN msg="ragd: FAULT INJECTION IS ON[^"]*never in production`).MatchString(log.String())
+		if warned != on {
+			t.Errorf("debug_faults %v: warned %v\n%s", on, warned, log.String())
+		}
+	}
+}
