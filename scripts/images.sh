@@ -99,7 +99,16 @@ engine_down() {
   [ -f "$ENGINE_PID" ] && pid=$(cat "$ENGINE_PID") && kill -0 "$pid" 2>/dev/null || { log "engine not running"; return; }
   log "stopping dockerd (pid $pid)"
   kill -TERM "$pid"
-  for i in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || { log "dockerd stopped"; return; }; sleep 0.5; done
+  for i in $(seq 1 120); do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      # dockerd leaves its default network namespace mounted under the exec
+      # root; nothing else of it may stay mounted either once it is gone.
+      awk -v d="$DOCKER_DIR/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount 2>/dev/null || true
+      log "dockerd stopped"
+      return
+    fi
+    sleep 0.5
+  done
   die "dockerd (pid $pid) did not stop within 60 s"
 }
 
