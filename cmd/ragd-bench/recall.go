@@ -52,7 +52,10 @@ type recallRow struct {
 	p50, p99 time.Duration
 }
 
-func (f *recallFlags) run(ctx context.Context, w io.Writer, texts []string, vecs [][]float32) error {
+// run measures and prints the table. exactFile, when set, holds the exact
+// answers (ragd-vectors make -exact, line i for query i); otherwise
+// PostgreSQL computes them with a sequential scan.
+func (f *recallFlags) run(ctx context.Context, w io.Writer, texts []string, vecs [][]float32, exactFile string) error {
 	if f.embed > 0 {
 		e, err := hashing.New(hashing.Config{Dimension: f.embed})
 		if err != nil {
@@ -85,7 +88,33 @@ func (f *recallFlags) run(ctx context.Context, w io.Writer, texts []string, vecs
 		}
 		efs = append(efs, ef)
 	}
-	exact, err := f.exact(ctx, qs, "")
+	var lines []exactLine
+	if exactFile != "" {
+		var err error
+		if lines, err = readExact(exactFile); err != nil {
+			return err
+		}
+		if len(lines) < len(qs) {
+			return fmt.Errorf("-exact: %d exact answers for %d queries", len(lines), len(qs))
+		}
+	}
+	exactOf := func(tenant string) ([][]string, error) {
+		if lines == nil {
+			return f.exact(ctx, qs, tenant)
+		}
+		ti, err := tenantIndex(tenant)
+		if err != nil {
+			return nil, err
+		}
+		out := make([][]string, len(qs))
+		for i := range qs {
+			if out[i], err = lines[i].ids(ti, f.k); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	exact, err := exactOf("")
 	if err != nil {
 		return err
 	}
@@ -106,7 +135,7 @@ func (f *recallFlags) run(ctx context.Context, w io.Writer, texts []string, vecs
 		}
 	}
 	if f.tenant != "" {
-		ex, err := f.exact(ctx, qs, f.tenant)
+		ex, err := exactOf(f.tenant)
 		if err != nil {
 			return err
 		}

@@ -82,13 +82,18 @@ type Params struct {
 	// (0.5).
 	Three float64
 	// Noise is the standard deviation of the Gaussian noise per dimension
-	// added before normalising (0.02; a unit vector's coordinates have
-	// about 1/sqrt(dim), 0.051 at 384).
+	// added before normalising (0.01; a unit vector's coordinates have
+	// about 1/sqrt(dim), 0.051 at 384). Chosen by measure (ragd-vectors
+	// make -stats, 20,000 documents of Cranfield's pool of all-MiniLM-L6-v2
+	// vectors): at 0.01 the spectrum matches the real pool's (participation
+	// ratio 78 against 73, 90 % of the variance in 187 components against
+	// 161) and no document's nearest is a near-copy; 0.02 spreads the
+	// variance over 250 components, 0.005 makes 1.8 % near-copies.
 	Noise float64
 }
 
 // DefaultParams are the mixture's defaults (see Params).
-var DefaultParams = Params{HomeMin: 0.5, HomeMax: 0.8, SameSource: 0.5, Three: 0.5, Noise: 0.02}
+var DefaultParams = Params{HomeMin: 0.5, HomeMax: 0.8, SameSource: 0.5, Three: 0.5, Noise: 0.01}
 
 func (p Params) withDefaults() Params {
 	d := DefaultParams
