@@ -170,6 +170,22 @@ type ChangeApplier interface {
 	Versions(ctx context.Context, log string, after string, limit int) ([]IDVersion, error)
 }
 
+// ApplyLeaser is an optional capability of a change log that several
+// processes share (replicas on one PostgreSQL): it elects, per derived
+// store that they share too (one Neo4j), the one process that applies the
+// log to it, so that each write is applied once and not once per process.
+//
+// ApplyLease reports whether this process holds the lease named name,
+// taking it when it is free. A holder keeps it until it closes the log or
+// loses its connection to the record; another process may then take it.
+// A lease is an economy, not a guarantee: a holder cut off from the
+// record may still be applying when another takes over, so appliers must
+// stay correct when two apply at once (ChangeApplier's versions make them
+// so). Errors wrap ErrUnavailable when the record cannot be reached.
+type ApplyLeaser interface {
+	ApplyLease(ctx context.Context, name string) (bool, error)
+}
+
 // IDVersion is a document id with its version.
 type IDVersion struct {
 	ID      string
