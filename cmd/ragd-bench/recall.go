@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -32,6 +33,9 @@ type recallFlags struct {
 	n       int
 	k       int
 	embed   int
+	load    string
+	m       int
+	efc     int
 }
 
 func (f *recallFlags) register() {
@@ -42,6 +46,9 @@ func (f *recallFlags) register() {
 	flag.StringVar(&f.tenant, "tenant", "", "-pg-recall: also measure a tenant-filtered search (iterative scan) of this tenant at the shipped ef_search")
 	flag.IntVar(&f.n, "recall-queries", 100, "-pg-recall: queries to measure (the first N with a vector)")
 	flag.IntVar(&f.k, "k", 10, "-pg-recall: k")
+	flag.StringVar(&f.load, "pg-load", "", "-pg-recall: first write this corpus (JSONL documents with vectors, ragd-vectors make) into the table and build its HNSW index, so the measure needs no running ragd")
+	flag.IntVar(&f.m, "pg-m", 0, "-pg-load: the HNSW index's m (default the store's)")
+	flag.IntVar(&f.efc, "pg-ef-construction", 0, "-pg-load: the HNSW index's ef_construction (default the store's)")
 	flag.IntVar(&f.embed, "embed-dim", 0, "-pg-recall: embed query texts without a vector with the built-in hashing embedder of this dimension (as ragd does for a store it filled)")
 }
 
@@ -79,6 +86,11 @@ func (f *recallFlags) run(ctx context.Context, w io.Writer, texts []string, vecs
 	}
 	if len(qs) == 0 {
 		return fmt.Errorf("-pg-recall: no query has a vector")
+	}
+	if f.load != "" {
+		if err := f.loadCorpus(ctx, w, len(qs[0])); err != nil {
+			return err
+		}
 	}
 	var efs []int
 	for _, s := range strings.Split(f.efs, ",") {
@@ -189,7 +201,7 @@ func (f *recallFlags) exact(ctx context.Context, qs [][]float32, tenant string) 
 // measure searches every query through the store at ef and returns the
 // mean recall against exact and the latency percentiles.
 func (f *recallFlags) measure(ctx context.Context, qs [][]float32, exact [][]string, ef int, tenant string) (recallRow, error) {
-	b, err := vector.Open(ctx, vector.Config{DSN: f.dsn, Dimension: len(qs[0]), Table: f.table, HNSW: vector.HNSW{EfSearch: ef}, MaxConns: 2})
+	b, err := vector.Open(ctx, vector.Config{DSN: f.dsn, Dimension: len(qs[0]), Table: f.table, HNSW: vector.HNSW{EfSearch: ef, M: f.m, EfConstruction: f.efc}, MaxConns: 2})
 	if err != nil {
 		return recallRow{}, err
 	}
@@ -220,4 +232,58 @@ func (f *recallFlags) measure(ctx context.Context, qs [][]float32, exact [][]str
 		r.recall = float64(hits) / float64(total)
 	}
 	return r, nil
+}
+
+// loadCorpus writes the -pg-load corpus into the table through the store
+// (batches of 1,000) and bulk-builds its HNSW index, and says how long
+// each took.
+func (f *recallFlags) loadCorpus(ctx context.Context, w io.Writer, dim int) error {
+	b, err := vector.Open(ctx, vector.Config{DSN: f.dsn, Dimension: dim, Table: f.table,
+		HNSW: vector.HNSW{M: f.m, EfConstruction: f.efc}, Index: vector.IndexConfig{BuildMemoryMB: 2048}, MaxConns: 2})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	start := time.Now()
+	var batch []spi.Document
+	n := 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := b.Upsert(ctx, batch)
+		n += len(batch)
+		batch = batch[:0]
+		return err
+	}
+	err = eachLine(f.load, func(line []byte) error {
+		var d spi.Document
+		if err := json.Unmarshal(line, &d); err != nil {
+			return err
+		}
+		batch = append(batch, d)
+		if len(batch) == 1000 {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return err
+	}
+	loaded := time.Since(start)
+	start = time.Now()
+	for {
+		r, err := b.IndexStep(ctx)
+		if err != nil {
+			return err
+		}
+		if r.Tail == 0 || (!r.Rebuilt && r.Absorbed == 0 && !r.Skipped) {
+			break
+		}
+	}
+	fmt.Fprintf(w, "loaded %d documents in %.0f s, HNSW index built in %.0f s\n\n", n, loaded.Seconds(), time.Since(start).Seconds())
+	return nil
 }
