@@ -25,11 +25,18 @@ import (
 // server's process is found (its bolt port's listener), the server's CPU
 // per document: the bound on a servers deployment's "every store current".
 // Needs a Neo4j (RAG_TEST_NEO4J_URI); the run's documents are deleted
-// afterwards.
+// afterwards. The shared test server's CPU counts other tests' work too:
+// RAG_BENCH_NEO4J_DEDICATED=1 starts a server of the benchmark's own
+// (testenv.DedicatedNeo4j).
 //
 //	go test -run '^$' -bench ApplyChanges -benchtime 1x ./backends/graph/
 func BenchmarkApplyChanges(b *testing.B) {
-	conn := testenv.Neo4j(b)
+	var conn testenv.Neo4jConn
+	if os.Getenv("RAG_BENCH_NEO4J_DEDICATED") != "" {
+		conn = testenv.DedicatedNeo4j(b).Neo4jConn
+	} else {
+		conn = testenv.Neo4j(b)
+	}
 	dir := spitest.CranfieldDir(b)
 	n := 5600
 	if s := os.Getenv("RAG_BENCH_APPLY_DOCS"); s != "" {
