@@ -372,6 +372,14 @@ replica() {
 # cpu_s is the CPU time (user + system) process $1 has used, in seconds.
 cpu_s() { awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat"; }
 
+# pg_cpu is the CPU seconds of PostgreSQL so far: the postmaster, the
+# backends it has waited for and those running now (servers mode).
+pg_cpu() {
+  { awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f\n", ($16 + $17) / t }' "/proc/$pm/stat"
+    local p
+    for p in "$pm" $(pgrep -P "$pm"); do cpu_s "$p" 2>/dev/null || true; echo; done; } | awk '{ t += $1 } END { printf "%.2f", t }'
+}
+
 # children_cpu prints the user and system seconds of this shell's children
 # that have ended (the ragd ingest writers, once waited for). Call it in
 # this shell (redirect, no pipe or substitution: a subshell has its own).
@@ -390,9 +398,10 @@ graph_built() {
 }
 
 scale() {
-  local t0 t1 t2 t3 t4 t5 b c0 c2 c3 c4 cu0 cs0 cu cs
+  local t0 t1 t2 t3 t4 t5 b c0 c2 c3 c4 cu0 cs0 cu cs pg0=0 pg2=0 neo0=0 neo2=0
   echo "== ingesting $corpus" >&2
   c0=$(cpu_s "$ragd_pid")
+  if [ "$mode" = servers ]; then pg0=$(pg_cpu); neo0=$(cpu_s "$neo"); fi
   t0=$(date +%s.%N)
   children_cpu > "$work/cpu0"
   ingest_corpus
@@ -403,6 +412,7 @@ scale() {
   caught_up
   t2=$(date +%s.%N)
   c2=$(cpu_s "$ragd_pid")
+  if [ "$mode" = servers ]; then pg2=$(pg_cpu); neo2=$(cpu_s "$neo"); fi
   t5=$t2
   if [ "$mode" = servers ]; then
     indexed
@@ -494,10 +504,12 @@ scale() {
   echo "| measure | ragd |"
   echo "|---|---|"
   awk -v n="$docs" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t5" -v how="$how" -v servers="$([ "$mode" = servers ] && echo 1)" \
-      -v c0="$c0" -v c2="$c2" -v cl="$(awk -v u0="$cu0" -v s0="$cs0" -v u="$cu" -v s="$cs" 'BEGIN{print u+s-u0-s0}')" -v dormant="$dormant" 'BEGIN {
+      -v c0="$c0" -v c2="$c2" -v pg0="$pg0" -v pg2="$pg2" -v neo0="$neo0" -v neo2="$neo2" -v cl="$(awk -v u0="$cu0" -v s0="$cs0" -v u="$cu" -v s="$cs" 'BEGIN{print u+s-u0-s0}')" -v dormant="$dormant" 'BEGIN {
     printf "| ingest (%s) | %.0f s, %.0f docs/s; every store kept caught up after %.0f s (**%.0f docs/s**)%s", how, b-a, n/(b-a), c-a, n/(c-a), (dormant == "" ? "" : " (" dormant " dormant: nothing reads it)")
     if (servers) printf "; every row in the HNSW index after %.0f s (%.0f docs/s)", d-a, n/(d-a)
-    printf "; ragd CPU %.0f s (%.2f ms per document), the clients %.0f s |\n", c2-c0, (c2-c0)*1000/n, cl }'
+    printf "; ragd CPU %.0f s (%.2f ms per document), the clients %.0f s", c2-c0, (c2-c0)*1000/n, cl
+    if (servers) printf "; until every store was current PostgreSQL %.0f s (%.2f ms per document), Neo4j %.0f s (%.2f ms per document): %.2f ms of CPU per document in all", pg2-pg0, (pg2-pg0)*1000/n, neo2-neo0, (neo2-neo0)*1000/n, (c2-c0+cl+pg2-pg0+neo2-neo0)*1000/n
+    printf " |\n" }'
   awk -v a="$t3" -v b="$t4" -v c0="$c3" -v c1="$c4" 'BEGIN {
     printf "| the graph, built when a query first asks for it | answering after %.0f s (ragd CPU %.0f s) |\n", b-a, c1-c0 }'
   row() { grep -F "| $1 |" "$out" | awk -F'|' '{ gsub(/ /, "", $5); gsub(/ /, "", $6); gsub(/ /, "", $4); gsub(/ /, "", $9); gsub(/ /, "", $7); print $5 " / " $6 " ms (" $4 " req/s, " $7 " CPU ms/query, " $9 " partial)" }'; }
@@ -574,10 +586,7 @@ replicas_bench() {
   # cpu_split: CPU seconds of A, B, PostgreSQL (the postmaster, the
   # backends it has waited for and those running now) and Neo4j so far.
   cpu_split() {
-    local p pg
-    pg=$({ awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f\n", ($16 + $17) / t }' "/proc/$pm/stat"
-      for p in "$pm" $(pgrep -P "$pm"); do cpu_s "$p" 2>/dev/null || true; echo; done; } | awk '{ t += $1 } END { printf "%.2f", t }')
-    echo "$(cpu_s "$ragd_pid") $(cpu_s "$replica_pid") $pg $(cpu_s "$neo")"
+    echo "$(cpu_s "$ragd_pid") $(cpu_s "$replica_pid") $(pg_cpu) $(cpu_s "$neo")"
   }
   # run_phase LABEL ARGS... runs one phase and notes where the CPU went.
   run_phase() {
@@ -696,8 +705,12 @@ sed "${graph_on[@]}" -e "s/^  reset_timeout_s: .*/  reset_timeout_s: $reset/" \
     -e "s/^  level: info/  level: warn/" "$src" > "$work/rag.yaml"
 grep -q "reset_timeout_s: $reset" "$work/rag.yaml" || { echo "bench: could not set reset_timeout_s in $src" >&2; exit 1; }
 if [ "$mode" = servers ] && [ "$1" = scale ]; then
-  sed -i "s/^    ef_search: .*/&\n    index_build_mem_mb: ${BENCH_INDEX_MEM_MB:-2048}/" "$work/rag.yaml"
-  grep -q "index_build_mem_mb" "$work/rag.yaml" || { echo "bench: could not set index_build_mem_mb in $src" >&2; exit 1; }
+  if grep -q '^    index_build_mem_mb:' "$work/rag.yaml"; then
+    sed -i "s/^    index_build_mem_mb: [0-9]*/    index_build_mem_mb: ${BENCH_INDEX_MEM_MB:-2048}/" "$work/rag.yaml"
+  else
+    sed -i "s/^    ef_search: .*/&\n    index_build_mem_mb: ${BENCH_INDEX_MEM_MB:-2048}/" "$work/rag.yaml"
+  fi
+  grep -q "index_build_mem_mb: ${BENCH_INDEX_MEM_MB:-2048}" "$work/rag.yaml" || { echo "bench: could not set index_build_mem_mb in $src" >&2; exit 1; }
 fi
 if [ "$mode" = servers ] && [ "$1" = load ] && ! grep -q "graph:   {weight: 1.0," "$work/rag.yaml"; then
   echo "bench: could not switch the graph on in $src" >&2; exit 1
