@@ -89,7 +89,8 @@ type Change struct {
 	// At is when the entry was committed.
 	At time.Time
 	// Doc is the document as the record holds it now; nil when the record
-	// no longer holds it.
+	// no longer holds it. Changes may leave Doc.Vector out (the derived
+	// stores keep no vectors); Current carries it.
 	Doc *Document
 	// Version is Doc's version, or, when Doc is nil, the version of the
 	// deletion (at least Seq): the tombstone derived stores keep.

@@ -36,6 +36,7 @@ type recallFlags struct {
 	load    string
 	m       int
 	efc     int
+	buildMB int
 }
 
 func (f *recallFlags) register() {
@@ -47,6 +48,7 @@ func (f *recallFlags) register() {
 	flag.IntVar(&f.n, "recall-queries", 100, "-pg-recall: queries to measure (the first N with a vector)")
 	flag.IntVar(&f.k, "k", 10, "-pg-recall: k")
 	flag.StringVar(&f.load, "pg-load", "", "-pg-recall: first write this corpus (JSONL documents with vectors, ragd-vectors make) into the table and build its HNSW index, so the measure needs no running ragd")
+	flag.IntVar(&f.buildMB, "pg-build-mem-mb", 3072, "-pg-load: maintenance_work_mem of the index build (pgvector builds in memory while the graph fits, about 2 KiB a 384-d row, much slower after)")
 	flag.IntVar(&f.m, "pg-m", 0, "-pg-load: the HNSW index's m (default the store's)")
 	flag.IntVar(&f.efc, "pg-ef-construction", 0, "-pg-load: the HNSW index's ef_construction (default the store's)")
 	flag.IntVar(&f.embed, "embed-dim", 0, "-pg-recall: embed query texts without a vector with the built-in hashing embedder of this dimension (as ragd does for a store it filled)")
@@ -239,7 +241,7 @@ func (f *recallFlags) measure(ctx context.Context, qs [][]float32, exact [][]str
 // each took.
 func (f *recallFlags) loadCorpus(ctx context.Context, w io.Writer, dim int) error {
 	b, err := vector.Open(ctx, vector.Config{DSN: f.dsn, Dimension: dim, Table: f.table,
-		HNSW: vector.HNSW{M: f.m, EfConstruction: f.efc}, Index: vector.IndexConfig{BuildMemoryMB: 2048}, MaxConns: 2})
+		HNSW: vector.HNSW{M: f.m, EfConstruction: f.efc}, Index: vector.IndexConfig{BuildMemoryMB: f.buildMB}, MaxConns: 2})
 	if err != nil {
 		return err
 	}
