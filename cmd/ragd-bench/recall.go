@@ -37,6 +37,8 @@ type recallFlags struct {
 	m       int
 	efc     int
 	buildMB int
+	// tenantAll measures the tenant at every -ef, not only the shipped.
+	tenantAll bool
 }
 
 func (f *recallFlags) register() {
@@ -48,6 +50,7 @@ func (f *recallFlags) register() {
 	flag.IntVar(&f.n, "recall-queries", 100, "-pg-recall: queries to measure (the first N with a vector)")
 	flag.IntVar(&f.k, "k", 10, "-pg-recall: k")
 	flag.StringVar(&f.load, "pg-load", "", "-pg-recall: first write this corpus (JSONL documents with vectors, ragd-vectors make) into the table and build its HNSW index, so the measure needs no running ragd")
+	flag.BoolVar(&f.tenantAll, "tenant-every-ef", false, "-pg-recall: measure the tenant-filtered search at every -ef value, not only the shipped one")
 	flag.IntVar(&f.buildMB, "pg-build-mem-mb", 3072, "-pg-load: maintenance_work_mem of the index build (pgvector builds in memory while the graph fits, about 2 KiB a 384-d row, much slower after)")
 	flag.IntVar(&f.m, "pg-m", 0, "-pg-load: the HNSW index's m (default the store's)")
 	flag.IntVar(&f.efc, "pg-ef-construction", 0, "-pg-load: the HNSW index's ef_construction (default the store's)")
@@ -153,12 +156,18 @@ func (f *recallFlags) run(ctx context.Context, w io.Writer, texts []string, vecs
 		if err != nil {
 			return err
 		}
-		r, err := f.measure(ctx, qs, ex, f.shipped, f.tenant)
-		if err != nil {
-			return err
+		tefs := []int{f.shipped}
+		if f.tenantAll {
+			tefs = efs
 		}
-		r.label = fmt.Sprintf("tenant %q only, ef_search %d, iterative scan (relaxed_order)", f.tenant, f.shipped)
-		printRecall(w, r)
+		for _, ef := range tefs {
+			r, err := f.measure(ctx, qs, ex, ef, f.tenant)
+			if err != nil {
+				return err
+			}
+			r.label = fmt.Sprintf("tenant %q only, ef_search %d, iterative scan (relaxed_order)", f.tenant, ef)
+			printRecall(w, r)
+		}
 	}
 	if reached > 0 {
 		fmt.Fprintf(w, "\nrecall@%d >= 0.95 from ef_search %d (of %s), over %d queries\n", f.k, reached, f.efs, len(qs))
