@@ -477,7 +477,8 @@ scale() {
     embed=()
     [ "$vecs" = none ] && embed=(-embed-dim 384)
     [ -n "$exact" ] && embed=(-exact "$exact")
-    "$work/ragd-bench" -queries "$qfile" -pg-recall "$RAGD_PG_DSN" -recall-queries "${BENCH_RECALL_QUERIES:-200}" -tenant t1 "${embed[@]}" > "$work/recall.md"
+    "$work/ragd-bench" -queries "$qfile" -pg-recall "$RAGD_PG_DSN" -recall-queries "${BENCH_RECALL_QUERIES:-200}" -tenant t1 "${embed[@]}" \
+      -ef-shipped "$(sed -n 's/^    ef_search: \([0-9]*\).*/\1/p' "$work/rag.yaml")" -ef "40,100,200,400,800" > "$work/recall.md"
     replica
     kill "$replica_pid" && wait "$replica_pid" 2>/dev/null
     replica_pid=

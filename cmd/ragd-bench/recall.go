@@ -165,7 +165,7 @@ func (f *recallFlags) run(ctx context.Context, w io.Writer, texts []string, vecs
 			if err != nil {
 				return err
 			}
-			r.label = fmt.Sprintf("tenant %q only, ef_search %d, iterative scan (relaxed_order)", f.tenant, ef)
+			r.label = fmt.Sprintf("tenant %q only, ef_search %d (a filtered query searches with twice it), iterative scan (relaxed_order)", f.tenant, ef)
 			printRecall(w, r)
 		}
 	}
