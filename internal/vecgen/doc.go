@@ -21,17 +21,18 @@
 // where home is a pool vector of the text the document's words come from
 // (the document's source in the collection, so its text and its vector
 // agree, as hybrid search needs), p2 is another of the same source or, as
-// often, any pool vector, p3 (every other document) any pool vector, the
+// often, any pool vector, p3 (in about every other document) any pool vector, the
 // weights are random with w1 the largest, and noise is Gaussian, Params.Noise
 // per dimension. Every document is a distinct point, deterministic in
 // (Params.Seed, i, source): the first N documents of a larger corpus are
 // the corpus of N.
 //
 // Queries are new points: the collection's own queries embedded as queries,
-// and pool sentences held out of every mixture (Params.Held), each with its
-// text. Exact answers (Exact) and the measures that tell this space from
-// near-copies and from noise (Stats: nearest-neighbour similarities, the
-// spectrum's effective dimension, local intrinsic dimension and relative
-// contrast of the queries) are computed here too, for cmd/ragd-vectors and
-// scripts/bench.sh scale.
+// and pool sentences held out of every mixture (TextParams.HeldShare), each
+// with its text. Exact answers (Exact) and the measures that tell this
+// space from near-copies and from noise (nearest-neighbour similarities
+// with Percentiles, the spectrum's effective dimension with SpectrumOf,
+// TwoNN, and the queries' local intrinsic dimension and relative contrast
+// with LID and RelativeContrast) are computed here too, for
+// cmd/ragd-vectors and scripts/bench.sh scale.
 package vecgen
