@@ -64,7 +64,7 @@ func BenchmarkImpactSearch(b *testing.B) {
 					tenant = fmt.Sprint("t", i%3)
 				}
 				built, lens := buildDoc(d, an)
-				x.putLocked(d.ID, tenant, nil, lens, nil, freqsOf(built))
+				x.putLocked(d.ID, tenant, nil, lens, nil, freqsOf(built), nil)
 			}
 			tenants := []string{"acme"}
 			if layout == "3tenants" {

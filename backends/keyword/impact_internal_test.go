@@ -57,6 +57,14 @@ func bruteBM25(all map[string]refDoc, tokens []string, tenant string, filter spi
 	for _, t := range tokens {
 		qtf[t]++
 	}
+	dfs := map[string]float64{}
+	for term := range qtf {
+		for _, o := range docs {
+			if o.title[term] > 0 || o.text[term] > 0 {
+				dfs[term]++
+			}
+		}
+	}
 	var out []spi.Ref
 	for _, d := range docs {
 		if (tenant != "" && d.tenant != tenant) || (len(filter) > 0 && !filter.Match(d.meta)) {
@@ -65,12 +73,7 @@ func bruteBM25(all map[string]refDoc, tokens []string, tenant string, filter spi
 		l := d.lens()
 		var s float64
 		for term, q := range qtf {
-			df := 0.0
-			for _, o := range docs {
-				if o.title[term] > 0 || o.text[term] > 0 {
-					df++
-				}
-			}
+			df := dfs[term]
 			if df == 0 {
 				continue
 			}
@@ -163,14 +166,14 @@ func TestImpactIndexMatchesTheFormula(t *testing.T) {
 	for step := range 3000 {
 		id := fmt.Sprintf("d%03d", rng.IntN(300))
 		if rng.IntN(4) == 0 {
-			x.remove(id)
+			x.remove(id, nil)
 			delete(model, id)
 		} else {
 			d := refDoc{id: id, tenant: []string{"", "t1", "t2"}[rng.IntN(3)], title: freqs(rng.IntN(4)), text: freqs(1 + rng.IntN(30))}
 			if rng.IntN(2) == 0 {
 				d.meta = map[string]string{"lang": []string{"en", "de"}[rng.IntN(2)]}
 			}
-			x.put(d.id, d.tenant, d.meta, d.lens(), fieldFreqs{title: d.title, text: d.text})
+			x.put(d.id, d.tenant, d.meta, d.lens(), fieldFreqs{title: d.title, text: d.text}, nil)
 			model[id] = d
 		}
 		if step%500 == 499 {
@@ -188,7 +191,7 @@ func TestImpactIndexEmptyAndCancelled(t *testing.T) {
 	if refs, err := x.search(context.Background(), []string{"a"}, 5, "", nil, p); err != nil || len(refs) != 0 || refs == nil {
 		t.Fatalf("empty index: %v, %v", refs, err)
 	}
-	x.put("a", "", nil, docLens{text: 1}, fieldFreqs{text: map[string]int{"a": 1}})
+	x.put("a", "", nil, docLens{text: 1}, fieldFreqs{text: map[string]int{"a": 1}}, nil)
 	if refs, _ := x.search(context.Background(), []string{"a"}, 5, "nobody", nil, p); len(refs) != 0 {
 		t.Fatalf("unknown tenant: %v", refs)
 	}
@@ -231,7 +234,7 @@ func TestImpactIndexLoadsFromBleve(t *testing.T) {
 	put := newImpactIndex()
 	for _, d := range docs[:3] {
 		built, lens := buildDoc(d, b.st.an)
-		put.put(d.ID, d.Tenant, d.Metadata, lens, freqsOf(built))
+		put.put(d.ID, d.Tenant, d.Metadata, lens, freqsOf(built), nil)
 	}
 	if loaded.live != 3 || loaded.totT != put.totT || loaded.totX != put.totX {
 		t.Fatalf("loaded: live %d, lengths %d/%d; put: %d/%d", loaded.live, loaded.totT, loaded.totX, put.totT, put.totX)
@@ -258,7 +261,7 @@ func TestImpactIndexLoadsFromBleve(t *testing.T) {
 func TestCompactionDoesNotBlockSearches(t *testing.T) {
 	x := newImpactIndex()
 	for i := range 4000 {
-		x.put(fmt.Sprintf("d%04d", i), "", nil, docLens{text: 2}, fieldFreqs{text: map[string]int{"common": 1, fmt.Sprintf("w%d", i%10): 1}})
+		x.put(fmt.Sprintf("d%04d", i), "", nil, docLens{text: 2}, fieldFreqs{text: map[string]int{"common": 1, fmt.Sprintf("w%d", i%10): 1}}, nil)
 	}
 	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1}
 	hooked := 0
@@ -275,7 +278,7 @@ func TestCompactionDoesNotBlockSearches(t *testing.T) {
 		}
 	}
 	for i := range 2000 {
-		x.remove(fmt.Sprintf("d%04d", i))
+		x.remove(fmt.Sprintf("d%04d", i), nil)
 	}
 	if hooked == 0 {
 		t.Fatal("2000 of 4000 documents removed and no compaction ran")
