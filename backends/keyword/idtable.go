@@ -116,6 +116,3 @@ func (t *idTable) kill(s uint32) {
 		}
 	}
 }
-
-// bytes is the heap the table holds.
-func (t *idTable) bytes() int { return cap(t.arena) + 8*cap(t.off) + 4*cap(t.tab) }

@@ -3,7 +3,6 @@ package keyword
 import (
 	"math/bits"
 	"slices"
-	"unsafe"
 )
 
 // Block postings: the documents holding one term, in blocks of blockSize
@@ -273,9 +272,4 @@ func (p *postings) count() int { return len(p.blocks)*blockSize + len(p.tail) }
 // trim gives back the spare capacity of a list built in one go.
 func (p *postings) trim() {
 	p.blocks, p.data, p.tail = slices.Clip(p.blocks), slices.Clip(p.data), slices.Clip(p.tail)
-}
-
-// bytes is the heap the list holds (its backing arrays' capacity).
-func (p *postings) bytes() int {
-	return cap(p.blocks)*int(unsafe.Sizeof(block{})) + cap(p.data)*8 + cap(p.tail)*int(unsafe.Sizeof(posting{}))
 }

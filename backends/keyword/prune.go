@@ -89,9 +89,13 @@ type searchState struct {
 	curs    []cursor
 	act     []*cursor
 	allowed []uint64
-	contrib []float64
-	set     []int
 	terms   []planTerm
+	acc     *[window]float64 // a window's sums, zero between windows
+	vals    []float64        // per term, its part in each slot of the window
+	held    []uint64         // per term, the window's slots holding it
+	cands   []uint32
+	part    []float64
+	seen    [window / 64]uint64
 }
 
 func (x *impactIndex) state() *searchState {
@@ -258,8 +262,22 @@ func (x *impactIndex) refs(h *topk.Heap[hit]) []spi.Ref {
 	return out
 }
 
+// window is the most slots a window spans; fewer when the query has many
+// terms, so that the per-term buffers stay within maxBuffered values.
+const (
+	window      = 4096
+	maxBuffered = 1 << 16
+)
+
 // prune offers to h every candidate that can be among its k best, by
-// block-max MaxScore (above).
+// block-max MaxScore (above). Within a window, the essential terms'
+// postings are scored term by term into buffers of the window's slots
+// (each term's part, and their running sum), as Lucene's
+// MaxScoreBulkScorer does; each slot they reach is a candidate, dropped
+// when its sum and the non-essential bounds cannot reach θ; the
+// non-essential terms are then looked up for the candidates left, largest
+// bound first, dropping candidates as the bounds left shrink. A candidate
+// left is scored by summing its terms' parts in query order.
 func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st *searchState) error {
 	m := len(pl.terms)
 	if cap(st.curs) < m {
@@ -269,10 +287,20 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 	for i, t := range pl.terms {
 		curs[i].reset(t.p, t.w, i)
 	}
-	if cap(st.contrib) < m {
-		st.contrib = make([]float64, m)
+	w := uint64(window)
+	for w > 64 && uint64(m)*w > maxBuffered {
+		w >>= 1
 	}
-	contrib := st.contrib[:m]
+	hw := w / 64
+	if uint64(len(st.vals)) < uint64(m)*w {
+		st.vals = make([]float64, uint64(m)*w)
+		st.held = make([]uint64, uint64(m)*hw)
+	}
+	if st.acc == nil {
+		st.acc = new([window]float64)
+	}
+	acc, seen := st.acc, &st.seen
+	vals, held := st.vals, st.held
 	sc := &pl.sc
 	allowed := pl.allowed
 	lenT, lenX := x.lenT, x.lenX
@@ -284,12 +312,13 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 				return err
 			}
 		}
-		// The window: [upTo, end), end the first current block's end.
+		// The window: from upTo to the end of the first current block
+		// (at most w slots).
 		act := st.act[:0]
-		end := uint64(math.MaxUint32) + 1
+		start, end := upTo, upTo+w
 		for i := range curs {
 			c := &curs[i]
-			if c.shallow(uint32(upTo)) {
+			if c.in = c.shallow(uint32(min(upTo, math.MaxUint32))); c.in {
 				act = append(act, c)
 				end = min(end, uint64(c.last(c.blk))+1)
 			}
@@ -303,16 +332,13 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 		}
 		// Non-essential terms: the smallest bounds summing below θ.
 		ess, neSum := act, 0.0
-		if h.Full() {
-			slices.SortFunc(act, func(a, b *cursor) int {
-				switch {
-				case a.mx < b.mx:
-					return -1
-				case a.mx > b.mx:
-					return 1
+		full := h.Full()
+		if full {
+			for i := 1; i < len(act); i++ { // few terms: insertion sort
+				for j := i; j > 0 && act[j].mx < act[j-1].mx; j-- {
+					act[j], act[j-1] = act[j-1], act[j]
 				}
-				return 0
-			})
+			}
 			split := 0
 			for split < len(act) && neSum+act[split].mx < theta {
 				neSum += act[split].mx
@@ -320,99 +346,113 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 			}
 			if split == len(act) {
 				upTo = end
-				continue
+				continue // nothing in the window can enter
 			}
 			ess = act[split:]
-		}
-		ne := act[:len(act)-len(ess)]
-		for _, c := range ess {
-			c.seek(uint32(upTo))
-		}
-		for {
-			d := end
-			for _, c := range ess {
-				if s, ok := c.at(end); ok {
-					d = min(d, uint64(s))
-				}
-			}
-			if d == end {
-				break
-			}
-			slot := uint32(d)
-			if allowed[slot>>6]&(1<<(slot&63)) == 0 {
-				next := nextSet(allowed, d+1, end)
+			// Stretch the window to the first essential block's end
+			// when the non-essential terms' bounds over it (several of
+			// their blocks) still sum below θ.
+			if split > 0 {
+				e := start + w
 				for _, c := range ess {
-					c.skipTo(next, end)
+					e = min(e, uint64(c.last(c.blk))+1)
 				}
-				continue
-			}
-			set := st.set[:0]
-			partial := 0.0
-			lt, lx := lenT[slot], lenX[slot]
-			for _, c := range ess {
-				if s, ok := c.at(end); ok && s == slot {
-					v := c.w * sc.score(c.tfT[c.i], c.tfX[c.i], lt, lx)
-					contrib[c.qi] = v
-					set = append(set, c.qi)
-					partial += v
-					c.next()
-				}
-			}
-			if full := h.Full(); full && len(ne) > 0 {
-				rem := neSum
-				for j := len(ne) - 1; j >= 0 && partial*slack+rem >= theta; j-- {
-					c := ne[j]
-					rem -= c.mx
-					if c.probe(slot) {
-						v := c.w * sc.score(c.tfT[c.i], c.tfX[c.i], lt, lx)
-						contrib[c.qi] = v
-						set = append(set, c.qi)
-						partial += v
+				if e > end {
+					sum := 0.0
+					for _, c := range act[:split] {
+						c.mxe = c.rangeMax(sc, e)
+						sum += c.mxe
 					}
-				}
-				if partial*slack+rem < theta {
-					st.set = set
-					continue
-				}
-			} else if full && partial*slack < theta {
-				st.set = set
-				continue
-			}
-			// Sum in query order: the exhaustive scorer's order.
-			slices.Sort(set)
-			score := 0.0
-			for _, qi := range set {
-				score += contrib[qi]
-			}
-			st.set = set
-			if score > 0 {
-				h.Offer(hit{score, slot})
-				if h.Full() {
-					w, _ := h.Worst()
-					theta = w.score
+					if sum < theta {
+						end, neSum = e, sum
+						for _, c := range act[:split] {
+							c.mx = c.mxe
+						}
+					}
 				}
 			}
 		}
 		upTo = end
-	}
-}
-
-// nextSet returns the first set bit of bits in [from, end), or end.
-func nextSet(set []uint64, from, end uint64) uint64 {
-	if from >= end {
-		return end
-	}
-	w := from >> 6
-	cur := set[w] &^ (1<<(from&63) - 1)
-	for {
-		if cur != 0 {
-			return min(end, w<<6+uint64(bits.TrailingZeros64(cur)))
+		ne := act[:len(act)-len(ess)]
+		words := (end - start + 63) >> 6
+		// The essential terms' parts.
+		for _, c := range ess {
+			tv, th := vals[uint64(c.qi)*w:], held[uint64(c.qi)*hw:]
+			c.seek(uint32(start))
+			for ; c.i < c.n; c.i++ {
+				s := c.slots[c.i]
+				if uint64(s) >= end {
+					break
+				}
+				if allowed[s>>6]&(1<<(s&63)) == 0 {
+					continue
+				}
+				j := uint64(s) - start
+				v := c.w * sc.score(c.tfT[c.i], c.tfX[c.i], lenT[s], lenX[s])
+				tv[j] = v
+				th[j>>6] |= 1 << (j & 63)
+				acc[j] += v
+				seen[j>>6] |= 1 << (j & 63)
+			}
+			if c.i == c.n {
+				c.blk++
+			}
 		}
-		w++
-		if w<<6 >= end || int(w) >= len(set) {
-			return end
+		// Candidates whose parts so far and the bounds left reach θ.
+		cands, part := st.cands[:0], st.part[:0]
+		for wi := range words {
+			for b := seen[wi]; b != 0; b &= b - 1 {
+				j := wi<<6 + uint64(bits.TrailingZeros64(b))
+				if p := acc[j]; !full || p*slack+neSum >= theta {
+					cands, part = append(cands, uint32(j)), append(part, p)
+				}
+				acc[j] = 0
+			}
+			seen[wi] = 0
 		}
-		cur = set[w]
+		// The non-essential terms, largest bound first.
+		rem := neSum
+		for k := len(ne) - 1; k >= 0 && len(cands) > 0; k-- {
+			c := ne[k]
+			rem -= c.mx
+			tv, th := vals[uint64(c.qi)*w:], held[uint64(c.qi)*hw:]
+			kept := 0
+			for i, j := range cands {
+				slot := uint32(start + uint64(j))
+				if c.probe(slot) {
+					v := c.w * sc.score(c.tfT[c.i], c.tfX[c.i], lenT[slot], lenX[slot])
+					tv[j] = v
+					th[j>>6] |= 1 << (j & 63)
+					part[i] += v
+				}
+				if part[i]*slack+rem >= theta {
+					cands[kept], part[kept] = j, part[i]
+					kept++
+				}
+			}
+			cands, part = cands[:kept], part[:kept]
+		}
+		// The candidates left, summed in query order: the exhaustive
+		// scorer's sum.
+		for _, j := range cands {
+			score := 0.0
+			for q := range uint64(m) {
+				if held[q*hw+uint64(j>>6)]&(1<<(j&63)) != 0 {
+					score += vals[q*w+uint64(j)]
+				}
+			}
+			if score > 0 {
+				h.Offer(hit{score, uint32(start + uint64(j))})
+				if h.Full() {
+					worst, _ := h.Worst()
+					theta = worst.score
+				}
+			}
+		}
+		st.cands, st.part = cands, part
+		for _, c := range act {
+			clear(held[uint64(c.qi)*hw : uint64(c.qi)*hw+words])
+		}
 	}
 }
 
@@ -426,6 +466,8 @@ type cursor struct {
 	dec int     // block decoded into the arrays, -1 for none
 	n   int     // postings in the decoded block
 	i   int     // position in the decoded block
+	in  bool    // the cursor has a block in the current window
+	mxe float64 // bound over a stretched window
 	ubb int     // block whose bound ub is, -1 for none
 	ub  float64
 	mx  float64 // bound of the current window
@@ -474,6 +516,20 @@ func (c *cursor) shallow(target uint32) bool {
 	}
 	c.blk = lo
 	return c.blk < c.nb
+}
+
+// rangeMax is the greatest bound of the blocks from the current one that
+// can hold slots below end, slack included.
+func (c *cursor) rangeMax(sc *scorer, end uint64) float64 {
+	m := c.blockMax(sc)
+	for b := c.blk + 1; b < c.nb && uint64(c.last(b-1))+1 < end; b++ {
+		bd := &c.p.tailB
+		if b < len(c.p.blocks) {
+			bd = &c.p.blocks[b].b
+		}
+		m = max(m, c.w*bd.score(sc)*slack)
+	}
+	return m
 }
 
 // blockMax is the bound of the current block's scores, slack included.
@@ -526,42 +582,21 @@ func searchSlots(s []uint32, target uint32) int {
 	return lo
 }
 
-// at returns the current slot when the cursor is on a decoded posting
-// below end.
-func (c *cursor) at(end uint64) (uint32, bool) {
-	if c.dec != c.blk || c.i >= c.n || uint64(c.slots[c.i]) >= end {
-		return 0, false
-	}
-	return c.slots[c.i], true
-}
-
-// next moves past the current posting; past a block's last, to the next
-// block, undecoded.
-func (c *cursor) next() {
-	if c.i++; c.i == c.n {
-		c.blk++
-	}
-}
-
-// skipTo moves a cursor positioned below end to its first posting at or
-// after target (target ≤ end).
-func (c *cursor) skipTo(target, end uint64) {
-	if s, ok := c.at(end); !ok || uint64(s) >= target {
-		return
-	}
-	if target >= end {
-		target = end
-	}
-	c.i += searchSlots(c.slots[c.i:c.n], uint32(min(target, math.MaxUint32)))
-	if c.i == c.n {
-		c.blk++
-	}
-}
-
-// probe moves a cursor whose current block's last slot is at least slot
-// to its first posting at or after slot, and reports whether that is slot.
+// probe moves the cursor to its first posting at or after slot and
+// reports whether that is slot.
 func (c *cursor) probe(slot uint32) bool {
+	if !c.shallow(slot) {
+		return false
+	}
 	c.load()
-	c.i += searchSlots(c.slots[c.i:c.n], slot)
-	return c.i < c.n && c.slots[c.i] == slot
+	// Candidates ascend, mostly a few postings apart: a short linear
+	// scan, then a binary search for a long jump.
+	i, n := c.i, c.n
+	for end := min(n, i+8); i < end && c.slots[i] < slot; i++ {
+	}
+	if i < n && c.slots[i] < slot {
+		i += searchSlots(c.slots[i:n], slot)
+	}
+	c.i = i
+	return i < n && c.slots[i] == slot
 }
