@@ -224,13 +224,19 @@ func unpack(src []uint64, v *[blockSize]uint32, w uint) []uint64 {
 	}
 	words := src[:2*w]
 	mask := uint64(1)<<w - 1
+	buf, avail, k := words[0], uint(64), 1
 	for i := range v {
-		bit := uint(i) * w
-		x := words[bit>>6] >> (bit & 63)
-		if (bit&63)+w > 64 {
-			x |= words[bit>>6+1] << (64 - bit&63)
+		if avail >= w {
+			v[i] = uint32(buf & mask)
+			buf >>= w
+			avail -= w
+			continue
 		}
-		v[i] = uint32(x & mask)
+		next := words[k]
+		k++
+		v[i] = uint32((buf | next<<avail) & mask)
+		buf = next >> (w - avail)
+		avail += 64 - w
 	}
 	return src[2*w:]
 }

@@ -54,6 +54,16 @@ func (s *scorer) score(tfT, tfX, lt, lx uint32) float64 {
 	return saturate(tfT, s.wT, s.aT, s.cT, lt) + saturate(tfX, s.wX, s.aX, s.cX, lx)
 }
 
+// scoreAt is score for slot, reading its title length only when the
+// title holds the term (the same arithmetic: saturate is 0 for tf 0).
+func (s *scorer) scoreAt(tfT, tfX, slot uint32, lenT, lenX []uint32) float64 {
+	t := 0.0
+	if tfT > 0 {
+		t = saturate(tfT, s.wT, s.aT, s.cT, lenT[slot])
+	}
+	return t + saturate(tfX, s.wX, s.aX, s.cX, lenX[slot])
+}
+
 // score is what no posting the bound dominates can exceed, before idf
 // and qtf.
 func (b *bound) score(s *scorer) float64 {
@@ -388,7 +398,7 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 					continue
 				}
 				j := uint64(s) - start
-				v := c.w * sc.score(c.tfT[c.i], c.tfX[c.i], lenT[s], lenX[s])
+				v := c.w * sc.scoreAt(c.tfT[c.i], c.tfX[c.i], s, lenT, lenX)
 				tv[j] = v
 				th[j>>6] |= 1 << (j & 63)
 				acc[j] += v
@@ -420,7 +430,7 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 			for i, j := range cands {
 				slot := uint32(start + uint64(j))
 				if c.probe(slot) {
-					v := c.w * sc.score(c.tfT[c.i], c.tfX[c.i], lenT[slot], lenX[slot])
+					v := c.w * sc.scoreAt(c.tfT[c.i], c.tfX[c.i], slot, lenT, lenX)
 					tv[j] = v
 					th[j>>6] |= 1 << (j & 63)
 					part[i] += v
