@@ -107,6 +107,8 @@ type impactIndex struct {
 	states sync.Pool // *searchState
 
 	compactHook func() // tests: runs while a compaction has built its copy
+	searchHook  func() // tests: runs inside a search, after its first window
+	writeHook   func() // tests: runs as a write is about to take the write lock
 }
 
 // pair is one metadata key with one value.
@@ -151,6 +153,9 @@ func tdfKey(t, tid uint32) uint64 { return uint64(t)<<32 | uint64(tid) }
 // analysed terms, when the caller has them (nil: found in the postings,
 // slowly). The caller holds no lock and is the index's one writer.
 func (x *impactIndex) put(id, tenant string, meta map[string]string, lens docLens, f fieldFreqs, old *fieldFreqs) {
+	if x.writeHook != nil {
+		x.writeHook()
+	}
 	x.mu.Lock()
 	x.putLocked(id, tenant, meta, lens, nil, f, old)
 	x.mu.Unlock()
@@ -238,6 +243,9 @@ func cap16(n int) uint16 { return uint16(min(n, math.MaxUint16)) }
 // postings, slowly). The caller serialises writes (the store's writer
 // lock).
 func (x *impactIndex) apply(docs []spi.Document, built []*document.Document, lens []docLens, vers [][]byte, del []string, gone map[string]fieldFreqs) {
+	if x.writeHook != nil {
+		x.writeHook()
+	}
 	x.mu.Lock()
 	for i, d := range docs {
 		var old *fieldFreqs

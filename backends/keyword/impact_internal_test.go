@@ -257,13 +257,25 @@ func TestImpactIndexLoadsFromBleve(t *testing.T) {
 
 // A compaction of the postings does not stop searches: while it builds
 // the compacted copy (the hook runs then), a search runs and answers as
-// the index stands.
+// the index stands, pruned as exhaustive scoring answers; after the swap
+// the rebuilt blocks and bounds answer the same.
 func TestCompactionDoesNotBlockSearches(t *testing.T) {
 	x := newImpactIndex()
 	for i := range 4000 {
-		x.put(fmt.Sprintf("d%04d", i), "", nil, docLens{text: 2}, fieldFreqs{text: map[string]int{"common": 1, fmt.Sprintf("w%d", i%10): 1}}, nil)
+		f := fieldFreqs{text: map[string]int{"common": 1 + i%4, fmt.Sprintf("w%d", i%10): 1 + i%3}}
+		x.put(fmt.Sprintf("d%04d", i), "", nil, docLens{text: 2 + i%37}, f, nil)
 	}
 	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1}
+	same := func(when string) {
+		for _, q := range [][]string{{"w3"}, {"common", "w3"}, {"common", "w1", "w2"}} {
+			for _, k := range []int{1, 10, 1000} {
+				got, err := x.search(context.Background(), q, k, "", nil, p)
+				if want := x.searchExhaustive(q, k, "", nil, p); err != nil || !slices.Equal(got, want) || len(got) == 0 {
+					t.Errorf("%s: %v k=%d: pruned %v (%v), exhaustive %v", when, q, k, got[:min(3, len(got))], err, want[:min(3, len(want))])
+				}
+			}
+		}
+	}
 	hooked := 0
 	x.compactHook = func() {
 		hooked++
@@ -272,10 +284,7 @@ func TestCompactionDoesNotBlockSearches(t *testing.T) {
 			return
 		}
 		x.mu.RUnlock()
-		refs, err := x.search(context.Background(), []string{"w3"}, 1000, "", nil, p)
-		if err != nil || len(refs) == 0 {
-			t.Errorf("search during a compaction = %d refs, %v", len(refs), err)
-		}
+		same("during a compaction")
 	}
 	for i := range 2000 {
 		x.remove(fmt.Sprintf("d%04d", i), nil)
@@ -283,9 +292,55 @@ func TestCompactionDoesNotBlockSearches(t *testing.T) {
 	if hooked == 0 {
 		t.Fatal("2000 of 4000 documents removed and no compaction ran")
 	}
+	x.checkInvariants(t)
+	same("after the compaction")
 	refs, err := x.search(context.Background(), []string{"w3"}, 1000, "", nil, p)
 	if err != nil || len(refs) != 200 {
 		t.Fatalf("after the compaction: %d refs for w3, %v; want 200", len(refs), err)
+	}
+}
+
+// A search answers from one state while a write runs: a write arriving
+// while a search is between windows waits for it (the search answers as
+// before the write, although the write would seal new blocks of the
+// query's terms with higher bounds and put a new best document), and the
+// next search sees all of the write.
+func TestSearchAnswersOneStateWhileAWriteWaits(t *testing.T) {
+	x := newImpactIndex()
+	for i := range 3000 {
+		f := fieldFreqs{text: map[string]int{"alpha": 1, "beta": 1 + i%2, fmt.Sprintf("w%d", i%50): 1}}
+		x.put(fmt.Sprintf("d%04d", i), "", nil, docLens{text: 20 + i%30}, f, nil)
+	}
+	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1}
+	q := []string{"alpha", "beta", "w7"}
+	before := x.searchExhaustive(q, 10, "", nil, p)
+	writing := make(chan struct{})
+	wrote := make(chan struct{})
+	x.searchHook = func() {
+		x.searchHook = nil
+		go func() {
+			defer close(wrote)
+			x.writeHook = func() { close(writing) }
+			// 300 short documents holding the query's words often: new
+			// blocks, bounds above every old one, and the new best.
+			for i := range 300 {
+				f := fieldFreqs{text: map[string]int{"alpha": 5, "beta": 5, "w7": 5}}
+				x.put(fmt.Sprintf("new%03d", i), "", nil, docLens{text: 15}, f, nil)
+				x.writeHook = nil
+			}
+			x.remove("d0007", nil)
+		}()
+		<-writing // the writer is at the lock
+	}
+	got, err := x.search(context.Background(), q, 10, "", nil, p)
+	if err != nil || !slices.Equal(got, before) {
+		t.Fatalf("search while a write waited: %v (%v), want the state before it %v", got, err, before)
+	}
+	<-wrote
+	x.checkInvariants(t)
+	got, _ = x.search(context.Background(), q, 10, "", nil, p)
+	if after := x.searchExhaustive(q, 10, "", nil, p); !slices.Equal(got, after) || !strings.HasPrefix(got[0].ID, "new") {
+		t.Fatalf("after the write: %v, exhaustive %v", got, after)
 	}
 }
 

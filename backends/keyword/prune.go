@@ -322,6 +322,9 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 				return err
 			}
 		}
+		if win == 1 && x.searchHook != nil {
+			x.searchHook()
+		}
 		// The window: from upTo to the end of the first current block
 		// (at most w slots).
 		act := st.act[:0]
