@@ -18,17 +18,20 @@ import (
 // block_max_maxscore and Mallia et al., SIGIR 2019, do it; Ding & Suel,
 // SIGIR 2011, for the block-max idea).
 //
-// The slots are visited in windows. A window starts where the last one
-// ended and ends where the first of the query terms' current blocks ends,
-// so within it each term has one block and one bound: w · bound.score,
-// times a slack of 1 + 1e-9 that covers floating-point rounding. Once k
-// documents are held, θ is the k-th best score. Terms whose bounds sum
-// to less than θ are non-essential: a document holding only those cannot
-// enter, so only the essential terms' postings supply candidates, and a
-// window where all terms are non-essential is skipped without decoding a
-// block. A candidate is scored on its essential terms; the non-essential
-// ones are looked up, largest bound first, only while the score so far
-// plus the bounds left can still reach θ.
+// The slots are visited in windows of at most 4,096 slots. A window
+// starts where the last one ended and ends where the first of the query
+// terms' current blocks ends, so within it each term has one block and
+// one bound: w · bound.score, times a slack of 1 + 1e-9 that covers
+// floating-point rounding. Once k documents are held, θ is the k-th best
+// score. Terms whose bounds sum to less than θ are non-essential: a
+// document holding only those cannot enter, so only the essential terms'
+// postings supply candidates, and a window where all terms are
+// non-essential is skipped without decoding a block. The window then
+// stretches to the first essential block's end when the non-essential
+// bounds over the longer range (several of their blocks) still sum below
+// θ. Candidates are scored on their essential terms; the non-essential
+// ones are looked up, largest bound first, and a candidate is dropped
+// once its parts so far plus the bounds left fall below θ.
 //
 // Exactness: a document is passed over only when a true upper bound of
 // its score is below θ, strictly, so a document tying the k-th score (and
@@ -38,9 +41,10 @@ import (
 //
 // Candidates are the live slots, or the allowed set of a tenant and
 // metadata filter (the tenant's slots and the filter's pairs, bitmaps
-// made dense for the query): a candidate outside it is passed over
-// before scoring, and the essential cursors skip to the next allowed
-// slot, so a selective filter skips postings instead of scoring them.
+// made dense for the query): a posting outside it is passed over before
+// it is scored. Bounds and θ do not depend on the filter, so it cannot
+// make pruning wrong; a selective filter still costs the decoding of the
+// postings it passes over.
 
 // slack widens every bound against the rounding of the scores it bounds.
 const slack = 1 + 1e-9
@@ -317,7 +321,7 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 	theta := 0.0
 	var upTo uint64
 	for win := 0; ; win++ {
-		if win%256 == 255 {
+		if win%64 == 63 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
