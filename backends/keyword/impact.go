@@ -267,6 +267,9 @@ func (x *impactIndex) apply(docs []spi.Document, built []*document.Document, len
 
 // remove deletes a document if present; old as for put.
 func (x *impactIndex) remove(id string, old *fieldFreqs) {
+	if x.writeHook != nil {
+		x.writeHook()
+	}
 	x.mu.Lock()
 	x.removeLocked(id, old)
 	x.mu.Unlock()

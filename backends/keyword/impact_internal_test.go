@@ -301,19 +301,26 @@ func TestCompactionDoesNotBlockSearches(t *testing.T) {
 }
 
 // A search answers from one state while a write runs: a write arriving
-// while a search is between windows waits for it (the search answers as
-// before the write, although the write would seal new blocks of the
-// query's terms with higher bounds and put a new best document), and the
-// next search sees all of the write.
+// while a search is between windows waits for it, so the search answers
+// as before the write (which deletes the best documents, in slots the
+// search has not reached, and adds documents that seal new blocks of the
+// query's terms with higher bounds), and the next search sees all of it.
 func TestSearchAnswersOneStateWhileAWriteWaits(t *testing.T) {
 	x := newImpactIndex()
 	for i := range 3000 {
 		f := fieldFreqs{text: map[string]int{"alpha": 1, "beta": 1 + i%2, fmt.Sprintf("w%d", i%50): 1}}
 		x.put(fmt.Sprintf("d%04d", i), "", nil, docLens{text: 20 + i%30}, f, nil)
 	}
+	for i := range 5 {
+		f := fieldFreqs{text: map[string]int{"alpha": 3, "beta": 3, "w7": 3}}
+		x.put(fmt.Sprintf("top%d", i), "", nil, docLens{text: 12}, f, nil)
+	}
 	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1}
 	q := []string{"alpha", "beta", "w7"}
 	before := x.searchExhaustive(q, 10, "", nil, p)
+	if before[0].ID != "top0" {
+		t.Fatalf("the best document is %v, want top0", before[0])
+	}
 	writing := make(chan struct{})
 	wrote := make(chan struct{})
 	x.searchHook = func() {
@@ -321,14 +328,14 @@ func TestSearchAnswersOneStateWhileAWriteWaits(t *testing.T) {
 		go func() {
 			defer close(wrote)
 			x.writeHook = func() { close(writing) }
-			// 300 short documents holding the query's words often: new
-			// blocks, bounds above every old one, and the new best.
+			for i := range 5 {
+				x.remove(fmt.Sprintf("top%d", i), nil)
+				x.writeHook = nil
+			}
 			for i := range 300 {
 				f := fieldFreqs{text: map[string]int{"alpha": 5, "beta": 5, "w7": 5}}
 				x.put(fmt.Sprintf("new%03d", i), "", nil, docLens{text: 15}, f, nil)
-				x.writeHook = nil
 			}
-			x.remove("d0007", nil)
 		}()
 		<-writing // the writer is at the lock
 	}
