@@ -243,19 +243,30 @@ func unpack(src []uint64, v *[blockSize]uint32, w uint) []uint64 {
 
 // decode unpacks block i of p into slots and frequencies.
 func (p *postings) decode(i int, slots, tfT, tfX *[blockSize]uint32) {
+	p.decodeSlots(i, slots)
+	p.decodeFreqs(i, tfT, tfX)
+}
+
+// decodeSlots unpacks block i's slots.
+func (p *postings) decodeSlots(i int, slots *[blockSize]uint32) {
 	b := &p.blocks[i]
-	src := p.data[b.off:]
-	src = unpack(src, slots, uint(b.wd))
-	src = unpack(src, tfT, uint(b.wt))
-	unpack(src, tfX, uint(b.wx))
-	prev := int64(-1)
+	unpack(p.data[b.off:], slots, uint(b.wd))
+	prev := uint32(0)
 	if i > 0 {
-		prev = int64(p.blocks[i-1].last)
+		prev = p.blocks[i-1].last + 1
 	}
 	for j := range slots {
-		prev += int64(slots[j]) + 1
-		slots[j] = uint32(prev)
+		prev += slots[j]
+		slots[j] = prev
+		prev++
 	}
+}
+
+// decodeFreqs unpacks block i's title and text frequencies.
+func (p *postings) decodeFreqs(i int, tfT, tfX *[blockSize]uint32) {
+	b := &p.blocks[i]
+	src := unpack(p.data[b.off+2*uint32(b.wd):], tfT, uint(b.wt))
+	unpack(src, tfX, uint(b.wx))
 }
 
 // each calls fn with every posting of p in slot order.

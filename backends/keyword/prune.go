@@ -396,6 +396,7 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 		for _, c := range ess {
 			tv, th := vals[uint64(c.qi)*w:], held[uint64(c.qi)*hw:]
 			c.seek(uint32(start))
+			c.freqs()
 			for ; c.i < c.n; c.i++ {
 				s := c.slots[c.i]
 				if uint64(s) >= end {
@@ -437,6 +438,7 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 			for i, j := range cands {
 				slot := uint32(start + uint64(j))
 				if c.probe(slot) {
+					c.freqs()
 					v := c.w * sc.scoreAt(c.tfT[c.i], c.tfX[c.i], slot, lenT, lenX)
 					tv[j] = v
 					th[j>>6] |= 1 << (j & 63)
@@ -480,7 +482,8 @@ type cursor struct {
 	qi  int     // the term's place in the query
 	nb  int     // blocks, the tail counting as one
 	blk int     // current block (nb: exhausted)
-	dec int     // block decoded into the arrays, -1 for none
+	dec int     // block whose slots are decoded into the arrays, -1 for none
+	tfd int     // block whose frequencies are, -1 for none
 	n   int     // postings in the decoded block
 	i   int     // position in the decoded block
 	in  bool    // the cursor has a block in the current window
@@ -498,7 +501,7 @@ func (c *cursor) reset(p *postings, w float64, qi int) {
 	if len(p.tail) > 0 {
 		c.nb++
 	}
-	c.blk, c.dec, c.ubb = 0, -1, -1
+	c.blk, c.dec, c.tfd, c.ubb = 0, -1, -1, -1
 }
 
 // last returns the last slot of block b.
@@ -567,15 +570,26 @@ func (c *cursor) load() {
 		return
 	}
 	if c.blk < len(c.p.blocks) {
-		c.p.decode(c.blk, &c.slots, &c.tfT, &c.tfX)
+		c.p.decodeSlots(c.blk, &c.slots)
 		c.n = blockSize
+		c.tfd = -1
 	} else {
 		for j, e := range c.p.tail {
 			c.slots[j], c.tfT[j], c.tfX[j] = e.slot, uint32(e.tfT), uint32(e.tfX)
 		}
 		c.n = len(c.p.tail)
+		c.tfd = c.blk
 	}
 	c.dec, c.i = c.blk, 0
+}
+
+// freqs decodes the frequencies of the decoded block, unless they are:
+// a block looked up only for slots it does not hold never needs them.
+func (c *cursor) freqs() {
+	if c.tfd != c.dec {
+		c.p.decodeFreqs(c.dec, &c.tfT, &c.tfX)
+		c.tfd = c.dec
+	}
 }
 
 // seek positions the cursor on its first posting at or after target,
