@@ -236,6 +236,7 @@ func TestImpactIndexLoadsFromBleve(t *testing.T) {
 		built, lens := buildDoc(d, b.st.an)
 		put.put(d.ID, d.Tenant, d.Metadata, lens, freqsOf(built), nil)
 	}
+	loaded.checkInvariants(t)
 	if loaded.live != 3 || loaded.totT != put.totT || loaded.totX != put.totX {
 		t.Fatalf("loaded: live %d, lengths %d/%d; put: %d/%d", loaded.live, loaded.totT, loaded.totX, put.totT, put.totX)
 	}
