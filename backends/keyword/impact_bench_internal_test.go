@@ -37,7 +37,9 @@ import (
 // the exhaustive oracle runs beside the pruned search.
 //
 // It also reports the index's Go heap per document (after a GC, less the
-// heap before it was built) and logs where the bytes go.
+// heap before it was built) and logs where the bytes go. The heap figure
+// holds for the first layout a run builds: the sub-benchmarks of an
+// earlier layout may keep its index reachable.
 func BenchmarkImpactSearch(b *testing.B) {
 	ds, err := eval.LoadBEIR(spitest.CranfieldDir(b), "test")
 	if err != nil {
