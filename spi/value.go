@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,12 @@ const (
 	KindBool
 	KindTime
 	KindList
+
+	// kindInvalid is a value the JSON decoder read but could not accept
+	// (null, an object, a nested list, an integer beyond 64 bits, a bad
+	// time): s holds why. It lets a batch decode whole and fail only the
+	// document that holds it (Metadata.Validate).
+	kindInvalid Kind = 255
 )
 
 // String names the kind for messages.
@@ -311,14 +318,40 @@ func (v Value) appendJSON(b []byte) ([]byte, error) {
 // cannot be stored (the write path's per-document invalid_metadata).
 var ErrInvalidMetadata = errors.New("invalid metadata")
 
-// UnmarshalJSON reads the wire form; what it refuses wraps
-// ErrInvalidMetadata and quotes no value.
+// UnmarshalJSON reads the wire form. Well-formed JSON that is not a value
+// (null, an object other than {"$time": …}, a nested list, an integer
+// beyond 64 bits, a bad time) does not fail the decoding: it becomes an
+// invalid Value that Metadata.Validate reports (wrapping
+// ErrInvalidMetadata, quoting no value), so that one bad document fails
+// alone, not its whole batch.
 func (v *Value) UnmarshalJSON(b []byte) error {
 	x, err := parseValue(b, true)
 	if err != nil {
-		return err
+		if !json.Valid(b) {
+			return err
+		}
+		x = Value{kind: kindInvalid, s: strings.TrimPrefix(err.Error(), ErrInvalidMetadata.Error()+": ")}
 	}
 	*v = x
+	return nil
+}
+
+// Validate reports the first invalid value, in key order. The error wraps
+// ErrInvalidMetadata and names the key, never the value.
+func (m Metadata) Validate() error {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		switch v := m[k]; v.kind {
+		case kindInvalid:
+			return fmt.Errorf("%w: metadata key %q: %s", ErrInvalidMetadata, k, v.s)
+		case 0:
+			return fmt.Errorf("%w: metadata key %q: no value", ErrInvalidMetadata, k)
+		}
+	}
 	return nil
 }
 
