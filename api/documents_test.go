@@ -253,7 +253,7 @@ func TestUpsertDeadlineBeforeAnyWriteIs504(t *testing.T) {
 
 func TestGetDocument(t *testing.T) {
 	e := newEnv(t, nil)
-	e.store.docs["a"] = spi.Document{ID: "a", Title: "A", Text: "alpha", Vector: []float32{1, 2, 3, 4}, Metadata: map[string]string{"k": "v"}}
+	e.store.docs["a"] = spi.Document{ID: "a", Title: "A", Text: "alpha", Vector: []float32{1, 2, 3, 4}, Metadata: spi.Strings(map[string]string{"k": "v"})}
 	e.store.docs["a/b"] = spi.Document{ID: "a/b", Text: "slash"}
 	e.store.docs["acme-doc"] = spi.Document{ID: "acme-doc", Tenant: "acme"}
 	e.store.docs["delete"] = spi.Document{ID: "delete", Text: "named delete"}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/labstack/echo/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -33,8 +35,29 @@ const (
 type mcpSearchInput struct {
 	Text   string     `json:"text" jsonschema:"what to search for: a question or keywords"`
 	Limit  int        `json:"limit,omitempty" jsonschema:"number of hits, 1 to 20 (default 5)"`
-	Filter spi.Filter `json:"filter,omitempty" jsonschema:"metadata filter: every key must have one of its listed values"`
+	Filter spi.Filter `json:"filter,omitzero"`
 	Tenant string     `json:"tenant,omitempty" jsonschema:"search this tenant's documents (keys bound to a tenant always search their own)"`
+}
+
+// The tools' schemas where inference cannot see the wire form: a filter
+// (docs/api.md "Filters") and a metadata value (a string, number,
+// boolean, {"$time": "RFC 3339"} or a list of those) are JSON of their
+// own, not Go structs.
+var (
+	mcpTypeSchemas = map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[spi.Filter](): {Type: "object", Description: `metadata filter in the operator form of MongoDB/Chroma: {"lang": "en", "page": {"$gte": 3}, "$or": [{"dept": {"$in": ["a", "b"]}}, {"public": true}]}; operators $eq $ne $in $nin $gt $gte $lt $lte $exists $not $and $or; times as {"$time": "2024-01-01T00:00:00Z"} or, in a range, an RFC 3339 string; {"key": ["a", "b"]} is $in`},
+		reflect.TypeFor[spi.Value]():  {Description: `a string, number, boolean, {"$time": "RFC 3339"} or a list of those`},
+	}
+	mcpSearchSchema   = mustSchema[mcpSearchInput]()
+	mcpDocumentSchema = mustSchema[mcpDocument]()
+)
+
+func mustSchema[T any]() *jsonschema.Schema {
+	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: mcpTypeSchemas})
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
 
 // mcpHit is one search hit, cut to MCP's bounds.
@@ -71,12 +94,12 @@ type mcpGetInput struct {
 
 // mcpDocument is the get_document tool's answer.
 type mcpDocument struct {
-	ID        string            `json:"id"`
-	Title     string            `json:"title,omitempty"`
-	Text      string            `json:"text,omitempty"`
-	Truncated bool              `json:"truncated,omitempty" jsonschema:"text is the start of the document, cut at 8000 characters"`
-	Metadata  map[string]string `json:"metadata,omitempty"`
-	Tenant    string            `json:"tenant,omitempty"`
+	ID        string       `json:"id"`
+	Title     string       `json:"title,omitempty"`
+	Text      string       `json:"text,omitempty"`
+	Truncated bool         `json:"truncated,omitempty" jsonschema:"text is the start of the document, cut at 8000 characters"`
+	Metadata  spi.Metadata `json:"metadata,omitempty"`
+	Tenant    string       `json:"tenant,omitempty"`
 }
 
 // mountMCP serves the MCP endpoint. It authenticates like every route
@@ -125,6 +148,7 @@ func (s *Server) mcpServer(p *Principal, cache *mcp.SchemaCache) *mcp.Server {
 			"sources says which and why), then get_document to read one.",
 	})
 	mcp.AddTool(srv, &mcp.Tool{
+		InputSchema: mcpSearchSchema,
 		Name:        "search",
 		Description: "Search the document collection (hybrid: semantic, keyword and graph retrieval fused). Returns at most 20 hits with snippets, and each source's status, so a partial answer is visible.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
@@ -133,9 +157,10 @@ func (s *Server) mcpServer(p *Principal, cache *mcp.SchemaCache) *mcp.Server {
 		return nil, out, err
 	})
 	mcp.AddTool(srv, &mcp.Tool{
-		Name:        "get_document",
-		Description: "Read one document by id: title, metadata and text (cut at 8000 characters).",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
+		OutputSchema: mcpDocumentSchema,
+		Name:         "get_document",
+		Description:  "Read one document by id: title, metadata and text (cut at 8000 characters).",
+		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
 	}, func(ctx context.Context, _ *mcp.CallToolRequest, in mcpGetInput) (*mcp.CallToolResult, mcpDocument, error) {
 		out, err := s.mcpGet(ctx, p, in)
 		return nil, out, err

@@ -10,8 +10,9 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// maxQueryDepth bounds the nesting of a query body. The deepest a valid
-// query goes is 3 (sources → vector → weight, filter → key → values).
+// maxQueryDepth bounds the nesting of a query body outside the filter
+// (which spi.ReadFilter bounds). The deepest a valid query goes there is
+// 3 (sources → vector → weight).
 const maxQueryDepth = 8
 
 // errQueryShape stops the walk at input decodeBody will refuse anyway
@@ -62,59 +63,34 @@ func walkQuery(d *jsontext.Decoder) error {
 	return nil
 }
 
-// walkFilter bounds an object of arrays of strings.
+// walkFilter reads the filter with spi.ReadFilter, which refuses it at
+// the first token past one of its bounds (depth, conditions, values, key
+// and string sizes) or against the language, with the place. Malformed
+// JSON is left to the decoder.
 func walkFilter(d *jsontext.Decoder) error {
-	if d.PeekKind() != '{' {
-		return skipValue(d)
+	_, err := spi.ReadFilter(d)
+	var fe *spi.FilterError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fe):
+		return filterError(fe)
 	}
-	if _, err := d.ReadToken(); err != nil {
-		return errQueryShape
+	return errQueryShape
+}
+
+// filterError is the 400 of a filter that breaks the language or a bound.
+func filterError(fe *spi.FilterError) *apiError {
+	field := "filter"
+	if fe.Path != "" {
+		field += "." + fe.Path
 	}
-	for keys := 1; d.PeekKind() == '"'; keys++ {
-		off := d.InputOffset()
-		key, err := d.ReadToken()
-		if err != nil {
-			return errQueryShape
-		}
-		if keys > spi.MaxFilterKeys {
-			return boundError("invalid_filter", "filter", off, "more than %d keys", spi.MaxFilterKeys)
-		}
-		if n := len(key.String()); n > spi.MaxFilterKeyBytes {
-			return boundError("invalid_filter", "filter", off, "a key of %d bytes, at most %d allowed", n, spi.MaxFilterKeyBytes)
-		}
-		if d.PeekKind() != '[' {
-			if err := skipValue(d); err != nil {
-				return err
-			}
-			continue
-		}
-		if _, err := d.ReadToken(); err != nil {
-			return errQueryShape
-		}
-		for values := 1; d.PeekKind() != ']'; values++ {
-			off := d.InputOffset()
-			if values > spi.MaxFilterValues {
-				return boundError("invalid_filter", "filter", off, "a key with more than %d values", spi.MaxFilterValues)
-			}
-			if d.PeekKind() != '"' {
-				if err := skipValue(d); err != nil {
-					return err
-				}
-				continue
-			}
-			v, err := d.ReadToken()
-			if err != nil {
-				return errQueryShape
-			}
-			if n := len(v.String()); n > spi.MaxFilterValueBytes {
-				return boundError("invalid_filter", "filter", off, "a value of %d bytes, at most %d allowed", n, spi.MaxFilterValueBytes)
-			}
-		}
-		if _, err := d.ReadToken(); err != nil {
-			return errQueryShape
-		}
+	e := fieldError("invalid_filter", field, "%s", fe.Error())
+	if fe.Offset >= 0 {
+		off := fe.Offset
+		e.Detail.Offset = &off
 	}
-	return skipValue(d) // the closing brace, or whatever the decoder will refuse
+	return e
 }
 
 // walkSources bounds the number of per-source options: one per source.

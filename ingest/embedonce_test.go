@@ -75,7 +75,7 @@ func TestMetadataChangeKeepsTheVector(t *testing.T) {
 	first := r.p.Upsert(ctx, []spi.Document{a, b}, none)
 	stored := hydrate(t, r, "a")
 
-	a.Metadata = map[string]string{"lang": "en"}
+	a.Metadata = spi.Strings(map[string]string{"lang": "en"})
 	b.Text = "aerodynamics of a different wing"
 	res := r.p.Upsert(ctx, []spi.Document{a, b}, none)
 	if got := statuses(res); got != "a:ok b:ok" {

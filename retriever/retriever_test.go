@@ -623,7 +623,7 @@ func TestStageTwo(t *testing.T) {
 		s := newStack()
 		s.gr.expand = fault{Refs: refs("graph_expand", "f", "c")}
 		r := mustNew(t, s.config())
-		filter := spi.Filter{"lang": {"en", "de"}, "kind": {"paper"}}
+		filter := spi.StringFilter(map[string][]string{"lang": {"en", "de"}, "kind": {"paper"}})
 		res := mustRetrieve(t, r, retriever.Query{Text: "q", Tenant: "t1", Filter: filter})
 		if st := res.Sources[spi.SourceGraphExpand]; st.Status != retriever.StatusOK || st.Returned != 2 || s.gr.expandProbe.calls.Load() != 1 {
 			t.Errorf("graph_expand = %+v, %d calls; want ok with 2 refs after one call", st, s.gr.expandProbe.calls.Load())

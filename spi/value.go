@@ -270,9 +270,10 @@ func (v Value) EqualityKey() string {
 	return ""
 }
 
-// timeLayout writes a time value: RFC 3339 in UTC, fraction only as long
-// as needed, at most microseconds.
-const timeLayout = "2006-01-02T15:04:05.999999Z07:00"
+// TimeLayout writes a time value: RFC 3339 in UTC with six fraction
+// digits, a fixed width, so that the strings of two times order as the
+// instants do (stores that compare times as strings rely on it).
+const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
 
 // MarshalJSON writes the wire form.
 func (v Value) MarshalJSON() ([]byte, error) {
@@ -287,7 +288,13 @@ func (v Value) appendJSON(b []byte) ([]byte, error) {
 	case KindInt:
 		return strconv.AppendInt(b, v.i, 10), nil
 	case KindFloat:
+		// A fraction or a negative exponent always: a store that keeps
+		// numbers as decimals (PostgreSQL's jsonb writes 1e+21 as
+		// 1000000000000000000000) then still writes it back as a float.
 		s := strconv.FormatFloat(v.f, 'g', -1, 64)
+		if strings.Contains(s, "e+") {
+			s = strconv.FormatFloat(v.f, 'f', -1, 64)
+		}
 		if !strings.ContainsAny(s, ".eE") {
 			s += ".0"
 		}
@@ -296,7 +303,7 @@ func (v Value) appendJSON(b []byte) ([]byte, error) {
 		return strconv.AppendBool(b, v.i != 0), nil
 	case KindTime:
 		b = append(b, `{"$time":"`...)
-		b = v.TimeValue().AppendFormat(b, timeLayout)
+		b = v.TimeValue().AppendFormat(b, TimeLayout)
 		return append(b, `"}`...), nil
 	case KindList:
 		b = append(b, '[')

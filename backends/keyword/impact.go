@@ -97,6 +97,8 @@ type impactIndex struct {
 
 	pairs    map[pair]uint32
 	pairBits []*roaring.Bitmap
+	pairVal  []spi.Value         // pair p's scalar (zero for a presence pair)
+	keyPairs map[string][]uint32 // each key's pairs, for ranges
 
 	tags   map[[8]byte]uint32
 	tagOf  [][8]byte // tagOf[0] is unused (no version)
@@ -111,15 +113,30 @@ type impactIndex struct {
 	writeHook   func() // tests: runs as a write is about to take the write lock
 }
 
-// pair is one metadata key with one value.
+// pair is one metadata key with one value's spi.Value.EqualityKey, or
+// with "" for the key's presence: a slot holds the pairs rowPairs gives
+// its metadata.
 type pair struct{ key, val string }
+
+// rowPairs returns the pairs metadata md holds (each once), with the
+// scalar each equality pair stands for.
+func rowPairs(md spi.Metadata) map[pair]spi.Value {
+	out := make(map[pair]spi.Value, 2*len(md))
+	for k, v := range md {
+		out[pair{k, ""}] = spi.Value{}
+		for _, it := range v.Scalars() {
+			out[pair{k, it.EqualityKey()}] = it
+		}
+	}
+	return out
+}
 
 func newImpactIndex() *impactIndex {
 	return &impactIndex{
 		ids: newIDTable(), metaOff: []uint32{0},
 		termIdx: map[string]uint32{}, tdf: map[uint64]int32{},
 		tenants: map[string]uint32{"": 0}, tLive: []int{0}, tTotT: []int64{0}, tTotX: []int64{0},
-		tBits: []*roaring.Bitmap{roaring.New()}, pairs: map[pair]uint32{},
+		tBits: []*roaring.Bitmap{roaring.New()}, pairs: map[pair]uint32{}, keyPairs: map[string][]uint32{},
 		tags: map[[8]byte]uint32{}, tagOf: [][8]byte{{}},
 	}
 }
@@ -152,7 +169,7 @@ func tdfKey(t, tid uint32) uint64 { return uint64(t)<<32 | uint64(tid) }
 // put adds or replaces a document. old is the replaced document's
 // analysed terms, when the caller has them (nil: found in the postings,
 // slowly). The caller holds no lock and is the index's one writer.
-func (x *impactIndex) put(id, tenant string, meta map[string]string, lens docLens, f fieldFreqs, old *fieldFreqs) {
+func (x *impactIndex) put(id, tenant string, meta spi.Metadata, lens docLens, f fieldFreqs, old *fieldFreqs) {
 	if x.writeHook != nil {
 		x.writeHook()
 	}
@@ -162,7 +179,7 @@ func (x *impactIndex) put(id, tenant string, meta map[string]string, lens docLen
 	x.compactWhenDue()
 }
 
-func (x *impactIndex) putLocked(id, tenant string, meta map[string]string, lens docLens, ver []byte, f fieldFreqs, old *fieldFreqs) {
+func (x *impactIndex) putLocked(id, tenant string, meta spi.Metadata, lens docLens, ver []byte, f fieldFreqs, old *fieldFreqs) {
 	x.removeLocked(id, old)
 	slot := x.ids.appendSlot(id)
 	t, ok := x.tenants[tenant]
@@ -182,12 +199,14 @@ func (x *impactIndex) putLocked(id, tenant string, meta map[string]string, lens 
 	x.lenX = append(x.lenX, lx)
 	tag, seq := x.version(ver)
 	x.verTag, x.verSeq = append(x.verTag, tag), append(x.verSeq, seq)
-	for k, v := range meta {
-		p, ok := x.pairs[pair{k, v}]
+	for pk, v := range rowPairs(meta) {
+		p, ok := x.pairs[pk]
 		if !ok {
 			p = uint32(len(x.pairBits))
-			x.pairs[pair{k, v}] = p
+			x.pairs[pk] = p
 			x.pairBits = append(x.pairBits, roaring.New())
+			x.pairVal = append(x.pairVal, v)
+			x.keyPairs[pk.key] = append(x.keyPairs[pk.key], p)
 		}
 		x.pairBits[p].Add(slot)
 		x.metaIDs = append(x.metaIDs, p)
@@ -519,7 +538,7 @@ func loadImpact(ctx context.Context, idx bleve.Index) (*impactIndex, error) {
 			return nil, fmt.Errorf("document %q: %v", ext, err)
 		}
 		var tenant string
-		var meta map[string]string
+		var meta spi.Metadata
 		var lens docLens
 		var ver []byte
 		var bad []string

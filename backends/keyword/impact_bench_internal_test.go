@@ -102,7 +102,7 @@ func BenchmarkImpactSearch(b *testing.B) {
 				d.Tenant = "acme"
 				if layout == "3tenants" {
 					d.Tenant = fmt.Sprint("t", n%3)
-					d.Metadata = map[string]string{"part": strconv.Itoa(n % 20)}
+					d.Metadata = spi.Strings(map[string]string{"part": strconv.Itoa(n % 20)})
 				}
 				n++
 				batch = append(batch, d)
@@ -125,7 +125,7 @@ func BenchmarkImpactSearch(b *testing.B) {
 			}
 			runs := []run{{tenant: "acme"}}
 			if layout == "3tenants" {
-				runs = []run{{tenant: "t1"}, {}, {filter: spi.Filter{"part": {"7"}}}}
+				runs = []run{{tenant: "t1"}, {}, {filter: spi.StringFilter(map[string][]string{"part": {"7"}})}}
 			}
 			for _, r := range runs {
 				for _, k := range []int{10, 100} {

@@ -138,7 +138,7 @@ func TestImpactIndexMatchesTheFormula(t *testing.T) {
 			case 1:
 				tenant = "t1"
 			case 2:
-				filter = spi.Filter{"lang": {"en"}}
+				filter = spi.StringFilter(map[string][]string{"lang": {"en"}})
 			}
 			got, err := x.search(context.Background(), tokens, 10, tenant, filter, p)
 			if err != nil {
@@ -216,7 +216,7 @@ func TestImpactIndexLoadsFromBleve(t *testing.T) {
 	defer b.Close()
 	docs := []spi.Document{
 		{ID: "a", Title: "Shock waves", Text: "The shock wave of a blunt body in supersonic flow.", Tenant: "t1"},
-		{ID: "b", Title: "Boundary layers", Text: "Laminar boundary layer flow, boundary layer transition.", Metadata: map[string]string{"lang": "en"}},
+		{ID: "b", Title: "Boundary layers", Text: "Laminar boundary layer flow, boundary layer transition.", Metadata: spi.Strings(map[string]string{"lang": "en"})},
 		{ID: "c", Title: "Flutter", Text: "Panel flutter at supersonic speeds; shock interaction."},
 		{ID: "d", Text: "Gone soon."},
 	}
@@ -251,7 +251,7 @@ func TestImpactIndexLoadsFromBleve(t *testing.T) {
 	if got, _ := loaded.search(ctx, []string{"shock"}, 10, "t1", nil, p); len(got) != 1 || got[0].ID != "a" {
 		t.Fatalf("tenant t1: %v", got)
 	}
-	if got, _ := loaded.search(ctx, []string{"flow"}, 10, "", spi.Filter{"lang": {"en"}}, p); len(got) != 1 || got[0].ID != "b" {
+	if got, _ := loaded.search(ctx, []string{"flow"}, 10, "", spi.StringFilter(map[string][]string{"lang": {"en"}}), p); len(got) != 1 || got[0].ID != "b" {
 		t.Fatalf("filter: %v", got)
 	}
 }
@@ -367,7 +367,7 @@ func TestLoadImpactRejectsUndecodableFields(t *testing.T) {
 			}
 			defer idx.Close()
 			an := idx.Mapping().AnalyzerNamed("en")
-			good, _ := buildDoc(spi.Document{ID: "good", Text: "fine", Metadata: map[string]string{"lang": "en"}}, an)
+			good, _ := buildDoc(spi.Document{ID: "good", Text: "fine", Metadata: spi.Strings(map[string]string{"lang": "en"})}, an)
 			bad := document.NewDocument("bad")
 			bad.AddField(document.NewTextFieldCustom(fieldText, nil, []byte("broken"), optsText, an))
 			bad.AddField(document.NewTextFieldCustom(field.name, nil, []byte(field.value), optsStored, nil))

@@ -20,7 +20,7 @@ func corpus() []spi.Document { return append(filler(300), handMade()...) }
 var probes = []spi.KeywordRequest{
 	{Text: "running river", K: 10},
 	{Text: "alpha omega", K: 20, Tenant: "t1"},
-	{Text: "widget", K: 10, Filter: spi.Filter{"lang": {"en", "fr"}}},
+	{Text: "widget", K: 10, Filter: spi.StringFilter(map[string][]string{"lang": {"en", "fr"}})},
 }
 
 // snapshot records the probe results, to compare an index before and after

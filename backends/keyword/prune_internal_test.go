@@ -234,11 +234,11 @@ func prunedEqualsExhaustive(t *testing.T, seed uint64) {
 			var filter spi.Filter
 			switch rng.IntN(4) {
 			case 1:
-				filter = spi.Filter{"lang": {"en"}}
+				filter = spi.StringFilter(map[string][]string{"lang": {"en"}})
 			case 2:
-				filter = spi.Filter{"lang": {"de", "fr"}, "rare": {"yes"}}
+				filter = spi.StringFilter(map[string][]string{"lang": {"de", "fr"}, "rare": {"yes"}})
 			case 3:
-				filter = spi.Filter{"lang": {"none"}}
+				filter = spi.StringFilter(map[string][]string{"lang": {"none"}})
 			}
 			p := params[rng.IntN(len(params))]
 			k := []int{1, 2, 5, 10, 50}[rng.IntN(5)]

@@ -17,10 +17,10 @@ import (
 func loadCorpus(t *testing.T, url string, extra ...string) {
 	t.Helper()
 	file := writeJSONL(t, t.TempDir(), "corpus.jsonl",
-		spi.Document{ID: "bl", Title: "Boundary layer transition on a flat plate", Text: "Transition of the laminar boundary layer to turbulence.", Metadata: map[string]string{"topic": "flow"}},
-		spi.Document{ID: "ht", Title: "Heat transfer in hypersonic flow", Text: "Stagnation point heat transfer measured in a shock tube.", Metadata: map[string]string{"topic": "heat"}},
-		spi.Document{ID: "wf", Title: "Wing flutter", Text: "Flutter of swept wings at transonic speeds.", Metadata: map[string]string{"topic": "structures"}},
-		spi.Document{ID: "sw", Title: "Shock waves and boundary layers", Text: "Interaction of an oblique shock wave with a turbulent boundary layer.", Metadata: map[string]string{"topic": "flow"}},
+		spi.Document{ID: "bl", Title: "Boundary layer transition on a flat plate", Text: "Transition of the laminar boundary layer to turbulence.", Metadata: spi.Strings(map[string]string{"topic": "flow"})},
+		spi.Document{ID: "ht", Title: "Heat transfer in hypersonic flow", Text: "Stagnation point heat transfer measured in a shock tube.", Metadata: spi.Strings(map[string]string{"topic": "heat"})},
+		spi.Document{ID: "wf", Title: "Wing flutter", Text: "Flutter of swept wings at transonic speeds.", Metadata: spi.Strings(map[string]string{"topic": "structures"})},
+		spi.Document{ID: "sw", Title: "Shock waves and boundary layers", Text: "Interaction of an oblique shock wave with a turbulent boundary layer.", Metadata: spi.Strings(map[string]string{"topic": "flow"})},
 	)
 	// Queries follow at once: wait for the keyword and graph stores.
 	args := append([]string{"ingest", file, "--server", url, "--wait", "30s"}, extra...)

@@ -197,15 +197,15 @@ func detect(line []byte) Format {
 
 // jsonlDoc mirrors spi.Document so unknown keys can be rejected.
 type jsonlDoc struct {
-	ID        string            `json:"id"`
-	Tenant    string            `json:"tenant"`
-	Title     string            `json:"title"`
-	Text      string            `json:"text"`
-	Metadata  map[string]string `json:"metadata"`
-	Vector    []float32         `json:"vector"`
-	Entities  []string          `json:"entities"`
-	Links     []string          `json:"links"`
-	UpdatedAt time.Time         `json:"updated_at"`
+	ID        string       `json:"id"`
+	Tenant    string       `json:"tenant"`
+	Title     string       `json:"title"`
+	Text      string       `json:"text"`
+	Metadata  spi.Metadata `json:"metadata"`
+	Vector    []float32    `json:"vector"`
+	Entities  []string     `json:"entities"`
+	Links     []string     `json:"links"`
+	UpdatedAt time.Time    `json:"updated_at"`
 }
 
 type beirDoc struct {
@@ -238,9 +238,9 @@ func parseLine(line []byte, format Format) (spi.Document, error) {
 				continue
 			}
 			if doc.Metadata == nil {
-				doc.Metadata = make(map[string]string, len(b.Metadata))
+				doc.Metadata = make(spi.Metadata, len(b.Metadata))
 			}
-			doc.Metadata[k] = v
+			doc.Metadata[k] = spi.String(v)
 		}
 		return doc, nil
 	default:

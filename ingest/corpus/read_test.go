@@ -44,7 +44,7 @@ not json
 	if a.err != nil || a.line.Number != 1 || a.line.Offset != 0 {
 		t.Fatalf("first item = %+v", a)
 	}
-	want := spi.Document{ID: "a", Title: "T", Text: "x", Metadata: map[string]string{"lang": "en"}, Vector: []float32{1, 2},
+	want := spi.Document{ID: "a", Title: "T", Text: "x", Metadata: spi.Strings(map[string]string{"lang": "en"}), Vector: []float32{1, 2},
 		Entities: []string{"e"}, Links: []string{"b"}, UpdatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	if fmt.Sprintf("%+v", a.line.Doc) != fmt.Sprintf("%+v", want) {
 		t.Fatalf("doc = %+v\nwant %+v", a.line.Doc, want)

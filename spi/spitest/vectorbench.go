@@ -23,7 +23,7 @@ func CranfieldVectors(tb testing.TB) (docs []spi.Document, queries [][]float32) 
 	var texts, qtexts []string
 	readJSONL(tb, filepath.Join(dir, "corpus.jsonl"), func(r map[string]string) {
 		docs = append(docs, spi.Document{ID: r["_id"], Title: r["title"], Text: r["text"],
-			Metadata: map[string]string{"corpus": "cranfield"}})
+			Metadata: spi.Strings(map[string]string{"corpus": "cranfield"})})
 		texts = append(texts, r["title"]+". "+r["text"])
 	})
 	readJSONL(tb, filepath.Join(dir, "queries.jsonl"), func(r map[string]string) { qtexts = append(qtexts, r["text"]) })

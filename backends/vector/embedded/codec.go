@@ -13,14 +13,21 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// recordVersion is the first byte of every record.
-const recordVersion = 1
+// recordVersion is the first byte of a record whose metadata values are
+// all strings (the only record of earlier releases); typedRecordVersion
+// that of a record with some typed value, whose metadata values are
+// written as their JSON (spi.Value).
+const (
+	recordVersion      = 1
+	typedRecordVersion = 2
+)
 
 // A record is
 //
 //	version byte
 //	uvarint len, tenant
 //	uvarint n, then n × (uvarint len, key, uvarint len, value)   metadata
+//	    (version 1: the string; version 2: the value's JSON)
 //	dim × float32 little-endian                                   raw vector
 //	JSON body: title, text, entities, links, updated_at
 //
@@ -45,17 +52,33 @@ func encodeRecord(d *spi.Document) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	version := byte(recordVersion)
+	vals := make(map[string]string, len(d.Metadata))
+	for _, v := range d.Metadata {
+		if v.Kind() != spi.KindString {
+			version = typedRecordVersion
+		}
+	}
 	n := 1 + 10 + len(d.Tenant) + 10 + 4*len(d.Vector) + len(js)
 	for k, v := range d.Metadata {
-		n += 20 + len(k) + len(v)
+		s := v.Str()
+		if version == typedRecordVersion {
+			raw, err := v.MarshalJSON()
+			if err != nil {
+				return nil, err
+			}
+			s = string(raw)
+		}
+		vals[k] = s
+		n += 20 + len(k) + len(s)
 	}
 	buf := make([]byte, 0, n)
-	buf = append(buf, recordVersion)
+	buf = append(buf, version)
 	buf = appendString(buf, d.Tenant)
 	buf = binary.AppendUvarint(buf, uint64(len(d.Metadata)))
-	for _, k := range slices.Sorted(maps.Keys(d.Metadata)) {
+	for _, k := range slices.Sorted(maps.Keys(vals)) {
 		buf = appendString(buf, k)
-		buf = appendString(buf, d.Metadata[k])
+		buf = appendString(buf, vals[k])
 	}
 	for _, x := range d.Vector {
 		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
@@ -100,15 +123,16 @@ func (r *reader) string() string {
 // header is the part of a record the index keeps in memory.
 type header struct {
 	tenant   string
-	metadata map[string]string
+	metadata spi.Metadata
 	rest     []byte // the JSON body, aliasing the input
 }
 
 // decodeHeader parses a record's header, appending its vector to vec.
 func decodeHeader(rec []byte, dim int, vec []float32) (header, []float32, error) {
-	if len(rec) == 0 || rec[0] != recordVersion {
+	if len(rec) == 0 || (rec[0] != recordVersion && rec[0] != typedRecordVersion) {
 		return header{}, vec, fmt.Errorf("unknown record version")
 	}
+	typed := rec[0] == typedRecordVersion
 	r := &reader{b: rec[1:]}
 	var h header
 	h.tenant = r.string()
@@ -117,10 +141,18 @@ func decodeHeader(rec []byte, dim int, vec []float32) (header, []float32, error)
 		r.err = errShort
 	}
 	if r.err == nil && n > 0 {
-		h.metadata = make(map[string]string, n)
+		h.metadata = make(spi.Metadata, n)
 		for range n {
-			k := r.string()
-			h.metadata[k] = r.string()
+			k, s := r.string(), r.string()
+			if !typed {
+				h.metadata[k] = spi.String(s)
+				continue
+			}
+			var v spi.Value
+			if r.err == nil && (json.Unmarshal([]byte(s), &v) != nil || (spi.Metadata{k: v}).Validate() != nil) {
+				r.err = errors.New("record metadata: not a value")
+			}
+			h.metadata[k] = v
 		}
 	}
 	if r.err != nil {

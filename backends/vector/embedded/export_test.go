@@ -22,10 +22,9 @@ func FullScan(s *Store, req spi.VectorRequest) ([]spi.Ref, error) {
 	if s.cfg.Distance == Cosine {
 		normalizeInPlace(q)
 	}
-	filter := compileFilter(req.Filter)
 	t := newHits(req.K)
 	err := s.Scan(context.Background(), func(d spi.Document) error {
-		if (req.Tenant != "" && d.Tenant != req.Tenant) || !matchTerms(filter, d.Metadata) {
+		if (req.Tenant != "" && d.Tenant != req.Tenant) || !req.Filter.Match(d.Metadata) {
 			return nil
 		}
 		row := d.Vector

@@ -23,7 +23,7 @@ type index struct {
 	normalize bool
 	ids       []string
 	tenants   []uint32
-	meta      []map[string]string
+	meta      []spi.Metadata
 	codes     []int8
 	quant     []rowQuant
 	pos       map[string]int
@@ -33,7 +33,7 @@ type index struct {
 }
 
 func newIndex(dim int, normalize bool) *index {
-	return &index{dim: dim, normalize: normalize, pos: map[string]int{}, post: postings{}, tenantIDs: map[string]uint32{"": 0}}
+	return &index{dim: dim, normalize: normalize, pos: map[string]int{}, post: newPostings(), tenantIDs: map[string]uint32{"": 0}}
 }
 
 func (ix *index) len() int { return len(ix.ids) }
@@ -61,7 +61,7 @@ func (ix *index) tenantID(t string) uint32 {
 
 // put inserts or replaces a row: vec's codes are computed (from vec
 // normalised, for cosine) and vec itself is not kept.
-func (ix *index) put(id, tenant string, md map[string]string, vec []float32) {
+func (ix *index) put(id, tenant string, md spi.Metadata, vec []float32) {
 	i, ok := ix.pos[id]
 	if !ok {
 		i = len(ix.ids)
@@ -73,15 +73,16 @@ func (ix *index) put(id, tenant string, md map[string]string, vec []float32) {
 		ix.quant = append(ix.quant, rowQuant{})
 	}
 	ix.tenants[i] = ix.tenantID(tenant)
-	old, nrows := ix.meta[i], len(ix.ids)
-	for k, v := range old {
-		if nv, ok := md[k]; !ok || nv != v {
-			ix.post.del(i, k, v, nrows)
+	old, nrows := rowPairs(ix.meta[i]), len(ix.ids)
+	now := rowPairs(md)
+	for pk := range old {
+		if _, ok := now[pk]; !ok {
+			ix.post.del(i, pk, nrows)
 		}
 	}
-	for k, v := range md {
-		if ov, ok := old[k]; !ok || ov != v {
-			ix.post.add(i, k, v, nrows)
+	for pk, v := range now {
+		if _, ok := old[pk]; !ok {
+			ix.post.add(i, pk, v, nrows)
 		}
 	}
 	ix.meta[i] = md
@@ -100,8 +101,8 @@ func (ix *index) remove(id string) {
 		return
 	}
 	last := len(ix.ids) - 1
-	for k, v := range ix.meta[i] {
-		ix.post.del(i, k, v, len(ix.ids))
+	for pk := range rowPairs(ix.meta[i]) {
+		ix.post.del(i, pk, len(ix.ids))
 	}
 	if i != last {
 		ix.post.move(last, i, ix.meta[last])
@@ -197,36 +198,9 @@ type query struct {
 	tenant     uint32
 	tenantName string
 	anyTen     bool
-	filter     []term
+	filter     spi.Filter
 	rows       []uint64 // the rows filter matches (candidates sets it)
 	l2         bool
-}
-
-// term is one filter key with its accepted values. A compiled filter is
-// spi.Filter.Match without the per-row map iteration.
-type term struct {
-	key  string
-	vals []string
-}
-
-func compileFilter(f spi.Filter) []term {
-	terms := make([]term, 0, len(f))
-	for _, k := range f.Keys() {
-		terms = append(terms, term{key: k, vals: f[k]})
-	}
-	return terms
-}
-
-// matchTerms checks a record's metadata; rescore.go checks each candidate
-// again with it, the scan having taken the matching rows from the
-// postings.
-func matchTerms(terms []term, md map[string]string) bool {
-	for _, t := range terms {
-		if v, ok := md[t.key]; !ok || !slices.Contains(t.vals, v) {
-			return false
-		}
-	}
-	return true
 }
 
 // minParallelWork is the number of multiply-adds below which a search runs
@@ -247,8 +221,8 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 	}
 	qq := newQuantQuery(q.vec)
 	q.rows = nil
-	if len(q.filter) > 0 {
-		q.rows = ix.post.rows(q.filter, n)
+	if !q.filter.IsEmpty() {
+		q.rows = ix.post.rows(q.filter.Root(), n)
 	}
 	found := make([][]candidate, parts)
 	floors := make([]lowerBounds, parts)
