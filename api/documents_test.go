@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -38,7 +39,7 @@ func TestUpsertAllOK(t *testing.T) {
 		t.Fatalf("writer calls %+v", calls)
 	}
 	a := calls[0][0]
-	if a.Metadata["lang"] != "en" || len(a.Vector) != 4 || a.Entities[0] != "x" || a.Links[0] != "b" || calls[0][1].Tenant != "t1" || calls[0][1].UpdatedAt.Year() != 2026 {
+	if !a.Metadata["lang"].Equal(spi.String("en")) || len(a.Vector) != 4 || a.Entities[0] != "x" || a.Links[0] != "b" || calls[0][1].Tenant != "t1" || calls[0][1].UpdatedAt.Year() != 2026 {
 		t.Fatalf("documents reached the writer as %+v", calls[0])
 	}
 }
@@ -128,11 +129,11 @@ func TestUpsertBadBodies(t *testing.T) {
 		{"duplicate ids", `{"documents":[{"id":"a","text":"x"},{"id":"b","text":"y"},{"id":"a","text":"z"}]}`, api.CodeDuplicateID, "documents[2].id"},
 		{"unknown document field", `{"documents":[{"id":"a","txt":"x"}]}`, api.CodeUnknownField, "documents[0].txt"},
 		{"unknown top-level field", `{"documents":[{"id":"a"}],"upsert":true}`, api.CodeUnknownField, "upsert"},
-		{"metadata not strings", `{"documents":[{"id":"a","metadata":{"n":1}}]}`, "invalid_documents", "documents[0].metadata.n"},
+		{"metadata not an object", `{"documents":[{"id":"a","metadata":5}]}`, "invalid_documents", "documents[0].metadata"},
 		{"vector overflow", `{"documents":[{"id":"a","vector":[1e999]}]}`, "invalid_documents", "documents[0].vector[0]"},
 		{"entities not strings", `{"documents":[{"id":"a","entities":[1]}]}`, "invalid_documents", "documents[0].entities[0]"},
 		{"malformed", `{"documents":[{"id":"a"}`, api.CodeMalformedJSON, ""},
-		{"second document's field", `{"documents":[{"id":"a"},{"id":"b","metadata":{"lang":["en"]}}]}`, "invalid_documents", "documents[1].metadata.lang"},
+		{"second document's field", `{"documents":[{"id":"a"},{"id":"b","entities":[1]}]}`, "invalid_documents", "documents[1].entities[0]"},
 		{"null body", `null`, api.CodeInvalidBody, ""},
 		{"bad timestamp", `{"documents":[{"id":"a","updated_at":"yesterday"}]}`, "invalid_documents", "documents[0].updated_at"},
 		{"timestamp not a string", `{"documents":[{"id":"a","updated_at":5}]}`, "invalid_documents", "documents[0].updated_at"},
@@ -193,6 +194,45 @@ func TestUpsertPerDocumentChecks(t *testing.T) {
 	}
 	if strings.Contains(resp.Results[3].Error, "globex") || strings.Contains(resp.Results[3].Error, "tenant") {
 		t.Fatalf("id_conflict reveals the owner: %q", resp.Results[3].Error)
+	}
+}
+
+// Issue 30: typed metadata values are accepted and reach the writer
+// typed; a value that is not one (null, an object, a nested list, an
+// integer beyond 64 bits, a bad time, a $ key, a list too long) fails its
+// own document with invalid_metadata, and the batch's other documents are
+// written.
+func TestUpsertTypedMetadata(t *testing.T) {
+	e := newEnv(t, nil)
+	long := "[" + strings.Repeat("1,", ingest.DefaultMaxMetadataListItems) + "1]"
+	body := `{"documents":[
+		{"id":"typed","text":"t","metadata":{"page":3,"score":0.5,"big":1e21,"draft":false,"tags":["a",2],"at":{"$time":"2024-05-01T12:00:00.25+02:00"}}},
+		{"id":"null","text":"t","metadata":{"page":null}},
+		{"id":"object","text":"t","metadata":{"o":{"a":1}}},
+		{"id":"nested","text":"t","metadata":{"l":[[1]]}},
+		{"id":"huge","text":"t","metadata":{"n":9223372036854775808}},
+		{"id":"badtime","text":"t","metadata":{"at":{"$time":"yesterday"}}},
+		{"id":"dollar","text":"t","metadata":{"$x":1}},
+		{"id":"longlist","text":"t","metadata":{"l":` + long + `}}]}`
+	resp := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", body), http.StatusMultiStatus)
+	want := "typed:ok null:failed:invalid_metadata object:failed:invalid_metadata nested:failed:invalid_metadata huge:failed:invalid_metadata " +
+		"badtime:failed:invalid_metadata dollar:failed:invalid_metadata longlist:failed:invalid_metadata"
+	if got := statuses(resp.Results); got != want {
+		t.Fatalf("results\n got %q\nwant %q", got, want)
+	}
+	for _, r := range resp.Results {
+		if strings.Contains(r.Error, "yesterday") || strings.Contains(r.Error, "9223372036854775808") {
+			t.Fatalf("the error quotes the value: %q", r.Error)
+		}
+	}
+	d, ok := e.store.get("typed")
+	if !ok {
+		t.Fatal("the typed document was not written")
+	}
+	raw, _ := json.Marshal(d.Metadata)
+	const wantMD = `{"at":{"$time":"2024-05-01T10:00:00.250000Z"},"big":1000000000000000000000.0,"draft":false,"page":3,"score":0.5,"tags":["a",2]}`
+	if string(raw) != wantMD {
+		t.Fatalf("metadata written as %s, want %s", raw, wantMD)
 	}
 }
 
@@ -259,7 +299,7 @@ func TestGetDocument(t *testing.T) {
 	e.store.docs["delete"] = spi.Document{ID: "delete", Text: "named delete"}
 
 	d := decodeAs[spi.Document](t, e.do(http.MethodGet, "/v1/documents/a", nil, "Authorization", "Bearer "+queryKey), http.StatusOK)
-	if d.ID != "a" || d.Text != "alpha" || d.Metadata["k"] != "v" || d.Vector != nil {
+	if d.ID != "a" || d.Text != "alpha" || !d.Metadata["k"].Equal(spi.String("v")) || d.Vector != nil {
 		t.Fatalf("document %+v (the vector must not be returned)", d)
 	}
 	if d := decodeAs[spi.Document](t, e.do(http.MethodGet, "/v1/documents/a%2Fb", nil), http.StatusOK); d.Text != "slash" {

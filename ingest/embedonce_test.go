@@ -89,7 +89,7 @@ func TestMetadataChangeKeepsTheVector(t *testing.T) {
 		t.Fatalf("embedder calls = %q, want the first batch and then b's new text alone", calls)
 	}
 	got := hydrate(t, r, "a")
-	if got.Metadata["lang"] != "en" || !slices.Equal(got.Vector, stored.Vector) {
+	if !got.Metadata["lang"].Equal(spi.String("en")) || !slices.Equal(got.Vector, stored.Vector) {
 		t.Fatalf("a = %+v, want the new metadata with the stored vector %v", got, stored.Vector)
 	}
 }

@@ -921,7 +921,7 @@ func TestJSONShape(t *testing.T) {
 	if q.Limit != 5 || q.Offset != 1 || q.Window != 50 || q.Tenant != "x" || kw.Enabled == nil || *kw.Enabled || kw.K != 10 ||
 		kw.Weight != 0.5 || kw.TimeoutMS != 20 || q.Fusion.Mode != "score" || q.Fusion.K != 30 || !*q.Expand.Enabled ||
 		q.Expand.Seeds != 3 || q.Expand.Hops != 2 || q.Expand.Limit != 7 || q.Expand.Weight != 0.2 || q.MinSources != 2 ||
-		!q.Explain || q.BudgetMS != 900 || q.Filter["lang"][0] != "en" {
+		!q.Explain || q.BudgetMS != 900 || !q.Filter.Match(spi.Metadata{"lang": spi.String("en")}) || q.Filter.Match(spi.Metadata{"lang": spi.String("de")}) {
 		t.Errorf("decoded %+v", q)
 	}
 

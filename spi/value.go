@@ -275,6 +275,15 @@ func (v Value) EqualityKey() string {
 // instants do (stores that compare times as strings rely on it).
 const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
 
+// String returns the value's JSON, for messages and tests.
+func (v Value) String() string {
+	b, err := v.appendJSON(nil)
+	if err != nil {
+		return "<invalid>"
+	}
+	return string(b)
+}
+
 // MarshalJSON writes the wire form.
 func (v Value) MarshalJSON() ([]byte, error) {
 	return v.appendJSON(nil)

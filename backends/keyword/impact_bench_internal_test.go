@@ -134,7 +134,7 @@ func BenchmarkImpactSearch(b *testing.B) {
 							continue
 						}
 						name := fmt.Sprintf("%s/%s/tenant=%s/k=%d/%s", corp.name, layout, cmp.Or(r.tenant, "any"), k, mode)
-						if r.filter != nil {
+						if !r.filter.IsEmpty() {
 							name = fmt.Sprintf("%s/%s/filter=5%%/k=%d/%s", corp.name, layout, k, mode)
 						}
 						b.Run(name, func(b *testing.B) {

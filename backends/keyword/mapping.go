@@ -29,7 +29,8 @@ const (
 	fieldTenant   = "tenant"    // indexed verbatim, stored
 	fieldTitle    = "title"     // analysed, stored, term vectors (phrases)
 	fieldText     = "text"      // analysed, stored, term vectors (phrases)
-	fieldMetaPref = "metadata." // "metadata.<key>": each scalar's spi.Value.EqualityKey, indexed verbatim
+	fieldMetaPref = "metadata." // "metadata.<key>": each string (a list's too), indexed verbatim
+	fieldMetaEq   = "metaeq."   // "metaeq.<key>": each other scalar's spi.Value.EqualityKey
 	fieldMetaNum  = "metanum."  // "metanum.<key>": each number, a bleve numeric field (ranges)
 	fieldMetaTime = "metatime." // "metatime.<key>": each time in spi.TimeLayout (fixed width: term ranges)
 	fieldMetaKeys = "_metakeys" // each metadata key, indexed verbatim ($exists)
@@ -160,7 +161,11 @@ func buildDoc(d spi.Document, textAn analysis.Analyzer) (*document.Document, doc
 		for _, k := range slices.Sorted(maps.Keys(d.Metadata)) {
 			doc.AddField(document.NewTextFieldCustom(fieldMetaKeys, nil, []byte(k), optsFilter, nil))
 			for _, it := range d.Metadata[k].Scalars() {
-				doc.AddField(document.NewTextFieldCustom(fieldMetaPref+k, nil, []byte(it.EqualityKey()), optsFilter, nil))
+				if it.Kind() == spi.KindString {
+					doc.AddField(document.NewTextFieldCustom(fieldMetaPref+k, nil, []byte(it.Str()), optsFilter, nil))
+				} else {
+					doc.AddField(document.NewTextFieldCustom(fieldMetaEq+k, nil, []byte(it.EqualityKey()), optsFilter, nil))
+				}
 				switch it.Kind() {
 				case spi.KindInt:
 					doc.AddField(document.NewNumericFieldWithIndexingOptions(fieldMetaNum+k, nil, float64(it.IntValue()), optsFilter))

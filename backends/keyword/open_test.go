@@ -99,7 +99,7 @@ func TestRestartKeepsData(t *testing.T) {
 		t.Fatalf("DocCount after restart = %d", n)
 	}
 	docs, missing, err := b.Hydrate(context.Background(), []string{"w-en"})
-	if err != nil || len(missing) != 0 || docs[0].Metadata["lang"] != "en" {
+	if err != nil || len(missing) != 0 || !docs[0].Metadata["lang"].Equal(spi.String("en")) {
 		t.Fatalf("Hydrate after restart = %v, %v, %v", docs, missing, err)
 	}
 	if live, aside := generations(t, dir); len(live) != 1 || len(aside) != 0 {

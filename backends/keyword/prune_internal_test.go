@@ -289,9 +289,9 @@ func prunedEqualsExhaustive(t *testing.T, seed uint64) {
 			}
 			switch rng.IntN(4) {
 			case 0:
-				d.meta = map[string]string{"lang": []string{"en", "de", "fr"}[rng.IntN(3)]}
+				d.meta = spi.Strings(map[string]string{"lang": []string{"en", "de", "fr"}[rng.IntN(3)]})
 			case 1:
-				d.meta = map[string]string{"lang": "de", "rare": "yes"}
+				d.meta = spi.Strings(map[string]string{"lang": "de", "rare": "yes"})
 			}
 			var old *fieldFreqs
 			if o, ok := model[id]; ok && rng.IntN(2) == 0 {
@@ -345,16 +345,16 @@ func TestPrunedSearchKeepsTiesByID(t *testing.T) {
 	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1}
 	for _, q := range [][]string{{"alpha"}, {"alpha", "beta"}, {"beta"}} {
 		for _, k := range []int{1, 10, 100} {
-			got, err := x.search(context.Background(), q, k, "", nil, p)
+			got, err := x.search(context.Background(), q, k, "", spi.Filter{}, p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := x.searchExhaustive(q, k, "", nil, p); !slices.Equal(got, want) {
+			if want := x.searchExhaustive(q, k, "", spi.Filter{}, p); !slices.Equal(got, want) {
 				t.Fatalf("%v k=%d:\npruned     %v\nexhaustive %v", q, k, got, want)
 			}
 		}
 	}
-	got, _ := x.search(context.Background(), []string{"alpha"}, 3, "", nil, p)
+	got, _ := x.search(context.Background(), []string{"alpha"}, 3, "", spi.Filter{}, p)
 	if len(got) != 3 || got[0].ID != "c00000" || got[2].ID != "c00002" {
 		t.Fatalf("alpha, k=3: %v, want c00000..c00002", got)
 	}

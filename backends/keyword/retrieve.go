@@ -141,7 +141,7 @@ func filterQuery(tenant string, f spi.Filter) query.Query {
 }
 
 // exprQuery is e in bleve's terms (mapping.go's fields): $in a
-// disjunction of equality-key terms, a numeric range on the numeric field
+// disjunction of terms (strings verbatim, other values by equality key), a numeric range on the numeric field
 // (bleve's numbers are float64: integers beyond 2^53 compare rounded
 // there, exactly in the impact path), a time range a term range over
 // fixed-width times, $exists the key's term, $not everything but.
@@ -173,9 +173,11 @@ func exprQuery(e *spi.Expr) query.Query {
 	case spi.ExprIn:
 		alts := make([]query.Query, len(e.Values))
 		for i, v := range e.Values {
-			t := query.NewTermQuery(v.EqualityKey())
-			t.SetField(fieldMetaPref + e.Key)
-			alts[i] = t
+			if v.Kind() == spi.KindString {
+				alts[i] = fieldTerm(fieldMetaPref+e.Key, v.Str())
+			} else {
+				alts[i] = fieldTerm(fieldMetaEq+e.Key, v.EqualityKey())
+			}
 		}
 		dq := query.NewDisjunctionQuery(alts)
 		dq.SetMin(1)
@@ -209,6 +211,12 @@ func exprQuery(e *spi.Expr) query.Query {
 		return q
 	}
 	return query.NewMatchNoneQuery()
+}
+
+func fieldTerm(field, term string) query.Query {
+	t := query.NewTermQuery(term)
+	t.SetField(field)
+	return t
 }
 
 // rangeSearchers is what one range may add to bleve's term-searcher

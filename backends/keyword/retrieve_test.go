@@ -102,7 +102,7 @@ func TestRetrieveFilters(t *testing.T) {
 		filter spi.Filter
 		want   []string
 	}{
-		{"no filter", "", nil, []string{"w-de", "w-en", "w-fr", "w-none"}},
+		{"no filter", "", spi.Filter{}, []string{"w-de", "w-en", "w-fr", "w-none"}},
 		{"one key, two values", "", spi.StringFilter(map[string][]string{"lang": {"en", "de"}}), []string{"w-de", "w-en"}},
 		{"two keys AND", "", spi.StringFilter(map[string][]string{"lang": {"en", "de"}, "year": {"2024-01-01"}}), []string{"w-en"}},
 		{"date-like value is a plain string", "", spi.StringFilter(map[string][]string{"year": {"2023"}}), []string{"w-de"}},
@@ -233,7 +233,7 @@ func TestRetrieveInvalid(t *testing.T) {
 		{Text: "x", K: -1},
 		{Text: "x", K: 51},
 		{Text: "x", K: 5, Filter: spi.StringFilter(map[string][]string{"": {"v"}})},
-		{Text: "x", K: 5, Filter: spi.Filter{"k": {}}},
+		{Text: "x", K: 5, Filter: spi.StringFilter(map[string][]string{"k": {}})},
 	} {
 		if _, err := b.Retrieve(context.Background(), req); !isInvalid(err) {
 			t.Errorf("Retrieve(%+v) err = %v, want ErrInvalidQuery", req, err)

@@ -41,7 +41,7 @@ func TestHydrate(t *testing.T) {
 	if !reflect.DeepEqual(docs[0], want) {
 		t.Fatalf("hydrated\n%#v\nwant\n%#v", docs[0], want)
 	}
-	if f := filler(8)[7]; docs[1].Title != f.Title || docs[1].Text != f.Text || docs[1].Tenant != f.Tenant || docs[1].Metadata["kind"] != f.Metadata["kind"] {
+	if f := filler(8)[7]; docs[1].Title != f.Title || docs[1].Text != f.Text || docs[1].Tenant != f.Tenant || !docs[1].Metadata["kind"].Equal(f.Metadata["kind"]) {
 		t.Fatalf("hydrated %+v, want %+v", docs[1], f)
 	}
 	// The empty metadata value is a filterable value like any other.

@@ -283,7 +283,7 @@ func TestFilteredQueryFillsK(t *testing.T) {
 			t.Fatalf("query %d: %d results for k=10 with 100 matching documents", i, len(refs))
 		}
 		for _, ref := range refs {
-			if docs[idx(ref.ID)].Metadata["bucket"] != "3" {
+			if !docs[idx(ref.ID)].Metadata["bucket"].Equal(spi.String("3")) {
 				t.Fatalf("query %d: %s does not match the filter", i, ref.ID)
 			}
 		}
