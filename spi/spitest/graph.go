@@ -2,10 +2,11 @@ package spitest
 
 import (
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"sort"
 	"strings"
@@ -85,7 +86,7 @@ type graphFixture struct {
 func newGraphFixture(t *testing.T, h GraphHarness) *graphFixture {
 	t.Helper()
 	var b [5]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	if _, err := crand.Read(b[:]); err != nil {
 		t.Fatal(err)
 	}
 	g := &graphFixture{t: t, s: h.Open(t), ns: "z" + hex.EncodeToString(b[:]), ids: map[string]bool{}}
@@ -142,10 +143,14 @@ type gdoc struct {
 	ents       []string
 	links      []string
 	meta       map[string]string
+	typed      spi.Metadata // when set, the metadata instead of meta
 }
 
 func (g *graphFixture) doc(d gdoc) spi.Document {
 	out := spi.Document{ID: g.id(d.id), Tenant: g.tenant(d.tenant), Title: "title " + d.id, Text: "text of " + d.id, Metadata: spi.Strings(d.meta)}
+	if d.typed != nil {
+		out.Metadata = d.typed
+	}
 	for _, e := range d.ents {
 		out.Entities = append(out.Entities, g.ent(e))
 	}
@@ -265,7 +270,7 @@ func (g *graphFixture) expandGraph() {
 		{id: "z", tenant: "T", ents: []string{"zz"}},
 	}
 	for i := range ds {
-		ds[i].meta = expandGraphMeta[ds[i].id]
+		ds[i].typed = expandGraphTyped(ds[i].id)
 	}
 	g.upsert(ds...)
 }
@@ -280,6 +285,13 @@ var expandGraphMeta = map[string]map[string]string{
 	"j": {"lang": "de", "doc.type": "paper", "topic": "flow"},
 	"k": {"lang": "en"},
 	"m": {"lang": "de"},
+}
+
+// expandGraphTyped is a document's expandGraphMeta with the typed values
+// of TypedMetadata (the same for the same id).
+func expandGraphTyped(id string) spi.Metadata {
+	n := int(id[0]) * 7
+	return TypedMetadata(rand.New(rand.NewPCG(uint64(n), 9)), n, spi.Strings(expandGraphMeta[id]))
 }
 
 func graphExpandRanking(t *testing.T, h GraphHarness) {
@@ -379,14 +391,19 @@ func graphExpandFilter(t *testing.T, h GraphHarness) {
 	}
 	// In general: the filtered result is the unfiltered ranking without the
 	// documents failing the filter, cut at the limit.
-	for _, f := range []spi.Filter{en, de, spi.StringFilter(map[string][]string{"doc.type": {"paper"}}), spi.StringFilter(map[string][]string{"lang": {"en"}, "doc.type": {"paper"}}), spi.StringFilter(map[string][]string{"topic": {"flow", "x"}})} {
+	fs := []spi.Filter{en, de}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 40 {
+		fs = append(fs, RandomFilter(r)) // typed filters on typed metadata
+	}
+	for _, f := range append(fs, spi.StringFilter(map[string][]string{"doc.type": {"paper"}}), spi.StringFilter(map[string][]string{"lang": {"en"}, "doc.type": {"paper"}}), spi.StringFilter(map[string][]string{"topic": {"flow", "x"}})) {
 		for _, tenant := range []string{"T", ""} {
 			for _, hops := range []int{1, 2} {
 				all := g.expand([]string{"a", "i"}, hops, 100, tenant)
 				var kept []scored
 				for _, r := range all {
 					short := strings.TrimPrefix(r.ID, g.ns+"-")
-					if f.Match(spi.Strings(expandGraphMeta[short])) {
+					if f.Match(expandGraphTyped(short)) {
 						kept = append(kept, scored{short, r.Score})
 					}
 				}
