@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -33,10 +34,10 @@ const (
 
 // mcpSearchInput is the search tool's input.
 type mcpSearchInput struct {
-	Text   string     `json:"text" jsonschema:"what to search for: a question or keywords"`
-	Limit  int        `json:"limit,omitempty" jsonschema:"number of hits, 1 to 20 (default 5)"`
-	Filter spi.Filter `json:"filter,omitzero"`
-	Tenant string     `json:"tenant,omitempty" jsonschema:"search this tenant's documents (keys bound to a tenant always search their own)"`
+	Text   string          `json:"text" jsonschema:"what to search for: a question or keywords"`
+	Limit  int             `json:"limit,omitempty" jsonschema:"number of hits, 1 to 20 (default 5)"`
+	Filter json.RawMessage `json:"filter,omitempty"` // spi.ParseFilter, so a bad filter is the tool error invalid_filter
+	Tenant string          `json:"tenant,omitempty" jsonschema:"search this tenant's documents (keys bound to a tenant always search their own)"`
 }
 
 // The tools' schemas where inference cannot see the wire form: a filter
@@ -45,8 +46,8 @@ type mcpSearchInput struct {
 // own, not Go structs.
 var (
 	mcpTypeSchemas = map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[spi.Filter](): {Type: "object", Description: `metadata filter in the operator form of MongoDB/Chroma: {"lang": "en", "page": {"$gte": 3}, "$or": [{"dept": {"$in": ["a", "b"]}}, {"public": true}]}; operators $eq $ne $in $nin $gt $gte $lt $lte $exists $not $and $or; times as {"$time": "2024-01-01T00:00:00Z"} or, in a range, an RFC 3339 string; {"key": ["a", "b"]} is $in`},
-		reflect.TypeFor[spi.Value]():  {Description: `a string, number, boolean, {"$time": "RFC 3339"} or a list of those`},
+		reflect.TypeFor[json.RawMessage](): {Type: "object", Description: `metadata filter in the operator form of MongoDB/Chroma: {"lang": "en", "page": {"$gte": 3}, "$or": [{"dept": {"$in": ["a", "b"]}}, {"public": true}]}; operators $eq $ne $in $nin $gt $gte $lt $lte $exists $not $and $or; times as {"$time": "2024-01-01T00:00:00Z"} or, in a range, an RFC 3339 string; {"key": ["a", "b"]} is $in`},
+		reflect.TypeFor[spi.Value]():       {Description: `a string, number, boolean, {"$time": "RFC 3339"} or a list of those`},
 	}
 	mcpSearchSchema   = mustSchema[mcpSearchInput]()
 	mcpDocumentSchema = mustSchema[mcpDocument]()
@@ -179,7 +180,19 @@ func (s *Server) mcpSearch(ctx context.Context, p *Principal, in mcpSearchInput)
 	if strings.TrimSpace(in.Text) == "" {
 		return mcpSearchOutput{}, errors.New("empty_query: text is required")
 	}
-	q := retriever.Query{Text: in.Text, Limit: limit, Filter: in.Filter, Tenant: in.Tenant}
+	var filter spi.Filter
+	if len(in.Filter) > 0 {
+		f, err := spi.ParseFilter(in.Filter)
+		var fe *spi.FilterError
+		switch {
+		case errors.As(err, &fe):
+			return mcpSearchOutput{}, toolError(filterError(fe))
+		case err != nil:
+			return mcpSearchOutput{}, toolError(newError(http.StatusBadRequest, "invalid_filter", "filter: malformed JSON"))
+		}
+		filter = f
+	}
+	q := retriever.Query{Text: in.Text, Limit: limit, Filter: filter, Tenant: in.Tenant}
 	if err := p.scopeQuery(&q); err != nil {
 		return mcpSearchOutput{}, toolError(err)
 	}
