@@ -12,15 +12,6 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-func mustParse(t testing.TB, s string) spi.Filter {
-	t.Helper()
-	f, err := spi.ParseFilter([]byte(s))
-	if err != nil {
-		t.Fatalf("ParseFilter(%s): %v", s, err)
-	}
-	return f
-}
-
 func mustMeta(t testing.TB, s string) spi.Metadata {
 	t.Helper()
 	var md spi.Metadata
