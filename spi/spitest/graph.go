@@ -4,6 +4,7 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -635,6 +636,33 @@ func graphMatch(t *testing.T, h GraphHarness) {
 	match("filter any of", spi.KeywordRequest{Text: q, K: 10, Tenant: T, Filter: spi.StringFilter(map[string][]string{"lang": {"en", "de"}})}, []scored{{"p", 4}, {"r", 3}, {"q", 2}})
 	match("filter and", spi.KeywordRequest{Text: q, K: 10, Tenant: T, Filter: spi.StringFilter(map[string][]string{"lang": {"en"}, "kind": {"paper"}})}, []scored{{"r", 3}})
 	match("filter missing key", spi.KeywordRequest{Text: q, K: 10, Tenant: T, Filter: spi.StringFilter(map[string][]string{"nokey": {"x"}})}, nil)
+	// Typed filters: typed metadata on the same documents, random filters;
+	// the answer is the unfiltered ranking without the documents failing
+	// the filter (spi.Filter.Match).
+	typed := map[string]spi.Metadata{}
+	var ds []gdoc
+	for i, d := range []gdoc{
+		{id: "p", tenant: "T", ents: []string{"boundary layer", "layer flow"}, meta: map[string]string{"lang": "en"}},
+		{id: "q", tenant: "T", ents: []string{"boundary layer"}, meta: map[string]string{"lang": "de"}},
+		{id: "r", tenant: "T", ents: []string{"layer flow", "boundary"}, meta: map[string]string{"lang": "en", "kind": "paper"}},
+	} {
+		d.typed = TypedMetadata(rand.New(rand.NewPCG(uint64(i), 3)), i*17+3, spi.Strings(d.meta))
+		typed[d.id] = d.typed
+		ds = append(ds, d)
+	}
+	g.upsert(ds...)
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 40 {
+		f := RandomFilter(r)
+		var want []scored
+		for _, w := range []scored{{"p", 4}, {"r", 3}, {"q", 2}} {
+			if f.Match(typed[w.id]) {
+				want = append(want, w)
+			}
+		}
+		raw, _ := json.Marshal(f)
+		match(fmt.Sprintf("typed filter %s", raw), spi.KeywordRequest{Text: q, K: 10, Tenant: T, Filter: f}, want)
+	}
 	match("unknown word", spi.KeywordRequest{Text: g.word("unknown"), K: 10, Tenant: T}, nil)
 	if _, err := g.s.MatchEntities(ctx, spi.KeywordRequest{Text: q, K: 0}); !errors.Is(err, spi.ErrInvalidQuery) {
 		t.Fatalf("K=0: %v, want ErrInvalidQuery", err)
