@@ -83,6 +83,26 @@ func TestQueryExplainFilterFusion(t *testing.T) {
 	}
 }
 
+// A JSON filter of the filter language, ANDed with a key=value one.
+func TestQueryJSONFilter(t *testing.T) {
+	srv := startTestRagd(t, nil)
+	loadCorpus(t, srv.URL)
+	code, stdout, stderr := runRagd(t, "query", "boundary layer", "--server", srv.URL, "--sources", "keyword",
+		"--filter", `{"topic": {"$in": ["flow", "heat"]}, "$not": {"topic": "heat"}}`)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	ids := hitIDs(stdout)
+	if len(ids) != 2 || strings.Join(ids, ",") != "bl,sw" && strings.Join(ids, ",") != "sw,bl" {
+		t.Fatalf("JSON filter topic in (flow, heat), not heat: hits %v, want bl and sw:\n%s", ids, stdout)
+	}
+	code, stdout, _ = runRagd(t, "query", "boundary layer", "--server", srv.URL, "--sources", "keyword",
+		"--filter", `{"topic": {"$exists": true}}`, "--filter", "topic=nothing")
+	if code != 0 || len(hitIDs(stdout)) != 0 {
+		t.Fatalf("JSON filter AND topic=nothing: exit %d, hits %v, want none", code, hitIDs(stdout))
+	}
+}
+
 func TestQueryJSON(t *testing.T) {
 	srv := startTestRagd(t, nil)
 	loadCorpus(t, srv.URL)
@@ -225,13 +245,14 @@ func TestQueryServerErrors(t *testing.T) {
 
 func TestQueryUsageErrors(t *testing.T) {
 	for name, args := range map[string][]string{
-		"no text":        {"query"},
-		"two texts":      {"query", "a", "b"},
-		"blank text":     {"query", "  "},
-		"unknown source": {"query", "x", "--sources", "vector,sql"},
-		"bad fusion":     {"query", "x", "--fusion", "max"},
-		"bad filter":     {"query", "x", "--filter", "novalue"},
-		"zero limit":     {"query", "x", "--limit", "0"},
+		"no text":         {"query"},
+		"two texts":       {"query", "a", "b"},
+		"blank text":      {"query", "  "},
+		"unknown source":  {"query", "x", "--sources", "vector,sql"},
+		"bad fusion":      {"query", "x", "--fusion", "max"},
+		"bad filter":      {"query", "x", "--filter", "novalue"},
+		"bad JSON filter": {"query", "x", "--filter", `{"topic": {"$regex": "f"}}`},
+		"zero limit":      {"query", "x", "--limit", "0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if code, _, stderr := runRagd(t, args...); code != exitUsage {
