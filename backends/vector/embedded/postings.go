@@ -3,6 +3,7 @@ package embedded
 import (
 	"math/bits"
 	"slices"
+	"sort"
 
 	"github.com/ragd/ragd/spi"
 )
@@ -129,20 +130,51 @@ func (p *posting) orInto(dst []uint64) {
 }
 
 // postings indexes rows by metadata: m maps each pair held by some row
-// to its rows, byKey each key to its pairs (for ranges and presence).
+// to its rows, ranged each key to the postings of its numbers and of its
+// times in ascending order (for ranges).
 //
 // The pairs a row holds are rowPairs(its metadata): for each key, the
 // presence pair {key, ""} and one pair {key, v.EqualityKey()} per distinct
 // scalar (a list's items, each once), so that equal values (3 and 3.0)
-// share a posting. Invariant, besides each posting's: byKey[k][e] is
-// m[{k, e}], and m holds exactly the pairs some row holds.
+// share a posting. Invariant, besides each posting's: m holds exactly the
+// pairs some row holds; ranged[k].nums holds exactly the postings of m
+// with key k whose value is a number, ranged[k].times those whose value
+// is a time, each strictly ascending by value (spi.Compare; two postings
+// of one key never hold equal values, which share an equality key), and
+// ranged has no key without one.
 type postings struct {
-	m     map[pair]*posting
-	byKey map[string]map[string]*posting
+	m      map[pair]*posting
+	ranged map[string]*sortedVals
+}
+
+// sortedVals is one key's numeric and time postings in value order.
+type sortedVals struct {
+	nums, times []*posting
 }
 
 func newPostings() postings {
-	return postings{m: map[pair]*posting{}, byKey: map[string]map[string]*posting{}}
+	return postings{m: map[pair]*posting{}, ranged: map[string]*sortedVals{}}
+}
+
+// slot returns the sorted slice v belongs in (nil for a string or a
+// boolean).
+func (sv *sortedVals) slot(v spi.Value) *[]*posting {
+	switch {
+	case v.IsNumber():
+		return &sv.nums
+	case v.Kind() == spi.KindTime:
+		return &sv.times
+	}
+	return nil
+}
+
+// search returns the index of the first posting of ps whose value is not
+// below v.
+func search(ps []*posting, v spi.Value) int {
+	return sort.Search(len(ps), func(i int) bool {
+		c, _ := spi.Compare(ps[i].val, v)
+		return c >= 0
+	})
 }
 
 // rowPairs returns the pairs metadata md holds, with the scalar each
@@ -165,12 +197,15 @@ func (ps postings) add(r int, pk pair, v spi.Value, nrows int) {
 	if p == nil {
 		p = &posting{val: v}
 		ps.m[pk] = p
-		vals := ps.byKey[pk.key]
-		if vals == nil {
-			vals = map[string]*posting{}
-			ps.byKey[pk.key] = vals
+		if pk.val != "" && (v.IsNumber() || v.Kind() == spi.KindTime) {
+			sv := ps.ranged[pk.key]
+			if sv == nil {
+				sv = &sortedVals{}
+				ps.ranged[pk.key] = sv
+			}
+			sl := sv.slot(v)
+			*sl = slices.Insert(*sl, search(*sl, v), p)
 		}
-		vals[pk.val] = p
 	}
 	p.add(r, nrows)
 }
@@ -181,10 +216,14 @@ func (ps postings) del(r int, pk pair, nrows int) {
 	p.del(r, nrows)
 	if p.n == 0 {
 		delete(ps.m, pk)
-		vals := ps.byKey[pk.key]
-		delete(vals, pk.val)
-		if len(vals) == 0 {
-			delete(ps.byKey, pk.key)
+		if sv := ps.ranged[pk.key]; sv != nil && pk.val != "" {
+			if sl := sv.slot(p.val); sl != nil {
+				i := search(*sl, p.val)
+				*sl = slices.Delete(*sl, i, i+1)
+			}
+			if len(sv.nums) == 0 && len(sv.times) == 0 {
+				delete(ps.ranged, pk.key)
+			}
 		}
 	}
 }
@@ -198,8 +237,8 @@ func (ps postings) move(from, to int, md spi.Metadata) {
 
 // rows returns the bitset of the nrows rows matching e, evaluated on the
 // postings: $in is the union of its values' postings, a range the union
-// of the postings of the key's values in range (each distinct value of
-// the key is compared once, not each row), $exists the presence posting,
+// of the postings of the key's values in range (a binary search in the
+// key's sorted numbers or times, then the run on one side of it), $exists the presence posting,
 // $not the complement within the nrows rows.
 func (ps postings) rows(e *spi.Expr, nrows int) []uint64 {
 	words := (nrows + 63) >> 6
@@ -237,13 +276,22 @@ func (ps postings) rows(e *spi.Expr, nrows int) []uint64 {
 			}
 		}
 	case spi.ExprCmp:
-		for ek, p := range ps.byKey[e.Key] {
-			if ek == "" {
-				continue
+		sv := ps.ranged[e.Key]
+		if sv == nil {
+			break
+		}
+		v := e.Values[0]
+		sl := *sv.slot(v)
+		ge := search(sl, v) // sl[ge:] are ≥ v
+		gt := ge            // sl[gt:] are > v
+		if gt < len(sl) {
+			if c, _ := spi.Compare(sl[gt].val, v); c == 0 {
+				gt++
 			}
-			if c, ok := spi.Compare(p.val, e.Values[0]); ok && e.Op.Holds(c) {
-				p.orInto(out)
-			}
+		}
+		run := map[spi.CmpOp][]*posting{spi.OpGt: sl[gt:], spi.OpGte: sl[ge:], spi.OpLt: sl[:ge], spi.OpLte: sl[:gt]}[e.Op]
+		for _, p := range run {
+			p.orInto(out)
 		}
 	}
 	return out

@@ -261,25 +261,40 @@ func TestPostingsFollowRows(t *testing.T) {
 			do("delete", func() { del(randID()) })
 		}
 	}
-	if len(ix.post.m) != 0 || len(ix.post.byKey) != 0 {
-		t.Fatalf("empty index keeps %d postings, %d keys", len(ix.post.m), len(ix.post.byKey))
+	if len(ix.post.m) != 0 || len(ix.post.ranged) != 0 {
+		t.Fatalf("empty index keeps %d postings, %d ranged keys", len(ix.post.m), len(ix.post.ranged))
 	}
 }
 
 // checkPostings checks the invariant written beside posting (postings.go)
 // for an index of nrows rows.
 func checkPostings(ps postings, nrows int) error {
-	keys := 0
-	for k, vals := range ps.byKey {
-		for e, p := range vals {
-			keys++
-			if ps.m[pair{k, e}] != p {
-				return fmt.Errorf("byKey[%q][%q] is not the posting of its pair", k, e)
+	ranged := 0
+	for pk, p := range ps.m {
+		if pk.val != "" && (p.val.IsNumber() || p.val.Kind() == spi.KindTime) {
+			ranged++
+			sv := ps.ranged[pk.key]
+			if sv == nil || !slices.Contains(*sv.slot(p.val), p) {
+				return fmt.Errorf("posting %v (a number or time) is not in its key's sorted values", pk)
 			}
 		}
 	}
-	if keys != len(ps.m) {
-		return fmt.Errorf("byKey holds %d postings, m %d", keys, len(ps.m))
+	n := 0
+	for k, sv := range ps.ranged {
+		if len(sv.nums) == 0 && len(sv.times) == 0 {
+			return fmt.Errorf("ranged keeps key %q without values", k)
+		}
+		for _, sl := range [][]*posting{sv.nums, sv.times} {
+			n += len(sl)
+			for i := 1; i < len(sl); i++ {
+				if c, ok := spi.Compare(sl[i-1].val, sl[i].val); !ok || c >= 0 {
+					return fmt.Errorf("key %q: sorted values %v then %v", k, sl[i-1].val, sl[i].val)
+				}
+			}
+		}
+	}
+	if n != ranged {
+		return fmt.Errorf("ranged holds %d postings, m %d numbers and times", n, ranged)
 	}
 	for pk, p := range ps.m {
 		if p.bits != nil && p.rows != nil {
