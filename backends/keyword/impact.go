@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 
@@ -97,8 +99,8 @@ type impactIndex struct {
 
 	pairs    map[pair]uint32
 	pairBits []*roaring.Bitmap
-	pairVal  []spi.Value         // pair p's scalar (zero for a presence pair)
-	keyPairs map[string][]uint32 // each key's pairs, for ranges
+	pairVal  []spi.Value             // pair p's scalar (zero for a presence pair)
+	keyPairs map[string]*sortedPairs // each key's number and time pairs in value order, for ranges
 
 	tags   map[[8]byte]uint32
 	tagOf  [][8]byte // tagOf[0] is unused (no version)
@@ -131,12 +133,61 @@ func rowPairs(md spi.Metadata) map[pair]spi.Value {
 	return out
 }
 
+// sortedPairs is one key's pairs holding numbers and those holding times,
+// each ascending by value (spi.Compare). Pairs are never dropped (their
+// bitmaps may empty), so it only grows, like pairs.
+type sortedPairs struct {
+	nums, times []uint32
+}
+
+func (sp *sortedPairs) slot(v spi.Value) *[]uint32 {
+	if v.Kind() == spi.KindTime {
+		return &sp.times
+	}
+	return &sp.nums
+}
+
+// search returns the index of the first pair of ids whose value is not
+// below v.
+func searchPairs(ids []uint32, vals []spi.Value, v spi.Value) int {
+	return sort.Search(len(ids), func(i int) bool {
+		c, _ := spi.Compare(vals[ids[i]], v)
+		return c >= 0
+	})
+}
+
+func (sp *sortedPairs) insert(vals []spi.Value, p uint32) {
+	sl := sp.slot(vals[p])
+	*sl = slices.Insert(*sl, searchPairs(*sl, vals, vals[p]), p)
+}
+
+// inRange returns the pairs whose value satisfies op against v.
+func (sp *sortedPairs) inRange(vals []spi.Value, op spi.CmpOp, v spi.Value) []uint32 {
+	sl := *sp.slot(v)
+	ge := searchPairs(sl, vals, v)
+	gt := ge
+	if gt < len(sl) {
+		if c, _ := spi.Compare(vals[sl[gt]], v); c == 0 {
+			gt++
+		}
+	}
+	switch op {
+	case spi.OpGt:
+		return sl[gt:]
+	case spi.OpGte:
+		return sl[ge:]
+	case spi.OpLt:
+		return sl[:ge]
+	}
+	return sl[:gt]
+}
+
 func newImpactIndex() *impactIndex {
 	return &impactIndex{
 		ids: newIDTable(), metaOff: []uint32{0},
 		termIdx: map[string]uint32{}, tdf: map[uint64]int32{},
 		tenants: map[string]uint32{"": 0}, tLive: []int{0}, tTotT: []int64{0}, tTotX: []int64{0},
-		tBits: []*roaring.Bitmap{roaring.New()}, pairs: map[pair]uint32{}, keyPairs: map[string][]uint32{},
+		tBits: []*roaring.Bitmap{roaring.New()}, pairs: map[pair]uint32{}, keyPairs: map[string]*sortedPairs{},
 		tags: map[[8]byte]uint32{}, tagOf: [][8]byte{{}},
 	}
 }
@@ -206,7 +257,14 @@ func (x *impactIndex) putLocked(id, tenant string, meta spi.Metadata, lens docLe
 			x.pairs[pk] = p
 			x.pairBits = append(x.pairBits, roaring.New())
 			x.pairVal = append(x.pairVal, v)
-			x.keyPairs[pk.key] = append(x.keyPairs[pk.key], p)
+			if pk.val != "" && (v.IsNumber() || v.Kind() == spi.KindTime) {
+				sp := x.keyPairs[pk.key]
+				if sp == nil {
+					sp = &sortedPairs{}
+					x.keyPairs[pk.key] = sp
+				}
+				sp.insert(x.pairVal, p)
+			}
 		}
 		x.pairBits[p].Add(slot)
 		x.metaIDs = append(x.metaIDs, p)

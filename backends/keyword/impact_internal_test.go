@@ -132,6 +132,7 @@ func TestImpactIndexMatchesTheFormula(t *testing.T) {
 	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1.5}
 	check := func(step int) {
 		t.Helper()
+		x.checkInvariants(t)
 		for q := range 20 {
 			tokens := []string{vocab[rng.IntN(len(vocab))], vocab[rng.IntN(len(vocab))], vocab[rng.IntN(8)], "unknown"}
 			tenant, filter := "", spi.Filter{}

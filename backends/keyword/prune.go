@@ -225,7 +225,8 @@ func (x *impactIndex) plan(tokens []string, tenant string, filter spi.Filter, p 
 
 // filterBits returns the slots matching e, from the pairs' bitmaps: $in
 // is the union of its values' pairs, a range the union of the key's pairs
-// whose scalar is in range (each distinct value compared once), $exists
+// whose scalar is in range (a binary search in the key's sorted numbers or
+// times), $exists
 // the presence pair, $not the complement over every slot (dead ones
 // included: the caller keeps only live slots). The bitmaps of the index
 // are only read. The caller holds mu for reading.
@@ -263,8 +264,8 @@ func (x *impactIndex) filterBits(e *spi.Expr) *roaring.Bitmap {
 		return roaring.FastOr(alts...)
 	case spi.ExprCmp:
 		var alts []*roaring.Bitmap
-		for _, p := range x.keyPairs[e.Key] {
-			if c, ok := spi.Compare(x.pairVal[p], e.Values[0]); ok && e.Op.Holds(c) {
+		if sp := x.keyPairs[e.Key]; sp != nil {
+			for _, p := range sp.inRange(x.pairVal, e.Op, e.Values[0]) {
 				alts = append(alts, x.pairBits[p])
 			}
 		}

@@ -64,6 +64,31 @@ func (x *impactIndex) checkInvariants(t *testing.T) {
 	if len(x.alive) != (n+63)/64 {
 		t.Fatalf("alive has %d words for %d slots", len(x.alive), n)
 	}
+	// Every number or time pair sits once in its key's sorted values, in
+	// ascending order.
+	ranged := 0
+	for pk, p := range x.pairs {
+		if v := x.pairVal[p]; pk.val != "" && (v.IsNumber() || v.Kind() == spi.KindTime) {
+			ranged++
+			if sp := x.keyPairs[pk.key]; sp == nil || !slices.Contains(*sp.slot(v), p) {
+				t.Fatalf("pair %v is not in its key's sorted values", pk)
+			}
+		}
+	}
+	sorted := 0
+	for k, sp := range x.keyPairs {
+		for _, sl := range [][]uint32{sp.nums, sp.times} {
+			sorted += len(sl)
+			for i := 1; i < len(sl); i++ {
+				if c, ok := spi.Compare(x.pairVal[sl[i-1]], x.pairVal[sl[i]]); !ok || c >= 0 {
+					t.Fatalf("key %q: sorted values out of order at %d", k, i)
+				}
+			}
+		}
+	}
+	if sorted != ranged {
+		t.Fatalf("sorted values hold %d pairs, %d are numbers or times", sorted, ranged)
+	}
 	live := 0
 	for i, w := range x.alive {
 		if i == len(x.alive)-1 && n%64 != 0 && w>>(n%64) != 0 {
