@@ -21,12 +21,15 @@ const PathMCP = "/mcp"
 // Bounds of what an MCP tool answers: an agent's context is small, and a
 // tool call must cost the server a bounded amount.
 const (
-	MCPDefaultLimit   = 5
-	MCPMaxLimit       = 20
-	MCPSnippetRunes   = 300
-	MCPTitleRunes     = 200
-	MCPDocumentRunes  = 8000
-	mcpMaxRequestBody = 1 << 20
+	MCPDefaultLimit  = 5
+	MCPMaxLimit      = 20
+	MCPSnippetRunes  = 300
+	MCPTitleRunes    = 200
+	MCPDocumentRunes = 8000
+	// MCPHitMetadataBytes bounds the metadata of one search hit (its
+	// JSON); keys past it are left out, in key order, and the hit says so.
+	MCPHitMetadataBytes = 1024
+	mcpMaxRequestBody   = 1 << 20
 )
 
 // mcpSearchInput is the search tool's input.
@@ -45,11 +48,14 @@ type mcpHit struct {
 	Snippet   string  `json:"snippet,omitempty"`
 	Score     float64 `json:"score"`
 	Truncated bool    `json:"truncated,omitempty" jsonschema:"the snippet is the start of a longer text: get_document reads more"`
+	// Metadata is the document's metadata, cut to MCPHitMetadataBytes.
+	Metadata          map[string]string `json:"metadata,omitempty" jsonschema:"the document's metadata (up to 1 KiB of it: get_document reads all)"`
+	MetadataTruncated bool              `json:"metadata_truncated,omitempty" jsonschema:"keys of the metadata were left out: get_document reads all"`
 }
 
 // mcpSource is one retrieval source's part in an answer.
 type mcpSource struct {
-	Status   string  `json:"status" jsonschema:"ok, or why the source was left out: shed, circuit_open, timeout, error, skipped"`
+	Status   string  `json:"status" jsonschema:"ok; or why the source was left out: shed, circuit_open, timeout, caller_deadline, error; or disabled (not configured or switched off), skipped (not applicable to this query)"`
 	Error    string  `json:"error,omitempty"`
 	TookMS   float64 `json:"took_ms"`
 	Returned int     `json:"returned"`
@@ -105,7 +111,7 @@ func (s *Server) mountMCP(e *echo.Echo) {
 		h.ServeHTTP(c.Response(), req)
 		return nil
 	}
-	mw := []echo.MiddlewareFunc{s.requireAccess(access{role: config.RoleQuery}), s.limitInFlight}
+	mw := []echo.MiddlewareFunc{s.mcpErrors, s.requireAccess(access{role: config.RoleQuery}), s.limitInFlight}
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
 		e.Add(m, PathMCP, handler, mw...)
 	}
@@ -170,6 +176,7 @@ func (s *Server) mcpSearch(ctx context.Context, p *Principal, in mcpSearchInput)
 		if d := h.Document; d != nil {
 			hit.Title, _ = cutRunes(d.Title, MCPTitleRunes)
 			hit.Snippet, hit.Truncated = cutRunes(strings.Join(strings.Fields(d.Text), " "), MCPSnippetRunes)
+			hit.Metadata, hit.MetadataTruncated = cutMetadata(d.Metadata, MCPHitMetadataBytes)
 		}
 		out.Hits = append(out.Hits, hit)
 	}
