@@ -232,6 +232,12 @@ def test_llama_index_vector_store_index(ragd):
         assert store.get_nodes(node_ids=ids) == []
         left = index.as_retriever(similarity_top_k=5, filters=billing).retrieve("invoice dispute")
         assert {n.node.ref_doc_id for n in left} == {"li-d2"}
+        # Nodes by filter alone: every billing node left, with its document.
+        by_filter = store.get_nodes(filters=billing)
+        assert by_filter and {n.ref_doc_id for n in by_filter} == {"li-d2"}
+        assert all(n.metadata == {"dept": "billing"} for n in by_filter), "ref_doc_id is a relationship, not metadata"
+        store.delete_nodes(filters=MetadataFilters(filters=[MetadataFilter(key="dept", value="support")]))
+        assert index.as_retriever(similarity_top_k=5, filters=either).retrieve("invoice dispute") == []
     finally:
         for d in LI_DOCS:
             store.delete(d.doc_id)

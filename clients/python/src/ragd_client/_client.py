@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import httpx
 
-from ._errors import RagdAPIError, RagdConnectionError, RagdError, RagdTimeoutError
+from ._errors import RagdAPIError, RagdConnectionError, RagdTimeoutError
 from ._filter import to_wire
 from ._values import encode_metadata
 from .models import BatchResult, Document, DocumentResult, Health, QueryResult
