@@ -259,3 +259,25 @@ async def test_llama_index_async(ragd):
     assert await store.aget_nodes(node_ids=["li-n1"]) == []
     with pytest.raises(pydantic.ValidationError):
         LIStore(url=ragd.url)
+
+
+def test_langchain_indexing_api(ragd):
+    """LangChain's indexing API drives the store: it adds with ids and a
+    batch size, skips unchanged documents, and deletes what left the source."""
+    from langchain_core.indexing import InMemoryRecordManager, index
+
+    store = LCStore(base_url=ragd.url, api_key=ragd.admin_key, tenant=LC_TENANT)
+    rm = InMemoryRecordManager("ragd/test")
+    rm.create_schema()
+    docs = [LCDocument(page_content="indexing api page one about gearbox wear", metadata={"source": "g.md"}),
+            LCDocument(page_content="indexing api page two about gearbox oil", metadata={"source": "g.md"})]
+    try:
+        r = index(docs, rm, store, cleanup="full", source_id_key="source", key_encoder="sha256")
+        assert (r["num_added"], r["num_skipped"], r["num_deleted"]) == (2, 0, 0)
+        r = index(docs[:1], rm, store, cleanup="full", source_id_key="source", key_encoder="sha256")
+        assert (r["num_added"], r["num_skipped"], r["num_deleted"]) == (0, 1, 1)
+        got = store.similarity_search("gearbox", k=5, filter={"source": "g.md"})
+        assert [d.page_content for d in got] == [docs[0].page_content]
+    finally:
+        index([], rm, store, cleanup="full", source_id_key="source", key_encoder="sha256")
+    assert store.similarity_search("gearbox", k=5, filter={"source": "g.md"}) == []

@@ -221,27 +221,32 @@ class RagdVectorStore(VectorStore):
             out.append(d)
         return out
 
-    def _batches(self, docs: list[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
-        for i in range(0, len(docs), self.batch_size):
-            yield docs[i:i + self.batch_size]
+    def _batches(self, docs: list[dict[str, Any]], size: Optional[int]) -> Iterable[list[dict[str, Any]]]:
+        size = size or self.batch_size
+        for i in range(0, len(docs), size):
+            yield docs[i:i + size]
 
     def add_texts(self, texts: Iterable[str], metadatas: Optional[list[dict[str, Any]]] = None, *,
-                  ids: Optional[list[str]] = None, **kwargs: Any) -> list[str]:
+                  ids: Optional[list[str]] = None, batch_size: Optional[int] = None, **kwargs: Any) -> list[str]:
         """Write texts (new UUIDs as ids unless ``ids`` are given); returns
-        the ids. Raises RagdWriteError when a document failed."""
+        the ids. Raises RagdWriteError when a document failed (the batches
+        before it, and the batch's other documents, are written).
+        ``batch_size`` overrides the store's for this call (LangChain's
+        indexing API passes it)."""
         if kwargs:
             raise TypeError(f"add_texts: unknown argument(s) {', '.join(sorted(kwargs))}")
         docs = self._docs(texts, metadatas, ids)
-        for batch in self._batches(docs):
+        for batch in self._batches(docs, batch_size):
             self._conn.sync().upsert(batch, wait=self.wait).raise_for_failures()
         return [d["id"] for d in docs]
 
     async def aadd_texts(self, texts: Iterable[str], metadatas: Optional[list[dict[str, Any]]] = None, *,
-                         ids: Optional[list[str]] = None, **kwargs: Any) -> list[str]:
+                         ids: Optional[list[str]] = None, batch_size: Optional[int] = None,
+                         **kwargs: Any) -> list[str]:
         if kwargs:
             raise TypeError(f"aadd_texts: unknown argument(s) {', '.join(sorted(kwargs))}")
         docs = self._docs(texts, metadatas, ids)
-        for batch in self._batches(docs):
+        for batch in self._batches(docs, batch_size):
             (await self._conn.aio().upsert(batch, wait=self.wait)).raise_for_failures()
         return [d["id"] for d in docs]
 
