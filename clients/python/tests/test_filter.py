@@ -79,6 +79,9 @@ def test_to_wire(given, want):
         ({"$or": []}, "filter.$or"),
         ({"$or": [{"a": "b"}, {"c": {"$regex": "."}}]}, "filter.$or[1].c.$regex"),
         ({"a": {"$between": [1]}}, "filter.a.$between"),
+        ({"name": {"$gt": "b"}}, "filter.name.$gt"),
+        ({"day": {"$gte": "2024-05-01"}}, "filter.day.$gte"),
+        ({"day": {"$gte": "2024-05-01T00:00:00"}}, "filter.day.$gte"),
         ({"a": object()}, "filter.a"),
     ],
 )

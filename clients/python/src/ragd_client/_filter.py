@@ -23,7 +23,7 @@ import datetime as dt
 from typing import Any, Mapping
 
 from ._errors import RagdFilterError
-from ._values import encode_value
+from ._values import encode_value, parse_time
 
 LOGICAL = ("$and", "$or", "$not")
 VALUE_OPS = ("$eq", "$ne")
@@ -52,6 +52,14 @@ def _values(vs: Any, where: str) -> list[Any]:
 def _range_operand(v: Any, where: str) -> Any:
     if isinstance(v, bool) or not isinstance(v, (int, float, str, dt.date)):
         raise RagdFilterError(where, "a range wants a number or a time (a datetime, a date, or an RFC 3339 string)")
+    if isinstance(v, str):
+        try:
+            t = parse_time(v)
+        except ValueError:
+            t = None
+        if t is None or t.tzinfo is None or "T" not in v.upper():
+            raise RagdFilterError(where, f"{v!r} is not an RFC 3339 date-time with an offset: ranges order numbers "
+                                         "and times, not strings")
     return _value(v, where)
 
 
