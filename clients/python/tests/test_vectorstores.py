@@ -281,3 +281,35 @@ def test_langchain_indexing_api(ragd):
     finally:
         index([], rm, store, cleanup="full", source_id_key="source", key_encoder="sha256")
     assert store.similarity_search("gearbox", k=5, filter={"source": "g.md"}) == []
+
+
+def test_llama_index_typed_metadata_and_range_filter(ragd):
+    """A VectorStoreIndex over numbers and times with range MetadataFilters;
+    needs typed metadata (issue 30 item 1), skipped with the reason otherwise."""
+    from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
+
+    store = LIStore(base_url=ragd.url, api_key=ragd.admin_key, tenant=LI_TENANT)
+    nodes = [TextNode(id_=f"li-typed-{p}", text=f"typed manual on bearing wear, page {p}",
+                      metadata={"page": p, "published": dt.datetime(2024, p, 1, tzinfo=dt.timezone.utc)},
+                      relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id="li-typed")})
+             for p in (2, 5, 7)]
+    try:
+        index = VectorStoreIndex(nodes, storage_context=StorageContext.from_defaults(vector_store=store),
+                                 embed_model=ServerSideEmbedding())
+    except RagdAPIError as e:
+        if e.code == "invalid_documents" and ".metadata." in e.message:
+            pytest.skip(f"this ragd stores string metadata only: {e.message}")
+        raise
+    try:
+        f = MetadataFilters(filters=[MetadataFilter(key="page", operator=FilterOperator.GTE, value=3),
+                                     MetadataFilter(key="page", operator=FilterOperator.LT, value=7)])
+        got = index.as_retriever(similarity_top_k=3, filters=f).retrieve("typed manual bearing wear")
+        assert [n.node.node_id for n in got] == ["li-typed-5"] and got[0].node.metadata["page"] == 5
+        # A string range operand is a time: published before May.
+        f = MetadataFilters(filters=[MetadataFilter(key="published", operator=FilterOperator.LT,
+                                                    value="2024-05-01T00:00:00Z")])
+        got = index.as_retriever(similarity_top_k=3, filters=f).retrieve("typed manual bearing wear")
+        assert [n.node.node_id for n in got] == ["li-typed-2"]
+        assert got[0].node.metadata["published"] == dt.datetime(2024, 2, 1, tzinfo=dt.timezone.utc)
+    finally:
+        store.delete("li-typed")
