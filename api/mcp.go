@@ -127,7 +127,7 @@ func (s *Server) mcpServer(p *Principal, cache *mcp.SchemaCache) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "ragd", Version: s.cfg.Version}, &mcp.ServerOptions{
 		SchemaCache: cache,
 		Instructions: "ragd is a hybrid retrieval service. Use search to find documents (hits carry " +
-			"ids, titles, snippets and scores; partial=true means a source was left out and " +
+			"ids, titles, snippets, scores and metadata; partial=true means a source was left out and " +
 			"sources says which and why), then get_document to read one.",
 	})
 	mcp.AddTool(srv, &mcp.Tool{
