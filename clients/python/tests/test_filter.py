@@ -183,3 +183,29 @@ def test_upsert_encodes_documents():
     assert docs[3]["text"] == "no id" and len(docs[3]["id"]) == 36 and "metadata" not in docs[3]
     with pytest.raises(TypeError):
         c.upsert([42])
+
+
+def test_llama_index_query_modes():
+    from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryMode
+
+    from ragd_client.llama_index import RagdVectorStore
+
+    sent = []
+
+    def handler(request):
+        sent.append(json.loads(request.content))
+        return httpx.Response(200, json={"hits": [], "sources": {}, "partial": False, "degraded": False, "total": 0, "took_ms": 1})
+
+    store = RagdVectorStore(base_url="http://ragd.test", client=Client("http://ragd.test", transport=httpx.MockTransport(handler)),
+                            sources={"graph": {"enabled": False}})
+    store.query(VectorStoreQuery(query_str="q", similarity_top_k=3, mode=VectorStoreQueryMode.HYBRID, alpha=0.25,
+                                 filters=MetadataFilters(filters=[_mf("dept", "a")]), doc_ids=["d1"]))
+    assert sent[-1] == {"text": "q", "limit": 3, "filter": {"dept": ["a"], "ref_doc_id": ["d1"]},
+                        "sources": {"graph": {"enabled": False}, "vector": {"weight": 0.25}, "keyword": {"weight": 0.75}}}
+    store.query(VectorStoreQuery(query_str="q", mode=VectorStoreQueryMode.TEXT_SEARCH))
+    assert sent[-1]["sources"] == {"graph": {"enabled": False}, "vector": {"enabled": False}}
+    assert store.sources == {"graph": {"enabled": False}}, "a query does not change the store's options"
+    for bad in (VectorStoreQuery(query_str="q", mode=VectorStoreQueryMode.MMR), VectorStoreQuery(query_str="q", alpha=2.0),
+                VectorStoreQuery(query_embedding=[0.1])):
+        with pytest.raises(ValueError):
+            store.query(bad)

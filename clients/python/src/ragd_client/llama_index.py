@@ -32,6 +32,7 @@ from llama_index.core.vector_stores.types import (
     MetadataFilter,
     MetadataFilters,
     VectorStoreQuery,
+    VectorStoreQueryMode,
     VectorStoreQueryResult,
 )
 from pydantic import ConfigDict, Field, PrivateAttr
@@ -139,8 +140,9 @@ class RagdVectorStore(BasePydanticVectorStore):
     up to ``wait`` seconds until every derived store has applied it. A node
     that fails raises ``RagdWriteError``. ``query`` runs ragd's hybrid search
     with the query's text, ``similarity_top_k`` and ``filters``
-    (``filters_to_wire``); ``doc_ids`` become a ``ref_doc_id`` filter and
-    ``node_ids`` narrow the hits after the search. Found nodes carry ragd's
+    (``filters_to_wire``); ``doc_ids`` become a ``ref_doc_id`` filter,
+    ``node_ids`` narrow the hits after the search, and ``mode``/``alpha``
+    choose the sources (``_sources``). Found nodes carry ragd's
     status under ``metadata["ragd"]`` (score, rank, partial, degraded,
     sources), kept out of what the LLM and the embedder see.
 
@@ -312,6 +314,27 @@ class RagdVectorStore(BasePydanticVectorStore):
 
     # ---- searching --------------------------------------------------
 
+    def _sources(self, query: VectorStoreQuery) -> Optional[dict[str, Any]]:
+        """The query's mode and alpha as ragd's per-source options:
+        ``text_search``/``sparse`` leave the vector source out, ``alpha``
+        (0 keyword only, 1 vector only) weighs the two; ``default``,
+        ``hybrid`` and ``semantic_hybrid`` are ragd's hybrid search. Other
+        modes (``mmr``, ``svm``, ...) are refused, not ignored."""
+        mode = query.mode or VectorStoreQueryMode.DEFAULT
+        sources: dict[str, Any] = {k: dict(v) for k, v in (self.sources or {}).items()}
+        if mode in (VectorStoreQueryMode.TEXT_SEARCH, VectorStoreQueryMode.SPARSE):
+            sources.setdefault("vector", {})["enabled"] = False
+        elif mode not in (VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.HYBRID,
+                          VectorStoreQueryMode.SEMANTIC_HYBRID):
+            raise ValueError(f"RagdVectorStore: query mode {mode.value!r} is not supported; "
+                             "ragd searches in default/hybrid mode, or text_search/sparse (keyword only)")
+        if query.alpha is not None:
+            if not 0.0 <= query.alpha <= 1.0:
+                raise ValueError(f"alpha {query.alpha} is not between 0 and 1")
+            sources.setdefault("vector", {})["weight"] = query.alpha
+            sources.setdefault("keyword", {})["weight"] = 1.0 - query.alpha
+        return sources or None
+
     def _query_args(self, query: VectorStoreQuery) -> dict[str, Any]:
         wire = filters_to_wire(query.filters)
         if query.doc_ids:
@@ -321,7 +344,7 @@ class RagdVectorStore(BasePydanticVectorStore):
         if query.query_str is None and vector is None:
             raise ValueError("RagdVectorStore searches by text: the query has no query_str")
         return {"text": query.query_str, "vector": vector, "limit": query.similarity_top_k, "filter": wire,
-                "tenant": self.tenant, "sources": self.sources}
+                "tenant": self.tenant, "sources": self._sources(query)}
 
     def _result(self, res: QueryResult, query: VectorStoreQuery) -> VectorStoreQueryResult:
         keep = set(query.node_ids) if query.node_ids else None
