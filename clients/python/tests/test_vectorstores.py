@@ -117,6 +117,11 @@ async def test_langchain_async(ragd, lc_store):
     assert store._conn.aio() is store._conn.aio()
     assert await store.adelete(["lc-a1", "lc-a2"]) is True
     assert await store.aget_by_ids(["lc-a1", "lc-a2"]) == []
+    pooled = store._conn.aio()
+    await store.aclose()
+    assert pooled._http.is_closed and store._conn.aio() is not pooled, "closed, and a new one at the next use"
+    await store.aclose()
+    store.close()
 
 
 def test_langchain_store_refuses(ragd, lc_store):

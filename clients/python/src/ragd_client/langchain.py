@@ -397,8 +397,12 @@ class RagdVectorStore(VectorStore):
         return self._mmr(await self._conn.aio().query(query, **args), k, lambda_mult)
 
     def close(self) -> None:
-        """Close the clients this store made."""
+        """Close the sync client this store made."""
         self._conn.close()
+
+    async def aclose(self) -> None:
+        """Close the async client this store made for the running event loop."""
+        await self._conn.aclose()
 
 
 class RagdRetriever(BaseRetriever):

@@ -127,8 +127,7 @@ class ServerSideEmbedding(BaseEmbedding):
 
 
 def _status_excluded() -> dict[str, Any]:
-    keys = list(STATUS_KEYS) + [RAGD_KEY]
-    return {"excluded_llm_metadata_keys": keys, "excluded_embed_metadata_keys": keys}
+    return {"excluded_llm_metadata_keys": list(STATUS_KEYS), "excluded_embed_metadata_keys": list(STATUS_KEYS)}
 
 
 class RagdVectorStore(BasePydanticVectorStore):
@@ -372,8 +371,12 @@ class RagdVectorStore(BasePydanticVectorStore):
         raise NotImplementedError("ragd has no 'delete everything': delete by ref_doc_id, node ids or filters")
 
     def close(self) -> None:
-        """Close the clients this store made."""
+        """Close the sync client this store made."""
         self._conn.close()
+
+    async def aclose(self) -> None:
+        """Close the async client this store made for the running event loop."""
+        await self._conn.aclose()
 
 
 def _complete(res: QueryResult) -> None:
