@@ -21,15 +21,12 @@ const PathMCP = "/mcp"
 // Bounds of what an MCP tool answers: an agent's context is small, and a
 // tool call must cost the server a bounded amount.
 const (
-	MCPDefaultLimit  = 5
-	MCPMaxLimit      = 20
-	MCPSnippetRunes  = 300
-	MCPTitleRunes    = 200
-	MCPDocumentRunes = 8000
-	// MCPHitMetadataBytes bounds the metadata of one search hit (its
-	// JSON); keys past it are left out, in key order, and the hit says so.
-	MCPHitMetadataBytes = 1024
-	mcpMaxRequestBody   = 1 << 20
+	MCPDefaultLimit   = 5
+	MCPMaxLimit       = 20
+	MCPSnippetRunes   = 300
+	MCPTitleRunes     = 200
+	MCPDocumentRunes  = 8000
+	mcpMaxRequestBody = 1 << 20
 )
 
 // mcpSearchInput is the search tool's input.

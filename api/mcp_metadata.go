@@ -6,6 +6,10 @@ import (
 	"slices"
 )
 
+// MCPHitMetadataBytes bounds the metadata of one search hit (its JSON);
+// keys past it are left out, in key order, and the hit says so.
+const MCPHitMetadataBytes = 1024
+
 // cutMetadata returns the keys of m, in key order, whose JSON together
 // stays within n bytes, and whether any key was left out.
 func cutMetadata[V any](m map[string]V, n int) (map[string]V, bool) {
