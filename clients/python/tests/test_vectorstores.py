@@ -193,7 +193,8 @@ def test_retriever_knobs_when_every_source_is_down(ragd):
 
 
 def test_llama_index_retriever_keeps_status_out_of_prompts(ragd):
-    nodes = LIRetriever(base_url=ragd.url, api_key=ragd.query_key, k=1, filter={"topic": "aero"}).retrieve("wing flutter")
+    aero = MetadataFilters(filters=[MetadataFilter(key="topic", value="aero")])
+    nodes = LIRetriever(base_url=ragd.url, api_key=ragd.query_key, k=1, filter=aero).retrieve("wing flutter")
     node = nodes[0].node
     assert node.metadata["sources"]["vector"]["status"] == "ok" and node.metadata["topic"] == "aero"
     for mode in (MetadataMode.LLM, MetadataMode.EMBED):
