@@ -270,3 +270,31 @@ def test_connection_errors_retried_then_raised():
     with pytest.raises(RagdConnectionError):
         c.health()
     assert len(waits) == 2
+
+
+def test_connections_one_async_client_per_event_loop():
+    """The stores' pool: one AsyncClient per event loop, reused within it
+    (httpx connections belong to the loop that opened them)."""
+    import asyncio
+
+    from ragd_client._client import Connections
+
+    conn = Connections("http://ragd.test", None, timeout=5)
+
+    async def get():
+        return conn.aio(), conn.aio()
+
+    a1, a2 = asyncio.run(get())
+    b1, _ = asyncio.run(get())
+    assert a1 is a2 and a1 is not b1 and a1.timeout == 5
+    given = AsyncClient("http://ragd.test")
+    shared = Connections("http://ragd.test", None, async_client=given, client=conn.sync())
+    assert asyncio.run(_aio(shared)) is given
+    shared.close()
+    assert not conn.sync()._http.is_closed, "a client passed in is not closed by the pool"
+    conn.close()
+    assert conn.sync()._http.is_closed
+
+
+async def _aio(conn):
+    return conn.aio()
