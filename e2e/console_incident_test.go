@@ -46,11 +46,15 @@ breakers:
 	if authOff {
 		cfg += "auth: {enabled: false}\n"
 	} else {
+		// /metrics counts every tenant's traffic: not public beside a key
+		// bound to a tenant.
 		cfg += `auth:
   enabled: true
+  public: [health, ready, openapi]
   keys:
     - {name: console-admin, key: ` + q(adminKey) + `, role: admin}
     - {name: console-query, key: ` + q(queryKey) + `, role: query}
+    - {name: acme-reader, key: ` + q(tenantKey) + `, role: query, tenant: acme}
 `
 	}
 	path := filepath.Join(t.TempDir(), "rag.yaml")
