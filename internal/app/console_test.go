@@ -76,12 +76,16 @@ func TestConsoleStateSurvivesRestart(t *testing.T) {
 	if p.Events[4].Seq != before+2 || p.Events[4].Server.Instance == p.Events[0].Server.Instance {
 		t.Fatalf("the restart's events: %+v", p.Events[3:])
 	}
-	// The hold is back with its operator, reason and start; the forced
-	// trip, which has a cooldown, is not.
+	// The hold is back with its operator, reason and start, as no new
+	// trip (issue 30 item 6); the forced trip, which has a cooldown, is not.
+	if r := p.Events[5].Breaker; !r.Restored || r.HeldSince == nil || !r.HeldSince.Equal(since) || r.OpenedTotal != 0 {
+		t.Fatalf("the restore on the timeline: %+v", r)
+	}
 	for _, s := range a.Breakers.Snapshot() {
 		switch s.Name {
 		case "graph":
-			if s.State != breaker.Open || s.Hold == nil || s.Hold.By != "ops" || s.Hold.Reason != "neo4j upgrade" || !s.Hold.Since.Equal(since) {
+			if s.State != breaker.Open || s.Hold == nil || s.Hold.By != "ops" || s.Hold.Reason != "neo4j upgrade" || !s.Hold.Since.Equal(since) ||
+				!s.Since.Equal(since) || s.OpenedTotal != 0 {
 				t.Fatalf("graph after the restart: %+v %+v", s, s.Hold)
 			}
 		case "keyword":
