@@ -24,7 +24,7 @@ func BenchmarkObserveParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			w.Observe("", st)
+			w.Observe("", st, retriever.Answer{})
 		}
 	})
 }
@@ -40,7 +40,7 @@ func BenchmarkSnapshotFull(b *testing.B) {
 		"graph": {Status: "ok", TookMS: 3}, "graph_expand": {Status: "ok", TookMS: 2},
 	}
 	for range sourcestats.DefaultCapacity {
-		w.Observe("", st)
+		w.Observe("", st, retriever.Answer{})
 	}
 	b.ReportAllocs()
 	for b.Loop() {
