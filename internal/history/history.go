@@ -59,9 +59,9 @@ type bucket struct {
 	// answers counts the queries by what their callers got (a query may
 	// be both partial and degraded): each at most queries.
 	partial, degraded, failed int
-	sources []sourceBucket
-	http    httpBucket
-	gauges  []gaugeBucket
+	sources                   []sourceBucket
+	http                      httpBucket
+	gauges                    []gaugeBucket
 }
 
 type sourceBucket struct {
