@@ -701,6 +701,24 @@ func (b *Breaker) ForceCloseBy(m Manual) {
 	b.flush()
 }
 
+// CloseUnlessHeld is ForceClose for a component that knows its refusals
+// are over (a store that finished loading): it closes an open or
+// half-open breaker, but leaves a maintenance hold alone, which is the
+// operator's to release. It reports whether it made a transition.
+func (b *Breaker) CloseUnlessHeld() bool {
+	b.mu.Lock()
+	now, t := b.clock()
+	b.advance(now, t)
+	closed := false
+	if b.word.Load()&stateMask != stClosed && b.phase.Load().hold == nil {
+		b.transition(stClosed, ReasonForced, now, t, 0, 0, nil, Manual{})
+		closed = true
+	}
+	b.mu.Unlock()
+	b.flush()
+	return closed
+}
+
 // Ticket is one call admitted by Admit. Report its outcome exactly once
 // with Success, Failure or Neutral; a half-open trial that is never
 // reported is reclaimed after Config.TrialLease. The zero Ticket reports

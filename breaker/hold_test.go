@@ -206,3 +206,31 @@ func TestRestoredHoldKeepsItsStart(t *testing.T) {
 		t.Errorf("a restore dated in the future: %+v hold %+v", s, s.Hold)
 	}
 }
+
+// TestCloseUnlessHeld closes an open or half-open breaker, never a held
+// one, and does nothing to a closed one.
+func TestCloseUnlessHeld(t *testing.T) {
+	clock := newClock()
+	rec := &recorder{}
+	cfg := testConfig(clock, 2)
+	cfg.OnStateChange = rec.record
+	b := mustNew(t, "keyword", cfg)
+	if b.CloseUnlessHeld() {
+		t.Fatal("closed a closed breaker")
+	}
+	trip(t, b)
+	if !b.CloseUnlessHeld() {
+		t.Fatal("did not close an open breaker")
+	}
+	wantState(t, b, breaker.Closed)
+	b.Hold(breaker.Manual{By: "ops"})
+	if b.CloseUnlessHeld() {
+		t.Fatal("released a hold")
+	}
+	if s := b.Snapshot(); s.State != breaker.Open || s.Hold == nil {
+		t.Fatalf("after CloseUnlessHeld of a held breaker: %+v", s)
+	}
+	if got, want := rec.walk(), []string{"closed>open", "open>closed", "closed>open"}; !slices.Equal(got, want) {
+		t.Fatalf("walk = %v, want %v", got, want)
+	}
+}

@@ -106,6 +106,40 @@ func TestConsoleStateSurvivesRestart(t *testing.T) {
 	}
 }
 
+// TestRestoredHoldOutlastsTheKeywordJoin is a defect found by issue 30
+// item 6's browser test: a keyword index that starts empty joins from the
+// record and, when the load ends, closes the keyword breaker its refusals
+// opened. It also released a maintenance hold restored at the same start,
+// so a restart sent queries to the index under maintenance. The hook holds
+// the load until the hold is restored, the order in which it was lost.
+func TestRestoredHoldOutlastsTheKeywordJoin(t *testing.T) {
+	cfg := embeddedConfig(t)
+	a := newKeptApp(t, cfg)
+	if _, err := a.Breakers.Hold(spi.SourceKeyword, breaker.Manual{By: "ops", Note: "reindex"}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+
+	started, release := make(chan struct{}), make(chan struct{})
+	restore := app.SetJoinHook(func() {
+		close(started)
+		<-release
+	})
+	defer restore()
+	a = newKeptApp(t, cfg)
+	defer a.Close()
+	<-started
+	if s := a.Breakers.Get(spi.SourceKeyword).Snapshot(); s.Hold == nil {
+		t.Fatalf("the hold was not restored: %+v", s)
+	}
+	close(release)
+	ctx := context.Background()
+	eventually(t, "the keyword index to join", func() bool { return a.Ready(ctx) == nil })
+	if s := a.Breakers.Get(spi.SourceKeyword).Snapshot(); s.State != breaker.Open || s.Hold == nil || s.Hold.By != "ops" {
+		t.Fatalf("after the keyword index joined: %+v, want still held by ops", s)
+	}
+}
+
 // TestConcurrentHoldSavesKeepTheLatestState is issue 29 item 2: the hold
 // of one breaker and the release of another are saved at once, in the
 // order that lost the release when each save wrote a snapshot taken
