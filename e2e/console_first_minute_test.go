@@ -160,6 +160,8 @@ func TestConsoleUserImpactFirst(t *testing.T) {
 	}
 	b.check("vector's timeout", `/timeout: deadline of \d+ms exceeded/.test(document.querySelector("#card-vector .last-failure")?.textContent ?? "")`)
 	b.check("failed answers", `/[1-9]\d*% failed/.test(document.getElementById("impact").textContent)`)
+	// The history, read every 10 s, charts it too (docs/img/console.png).
+	b.check("the history charts the failures", `document.querySelector('[data-chart="impact"] rect.c-bad') !== null`)
 	b.screenshot("impact")
 
 	t.Log("a tenant key sees its own tenant's answers and failures only")

@@ -85,6 +85,7 @@ type query struct {
 	at      time.Time
 	tenant  string
 	answer  retriever.Answer
+	failed  bool // some outcome failed: a scan for failures reads it, not the outcomes
 	sources []outcome
 }
 
@@ -130,11 +131,12 @@ func (w *Window) Observe(tenant string, sources map[string]retriever.SourceStatu
 	now := w.cfg.Now()
 	w.n++
 	q := &w.ring[(w.n-1)%uint64(len(w.ring))]
-	q.at, q.tenant, q.answer, q.sources = now, tenant, a, q.sources[:0]
+	q.at, q.tenant, q.answer, q.failed, q.sources = now, tenant, a, false, q.sources[:0]
 	for name, st := range sources {
 		o := outcome{name: name, status: st.Status, tookMS: st.TookMS, failed: failed(st)}
 		if o.failed {
 			o.reason = st.Error
+			q.failed = true
 		}
 		q.sources = append(q.sources, o)
 		if slices.Contains(w.cfg.BurstStatuses, st.Status) {
@@ -226,7 +228,8 @@ func (w *Window) Snapshot(tenant string) Snapshot {
 			continue
 		}
 		// Newest first: the first failure of a source met is its newest.
-		for _, o := range q.sources {
+		for j := 0; q.failed && j < len(q.sources); j++ {
+			o := &q.sources[j]
 			if o.failed && !slices.ContainsFunc(snap.Failures, func(f Failure) bool { return f.Source == o.name }) {
 				snap.Failures = append(snap.Failures, Failure{Source: o.name, Status: o.status, Error: o.reason, At: q.at})
 			}
