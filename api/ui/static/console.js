@@ -706,7 +706,7 @@
       tick.style.left = pct.toFixed(1) + "%";
       axis.append(tick);
     }
-    const readout = el("output", { class: "readout" });
+    const readout = el("div", { class: "readout" }); // no live region: it follows the pointer
     const fig = el("figure", { class: "chart", "data-chart": opts.id || title },
       el("figcaption", {}, el("span", { text: title }), el("b", { text: lastText })), root, axis, readout);
 
