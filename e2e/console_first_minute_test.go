@@ -235,11 +235,11 @@ func TestConsoleChartsTimeAndEvents(t *testing.T) {
 }
 
 // TestConsoleReasonsTenantsAndKeys is issue 30 item 6: the Reason box of
-// force-open and force-close is recorded (D: typed and lost) and refused
-// with invisible characters as a hold's is; a tenant key reads a hold
-// without a dangling "by" and a false "(no reason given)" (D); Forget key
-// and a key change clear the previous answer (D); at 390 px no word of
-// the stores table breaks in the middle (D).
+// force-open, force-close and a hold's release is recorded (D: typed and
+// lost) and refused with invisible characters as a hold's is; a tenant
+// key reads a hold without a dangling "by" and a false "(no reason
+// given)" (D); Forget key and a key change clear the previous answer (D);
+// at 390 px no word of the stores table breaks in the middle (D).
 func TestConsoleReasonsTenantsAndKeys(t *testing.T) {
 	b := newBrowser(t)
 	srv := startRagd(t, incidentConfig(t, t.TempDir(), "127.0.0.1:0", false, ""))
@@ -302,6 +302,14 @@ func TestConsoleReasonsTenantsAndKeys(t *testing.T) {
 	b.waitFor("an answer (acme has no documents)", `!document.getElementById("query-result").hidden && document.querySelectorAll("#hits li").length > 0`)
 	b.useKey(adminKey, "console-admin (admin)")
 	b.check("answer cleared", `document.getElementById("query-result").hidden && document.querySelectorAll("#hits li").length === 0`)
+
+	t.Log("the reason of a hold's release is recorded")
+	b.waitFor("held", `document.querySelector("#card-vector")?.dataset.state === "held"`)
+	b.do("release vector", chromedp.Click(chromedp.CSS(`#card-vector button[aria-label="Release hold of vector breaker"]`)))
+	b.confirm("pg 16 is up")
+	b.waitFor("released", `document.querySelector("#card-vector").dataset.state === "closed"`)
+	b.check("the release's reason", `[...document.querySelectorAll('#events li[data-source="vector"]')].some(li =>
+		li.dataset.to === "closed" && li.textContent.includes("forced by console-admin: pg 16 is up; released the hold of console-admin"))`)
 
 	t.Log("at 390 px the stores table breaks between words")
 	b.do("390 px", chromedp.EmulateViewport(390, 844))
