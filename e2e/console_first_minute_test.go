@@ -116,6 +116,9 @@ func TestConsoleUserImpactFirst(t *testing.T) {
 	if title := jsEval[string](b, `document.title`); title != "ragd console" {
 		t.Errorf("title %q with nothing wrong", title)
 	}
+	if icon := jsEval[string](b, `document.getElementById("favicon").getAttribute("href")`); icon != "favicon.svg" {
+		t.Errorf("icon %q with nothing wrong", icon)
+	}
 
 	t.Log("keyword slows down to near its timeout: a warning, and its card comes first")
 	mustCall(t, admin, http.MethodPut, "/debug/faults/keyword", map[string]int{"delay_ms": 350}, nil)
@@ -125,6 +128,7 @@ func TestConsoleUserImpactFirst(t *testing.T) {
 	if title := jsEval[string](b, `document.title`); !strings.Contains(title, "keyword") || !strings.HasPrefix(title, "⚠") {
 		t.Errorf("title %q while keyword nears its timeout, want it named behind ⚠", title)
 	}
+	b.check("the icon warns", `document.getElementById("favicon").getAttribute("href") === "favicon-warn.svg"`)
 	b.screenshot("warning")
 
 	t.Log("keyword fails and trips: the warning goes, the failure's text shows")
