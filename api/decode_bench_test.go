@@ -12,6 +12,8 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/ragd/ragd/internal/strictjson"
 )
 
 // batch500 is a POST /v1/documents body of 500 documents: ~2 KB of text,
@@ -104,7 +106,7 @@ func BenchmarkDecodeBatch500(b *testing.B) {
 		})
 		b.Run(name+"/checkStrict", func(b *testing.B) {
 			loop(b, len(body), func() error {
-				if e := checkStrict(body, t); e != nil {
+				if e := strictjson.Check(body, t); e != nil {
 					return e
 				}
 				return nil

@@ -1,0 +1,232 @@
+// Package strictjson decodes JSON the one way ragd reads it from a client,
+// whether the text is an API request body or a line `ragd ingest` reads:
+// one JSON object, valid UTF-8, names matched exactly and never twice in
+// one object, no unknown member, nothing after the object. encoding/json
+// accepts each of these silently (turning invalid UTF-8 into U+FFFD,
+// matching names in any case, keeping the last of two values), and an id
+// would then be stored under another name than the client sent.
+//
+// Errors are *Error values: a stable code, the JSON path of the offending
+// member and the byte, and a message for people that quotes no value.
+package strictjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Error codes. A wrong type or a value out of range is "invalid_" followed
+// by the first segment of the member's path ("invalid_limit",
+// "invalid_documents").
+const (
+	CodeMalformed      = "malformed_json"
+	CodeUnknownField   = "unknown_field"
+	CodeDuplicateField = "duplicate_field"
+	CodeInvalidBody    = "invalid_body"
+)
+
+// Error is why a JSON text was refused.
+type Error struct {
+	// Code is one of the Code* constants or "invalid_" + RootField(Field).
+	Code string
+	// Field is the JSON path of the offending member ("documents[3].id",
+	// "filter.lang"), "" when the error is not about one member.
+	Field string
+	// Offset is the byte of the text the error was found at, when known.
+	Offset *int64
+	// Message says what is wrong, for people; it quotes no value.
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func newError(code string, off *int64, format string, args ...any) *Error {
+	return &Error{Code: code, Offset: off, Message: fmt.Sprintf(format, args...)}
+}
+
+func at(off int64) *int64 { return &off }
+
+// Decode decodes one JSON object from data into dst (a pointer), strictly:
+// valid UTF-8, no unknown member, no member name in another case, no name
+// twice in one object (at any depth, map keys included), nothing after the
+// object. subject names data in messages ("request body", "line").
+func Decode(data []byte, dst any, subject string) *Error {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return newError(CodeMalformed, nil, "the %s is empty; a JSON object is required", subject)
+	}
+	if string(trimmed) == "null" {
+		// encoding/json leaves dst untouched for null: it would pass as {}.
+		return newError(CodeInvalidBody, at(int64(bytes.Index(data, trimmed))), "the %s must be a JSON object, got null", subject)
+	}
+	if !utf8.Valid(data) {
+		off := int64(invalidUTF8At(data))
+		return newError(CodeMalformed, &off, "the %s is not valid UTF-8 (byte %d)", subject, off)
+	}
+	t := reflect.TypeOf(dst)
+	if e := Check(data, t); e != nil {
+		return e
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return decodeError(err, data, t, subject)
+	}
+	// Anything but whitespace after the object is an error.
+	if off := dec.InputOffset(); len(bytes.TrimSpace(data[off:])) > 0 {
+		return newError(CodeMalformed, &off, "unexpected data after the JSON object at byte %d", off)
+	}
+	return nil
+}
+
+// decodeError turns an encoding/json error from decoding data into a value
+// of type t into an *Error that names the offending member by its full
+// JSON path, or the byte offset, without echoing values.
+func decodeError(err error, data []byte, t reflect.Type, subject string) *Error {
+	size := int64(len(data))
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off := se.Offset
+		return newError(CodeMalformed, &off, "malformed JSON at byte %d: %s", off, se.Error())
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return newError(CodeMalformed, &size, "malformed JSON: the %s ends at byte %d before the JSON value does", subject, size)
+	case errors.As(err, &te):
+		off := te.Offset
+		if te.Field == "" {
+			return newError(CodeInvalidBody, &off, "the %s must be a JSON object, got %s", subject, jsonKind(te.Value))
+		}
+		field := pathAt(data, t, off)
+		if field == "" {
+			field = te.Field
+		}
+		root := RootField(field)
+		var e *Error
+		switch {
+		case root == "filter":
+			e = newError("invalid_filter", &off,
+				"%s: filter values must be arrays of strings, got %s at byte %d", field, jsonKind(te.Value), off)
+		case strings.HasPrefix(te.Value, "number") && isNumberType(te.Type):
+			e = newError("invalid_"+root, &off,
+				"%s: a number out of range or not allowed for %s, at byte %d", field, describeType(te.Type), off)
+		default:
+			e = newError("invalid_"+root, &off,
+				"%s: got %s, want %s, at byte %d", field, jsonKind(te.Value), describeType(te.Type), off)
+		}
+		e.Field = field
+		return e
+	}
+	var pe *time.ParseError
+	if errors.As(err, &pe) || strings.Contains(err.Error(), "Time.UnmarshalJSON") {
+		field := badTimePath(data, t)
+		if field == "" {
+			field = "updated_at" // the only timestamp a client sends
+		}
+		e := newError("invalid_"+RootField(field), nil,
+			"%s: must be an RFC 3339 timestamp string such as 2026-01-02T15:04:05Z", field)
+		e.Field = field
+		return e
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		field := unknownKeyPath(data, t, name)
+		if field == "" {
+			field = name
+		}
+		e := newError(CodeUnknownField, nil, "unknown field %q", Truncate(field, 64))
+		e.Field = Truncate(field, 256)
+		return e
+	}
+	return newError(CodeMalformed, nil, "malformed JSON")
+}
+
+// RootField returns the first segment of a JSON path: "sources" for
+// "sources.keyword.weight", "documents" for "documents[3].id".
+func RootField(path string) string {
+	if i := strings.IndexAny(path, ".["); i >= 0 {
+		path = path[:i]
+	}
+	return path
+}
+
+// jsonKind reduces UnmarshalTypeError.Value ("number 1e999", "string") to
+// the JSON kind, so values are never echoed.
+func jsonKind(v string) string {
+	if k, _, ok := strings.Cut(v, " "); ok {
+		return k
+	}
+	return v
+}
+
+func isNumberType(t reflect.Type) bool {
+	if t == nil {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return true
+	}
+	return false
+}
+
+// describeType names the JSON shape a Go type expects.
+func describeType(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32:
+		return "a finite 32-bit number"
+	case reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array of " + strings.TrimPrefix(strings.TrimPrefix(describeType(t.Elem()), "a "), "an ") + "s"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return describeType(t.Elem())
+	}
+	return "another type"
+}
+
+// Truncate cuts s to at most n bytes on a rune boundary, marking the cut
+// with "…", so a name quoted in a message stays short and valid UTF-8.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// invalidUTF8At is the offset of the first byte of b that is not valid
+// UTF-8.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
