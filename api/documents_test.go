@@ -386,3 +386,26 @@ func TestBatchDeleteBadBodies(t *testing.T) {
 		t.Fatalf("writer called %d times", n)
 	}
 }
+
+// Issue 29 item 6: "a\ud800" and "a\udbff" both decoded to "a\ufffd", so
+// two ids the client told apart were stored as one. An escaped lone
+// surrogate is refused like invalid UTF-8; a surrogate pair is a
+// character and passes.
+func TestUpsertLoneSurrogateIs400(t *testing.T) {
+	e := newEnv(t, nil)
+	prefix := `{"documents":[{"id":"a`
+	for _, esc := range []string{`\ud800`, `\udbff`, `\udc00`} {
+		d := wantError(t, e.do(http.MethodPost, "/v1/documents", prefix+esc+`","text":"x"}]}`), http.StatusBadRequest, api.CodeMalformedJSON)
+		if d.Offset == nil || *d.Offset != int64(len(prefix)) {
+			t.Fatalf("%s: offset = %v, want %d (the escape)", esc, d.Offset, len(prefix))
+		}
+	}
+	wantError(t, e.do(http.MethodPost, "/v1/query", `{"text":"wing \ud800"}`), http.StatusBadRequest, api.CodeMalformedJSON)
+	if n := len(e.writer.upsertCalls()) + len(e.searcher.calls()); n != 0 {
+		t.Fatalf("%d calls reached the writer or the searcher", n)
+	}
+	resp := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", prefix+`\ud83d\ude00","text":"x"}]}`), http.StatusOK)
+	if resp.OK != 1 || resp.Results[0].ID != "a\U0001F600" {
+		t.Fatalf("a surrogate pair: %+v", resp)
+	}
+}

@@ -54,7 +54,7 @@ func newError(code string, off *int64, format string, args ...any) *Error {
 func at(off int64) *int64 { return &off }
 
 // Decode decodes one JSON object from data into dst (a pointer), strictly:
-// valid UTF-8, no unknown member, no member name in another case, no name
+// valid UTF-8, no escaped lone surrogate, no unknown member, no member name in another case, no name
 // twice in one object (at any depth, map keys included), nothing after the
 // object. subject names data in messages ("request body", "line").
 func Decode(data []byte, dst any, subject string) *Error {
@@ -69,6 +69,10 @@ func Decode(data []byte, dst any, subject string) *Error {
 	if !utf8.Valid(data) {
 		off := int64(invalidUTF8At(data))
 		return newError(CodeMalformed, &off, "the %s is not valid UTF-8 (byte %d)", subject, off)
+	}
+	if i := loneSurrogateAt(data); i >= 0 {
+		off := int64(i)
+		return newError(CodeMalformed, &off, "the %s holds an escaped lone surrogate at byte %d (\\uD800-\\uDFFF must come in pairs): it is not a character", subject, off)
 	}
 	t := reflect.TypeOf(dst)
 	if e := Check(data, t); e != nil {
