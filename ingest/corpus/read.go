@@ -16,9 +16,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
-	"unicode/utf8"
 
+	"github.com/ragd/ragd/internal/strictjson"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -32,8 +31,9 @@ const (
 	FormatAuto Format = ""
 	// FormatJSONL is one spi.Document JSON object per line ("id", "tenant",
 	// "title", "text", "metadata" (string values), "vector", "entities",
-	// "links", "updated_at"). Unknown keys are an error, so a typo such as
-	// "txt" is caught instead of ingesting empty documents.
+	// "links", "updated_at"), read as POST /v1/documents reads one. Unknown
+	// keys are an error, so a typo such as "txt" is caught instead of
+	// ingesting empty documents.
 	FormatJSONL Format = "jsonl"
 	// FormatBEIR is a BEIR corpus.jsonl line: {"_id", "title", "text",
 	// "metadata"}. Other keys are ignored; metadata values that are not
@@ -194,19 +194,6 @@ func detect(line []byte) Format {
 	return FormatJSONL
 }
 
-// jsonlDoc mirrors spi.Document so unknown keys can be rejected.
-type jsonlDoc struct {
-	ID        string            `json:"id"`
-	Tenant    string            `json:"tenant"`
-	Title     string            `json:"title"`
-	Text      string            `json:"text"`
-	Metadata  map[string]string `json:"metadata"`
-	Vector    []float32         `json:"vector"`
-	Entities  []string          `json:"entities"`
-	Links     []string          `json:"links"`
-	UpdatedAt time.Time         `json:"updated_at"`
-}
-
 type beirDoc struct {
 	ID       json.RawMessage            `json:"_id"`
 	Title    string                     `json:"title"`
@@ -214,14 +201,16 @@ type beirDoc struct {
 	Metadata map[string]json.RawMessage `json:"metadata"`
 }
 
+// parseLine reads one line by the API's rule (internal/strictjson): a
+// JSONL line exactly as POST /v1/documents reads a document (no unknown
+// or miscased key, no key twice, valid UTF-8 without a lone surrogate),
+// a BEIR line leniently (other keys ignored) but never ambiguously.
 func parseLine(line []byte, format Format) (spi.Document, error) {
-	// encoding/json would turn invalid UTF-8 into U+FFFD silently: an id
-	// would be stored under another name.
-	if !utf8.Valid(line) {
-		return spi.Document{}, errors.New("the line is not valid UTF-8")
-	}
 	switch format {
 	case FormatBEIR:
+		if e := strictjson.Unambiguous(line, "line"); e != nil {
+			return spi.Document{}, e
+		}
 		var b beirDoc
 		if err := json.Unmarshal(line, &b); err != nil {
 			return spi.Document{}, jsonError(err)
@@ -243,16 +232,11 @@ func parseLine(line []byte, format Format) (spi.Document, error) {
 		}
 		return doc, nil
 	default:
-		var d jsonlDoc
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&d); err != nil {
-			return spi.Document{}, jsonError(err)
+		var d spi.Document
+		if e := strictjson.Decode(line, &d, "line"); e != nil {
+			return spi.Document{}, e
 		}
-		if dec.More() {
-			return spi.Document{}, errors.New("more than one JSON value on the line")
-		}
-		return spi.Document(d), nil
+		return d, nil
 	}
 }
 

@@ -66,13 +66,8 @@ func Decode(data []byte, dst any, subject string) *Error {
 		// encoding/json leaves dst untouched for null: it would pass as {}.
 		return newError(CodeInvalidBody, at(int64(bytes.Index(data, trimmed))), "the %s must be a JSON object, got null", subject)
 	}
-	if !utf8.Valid(data) {
-		off := int64(invalidUTF8At(data))
-		return newError(CodeMalformed, &off, "the %s is not valid UTF-8 (byte %d)", subject, off)
-	}
-	if i := loneSurrogateAt(data); i >= 0 {
-		off := int64(i)
-		return newError(CodeMalformed, &off, "the %s holds an escaped lone surrogate at byte %d (\\uD800-\\uDFFF must come in pairs): it is not a character", subject, off)
+	if e := textError(data, subject); e != nil {
+		return e
 	}
 	t := reflect.TypeOf(dst)
 	if e := Check(data, t); e != nil {
@@ -86,6 +81,32 @@ func Decode(data []byte, dst any, subject string) *Error {
 	// Anything but whitespace after the object is an error.
 	if off := dec.InputOffset(); len(bytes.TrimSpace(data[off:])) > 0 {
 		return newError(CodeMalformed, &off, "unexpected data after the JSON object at byte %d", off)
+	}
+	return nil
+}
+
+// Unambiguous checks what makes a JSON text read as something else than
+// its writer meant, without a Go type: invalid UTF-8, an escaped lone
+// surrogate, a name twice in one object. It is for texts read leniently
+// otherwise (a BEIR corpus line, whose unknown keys are ignored); Decode
+// checks all of it.
+func Unambiguous(data []byte, subject string) *Error {
+	if e := textError(data, subject); e != nil {
+		return e
+	}
+	return Check(data, nil)
+}
+
+// textError refuses text that is not valid UTF-8 or holds an escaped lone
+// surrogate, which encoding/json would both read as U+FFFD.
+func textError(data []byte, subject string) *Error {
+	if !utf8.Valid(data) {
+		off := int64(invalidUTF8At(data))
+		return newError(CodeMalformed, &off, "the %s is not valid UTF-8 (byte %d)", subject, off)
+	}
+	if i := loneSurrogateAt(data); i >= 0 {
+		off := int64(i)
+		return newError(CodeMalformed, &off, "the %s holds an escaped lone surrogate at byte %d (\\uD800-\\uDFFF must come in pairs): it is not a character", subject, off)
 	}
 	return nil
 }
