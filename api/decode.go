@@ -15,9 +15,10 @@ import (
 )
 
 // bodyLimit is the body limit of the route at path: the query's own,
-// smaller one for POST /v1/query (0 in the config: the general one).
+// smaller one for POST /v1/query and /mcp, whose tool calls are queries
+// (0 in the config: the general one).
 func (s *Server) bodyLimit(path string) int64 {
-	if path == "/v1/query" && s.cfg.Server.QueryBodyLimitBytes > 0 {
+	if (path == "/v1/query" || path == PathMCP) && s.cfg.Server.QueryBodyLimitBytes > 0 {
 		return s.cfg.Server.QueryBodyLimitBytes
 	}
 	return s.cfg.Server.BodyLimitBytes

@@ -159,7 +159,9 @@ func New(cfg Config) (*Server, error) {
 		s.paths[r.path] = true
 	}
 	s.mountUI(e)
-	s.mountMCP(e)
+	if err := s.mountMCP(e); err != nil {
+		return nil, err
+	}
 	if cfg.Server.Pprof {
 		s.mountPprof(e)
 	}

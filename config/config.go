@@ -45,8 +45,8 @@ type Config struct {
 type ServerConfig struct {
 	Listen         string `yaml:"listen"`
 	BodyLimitBytes int64  `yaml:"body_limit_bytes"`
-	// QueryBodyLimitBytes is the body limit of POST /v1/query, much
-	// smaller than BodyLimitBytes (document batches): a query is a text of
+	// QueryBodyLimitBytes is the body limit of POST /v1/query and of /mcp
+	// (whose tool calls are queries), much smaller than BodyLimitBytes (document batches): a query is a text of
 	// at most 8 KiB, a vector and a small filter, and a hostile one must
 	// not cost megabytes to refuse.
 	QueryBodyLimitBytes int64 `yaml:"query_body_limit_bytes"`
