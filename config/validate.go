@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/ragd/ragd/embedder/builtin/modelcache"
 	"github.com/ragd/ragd/spi"
@@ -301,7 +302,14 @@ func (c *Config) Validate() error {
 	seen := map[string]bool{}
 	for i, key := range c.Auth.Keys {
 		p := fmt.Sprintf("auth.keys[%d]", i)
-		if len(key.Key) < 16 {
+		switch {
+		case strings.TrimSpace(key.Key) != key.Key:
+			// HTTP strips the whitespace around a header value (and ragd
+			// the token's), so this key could never authenticate.
+			bad(p+".key", "must not begin or end with whitespace: a request cannot send it, so the key would never authenticate")
+		case strings.ContainsFunc(key.Key, unicode.IsControl):
+			bad(p+".key", "must not hold a control character: an Authorization header cannot carry it")
+		case len(key.Key) < 16:
 			bad(p+".key", "must be at least 16 characters")
 		}
 		if seen[key.Key] && key.Key != "" {
