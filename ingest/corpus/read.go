@@ -236,6 +236,11 @@ func parseLine(line []byte, format Format) (spi.Document, error) {
 		if e := strictjson.Decode(line, &d, "line"); e != nil {
 			return spi.Document{}, e
 		}
+		// A time no store keeps (the year 10000 in UTC) could not even be
+		// sent: it fails its line, as the server would fail its document.
+		if err := spi.ValidateUpdatedAt(d.UpdatedAt); err != nil {
+			return spi.Document{}, errors.New(strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": "))
+		}
 		return d, nil
 	}
 }

@@ -308,6 +308,9 @@ func TestReadIsAsStrictAsTheAPI(t *testing.T) {
 		{corpus.FormatJSONL, `{"id":"a\ud800","text":"x"}`, `lone surrogate`},
 		{corpus.FormatJSONL, `{"id":"a","metadata":{"n":1}}`, `metadata.n: got number, want a string`},
 		{corpus.FormatJSONL, `{"id":"a","text":"x"} {}`, `unexpected data after the JSON object`},
+		// Parses, but is the year 10000 in UTC: no store keeps it, and the
+		// client could not even encode the batch holding it.
+		{corpus.FormatJSONL, `{"id":"a","text":"x","updated_at":"9999-12-31T23:59:59-23:59"}`, `updated_at must lie between`},
 		{corpus.FormatBEIR, `{"_id":"a","_id":"b","text":"x"}`, `"_id" appears twice`},
 		{corpus.FormatBEIR, `{"_id":"a\udc00","text":"x"}`, `lone surrogate`},
 	} {

@@ -43,6 +43,22 @@ type Error struct {
 	Offset *int64
 	// Message says what is wrong, for people; it quotes no value.
 	Message string
+	// Reason is what is wrong with the member at Field (or, when Field is
+	// empty, with the whole value), for a message naming the place
+	// otherwise: "got number, want a string". It is set for errors about
+	// the decoded value (wrong types, unknown members, not an object), not
+	// for errors of the text itself (syntax, encoding, a name twice).
+	Reason string
+}
+
+// memberError is an error about the member at field: "field: reason" and,
+// when off is known, the byte.
+func memberError(code, field string, off *int64, reason string) *Error {
+	e := &Error{Code: code, Field: field, Offset: off, Reason: reason, Message: field + ": " + reason}
+	if off != nil {
+		e.Message += fmt.Sprintf(", at byte %d", *off)
+	}
+	return e
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -64,7 +80,9 @@ func Decode(data []byte, dst any, subject string) *Error {
 	}
 	if string(trimmed) == "null" {
 		// encoding/json leaves dst untouched for null: it would pass as {}.
-		return newError(CodeInvalidBody, at(int64(bytes.Index(data, trimmed))), "the %s must be a JSON object, got null", subject)
+		e := newError(CodeInvalidBody, at(int64(bytes.Index(data, trimmed))), "the %s must be a JSON object, got null", subject)
+		e.Reason = "must be a JSON object, got null"
+		return e
 	}
 	if e := textError(data, subject); e != nil {
 		return e
@@ -83,6 +101,22 @@ func Decode(data []byte, dst any, subject string) *Error {
 		return newError(CodeMalformed, &off, "unexpected data after the JSON object at byte %d", off)
 	}
 	return nil
+}
+
+// TryDecode decodes data into dst as Decode does and reports whether it
+// did, without working out what is wrong when it did not (Decode's error
+// walks the text again to name the member): for a caller that will judge
+// the parts of a failing text on their own.
+func TryDecode(data []byte, dst any) bool {
+	if t := bytes.TrimSpace(data); len(t) == 0 || string(t) == "null" || textError(data, "") != nil || Check(data, reflect.TypeOf(dst)) != nil {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if dec.Decode(dst) != nil {
+		return false
+	}
+	return len(bytes.TrimSpace(data[dec.InputOffset():])) == 0
 }
 
 // Unambiguous checks what makes a JSON text read as something else than
@@ -127,27 +161,23 @@ func decodeError(err error, data []byte, t reflect.Type, subject string) *Error 
 	case errors.As(err, &te):
 		off := te.Offset
 		if te.Field == "" {
-			return newError(CodeInvalidBody, &off, "the %s must be a JSON object, got %s", subject, jsonKind(te.Value))
+			e := newError(CodeInvalidBody, &off, "the %s must be a JSON object, got %s", subject, jsonKind(te.Value))
+			e.Reason = "must be a JSON object, got " + jsonKind(te.Value)
+			return e
 		}
 		field := pathAt(data, t, off)
 		if field == "" {
 			field = te.Field
 		}
 		root := RootField(field)
-		var e *Error
 		switch {
 		case root == "filter":
-			e = newError("invalid_filter", &off,
-				"%s: filter values must be arrays of strings, got %s at byte %d", field, jsonKind(te.Value), off)
+			return memberError("invalid_filter", field, &off, "filter values must be arrays of strings, got "+jsonKind(te.Value))
 		case strings.HasPrefix(te.Value, "number") && isNumberType(te.Type):
-			e = newError("invalid_"+root, &off,
-				"%s: a number out of range or not allowed for %s, at byte %d", field, describeType(te.Type), off)
+			return memberError("invalid_"+root, field, &off, "a number out of range or not allowed for "+describeType(te.Type))
 		default:
-			e = newError("invalid_"+root, &off,
-				"%s: got %s, want %s, at byte %d", field, jsonKind(te.Value), describeType(te.Type), off)
+			return memberError("invalid_"+root, field, &off, "got "+jsonKind(te.Value)+", want "+describeType(te.Type))
 		}
-		e.Field = field
-		return e
 	}
 	var pe *time.ParseError
 	if errors.As(err, &pe) || strings.Contains(err.Error(), "Time.UnmarshalJSON") {
@@ -155,10 +185,7 @@ func decodeError(err error, data []byte, t reflect.Type, subject string) *Error 
 		if field == "" {
 			field = "updated_at" // the only timestamp a client sends
 		}
-		e := newError("invalid_"+RootField(field), nil,
-			"%s: must be an RFC 3339 timestamp string such as 2026-01-02T15:04:05Z", field)
-		e.Field = field
-		return e
+		return memberError("invalid_"+RootField(field), field, nil, "must be an RFC 3339 timestamp string such as 2026-01-02T15:04:05Z")
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		name = strings.Trim(name, `"`)
@@ -167,7 +194,7 @@ func decodeError(err error, data []byte, t reflect.Type, subject string) *Error 
 			field = name
 		}
 		e := newError(CodeUnknownField, nil, "unknown field %q", Truncate(field, 64))
-		e.Field = Truncate(field, 256)
+		e.Field, e.Reason = Truncate(field, 256), "unknown field"
 		return e
 	}
 	return newError(CodeMalformed, nil, "malformed JSON")

@@ -66,6 +66,7 @@ func Check(body []byte, t reflect.Type) *Error {
 					e := newError(CodeUnknownField, nil,
 						"unknown field %q: field names are case-sensitive (did you mean %q?)", Truncate(path, 64), field)
 					e.Field = Truncate(path, 256)
+					e.Reason = fmt.Sprintf("unknown field: field names are case-sensitive (did you mean %q?)", field)
 					return e
 				}
 			}
