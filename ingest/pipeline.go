@@ -646,10 +646,37 @@ func (p *Pipeline) embed(ctx context.Context, work []spi.Document, res []Result,
 	}
 	p.progress.queued(len(need))
 	need = p.reuseStored(ctx, work, need)
-	for chunk := range slices.Chunk(need, p.embedBatch) {
-		p.embedChunk(ctx, work, res, chunk)
+	// Each embedding call is one tenant's (spi.WithTenant): the vector
+	// cache keeps each tenant's texts apart, so one tenant's write never
+	// hits a text another wrote.
+	for _, group := range byTenant(work, need) {
+		tctx := spi.WithTenant(ctx, work[group[0]].Tenant)
+		for chunk := range slices.Chunk(group, p.embedBatch) {
+			p.embedChunk(tctx, work, res, chunk)
+		}
 	}
 	return slices.DeleteFunc(valid, func(i int) bool { return res[i].Status == StatusFailed })
+}
+
+// byTenant splits the indices idx of work by the documents' tenant, in the
+// order each tenant first appears, keeping their order within a tenant.
+func byTenant(work []spi.Document, idx []int) [][]int {
+	if len(idx) == 0 {
+		return nil
+	}
+	pos := map[string]int{}
+	var groups [][]int
+	for _, i := range idx {
+		t := work[i].Tenant
+		g, ok := pos[t]
+		if !ok {
+			g = len(groups)
+			pos[t] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
 }
 
 // reuseStored gives each document of need whose embedded text (embedText)
