@@ -305,15 +305,23 @@ type AuthConfig struct {
 	Enabled *bool       `yaml:"enabled"`
 	Keys    []KeyConfig `yaml:"keys"`
 	// Public lists which operational endpoints need no key:
-	// any of "health", "ready", "metrics", "openapi".
+	// any of "health", "ready", "metrics", "openapi". Not "metrics" when
+	// a key is bound to a tenant: /metrics counts every tenant's traffic.
 	Public []string `yaml:"public"`
 }
 
-// Roles an API key can have.
+// Roles an API key can have: query may query and read documents and the
+// status; admin may also write and act on breakers; metrics may read the
+// operational endpoints only (/metrics, /healthz, /readyz,
+// /openapi.json): the key a Prometheus scrape carries.
 const (
-	RoleQuery = "query"
-	RoleAdmin = "admin"
+	RoleQuery   = "query"
+	RoleAdmin   = "admin"
+	RoleMetrics = "metrics"
 )
+
+// Roles lists every role.
+var Roles = []string{RoleQuery, RoleAdmin, RoleMetrics}
 
 // KeyConfig is one API key. Tenant, when set, binds every request made with
 // the key to that tenant.

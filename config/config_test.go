@@ -70,6 +70,9 @@ func TestBadFiles(t *testing.T) {
 		// Issue 29 item 6: HTTP strips the spaces around a header value,
 		// so such a key (whose spaces counted toward the 16 characters)
 		// could never authenticate; a control character cannot be sent.
+		// Issue 29 item 4: the default auth.public lists metrics, which
+		// counts every tenant's traffic; a metrics key reads every tenant's.
+		"tenant-metrics.bad.yaml": {"auth.public", "auth.keys[1] is bound to a tenant", "role metrics", "auth.keys[2].tenant", "cannot be bound"},
 		"key-space.bad.yaml": {"auth.keys[0].key", "auth.keys[1].key", "whitespace", "never authenticate",
 			"auth.keys[2].key", "control character"},
 		"not-mapping.bad.yaml":      {"line 1", "mapping"},

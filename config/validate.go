@@ -300,6 +300,7 @@ func (c *Config) Validate() error {
 		bad("auth.keys", "auth is enabled but no keys are configured (add keys, or set auth.enabled: false explicitly)")
 	}
 	seen := map[string]bool{}
+	tenantMetrics := false
 	for i, key := range c.Auth.Keys {
 		p := fmt.Sprintf("auth.keys[%d]", i)
 		switch {
@@ -316,8 +317,16 @@ func (c *Config) Validate() error {
 			bad(p+".key", "duplicates another key")
 		}
 		seen[key.Key] = true
-		if !oneOf(key.Role, RoleQuery, RoleAdmin) {
-			bad(p+".role", `must be "query" or "admin", got %q`, key.Role)
+		if !oneOf(key.Role, Roles...) {
+			bad(p+".role", "must be one of %s, got %q", quoteList(Roles), key.Role)
+		}
+		if key.Tenant != "" && key.Role == RoleMetrics {
+			bad(p+".tenant", "a metrics key reads every tenant's figures and cannot be bound to a tenant")
+		}
+		if key.Tenant != "" && c.AuthEnabled() && slices.Contains(c.Auth.Public, "metrics") && !tenantMetrics {
+			tenantMetrics = true
+			bad("auth.public", "lists metrics while %s is bound to a tenant: /metrics counts every tenant's requests, writes and cache hits, which a tenant may not read; "+
+				"take metrics out of auth.public (the default lists it) and scrape with a key not bound to a tenant (role metrics)", p)
 		}
 		if key.Tenant != "" {
 			if err := spi.ValidateName(key.Tenant, spi.MaxNameBytes); err != nil {
