@@ -263,6 +263,7 @@ func probeID(raw []byte) string {
 // When the request's deadline passed before anything was written, the
 // answer is 504 instead.
 func (s *Server) answerBatch(c echo.Context, results []ingest.Result) error {
+	principal(c).hideVersions(results)
 	resp := BatchResponse{Results: results, Total: len(results)}
 	for _, r := range results {
 		switch r.Status {
@@ -372,7 +373,24 @@ func (s *Server) deleteDocument() echo.HandlerFunc {
 		case StatusNotFound:
 			return newError(http.StatusNotFound, CodeNotFound, "no document with this id")
 		}
-		return s.writeJSON(c, http.StatusOK, r)
+		principal(c).hideVersions(out)
+		return s.writeJSON(c, http.StatusOK, out[0])
+	}
+}
+
+// hideVersions clears the versions of results answered to a key bound to a
+// tenant. A version is the write's sequence in the change log, which
+// every tenant's writes advance: the gap between two of a tenant's writes
+// would count the writes of all the others. A per-tenant sequence would
+// need a counter per tenant committed with each write; nothing a client
+// does needs the version (?wait is the server's, and "unchanged" says a
+// retry changed nothing), so tenants get none.
+func (p *Principal) hideVersions(results []ingest.Result) {
+	if p.Tenant == "" {
+		return
+	}
+	for i := range results {
+		results[i].Version = 0
 	}
 }
 

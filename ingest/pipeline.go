@@ -176,7 +176,9 @@ type Result struct {
 	// Error says what went wrong, without document content.
 	Error string `json:"error,omitempty"`
 	// Version is the document's version after the write: the sequence of
-	// its entry in the record's change log (0 without a log).
+	// its entry in the record's change log (0 without a log). The API
+	// answers it to keys of no tenant only: the sequence counts every
+	// tenant's writes.
 	Version uint64 `json:"version,omitempty"`
 	// Unchanged marks an upsert identical to the stored document (a
 	// retry): nothing was written and Version is the existing one.
