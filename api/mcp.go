@@ -223,7 +223,7 @@ func (s *Server) mcpSearch(ctx context.Context, p *Principal, in mcpSearchInput)
 	if err := p.scopeQuery(&q); err != nil {
 		return mcpSearchOutput{}, err
 	}
-	res, err := s.cfg.Searcher.Retrieve(ctx, q)
+	res, err := s.cfg.Searcher.Retrieve(p.callContext(ctx), q)
 	if err != nil {
 		return mcpSearchOutput{}, err
 	}

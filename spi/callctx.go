@@ -20,3 +20,22 @@ func TenantFrom(ctx context.Context) string {
 	t, _ := ctx.Value(tenantKey{}).(string)
 	return t
 }
+
+// operatorKey marks a call an operator made.
+type operatorKey struct{}
+
+// AsOperator returns ctx marked as a call an operator made: a request with
+// an admin key bound to no tenant (or with auth off), or the server acting
+// on its operator's configuration or command. What only an operator
+// decides for every tenant, because it costs every tenant, is allowed to
+// such a call only: waking a dormant store (building the embedded graph a
+// configuration left unread costs CPU, heap and disk for everyone) is one.
+func AsOperator(ctx context.Context) context.Context {
+	return context.WithValue(ctx, operatorKey{}, true)
+}
+
+// IsOperator reports whether ctx is marked by AsOperator.
+func IsOperator(ctx context.Context) bool {
+	v, _ := ctx.Value(operatorKey{}).(bool)
+	return v
+}
