@@ -331,3 +331,30 @@ func TestReadIsAsStrictAsTheAPI(t *testing.T) {
 		t.Fatalf("BEIR line with other keys: %+v", items)
 	}
 }
+
+// TestReadTypeErrorsArePlain is issue 29 item 8: a value of the wrong JSON
+// type was reported in Go's words ("cannot unmarshal number into Go struct
+// field jsonlDoc.metadata of type string"); the message names the key and
+// the types in the input's words (a JSONL line's as POST /v1/documents
+// words them, strictjson).
+func TestReadTypeErrorsArePlain(t *testing.T) {
+	for line, want := range map[string]string{
+		`{"id":"a","metadata":{"lang":1}}`: `metadata.lang: got number, want a string`,
+		`{"id":"a","metadata":[1]}`:        `metadata: got array, want an object`,
+		`{"id":5}`:                         `id: got number, want a string`,
+		`{"id":"a","vector":[1,"x"]}`:      `vector[1]: got string, want a finite 32-bit number`,
+		`{"id":"a","vector":[1e300]}`:      `vector[0]: a number out of range`,
+		`{"id":"a","links":"b"}`:           `links: got string, want an array of strings`,
+		`[1]`:                              `the line must be a JSON object, got array`,
+		`{"id":"a","txt":"x"}`:             `unknown field "txt"`,
+	} {
+		items := readAll(strings.NewReader(line), corpus.ReadOptions{Format: corpus.FormatJSONL})
+		if len(items) != 1 || items[0].err == nil {
+			t.Fatalf("%s: %+v, want an error", line, items)
+		}
+		msg := items[0].err.Error()
+		if !strings.Contains(msg, want) || strings.Contains(msg, "Go ") || strings.Contains(msg, "jsonlDoc") || strings.Contains(msg, "json:") {
+			t.Errorf("%s: %q, want %q in plain words", line, msg, want)
+		}
+	}
+}
