@@ -121,7 +121,9 @@ func (s *Server) mountMCP(e *echo.Echo) error {
 	}, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
-		MaxRequestBodyBytes: limit, // readBody enforced it already
+		// readBody enforced the limit already; the message the SDK reads
+		// may be longer by the id token than the client's id.
+		MaxRequestBodyBytes: limit + int64(len(mcpIDToken)),
 		// ragd's own listener settings decide who may connect; the Host
 		// check would refuse a reverse proxy on loopback.
 		DisableLocalhostProtection: true,

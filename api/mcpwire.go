@@ -80,11 +80,15 @@ func readMCP(body []byte) (forward, id []byte, toolErr error, _ error) {
 		}
 		id, env.ID = env.ID, json.RawMessage(mcpIDToken)
 	}
-	forward, err = json.Marshal(env)
-	if err != nil {
+	// Without HTML escaping: '<' would grow six-fold on the way, past the
+	// SDK's limit (the limit plus the token's length).
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(env); err != nil {
 		return nil, nil, nil, err
 	}
-	return forward, id, nil, nil
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), id, nil, nil
 }
 
 // serveMCP runs the SDK's handler h on the checked message and answers
