@@ -119,8 +119,8 @@ func (s *Server) mountMCP(e *echo.Echo) error {
 		}
 		return s.mcpServer(p, schemas)
 	}, &mcp.StreamableHTTPOptions{
-		Stateless:           true,
-		JSONResponse:        true,
+		Stateless:    true,
+		JSONResponse: true,
 		// readBody enforced the limit already; the message the SDK reads
 		// may be longer by the id token than the client's id.
 		MaxRequestBodyBytes: limit + int64(len(mcpIDToken)),
