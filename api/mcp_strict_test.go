@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -89,10 +90,13 @@ func TestMCPQueryBounds(t *testing.T) {
 // code, the field, no Go type names, no echo of the query.
 func TestMCPToolErrorsArePlain(t *testing.T) {
 	e := newEnv(t, nil)
-	const secret = "the-secret-query-text"
+	// The SDK's decoder quoted the bytes after a bad number: with the
+	// limit first, the query's first two characters ("Zq...").
+	const secret = "Zq-secret-query-text"
 	for _, tc := range []struct{ name, tool, args, prefix string }{
 		{"huge limit", "search", `{"text":"` + secret + `","limit":1e+300}`, "invalid_limit: limit: "},
 		{"limit beyond int64", "search", `{"text":"` + secret + `","limit":99999999999999999999}`, "invalid_limit: limit: "},
+		{"limit beyond int64 before the text", "search", `{"limit":99999999999999999999,"text":"` + secret + `"}`, "invalid_limit: limit: "},
 		{"oversized limit", "search", `{"text":"` + secret + `","limit":500}`, "invalid_limit: "},
 		{"limit of the wrong type", "search", `{"text":"` + secret + `","limit":"5"}`, "invalid_limit: limit: got string, want an integer"},
 		{"filter of the wrong type", "search", `{"text":"` + secret + `","filter":{"lang":"en"}}`, "invalid_filter: filter.lang: "},
@@ -108,7 +112,7 @@ func TestMCPToolErrorsArePlain(t *testing.T) {
 			if !strings.HasPrefix(msg, tc.prefix) {
 				t.Errorf("tool error %q, want it to begin %q", msg, tc.prefix)
 			}
-			for _, leak := range []string{secret, "Go struct", "mcpSearchInput", "mcpGetInput", "unmarshal", "1e+300", "validating"} {
+			for _, leak := range []string{secret[:2], "Go struct", "mcpSearchInput", "mcpGetInput", "unmarshal", "1e+300", "validating"} {
 				if strings.Contains(msg, leak) {
 					t.Errorf("tool error %q shows %q", msg, leak)
 				}
@@ -215,14 +219,26 @@ func TestMCPIDRoundTrips(t *testing.T) {
 	}
 }
 
-// Issue 29 item 3: every method but POST is the API's one JSON 405.
+// Issue 29 item 3: every method but POST is the API's one JSON 405, the
+// answer /v1/query (POST only too) gives: status, headers, code, message.
 func TestMCPMethodsOneFormat(t *testing.T) {
 	e := newEnv(t, nil)
 	for _, m := range []string{http.MethodGet, http.MethodDelete, http.MethodPut, http.MethodPatch} {
 		rec := serve(t, e.h, m, api.PathMCP, nil, "Authorization", "Bearer "+queryKey, "Accept", "text/event-stream")
-		wantError(t, rec, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed)
-		if allow := rec.Header().Get("Allow"); allow != "POST" {
-			t.Errorf("%s /mcp: Allow %q, want POST", m, allow)
+		got := wantError(t, rec, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed)
+		rest := serve(t, e.h, m, "/v1/query", nil, "Authorization", "Bearer "+queryKey, "Accept", "text/event-stream")
+		want := wantError(t, rest, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed)
+		if got.RequestID == "" {
+			t.Errorf("%s /mcp: no request id", m)
+		}
+		got.RequestID, want.RequestID = "", ""
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s /mcp answered %+v, /v1/query %+v", m, got, want)
+		}
+		for _, h := range []string{"Allow", "Content-Type"} {
+			if g, w := rec.Header().Get(h), rest.Header().Get(h); g != w || g == "" {
+				t.Errorf("%s /mcp: %s %q, /v1/query %q", m, h, g, w)
+			}
 		}
 	}
 	// Without a key it is still 401 first, in the same shape.
