@@ -223,7 +223,7 @@ func TestMCPIDRoundTrips(t *testing.T) {
 // answer /v1/query (POST only too) gives: status, headers, code, message.
 func TestMCPMethodsOneFormat(t *testing.T) {
 	e := newEnv(t, nil)
-	for _, m := range []string{http.MethodGet, http.MethodDelete, http.MethodPut, http.MethodPatch} {
+	for _, m := range []string{http.MethodGet, http.MethodDelete, http.MethodPut, http.MethodPatch, http.MethodOptions} {
 		rec := serve(t, e.h, m, api.PathMCP, nil, "Authorization", "Bearer "+queryKey, "Accept", "text/event-stream")
 		got := wantError(t, rec, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed)
 		rest := serve(t, e.h, m, "/v1/query", nil, "Authorization", "Bearer "+queryKey, "Accept", "text/event-stream")
