@@ -74,6 +74,7 @@ const (
 	CodeNotEnoughSources      = "not_enough_sources"
 	CodeUnavailable           = "unavailable"
 	CodeTimeout               = "timeout"
+	CodeInvalidRequest        = "invalid_request" // /mcp: the MCP layer refused the headers
 	statusClientClosedRequest = 499
 )
 

@@ -167,7 +167,7 @@ func TestMCPBodyIsStrict(t *testing.T) {
 		{"wrong jsonrpc version", `{"jsonrpc":"1.0","id":1,"method":"ping"}`, nil, http.StatusBadRequest, api.CodeInvalidBody},
 		{"gzip", "\x1f\x8b\x08\x00binary", []string{"Content-Encoding", "gzip"}, http.StatusUnsupportedMediaType, api.CodeUnsupportedEncoding},
 		{"not JSON", call, []string{"Content-Type", "text/plain"}, http.StatusUnsupportedMediaType, api.CodeUnsupportedMedia},
-		{"no event-stream in Accept", call, []string{"Accept", "application/json"}, http.StatusBadRequest, "invalid_request"},
+		{"no event-stream in Accept", call, []string{"Accept", "application/json"}, http.StatusBadRequest, api.CodeInvalidRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := wantError(t, mcpPost(t, e, tc.body, tc.headers...), tc.status, tc.code)

@@ -199,7 +199,7 @@ func replaceID(msg, id []byte) []byte {
 // MCP-Protocol-Version): its message, cut short and without control
 // characters, under a code for its status.
 func sdkRefusal(status int, text string) *apiError {
-	code := "invalid_request"
+	code := CodeInvalidRequest
 	switch status {
 	case http.StatusNotFound:
 		code = CodeNotFound
