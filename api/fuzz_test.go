@@ -146,9 +146,10 @@ func FuzzDocumentID(f *testing.F) {
 
 // FuzzMCP sends arbitrary bodies to POST /mcp (issue 29 item 3): whatever
 // the body, the answer is never a 5xx; it is JSON, or empty for a
-// notification's 202; every 4xx has the API's error shape; and a JSON-RPC
-// answer carries the request's id exactly as it was sent (/mcp hands the
-// SDK a token and puts the client's bytes back). Run it longer with
+// notification's 202; every 4xx is a JSON-RPC error carrying the API's
+// error object (mcpRefusalOf); and a JSON-RPC answer carries the
+// request's id exactly as it was sent (/mcp hands the SDK a token and puts
+// the client's bytes back). Run it longer with
 //
 //	go test -run '^$' -fuzz FuzzMCP -fuzztime 60s ./api
 func FuzzMCP(f *testing.F) {
@@ -182,7 +183,7 @@ func FuzzMCP(f *testing.F) {
 			t.Fatalf("POST /mcp %q: %d, body is not JSON: %s", body, rec.Code, rec.Body.String())
 		}
 		if rec.Code >= 400 {
-			errorOf(t, rec)
+			mcpRefusalOf(t, rec)
 			return
 		}
 		var req, resp struct {

@@ -49,11 +49,14 @@ type mcpHit struct {
 	Snippet   string  `json:"snippet,omitempty"`
 	Score     float64 `json:"score"`
 	Truncated bool    `json:"truncated,omitempty" jsonschema:"the snippet is the start of a longer text: get_document reads more"`
+	// Metadata is the document's metadata, cut to MCPHitMetadataBytes.
+	Metadata          map[string]string `json:"metadata,omitempty" jsonschema:"the document's metadata (up to 1 KiB of it: get_document reads all)"`
+	MetadataTruncated bool              `json:"metadata_truncated,omitempty" jsonschema:"keys of the metadata were left out: get_document reads all"`
 }
 
 // mcpSource is one retrieval source's part in an answer.
 type mcpSource struct {
-	Status   string  `json:"status" jsonschema:"ok, or why the source was left out: shed, circuit_open, timeout, error, skipped"`
+	Status   string  `json:"status" jsonschema:"ok; or why the source was left out: shed, circuit_open, timeout, caller_deadline, error; or disabled (not configured or switched off), skipped (not applicable to this query)"`
 	Error    string  `json:"error,omitempty"`
 	TookMS   float64 `json:"took_ms"`
 	Returned int     `json:"returned"`
@@ -128,7 +131,11 @@ func (s *Server) mountMCP(e *echo.Echo) error {
 		// check would refuse a reverse proxy on loopback.
 		DisableLocalhostProtection: true,
 	})
-	e.Add(http.MethodPost, PathMCP, s.serveMCP(h), s.requireAccess(access{role: config.RoleQuery}), s.readBody(limit), s.limitInFlight)
+	// mcpErrors outermost: every refusal before MCP reads the message
+	// (the key, the body, the in-flight limit, readMCP) keeps its HTTP
+	// status and headers and gets a JSON-RPC error body carrying ragd's
+	// error object.
+	e.Add(http.MethodPost, PathMCP, s.serveMCP(h), s.mcpErrors, s.requireAccess(access{role: config.RoleQuery}), s.readBody(limit), s.limitInFlight)
 	s.paths[PathMCP] = true
 	return nil
 }
@@ -143,7 +150,7 @@ type principalKey struct{}
 func (s *Server) mcpServer(p *Principal, schemas map[string]*jsonschema.Schema) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "ragd", Version: s.cfg.Version}, &mcp.ServerOptions{
 		Instructions: "ragd is a hybrid retrieval service. Use search to find documents (hits carry " +
-			"ids, titles, snippets and scores; partial=true means a source was left out and " +
+			"ids, titles, snippets, scores and metadata; partial=true means a source was left out and " +
 			"sources says which and why), then get_document to read one.",
 	})
 	srv.AddTool(&mcp.Tool{
@@ -237,6 +244,7 @@ func (s *Server) mcpSearch(ctx context.Context, p *Principal, in mcpSearchInput)
 		if d := h.Document; d != nil {
 			hit.Title, _ = cutRunes(d.Title, MCPTitleRunes)
 			hit.Snippet, hit.Truncated = cutRunes(strings.Join(strings.Fields(d.Text), " "), MCPSnippetRunes)
+			hit.Metadata, hit.MetadataTruncated = cutMetadata(d.Metadata, MCPHitMetadataBytes)
 		}
 		out.Hits = append(out.Hits, hit)
 	}

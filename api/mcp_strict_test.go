@@ -47,6 +47,53 @@ func mcpToolError(t *testing.T, rec *httptest.ResponseRecorder) string {
 	return resp.Result.Content[0].Text
 }
 
+// mcpRefusalOf decodes a refusal of /mcp made before MCP read the message:
+// the route's HTTP status, and a JSON-RPC error (id null, code -32001)
+// whose data is the API's error object and whose message is its
+// "code: message (request id …)".
+func mcpRefusalOf(t testing.TB, rec *httptest.ResponseRecorder) api.ErrorDetail {
+	t.Helper()
+	var body struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int             `json:"code"`
+			Message string          `json:"message"`
+			Data    api.ErrorDetail `json:"data"`
+		} `json:"error"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(rec.Body.Bytes()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		t.Fatalf("status %d: not a JSON-RPC error: %v: %s", rec.Code, err, rec.Body)
+	}
+	d := body.Error.Data
+	if body.JSONRPC != "2.0" || string(body.ID) != "null" || body.Error.Code != -32001 || d.Code == "" || d.Message == "" ||
+		body.Error.Message != d.Code+": "+d.Message+" (request id "+d.RequestID+")" {
+		t.Fatalf("status %d: JSON-RPC error %s", rec.Code, rec.Body)
+	}
+	if d.RequestID == "" || d.RequestID != rec.Header().Get("X-Request-ID") {
+		t.Fatalf("request_id %q, X-Request-ID header %q", d.RequestID, rec.Header().Get("X-Request-ID"))
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	return d
+}
+
+// wantMCPRefusal asserts a refusal's status and its API code.
+func wantMCPRefusal(t testing.TB, rec *httptest.ResponseRecorder, status int, code string) api.ErrorDetail {
+	t.Helper()
+	if rec.Code != status {
+		t.Fatalf("status %d, want %d: %s", rec.Code, status, rec.Body)
+	}
+	d := mcpRefusalOf(t, rec)
+	if d.Code != code {
+		t.Fatalf("code %q, want %q (message %q)", d.Code, code, d.Message)
+	}
+	return d
+}
+
 // Issue 29 item 3: /mcp takes the query's body limit and its bounds,
 // checked before anything is decoded, and the searcher never sees what
 // they refuse.
@@ -55,7 +102,7 @@ func TestMCPQueryBounds(t *testing.T) {
 	e := newEnv(t, func(c *api.Config) { c.Server.QueryBodyLimitBytes = limit })
 	// A body over the query limit (the SDK's own bound was 1 MiB).
 	big := toolCall("search", `{"text":"a","filter":{"k":["`+strings.Repeat("v", limit)+`"]}}`)
-	wantError(t, mcpPost(t, e, big), http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
+	wantMCPRefusal(t, mcpPost(t, e, big), http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
 
 	for _, tc := range []struct{ name, args, code string }{
 		{"filter keys", strings.TrimSuffix(strings.TrimPrefix(filterOf(spi.MaxFilterKeys+1, 1, 0, 1), `{"text":"a",`), "}"), "invalid_filter"},
@@ -80,7 +127,7 @@ func TestMCPQueryBounds(t *testing.T) {
 	e.searcher.queries = nil
 	e.searcher.mu.Unlock()
 	deep := toolCall("search", `{"text":"a","x":`+strings.Repeat("[", 12)+strings.Repeat("]", 12)+`}`)
-	wantError(t, mcpPost(t, e, deep), http.StatusBadRequest, api.CodeInvalidBody)
+	wantMCPRefusal(t, mcpPost(t, e, deep), http.StatusBadRequest, api.CodeInvalidBody)
 	if n := len(e.searcher.calls()); n != 0 {
 		t.Fatalf("%d queries reached the searcher", n)
 	}
@@ -170,7 +217,11 @@ func TestMCPBodyIsStrict(t *testing.T) {
 		{"no event-stream in Accept", call, []string{"Accept", "application/json"}, http.StatusBadRequest, api.CodeInvalidRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := wantError(t, mcpPost(t, e, tc.body, tc.headers...), tc.status, tc.code)
+			rec := mcpPost(t, e, tc.body, tc.headers...)
+			d := wantMCPRefusal(t, rec, tc.status, tc.code)
+			if tc.code == api.CodeUnsupportedEncoding && rec.Header().Get("Accept-Encoding") != "identity" {
+				t.Errorf("Accept-Encoding %q, want identity", rec.Header().Get("Accept-Encoding"))
+			}
 			if strings.ContainsRune(d.Message, 0x1f) || strings.ContainsRune(d.Message, '\ufffd') || strings.Contains(d.Message, "binary") {
 				t.Errorf("message echoes the body: %q", d.Message)
 			}
@@ -241,6 +292,7 @@ func TestMCPMethodsOneFormat(t *testing.T) {
 			}
 		}
 	}
-	// Without a key it is still 401 first, in the same shape.
-	wantError(t, serve(t, e.h, http.MethodPost, api.PathMCP, `{}`), http.StatusUnauthorized, api.CodeUnauthorized)
+	// A POST without a key is still 401 first, as a JSON-RPC error (a
+	// POST is an MCP client's: TestMCPRefusalIsJSONRPC).
+	wantMCPRefusal(t, serve(t, e.h, http.MethodPost, api.PathMCP, `{}`), http.StatusUnauthorized, api.CodeUnauthorized)
 }

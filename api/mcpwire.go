@@ -31,7 +31,8 @@ import (
 //     SDK is given a token and the answer gets the raw id back.
 //
 // A message refused here, or an answer the SDK writes in plain text, is
-// the API's JSON error; a tool's input error is the tool's error result
+// the API's error (status, headers, error object), which mcpErrors writes
+// as a JSON-RPC error; a tool's input error is the tool's error result
 // (isError), in the API's words (toolError).
 
 // mcpEnvelope is a JSON-RPC 2.0 request or notification.
