@@ -100,6 +100,9 @@ func (x *extractor) text(s string, pre bool) {
 		x.b.WriteString(s)
 		return
 	}
+	if strings.TrimLeftFunc(s, isHTMLSpace) != s {
+		x.space = true
+	}
 	for i, w := range strings.Fields(s) {
 		if !x.inBlock {
 			x.startText()
