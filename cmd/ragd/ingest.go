@@ -48,6 +48,7 @@ type ingestFlags struct {
 	retryWait  time.Duration
 	progress   string
 	wait       time.Duration
+	folder     folderFlags
 }
 
 func newIngestCmd(a *app) *cobra.Command {
@@ -90,14 +91,21 @@ func newIngestCmd(a *app) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.validate(cmd); err != nil {
+			isFolder, err := folderInput(args[0], f.format)
+			if err != nil {
 				return err
+			}
+			if err := f.validate(cmd, isFolder); err != nil {
+				return err
+			}
+			if isFolder {
+				return runIngestDir(cmd.Context(), a, cf, f, args[0])
 			}
 			return runIngest(cmd.Context(), a, cf, f, args[0])
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.format, "format", "auto", "input format: auto, jsonl or beir (a directory is always beir)")
+	fl.StringVar(&f.format, "format", "auto", "input format: auto, jsonl, beir or files (auto: a directory with corpus.jsonl is beir, any other directory a folder of files)")
 	fl.IntVar(&f.batch, "batch", defaultIngestBatch, "documents per request")
 	fl.StringVar(&f.tenant, "tenant", "", "tenant set on documents that name none")
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint file (default FILE.ckpt next to the input)")
@@ -106,11 +114,12 @@ func newIngestCmd(a *app) *cobra.Command {
 	fl.DurationVar(&f.retryWait, "retry-wait", time.Second, "wait before the first retry; doubles on each retry")
 	fl.DurationVar(&f.wait, "wait", 0, "let each batch wait until the server's keyword and graph stores have applied it, at most this long (e.g. 30s; at most 1m): queries right after the run then see everything")
 	fl.StringVar(&f.progress, "progress", "auto", "progress display: auto (a bar on a terminal, else a line every 5s), bar, plain or none")
+	addFolderFlags(fl, &f.folder)
 	cf = addClientFlags(cmd)
 	return cmd
 }
 
-func (f *ingestFlags) validate(cmd *cobra.Command) error {
+func (f *ingestFlags) validate(cmd *cobra.Command, isFolder bool) error {
 	if f.batch < 1 || f.batch > maxIngestBatch {
 		return usageError{fmt.Errorf("--batch must be between 1 and %d, got %d", maxIngestBatch, f.batch)}
 	}
@@ -131,8 +140,16 @@ func (f *ingestFlags) validate(cmd *cobra.Command) error {
 	default:
 		return usageError{fmt.Errorf("--progress must be auto, bar, plain or none, got %q", f.progress)}
 	}
+	if isFolder {
+		return f.folder.validate(cmd)
+	}
+	for _, name := range folderOnlyFlags {
+		if cmd.Flags().Changed(name) {
+			return usageError{fmt.Errorf("--%s is for a folder of files; %s is a JSONL file or BEIR dataset", name, cmd.Flags().Arg(0))}
+		}
+	}
 	if _, err := corpus.ParseFormat(f.format); err != nil {
-		return usageError{fmt.Errorf("--format must be auto, jsonl or beir, got %q", f.format)}
+		return usageError{fmt.Errorf("--format must be auto, jsonl, beir or files, got %q", f.format)}
 	}
 	return nil
 }
