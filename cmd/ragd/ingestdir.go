@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -85,6 +86,7 @@ func folderInput(arg, format string) (bool, error) {
 // dirStats counts a folder run.
 type dirStats struct {
 	files, newFiles, changed, unchanged, deletedFiles, failedFiles int
+	skipped                                                        int
 	chunks, notSent                                                int
 	sent, ok, serverUnchanged, failed                              int
 	deleted, requests                                              int
@@ -119,11 +121,14 @@ type dirIngester struct {
 	filter  folder.Filter
 	resend  bool
 	seen    map[string]bool
-	batch   []queuedDoc
-	done    []*pendingFile
-	stats   dirStats
-	began   time.Time
-	prog    dirProgress
+	// unread are the directories (with a trailing "/") the walk could
+	// not read: the sweep keeps the chunks of the files under them.
+	unread []string
+	batch  []queuedDoc
+	done   []*pendingFile
+	stats  dirStats
+	began  time.Time
+	prog   dirProgress
 }
 
 func runIngestDir(ctx context.Context, a *app, cf *clientFlags, f ingestFlags, root string) error {
@@ -179,6 +184,19 @@ func runIngestDir(ctx context.Context, a *app, cf *clientFlags, f ingestFlags, r
 		return fmt.Errorf("ingest: %w", err)
 	}
 	defer in.state.Close()
+	prevRoot, err := in.state.Root()
+	if err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
+	if prevRoot != "" && prevRoot != abs && ff.source == "" {
+		// Two folders of one name would share ids and delete each
+		// other's chunks.
+		return usageError{fmt.Errorf("source %q was ingested from %s, not %s: name this folder's ingest with --source NAME, "+
+			"or pass --source %s to make this folder replace that one", source, prevRoot, abs, source)}
+	}
+	if err := in.state.SetRoot(abs); err != nil {
+		return fmt.Errorf("ingest: %w", err)
+	}
 
 	fmt.Fprintf(a.stderr, "ingest: reading folder %s as source %q into %s; chunks of at most %d tokens (%s), overlap %d\n",
 		root, source, c.BaseURL(), opts.MaxTokens, tok.describe, opts.Overlap)
@@ -272,7 +290,19 @@ func (in *dirIngester) walk(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, folder.ErrSymlink):
+			in.stats.skipped++
+			in.prog.clear()
+			fmt.Fprintf(in.app.stderr, "ingest: %s: skipped: %v\n", f.Rel, err)
+			return nil
+		case err != nil && f.IsDir:
+			// Its files' chunks stay: the sweep leaves them alone.
+			in.unread = append(in.unread, f.Rel+"/")
+			in.fileError(f.Rel+"/", err)
+			return nil
+		case err != nil:
+			in.seen[f.Rel] = true
 			in.fileError(f.Rel, err)
 			return nil
 		}
@@ -530,7 +560,7 @@ func (in *dirIngester) delete(ctx context.Context, ids []string) (map[string]str
 func (in *dirIngester) sweep(ctx context.Context) error {
 	var gone []string
 	err := in.state.Files(func(rel string, _ folder.FileEntry) bool {
-		if !in.seen[rel] {
+		if !in.seen[rel] && !under(rel, in.unread) {
 			gone = append(gone, rel)
 		}
 		return true
@@ -571,6 +601,16 @@ func (in *dirIngester) sweep(ctx context.Context) error {
 	return nil
 }
 
+// under reports whether rel lies in one of dirs (each ending in "/").
+func under(rel string, dirs []string) bool {
+	for _, d := range dirs {
+		if strings.HasPrefix(rel, d) {
+			return true
+		}
+	}
+	return false
+}
+
 func (in *dirIngester) printSummary(w io.Writer, complete bool, source string) {
 	s := &in.stats
 	elapsed := time.Since(in.began)
@@ -581,6 +621,9 @@ func (in *dirIngester) printSummary(w io.Writer, complete bool, source string) {
 	fmt.Fprintf(w, "ingest %s: %s (folder, source %q) in %s\n", state, in.root, source, elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "  files    %d  (%d new, %d changed, %d unchanged, %d failed; %d deleted since the last run)\n",
 		s.files, s.newFiles, s.changed, s.unchanged, s.failedFiles, s.deletedFiles)
+	if s.skipped > 0 {
+		fmt.Fprintf(w, "  skipped  %d symbolic %s (not followed)\n", s.skipped, plural(s.skipped, "link", "links"))
+	}
 	fmt.Fprintf(w, "  chunks   %d  (%d not sent: unchanged since the last run)\n", s.chunks, s.notSent)
 	rate := 0.0
 	if sec := elapsed.Seconds(); sec > 0 {

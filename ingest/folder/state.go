@@ -54,6 +54,7 @@ var (
 	bucketMeta  = []byte("meta")
 	bucketFiles = []byte("files")
 	keyKey      = []byte("key")
+	keyRoot     = []byte("root")
 )
 
 // ErrStateInUse means another run holds the state's lock.
@@ -108,6 +109,23 @@ func OpenState(path string, key StateKey) (*State, error) {
 
 // Close closes the state file.
 func (s *State) Close() error { return s.db.Close() }
+
+// Root returns the folder the last run read ("" before the first).
+func (s *State) Root() (string, error) {
+	var root string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		root = string(tx.Bucket(bucketMeta).Get(keyRoot))
+		return nil
+	})
+	return root, err
+}
+
+// SetRoot records the folder a run reads.
+func (s *State) SetRoot(root string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(keyRoot, []byte(root))
+	})
+}
 
 // File returns the entry of rel.
 func (s *State) File(rel string) (FileEntry, bool, error) {

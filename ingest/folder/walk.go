@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -49,6 +50,8 @@ type File struct {
 	Path   string // the path to open
 	Size   int64
 	Format Format
+	// IsDir marks a directory Walk could not read.
+	IsDir bool
 }
 
 // Filter decides which files of a folder are read. Patterns are
@@ -66,6 +69,9 @@ type Filter struct {
 
 // ErrPattern is wrapped by Filter.Validate's errors.
 var ErrPattern = errors.New("folder: bad pattern")
+
+// ErrSymlink is what Walk reports for a symbolic link it does not follow.
+var ErrSymlink = errors.New("a symbolic link, not followed")
 
 // Validate checks the patterns.
 func (f Filter) Validate() error {
@@ -93,10 +99,18 @@ func matchAny(patterns []string, rel string) bool {
 // Walk calls fn for every file under root that Walk reads, in lexical
 // order: regular files of a known Format, not hidden (no path element
 // starting with "."), not excluded and, when the filter has includes,
-// included. Symbolic links are not followed. A directory that cannot be
-// read is reported to fn as a File with only Rel set, and err; fn's error
-// stops the walk and is returned.
+// included. Symbolic links are not followed (so a link loop cannot trap
+// the walk): each one not hidden or excluded is reported to fn as a File
+// with only Rel set and ErrSymlink. A directory that cannot be read is
+// reported to fn as a File with only Rel set, IsDir, and the error; fn's
+// error stops the walk and is returned.
 func Walk(root string, f Filter, fn func(File, error) error) error {
+	if st, err := os.Lstat(root); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		// The root itself may be a link (the folder the user named).
+		if root, err = filepath.EvalSymlinks(root); err != nil {
+			return err
+		}
+	}
 	return filepath.WalkDir(root, func(p string, de fs.DirEntry, err error) error {
 		rel, rerr := filepath.Rel(root, p)
 		if rerr != nil {
@@ -107,7 +121,7 @@ func Walk(root string, f Filter, fn func(File, error) error) error {
 			if rel == "." {
 				return err
 			}
-			if ferr := fn(File{Rel: rel}, err); ferr != nil {
+			if ferr := fn(File{Rel: rel, IsDir: de != nil && de.IsDir()}, err); ferr != nil {
 				return ferr
 			}
 			if de != nil && de.IsDir() {
@@ -124,6 +138,12 @@ func Walk(root string, f Filter, fn func(File, error) error) error {
 				return fs.SkipDir
 			}
 			return nil
+		}
+		if de.Type()&fs.ModeSymlink != 0 {
+			if hidden || matchAny(f.Exclude, rel) {
+				return nil
+			}
+			return fn(File{Rel: rel}, ErrSymlink)
 		}
 		format := FormatOf(de.Name())
 		if hidden || !de.Type().IsRegular() || format == "" || matchAny(f.Exclude, rel) ||

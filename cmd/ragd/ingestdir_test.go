@@ -1,0 +1,376 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/ingest/chunk"
+	"github.com/ragd/ragd/ingest/folder"
+	"github.com/ragd/ragd/spi"
+)
+
+// writeTree writes files (path relative to dir -> content) under dir.
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for rel, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// storedChunks returns the documents the server holds whose metadata
+// source is source, by id.
+func (s *liveRagd) storedChunks(t *testing.T, source string) map[string]spi.Document {
+	t.Helper()
+	sc, ok := s.App.Vector.(spi.Scanner)
+	if !ok {
+		t.Fatalf("the vector store %T cannot be scanned", s.App.Vector)
+	}
+	out := map[string]spi.Document{}
+	err := sc.Scan(context.Background(), func(d spi.Document) error {
+		if d.Metadata["source"] == source {
+			out[d.ID] = d
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("scan: %v", err)
+	}
+	return out
+}
+
+// expectChunks chunks the folder as a run with these options would, with
+// no state, to compare with what the server holds.
+func expectChunks(t *testing.T, dir, source string, maxTokens, overlap int) map[string]spi.Document {
+	t.Helper()
+	c := folder.Chunker{Source: source, Options: chunk.Options{MaxTokens: maxTokens, Overlap: overlap, Counter: chunk.Approx{}}}
+	out := map[string]spi.Document{}
+	err := folder.Walk(dir, folder.Filter{}, func(f folder.File, err error) error {
+		if err != nil {
+			return nil
+		}
+		content, _, err := folder.ReadFile(f, defaultMaxFileBytes)
+		if err != nil {
+			return nil
+		}
+		docs, err := c.Documents(f, content)
+		if err != nil {
+			t.Fatalf("%s: %v", f.Rel, err)
+		}
+		for _, d := range docs {
+			out[d.ID] = d
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sameChunks fails unless the server holds exactly want for source.
+func (s *liveRagd) sameChunks(t *testing.T, source string, want map[string]spi.Document) {
+	t.Helper()
+	got := s.storedChunks(t, source)
+	if !slices.Equal(slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want))) {
+		t.Fatalf("the server holds chunks\n%v\nwant\n%v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+	for id, w := range want {
+		g := got[id]
+		if g.Title != w.Title || g.Text != w.Text || !maps.Equal(g.Metadata, w.Metadata) {
+			t.Fatalf("chunk %s: got %q %q %v, want %q %q %v", id, g.Title, g.Text, g.Metadata, w.Title, w.Text, w.Metadata)
+		}
+	}
+}
+
+const dirChunkTokens = 40
+
+// dirArgs are the arguments of a folder run against url with its state
+// in state.
+func dirArgs(dir, url, state string, more ...string) []string {
+	return append([]string{"ingest", dir, "--server", url, "--state", state, "--source", "docs",
+		"--tokenizer", "approx", "--chunk-tokens", "40", "--overlap-tokens", "8", "--progress", "none"}, more...)
+}
+
+// longSection is a section with n paragraphs, more than one chunk.
+func longSection(word string, n int) string {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(strings.Repeat(word+" ", 12))
+		b.WriteString("paragraph " + string(rune('a'+i)) + ".\n\n")
+	}
+	return b.String()
+}
+
+var guideFiles = map[string]string{
+	"guide.md": "# Guide\n\nIntro to the guide.\n\n## Install\n\n" + longSection("install", 4) +
+		"## Configure\n\n" + longSection("configure", 4) + "## Upgrade\n\nUpgrade notes.\n",
+	"notes.txt":       "Plain notes about backups.\n\nSecond paragraph on restores.\n",
+	"site/index.html": "<html><head><title>Site</title></head><body><nav>menu</nav><h1>Welcome</h1><p>Welcome to the site.</p><script>x()</script></body></html>",
+	"sub/faq.md":      "# FAQ\n\n## Why?\n\nBecause.\n",
+	".hidden.md":      "# Hidden\n\nnot read\n",
+	"image.png":       "\x89PNG\x00\x00",
+}
+
+func TestIngestDirFirstRunAndMetadata(t *testing.T) {
+	srv := startTestRagd(t, nil)
+	dir := t.TempDir()
+	writeTree(t, dir, guideFiles)
+	state := filepath.Join(t.TempDir(), "state.db")
+
+	code, stdout, stderr := runRagd(t, dirArgs(dir, srv.URL, state)...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	want := expectChunks(t, dir, "docs", dirChunkTokens, 8)
+	srv.sameChunks(t, "docs", want)
+	if ingestCount(t, stdout, "files") != 4 || ingestCount(t, stdout, "chunks") != len(want) || ingestCount(t, stdout, "ok") != len(want) {
+		t.Fatalf("summary (want 4 files, %d chunks):\n%s", len(want), stdout)
+	}
+	files := map[string]int{}
+	var install []spi.Document
+	for _, d := range want {
+		files[d.Metadata["file"]]++
+		if d.Metadata["heading"] == "Guide > Install" {
+			install = append(install, d)
+		}
+		if strings.Contains(d.Text, "menu") || strings.Contains(d.Text, "x()") || strings.Contains(d.Text, "not read") {
+			t.Fatalf("chunk %s holds text that is not rendered or is hidden: %q", d.ID, d.Text)
+		}
+	}
+	if len(files) != 4 || files["guide.md"] < 4 || files["site/index.html"] != 1 {
+		t.Fatalf("chunks per file: %v", files)
+	}
+	if len(install) < 2 {
+		t.Fatalf("the Install section (4 long paragraphs) made %d chunks, want at least 2", len(install))
+	}
+	slices.SortFunc(install, func(a, b spi.Document) int { return strings.Compare(a.Metadata["chunk"], b.Metadata["chunk"]) })
+	first := install[0]
+	if first.Title != "Guide > Install" || first.Metadata["format"] != "markdown" || first.Metadata["line"] != "5" ||
+		!strings.HasPrefix(first.ID, "docs:guide.md#") || !strings.HasPrefix(first.Text, "## Install") && !strings.HasPrefix(first.Text, "install") {
+		t.Fatalf("first Install chunk: %+v", first)
+	}
+	for _, d := range want {
+		if d.Metadata["file"] == "site/index.html" && (d.Metadata["heading"] != "Welcome" || d.Metadata["format"] != "html") {
+			t.Fatalf("HTML chunk: %+v", d)
+		}
+	}
+}
+
+// dirProxy forwards to a real server and records the chunk ids upserted
+// and deleted; before forwarding the n-th write (upsert or delete, from
+// 1) it calls hook, whose answer decides what happens to the request.
+type dirProxy struct {
+	target   *url.URL
+	rp       *httputil.ReverseProxy
+	mu       sync.Mutex
+	writes   int
+	upserted []string
+	deleted  []string
+	hook     func(n int, path string) proxyAction
+}
+
+type proxyAction int
+
+const (
+	forward proxyAction = iota
+	// drop closes the connection without forwarding.
+	drop
+	// forwardThenHang forwards the request (the server does it), then
+	// never answers: the caller sees no response until it gives up.
+	forwardThenHang
+)
+
+func newDirProxy(t *testing.T, target string) (*dirProxy, string) {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &dirProxy{target: u, rp: httputil.NewSingleHostReverseProxy(u)}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return p, srv.URL
+}
+
+func (p *dirProxy) reset(hook func(n int, path string) proxyAction) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.writes, p.upserted, p.deleted, p.hook = 0, nil, nil, hook
+}
+
+func (p *dirProxy) sent() (upserted, deleted []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.upserted), slices.Clone(p.deleted)
+}
+
+func (p *dirProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || (r.URL.Path != "/v1/documents" && r.URL.Path != "/v1/documents/delete") {
+		p.rp.ServeHTTP(w, r)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	p.mu.Lock()
+	p.writes++
+	act := forward
+	if p.hook != nil {
+		act = p.hook(p.writes, r.URL.Path)
+	}
+	if act != drop {
+		if r.URL.Path == "/v1/documents" {
+			var req api.UpsertRequest
+			_ = json.Unmarshal(body, &req)
+			for _, d := range req.Documents {
+				p.upserted = append(p.upserted, d.ID)
+			}
+		} else {
+			var req api.DeleteRequest
+			_ = json.Unmarshal(body, &req)
+			p.deleted = append(p.deleted, req.IDs...)
+		}
+	}
+	p.mu.Unlock()
+	switch act {
+	case forward:
+		p.rp.ServeHTTP(w, r)
+	case drop:
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+	case forwardThenHang:
+		req, _ := http.NewRequestWithContext(context.Background(), r.Method, p.target.JoinPath(r.URL.Path).String()+"?"+r.URL.RawQuery, bytes.NewReader(body))
+		req.Header = r.Header.Clone()
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		<-r.Context().Done()
+	}
+}
+
+// idsOf returns the ids of docs whose file is rel.
+func idsOf(docs map[string]spi.Document, rel string) []string {
+	var ids []string
+	for id, d := range docs {
+		if d.Metadata["file"] == rel {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// minus returns the sorted ids of a not in b.
+func minus(a, b map[string]spi.Document) []string {
+	var ids []string
+	for id := range a {
+		if _, ok := b[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func TestIngestDirRerunSendsOnlyWhatChanged(t *testing.T) {
+	srv := startTestRagd(t, nil)
+	px, pxURL := newDirProxy(t, srv.URL)
+	dir := t.TempDir()
+	writeTree(t, dir, guideFiles)
+	state := filepath.Join(t.TempDir(), "state.db")
+	ingestOK := func(what string) string {
+		t.Helper()
+		code, stdout, stderr := runRagd(t, dirArgs(dir, pxURL, state)...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\nstdout:\n%s\nstderr:\n%s", what, code, stdout, stderr)
+		}
+		return stdout
+	}
+	sentAre := func(what string, wantUp, wantDel []string) {
+		t.Helper()
+		up, del := px.sent()
+		slices.Sort(up)
+		slices.Sort(del)
+		if !slices.Equal(up, wantUp) || !slices.Equal(del, wantDel) {
+			t.Fatalf("%s: upserted %v deleted %v; want upserted %v deleted %v", what, up, del, wantUp, wantDel)
+		}
+		px.reset(nil)
+	}
+
+	ingestOK("first run")
+	v1 := expectChunks(t, dir, "docs", dirChunkTokens, 8)
+	sentAre("first run", slices.Sorted(maps.Keys(v1)), nil)
+
+	// Nothing changed: nothing is sent.
+	out := ingestOK("unchanged rerun")
+	sentAre("unchanged rerun", nil, nil)
+	srv.sameChunks(t, "docs", v1)
+	if !strings.Contains(out, "(0 new, 0 changed, 4 unchanged, 0 failed; 0 deleted") {
+		t.Fatalf("unchanged rerun summary:\n%s", out)
+	}
+
+	// One word of the Configure section changes: only that section's
+	// chunks are sent, the replaced ones deleted.
+	changed := strings.Replace(guideFiles["guide.md"], "configure paragraph d.", "configure paragraph d, changed.", 1)
+	writeTree(t, dir, map[string]string{"guide.md": changed})
+	ingestOK("changed file")
+	v2 := expectChunks(t, dir, "docs", dirChunkTokens, 8)
+	newIDs, goneIDs := minus(v2, v1), minus(v1, v2)
+	if len(newIDs) == 0 || len(goneIDs) == 0 {
+		t.Fatalf("the change made no new chunk ids (%v) or retired none (%v)", newIDs, goneIDs)
+	}
+	for _, id := range append(slices.Clone(newIDs), goneIDs...) {
+		d, ok := v2[id]
+		if !ok {
+			d = v1[id]
+		}
+		if d.Metadata["heading"] != "Guide > Configure" {
+			t.Fatalf("chunk %s of section %q changed; only Configure did", id, d.Metadata["heading"])
+		}
+	}
+	sentAre("changed file", newIDs, goneIDs)
+	srv.sameChunks(t, "docs", v2)
+
+	// The file shrinks to one short section: its other chunks go.
+	writeTree(t, dir, map[string]string{"guide.md": "# Guide\n\nShort now.\n"})
+	ingestOK("shrunk file")
+	v3 := expectChunks(t, dir, "docs", dirChunkTokens, 8)
+	if n := len(idsOf(v3, "guide.md")); n != 1 {
+		t.Fatalf("the shrunk guide has %d chunks, want 1", n)
+	}
+	sentAre("shrunk file", idsOf(v3, "guide.md"), idsOf(v2, "guide.md"))
+	srv.sameChunks(t, "docs", v3)
+
+	// A file is deleted and another added.
+	if err := os.Remove(filepath.Join(dir, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, dir, map[string]string{"sub/new.md": "# New\n\nA new page.\n"})
+	out = ingestOK("deleted and added file")
+	v4 := expectChunks(t, dir, "docs", dirChunkTokens, 8)
+	sentAre("deleted and added file", idsOf(v4, "sub/new.md"), idsOf(v3, "notes.txt"))
+	srv.sameChunks(t, "docs", v4)
+	if !strings.Contains(out, "(1 new, 0 changed, 3 unchanged, 0 failed; 1 deleted since the last run)") {
+		t.Fatalf("summary:\n%s", out)
+	}
+}
