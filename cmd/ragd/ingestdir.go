@@ -636,7 +636,7 @@ func (in *dirIngester) printSummary(w io.Writer, complete bool, source string) {
 		fmt.Fprintf(w, "  ok       %d\n", s.ok)
 	}
 	fmt.Fprintf(w, "  deleted  %d chunks (of changed and deleted files)\n", s.deleted)
-	fmt.Fprintf(w, "  failed   %d\n", s.failed)
+	fmt.Fprintf(w, "  failed   %d chunks (the server refused them)\n", s.failed)
 	if len(s.failures) > 0 {
 		more := ""
 		if s.failedFiles > len(s.failures) {

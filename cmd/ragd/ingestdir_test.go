@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os/exec"
 	"os"
 	"path/filepath"
 	"slices"
@@ -61,6 +62,10 @@ func (s *liveRagd) storedChunks(t *testing.T, source string) map[string]spi.Docu
 // expectChunks chunks the folder as a run with these options would, with
 // no state, to compare with what the server holds.
 func expectChunks(t *testing.T, dir, source string, maxTokens, overlap int) map[string]spi.Document {
+	return expectChunksMax(t, dir, source, maxTokens, overlap, defaultMaxFileBytes)
+}
+
+func expectChunksMax(t *testing.T, dir, source string, maxTokens, overlap int, maxBytes int64) map[string]spi.Document {
 	t.Helper()
 	c := folder.Chunker{Source: source, Options: chunk.Options{MaxTokens: maxTokens, Overlap: overlap, Counter: chunk.Approx{}}}
 	out := map[string]spi.Document{}
@@ -68,7 +73,7 @@ func expectChunks(t *testing.T, dir, source string, maxTokens, overlap int) map[
 		if err != nil {
 			return nil
 		}
-		content, _, err := folder.ReadFile(f, defaultMaxFileBytes)
+		content, _, err := folder.ReadFile(f, maxBytes)
 		if err != nil {
 			return nil
 		}
@@ -373,4 +378,194 @@ func TestIngestDirRerunSendsOnlyWhatChanged(t *testing.T) {
 	if !strings.Contains(out, "(1 new, 0 changed, 3 unchanged, 0 failed; 1 deleted since the last run)") {
 		t.Fatalf("summary:\n%s", out)
 	}
+}
+
+func TestIngestDirBadFilesFailAloneWithClearErrors(t *testing.T) {
+	srv := startTestRagd(t, nil)
+	dir := t.TempDir()
+	writeTree(t, dir, guideFiles)
+	writeTree(t, dir, map[string]string{
+		"bin.txt":    "starts as text\x00then binary",
+		"latin1.md":  "# Caf\xe9\n\nLatin-1, not UTF-8.\n",
+		"huge.md":    "# Huge\n\n" + strings.Repeat("word ", 1000),
+		"bom.md":     "\xef\xbb\xbf# With a byte order mark\n\nFine.\n",
+		"empty.md":   "",
+		"spaces.txt": " \n\n\t\n",
+	})
+	for link, target := range map[string]string{"loop-a.md": "loop-b.md", "loop-b.md": "loop-a.md", "dirloop": "."} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := filepath.Join(t.TempDir(), "state.db")
+	code, stdout, stderr := runRagd(t, dirArgs(dir, srv.URL, state, "--max-file-bytes", "4096")...)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (files failed)\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, line := range []string{
+		"ingest: bin.txt: binary file (it holds NUL bytes)\n",
+		"ingest: latin1.md: not UTF-8 text\n",
+		"ingest: huge.md: file too large: over 4096 bytes (--max-file-bytes)\n",
+		"ingest: loop-a.md: skipped: a symbolic link, not followed\n",
+		"ingest: loop-b.md: skipped: a symbolic link, not followed\n",
+		"ingest: dirloop: skipped: a symbolic link, not followed\n",
+		"ingest: 3 of 10 files failed; a rerun tries them again",
+	} {
+		if !strings.Contains(stderr, line) {
+			t.Errorf("stderr lacks %q:\n%s", line, stderr)
+		}
+	}
+	if !strings.Contains(stdout, "(7 new, 0 changed, 0 unchanged, 3 failed; 0 deleted") || !strings.Contains(stdout, "  skipped  3 symbolic links (not followed)") {
+		t.Errorf("summary:\n%s", stdout)
+	}
+	// Every good file is in, the bad ones are not.
+	want := expectChunksMax(t, dir, "docs", dirChunkTokens, 8, 4096)
+	srv.sameChunks(t, "docs", want)
+	files := map[string]bool{}
+	for _, d := range want {
+		files[d.Metadata["file"]] = true
+	}
+	for _, f := range []string{"guide.md", "notes.txt", "site/index.html", "sub/faq.md", "bom.md"} {
+		if !files[f] {
+			t.Errorf("no chunk of %s; chunks are of %v", f, slices.Sorted(maps.Keys(files)))
+		}
+	}
+	for _, f := range []string{"bin.txt", "latin1.md", "huge.md", "empty.md", "spaces.txt"} {
+		if files[f] {
+			t.Errorf("%s made chunks", f)
+		}
+	}
+	for _, d := range want {
+		if d.Metadata["file"] == "bom.md" && d.Title != "With a byte order mark" {
+			t.Errorf("bom.md's chunk is titled %q: the byte order mark was not dropped", d.Title)
+		}
+	}
+
+	// Once fixed, a rerun takes the files that failed and nothing else.
+	writeTree(t, dir, map[string]string{"latin1.md": "# Café\n\nNow UTF-8.\n", "bin.txt": "text now"})
+	code, stdout, stderr = runRagd(t, dirArgs(dir, srv.URL, state, "--max-file-bytes", "4096")...)
+	if code != 1 || !strings.Contains(stdout, "(2 new, 0 changed, 7 unchanged, 1 failed;") {
+		t.Fatalf("rerun after the fix: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	srv.sameChunks(t, "docs", expectChunksMax(t, dir, "docs", dirChunkTokens, 8, 4096))
+}
+
+// startRagdChild runs ragd with args in a child process (the test binary,
+// see TestMain) and returns it with its combined output.
+func startRagdChild(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	raw, _ := json.Marshal(args)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), envMainArgs+"="+string(raw))
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, out
+}
+
+// hangOn returns a proxy hook that lets the n-th write of path through
+// to the server and then hangs it, closing reached.
+func hangOn(n int, path string, reached chan struct{}) func(int, string) proxyAction {
+	seen := 0
+	return func(_ int, p string) proxyAction {
+		if p != path {
+			return forward
+		}
+		seen++
+		if seen != n {
+			return forward
+		}
+		close(reached)
+		return forwardThenHang
+	}
+}
+
+// killAt runs ingest in a child process through px until the hook stops
+// it, kills the process with SIGKILL and returns its output.
+func killAt(t *testing.T, px *dirProxy, hook func(chan struct{}) func(int, string) proxyAction, args ...string) string {
+	t.Helper()
+	reached := make(chan struct{})
+	px.reset(hook(reached))
+	cmd, out := startRagdChild(t, args...)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-reached:
+	case err := <-exited:
+		t.Fatalf("ingest ended (%v) before it was to be killed:\n%s", err, out.String())
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	px.reset(nil)
+	return out.String()
+}
+
+func TestIngestDirKilledThenRerunConverges(t *testing.T) {
+	srv := startTestRagd(t, nil)
+	px, pxURL := newDirProxy(t, srv.URL)
+	dir := t.TempDir()
+	writeTree(t, dir, guideFiles)
+	state := filepath.Join(t.TempDir(), "state.db")
+	args := dirArgs(dir, pxURL, state, "--batch", "3", "--retries", "0")
+	rerun := func(what string, want map[string]spi.Document) {
+		t.Helper()
+		code, stdout, stderr := runRagd(t, args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\nstdout:\n%s\nstderr:\n%s", what, code, stdout, stderr)
+		}
+		srv.sameChunks(t, "docs", want)
+		px.reset(nil)
+		// Converged: one more run sends nothing.
+		if code, stdout, _ := runRagd(t, args...); code != 0 || !strings.Contains(stdout, "  sent     0 chunks") {
+			t.Fatalf("%s: the run after the rerun sent chunks (exit %d):\n%s", what, code, stdout)
+		}
+		if up, del := px.sent(); len(up)+len(del) != 0 {
+			t.Fatalf("%s: the run after the rerun upserted %v and deleted %v", what, up, del)
+		}
+	}
+
+	// Killed while the server stores the second batch of the first run.
+	killAt(t, px, func(r chan struct{}) func(int, string) proxyAction { return hangOn(2, "/v1/documents", r) }, args...)
+	v1 := expectChunks(t, dir, "docs", dirChunkTokens, 8)
+	if n := len(srv.storedChunks(t, "docs")); n != 6 || n >= len(v1) {
+		t.Fatalf("after the kill the server holds %d chunks, want the 6 of two batches of 3 (of %d)", n, len(v1))
+	}
+	rerun("first run killed", v1)
+
+	// A file changes, another is deleted; killed while the replaced
+	// chunks are being deleted.
+	writeTree(t, dir, map[string]string{"guide.md": strings.Replace(guideFiles["guide.md"], "install paragraph b.", "install paragraph B, rewritten.", 1)})
+	if err := os.Remove(filepath.Join(dir, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	killAt(t, px, func(r chan struct{}) func(int, string) proxyAction { return hangOn(1, "/v1/documents/delete", r) }, args...)
+	rerun("killed while deleting", expectChunks(t, dir, "docs", dirChunkTokens, 8))
+
+	// Interrupted (Ctrl-C) while the server stores a batch.
+	writeTree(t, dir, map[string]string{"sub/more.md": "# More\n\n" + longSection("more", 6)})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	px.reset(func(_ int, p string) proxyAction {
+		if p == "/v1/documents" {
+			cancel()
+			return forwardThenHang
+		}
+		return forward
+	})
+	var stdout, stderr bytes.Buffer
+	if code := run(ctx, args, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "interrupted; rerun the same command to go on") {
+		t.Fatalf("interrupted run: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	px.reset(nil)
+	rerun("interrupted", expectChunks(t, dir, "docs", dirChunkTokens, 8))
 }
