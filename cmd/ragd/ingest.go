@@ -56,10 +56,20 @@ func newIngestCmd(a *app) *cobra.Command {
 	var cf *clientFlags
 	cmd := &cobra.Command{
 		Use:   "ingest FILE|DIR",
-		Short: "Send a JSONL or BEIR corpus to a running ragd server",
+		Short: "Send a folder of Markdown, text and HTML files, or a JSONL or BEIR corpus, to a running ragd server",
 		Long: "ingest reads documents from FILE (one JSON object per line) or from a BEIR\n" +
 			"dataset directory DIR (DIR/corpus.jsonl) and sends them in batches to\n" +
 			"POST /v1/documents of a running server (an admin key when auth is on).\n\n" +
+			"Any other directory is a folder of files (docs/ingest.md, \"Folders of\n" +
+			"files\"): its Markdown (.md), text (.txt) and HTML (.html) files, hidden\n" +
+			"ones and symbolic links left out, are cut at headings and paragraphs into\n" +
+			"chunks of at most --chunk-tokens tokens with --overlap-tokens of overlap,\n" +
+			"each with its file, heading path, position and line as metadata and an id\n" +
+			"SOURCE:PATH#HASH that stays the same while its text does. A rerun sends\n" +
+			"only the chunks that changed and deletes those of changed, shrunk and\n" +
+			"deleted files (--state remembers what was sent). A file that cannot be\n" +
+			"read (binary, not UTF-8, over --max-file-bytes) fails alone with a line\n" +
+			"saying why; an interrupted run is finished by running it again.\n\n" +
 			"Formats: jsonl lines are ragd documents {\"id\",\"tenant\",\"title\",\"text\",\n" +
 			"\"metadata\",\"vector\",\"entities\",\"links\"} (unknown keys are errors);\n" +
 			"beir lines are {\"_id\",\"title\",\"text\",\"metadata\"}. auto picks beir when the\n" +
@@ -67,7 +77,7 @@ func newIngestCmd(a *app) *cobra.Command {
 			"Lines that do not parse are counted as failures with their line number and\n" +
 			"the run goes on. A batch that fails without an answer, or with 429 or 5xx,\n" +
 			"is retried with backoff; after the last retry the run stops.\n\n" +
-			"The run is resumable: after every batch the server answered, the position\n" +
+			"A JSONL run is resumable: after every batch the server answered, the position\n" +
 			"is saved to the checkpoint file (default FILE.ckpt); rerunning the same\n" +
 			"command continues from there, and the file is removed when the input is\n" +
 			"done. Documents that failed for a reason that may pass on a retry\n" +
@@ -80,7 +90,9 @@ func newIngestCmd(a *app) *cobra.Command {
 			"Exits 1 when any document failed or the run stopped early. Documents\n" +
 			"stored but not yet applied by a derived index (keyword, graph) count as\n" +
 			"ok: the server applies its change log to them on its own.",
-		Example: "  ragd ingest docs.jsonl\n" +
+		Example: "  ragd ingest docs/                      # a folder of Markdown, text and HTML files\n" +
+			"  ragd ingest docs/ --include '*.md' --exclude 'drafts/**'\n" +
+			"  ragd ingest docs.jsonl\n" +
 			"  ragd ingest ../shared/data/cranfield --batch 500\n" +
 			"  RAGD_API_KEY=... ragd ingest --server https://ragd.example:8080 --tenant acme docs.jsonl\n" +
 			"  ragd ingest docs.jsonl --no-resume",

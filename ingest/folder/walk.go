@@ -100,7 +100,7 @@ func matchAny(patterns []string, rel string) bool {
 // order: regular files of a known Format, not hidden (no path element
 // starting with "."), not excluded and, when the filter has includes,
 // included. Symbolic links are not followed (so a link loop cannot trap
-// the walk): each one not hidden or excluded is reported to fn as a File
+// the walk): each one the filter would read is reported to fn as a File
 // with only Rel set and ErrSymlink. A directory that cannot be read is
 // reported to fn as a File with only Rel set, IsDir, and the error; fn's
 // error stops the walk and is returned.
@@ -140,7 +140,7 @@ func Walk(root string, f Filter, fn func(File, error) error) error {
 			return nil
 		}
 		if de.Type()&fs.ModeSymlink != 0 {
-			if hidden || matchAny(f.Exclude, rel) {
+			if hidden || matchAny(f.Exclude, rel) || len(f.Include) > 0 && !matchAny(f.Include, rel) {
 				return nil
 			}
 			return fn(File{Rel: rel}, ErrSymlink)
