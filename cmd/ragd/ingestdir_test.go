@@ -569,3 +569,52 @@ func TestIngestDirKilledThenRerunConverges(t *testing.T) {
 	px.reset(nil)
 	rerun("interrupted", expectChunks(t, dir, "docs", dirChunkTokens, 8))
 }
+
+func TestIngestDirUsage(t *testing.T) {
+	srv := startTestRagd(t, nil)
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"a.md": "# A\n\ntext\n"})
+	file := writeJSONL(t, t.TempDir(), "docs.jsonl", numberedDocs(1)...)
+	state := filepath.Join(t.TempDir(), "state.db")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ingest", file, "--chunk-tokens", "100"}, "--chunk-tokens is for a folder of files"},
+		{[]string{"ingest", dir, "--checkpoint", "x.ckpt"}, "--checkpoint is for a JSONL file"},
+		{[]string{"ingest", file, "--format", "files"}, "--format files reads a directory"},
+		{dirArgs(dir, srv.URL, state, "--overlap-tokens", "20"), "--chunk-tokens 40, --overlap-tokens 20: chunk: invalid options: overlap 20, want 0 to 19"},
+		{dirArgs(dir, srv.URL, state, "--include", "a[.md"), `folder: bad pattern: "a[.md"`},
+		{[]string{"ingest", dir, "--server", srv.URL, "--state", state, "--source", "a:b"}, `--source: source "a:b": must not hold ':'`},
+	} {
+		code, stdout, stderr := runRagd(t, tt.args...)
+		if code != 2 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%q: exit %d, want 2 and %q\nstdout:\n%s\nstderr:\n%s", tt.args, code, tt.want, stdout, stderr)
+		}
+	}
+
+	// A folder of the same name elsewhere would get the same source and
+	// state: it is refused.
+	first, second := filepath.Join(t.TempDir(), "docs"), filepath.Join(t.TempDir(), "docs")
+	writeTree(t, first, map[string]string{"a.md": "# A\n\ntext\n"})
+	writeTree(t, second, map[string]string{"b.md": "# B\n\nother\n"})
+	argsOf := func(dir string, more ...string) []string {
+		return append([]string{"ingest", dir, "--server", srv.URL, "--tokenizer", "approx", "--chunk-tokens", "40", "--overlap-tokens", "8"}, more...)
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // the default state's directory
+	if code, stdout, stderr := runRagd(t, argsOf(first)...); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, _, stderr := runRagd(t, argsOf(second)...)
+	if code != 2 || !strings.Contains(stderr, `source "docs" was ingested from `+first+", not "+second+": name this folder's ingest with --source NAME") {
+		t.Fatalf("another folder on the same state: exit %d\n%s", code, stderr)
+	}
+	if got := srv.storedChunks(t, "docs"); len(got) != 1 || !strings.HasPrefix(slices.Collect(maps.Keys(got))[0], "docs:a.md#") {
+		t.Fatalf("the refused run changed the chunks: %v", slices.Sorted(maps.Keys(got)))
+	}
+	// Named explicitly, it takes the ingest over: a.md's chunk goes.
+	if code, stdout, stderr := runRagd(t, argsOf(second, "--source", "docs")...); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	srv.sameChunks(t, "docs", expectChunks(t, second, "docs", dirChunkTokens, 8))
+}
