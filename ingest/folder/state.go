@@ -11,6 +11,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // State remembers, for one folder ingest (a server, a tenant and a
@@ -80,7 +81,7 @@ func OpenState(path string, key StateKey) (*State, error) {
 		return nil, fmt.Errorf("folder: state: %w", err)
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s", ErrStateInUse, path)
 	}
 	if err != nil {
