@@ -216,6 +216,17 @@ func newDirProxy(t *testing.T, target string) (*dirProxy, string) {
 	return p, srv.URL
 }
 
+// retarget sends what follows to another server.
+func (p *dirProxy) retarget(t *testing.T, target string) {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target, p.rp = u, httputil.NewSingleHostReverseProxy(u)
+}
+
 func (p *dirProxy) reset(hook func(n int, path string) proxyAction) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -229,8 +240,11 @@ func (p *dirProxy) sent() (upserted, deleted []string) {
 }
 
 func (p *dirProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	rp, target := p.rp, p.target
+	p.mu.Unlock()
 	if r.Method != http.MethodPost || (r.URL.Path != "/v1/documents" && r.URL.Path != "/v1/documents/delete") {
-		p.rp.ServeHTTP(w, r)
+		rp.ServeHTTP(w, r)
 		return
 	}
 	body, _ := io.ReadAll(r.Body)
@@ -257,13 +271,13 @@ func (p *dirProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 	switch act {
 	case forward:
-		p.rp.ServeHTTP(w, r)
+		rp.ServeHTTP(w, r)
 	case drop:
 		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
 			conn.Close()
 		}
 	case forwardThenHang:
-		req, _ := http.NewRequestWithContext(context.Background(), r.Method, p.target.JoinPath(r.URL.Path).String()+"?"+r.URL.RawQuery, bytes.NewReader(body))
+		req, _ := http.NewRequestWithContext(context.Background(), r.Method, target.JoinPath(r.URL.Path).String()+"?"+r.URL.RawQuery, bytes.NewReader(body))
 		req.Header = r.Header.Clone()
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			io.Copy(io.Discard, resp.Body)
@@ -617,4 +631,25 @@ func TestIngestDirUsage(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	srv.sameChunks(t, "docs", expectChunks(t, second, "docs", dirChunkTokens, 8))
+}
+
+func TestIngestDirSendsEverythingToAServerThatLostIt(t *testing.T) {
+	old, fresh := startTestRagd(t, nil), startTestRagd(t, nil)
+	px, pxURL := newDirProxy(t, old.URL)
+	dir := t.TempDir()
+	writeTree(t, dir, guideFiles)
+	state := filepath.Join(t.TempDir(), "state.db")
+	if code, stdout, stderr := runRagd(t, dirArgs(dir, pxURL, state)...); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	// The same address now answers from an empty server (restored, or
+	// started anew): the state's word is not taken for it.
+	px.retarget(t, fresh.URL)
+	code, stdout, stderr := runRagd(t, dirArgs(dir, pxURL, state)...)
+	want := expectChunks(t, dir, "docs", dirChunkTokens, 8)
+	if code != 0 || !strings.Contains(stderr, "as an earlier run sent it (a new or restored server?): sending every chunk again") ||
+		ingestCount(t, stdout, "ok") != len(want) {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	fresh.sameChunks(t, "docs", want)
 }
