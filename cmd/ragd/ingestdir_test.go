@@ -192,6 +192,10 @@ type dirProxy struct {
 	upserted []string
 	deleted  []string
 	hook     func(n int, path string) proxyAction
+	// hung is closed once a forwardThenHang request has been answered by
+	// the server (the first one since reset).
+	hung     chan struct{}
+	hungOnce *sync.Once
 }
 
 type proxyAction int
@@ -211,6 +215,7 @@ func newDirProxy(t *testing.T, target string) (*dirProxy, string) {
 		t.Fatal(err)
 	}
 	p := &dirProxy{target: u, rp: httputil.NewSingleHostReverseProxy(u)}
+	p.reset(nil)
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
 	return p, srv.URL
@@ -231,6 +236,7 @@ func (p *dirProxy) reset(hook func(n int, path string) proxyAction) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.writes, p.upserted, p.deleted, p.hook = 0, nil, nil, hook
+	p.hung, p.hungOnce = make(chan struct{}), &sync.Once{}
 }
 
 func (p *dirProxy) sent() (upserted, deleted []string) {
@@ -241,7 +247,7 @@ func (p *dirProxy) sent() (upserted, deleted []string) {
 
 func (p *dirProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
-	rp, target := p.rp, p.target
+	rp, target, hung, hungOnce := p.rp, p.target, p.hung, p.hungOnce
 	p.mu.Unlock()
 	if r.Method != http.MethodPost || (r.URL.Path != "/v1/documents" && r.URL.Path != "/v1/documents/delete") {
 		rp.ServeHTTP(w, r)
@@ -283,6 +289,7 @@ func (p *dirProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}
+		hungOnce.Do(func() { close(hung) })
 		<-r.Context().Done()
 	}
 }
@@ -486,8 +493,8 @@ func startRagdChild(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
 }
 
 // hangOn returns a proxy hook that lets the n-th write of path through
-// to the server and then hangs it, closing reached.
-func hangOn(n int, path string, reached chan struct{}) func(int, string) proxyAction {
+// to the server and then hangs it.
+func hangOn(n int, path string) func(int, string) proxyAction {
 	seen := 0
 	return func(_ int, p string) proxyAction {
 		if p != path {
@@ -497,22 +504,22 @@ func hangOn(n int, path string, reached chan struct{}) func(int, string) proxyAc
 		if seen != n {
 			return forward
 		}
-		close(reached)
 		return forwardThenHang
 	}
 }
 
-// killAt runs ingest in a child process through px until the hook stops
-// it, kills the process with SIGKILL and returns its output.
-func killAt(t *testing.T, px *dirProxy, hook func(chan struct{}) func(int, string) proxyAction, args ...string) string {
+// killAt runs ingest in a child process through px until hook hangs a
+// write the server has done, kills the process with SIGKILL and returns
+// its output.
+func killAt(t *testing.T, px *dirProxy, hook func(int, string) proxyAction, args ...string) string {
 	t.Helper()
-	reached := make(chan struct{})
-	px.reset(hook(reached))
+	px.reset(hook)
+	hung := px.hung
 	cmd, out := startRagdChild(t, args...)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	select {
-	case <-reached:
+	case <-hung:
 	case err := <-exited:
 		t.Fatalf("ingest ended (%v) before it was to be killed:\n%s", err, out.String())
 	}
@@ -549,7 +556,7 @@ func TestIngestDirKilledThenRerunConverges(t *testing.T) {
 	}
 
 	// Killed while the server stores the second batch of the first run.
-	killAt(t, px, func(r chan struct{}) func(int, string) proxyAction { return hangOn(2, "/v1/documents", r) }, args...)
+	killAt(t, px, hangOn(2, "/v1/documents"), args...)
 	v1 := expectChunks(t, dir, "docs", dirChunkTokens, 8)
 	if n := len(srv.storedChunks(t, "docs")); n != 6 || n >= len(v1) {
 		t.Fatalf("after the kill the server holds %d chunks, want the 6 of two batches of 3 (of %d)", n, len(v1))
@@ -562,7 +569,7 @@ func TestIngestDirKilledThenRerunConverges(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "notes.txt")); err != nil {
 		t.Fatal(err)
 	}
-	killAt(t, px, func(r chan struct{}) func(int, string) proxyAction { return hangOn(1, "/v1/documents/delete", r) }, args...)
+	killAt(t, px, hangOn(1, "/v1/documents/delete"), args...)
 	rerun("killed while deleting", expectChunks(t, dir, "docs", dirChunkTokens, 8))
 
 	// Interrupted (Ctrl-C) while the server stores a batch.
@@ -576,10 +583,12 @@ func TestIngestDirKilledThenRerunConverges(t *testing.T) {
 		}
 		return forward
 	})
+	hung := px.hung
 	var stdout, stderr bytes.Buffer
 	if code := run(ctx, args, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "interrupted; rerun the same command to go on") {
 		t.Fatalf("interrupted run: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
+	<-hung // the server has done the write the interrupted run sent
 	px.reset(nil)
 	rerun("interrupted", expectChunks(t, dir, "docs", dirChunkTokens, 8))
 }
