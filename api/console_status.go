@@ -30,23 +30,8 @@ var _ History = (*history.Recorder)(nil)
 // HistoryResponse is the body of GET /v1/status/history.
 type HistoryResponse = history.Summary
 
-// HoldRequest is the optional body of POST
-// /v1/status/breakers/{name}/hold.
-type HoldRequest struct {
-	// Reason says why, for the others who see the hold (at most
-	// MaxHoldReason characters, no control or invisible characters:
-	// spi.ValidateNote).
-	Reason string `json:"reason"`
-}
-
 // MaxHoldReason bounds HoldRequest.Reason, in characters.
 const MaxHoldReason = 200
-
-// HoldResponse is the body of POST /v1/status/breakers/{name}/hold.
-type HoldResponse struct {
-	Breaker breaker.Snapshot `json:"breaker"`
-	Held    bool             `json:"held"`
-}
 
 // Inventory is what GET /v1/status/server reports about the wiring,
 // supplied by Config.Inventory.

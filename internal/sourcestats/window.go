@@ -137,34 +137,6 @@ func (w *Window) Observe(tenant string, sources map[string]retriever.SourceStatu
 	w.publish(evs)
 }
 
-// Snapshot is the window's summary.
-type Snapshot struct {
-	// SpanMS is how far back the summary looks.
-	SpanMS int64 `json:"span_ms"`
-	// Queries is the number of queries in the window.
-	Queries int `json:"queries"`
-	// Sources has one entry per source seen in the window, by name.
-	Sources []Source `json:"sources"`
-}
-
-// Source is one source's summary.
-type Source struct {
-	Name string `json:"name"`
-	// Answered counts the queries the source answered (status ok); Share
-	// is Answered over Snapshot.Queries.
-	Answered int     `json:"answered"`
-	Share    float64 `json:"share"`
-	// Statuses counts the queries by the source's status.
-	Statuses map[retriever.Status]int `json:"statuses"`
-	// Calls counts the calls made (time spent on the source), except those
-	// cut off by a deadline the query chose and those that never reached
-	// the backend (caller_deadline, skipped); P50MS and P99MS are their
-	// latency percentiles, absent without calls.
-	Calls int      `json:"calls"`
-	P50MS *float64 `json:"p50_ms,omitempty"`
-	P99MS *float64 `json:"p99_ms,omitempty"`
-}
-
 // Snapshot summarises the queries of the last Span; with a non-empty
 // tenant, only that tenant's queries. It also ends bursts that went quiet.
 func (w *Window) Snapshot(tenant string) Snapshot {
