@@ -114,8 +114,12 @@ func manual(c echo.Context, note string) breaker.Manual {
 }
 
 // optionalBody are the body routes that may also be sent without one (no
-// Content-Type needed then): a hold's reason is optional.
-var optionalBody = map[string]bool{"/v1/status/breakers/:name/hold": true}
+// Content-Type needed then): the reason of a breaker action is optional.
+var optionalBody = map[string]bool{
+	"/v1/status/breakers/:name/hold":        true,
+	"/v1/status/breakers/:name/force-open":  true,
+	"/v1/status/breakers/:name/force-close": true,
+}
 
 // allowEmptyBody lets a request with an empty body (Content-Length 0)
 // past read, as an empty body; any other goes through read.
@@ -132,21 +136,31 @@ func allowEmptyBody(read echo.MiddlewareFunc) echo.MiddlewareFunc {
 	}
 }
 
+// actionReason reads the optional body of a breaker action (a
+// HoldRequest) and returns its reason, trimmed and checked.
+func (s *Server) actionReason(c echo.Context) (string, error) {
+	var req HoldRequest
+	if body, _ := c.Get(ctxBody).([]byte); len(strings.TrimSpace(string(body))) > 0 {
+		if err := s.decodeJSON(c, &req); err != nil {
+			return "", err
+		}
+	}
+	note := strings.TrimSpace(req.Reason)
+	if n := utf8.RuneCountInString(note); n > MaxHoldReason {
+		return "", fieldError(CodeInvalidParameter, "reason", "reason has %d characters, at most %d are allowed", n, MaxHoldReason)
+	}
+	if err := spi.ValidateNote(note); err != nil {
+		return "", fieldError(CodeInvalidParameter, "reason", "reason: %s", reason(err))
+	}
+	return note, nil
+}
+
 // hold serves POST /v1/status/breakers/{name}/hold.
 func (s *Server) hold() echo.HandlerFunc {
 	return func(c echo.Context) error {
-		var req HoldRequest
-		if body, _ := c.Get(ctxBody).([]byte); len(strings.TrimSpace(string(body))) > 0 {
-			if err := s.decodeJSON(c, &req); err != nil {
-				return err
-			}
-		}
-		note := strings.TrimSpace(req.Reason)
-		if n := utf8.RuneCountInString(note); n > MaxHoldReason {
-			return fieldError(CodeInvalidParameter, "reason", "reason has %d characters, at most %d are allowed", n, MaxHoldReason)
-		}
-		if err := spi.ValidateNote(note); err != nil {
-			return fieldError(CodeInvalidParameter, "reason", "reason: %s", reason(err))
+		note, err := s.actionReason(c)
+		if err != nil {
+			return err
 		}
 		return s.breakerAction(c, "held", func(b Breakers, name string) (breaker.Snapshot, error) {
 			return b.Hold(name, manual(c, note))

@@ -89,11 +89,12 @@ type LiveResponse struct {
 }
 
 // HoldRequest is the optional body of POST
-// /v1/status/breakers/{name}/hold.
+// /v1/status/breakers/{name}/hold, and of force-open and force-close.
 type HoldRequest struct {
-	// Reason says why, for the others who see the hold (at most
-	// api.MaxHoldReason characters, no control or invisible characters:
-	// spi.ValidateNote).
+	// Reason says why, for the others who see the hold or the forced
+	// transition on the timeline (at most api.MaxHoldReason characters, no
+	// control or invisible characters: spi.ValidateNote). Keys bound to a
+	// tenant are not shown it.
 	Reason string `json:"reason"`
 }
 

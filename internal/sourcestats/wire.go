@@ -7,4 +7,6 @@ import "github.com/ragd/ragd/wire"
 type (
 	Snapshot = wire.SourcesResponse
 	Source   = wire.SourceSummary
+	Answers  = wire.Answers
+	Failure  = wire.SourceFailure
 )
