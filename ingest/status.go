@@ -118,7 +118,7 @@ type metrics struct {
 }
 
 // newMetrics registers the change-log counters (their names are the ones
-// docs/ingest.md lists; a test in internal/app scrapes a real app for every
+// docs/ingest.md lists; a test in app scrapes a real app for every
 // metric the docs name). The per-store counters start at zero for every
 // derived store, so an alert on increase() sees the first event too.
 func newMetrics(reg prometheus.Registerer, p *Pipeline, stores []string) (*metrics, error) {
