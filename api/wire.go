@@ -22,4 +22,10 @@ type (
 	LiveResponse       = wire.LiveResponse
 	EventsResponse     = wire.EventsResponse
 	SourcesResponse    = wire.SourcesResponse
+	ServerResponse     = wire.ServerResponse
+	KeyInfo            = wire.KeyInfo
+	Inventory          = wire.Inventory
+	SourceInfo         = wire.SourceInfo
+	EmbedderInfo       = wire.EmbedderInfo
+	StoreInfo          = wire.StoreInfo
 )

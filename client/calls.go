@@ -201,8 +201,8 @@ func (c *Client) Check(ctx context.Context, repair bool) (*wire.CheckReport, err
 
 // ServerInfo describes the server (GET /v1/status/server): its version,
 // the caller's key, and its sources, stores and embedder.
-func (c *Client) ServerInfo(ctx context.Context) (*api.ServerResponse, error) {
-	var s api.ServerResponse
+func (c *Client) ServerInfo(ctx context.Context) (*wire.ServerResponse, error) {
+	var s wire.ServerResponse
 	if _, err := c.call(ctx, http.MethodGet, "/v1/status/server", nil, &s); err != nil {
 		return nil, err
 	}
