@@ -1,5 +1,5 @@
-// Package testenv gives integration tests real PostgreSQL (with pgvector) and
-// Neo4j servers.
+// Package testenv gives integration tests real PostgreSQL (with pgvector),
+// Neo4j and OpenSearch servers.
 //
 // Two kinds of server are offered:
 //
@@ -9,9 +9,10 @@
 //     (Neo4j Community has a single database, so tests isolate themselves by
 //     unique ids or tenants and clean up after themselves).
 //   - Dedicated servers, private to one test, which may stop and restart them:
-//     DedicatedPostgres and DedicatedNeo4j. Stop really stops the server
-//     process (clients see connection refused); Start brings it back on the
-//     same port with the same data.
+//     DedicatedPostgres, DedicatedNeo4j and DedicatedOpenSearch. Stop really
+//     stops the server process (clients see connection refused); Start
+//     brings it back on the same port with the same data. An OpenSearch node
+//     can also be paused (SIGSTOP: a hung server) and killed.
 //
 // Servers are found in this order:
 //
@@ -21,6 +22,10 @@
 //     server. Dedicated servers are started from installed binaries:
 //     RAG_TEST_PG_BIN is a PostgreSQL bin directory (initdb, postgres) and
 //     RAG_TEST_NEO4J_HOME a Neo4j home whose lib/ holds the server's jars.
+//     RAG_TEST_OPENSEARCH_URL names a shared OpenSearch node, and
+//     RAG_TEST_OPENSEARCH_HOME an install dedicated nodes run from (as
+//     RAG_TEST_OPENSEARCH_USER when the test runs as root). OpenSearch has
+//     no Docker fallback here.
 //     `eval "$(scripts/services.sh env)"` sets all of them.
 //  2. A reachable Docker engine: containers pgvector/pgvector:pg16 and neo4j:5
 //     are started with testcontainers-go.

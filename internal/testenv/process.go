@@ -131,3 +131,16 @@ func newCommand(argv []string, out *os.File, u *osUser) *exec.Cmd {
 	cmd.SysProcAttr = sysProcAttr(u)
 	return cmd
 }
+
+// signal sends sig to the running process; a stopped process ignores it.
+func (p *process) signal(sig os.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return nil
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("testenv: %s: signal %v: %w", p.name, sig, err)
+	}
+	return nil
+}
