@@ -235,7 +235,7 @@ func (b *Backend) bulk(ctx context.Context, body []byte, refresh string) error {
 		return failure(r)
 	}
 	var res struct {
-		Errors bool                                  `json:"errors"`
+		Errors bool `json:"errors"`
 		Items  []map[string]struct {
 			Status int        `json:"status"`
 			Error  *itemError `json:"error"`

@@ -63,7 +63,7 @@ type Backend struct {
 	local analysis.Analyzer
 
 	mu     sync.Mutex
-	epochs map[string]uint64 // log -> its epoch (apply.go)
+	epochs map[string]uint64    // log -> its epoch (apply.go)
 	pruned map[string]time.Time // log -> when tombstones were last pruned
 	closed bool
 }

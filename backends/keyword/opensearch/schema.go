@@ -109,11 +109,15 @@ func metaTerms(m map[string]string) []string {
 // unicode tokenizer both follow UAX #29), then the filters in bleve's
 // order. The stop words are bleve's English list itself (stopWords).
 var analyzers = map[string]func() map[string]any{
-	"en":          func() map[string]any { return custom("standard", "ragd_possessive", "lowercase", "ragd_stop", "porter_stem") },
-	"en_snowball": func() map[string]any { return custom("standard", "ragd_possessive", "lowercase", "ragd_stop", "ragd_snowball") },
-	"en_nostem":   func() map[string]any { return custom("standard", "ragd_possessive", "lowercase", "ragd_stop") },
-	"standard":    func() map[string]any { return custom("standard", "lowercase", "ragd_stop") },
-	"simple":      func() map[string]any { return custom("letter", "lowercase") },
+	"en": func() map[string]any {
+		return custom("standard", "ragd_possessive", "lowercase", "ragd_stop", "porter_stem")
+	},
+	"en_snowball": func() map[string]any {
+		return custom("standard", "ragd_possessive", "lowercase", "ragd_stop", "ragd_snowball")
+	},
+	"en_nostem": func() map[string]any { return custom("standard", "ragd_possessive", "lowercase", "ragd_stop") },
+	"standard":  func() map[string]any { return custom("standard", "lowercase", "ragd_stop") },
+	"simple":    func() map[string]any { return custom("letter", "lowercase") },
 }
 
 func custom(tokenizer string, filters ...string) map[string]any {
