@@ -34,15 +34,18 @@ import (
 // (spi.ChangeApplier.Versions).
 //
 // Where a document lives. Deletes carry no document, and tenants have an
-// index each, so <prefix>-ids records, per id (realtime reads, external
-// versions likewise), the tenant holding it, or that it was deleted: the
+// index each, so <prefix>-ids records, per id, the version the tenant
+// indexes hold and the tenant holding it, or that it was deleted: the
 // durable tombstone, since OpenSearch forgets a deleted document's
-// version after index.gc_deletes (60 s). An apply reads the ids' records,
-// writes the tenant indexes (documents, and deletes from the index a
-// document moved out of) and waits for the refresh, then writes the
-// records and the checkpoint: a crash in between leaves records behind
-// the documents, and the next apply writes the same versions again,
-// which OpenSearch answers as conflicts, harmlessly.
+// version after index.gc_deletes (60 s). An apply reads the ids' records
+// (realtime), writes the tenant indexes (documents, and deletes from the
+// index a document moved out of) and waits for the refresh, then writes
+// the records compare-and-set (applyStates resolves a racing replica's
+// record). A crash in between leaves records behind the documents, and
+// the next apply writes the same versions again, which OpenSearch answers
+// as conflicts, harmlessly. (A replica that crashes there while another
+// moves the id to a third tenant leaves a copy in the second: ragd check
+// does not see it, since Versions keeps an id's highest version.)
 //
 // Checkpoints. <prefix>-meta holds cp:<log> with the checkpoint as its
 // external version (external_gte): a lower one never moves it back.
@@ -91,48 +94,130 @@ func (b *Backend) ApplyChanges(ctx context.Context, log string, changes []spi.Ch
 	if err != nil {
 		return fmt.Errorf("keyword/opensearch: apply: %w", err)
 	}
-	var docs, recs bytes.Buffer
 	if len(states) > 0 {
-		held, err := b.records(ctx, states)
-		if err != nil {
-			return fmt.Errorf("keyword/opensearch: apply: %w", err)
-		}
-		now := b.cfg.Now().UnixMilli()
-		for _, c := range states {
-			v := encodeVersion(epoch, c.Version)
-			key := docKey(c.ID)
-			r := held[key]
-			if r.found && r.version >= v {
-				continue // this state, or a newer one, is here
-			}
-			rec := record{Epoch: epoch, Seq: c.Version, At: now}
-			if c.Doc != nil {
-				rec.Tenant = c.Doc.Tenant
-				bulkLine(&docs, "index", b.n.tenant(c.Doc.Tenant), key, v, "external", toSource(*c.Doc))
-			} else {
-				rec.Deleted = true
-				rec.Tenant = r.Tenant
-			}
-			if r.found && !r.Deleted && (c.Doc == nil || r.Tenant != c.Doc.Tenant) {
-				bulkLine(&docs, "delete", b.n.tenant(r.Tenant), key, v, "external", nil)
-			}
-			bulkLine(&recs, "index", b.n.ids(), key, v, "external", rec)
-		}
-	}
-	if docs.Len() > 0 {
-		if err := b.bulk(ctx, docs.Bytes(), "wait_for"); err != nil {
+		if err := b.applyStates(ctx, epoch, states); err != nil {
 			return fmt.Errorf("keyword/opensearch: apply: %w", err)
 		}
 	}
 	if through > 0 {
-		bulkLine(&recs, "index", b.n.meta(), "cp:"+logKey(log), int64(through), "external_gte", map[string]any{"log": log})
-	}
-	if recs.Len() > 0 {
-		if err := b.bulk(ctx, recs.Bytes(), ""); err != nil {
+		var cp bytes.Buffer
+		bulkLine(&cp, "index", b.n.meta(), "cp:"+logKey(log), int64(through), "external_gte", map[string]any{"log": log})
+		if err := b.bulk(ctx, cp.Bytes(), ""); err != nil {
 			return fmt.Errorf("keyword/opensearch: apply: %w", err)
 		}
 	}
 	b.pruneTombstones(ctx, log, epoch)
+	return nil
+}
+
+// pendingState is a state whose documents are written and whose record
+// is not yet.
+type pendingState struct {
+	c   spi.Change
+	key string
+	rec record
+}
+
+// applyStates writes the states newer than their records: the documents
+// (waiting for the refresh), then the records, compare-and-set on what
+// was read. A record that changed meanwhile was written by a racing
+// applier: if its state is newer, this one's document is deleted again
+// from its tenant's index when the newer state lives elsewhere; if older,
+// its tenant's copy is deleted and the record written again. So of two
+// replicas moving an id between tenants at once, the one that writes the
+// record last has seen the other's tenant, and no stale copy is left.
+func (b *Backend) applyStates(ctx context.Context, epoch uint64, states []spi.Change) error {
+	keys := make([]string, len(states))
+	for i, c := range states {
+		keys[i] = docKey(c.ID)
+	}
+	held, err := b.records(ctx, keys)
+	if err != nil {
+		return err
+	}
+	now := b.cfg.Now().UnixMilli()
+	var docs bytes.Buffer
+	var todo []pendingState
+	for _, c := range states {
+		v := encodeVersion(epoch, c.Version)
+		key := docKey(c.ID)
+		r := held[key]
+		if r.found && r.Ver >= v {
+			continue // this state, or a newer one, is here
+		}
+		p := pendingState{c: c, key: key, rec: record{Ver: v, Epoch: epoch, Seq: c.Version, At: now}}
+		if c.Doc != nil {
+			p.rec.Tenant = c.Doc.Tenant
+			bulkLine(&docs, "index", b.n.tenant(c.Doc.Tenant), key, v, "external", toSource(*c.Doc))
+		} else {
+			p.rec.Deleted, p.rec.Tenant = true, r.Tenant
+		}
+		if r.live() && (c.Doc == nil || r.Tenant != c.Doc.Tenant) {
+			bulkLine(&docs, "delete", b.n.tenant(r.Tenant), key, v, "external", nil)
+		}
+		todo = append(todo, p)
+	}
+	if docs.Len() > 0 {
+		if err := b.bulk(ctx, docs.Bytes(), "wait_for"); err != nil {
+			return err
+		}
+	}
+	for round := 0; len(todo) > 0; round++ {
+		if round == 10 {
+			return fmt.Errorf("%w: the records of %d document(s) keep changing under this apply", spi.ErrUnavailable, len(todo))
+		}
+		var recs bytes.Buffer
+		for _, p := range todo {
+			r := held[p.key]
+			meta := map[string]any{"_index": b.n.ids(), "_id": p.key}
+			action := "create"
+			if r.found {
+				action, meta["if_seq_no"], meta["if_primary_term"] = "index", r.seqNo, r.primary
+			}
+			enc := json.NewEncoder(&recs)
+			_ = enc.Encode(map[string]any{action: meta})
+			_ = enc.Encode(p.rec)
+		}
+		statuses, err := b.bulkStatuses(ctx, recs.Bytes(), "")
+		if err != nil {
+			return err
+		}
+		var lost []pendingState
+		var lostKeys []string
+		for i, st := range statuses {
+			if st == http.StatusConflict {
+				lost, lostKeys = append(lost, todo[i]), append(lostKeys, todo[i].key)
+			}
+		}
+		if len(lost) == 0 {
+			return nil
+		}
+		if held, err = b.records(ctx, lostKeys); err != nil {
+			return err
+		}
+		var fix bytes.Buffer
+		todo = todo[:0]
+		for _, p := range lost {
+			r := held[p.key]
+			if r.found && r.Ver >= p.rec.Ver {
+				// A newer state won: take this one's copy back out of an
+				// index the id no longer lives in.
+				if p.c.Doc != nil && r.Ver > p.rec.Ver && (r.Deleted || r.Tenant != p.c.Doc.Tenant) {
+					bulkLine(&fix, "delete", b.n.tenant(p.c.Doc.Tenant), p.key, r.Ver, "external", nil)
+				}
+				continue
+			}
+			if r.live() && (p.c.Doc == nil || r.Tenant != p.c.Doc.Tenant) {
+				bulkLine(&fix, "delete", b.n.tenant(r.Tenant), p.key, p.rec.Ver, "external", nil)
+			}
+			todo = append(todo, p)
+		}
+		if fix.Len() > 0 {
+			if err := b.bulk(ctx, fix.Bytes(), "wait_for"); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -155,8 +240,11 @@ func validateChange(c spi.Change) error {
 	return nil
 }
 
-// record is an id's entry in <prefix>-ids.
+// record is an id's entry in <prefix>-ids: the version of the state the
+// tenant indexes hold (the document's _version there), and where it
+// lives or, deleted, lived.
 type record struct {
+	Ver     int64  `json:"ver"`
 	Tenant  string `json:"tenant"`
 	Deleted bool   `json:"deleted"`
 	Epoch   uint64 `json:"epoch"`
@@ -164,19 +252,17 @@ type record struct {
 	At      int64  `json:"at"`
 }
 
-// held is a record as read, with its _version.
+// held is a record as read, with what a compare-and-set needs.
 type held struct {
 	record
-	found   bool
-	version int64
+	found          bool
+	seqNo, primary int64
 }
 
-// records reads the states' records (realtime), keyed by _id.
-func (b *Backend) records(ctx context.Context, states []spi.Change) (map[string]held, error) {
-	keys := make([]string, len(states))
-	for i, c := range states {
-		keys[i] = docKey(c.ID)
-	}
+func (h held) live() bool { return h.found && !h.Deleted }
+
+// records reads the records of keys (realtime), keyed by _id.
+func (b *Backend) records(ctx context.Context, keys []string) (map[string]held, error) {
 	r, err := b.c.do(ctx, http.MethodPost, "/"+b.n.ids()+"/_mget", nil, map[string]any{"ids": keys})
 	if err != nil {
 		return nil, err
@@ -186,11 +272,12 @@ func (b *Backend) records(ctx context.Context, states []spi.Change) (map[string]
 	}
 	var res struct {
 		Docs []struct {
-			ID      string  `json:"_id"`
-			Found   bool    `json:"found"`
-			Version int64   `json:"_version"`
-			Source  record  `json:"_source"`
-			Error   *string `json:"error"`
+			ID      string          `json:"_id"`
+			Found   bool            `json:"found"`
+			SeqNo   int64           `json:"_seq_no"`
+			Primary int64           `json:"_primary_term"`
+			Source  record          `json:"_source"`
+			Error   json.RawMessage `json:"error"`
 		} `json:"docs"`
 	}
 	if err := json.Unmarshal(r.body, &res); err != nil {
@@ -198,11 +285,11 @@ func (b *Backend) records(ctx context.Context, states []spi.Change) (map[string]
 	}
 	out := make(map[string]held, len(res.Docs))
 	for _, d := range res.Docs {
-		if d.Error != nil {
+		if len(d.Error) > 0 {
 			return nil, fmt.Errorf("%w: reading a record failed", spi.ErrUnavailable)
 		}
 		if d.Found {
-			out[d.ID] = held{record: d.Source, found: true, version: d.Version}
+			out[d.ID] = held{record: d.Source, found: true, seqNo: d.SeqNo, primary: d.Primary}
 		}
 	}
 	return out, nil
@@ -223,33 +310,37 @@ func bulkLine(buf *bytes.Buffer, action, index, id string, version int64, versio
 // overload, 400 a document the index cannot hold (the applier bisects
 // and skips it), anything else unavailability.
 func (b *Backend) bulk(ctx context.Context, body []byte, refresh string) error {
+	_, err := b.bulkStatuses(ctx, body, refresh)
+	return err
+}
+
+// bulkStatuses is bulk that also returns each item's status, in order.
+func (b *Backend) bulkStatuses(ctx context.Context, body []byte, refresh string) ([]int, error) {
 	var q url.Values
 	if refresh != "" {
 		q = url.Values{"refresh": {refresh}}
 	}
 	r, err := b.c.do(ctx, http.MethodPost, "/_bulk", q, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if r.status != http.StatusOK {
-		return failure(r)
+		return nil, failure(r)
 	}
 	var res struct {
-		Errors bool `json:"errors"`
-		Items  []map[string]struct {
+		Items []map[string]struct {
 			Status int        `json:"status"`
 			Error  *itemError `json:"error"`
 		} `json:"items"`
 	}
 	if err := json.Unmarshal(r.body, &res); err != nil {
-		return fmt.Errorf("%w: unreadable bulk answer: %v", spi.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: unreadable bulk answer: %v", spi.ErrUnavailable, err)
 	}
-	if !res.Errors {
-		return nil
-	}
+	statuses := make([]int, len(res.Items))
 	var errs []error
-	for _, it := range res.Items {
+	for i, it := range res.Items {
 		for action, o := range it {
+			statuses[i] = o.Status
 			switch {
 			case o.Status < 300:
 			case o.Status == http.StatusConflict:
@@ -259,7 +350,7 @@ func (b *Backend) bulk(ctx context.Context, body []byte, refresh string) error {
 			}
 		}
 	}
-	return firstByClass(errs)
+	return statuses, firstByClass(errs)
 }
 
 // firstByClass returns one error for a bulk's failed items, the most
@@ -392,38 +483,50 @@ func (b *Backend) knownEpoch(ctx context.Context, log string) (uint64, error) {
 	if ok {
 		return e, nil
 	}
-	e, _, err := b.readEpoch(ctx, log)
-	return e, err
+	st, err := b.readEpoch(ctx, log)
+	return st.epoch, err
 }
 
-// readEpoch reads log's epoch and the highest epoch handed out.
-func (b *Backend) readEpoch(ctx context.Context, log string) (epoch, highest uint64, err error) {
+// epochState is what <prefix>-meta says of a log's epoch.
+type epochState struct {
+	epoch, highest uint64 // the log's (0: none) and the highest handed out
+	found          bool   // the log has a document
+	seqNo, primary int64  // of the log's document, for compare-and-set
+}
+
+// readEpoch reads log's epoch and the highest epoch handed out (realtime).
+func (b *Backend) readEpoch(ctx context.Context, log string) (epochState, error) {
 	r, err := b.c.do(ctx, http.MethodPost, "/"+b.n.meta()+"/_mget", nil,
 		map[string]any{"ids": []string{"log:" + logKey(log), "epochs"}})
 	if err != nil {
-		return 0, 0, err
+		return epochState{}, err
 	}
 	if r.status != http.StatusOK {
-		return 0, 0, failure(r)
+		return epochState{}, failure(r)
 	}
 	var res struct {
 		Docs []struct {
-			Found  bool `json:"found"`
-			Source struct {
+			Found   bool  `json:"found"`
+			SeqNo   int64 `json:"_seq_no"`
+			Primary int64 `json:"_primary_term"`
+			Source  struct {
 				Epoch uint64 `json:"epoch"`
 				Next  uint64 `json:"next"`
 			} `json:"_source"`
 		} `json:"docs"`
 	}
 	if err := json.Unmarshal(r.body, &res); err != nil || len(res.Docs) != 2 {
-		return 0, 0, fmt.Errorf("%w: unreadable epochs", spi.ErrUnavailable)
+		return epochState{}, fmt.Errorf("%w: unreadable epochs", spi.ErrUnavailable)
 	}
-	return res.Docs[0].Source.Epoch, res.Docs[1].Source.Next, nil
+	l := res.Docs[0]
+	return epochState{epoch: l.Source.Epoch, highest: res.Docs[1].Source.Next, found: l.Found,
+		seqNo: l.SeqNo, primary: l.Primary}, nil
 }
 
 // applyEpoch is the epoch log applies with: its own, or a new one when it
-// has none or another log applied since it got its own. Decided once per
-// process and log.
+// has none or another log took one since. Replicas of one log racing here
+// agree: the log's document is written compare-and-set, and a replica
+// that loses takes the winner's epoch. Decided once per process and log.
 func (b *Backend) applyEpoch(ctx context.Context, log string) (uint64, error) {
 	b.mu.Lock()
 	e, ok := b.epochs[log]
@@ -431,25 +534,49 @@ func (b *Backend) applyEpoch(ctx context.Context, log string) (uint64, error) {
 	if ok {
 		return e, nil
 	}
-	e, highest, err := b.readEpoch(ctx, log)
-	if err != nil {
-		return 0, err
-	}
-	if e == 0 || e < highest {
-		if e, err = b.newEpoch(ctx, log); err != nil {
+	lost := false // another replica of the log gave it an epoch: take it
+	for attempt := 0; ; attempt++ {
+		st, err := b.readEpoch(ctx, log)
+		if err != nil {
 			return 0, err
 		}
-		b.cfg.Logger.Info("keyword/opensearch: a new epoch for the change log", "prefix", b.cfg.IndexPrefix, "epoch", e)
+		e = st.epoch
+		if !st.found || e < st.highest && !lost {
+			if attempt == 5 {
+				return 0, fmt.Errorf("%w: the log's epoch keeps changing (replicas of several records on one index prefix?)", spi.ErrUnavailable)
+			}
+			next, err := b.nextEpoch(ctx)
+			if err != nil {
+				return 0, err
+			}
+			q := url.Values{"op_type": {"create"}}
+			if st.found {
+				q = url.Values{"if_seq_no": {strconv.FormatInt(st.seqNo, 10)}, "if_primary_term": {strconv.FormatInt(st.primary, 10)}}
+			}
+			w, err := b.c.do(ctx, http.MethodPut, "/"+b.n.meta()+"/_doc/log:"+logKey(log), q, map[string]any{"log": log, "epoch": next})
+			if err != nil {
+				return 0, err
+			}
+			if w.status == http.StatusConflict {
+				lost = true
+				continue
+			}
+			if w.status != http.StatusOK && w.status != http.StatusCreated {
+				return 0, failure(w)
+			}
+			e = next
+			b.cfg.Logger.Info("keyword/opensearch: a new epoch for the change log", "prefix", b.cfg.IndexPrefix, "epoch", e)
+		}
+		b.mu.Lock()
+		b.epochs[log] = e
+		b.mu.Unlock()
+		return e, nil
 	}
-	b.mu.Lock()
-	b.epochs[log] = e
-	b.mu.Unlock()
-	return e, nil
 }
 
-// newEpoch takes the next epoch number (compare-and-set on the counter,
-// so racing replicas never share one) and gives it to log.
-func (b *Backend) newEpoch(ctx context.Context, log string) (uint64, error) {
+// nextEpoch takes the next epoch number, compare-and-set on the counter,
+// so no two takers share one.
+func (b *Backend) nextEpoch(ctx context.Context) (uint64, error) {
 	path := "/" + b.n.meta() + "/_doc/epochs"
 	for attempt := 0; ; attempt++ {
 		r, err := b.c.do(ctx, http.MethodGet, path, nil, nil)
@@ -483,14 +610,7 @@ func (b *Backend) newEpoch(ctx context.Context, log string) (uint64, error) {
 			return 0, err
 		}
 		if w.status == http.StatusConflict && attempt < 20 {
-			continue // another replica took it
-		}
-		if w.status != http.StatusOK && w.status != http.StatusCreated {
-			return 0, failure(w)
-		}
-		w, err = b.c.do(ctx, http.MethodPut, "/"+b.n.meta()+"/_doc/log:"+logKey(log), nil, map[string]any{"log": log, "epoch": next})
-		if err != nil {
-			return 0, err
+			continue // taken meanwhile
 		}
 		if w.status != http.StatusOK && w.status != http.StatusCreated {
 			return 0, failure(w)

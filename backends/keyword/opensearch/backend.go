@@ -271,3 +271,6 @@ func redactHosts(hosts []string) string {
 	}
 	return strings.Join(out, ",")
 }
+
+// Prefix is the index prefix the backend uses.
+func (b *Backend) Prefix() string { return b.cfg.IndexPrefix }

@@ -205,6 +205,7 @@ func (c Config) idsIndex() map[string]any {
 		"mappings": map[string]any{
 			"dynamic": "strict",
 			"properties": map[string]any{
+				"ver":     map[string]any{"type": "long"},
 				"tenant":  map[string]any{"type": "keyword"},
 				"deleted": map[string]any{"type": "boolean"},
 				"epoch":   map[string]any{"type": "long"},
