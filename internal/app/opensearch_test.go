@@ -89,3 +89,47 @@ func TestOpenSearchDownAtStart(t *testing.T) {
 		t.Fatalf("keyword health %+v, want down", h)
 	}
 }
+
+// ragd check --repair restores what the cluster lost behind ragd's back:
+// a tenant's index deleted (an operator's mistake, a lost shard), while
+// the id records still say the documents are there.
+func TestOpenSearchCheckRepairs(t *testing.T) {
+	host := testenv.OpenSearch(t)
+	cfg := openSearchConfig(t, host)
+	a := newApp(t, cfg)
+	defer a.Close()
+	ctx := context.Background()
+	docs := []spi.Document{{ID: "d1", Tenant: "lost", Title: "zeppelin mooring", Text: "masts"}, {ID: "d2", Tenant: "kept", Title: "balloon", Text: "envelope"}}
+	if r := a.Pipeline.Upsert(ctx, docs, ingest.WriteOptions{Wait: 30 * time.Second}); r[0].Stores[spi.SourceKeyword] != "current" {
+		t.Fatalf("upsert: %+v", r)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, host+"/"+cfg.Backends.Keyword.IndexPrefix+"-t-lost-*", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("deleting tenant lost's index behind ragd's back: %v %v", res, err)
+	}
+	res.Body.Close()
+	only := retriever.Query{Text: "zeppelin mooring", Limit: 3, Sources: retriever.Only(spi.SourceKeyword)}
+	if got := top(t, a, only); len(got.Hits) != 0 {
+		t.Fatalf("the lost document still answers: %+v", got.Hits)
+	}
+	rep, err := a.Pipeline.Check(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range rep.Stores {
+		if s.Store == spi.SourceKeyword {
+			found = true
+			if s.Missing != 1 || s.Repaired != 1 || s.Remaining != 0 {
+				t.Fatalf("check of the keyword store: %+v, want 1 missing, repaired", s)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("the check did not compare the keyword store: %+v", rep)
+	}
+	if got := top(t, a, only); len(got.Hits) != 1 || got.Hits[0].ID != "d1" {
+		t.Fatalf("after the repair: %+v", got.Hits)
+	}
+}

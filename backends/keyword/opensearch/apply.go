@@ -142,9 +142,12 @@ func (b *Backend) applyStates(ctx context.Context, epoch uint64, states []spi.Ch
 		v := encodeVersion(epoch, c.Version)
 		key := docKey(c.ID)
 		r := held[key]
-		if r.found && r.Ver >= v {
-			continue // this state, or a newer one, is here
+		if r.found && r.Ver > v {
+			continue // a newer state is here
 		}
+		// The state the record already names is written again: a replay
+		// costs conflicts, and a repair (ragd check) restores a document
+		// the tenant index lost or holds in an older state.
 		p := pendingState{c: c, key: key, rec: record{Ver: v, Epoch: epoch, Seq: c.Version, At: now}}
 		if c.Doc != nil {
 			p.rec.Tenant = c.Doc.Tenant
@@ -152,7 +155,7 @@ func (b *Backend) applyStates(ctx context.Context, epoch uint64, states []spi.Ch
 		} else {
 			p.rec.Deleted, p.rec.Tenant = true, r.Tenant
 		}
-		if r.live() && (c.Doc == nil || r.Tenant != c.Doc.Tenant) {
+		if r.found && (c.Doc == nil || r.Tenant != c.Doc.Tenant) {
 			bulkLine(&docs, "delete", b.n.tenant(r.Tenant), key, v, "external", nil)
 		}
 		todo = append(todo, p)
