@@ -666,7 +666,11 @@ sed "${graph_on[@]}" -e "s/^  reset_timeout_s: .*/  reset_timeout_s: $reset/" \
     -e "s/^  level: info/  level: warn/" "$src" > "$work/rag.yaml"
 grep -q "reset_timeout_s: $reset" "$work/rag.yaml" || { echo "bench: could not set reset_timeout_s in $src" >&2; exit 1; }
 if [ "$mode" = servers ] && [ "$1" = scale ]; then
-  sed -i "s/^    ef_search: .*/&\n    index_build_mem_mb: ${BENCH_INDEX_MEM_MB:-2048}/" "$work/rag.yaml"
+  if grep -q '^    index_build_mem_mb:' "$work/rag.yaml"; then
+    sed -i "s/^    index_build_mem_mb: [0-9]*/    index_build_mem_mb: ${BENCH_INDEX_MEM_MB:-2048}/" "$work/rag.yaml"
+  else
+    sed -i "s/^    ef_search: .*/&\n    index_build_mem_mb: ${BENCH_INDEX_MEM_MB:-2048}/" "$work/rag.yaml"
+  fi
   grep -q "index_build_mem_mb" "$work/rag.yaml" || { echo "bench: could not set index_build_mem_mb in $src" >&2; exit 1; }
 fi
 if [ "$mode" = servers ] && [ "$1" = load ] && ! grep -q "graph:   {weight: 1.0," "$work/rag.yaml"; then
