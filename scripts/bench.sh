@@ -415,7 +415,7 @@ scale() {
   anon=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
   hwm=$(awk '/VmHWM/{print $2}' "/proc/$ragd_pid/status")
   b=$(du -sb "$work/data" | cut -f1)
-  disk=$(for d in "$work"/data/*/; do printf '%s %s MiB, ' "$(basename "$d")" $(($(du -sb "$d" | cut -f1) / 1048576)); done | sed 's/, $//')
+  disk=$(for d in "$work"/data/*/; do [ -d "$d" ] || continue; printf '%s %s MiB, ' "$(basename "$d")" $(($(du -sb "$d" | cut -f1) / 1048576)); done | sed 's/, $//')
 
   # The graph: built when a query first asks for it (unless rag.yaml reads
   # it), then measured.
