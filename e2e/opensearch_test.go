@@ -160,7 +160,7 @@ func TestOpenSearchFaults(t *testing.T) {
 		fault, heal func() error
 		mustTrip    bool
 	}{
-		{"hung (SIGSTOP)", node.Pause, node.Resume, true},
+		{"hung (SIGSTOP)", func() error { return node.Pause(bg) }, func() error { return node.Unpause(bg) }, true},
 		{"killed (SIGKILL)", func() error { return node.Kill(bg) }, func() error { return node.Start(bg) }, true},
 		{"restarted", func() error { return node.Stop(bg) }, func() error { return node.Start(bg) }, false},
 	}

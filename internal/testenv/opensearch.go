@@ -50,13 +50,13 @@ func (s *OpenSearchServer) Start(ctx context.Context) error { return s.ctl.start
 // it is gone. Killing a stopped node is a no-op.
 func (s *OpenSearchServer) Kill(ctx context.Context) error { return s.ctl.kill(ctx) }
 
-// Pause stops the node's process with SIGSTOP: it keeps its sockets, so
-// connections are accepted by the kernel and then nothing answers — a
-// hung server. Resume continues it.
-func (s *OpenSearchServer) Pause() error { return s.ctl.signal(syscall.SIGSTOP) }
+// Pause freezes the node (SIGSTOP to its process group): it keeps its
+// sockets, so connections are accepted by the kernel and then nothing
+// answers — a hung server. Unpause continues it.
+func (s *OpenSearchServer) Pause(ctx context.Context) error { return s.ctl.pause(ctx) }
 
-// Resume continues a node that Pause stopped (SIGCONT).
-func (s *OpenSearchServer) Resume() error { return s.ctl.signal(syscall.SIGCONT) }
+// Unpause continues a node that Pause froze and waits until it answers.
+func (s *OpenSearchServer) Unpause(ctx context.Context) error { return s.ctl.unpause(ctx) }
 
 // OpenSearch returns the base URL of the shared OpenSearch server,
 // RAG_TEST_OPENSEARCH_URL; without it the test is skipped (failed when
@@ -249,7 +249,6 @@ func nativeOpenSearch(tb testing.TB, home string) (*OpenSearchServer, error) {
 			continue // most likely a port was taken meanwhile
 		}
 		tb.Cleanup(func() {
-			_ = p.signal(syscall.SIGCONT) // a paused node cannot stop
 			if err := p.stop(context.Background()); err != nil {
 				tb.Logf("%v", err)
 			}

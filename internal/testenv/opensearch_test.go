@@ -52,7 +52,7 @@ func TestDedicatedOpenSearchPauseStopStart(t *testing.T) {
 	if _, err := get(ctx, s.URL+"/_cluster/health"); err != nil {
 		t.Fatalf("a started node does not answer: %v", err)
 	}
-	if err := s.Pause(); err != nil {
+	if err := s.Pause(ctx); err != nil {
 		t.Fatal(err)
 	}
 	pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
@@ -61,7 +61,7 @@ func TestDedicatedOpenSearchPauseStopStart(t *testing.T) {
 	if err == nil {
 		t.Fatal("a paused node answered")
 	}
-	if err := s.Resume(); err != nil {
+	if err := s.Unpause(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := get(ctx, s.URL+"/_cluster/health"); err != nil {
