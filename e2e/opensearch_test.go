@@ -15,10 +15,11 @@ import (
 )
 
 // openSearchConfig renders a rag.yaml with the keyword index on OpenSearch
-// at url (derived from the embedded vector store's change log), breakers
+// at url under prefix, new indexes with that many replicas (derived from
+// the embedded vector store's change log), breakers
 // that trip after two failures and probe every second, and a keyword
 // deadline short enough that a hung node costs a query little.
-func openSearchConfig(dataDir, url string) string {
+func openSearchConfig(dataDir, url, prefix string, replicas int) string {
 	q := strconv.Quote
 	return `data_dir: ` + q(dataDir) + `
 server:
@@ -31,7 +32,8 @@ backends:
   keyword:
     kind: opensearch
     hosts: [` + q(url) + `]
-    index_prefix: e2e
+    index_prefix: ` + q(prefix) + `
+    replicas: ` + strconv.Itoa(replicas) + `
     refresh_interval_ms: 200
     connect_timeout_ms: 500
   graph: {kind: none}
@@ -71,7 +73,7 @@ func TestOpenSearchFaults(t *testing.T) {
 	node := testenv.DedicatedOpenSearch(t)
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "rag.yaml")
-	if err := os.WriteFile(cfgPath, []byte(openSearchConfig(filepath.Join(dir, "data"), node.URL)), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(openSearchConfig(filepath.Join(dir, "data"), node.URL, "e2e", 0)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s := &stack{Corpus: ds, Accepted: map[string]bool{}, cfgPath: cfgPath}
