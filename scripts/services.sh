@@ -712,9 +712,15 @@ write_opensearch_config() {
   } >"$c/jvm.options"
 }
 
-start_opensearch() {
+# start_opensearch: launch_opensearch, then wait_opensearch. `up` runs the
+# two apart, the embedder's and Jaeger's installs and starts between them,
+# so the node's JVM starts while they do.
+start_opensearch() { launch_opensearch; wait_opensearch; }
+
+# launch_opensearch: start the node's daemon unless it runs; returns at once.
+launch_opensearch() {
   mkdir -p "$OPENSEARCH_DIR"
-  local pid i
+  local pid
   if pid=$(opensearch_pid); then
     log "opensearch already running (pid $pid)"
   else
@@ -731,6 +737,11 @@ start_opensearch() {
   fi
   record_set OPENSEARCH_PORT "$OPENSEARCH_PORT"
   record_set OPENSEARCH_TRANSPORT_PORT "$OPENSEARCH_TRANSPORT_PORT"
+}
+
+# wait_opensearch: until the launched node answers (120 s at most).
+wait_opensearch() {
+  local i
   for i in $(seq 1 240); do
     if opensearch_answers; then
       log "opensearch ready: $OPENSEARCH_VERSION, http://127.0.0.1:$OPENSEARCH_PORT"
@@ -1084,6 +1095,7 @@ up_neo4j() { with_cache_lock install_neo4j; with_cache_lock record_neo4j_cds; st
 up_embedder() { with_cache_lock install_embedder; start_embedder; }
 up_jaeger() { with_cache_lock install_jaeger; start_jaeger; }
 up_opensearch() { with_cache_lock install_opensearch; start_opensearch; }
+launch_up_opensearch() { with_cache_lock install_opensearch; launch_opensearch; }
 
 cmd=${1:-}
 case "$cmd" in
@@ -1092,9 +1104,10 @@ case "$cmd" in
     log "checkout $CHECKOUT, state $STATE_DIR, cache $CACHE_DIR"
     up_postgres
     up_neo4j
-    up_opensearch
+    launch_up_opensearch
     up_embedder
     up_jaeger
+    wait_opensearch
     log "up; for tests: eval \"\$($0 env)\""
     ;;
   down)
