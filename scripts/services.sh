@@ -11,7 +11,8 @@
 #   scripts/services.sh status             what runs where
 #   scripts/services.sh env                export lines: eval "$(scripts/services.sh env)"
 #   scripts/services.sh purge              stop them and delete their data (not the cache)
-#   scripts/services.sh install neo4j      fetch Neo4j's jars into the cache, start nothing
+#   scripts/services.sh install neo4j|opensearch
+#                                          fetch Neo4j's jars or OpenSearch into the cache, start nothing
 #
 # Each checkout has its own servers: state directory and ports are derived
 # from the checkout's path unless set from the environment. Works as root on
@@ -1127,10 +1128,11 @@ case "$cmd" in
     ;;
   install)
     # Install one service into the cache without starting it (scripts/images.sh
-    # builds its Neo4j image from these jars).
+    # builds its Neo4j and OpenSearch images from these installs).
     case "${2:-}" in
       neo4j) with_cache_lock install_neo4j ;;
-      *) die "usage: $0 install neo4j" ;;
+      opensearch) with_cache_lock install_opensearch ;;
+      *) die "usage: $0 install neo4j|opensearch" ;;
     esac
     ;;
   status) use_legacy_state; status ;;
@@ -1146,7 +1148,7 @@ case "$cmd" in
     rm -rf "$PG_DIR" "$NEO4J_DIR" "$OPENSEARCH_DIR" "$EMBEDDER_DIR" "$JAEGER_DIR" "$RECORD"
     ;;
   *)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac
