@@ -259,6 +259,10 @@ func counterOf(store any) spi.DocCounter {
 		if b, ok := s.current(); ok {
 			store = b
 		}
+	case *lazyKeyword:
+		if b, ok := s.current(); ok {
+			store = b
+		}
 	}
 	c, _ := store.(spi.DocCounter)
 	return c
