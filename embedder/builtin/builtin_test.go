@@ -174,8 +174,9 @@ func TestEmbedCancelledBetweenBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every text fills max_seq_length (24 ids): BatchTokens/24 texts a batch.
-	texts := make([]string, 3*builtin.BatchTokens/24)
+	// Every text fills max_seq_length (24 ids): DocumentBatchTokens/24 texts
+	// a chunk.
+	texts := make([]string, 3*builtin.DocumentBatchTokens/24)
 	for i := range texts {
 		texts[i] = strings.Repeat("flow ", 40)
 	}
