@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
 	"github.com/ragd/ragd/config"
@@ -56,8 +57,9 @@ func (s *syncBuffer) String() string {
 
 // TestBuiltinModelServes: the real model embeds the demo corpus and finds
 // a paraphrase the words alone do not give away; its identity is the
-// model's, query embedding is limited to about one call per core and the
-// vector weight is a real model's.
+// model's, query embedding is limited by expected wait (the queries whose
+// measured time fits 80 % of embed_timeout_ms) and the vector weight is a
+// real model's.
 func TestBuiltinModelServes(t *testing.T) {
 	a := newApp(t, realModelConfig(t))
 	defer a.Close()
@@ -76,8 +78,26 @@ func TestBuiltinModelServes(t *testing.T) {
 	if w := res.Fusion.Weights[spi.SourceVector]; w != 1 {
 		t.Fatalf("vector weight %v, want 1 for a real model", w)
 	}
-	if got := a.Guards[spi.SourceEmbedder].Snapshot().Limit; got != runtime.GOMAXPROCS(0) {
-		t.Fatalf("query embedder limit %d, want GOMAXPROCS (%d) for a model on this CPU", got, runtime.GOMAXPROCS(0))
+	st := a.QueryServiceTime()
+	if st <= 0 {
+		t.Fatal("no query service time measured at start")
+	}
+	n := runtime.GOMAXPROCS(0)
+	want := min(max(int(0.8*float64(time.Second)/float64(st)), n), app.MaxQueuedQueries)
+	if got := a.Guards[spi.SourceEmbedder].Snapshot().Limit; got != want {
+		t.Fatalf("query embedder limit %d, want %d (80 %% of 1s at %v a query, within [%d, %d])", got, want, st, n, app.MaxQueuedQueries)
+	}
+}
+
+// TestQueryLimitOverride: concurrency.overrides.embedder puts the built-in
+// model's query embedding back on an adaptive limit with those settings.
+func TestQueryLimitOverride(t *testing.T) {
+	cfg := realModelConfig(t)
+	cfg.Concurrency.Overrides = map[string]config.LimitSettings{spi.SourceEmbedder: {MinLimit: 3, MaxLimit: 5, InitialLimit: 3}}
+	a := newApp(t, cfg)
+	defer a.Close()
+	if got := a.Guards[spi.SourceEmbedder].Snapshot().Limit; got != 3 {
+		t.Fatalf("query embedder limit %d with the override, want its initial 3", got)
 	}
 }
 

@@ -51,3 +51,12 @@ func SetGraphWakeHook(f func()) (restore func()) {
 	graphWakeHook = f
 	return func() { graphWakeHook = nil }
 }
+
+// QueryServiceTime is the built-in model's measured time per query, or 0
+// for other embedders.
+func (a *App) QueryServiceTime() time.Duration {
+	if a.embedderServiceTime == nil {
+		return 0
+	}
+	return a.embedderServiceTime()
+}

@@ -31,6 +31,7 @@ func (a *App) openStores(ctx context.Context) error {
 	a.EmbedderIdentity = emb.Identity
 	a.EmbedderFallback = emb.Fallback
 	a.embedderCPU = emb.CPU
+	a.embedderServiceTime = emb.ServiceTime
 	a.embedderKind = emb.Kind(a.Config)
 	if err := a.openVectorCaches(); err != nil {
 		return err
