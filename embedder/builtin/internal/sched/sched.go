@@ -129,9 +129,9 @@ func (s *Scheduler) Do(ctx context.Context, p Priority, seqs [][]int32) ([][]flo
 	}
 	s.mu.Lock()
 	if p == Query {
-		s.queries = append(s.queries, j)
+		s.queries = append(s.prune(s.queries), j)
 	} else {
-		s.docs = append(s.docs, j)
+		s.docs = append(s.prune(s.docs), j)
 	}
 	start := s.workers < s.cfg.Workers
 	if start {
@@ -200,6 +200,20 @@ func (s *Scheduler) take() ([]*job, Priority) {
 	}
 	s.workers--
 	return nil, 0
+}
+
+// prune drops the jobs at the head of q whose callers are gone, so a
+// queue behind a hung pass does not keep every job that timed out in it.
+func (s *Scheduler) prune(q []*job) []*job {
+	n := 0
+	for n < len(q) && q[n].ctx.Err() != nil {
+		n++
+	}
+	if n == 0 {
+		return q
+	}
+	s.dropped.Add(uint64(n))
+	return shift(q, n)
 }
 
 // shift drops the first n jobs of q, clearing their slots so the backing
