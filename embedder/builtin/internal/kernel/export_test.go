@@ -21,3 +21,20 @@ func UseKernel(name string) (restore func()) {
 	kernelName = name
 	return func() { kernelName = old }
 }
+
+// QKernels lists the int8 micro-kernels this CPU can run, the portable one
+// first.
+func QKernels() []string {
+	if qKernelName == "go" {
+		return []string{"go"}
+	}
+	return []string{"go", qKernelName}
+}
+
+// UseQKernel switches the int8 micro-kernel and returns a function
+// restoring the previous one. Tests using it must not run in parallel.
+func UseQKernel(name string) (restore func()) {
+	old := qKernelName
+	qKernelName = name
+	return func() { qKernelName = old }
+}

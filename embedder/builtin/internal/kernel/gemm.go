@@ -208,3 +208,8 @@ const EnvKernel = "RAGD_KERNEL"
 // (amd64 with those features) or "go" (portable; any other CPU, the purego
 // build tag, or RAGD_KERNEL=go).
 func KernelName() string { return kernelName }
+
+// QKernelName names the int8 micro-kernel this process uses:
+// "avx512vnni" (amd64 with AVX-512 VNNI) or "go" (portable; any other CPU,
+// the purego build tag, or RAGD_KERNEL=go or avx2).
+func QKernelName() string { return qKernelName }

@@ -1,0 +1,67 @@
+//go:build amd64 && !purego
+
+package kernel
+
+import (
+	"os"
+
+	"golang.org/x/sys/cpu"
+)
+
+//go:noescape
+func minMaxAVX512(x *float32, n int) (lo, hi float32)
+
+//go:noescape
+func quantAVX512(dst *uint8, x *float32, n int, inv, z float32)
+
+//go:noescape
+func kernQ8VNNI(k4 int, a *uint8, lda int, b *int8, c *float32, ldc int, sa *float32, za *int32, sw *float32, cs *int32)
+
+// qKernelName is the int8 micro-kernel in use: "avx512vnni" or "go".
+var qKernelName = pickQKernel(os.Getenv(EnvKernel), cpu.X86.HasAVX512F && cpu.X86.HasAVX512VNNI)
+
+// pickQKernel returns the best int8 kernel the CPU runs, or the portable
+// one when want (RAGD_KERNEL) is "go" or "avx2" (which has none of its own
+// yet: AVX2 without VNNI sums four uint8·int8 products only through
+// saturating 16-bit pairs).
+func pickQKernel(want string, vnni bool) string {
+	if vnni && want != "go" && want != "avx2" {
+		return "avx512vnni"
+	}
+	return "go"
+}
+
+func microKernelQ8(k4 int, a []uint8, lda int, sa []float32, za []int32, b []int8, sw []float32, cs []int32, c []float32, ldc int, _ *QScratch) {
+	if qKernelName != "avx512vnni" {
+		microKernelQ8Go(k4, a, lda, sa, za, b, sw, cs, c, ldc)
+		return
+	}
+	// Bounds: a holds (MR-1)·lda+4·k4 bytes, b k4 groups of NR×4, c
+	// (MR-1)·ldc+NR floats; MR row and NR column scales and sums.
+	_ = a[(MR-1)*lda+k4*QK-1]
+	_ = b[k4*NR*QK-1]
+	_ = c[(MR-1)*ldc+NR-1]
+	_, _, _, _ = sa[MR-1], za[MR-1], sw[NR-1], cs[NR-1]
+	kernQ8VNNI(k4, &a[0], lda, &b[0], &c[0], ldc, &sa[0], &za[0], &sw[0], &cs[0])
+}
+
+func minMax(x []float32) (lo, hi float32) {
+	n := len(x) &^ 15
+	if qKernelName != "avx512vnni" || n == 0 {
+		return minMaxGo(x)
+	}
+	lo, hi = minMaxAVX512(&x[0], n)
+	l, h := minMaxGo(x[n:])
+	return min(lo, l), max(hi, h)
+}
+
+func quant(dst []uint8, x []float32, inv, z float32) {
+	n := len(x) &^ 15
+	if qKernelName != "avx512vnni" || n == 0 {
+		quantGo(dst, x, inv, z)
+		return
+	}
+	_ = dst[n-1]
+	quantAVX512(&dst[0], &x[0], n, inv, z)
+	quantGo(dst[n:len(x)], x[n:], inv, z)
+}
