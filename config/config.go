@@ -135,6 +135,10 @@ type EmbedderConfig struct {
 	Threads      int    `yaml:"threads"`
 	MaxSeqLength int    `yaml:"max_seq_length"`
 	PullTimeoutS int    `yaml:"pull_timeout_s"`
+	// Precision is the arithmetic of the encoder's linear layers:
+	// PrecisionFP32 or PrecisionInt8 (dynamic int8 quantisation); ""
+	// means DefaultPrecision.
+	Precision string `yaml:"precision"`
 	// OpenAI-compatible servers only.
 	BaseURL    string `yaml:"base_url"`
 	APIKeyEnv  string `yaml:"api_key_env"`
@@ -198,6 +202,24 @@ func (e EmbedderConfig) BuiltinModel() string {
 		return modelcache.DefaultModel
 	}
 	return e.Model
+}
+
+// Precisions of the built-in encoder's linear layers (embedder.precision).
+const (
+	PrecisionFP32 = "fp32"
+	PrecisionInt8 = "int8"
+	// DefaultPrecision is the precision when embedder.precision is left
+	// out (docs/embedders.md has the measurements behind it).
+	DefaultPrecision = PrecisionInt8
+)
+
+// BuiltinPrecision is the built-in encoder's precision: Precision, or
+// DefaultPrecision.
+func (e EmbedderConfig) BuiltinPrecision() string {
+	if e.Precision == "" {
+		return DefaultPrecision
+	}
+	return e.Precision
 }
 
 // DefaultPullTimeoutS bounds pulling a missing built-in model at start

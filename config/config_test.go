@@ -73,7 +73,7 @@ func TestBadFiles(t *testing.T) {
 		"weight.bad.yaml":            {"retriever.sources.keyword.weight", "between 0 and 1000"},
 		"tracing.bad.yaml":           {"tracing.endpoint", "tracing.sample_ratio"},
 		"embedder-cache.bad.yaml":    {"embedder.document_concurrency", "embedder.cache.dir", "embedder.cache.query_entries"},
-		"builtin.bad.yaml":           {"embedder.model", "invalid model name", "embedder.threads", "embedder.max_seq_length", "[CLS]", "embedder.pull_timeout_s"},
+		"builtin.bad.yaml":           {"embedder.model", "invalid model name", "embedder.threads", "embedder.max_seq_length", "[CLS]", "embedder.pull_timeout_s", "embedder.precision"},
 		"openai-dimension.bad.yaml":  {"embedder.dimension", "must be set", "openai"},
 	}
 	files, _ := filepath.Glob("testdata/*.bad.yaml")
@@ -153,7 +153,8 @@ func TestBuiltinEmbedderValues(t *testing.T) {
 	}
 	e := c.Embedder
 	if e.Kind != config.KindBuiltin || e.BuiltinModel() != "all-MiniLM-L6-v2" || e.Threads != 2 || e.MaxSeqLength != 128 ||
-		e.QueryPrefix != "query: " || e.DocumentPrefix != "passage: " || e.PullTimeoutS != 60 || e.Dimension != 0 {
+		e.QueryPrefix != "query: " || e.DocumentPrefix != "passage: " || e.PullTimeoutS != 60 || e.Dimension != 0 ||
+		e.BuiltinPrecision() != config.PrecisionInt8 {
 		t.Fatalf("embedder = %+v", e)
 	}
 	if e.DocumentSlots() != 1 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ragd/ragd/embedder/builtin"
 	"github.com/ragd/ragd/embedder/builtin/internal/kernel"
+	"github.com/ragd/ragd/internal/testenv"
 )
 
 // Benchmark texts: RAG_BENCH_CORPUS names a BEIR corpus.jsonl (Cranfield's,
@@ -229,4 +230,47 @@ func BenchmarkQueryLoad(b *testing.B) {
 		b.StopTimer()
 		report(b, lat, cpu0, st0)
 	})
+}
+
+// BenchmarkPrecision is BenchmarkEmbedDocuments and BenchmarkEmbedQueryBatch
+// (batch 1 and 16) for each precision of the linear layers.
+func BenchmarkPrecision(b *testing.B) {
+	docs := benchTexts(b, "RAG_BENCH_CORPUS", benchDocs(), 170)
+	queries := benchTexts(b, "RAG_BENCH_QUERIES", 200, 12)
+	ctx := context.Background()
+	for _, prec := range []string{"fp32", "int8"} {
+		m, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(b), Precision: prec})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(prec+"/documents", func(b *testing.B) {
+			cpu0 := cpuTime()
+			for b.Loop() {
+				if _, err := m.Documents().Embed(ctx, docs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			n := float64(len(docs) * b.N)
+			b.ReportMetric(n/b.Elapsed().Seconds(), "docs/s")
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/n, "cpu-ms/doc")
+		})
+		for _, batch := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%s/queries%d", prec, batch), func(b *testing.B) {
+				i := 0
+				cpu0 := cpuTime()
+				for b.Loop() {
+					qs := make([]string, batch)
+					for j := range qs {
+						qs[j] = queries[i%len(queries)]
+						i++
+					}
+					if _, err := m.Queries().Embed(ctx, qs); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(batch*b.N), "cpu-ms/query")
+			})
+		}
+		m.Close()
+	}
 }

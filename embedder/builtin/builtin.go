@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ragd/ragd/embedder/builtin/bert"
@@ -69,6 +70,9 @@ type Config struct {
 	// Threads is the number of goroutines one batch uses; 0 means
 	// runtime.GOMAXPROCS(0).
 	Threads int
+	// Precision of the encoder's linear layers: "fp32" (the reference) or
+	// "int8" (dynamic quantisation, package bert); "" means fp32.
+	Precision string
 }
 
 // Model is a loaded built-in model. It is safe for concurrent use.
@@ -98,7 +102,10 @@ func Open(cfg Config) (*Model, error) {
 	if cfg.Threads <= 0 {
 		cfg.Threads = runtime.GOMAXPROCS(0)
 	}
-	enc, err := bert.Load(cfg.Dir, bert.Options{Threads: cfg.Threads})
+	if cfg.Precision == "" {
+		cfg.Precision = string(bert.FP32)
+	}
+	enc, err := bert.Load(cfg.Dir, bert.Options{Threads: cfg.Threads, Precision: bert.Precision(cfg.Precision)})
 	if err != nil {
 		return nil, fmt.Errorf("builtin: %w", err)
 	}
@@ -154,14 +161,19 @@ func (m *Model) Queries() spi.Embedder { return m.queries }
 // Dimension is the length of the vectors.
 func (m *Model) Dimension() int { return m.enc.Hidden() }
 
+// Precision is the arithmetic of the encoder's linear layers: "fp32" or
+// "int8".
+func (m *Model) Precision() string { return m.cfg.Precision }
+
 // MaxSeqLength is the number of tokens, [CLS] and [SEP] included, past which
 // texts are truncated.
 func (m *Model) MaxSeqLength() int { return m.cfg.MaxSeqLength }
 
 // Identity names the vector space the model produces: kind, model name, the
 // first 16 hex digits of model.safetensors' SHA-256, pooling,
-// normalisation, max_seq_length and the prefixes. Vectors of different
-// identities are not comparable; stores record it with their vectors.
+// normalisation, max_seq_length, the prefixes and, last, a precision other
+// than fp32. Vectors of different identities are not comparable; stores
+// record it with their vectors.
 func (m *Model) Identity() string {
 	id := fmt.Sprintf("kind=builtin model=%q sha256=%s dimension=%d pooling=%s normalize=%t max_seq_length=%d",
 		m.cfg.Name, m.sha256[:16], m.Dimension(), m.lay.poolingName, m.lay.normalize, m.cfg.MaxSeqLength)
@@ -175,7 +187,22 @@ func (m *Model) Identity() string {
 			id += fmt.Sprintf(" %s=%q", kv.k, kv.v)
 		}
 	}
-	return id
+	return WithPrecision(id, m.cfg.Precision)
+}
+
+// WithPrecision is identity, the Identity of a model, changed to
+// precision p. The precision is the identity's last part, and fp32 leaves
+// it out, so identities from before int8 stay valid. int8 vectors are
+// close to fp32's (cosine ≥ 0.99) but not equal: a store or cache of one
+// precision is not silently mixed with the other.
+func WithPrecision(identity, p string) string {
+	for _, q := range []bert.Precision{bert.Int8} {
+		identity = strings.TrimSuffix(identity, " precision="+string(q))
+	}
+	if p != "" && p != string(bert.FP32) {
+		identity += " precision=" + p
+	}
+	return identity
 }
 
 // Close releases the model. The embedders must not be used afterwards.

@@ -129,6 +129,55 @@ func TestHashingStoreRefusesTheModel(t *testing.T) {
 	newApp(t, cfg).Close()
 }
 
+// TestStoreKeepsItsPrecision: a store of the model's fp32 vectors (written
+// before int8 was the default) opened with embedder.precision left out
+// runs the model in fp32, as its vectors were made; with int8 asked for
+// explicitly it refuses, naming ragd reembed; after the reembed it serves
+// int8.
+func TestStoreKeepsItsPrecision(t *testing.T) {
+	cfg := realModelConfig(t)
+	fp32 := *cfg
+	fp32.Embedder.Precision = config.PrecisionFP32
+	a := newApp(t, &fp32)
+	upsertAll(t, a, corpus(3))
+	want := a.EmbedderIdentity
+	a.Close()
+	if strings.Contains(want, "precision=") {
+		t.Fatalf("fp32 identity %q names a precision", want)
+	}
+
+	b := newApp(t, cfg) // precision left out: the default, int8
+	if b.EmbedderIdentity != want {
+		t.Fatalf("default precision on an fp32 store: identity %q, want the store's %q", b.EmbedderIdentity, want)
+	}
+	res := top(t, b, retriever.Query{Text: "words of document number 1", Limit: 1, Sources: retriever.Only(spi.SourceVector)})
+	if res.Sources[spi.SourceVector].Status != retriever.StatusOK || len(res.Hits) == 0 {
+		t.Fatalf("vector query on the kept fp32 store: %+v", res.Sources)
+	}
+	b.Close()
+
+	int8 := *cfg
+	int8.Embedder.Precision = config.PrecisionInt8
+	_, err := app.New(context.Background(), &int8, app.Options{Logger: quiet()})
+	var ec *vectorembedded.EmbedderChangedError
+	if !errors.As(err, &ec) || !strings.Contains(ec.Configured, "precision=int8") || !strings.Contains(err.Error(), "ragd reembed") {
+		t.Fatalf("explicit int8 on an fp32 store: %v, want *EmbedderChangedError naming precision=int8 and ragd reembed", err)
+	}
+	r, err := app.New(context.Background(), &int8, app.Options{Logger: quiet(), Reembed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.Reembed(context.Background(), nil); err != nil || n != 3 {
+		t.Fatalf("reembed: %d, %v", n, err)
+	}
+	r.Close()
+	c := newApp(t, cfg)
+	defer c.Close()
+	if !strings.HasSuffix(c.EmbedderIdentity, " precision=int8") {
+		t.Fatalf("the default after the reembed: identity %q, want int8", c.EmbedderIdentity)
+	}
+}
+
 // TestModelStoreRefusesTheFallback: serve on a store of the model's
 // vectors, with the model gone, stops with the model's fix, not with
 // ragd reembed (which would rebuild the vectors with the stand-in).

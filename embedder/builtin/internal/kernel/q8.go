@@ -83,15 +83,21 @@ type QRows struct {
 // Quantize fills q with the rows × k matrix x (row stride ldx), reusing
 // q's storage when large enough.
 func (q *QRows) Quantize(x []float32, ldx, rows, k int) {
+	q.Resize(rows, k)
+	q.QuantizeRange(x, ldx, 0, rows, k)
+}
+
+// Resize sizes q for rows of k values, reusing its storage when large
+// enough; QuantizeRange then fills it.
+func (q *QRows) Resize(rows, k int) {
 	q.Kp = (k + QK - 1) / QK * QK
 	q.Data = growU8(q.Data, rows*q.Kp)
 	q.Scale = growF32(q.Scale, rows)
 	q.Zero = growI32(q.Zero, rows)
-	q.QuantizeRange(x, ldx, 0, rows, k)
 }
 
-// QuantizeRange quantises rows [r0, r1) of x into q, whose storage
-// Quantize (or a caller) has sized; disjoint ranges may run concurrently.
+// QuantizeRange quantises rows [r0, r1) of x into q, which Resize has
+// sized; disjoint ranges may run concurrently.
 func (q *QRows) QuantizeRange(x []float32, ldx, r0, r1, k int) {
 	for r := r0; r < r1; r++ {
 		dst := q.Data[r*q.Kp : (r+1)*q.Kp]
