@@ -154,7 +154,7 @@ func TestBuiltinEmbedderValues(t *testing.T) {
 	e := c.Embedder
 	if e.Kind != config.KindBuiltin || e.BuiltinModel() != "all-MiniLM-L6-v2" || e.Threads != 2 || e.MaxSeqLength != 128 ||
 		e.QueryPrefix != "query: " || e.DocumentPrefix != "passage: " || e.PullTimeoutS != 60 || e.Dimension != 0 ||
-		e.BuiltinPrecision() != config.PrecisionInt8 {
+		e.Precision != config.PrecisionInt8 {
 		t.Fatalf("embedder = %+v", e)
 	}
 	if e.DocumentSlots() != 1 {

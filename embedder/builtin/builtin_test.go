@@ -13,9 +13,11 @@ import (
 	"github.com/ragd/ragd/internal/testenv"
 )
 
+// openMiniLM opens all-MiniLM-L6-v2 in fp32, the precision of the reference
+// vectors.
 func openMiniLM(tb testing.TB) *builtin.Model {
 	tb.Helper()
-	m, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(tb), Name: "sentence-transformers/all-MiniLM-L6-v2"})
+	m, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(tb), Name: "sentence-transformers/all-MiniLM-L6-v2", Precision: "fp32"})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func TestRolesAndPrefix(t *testing.T) {
 	if c := cosine(d[0], q[0]); c < 0.999999 {
 		t.Errorf("no prefixes: document and query vectors differ (cosine %v)", c)
 	}
-	pm, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(t), QueryPrefix: "query: "})
+	pm, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(t), QueryPrefix: "query: ", Precision: "fp32"})
 	if err != nil {
 		t.Fatal(err)
 	}

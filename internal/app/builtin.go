@@ -21,7 +21,7 @@ func openBuiltin(ctx context.Context, cfg *config.Config, o EmbedderOptions) (*E
 	var m *builtin.Model
 	if err == nil {
 		m, err = builtin.Open(builtin.Config{Dir: dir, Name: name, QueryPrefix: e.QueryPrefix, DocumentPrefix: e.DocumentPrefix,
-			MaxSeqLength: e.MaxSeqLength, Threads: e.Threads, Precision: e.BuiltinPrecision()})
+			MaxSeqLength: e.MaxSeqLength, Threads: e.Threads, Precision: e.Precision})
 		if err != nil {
 			fix, command := fixFor(name), commandFor(name)
 			if e.ModelDir != "" {

@@ -36,8 +36,8 @@ func (a *App) openStores(ctx context.Context) error {
 		emb.Close()
 		cfg := *a.Config
 		cfg.Embedder.Precision = keep
-		a.Logger.Info("app: the vector store holds the model's vectors in another precision than the default; keeping it (set embedder.precision and run ragd reembed to change it)",
-			slog.String("precision", keep), slog.String("default", config.DefaultPrecision))
+		a.Logger.Info("app: the vector store holds the model's vectors in another precision than this CPU's default; keeping it (set embedder.precision and run ragd reembed to change it)",
+			slog.String("precision", keep), slog.String("default", builtin.DefaultPrecision()))
 		if emb, err = OpenEmbedders(ctx, &cfg, EmbedderOptions{Logger: a.Logger, PullProgress: a.pullProgress}); err != nil {
 			return err
 		}
@@ -89,7 +89,7 @@ func (a *App) useEmbedders(emb *Embedders) {
 // keptPrecision is the precision to reopen the built-in model with when
 // the vector store refused emb only for its precision: the store holds the
 // same model's vectors in the other one and embedder.precision was left
-// out. "" otherwise.
+// out (the CPU's default, builtin.DefaultPrecision). "" otherwise.
 func keptPrecision(cfg *config.Config, emb *Embedders, err error) string {
 	if err == nil || cfg.Embedder.Kind != config.KindBuiltin || cfg.Embedder.Precision != "" || emb.Fallback != nil {
 		return ""
@@ -106,7 +106,7 @@ func keptPrecision(cfg *config.Config, emb *Embedders, err error) string {
 		return ""
 	}
 	for _, p := range []string{config.PrecisionFP32, config.PrecisionInt8} {
-		if p != config.DefaultPrecision && builtin.WithPrecision(emb.Identity, p) == recorded {
+		if id := builtin.WithPrecision(emb.Identity, p); id != emb.Identity && id == recorded {
 			return p
 		}
 	}

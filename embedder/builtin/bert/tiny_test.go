@@ -3,6 +3,7 @@ package bert_test
 import (
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/ragd/ragd/embedder/builtin/bert"
@@ -60,5 +61,20 @@ func TestTinyModel(t *testing.T) {
 	}
 	if cs := cosine(mean[0], cases[1].Vec); cs > 0.999 {
 		t.Errorf("mean pooling gave the CLS vector (cosine %v)", cs)
+	}
+}
+
+// TestPrecisionOption: int8 loads and reports itself; an unknown precision
+// is refused.
+func TestPrecisionOption(t *testing.T) {
+	m, err := bert.Load("../testdata/tiny", bert.Options{Threads: 2, Precision: bert.Int8})
+	if err != nil || m.Precision() != bert.Int8 {
+		t.Fatalf("int8: %v, precision %q", err, m.Precision())
+	}
+	if d, err := bert.Load("../testdata/tiny", bert.Options{}); err != nil || d.Precision() != bert.FP32 {
+		t.Fatalf("default: %v, want fp32", err)
+	}
+	if _, err := bert.Load("../testdata/tiny", bert.Options{Precision: "fp16"}); err == nil || !strings.Contains(err.Error(), "fp16") {
+		t.Fatalf("precision fp16: %v, want an error naming it", err)
 	}
 }
