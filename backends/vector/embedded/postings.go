@@ -1,6 +1,9 @@
 package embedded
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // pair is one metadata key with one value.
 type pair struct{ key, val string }
@@ -13,6 +16,17 @@ type pair struct{ key, val string }
 // at the boundary does not convert on every change. Every pair held by
 // some row has a posting; a posting holding no row is dropped. See
 // docs/vector.md ("Filtered searches") for the memory this costs.
+//
+// Invariant, for an index of nrows rows (checked after every operation by
+// checkPostings in TestPostingsFollowRows):
+//   - n ≥ 1 is the number of rows held; every row held is < nrows; a list
+//     holds no row twice; exactly one of rows and bits is non-nil.
+//   - bits is trimmed: its last word is non-zero, so len(bits) is
+//     ⌈(largest row + 1)/64⌉ ≤ ⌈nrows/64⌉, the length of the filter bitset
+//     orInto writes into. The bitset's length follows its largest row, not
+//     the index: a delete elsewhere shrinks the index without touching this
+//     posting, and a bitset sized for the larger index would then run past
+//     the filter's (issue 29).
 type posting struct {
 	n    int      // rows in the set
 	rows []int32  // the rows while bits is nil
@@ -34,7 +48,8 @@ func (p *posting) add(r int, nrows int) {
 	}
 	p.rows = append(p.rows, int32(r))
 	if p.n > minDense && p.n*32 > nrows {
-		p.bits = make([]uint64, (nrows+63)>>6)
+		top := slices.Max(p.rows)
+		p.bits = make([]uint64, top>>6+1) // trimmed: the invariant above
 		for _, x := range p.rows {
 			p.bits[x>>6] |= 1 << (x & 63)
 		}
@@ -67,7 +82,11 @@ func (p *posting) del(r int, nrows int) {
 		p.bits = nil
 		return
 	}
-	// Trim the zero words a shrinking index leaves at the end.
+	p.trim()
+}
+
+// trim drops the zero words at the end of bits (the invariant above).
+func (p *posting) trim() {
 	end := len(p.bits)
 	for end > 0 && p.bits[end-1] == 0 {
 		end--
@@ -89,14 +108,11 @@ func (p *posting) move(from, to int) {
 	// to < from: a delete moves the last row into a hole.
 	p.bits[from>>6] &^= 1 << (from & 63)
 	p.bits[to>>6] |= 1 << (to & 63)
-	end := len(p.bits)
-	for end > 0 && p.bits[end-1] == 0 {
-		end--
-	}
-	p.bits = p.bits[:end]
+	p.trim()
 }
 
-// orInto sets the posting's rows in dst, which covers every row.
+// orInto sets the posting's rows in dst, which covers every row of the
+// index (len(dst) = ⌈nrows/64⌉ ≥ len(p.bits), by the invariant above).
 func (p *posting) orInto(dst []uint64) {
 	if p.bits == nil {
 		for _, x := range p.rows {

@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -12,12 +13,16 @@ import (
 )
 
 // TestPostingsFollowRows drives the index through random inserts, replaces
-// (new metadata, the same, none) and deletes (a random row, the last row,
-// an absent id, then every row) and after each step checks the postings
-// against a model holding each id's metadata in a plain map: every posting
-// holds exactly the rows carrying its pair, and every filter's rows, taken
-// from the postings and from a scan of a random range, are the rows whose
-// metadata spi.Filter.Match accepts.
+// (new metadata, the same, none), retags (rows near the front given a
+// value few others hold, the shape of issue 29's "version=2" after a
+// re-ingest), deletes (a random row, the last row, an absent id), shrinks
+// (the last half of the rows at once, then as many inserts) and finally deletes every row; after
+// each step it checks the postings' invariant (postings.go) and the
+// postings against a model holding each id's metadata in a plain map:
+// every posting holds exactly the rows carrying its pair, and every
+// filter's rows, taken from the postings, from a scan of a random range and
+// from a whole filtered search, are the rows whose metadata
+// spi.Filter.Match accepts.
 func TestPostingsFollowRows(t *testing.T) {
 	const dim = 4
 	r := rand.New(rand.NewPCG(1, 2))
@@ -29,7 +34,7 @@ func TestPostingsFollowRows(t *testing.T) {
 		if r.IntN(10) == 0 {
 			return nil
 		}
-		md := map[string]string{"c": []string{"a", "b", "c"}[r.IntN(3)]} // dense postings
+		md := map[string]string{"c": []string{"a", "b", "c"}[r.IntN(3)], "ver": "1"} // dense postings
 		if r.IntN(20) == 0 {
 			md["rare"] = "yes"
 		}
@@ -66,6 +71,7 @@ func TestPostingsFollowRows(t *testing.T) {
 			{"nokey": {"x"}}, {"c": {"a"}, "rare": {"yes"}}, {"c": {"a", "b"}, "m": {"v1", "v2", "v3"}},
 			{"m": {fmt.Sprint("v", r.IntN(21))}}, {"u": {fmt.Sprint("u", r.IntN(nextUnique+2))}},
 			{"c": {"c"}, "m": {"v0", "v19"}, "rare": {"yes"}},
+			{"ver": {"2"}}, {"ver": {"1", "2"}}, {"ver": {"2"}, "c": {"a"}},
 		}
 		if id := randID(); model[id] != nil {
 			f := spi.Filter{}
@@ -81,6 +87,9 @@ func TestPostingsFollowRows(t *testing.T) {
 		t.Helper()
 		if len(ix.ids) != len(model) {
 			t.Fatalf("%s: %d rows, model %d", step, len(ix.ids), len(model))
+		}
+		if err := checkPostings(ix.post, len(ix.ids)); err != nil {
+			t.Fatalf("%s: %v", step, err)
 		}
 		// Every posting holds exactly the rows carrying its pair.
 		want := map[pair][]int{}
@@ -133,6 +142,20 @@ func TestPostingsFollowRows(t *testing.T) {
 			if !slices.Equal(scanned, inRange) {
 				t.Fatalf("%s: filter %v over [%d, %d): rows %v, want %v", step, f, lo, hi, scanned, inRange)
 			}
+			// A whole search, as Retrieve runs it (split in three).
+			q.rows = nil
+			ids, err := ix.candidates(context.Background(), q, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var searched []int
+			for _, id := range ids {
+				searched = append(searched, ix.pos[id])
+			}
+			slices.Sort(searched)
+			if !slices.Equal(searched, matching) {
+				t.Fatalf("%s: filter %v: search found rows %v, want %v", step, f, searched, matching)
+			}
 		}
 	}
 
@@ -170,6 +193,38 @@ func TestPostingsFollowRows(t *testing.T) {
 		default:
 			do("delete absent", func() { del("absent") })
 		}
+		switch r.IntN(25) {
+		case 0:
+			do("retag", func() {
+				// A few rows of the first quarter take ver=2, enough
+				// for its set to become a bitset sized for every row.
+				for range 1 + r.IntN(40) {
+					if n := len(ix.ids); n > 0 {
+						id := ix.ids[r.IntN(n/4+1)]
+						md := maps.Clone(model[id])
+						if md == nil {
+							md = map[string]string{}
+						}
+						md["ver"] = "2"
+						put(id, md)
+					}
+				}
+			})
+		case 1:
+			// Half the rows go from the end, then as many new rows come.
+			gone := len(ix.ids) / 2
+			do("shrink", func() {
+				for range gone {
+					del(ix.ids[len(ix.ids)-1])
+				}
+			})
+			do("regrow", func() {
+				for range gone {
+					nextID++
+					put(fmt.Sprint("d", nextID), randMeta())
+				}
+			})
+		}
 	}
 	// Shrink to nothing: the bitsets turn back into lists, then go.
 	for len(ix.ids) > 0 {
@@ -182,6 +237,37 @@ func TestPostingsFollowRows(t *testing.T) {
 	if len(ix.post) != 0 {
 		t.Fatalf("empty index keeps %d postings", len(ix.post))
 	}
+}
+
+// checkPostings checks the invariant written beside posting (postings.go)
+// for an index of nrows rows.
+func checkPostings(ps postings, nrows int) error {
+	for pk, p := range ps {
+		if p.bits != nil && p.rows != nil {
+			return fmt.Errorf("posting %v holds both a list and a bitset", pk)
+		}
+		got := postingRows(p)
+		if p.n < 1 || p.n != len(got) {
+			return fmt.Errorf("posting %v: n %d, holds %d rows", pk, p.n, len(got))
+		}
+		for i, x := range got {
+			if x < 0 || x >= nrows {
+				return fmt.Errorf("posting %v holds row %d of %d", pk, x, nrows)
+			}
+			if i > 0 && got[i-1] == x {
+				return fmt.Errorf("posting %v lists row %d twice", pk, x)
+			}
+		}
+		if p.bits != nil {
+			if p.bits[len(p.bits)-1] == 0 {
+				return fmt.Errorf("posting %v: bitset of %d words ends in a zero word", pk, len(p.bits))
+			}
+			if len(p.bits) > (nrows+63)>>6 {
+				return fmt.Errorf("posting %v: bitset of %d words for %d rows", pk, len(p.bits), nrows)
+			}
+		}
+	}
+	return nil
 }
 
 // postingRows lists a posting's rows in order.

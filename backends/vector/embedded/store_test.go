@@ -337,3 +337,58 @@ func TestChangeLog(t *testing.T) {
 		return mustOpen(t, embedded.Config{Dir: t.TempDir(), Dimension: 4, NoSync: true})
 	})
 }
+
+// Issue 29 item 1: a posting that became a bitset while the index was
+// large kept its length when the index shrank under it (the deletes were
+// of rows not holding its pair), and a filtered search wrote past the
+// filter's bitset: index out of range. 10,000 documents with version=1,
+// the first 400 rewritten as version=2 (the pair's set turns into a
+// bitset sized for 10,000 rows), the last 5,000 deleted, then a search
+// filtered on version=2 must answer those 400 documents' best.
+func TestFilteredSearchAfterShrink(t *testing.T) {
+	const n, dim = 10000, 8
+	ctx := context.Background()
+	s := mustOpen(t, embedded.Config{Dir: t.TempDir(), Dimension: dim, NoSync: true})
+	r := rand.New(rand.NewPCG(29, 1))
+	vec := func() []float32 {
+		v := make([]float32, dim)
+		for j := range v {
+			v[j] = float32(r.NormFloat64())
+		}
+		return v
+	}
+	docs := make([]spi.Document, n)
+	for i := range docs {
+		docs[i] = spi.Document{ID: fmt.Sprintf("d%05d", i), Metadata: map[string]string{"version": "1"}, Vector: vec()}
+	}
+	if err := s.Upsert(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 400 {
+		docs[i].Metadata = map[string]string{"version": "2"}
+	}
+	if err := s.Upsert(ctx, docs[:400]); err != nil {
+		t.Fatal(err)
+	}
+	var gone []string
+	for _, d := range docs[n-5000:] {
+		gone = append(gone, d.ID)
+	}
+	if err := s.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []spi.Filter{{"version": {"2"}}, {"version": {"1", "2"}}, {"version": {"1"}}} {
+		req := spi.VectorRequest{Vector: vec(), K: 10, Filter: f}
+		got, err := s.Retrieve(ctx, req)
+		if err != nil {
+			t.Fatalf("filter %v: %v", f, err)
+		}
+		want, err := embedded.FullScan(s, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameRefs(got, want) {
+			t.Fatalf("filter %v: %v, want %v", f, got, want)
+		}
+	}
+}
