@@ -25,10 +25,13 @@ func UseKernel(name string) (restore func()) {
 // QKernels lists the int8 micro-kernels this CPU can run, the portable one
 // first.
 func QKernels() []string {
-	if qKernelName == "go" {
-		return []string{"go"}
+	switch qKernelName {
+	case "avx512vnni":
+		return []string{"go", "avx2", "avx512vnni"}
+	case "avx2":
+		return []string{"go", "avx2"}
 	}
-	return []string{"go", qKernelName}
+	return []string{"go"}
 }
 
 // UseQKernel switches the int8 micro-kernel and returns a function

@@ -15,24 +15,37 @@ func minMaxAVX512(x *float32, n int) (lo, hi float32)
 func quantAVX512(dst *uint8, x *float32, n int, inv, z float32)
 
 //go:noescape
+func kernQ8AVX2(k4 int, a *uint8, lda int, b *int8, c *float32, ldc int, sa *float32, za *int32, sw *float32, cs *int32)
+
+//go:noescape
+func minMaxAVX2(x *float32, n int) (lo, hi float32)
+
+//go:noescape
+func quantAVX2(dst *uint8, x *float32, n int, inv, z float32)
+
+//go:noescape
 func kernQ8VNNI(k4 int, a *uint8, lda int, b *int8, c *float32, ldc int, sa *float32, za *int32, sw *float32, cs *int32)
 
-// qKernelName is the int8 micro-kernel in use: "avx512vnni" or "go".
-var qKernelName = pickQKernel(os.Getenv(EnvKernel), cpu.X86.HasAVX512F && cpu.X86.HasAVX512VNNI)
+// qKernelName is the int8 micro-kernel in use: "avx512vnni", "avx2" or
+// "go".
+var qKernelName = pickQKernel(os.Getenv(EnvKernel), cpu.X86.HasAVX512F && cpu.X86.HasAVX512VNNI, cpu.X86.HasAVX2 && cpu.X86.HasFMA)
 
-// pickQKernel returns the best int8 kernel the CPU runs, or the portable
-// one when want (RAGD_KERNEL) is "go" or "avx2" (which has none of its own
-// yet: AVX2 without VNNI sums four uint8·int8 products only through
-// saturating 16-bit pairs).
-func pickQKernel(want string, vnni bool) string {
-	if vnni && want != "go" && want != "avx2" {
+// pickQKernel returns the best int8 kernel the CPU runs, or a slower one
+// named by want (RAGD_KERNEL: "avx2" or "go") when the CPU runs it.
+func pickQKernel(want string, vnni, avx2 bool) string {
+	switch {
+	case want == "go":
+		return "go"
+	case want == "avx2" && (vnni || avx2), !vnni && avx2:
+		return "avx2"
+	case vnni:
 		return "avx512vnni"
 	}
 	return "go"
 }
 
 func microKernelQ8(k4 int, a []uint8, lda int, sa []float32, za []int32, b []int8, sw []float32, cs []int32, c []float32, ldc int, _ *QScratch) {
-	if qKernelName != "avx512vnni" {
+	if qKernelName == "go" || k4 == 0 {
 		microKernelQ8Go(k4, a, lda, sa, za, b, sw, cs, c, ldc)
 		return
 	}
@@ -42,26 +55,47 @@ func microKernelQ8(k4 int, a []uint8, lda int, sa []float32, za []int32, b []int
 	_ = b[k4*NR*QK-1]
 	_ = c[(MR-1)*ldc+NR-1]
 	_, _, _, _ = sa[MR-1], za[MR-1], sw[NR-1], cs[NR-1]
-	kernQ8VNNI(k4, &a[0], lda, &b[0], &c[0], ldc, &sa[0], &za[0], &sw[0], &cs[0])
+	if qKernelName == "avx512vnni" {
+		kernQ8VNNI(k4, &a[0], lda, &b[0], &c[0], ldc, &sa[0], &za[0], &sw[0], &cs[0])
+		return
+	}
+	// AVX2: 6×8 blocks, the 12×32 tile in eight calls.
+	for r := 0; r < MR; r += 6 {
+		for j := 0; j < NR; j += 8 {
+			kernQ8AVX2(k4, &a[r*lda], lda, &b[j*QK], &c[r*ldc+j], ldc, &sa[r], &za[r], &sw[j], &cs[j])
+		}
+	}
 }
 
 func minMax(x []float32) (lo, hi float32) {
-	n := len(x) &^ 15
-	if qKernelName != "avx512vnni" || n == 0 {
-		return minMaxGo(x)
+	var n int
+	switch qKernelName {
+	case "avx512vnni":
+		if n = len(x) &^ 15; n > 0 {
+			lo, hi = minMaxAVX512(&x[0], n)
+		}
+	case "avx2":
+		if n = len(x) &^ 7; n > 0 {
+			lo, hi = minMaxAVX2(&x[0], n)
+		}
 	}
-	lo, hi = minMaxAVX512(&x[0], n)
 	l, h := minMaxGo(x[n:])
 	return min(lo, l), max(hi, h)
 }
 
 func quant(dst []uint8, x []float32, inv, z float32) {
-	n := len(x) &^ 15
-	if qKernelName != "avx512vnni" || n == 0 {
-		quantGo(dst, x, inv, z)
-		return
+	var n int
+	switch qKernelName {
+	case "avx512vnni":
+		if n = len(x) &^ 15; n > 0 {
+			_ = dst[n-1]
+			quantAVX512(&dst[0], &x[0], n, inv, z)
+		}
+	case "avx2":
+		if n = len(x) &^ 7; n > 0 {
+			_ = dst[n-1]
+			quantAVX2(&dst[0], &x[0], n, inv, z)
+		}
 	}
-	_ = dst[n-1]
-	quantAVX512(&dst[0], &x[0], n, inv, z)
 	quantGo(dst[n:len(x)], x[n:], inv, z)
 }
