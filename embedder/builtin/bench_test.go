@@ -146,94 +146,103 @@ func BenchmarkEmbedQueryBatch(b *testing.B) {
 	}
 }
 
-// loadCapacity is the highest queries/s a closed-loop BenchmarkQueryLoad
-// run reached in this process; the open-loop run offers 80 % of it.
-var loadCapacity float64
-
-// BenchmarkQueryLoad embeds queries the way a busy server does: C clients
-// each embedding one query at a time (closed loop; C of 1, 2, 8 and 32),
-// then arrivals on a fixed schedule at 80 % of the best closed-loop rate
-// (open loop, as many goroutines as needed). b.N queries per sub-benchmark;
-// queries/s, p50 and p99 latency, CPU ms per query and the mean queries per
-// forward pass are reported.
+// BenchmarkQueryLoad embeds queries the way a busy server does, for each
+// precision (RAG_BENCH_PRECISIONS, default "int8 fp32"): C clients each
+// embedding one query at a time (closed loop; C of 1, 2, 8 and 32), then
+// arrivals on a fixed schedule at 80 % of that precision's best closed-loop
+// rate (open loop, a goroutine per arrival). b.N queries per
+// sub-benchmark; queries/s, p50 and p99 latency, CPU ms per query and the
+// mean queries per forward pass are reported.
 func BenchmarkQueryLoad(b *testing.B) {
-	m := openMiniLM(b)
 	queries := benchTexts(b, "RAG_BENCH_QUERIES", 200, 12)
+	precs := strings.Fields(os.Getenv("RAG_BENCH_PRECISIONS"))
+	if len(precs) == 0 {
+		precs = []string{"int8", "fp32"}
+	}
 	ctx := context.Background()
-	if _, err := m.Queries().Embed(ctx, queries[:1]); err != nil {
-		b.Fatal(err)
-	}
-	report := func(b *testing.B, lat []time.Duration, cpu0 time.Duration, st0 builtin.BatchStats) {
-		slices.Sort(lat)
-		n := float64(len(lat))
-		b.ReportMetric(n/b.Elapsed().Seconds(), "queries/s")
-		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-		b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/n, "cpu-ms/query")
-		st := m.BatchStats()
-		if p := st.Passes - st0.Passes; p > 0 {
-			b.ReportMetric(n/float64(p), "queries/pass")
+	for _, prec := range precs {
+		m, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(b), Precision: prec})
+		if err != nil {
+			b.Fatal(err)
 		}
-	}
-	for _, clients := range []int{1, 2, 8, 32} {
-		b.Run(fmt.Sprintf("closed/clients%d", clients), func(b *testing.B) {
+		if _, err := m.Queries().Embed(ctx, queries[:1]); err != nil {
+			b.Fatal(err)
+		}
+		report := func(b *testing.B, lat []time.Duration, cpu0 time.Duration, st0 builtin.BatchStats) {
+			slices.Sort(lat)
+			n := float64(len(lat))
+			b.ReportMetric(n/b.Elapsed().Seconds(), "queries/s")
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/n, "cpu-ms/query")
+			st := m.BatchStats()
+			if p := st.Passes - st0.Passes; p > 0 {
+				b.ReportMetric(n/float64(p), "queries/pass")
+			}
+		}
+		capacity := 0.0
+		for _, clients := range []int{1, 2, 8, 32} {
+			b.Run(fmt.Sprintf("%s/closed/clients%d", prec, clients), func(b *testing.B) {
+				lat := make([]time.Duration, b.N)
+				var next atomic.Int64
+				st0, cpu0 := m.BatchStats(), cpuTime()
+				b.ResetTimer()
+				var wg sync.WaitGroup
+				for range clients {
+					wg.Go(func() {
+						for {
+							i := int(next.Add(1) - 1)
+							if i >= b.N {
+								return
+							}
+							start := time.Now()
+							if _, err := m.Queries().Embed(ctx, []string{queries[i%len(queries)]}); err != nil {
+								b.Error(err)
+								return
+							}
+							lat[i] = time.Since(start)
+						}
+					})
+				}
+				wg.Wait()
+				b.StopTimer()
+				report(b, lat, cpu0, st0)
+				capacity = max(capacity, float64(b.N)/b.Elapsed().Seconds())
+			})
+		}
+		b.Run(prec+"/open/80pct", func(b *testing.B) {
+			if capacity == 0 {
+				b.Skip("no closed-loop run to take the capacity from")
+			}
+			rate := 0.8 * capacity
 			lat := make([]time.Duration, b.N)
-			var next atomic.Int64
 			st0, cpu0 := m.BatchStats(), cpuTime()
 			b.ResetTimer()
+			t0 := time.Now()
 			var wg sync.WaitGroup
-			for range clients {
+			for i := range b.N {
+				at := t0.Add(time.Duration(float64(i) / rate * float64(time.Second)))
+				time.Sleep(time.Until(at))
 				wg.Go(func() {
-					for {
-						i := int(next.Add(1) - 1)
-						if i >= b.N {
-							return
-						}
-						start := time.Now()
-						if _, err := m.Queries().Embed(ctx, []string{queries[i%len(queries)]}); err != nil {
-							b.Error(err)
-							return
-						}
-						lat[i] = time.Since(start)
+					if _, err := m.Queries().Embed(ctx, []string{queries[i%len(queries)]}); err != nil {
+						b.Error(err)
+						return
 					}
+					lat[i] = time.Since(at) // from the scheduled arrival: a late send counts
 				})
 			}
 			wg.Wait()
 			b.StopTimer()
 			report(b, lat, cpu0, st0)
-			loadCapacity = max(loadCapacity, float64(b.N)/b.Elapsed().Seconds())
+			b.ReportMetric(rate, "offered/s")
 		})
+		m.Close()
 	}
-	b.Run("open/80pct", func(b *testing.B) {
-		if loadCapacity == 0 {
-			b.Skip("no closed-loop run to take the capacity from")
-		}
-		rate := 0.8 * loadCapacity
-		b.Logf("open loop at %.0f queries/s (80 %% of %.0f)", rate, loadCapacity)
-		lat := make([]time.Duration, b.N)
-		st0, cpu0 := m.BatchStats(), cpuTime()
-		b.ResetTimer()
-		t0 := time.Now()
-		var wg sync.WaitGroup
-		for i := range b.N {
-			at := t0.Add(time.Duration(float64(i) / rate * float64(time.Second)))
-			time.Sleep(time.Until(at))
-			wg.Go(func() {
-				if _, err := m.Queries().Embed(ctx, []string{queries[i%len(queries)]}); err != nil {
-					b.Error(err)
-					return
-				}
-				lat[i] = time.Since(at) // from the scheduled arrival: a late send counts
-			})
-		}
-		wg.Wait()
-		b.StopTimer()
-		report(b, lat, cpu0, st0)
-	})
 }
 
 // BenchmarkPrecision is BenchmarkEmbedDocuments and BenchmarkEmbedQueryBatch
-// (batch 1 and 16) for each precision of the linear layers.
+// (batch 1, with its p50 and p99 latency, and 16) for each precision of the
+// linear layers.
 func BenchmarkPrecision(b *testing.B) {
 	docs := benchTexts(b, "RAG_BENCH_CORPUS", benchDocs(), 170)
 	queries := benchTexts(b, "RAG_BENCH_QUERIES", 200, 12)
@@ -257,6 +266,7 @@ func BenchmarkPrecision(b *testing.B) {
 		for _, batch := range []int{1, 16} {
 			b.Run(fmt.Sprintf("%s/queries%d", prec, batch), func(b *testing.B) {
 				i := 0
+				var lat []time.Duration
 				cpu0 := cpuTime()
 				for b.Loop() {
 					qs := make([]string, batch)
@@ -264,11 +274,16 @@ func BenchmarkPrecision(b *testing.B) {
 						qs[j] = queries[i%len(queries)]
 						i++
 					}
+					start := time.Now()
 					if _, err := m.Queries().Embed(ctx, qs); err != nil {
 						b.Fatal(err)
 					}
+					lat = append(lat, time.Since(start))
 				}
 				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(batch*b.N), "cpu-ms/query")
+				slices.Sort(lat)
+				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 			})
 		}
 		m.Close()
