@@ -57,6 +57,7 @@ fuzz_targets=(
   "./backends/vector/embedded FuzzDotCodes"
   "./embedder/builtin/wordpiece FuzzEncode"
   "./embedder/builtin/internal/kernel FuzzGemm"
+  "./embedder/builtin/internal/kernel FuzzGemmQ8"
 )
 fuzz() {
   local t pkg target
