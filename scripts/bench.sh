@@ -220,10 +220,11 @@ embed_bench() {
       --queries "$data/queries.jsonl" --docs 4 --rounds 1 --query-runs 1 --threads 2 --clients 1,2,8,32 --client-seconds "${BENCH_ORT_SECONDS:-8}" 2>/dev/null)
     echo "${ortload[$p]}" >&2
   done
-  kern=$(cd embedder/builtin && "$tmp/builtin.test" -test.run '^$' -test.bench 'EmbedQueryBatch/batch1$' -test.benchtime 1x -test.v 2>&1 | sed -n 's/.*kernel \([a-z0-9]*\).*/\1/p' | head -1)
+  kern=$(cd embedder/builtin && RAG_TEST_MODEL_DIR="$model" "$tmp/builtin.test" -test.run '^$' -test.bench 'EmbedQueryBatch/int8/batch1$' -test.benchtime 1x -test.v 2>&1 |
+    sed -n 's/.*kernel \([a-z0-9]*\), int8 kernel \([a-z0-9]*\).*/fp32 kernel \1, int8 kernel \2/p' | head -1)
   echo "## built-in embedder vs ONNX Runtime, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
   echo
-  echo "$(basename "$model"); built-in: Go, GOMAXPROCS $(nproc); ONNX Runtime $ortv: Python, 2 intra-op threads, int8 by its quantize_dynamic (per channel). Documents: $ndocs Cranfield documents (mean $tokens tokens), best of $rounds interleaved rounds. Query alone: one at a time, tokeniser included."
+  echo "$(basename "$model"); built-in: Go, GOMAXPROCS $(nproc), $kern; ONNX Runtime $ortv: Python, 2 intra-op threads, int8 by its quantize_dynamic (per channel). Documents: $ndocs Cranfield documents (mean $tokens tokens), best of $rounds interleaved rounds. Query alone: one at a time, tokeniser included."
   echo
   echo "| engine | precision | documents/s | CPU ms per document | query alone p50 / p99 ms | CPU ms per query alone | in passes of 16 |"
   echo "|---|---|---:|---:|---:|---:|---:|"

@@ -119,30 +119,38 @@ func cpuTime() time.Duration {
 }
 
 // BenchmarkEmbedQueryBatch embeds B queries per operation as one call (one
-// forward pass), for B of 1, 4, 8 and 16: CPU ms per query is the figure to
-// read, how much a batch of concurrent queries saves over one at a time.
+// forward pass), for B of 1, 4, 8 and 16, in each precision: CPU ms per
+// query is the figure to read, how much a batch of concurrent queries saves
+// over one at a time.
 func BenchmarkEmbedQueryBatch(b *testing.B) {
-	m := openMiniLM(b)
 	queries := benchTexts(b, "RAG_BENCH_QUERIES", 200, 12)
 	ctx := context.Background()
-	for _, n := range []int{1, 4, 8, 16} {
-		b.Run(fmt.Sprintf("batch%d", n), func(b *testing.B) {
-			i := 0
-			cpu0 := cpuTime()
-			for b.Loop() {
-				batch := make([]string, n)
-				for j := range batch {
-					batch[j] = queries[i%len(queries)]
-					i++
+	for _, prec := range []string{"fp32", "int8"} {
+		m, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(b), Precision: prec})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, n := range []int{1, 4, 8, 16} {
+			b.Run(fmt.Sprintf("%s/batch%d", prec, n), func(b *testing.B) {
+				b.Logf("kernel %s, int8 kernel %s", kernel.KernelName(), kernel.QKernelName())
+				i := 0
+				cpu0 := cpuTime()
+				for b.Loop() {
+					batch := make([]string, n)
+					for j := range batch {
+						batch[j] = queries[i%len(queries)]
+						i++
+					}
+					if _, err := m.Queries().Embed(ctx, batch); err != nil {
+						b.Fatal(err)
+					}
 				}
-				if _, err := m.Queries().Embed(ctx, batch); err != nil {
-					b.Fatal(err)
-				}
-			}
-			q := float64(n * b.N)
-			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/q, "cpu-ms/query")
-			b.ReportMetric(q/b.Elapsed().Seconds(), "queries/s")
-		})
+				q := float64(n * b.N)
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/q, "cpu-ms/query")
+				b.ReportMetric(q/b.Elapsed().Seconds(), "queries/s")
+			})
+		}
+		m.Close()
 	}
 }
 
