@@ -209,7 +209,7 @@ embed_bench() {
   done
   echo "== query load (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
   local loadout
-  loadout=$(cd embedder/builtin && RAG_TEST_MODEL_DIR="$model" RAG_BENCH_QUERIES="$data/queries.jsonl" RAG_BENCH_PRECISIONS="$precs" \
+  loadout=$(cd embedder/builtin && RAG_TEST_MODEL_DIR="$model" RAG_BENCH_QUERIES="$data/queries.jsonl" RAG_BENCH_CORPUS="$data/corpus.jsonl" RAG_BENCH_PRECISIONS="$precs" \
     "$tmp/builtin.test" -test.run '^$' -test.bench 'QueryLoad$' -test.benchtime "${BENCH_LOAD_QUERIES:-1500}x" 2>&1)
   echo "$loadout" | grep -E '^Benchmark' >&2
   declare -A ortload=()
@@ -250,6 +250,16 @@ embed_bench() {
           cell["closed/clients8"], cell["closed/clients32"], cell["open/80pct"], off["open/80pct"], pass["closed/clients8"], pass["closed/clients32"]
       }'
     echo "${ortload[$p]}" | jq -r --arg p "$p" '"| ONNX Runtime | \($p) | " + ([.load[] | "\(.queries_per_s | round)/s, \(.p50_ms) / \(.p99_ms)"] | join(" | ")) + " | – | – |"'
+  done
+  echo
+  echo "Queries during a bulk ingest (built-in; documents embedded back to back, 2 query clients):"
+  echo
+  for p in $precs; do
+    echo "$loadout" | awk -v p="$p" '
+      function m(line, u,   i, n, f) { n = split(line, f, /[ \t]+/); for (i = 1; i < n; i++) if (f[i+1] == u) return f[i]; return "" }
+      index($1, "BenchmarkQueryLoad/" p "/ingest/") == 1 {
+        printf "- %s: %.0f queries/s, p50 %s ms, p99 %s ms, beside %.0f documents/s\n", p, m($0, "queries/s"), m($0, "p50-ms"), m($0, "p99-ms"), m($0, "docs/s")
+      }'
   done
 }
 if [ "$mode" = embed ]; then

@@ -160,7 +160,9 @@ func BenchmarkEmbedQueryBatch(b *testing.B) {
 // arrivals on a fixed schedule at 80 % of that precision's best closed-loop
 // rate (open loop, a goroutine per arrival). b.N queries per
 // sub-benchmark; queries/s, p50 and p99 latency, CPU ms per query and the
-// mean queries per forward pass are reported.
+// mean queries per forward pass are reported; "ingest/clients2" runs two
+// clients while documents are embedded back to back (documents/s
+// reported too).
 func BenchmarkQueryLoad(b *testing.B) {
 	queries := benchTexts(b, "RAG_BENCH_QUERIES", 200, 12)
 	precs := strings.Fields(os.Getenv("RAG_BENCH_PRECISIONS"))
@@ -218,6 +220,57 @@ func BenchmarkQueryLoad(b *testing.B) {
 				capacity = max(capacity, float64(b.N)/b.Elapsed().Seconds())
 			})
 		}
+		b.Run(prec+"/ingest/clients2", func(b *testing.B) {
+			// Two query clients while documents are embedded back to back
+			// (a bulk ingest): what a query waits behind document chunks.
+			docs := benchTexts(b, "RAG_BENCH_CORPUS", 64, 170)
+			stop := make(chan struct{})
+			var ndocs atomic.Int64
+			var ingest sync.WaitGroup
+			ingest.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if _, err := m.Documents().Embed(ctx, docs); err != nil {
+						b.Error(err)
+						return
+					}
+					ndocs.Add(int64(len(docs)))
+				}
+			})
+			lat := make([]time.Duration, b.N)
+			var next atomic.Int64
+			st0, cpu0 := m.BatchStats(), cpuTime()
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for range 2 {
+				wg.Go(func() {
+					for {
+						i := int(next.Add(1) - 1)
+						if i >= b.N {
+							return
+						}
+						start := time.Now()
+						if _, err := m.Queries().Embed(ctx, []string{queries[i%len(queries)]}); err != nil {
+							b.Error(err)
+							return
+						}
+						lat[i] = time.Since(start)
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			d := ndocs.Load()
+			close(stop)
+			ingest.Wait()
+			report(b, lat, cpu0, st0)
+			b.ReportMetric(0, "queries/pass") // passes of documents too: not meaningful
+			b.ReportMetric(float64(d)/b.Elapsed().Seconds(), "docs/s")
+		})
 		b.Run(prec+"/open/80pct", func(b *testing.B) {
 			if capacity == 0 {
 				b.Skip("no closed-loop run to take the capacity from")

@@ -49,7 +49,7 @@ const (
 	// DocumentBatchTokens is the size of a document chunk, in tokens (one
 	// text longer than it runs alone): an Embed call of documents is split
 	// into chunks of whole texts, sorted by length, ctx checked between them.
-	DocumentBatchTokens = 512
+	DocumentBatchTokens = 256
 )
 
 // testHookBatchDone, when set by a test, runs after each chunk of an Embed
