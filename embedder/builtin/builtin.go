@@ -82,8 +82,13 @@ type Config struct {
 // 2-2.5× faster than fp32 for the same retrieval quality
 // (docs/embedders.md); "fp32" elsewhere, where the portable int8 kernel
 // would be far slower than the fp32 assembly.
-func DefaultPrecision() string {
-	if kernel.QKernelName() != "go" {
+func DefaultPrecision() string { return precisionFor(kernel.QKernelName()) }
+
+// precisionFor is DefaultPrecision on a CPU whose int8 micro-kernel is
+// qkernel: int8 only with VNNI, as the AVX2 int8 kernel's throughput is the
+// fp32 AVX2 kernel's (docs/embedders.md) and the portable one's far below.
+func precisionFor(qkernel string) string {
+	if qkernel == "avx512vnni" {
 		return string(bert.Int8)
 	}
 	return string(bert.FP32)

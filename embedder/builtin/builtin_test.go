@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ragd/ragd/embedder/builtin"
+	"github.com/ragd/ragd/embedder/builtin/internal/kernel"
 	"github.com/ragd/ragd/embedder/builtin/internal/reference"
 	"github.com/ragd/ragd/internal/testenv"
 )
@@ -194,5 +195,20 @@ func TestEmbedCancelledBetweenBatches(t *testing.T) {
 	}
 	if batches != 1 {
 		t.Fatalf("%d batches ran after the cancel, want 1", batches)
+	}
+}
+
+// TestDefaultPrecision: int8 is the default only with the VNNI kernel; the
+// AVX2 int8 kernel is no faster than fp32's and the portable one (arm64,
+// purego) is far slower, so those CPUs keep fp32. On this CPU the default
+// follows its own int8 kernel.
+func TestDefaultPrecision(t *testing.T) {
+	for k, want := range map[string]string{"avx512vnni": "int8", "avx2": "fp32", "go": "fp32"} {
+		if got := builtin.PrecisionFor(k); got != want {
+			t.Errorf("int8 kernel %s: default precision %q, want %q", k, got, want)
+		}
+	}
+	if got, want := builtin.DefaultPrecision(), builtin.PrecisionFor(kernel.QKernelName()); got != want {
+		t.Errorf("DefaultPrecision() = %q with the %s int8 kernel, want %q", got, kernel.QKernelName(), want)
 	}
 }

@@ -23,3 +23,6 @@ func SetSchedHooks(m *Model, queued func(query bool), pass func(query bool, seqs
 	}
 	m.sched.SetTestHooks(q, p)
 }
+
+// PrecisionFor is precisionFor.
+func PrecisionFor(qkernel string) string { return precisionFor(qkernel) }
