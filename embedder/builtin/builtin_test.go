@@ -199,11 +199,11 @@ func TestEmbedCancelledBetweenBatches(t *testing.T) {
 }
 
 // TestDefaultPrecision: int8 is the default only with the VNNI kernel; the
-// AVX2 int8 kernel is no faster than fp32's and the portable one (arm64,
-// purego) is far slower, so those CPUs keep fp32. On this CPU the default
+// AVX2 int8 kernel is no faster than fp32's, the portable one (purego, old
+// arm64) far slower and NEON's unmeasured, so those CPUs keep fp32. On this CPU the default
 // follows its own int8 kernel.
 func TestDefaultPrecision(t *testing.T) {
-	for k, want := range map[string]string{"avx512vnni": "int8", "avx2": "fp32", "go": "fp32"} {
+	for k, want := range map[string]string{"avx512vnni": "int8", "avx2": "fp32", "neon": "fp32", "go": "fp32"} {
 		if got := builtin.PrecisionFor(k); got != want {
 			t.Errorf("int8 kernel %s: default precision %q, want %q", k, got, want)
 		}

@@ -30,6 +30,8 @@ func QKernels() []string {
 		return []string{"go", "avx2", "avx512vnni"}
 	case "avx2":
 		return []string{"go", "avx2"}
+	case "neon":
+		return []string{"go", "neon"}
 	}
 	return []string{"go"}
 }

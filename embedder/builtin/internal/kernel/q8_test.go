@@ -146,6 +146,7 @@ func checkGemmQ8(t *testing.T, seed uint64, m, n, k int) {
 }
 
 func TestGemmQ8Shapes(t *testing.T) {
+	t.Logf("int8 kernels checked on this CPU: %v", kernel.QKernels())
 	for i, s := range [][3]int{
 		{1, 1, 1}, {12, 32, 4}, {12, 32, 7}, {13, 33, 5}, {11, 31, 300}, {97, 65, 257},
 		{25, 384, 384}, {5, 1536, 64}, {24, 64, 1536}, {300, 40, 17}, {3, 7, 0},
