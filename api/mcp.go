@@ -45,11 +45,14 @@ type mcpHit struct {
 	Snippet   string  `json:"snippet,omitempty"`
 	Score     float64 `json:"score"`
 	Truncated bool    `json:"truncated,omitempty" jsonschema:"the snippet is the start of a longer text: get_document reads more"`
+	// Metadata is the document's metadata, cut to MCPHitMetadataBytes.
+	Metadata          map[string]string `json:"metadata,omitempty" jsonschema:"the document's metadata (up to 1 KiB of it: get_document reads all)"`
+	MetadataTruncated bool              `json:"metadata_truncated,omitempty" jsonschema:"keys of the metadata were left out: get_document reads all"`
 }
 
 // mcpSource is one retrieval source's part in an answer.
 type mcpSource struct {
-	Status   string  `json:"status" jsonschema:"ok, or why the source was left out: shed, circuit_open, timeout, error, skipped"`
+	Status   string  `json:"status" jsonschema:"ok; or why the source was left out: shed, circuit_open, timeout, caller_deadline, error; or disabled (not configured or switched off), skipped (not applicable to this query)"`
 	Error    string  `json:"error,omitempty"`
 	TookMS   float64 `json:"took_ms"`
 	Returned int     `json:"returned"`
@@ -105,7 +108,7 @@ func (s *Server) mountMCP(e *echo.Echo) {
 		h.ServeHTTP(c.Response(), req)
 		return nil
 	}
-	mw := []echo.MiddlewareFunc{s.requireAccess(access{role: config.RoleQuery}), s.limitInFlight}
+	mw := []echo.MiddlewareFunc{s.mcpErrors, s.requireAccess(access{role: config.RoleQuery}), s.limitInFlight}
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
 		e.Add(m, PathMCP, handler, mw...)
 	}
@@ -121,7 +124,7 @@ func (s *Server) mcpServer(p *Principal, cache *mcp.SchemaCache) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "ragd", Version: s.cfg.Version}, &mcp.ServerOptions{
 		SchemaCache: cache,
 		Instructions: "ragd is a hybrid retrieval service. Use search to find documents (hits carry " +
-			"ids, titles, snippets and scores; partial=true means a source was left out and " +
+			"ids, titles, snippets, scores and metadata; partial=true means a source was left out and " +
 			"sources says which and why), then get_document to read one.",
 	})
 	mcp.AddTool(srv, &mcp.Tool{
@@ -170,6 +173,7 @@ func (s *Server) mcpSearch(ctx context.Context, p *Principal, in mcpSearchInput)
 		if d := h.Document; d != nil {
 			hit.Title, _ = cutRunes(d.Title, MCPTitleRunes)
 			hit.Snippet, hit.Truncated = cutRunes(strings.Join(strings.Fields(d.Text), " "), MCPSnippetRunes)
+			hit.Metadata, hit.MetadataTruncated = cutMetadata(d.Metadata, MCPHitMetadataBytes)
 		}
 		out.Hits = append(out.Hits, hit)
 	}
