@@ -54,9 +54,13 @@ import (
 // It is built from the bleve index at open (postings walked term by term,
 // stored fields read once per document) and updated after every committed
 // batch, under the store's writer lock. A document's slot is never reused:
-// replacing or deleting it marks the old slot dead, and a compaction drops
-// dead slots once they make up a quarter of the slots; it builds the
-// compacted copy while searches go on and swaps it in under the write lock.
+// replacing or deleting it marks the old slot dead. A rebuild (compaction)
+// drops the dead slots and renumbers the live ones in clustered order
+// (similar documents in neighbouring slots, so block bounds are tight)
+// once dead slots make up a quarter of the slots, or the slots appended
+// since the last rebuild a quarter of those it ordered, and after the
+// load at open; it builds the copy while searches go on and swaps it in
+// under the write lock.
 //
 // Invariants (checkInvariants in the tests checks each after every
 // operation of the model test):

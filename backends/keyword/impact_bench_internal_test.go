@@ -34,7 +34,9 @@ import (
 // 20; queries for t1, for every tenant, and for every tenant with the
 // filter part = 7, 5% of the documents); RAG_BENCH_KEYWORD_LAYOUTS
 // (comma-separated) picks some. With RAG_BENCH_KEYWORD_EXHAUSTIVE set,
-// the exhaustive oracle runs beside the pruned search.
+// the exhaustive oracle runs beside the pruned search. The index is
+// searched in clustered order, as a rebuild leaves it (compactWhenDue);
+// with RAG_BENCH_KEYWORD_ARRIVAL set, in arrival order (the corpus's).
 //
 // It also reports the index's Go heap per document (after a GC, less the
 // heap before it was built) and logs where the bytes go. The heap figure
