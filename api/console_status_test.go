@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -70,6 +71,37 @@ func TestHoldEndpoint(t *testing.T) {
 	wantError(t, e.do(http.MethodPost, "/v1/status/breakers/nope/hold", nil), http.StatusNotFound, api.CodeUnknownBreaker)
 	wantError(t, e.do(http.MethodPost, "/v1/status/breakers/graph/hold", nil, "Authorization", "Bearer "+queryKey), http.StatusForbidden, api.CodeForbidden)
 	wantStatus(t, e.do(http.MethodPost, "/v1/status/breakers/graph/hold", nil, "Authorization", "Bearer "+acmeAdminKey), http.StatusForbidden)
+}
+
+// TestBreakerActionReasons is issue 30 item 6: force-open and force-close
+// record the operator's reason as a hold does (the console's Reason box
+// was typed and lost), checked by the same rule: a bidi override or a
+// control character is refused with nothing changed, as for a hold.
+func TestBreakerActionReasons(t *testing.T) {
+	clock := newFakeClock()
+	var got []breaker.Transition
+	reg := breaker.NewRegistry(breaker.Config{FailureThreshold: 2, ResetTimeout: time.Second, HalfOpenMaxCalls: 1,
+		SuccessThreshold: 1, Now: clock.Now, OnStateChange: func(t breaker.Transition) { got = append(got, t) }})
+	for _, n := range spi.Backends() {
+		reg.Get(n)
+	}
+	e := newEnv(t, func(c *api.Config) { c.Breakers = reg })
+	decodeAs[api.ForceOpenResponse](t, e.do(http.MethodPost, "/v1/status/breakers/keyword/force-open", `{"reason":" reindex "}`), http.StatusOK)
+	for _, path := range []string{"force-close", "force-open", "hold"} {
+		for _, bad := range []string{`{"reason":"done\u202egnirpmoc"}`, `{"reason":"a\u0007b"}`, `{"reason":"zero\u200bwidth"}`} {
+			wantError(t, e.do(http.MethodPost, "/v1/status/breakers/vector/"+path, bad), http.StatusBadRequest, api.CodeInvalidParameter)
+		}
+	}
+	decodeAs[api.ForceCloseResponse](t, e.do(http.MethodPost, "/v1/status/breakers/keyword/force-close", `{"reason":"bleve answers again"}`), http.StatusOK)
+	decodeAs[api.ForceCloseResponse](t, e.do(http.MethodPost, "/v1/status/breakers/graph/force-open", nil), http.StatusOK)
+	if len(got) != 3 {
+		t.Fatalf("%d transitions, want 3 (the refused actions change nothing): %+v", len(got), got)
+	}
+	for i, want := range []string{"reindex", "bleve answers again", ""} {
+		if got[i].Note != want || got[i].By != "a" {
+			t.Errorf("transition %d (%s %v>%v): by %q note %q, want a and %q", i, got[i].Name, got[i].From, got[i].To, got[i].By, got[i].Note, want)
+		}
+	}
 }
 
 // TestServerEndpoint: identity, the caller's key, and the inventory, with
@@ -202,5 +234,27 @@ func TestTenantKeysDoNotSeeOperators(t *testing.T) {
 				t.Errorf("%s: event %d %+v; operator shown = %v, want %v", c.key, ev.Seq, b, named, c.operator)
 			}
 		}
+	}
+}
+
+// Issue 29 item 6: a hold's reason is shown to every operator (console,
+// `ragd breakers`, the timeline, holds.json) beside names: what ids may
+// not hold (bidirectional overrides, zero-width and other invisible
+// characters) it may not hold either, or U+202E would reverse what an
+// operator reads. Letters of any script and plain spaces stay.
+func TestHoldReasonRefusesInvisibleCharacters(t *testing.T) {
+	reg := breaker.NewRegistry(breaker.Config{FailureThreshold: 2, ResetTimeout: time.Second, HalfOpenMaxCalls: 1, SuccessThreshold: 1})
+	reg.Get(spi.SourceGraph)
+	e := newEnv(t, func(c *api.Config) { c.Breakers = reg })
+	for _, reason := range []string{"upgrade \u202egnp.exe", "a\u200bb", "x\u2066y\u2069", "\ufeffbom", "nbsp\u00a0here", "line\u2028sep"} {
+		body, _ := json.Marshal(api.HoldRequest{Reason: reason})
+		d := wantError(t, e.do(http.MethodPost, "/v1/status/breakers/graph/hold", body), http.StatusBadRequest, api.CodeInvalidParameter)
+		if d.Field != "reason" || strings.Contains(d.Message, reason) {
+			t.Errorf("reason %+q: field %q, message %q", reason, d.Field, d.Message)
+		}
+	}
+	h := decodeAs[api.HoldResponse](t, e.do(http.MethodPost, "/v1/status/breakers/graph/hold", `{"reason":"Wartung: Neo4j 5.27 – café"}`), http.StatusOK)
+	if !h.Held {
+		t.Fatalf("a plain reason: %+v", h)
 	}
 }

@@ -16,7 +16,7 @@ import (
 const mcpErrorCode = -32001
 
 // mcpRPCError is a JSON-RPC 2.0 error response. Its id is null: the
-// request was refused before its body was read.
+// request was refused before MCP read its message.
 type mcpRPCError struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
@@ -28,7 +28,8 @@ type mcpRPCError struct {
 }
 
 // mcpErrors answers the errors of the middleware in front of the MCP
-// handler (authentication, the in-flight limit) as MCP clients read them:
+// handler (authentication, the body's limit and type, the in-flight limit)
+// and readMCP's refusals of the message as MCP clients read them:
 // the HTTP status and headers of every other route (401 with
 // WWW-Authenticate, 403, 429 with Retry-After), and a JSON-RPC error body
 // that carries ragd's message, where the HTTP API answers its own error

@@ -13,7 +13,6 @@ import (
 	"github.com/ragd/ragd/backends/keyword"
 	"github.com/ragd/ragd/backends/vector"
 	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
-	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/spi"
 )
@@ -146,8 +145,8 @@ func (a *App) openKeyword(ctx context.Context) error {
 	j := newJoiningKeyword(b, record, a.Logger, a.now)
 	j.joined = func() {
 		if a.Breakers != nil {
-			if br, ok := a.Breakers.Lookup(spi.SourceKeyword); ok && br.State() != breaker.Closed {
-				br.ForceClose()
+			if br, ok := a.Breakers.Lookup(spi.SourceKeyword); ok {
+				br.CloseUnlessHeld() // a maintenance hold (restored at start) stays
 			}
 		}
 	}
