@@ -61,11 +61,33 @@ type Hooks struct {
 	// AfterDiskCommit runs in Commit once the transaction is durable,
 	// before memory follows.
 	AfterDiskCommit func()
+	// BuildTrained runs in an IVF build once the centroids are trained,
+	// before they are installed; BuildChunk after each chunk of rows the
+	// build assigns. Neither holds a lock.
+	BuildTrained, BuildChunk func()
 }
 
 // SetHooks installs h. Call before the store is shared.
 func SetHooks(s *Store, h Hooks) {
-	s.hooks = testHooks{afterCandidates: h.AfterCandidates, moved: h.Moved, afterDiskCommit: h.AfterDiskCommit}
+	s.hooks = testHooks{afterCandidates: h.AfterCandidates, moved: h.Moved, afterDiskCommit: h.AfterDiskCommit,
+		buildTrained: h.BuildTrained, buildChunk: h.BuildChunk}
+}
+
+// WaitBuild waits for the running IVF build, if any, to end, and returns
+// the number of builds completed and whether the store searches an IVF.
+func WaitBuild(s *Store) (builds int, ivf bool) {
+	s.build.mu.Lock()
+	done := s.build.done
+	s.build.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	s.build.mu.Lock()
+	builds = s.build.builds
+	s.build.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return builds, s.idx.ivf != nil
 }
 
 // Waits is how many searches waited for a commit that changed one of

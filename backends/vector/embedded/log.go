@@ -182,6 +182,7 @@ func (s *Store) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResu
 		}
 		s.idx.put(d.ID, d.Tenant, md, d.Vector)
 	}
+	s.maybeBuild()
 	return out, nil
 }
 

@@ -82,6 +82,7 @@ type Store struct {
 	seq uint64
 
 	waits atomic.Uint64 // searches that waited for a commit (ops.go)
+	build builder       // the background build of the IVF index (annbuild.go)
 	hooks testHooks
 }
 
@@ -91,6 +92,8 @@ type testHooks struct {
 	afterCandidates func() // a search has its candidates, not yet rescored
 	moved           func() // a search must wait for a commit to reach memory
 	afterDiskCommit func() // a commit is durable, memory not yet updated
+	buildTrained    func() // a build has its centroids, not yet installed
+	buildChunk      func() // a build has assigned a chunk of rows, no lock held
 }
 
 // Interface guards.
@@ -138,9 +141,12 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 		return nil, err
 	}
 	s = &Store{cfg: cfg, path: path, db: db, idx: newIndex(cfg.Dimension, cfg.Distance == Cosine)}
+	s.idx.ann = cfg.ANN.params()
 	if err := s.load(ctx); err != nil {
 		return nil, err
 	}
+	s.build.ctx, s.build.cancel = context.WithCancel(context.Background())
+	s.maybeBuild()
 	cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "vector/embedded: opened",
 		slog.String("path", path), slog.Int("documents", s.idx.len()), slog.Int("dimension", cfg.Dimension))
 	return s, nil
@@ -299,6 +305,7 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.stopBuilds()
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	if err := s.db.Close(); err != nil {

@@ -1,0 +1,56 @@
+package embedded
+
+import "math"
+
+// annParams decides when a store builds an IVF index (annbuild.go), its
+// size, and how much of it a search visits (ivf.go). The defaults come
+// from the measurements in docs/vector.md ("Approximate search").
+type annParams struct {
+	minRows      int     // build the IVF once the index holds this many rows; 0 never
+	listsPerSqrt float64 // lists = listsPerSqrt·√rows
+	probeLists   float64 // lists a k=10 unfiltered search visits, as a multiple of √lists
+	probeGrowth  float64 // the lists visited grow as (k_eff/10)^probeGrowth
+	walkCost     float64 // the cost of skipping a row in a list, relative to scoring one
+	sampleRows   int     // k-means sample: this many rows per list
+	iters        int     // k-means iterations at most
+	chunk        int     // rows a build assigns per hold of the writers' mutex
+}
+
+var defaultANN = annParams{
+	minRows:      100_000,
+	listsPerSqrt: 1,
+	probeLists:   1.5,
+	probeGrowth:  0.5,
+	walkCost:     0.1,
+	sampleRows:   64,
+	iters:        10,
+	chunk:        2048,
+}
+
+// lists is the number of lists of an IVF over n rows.
+func (p annParams) lists(n int) int {
+	return max(1, int(math.Round(p.listsPerSqrt*math.Sqrt(float64(n)))))
+}
+
+// probe returns how many lists a search visits at least, and how many
+// eligible rows at least, among n rows of which eligible are the
+// tenant's and match the filter, for the best k. A search for the best
+// k of a fraction s of the rows needs about the neighbours a search for
+// the best k/s of all rows does: k_eff = k·n/eligible sets how far it
+// goes.
+func (p annParams) probe(n, nlist, eligible, k int) (minLists, need int) {
+	keff := float64(k) * float64(n) / float64(max(eligible, 1))
+	lists := p.probeLists * math.Sqrt(float64(nlist)) * math.Pow(max(keff, 10)/10, p.probeGrowth)
+	minLists = min(nlist, int(math.Ceil(lists)))
+	need = int(math.Ceil(float64(eligible) * float64(minLists) / float64(nlist)))
+	return minLists, need
+}
+
+// exact reports whether scoring every eligible row costs less than a
+// probe: the probe scores the centroids, walks its lists and scores the
+// eligible rows in them.
+func (p annParams) exact(n, nlist, eligible, k int) bool {
+	minLists, need := p.probe(n, nlist, eligible, k)
+	walked := float64(n) * float64(minLists) / float64(nlist)
+	return float64(eligible) <= float64(nlist)+p.walkCost*walked+float64(need)
+}
