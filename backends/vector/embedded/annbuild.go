@@ -17,8 +17,10 @@ import (
 //  3. installs them as index.next, no row assigned, under writeMu,
 //  4. assigns the rows to their nearest centroid, annParams.chunk rows at
 //     a time under writeMu (so a write waits for one chunk at most), and
-//  5. once every row is assigned, makes next the index's ivf under mu, as
-//     a write does.
+//  5. once every row is assigned, renumbers the rows so that each list's
+//     rows are consecutive (ivf.regroup: new arrays built under writeMu
+//     while searches read the old ones) and installs them and next as the
+//     index's ivf under mu, as a write does.
 //
 // Holding writeMu is what keeps the rows still while the build reads them
 // (only writers change rows, and they hold writeMu); searches hold mu's
@@ -112,8 +114,9 @@ func (s *Store) runBuild(ctx context.Context) {
 		s.writeMu.Lock()
 		done := s.idx.assignNext(p.chunk)
 		if done {
+			g := s.idx.regroup(s.idx.next)
 			s.mu.Lock()
-			s.idx.ivf, s.idx.next = s.idx.next, nil
+			s.idx.install(g)
 			s.mu.Unlock()
 		}
 		s.writeMu.Unlock()
@@ -160,7 +163,7 @@ func (ix *index) buildIVF(ctx context.Context, spherical bool) error {
 	ix.next = newIVF(cent, ix.dim, !spherical, n, n)
 	for !ix.assignNext(n) {
 	}
-	ix.ivf, ix.next = ix.next, nil
+	ix.install(ix.regroup(ix.next))
 	return nil
 }
 

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/ragd/ragd/spi"
 )
@@ -93,3 +94,25 @@ func WaitBuild(s *Store) (builds int, ivf bool) {
 // Waits is how many searches waited for a commit that changed one of
 // their candidates between the file and memory.
 func Waits(s *Store) uint64 { return s.waits.Load() }
+
+// CheckIndex checks the invariants of the store's in-memory index: those
+// of the postings and of the IVF (and of one a build is filling) that the
+// model test checks after every operation.
+func CheckIndex(s *Store) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	ix := s.idx
+	n := ix.len()
+	if err := checkPostings(ix.post, n); err != nil {
+		return err
+	}
+	if err := checkIVF(ix, ix.ivf, n, n); err != nil {
+		return fmt.Errorf("ivf: %w", err)
+	}
+	if ix.next != nil {
+		if err := checkIVF(ix, ix.next, n, ix.next.cursor); err != nil {
+			return fmt.Errorf("next: %w", err)
+		}
+	}
+	return nil
+}

@@ -284,7 +284,7 @@ func TestIndexFollowsRows(t *testing.T) {
 			if ix.next != nil {
 				do("assign", func() {
 					if ix.assignNext(1 + r.IntN(300)) {
-						ix.ivf, ix.next = ix.next, nil
+						ix.install(ix.regroup(ix.next))
 					}
 				})
 			}
