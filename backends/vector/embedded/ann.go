@@ -10,6 +10,7 @@ type annParams struct {
 	listsPerSqrt float64 // lists = listsPerSqrt·√rows
 	probeLists   float64 // lists a k=10 unfiltered search visits, as a multiple of √lists
 	probeGrowth  float64 // the lists visited grow as (k_eff/10)^probeGrowth
+	minVisit     float64 // rows a k=10 unfiltered search visits at least
 	walkCost     float64 // the cost of skipping a row in a list, relative to scoring one
 	sampleRows   int     // k-means sample: this many rows per list
 	iters        int     // k-means iterations at most
@@ -17,13 +18,14 @@ type annParams struct {
 }
 
 var defaultANN = annParams{
-	minRows:      100_000,
-	listsPerSqrt: 1,
+	minRows:      DefaultANNMinRows,
+	listsPerSqrt: 2,
 	probeLists:   1.5,
 	probeGrowth:  0.5,
+	minVisit:     20_000,
 	walkCost:     0.1,
-	sampleRows:   64,
-	iters:        10,
+	sampleRows:   32,
+	iters:        8,
 	chunk:        2048,
 }
 
@@ -40,7 +42,8 @@ func (p annParams) lists(n int) int {
 // goes.
 func (p annParams) probe(n, nlist, eligible, k int) (minLists, need int) {
 	keff := float64(k) * float64(n) / float64(max(eligible, 1))
-	lists := p.probeLists * math.Sqrt(float64(nlist)) * math.Pow(max(keff, 10)/10, p.probeGrowth)
+	grow := math.Pow(max(keff, 10)/10, p.probeGrowth)
+	lists := max(p.probeLists*math.Sqrt(float64(nlist)), p.minVisit*float64(nlist)/float64(n)) * grow
 	minLists = min(nlist, int(math.Ceil(lists)))
 	need = int(math.Ceil(float64(eligible) * float64(minLists) / float64(nlist)))
 	return minLists, need

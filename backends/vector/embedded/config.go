@@ -130,7 +130,7 @@ type ANN struct {
 }
 
 // DefaultANNMinRows is ANN.MinRows when zero.
-const DefaultANNMinRows = 100_000
+const DefaultANNMinRows = 150_000
 
 func (a ANN) params() annParams {
 	p := defaultANN

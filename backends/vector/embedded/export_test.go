@@ -116,3 +116,23 @@ func CheckIndex(s *Store) error {
 	}
 	return nil
 }
+
+// ExactRetrieve answers req as Retrieve does with the IVF bypassed: the
+// exact search, the reference of the recall figures.
+func ExactRetrieve(s *Store, req spi.VectorRequest) ([]spi.Ref, error) {
+	q := query{k: req.K, filter: compileFilter(req.Filter), l2: s.cfg.Distance == L2,
+		anyTen: req.Tenant == "", tenantName: req.Tenant, exact: true}
+	q.vec = append([]float32(nil), req.Vector...)
+	if s.cfg.Distance == Cosine {
+		normalizeInPlace(q.vec)
+	}
+	hits, err := s.search(context.Background(), q)
+	if err != nil {
+		return nil, err
+	}
+	refs := make([]spi.Ref, len(hits))
+	for i, h := range hits {
+		refs[i] = spi.Ref{ID: h.id, Score: s.score(h.key), Source: spi.SourceVector}
+	}
+	return refs, nil
+}

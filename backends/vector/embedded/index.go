@@ -250,6 +250,7 @@ type query struct {
 	filter     []term
 	rows       []uint64 // the rows filter matches (candidates sets it)
 	l2         bool
+	exact      bool // scan every eligible row even with an ivf (tests)
 }
 
 // term is one filter key with its accepted values. A compiled filter is
@@ -311,7 +312,7 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 	}
 	var found [][]candidate
 	var floor lowerBounds
-	if v := ix.ivf; v != nil && !ix.ann.exact(n, v.nlist(), eligible, q.k) {
+	if v := ix.ivf; v != nil && !q.exact && !ix.ann.exact(n, v.nlist(), eligible, q.k) {
 		minLists, need := ix.ann.probe(n, v.nlist(), eligible, q.k)
 		floor = newLowerBounds(q.k)
 		cands, _, err := ix.probe(ctx, q, &qq, floor, minLists, need)
