@@ -19,7 +19,9 @@ import (
 // req.Tenant (when set) that match req.Filter, ordered by descending
 // similarity and then ascending id: the answer of an exact scan, found by a
 // scan of the int8 codes and a float32 rescoring of the rows it cannot rule
-// out (quant.go).
+// out (quant.go); or, in a store of ANN.MinRows documents or more once its
+// IVF is built, the best of the rows in the lists the probe visits
+// (ivf.go).
 func (s *Store) Retrieve(ctx context.Context, req spi.VectorRequest) ([]spi.Ref, error) {
 	if err := s.checkRequest(req); err != nil {
 		return nil, fmt.Errorf("vector/embedded: retrieve: %w", err)
