@@ -145,10 +145,12 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	if err := s.load(ctx); err != nil {
 		return nil, err
 	}
-	s.build.ctx, s.build.cancel = context.WithCancel(context.Background())
-	s.maybeBuild()
 	cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "vector/embedded: opened",
 		slog.String("path", path), slog.Int("documents", s.idx.len()), slog.Int("dimension", cfg.Dimension))
+	// The last step: from here a build may change the index in the
+	// background (annbuild.go).
+	s.build.ctx, s.build.cancel = context.WithCancel(context.Background())
+	s.maybeBuild()
 	return s, nil
 }
 
