@@ -107,6 +107,9 @@ type ServerResponse struct {
 	Version   string    `json:"version"`
 	// AuthEnabled: requests need a key.
 	AuthEnabled bool `json:"auth_enabled"`
+	// DebugFaults: fault injection is served under /debug/faults
+	// (server.debug_faults), for drills only; the console shows a banner.
+	DebugFaults bool `json:"debug_faults,omitempty"`
 	// Key is the caller's key: its name, role and bound tenant.
 	Key KeyInfo `json:"key"`
 	Inventory
@@ -198,6 +201,7 @@ func (s *Server) serverInfo() echo.HandlerFunc {
 			Instance: s.instance, StartedAt: s.started, Now: now,
 			UptimeS: now.Sub(s.started).Seconds(), Version: s.cfg.Version,
 			AuthEnabled: s.auth.enabled,
+			DebugFaults: s.cfg.Faults != nil,
 			Key:         KeyInfo{Name: p.Name, Role: p.Role, Tenant: p.Tenant},
 			Inventory:   Inventory{Sources: []SourceInfo{}, Stores: []StoreInfo{}},
 		}

@@ -40,3 +40,24 @@ func TestDebugFaults(t *testing.T) {
 		t.Fatalf("DELETE: %d %s, faults %v", rec.Code, rec.Body, in.List())
 	}
 }
+
+// TestServerSaysFaultInjectionIsOn is issue 29 item 8: GET
+// /v1/status/server says when fault injection is served, so that the
+// console can show it on every page; it says nothing otherwise.
+func TestServerSaysFaultInjectionIsOn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		e := newEnv(t, func(c *api.Config) {
+			if on {
+				c.Faults = faults.New()
+			}
+		})
+		rec := e.do(http.MethodGet, "/v1/status/server", nil, "Authorization", "Bearer "+queryKey)
+		var body map[string]any
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &body) != nil {
+			t.Fatalf("GET /v1/status/server: %d %s", rec.Code, rec.Body)
+		}
+		if got, _ := body["debug_faults"].(bool); got != on {
+			t.Errorf("fault injection %v: debug_faults %v in %s", on, body["debug_faults"], rec.Body)
+		}
+	}
+}

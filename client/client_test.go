@@ -226,6 +226,14 @@ func TestRetryPolicy(t *testing.T) {
 		{name: "500 not retried", statuses: []int{500, 200}, wantCalls: 1, wantErr: 500},
 		{name: "Retry-After above the bound fails at once", statuses: []int{503, 200}, retryAfter: []string{"120"},
 			wantCalls: 1, wantErr: 503},
+		// Issue 29 item 8: a Retry-After past a million seconds is a wait
+		// no client takes, not a missing header to back off 250 ms from.
+		{name: "Retry-After above a million seconds fails at once", statuses: []int{503, 200}, retryAfter: []string{"2000000"},
+			wantCalls: 1, wantErr: 503},
+		{name: "Retry-After of 10^30 seconds fails at once", statuses: []int{429, 200}, retryAfter: []string{"1000000000000000000000000000000"},
+			wantCalls: 1, wantErr: 429},
+		{name: "malformed Retry-After backs off", statuses: []int{503, 200}, retryAfter: []string{"soon"},
+			wantCalls: 2, wantSleeps: []time.Duration{187500 * time.Microsecond}},
 		{name: "retries run out", statuses: []int{503}, maxRetries: 2, wantCalls: 3, wantErr: 503,
 			wantSleeps: []time.Duration{187500 * time.Microsecond, 375 * time.Millisecond}},
 		{name: "no retries", statuses: []int{503, 200}, maxRetries: -1, wantCalls: 1, wantErr: 503},

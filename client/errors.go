@@ -38,7 +38,9 @@ type Error struct {
 	// Body is the whole answer (a 503 not_enough_sources carries every
 	// source's status).
 	Body []byte
-	// RetryAfter is the server's Retry-After, zero when absent.
+	// RetryAfter is the server's Retry-After, zero when absent or
+	// malformed, the largest time.Duration past a million seconds (a wait
+	// no retry takes).
 	RetryAfter time.Duration
 }
 
@@ -55,7 +57,7 @@ func (e *Error) RequestID() string { return e.Detail.RequestID }
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "ragd answered %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	fmt.Fprintf(&b, "server answered %d %s", e.StatusCode, http.StatusText(e.StatusCode))
 	if e.Detail.Code != "" {
 		fmt.Fprintf(&b, ": %s: %s", e.Detail.Code, e.Detail.Message)
 		if e.Detail.Field != "" && !strings.Contains(e.Detail.Message, e.Detail.Field) {

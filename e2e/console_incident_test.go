@@ -116,6 +116,12 @@ func TestConsolePlaygroundDefaults(t *testing.T) {
 	b.useKey(queryKey, "console-query (query)")
 	b.waitFor("cards", `document.querySelector("#card-graph") && document.querySelector("#card-graph_expand")`)
 
+	t.Log("issue 29 item 8: the stack runs with debug_faults, and the page says so")
+	b.waitFor("the fault-injection banner", `!document.getElementById("faults").hidden && document.getElementById("faults").offsetParent !== null`)
+	if txt := pageText(b, "#faults"); !strings.Contains(txt, "Fault injection is on") || !strings.Contains(txt, "never in production") {
+		t.Errorf("fault-injection banner %q", txt)
+	}
+
 	t.Log("item 4: disabled sources")
 	for _, name := range []string{"graph", "graph_expand"} {
 		b.waitFor(name+" disabled", `document.querySelector("#card-`+name+`").dataset.state === "disabled"`)

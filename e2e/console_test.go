@@ -258,6 +258,9 @@ func TestConsoleInBrowser(t *testing.T) {
 			chromedp.Click(chromedp.CSS("#use-key")))
 		b.waitFor("cards", `["`+strings.Join(consoleSources, `","`)+`"].every(n => document.querySelector("#card-" + n))`)
 		b.waitFor("the key's name and role", `document.getElementById("key-status").textContent.startsWith("Key: console-query (query)")`)
+		if !jsEval[bool](b, `document.getElementById("faults").hidden`) {
+			t.Error("the fault-injection banner shows on a server without debug_faults")
+		}
 		if n := jsEval[int](b, `[...document.querySelectorAll(".card .actions button")].filter(b => !b.disabled).length`); n != 0 {
 			t.Errorf("%d breaker buttons enabled for a query key", n)
 		}

@@ -31,7 +31,10 @@ func Do[T any](ctx context.Context, g spi.Gate, fn func(context.Context) (T, err
 	return v, err
 }
 
-// Embedder runs e's Embed through g. Dimension passes through; Unwrap
+// Embedder runs e's Embed through g. An answer that breaks the Embedder
+// contract (spi.CheckEmbeddings: a vector per text, of e's dimension,
+// finite) is a failure of e, counted by g's breaker, and returned as an
+// error wrapping spi.ErrUnavailable. Dimension passes through; Unwrap
 // returns e.
 func Embedder(e spi.Embedder, g spi.Gate) spi.Embedder { return &embedder{e: e, g: g} }
 
@@ -41,7 +44,16 @@ type embedder struct {
 }
 
 func (w *embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	return Do(ctx, w.g, func(ctx context.Context) ([][]float32, error) { return w.e.Embed(ctx, texts) })
+	return Do(ctx, w.g, func(ctx context.Context) ([][]float32, error) {
+		vecs, err := w.e.Embed(ctx, texts)
+		if err != nil {
+			return nil, err
+		}
+		if err := spi.CheckEmbeddings(vecs, len(texts), w.e.Dimension()); err != nil {
+			return nil, err
+		}
+		return vecs, nil
+	})
 }
 
 func (w *embedder) Dimension() int { return w.e.Dimension() }

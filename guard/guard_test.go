@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -308,5 +309,52 @@ func TestNothingToSearchIsNeutral(t *testing.T) {
 	}
 	if lim.dropped != 2 || lim.recorded != 2 {
 		t.Fatalf("limit samples: %d recorded, %d dropped; want the two timeouts recorded, the two neutral answers dropped", lim.recorded, lim.dropped)
+	}
+}
+
+// embedFunc is an spi.Embedder of dimension dim answering with fn.
+type embedFunc struct {
+	dim int
+	fn  func(texts []string) [][]float32
+}
+
+func (e embedFunc) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	return e.fn(texts), nil
+}
+func (e embedFunc) Dimension() int { return e.dim }
+
+// TestEmbedderBadAnswersCount is issue 29 item 5: an embedder that answers
+// without an error but with vectors no store can hold (NaN from a model
+// whose weights hold NaN, Inf, the wrong dimension or count) failed, and
+// the breaker counts it; it had stayed closed after 6 such answers at
+// threshold 5 because the check sat in the write path, after the guard.
+func TestEmbedderBadAnswersCount(t *testing.T) {
+	nan := float32(math.NaN())
+	for what, answer := range map[string]func(texts []string) [][]float32{
+		"NaN":            func(texts []string) [][]float32 { return [][]float32{{1, nan, 0, 0}} },
+		"Inf":            func(texts []string) [][]float32 { return [][]float32{{float32(math.Inf(-1)), 1, 0, 0}} },
+		"wrong length":   func(texts []string) [][]float32 { return [][]float32{{1, 0, 0}} },
+		"too few":        func(texts []string) [][]float32 { return nil },
+		"one per text+1": func(texts []string) [][]float32 { return [][]float32{{1, 0, 0, 0}, {0, 1, 0, 0}} },
+	} {
+		t.Run(what, func(t *testing.T) {
+			b := newBreaker(t, nil, 5)
+			g := guard.New("document_embedder", guard.Config{Circuit: guard.NewCircuit(b, guard.ProbeConfig{})})
+			e := guard.Embedder(embedFunc{dim: 4, fn: answer}, g)
+			for i := range 5 {
+				if _, err := e.Embed(context.Background(), []string{"x"}); !errors.Is(err, spi.ErrUnavailable) {
+					t.Fatalf("answer %d: Embed = %v, want an error matching spi.ErrUnavailable", i+1, err)
+				}
+			}
+			if _, err := e.Embed(context.Background(), []string{"x"}); !errors.Is(err, spi.ErrCircuitOpen) {
+				t.Fatalf("sixth call: %v, want the circuit open (breaker %+v)", err, b.Snapshot())
+			}
+		})
+	}
+	b := newBreaker(t, nil, 1)
+	g := guard.New("document_embedder", guard.Config{Circuit: guard.NewCircuit(b, guard.ProbeConfig{})})
+	e := guard.Embedder(embedFunc{dim: 2, fn: func(texts []string) [][]float32 { return [][]float32{{0, 1}, {1, 0}} }}, g)
+	if v, err := e.Embed(context.Background(), []string{"a", "b"}); err != nil || len(v) != 2 || b.State() != breaker.Closed {
+		t.Fatalf("a good answer: %v, %v, breaker %v", v, err, b.State())
 	}
 }

@@ -111,7 +111,9 @@ type GraphRetrievalBackend interface {
 
 // Embedder turns texts into vectors of a fixed dimension.
 type Embedder interface {
-	// Embed returns one vector per text, in order, each of length Dimension().
+	// Embed returns one vector per text, in order, each of length Dimension()
+	// with finite components (spi.CheckEmbeddings; a guard counts an answer
+	// that breaks this as a failure of the embedder).
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 	// Dimension is the length of every vector Embed returns.
 	Dimension() int

@@ -14,10 +14,13 @@ import (
 	"github.com/ragd/ragd/client"
 )
 
-// Environment variables read by the commands that talk to a running server.
+// Environment variables read by the commands that talk to a running
+// server. envServer is the name the clients' examples read too;
+// envServerOld, the CLI's earlier name, is still read when it is unset.
 const (
-	envServer = "RAGD_SERVER"
-	envAPIKey = "RAGD_API_KEY"
+	envServer    = "RAGD_URL"
+	envServerOld = "RAGD_SERVER"
+	envAPIKey    = "RAGD_API_KEY"
 )
 
 const (
@@ -48,6 +51,9 @@ func (f *clientFlags) client(tune func(*client.Config)) (*client.Client, error) 
 	server := f.server
 	if server == "" {
 		server = os.Getenv(envServer)
+	}
+	if server == "" {
+		server = os.Getenv(envServerOld)
 	}
 	if server == "" {
 		server = defaultServer

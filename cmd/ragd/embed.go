@@ -54,7 +54,7 @@ func newEmbedCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			embs, err := ragdapp.OpenEmbedders(cmd.Context(), cfg, ragdapp.EmbedderOptions{Logger: ragdapp.NewLogger(a.stderr, logLevel), PullProgress: a.stderr})
+			embs, err := ragdapp.OpenEmbedders(cmd.Context(), cfg, ragdapp.EmbedderOptions{Logger: ragdapp.NewLogger(a.stderr, logLevel), PullProgress: a.rawStderr})
 			if err != nil {
 				return err
 			}

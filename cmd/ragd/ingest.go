@@ -15,7 +15,6 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/client"
@@ -241,7 +240,7 @@ func runIngest(ctx context.Context, a *app, cf *clientFlags, f ingestFlags, arg 
 		fmt.Fprintf(a.stderr, "ingest: reading %s (%s) into %s\n", file, in.format, c.BaseURL())
 	}
 	in.began = time.Now()
-	in.progress = newIngestProgress(a.stderr, f.progress, in.size, in.start.Offset)
+	in.progress = newIngestProgress(a.rawStderr, f.progress, in.size, in.start.Offset)
 	in.consumed = in.start
 	runErr := in.readAndSend(ctx, fh)
 	in.progress.finish()
@@ -593,7 +592,7 @@ type ingestProgress interface {
 func newIngestProgress(w io.Writer, mode string, size, start int64) ingestProgress {
 	if mode == "auto" {
 		mode = "plain"
-		if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if isTerminal(w) {
 			mode = "bar"
 		}
 	}

@@ -133,7 +133,7 @@ func TestIngestMalformedLinesAndRejectedDocuments(t *testing.T) {
 	for _, want := range []string{
 		"1 rejected by the server, 2 malformed lines",
 		"line 2  id -  malformed_line:",
-		"line 3  id -  malformed_line: json: unknown field \"txt\"",
+		"line 3  id -  malformed_line: unknown field \"txt\"",
 		"line 5  id \"vec\"  invalid_vector:",
 	} {
 		if !strings.Contains(stdout, want) {

@@ -4,11 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/ragd/ragd/embedder/builtin/modelcache"
 )
@@ -76,13 +74,13 @@ func newModelPullCmd(a *app, open openCache) *cobra.Command {
 			}
 			switch progress {
 			case "auto":
-				if f, ok := a.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-					c.Progress = a.stderr
+				if isTerminal(a.rawStderr) {
+					c.Progress = a.rawStderr // the bar draws with control characters
 				} else {
 					c.Progress, c.PlainProgress = a.stderr, true
 				}
 			case "bar":
-				c.Progress = a.stderr
+				c.Progress = a.rawStderr
 			case "plain":
 				c.Progress, c.PlainProgress = a.stderr, true
 			case "none":

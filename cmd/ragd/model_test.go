@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -15,29 +14,30 @@ import (
 	"github.com/ragd/ragd/internal/testenv"
 )
 
-// writeTinyModel writes a small valid model in the sentence-transformers
-// layout and returns its directory.
+// writeTinyModel copies the built-in embedder's tiny test model (a small
+// random BERT in the sentence-transformers layout) and returns its
+// directory.
 func writeTinyModel(t *testing.T) string {
 	t.Helper()
-	hdr := []byte(`{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}`)
-	st := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
-	st = append(append(st, hdr...), make([]byte, 16)...)
-	files := map[string][]byte{
-		"config.json":           []byte(`{"model_type": "bert", "hidden_size": 4, "num_hidden_layers": 1, "num_attention_heads": 1, "vocab_size": 8}`),
-		"modules.json":          []byte(`[{"path": "", "type": "sentence_transformers.models.Transformer"}, {"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]`),
-		"1_Pooling/config.json": []byte(`{"word_embedding_dimension": 4, "pooling_mode_cls_token": true}`),
-		"tokenizer.json":        []byte(`{"model": {"type": "WordPiece", "vocab": {"[UNK]": 0}}}`),
-		"model.safetensors":     st,
-	}
+	const tiny = "../../embedder/builtin/testdata/tiny"
 	dir := t.TempDir()
-	for p, b := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
+	err := filepath.WalkDir(tiny, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() == "reference.json" {
+			return err
+		}
+		rel, _ := filepath.Rel(tiny, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		full := filepath.Join(dir, rel)
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if err := os.WriteFile(full, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		return os.WriteFile(full, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return dir
 }
@@ -63,7 +63,7 @@ func TestModelImportListPath(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &list); code != 0 || err != nil || len(list) != 1 {
 		t.Fatalf("list --json: exit %d, %v\n%s", code, err, stdout)
 	}
-	if e := list[0]; e.Name != "my-org/tiny" || e.Source != modelcache.SourceImported || e.Verified || len(e.Files) != 5 || e.Size == 0 {
+	if e := list[0]; e.Name != "my-org/tiny" || e.Source != modelcache.SourceImported || e.Verified || len(e.Files) != 7 || e.Size == 0 {
 		t.Fatalf("entry %+v", e)
 	}
 

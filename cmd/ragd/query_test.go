@@ -175,6 +175,10 @@ func TestQueryAuth(t *testing.T) {
 			t.Errorf("stderr lacks %q: %s", want, stderr)
 		}
 	}
+	// Issue 29 item 8: one "ragd:" prefix, not "ragd: ragd answered 401".
+	if !strings.HasPrefix(stderr, "ragd: server answered 401 Unauthorized") {
+		t.Errorf("stderr %q, want it to start with \"ragd: server answered 401 Unauthorized\"", stderr)
+	}
 
 	// A query key may query but not ingest.
 	file := writeJSONL(t, t.TempDir(), "docs.jsonl", numberedDocs(1)...)
@@ -188,6 +192,7 @@ func TestQueryAuth(t *testing.T) {
 
 	t.Setenv(envAPIKey, testAdminKey)
 	t.Setenv(envServer, srv.URL)
+	t.Setenv(envServerOld, "")
 	loadCorpus(t, "") // key and server from the environment
 	code, stdout, stderr := runRagd(t, "query", "flutter", "--api-key", testQueryKey, "--sources", "keyword")
 	if code != 0 || hitIDs(stdout)[0] != "wf" {
@@ -242,5 +247,39 @@ func TestHelpOnEveryClientCommand(t *testing.T) {
 		if code != 0 || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "--server") {
 			t.Errorf("%s --help: exit %d\n%s", c, code, stdout)
 		}
+	}
+}
+
+// TestServerFromEitherVariable is issue 29 item 8: the client examples
+// read $RAGD_URL, the CLI read only $RAGD_SERVER. The CLI takes
+// $RAGD_URL (the documented name) and still $RAGD_SERVER when it is
+// unset; --server wins over both.
+func TestServerFromEitherVariable(t *testing.T) {
+	srv := startTestRagd(t, nil)
+	loadCorpus(t, srv.URL)
+	unreachable := "http://127.0.0.1:1"
+	for _, tc := range []struct {
+		name          string
+		url, server   string
+		args          []string
+		wantReachable bool
+	}{
+		{"RAGD_URL", srv.URL, "", nil, true},
+		{"RAGD_SERVER", "", srv.URL, nil, true},
+		{"RAGD_URL wins", srv.URL, unreachable, nil, true},
+		{"RAGD_URL wins the other way", unreachable, srv.URL, nil, false},
+		{"--server wins", unreachable, unreachable, []string{"--server", srv.URL}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("RAGD_URL", tc.url)
+			t.Setenv("RAGD_SERVER", tc.server)
+			code, stdout, stderr := runRagd(t, append([]string{"query", "flutter", "--sources", "keyword"}, tc.args...)...)
+			if tc.wantReachable && (code != 0 || len(hitIDs(stdout)) == 0 || hitIDs(stdout)[0] != "wf") {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			if !tc.wantReachable && (code != 1 || !strings.Contains(stderr, "127.0.0.1:1")) {
+				t.Fatalf("exit %d, want the unreachable server\n%s", code, stderr)
+			}
+		})
 	}
 }

@@ -34,7 +34,7 @@ func newReembedCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			inst, err := ragdapp.New(ctx, cfg, ragdapp.Options{Logger: ragdapp.NewLogger(a.stderr, logLevel), Reembed: true, PullProgress: a.stderr})
+			inst, err := ragdapp.New(ctx, cfg, ragdapp.Options{Logger: ragdapp.NewLogger(a.stderr, logLevel), Reembed: true, PullProgress: a.rawStderr})
 			if err != nil {
 				return err
 			}

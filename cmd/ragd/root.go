@@ -20,8 +20,13 @@ const (
 // app is what every subcommand may use instead of globals: where to write
 // and, later, the shared logger and configuration.
 type app struct {
-	stdin          io.Reader
+	stdin io.Reader
+	// stdout and stderr escape control characters on a terminal
+	// (termSafe): everything ragd prints goes through them.
 	stdout, stderr io.Writer
+	// rawStderr is stderr as given, for progress bars, which draw with
+	// control characters of their own and print no stored text.
+	rawStderr io.Writer
 }
 
 // subcommands lists the constructors of ragd's subcommands, one per file.
@@ -52,18 +57,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // runWithInput is run reading stdin from in.
 func runWithInput(ctx context.Context, args []string, in io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: in, stdout: stdout, stderr: stderr}
+	a := &app{stdin: in, stdout: termSafe(stdout), stderr: termSafe(stderr), rawStderr: stderr}
+	defer flushTerm(a.stdout)
+	defer flushTerm(a.stderr)
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "ragd: %v\n", explain(err))
+	fmt.Fprintf(a.stderr, "ragd: %v\n", explain(err))
 	var ue usageError
 	if errors.As(err, &ue) {
 		// Point at the help of the command that failed.
-		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+		fmt.Fprintf(a.stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		return exitUsage
 	}
 	return exitFailure

@@ -37,7 +37,7 @@ func newServeCmd(a *app) *cobra.Command {
 				cfg.Server.Listen = listen
 			}
 			inst, err := ragdapp.New(ctx, cfg, ragdapp.Options{Logger: ragdapp.NewLogger(a.stderr, cfg.Log.Level), Version: version,
-				KeepState: true, ModelFallback: true, PullProgress: a.stderr})
+				KeepState: true, ModelFallback: true, PullProgress: a.rawStderr})
 			if err != nil {
 				return err
 			}

@@ -78,18 +78,17 @@ func Open(cfg Config) (*Model, error) {
 	if cfg.Threads <= 0 {
 		cfg.Threads = runtime.GOMAXPROCS(0)
 	}
+	// The weights' SHA-256, and the check Import makes: a model whose
+	// weights hold NaN or Inf would answer NaN for every text.
+	sum, err := modelcache.CheckWeights(filepath.Join(cfg.Dir, "model.safetensors"))
+	if err != nil {
+		return nil, fmt.Errorf("builtin: %s: %w", cfg.Dir, err)
+	}
 	enc, err := bert.Load(cfg.Dir, bert.Options{Threads: cfg.Threads})
 	if err != nil {
 		return nil, fmt.Errorf("builtin: %w", err)
 	}
-	tok, err := wordpiece.Load(filepath.Join(cfg.Dir, "tokenizer.json"))
-	if err != nil {
-		return nil, fmt.Errorf("builtin: %w", err)
-	}
-	if tok.VocabSize() > enc.Config().VocabSize {
-		return nil, fmt.Errorf("builtin: %s: tokenizer.json has ids up to %d but config.json's vocab_size is %d: the files are not of one model",
-			cfg.Dir, tok.VocabSize()-1, enc.Config().VocabSize)
-	}
+	tok := lay.tokenizer // its ids fit config.json's vocab_size (readLayout)
 	if cfg.MaxSeqLength == 0 {
 		cfg.MaxSeqLength = lay.maxSeqLength
 	}
@@ -104,10 +103,6 @@ func Open(cfg Config) (*Model, error) {
 	}
 	if cfg.DocumentPrefix == "" {
 		cfg.DocumentPrefix = lay.documentPrompt
-	}
-	sum, err := modelcache.FileSHA256(filepath.Join(cfg.Dir, "model.safetensors"))
-	if err != nil {
-		return nil, fmt.Errorf("builtin: %w", err)
 	}
 	m := &Model{cfg: cfg, enc: enc, tok: tok, lay: lay, sha256: sum}
 	m.documents = roleEmbedder{m: m, prefix: cfg.DocumentPrefix}

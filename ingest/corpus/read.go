@@ -14,6 +14,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -289,14 +290,46 @@ func metadataString(raw json.RawMessage) (string, bool) {
 	return string(raw), true
 }
 
-// jsonError shortens encoding/json errors, which never contain field values
-// beyond the offending token.
+// jsonError says what is wrong with a line in the input's words, not Go's
+// ("cannot unmarshal number into Go struct field jsonlDoc.metadata of
+// type string"). encoding/json's errors never contain field values beyond
+// the offending token.
 func jsonError(err error) error {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		return fmt.Errorf("invalid JSON at byte %d: %v", se.Offset, se)
 	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		where := ""
+		if te.Field != "" {
+			where = fmt.Sprintf("%q: ", te.Field)
+		}
+		if n, ok := strings.CutPrefix(te.Value, "number "); ok {
+			return fmt.Errorf("%sthe number %s is out of range", where, n)
+		}
+		return fmt.Errorf("%sa JSON %s where %s is wanted", where, te.Value, jsonKind(te.Type))
+	}
+	if msg, ok := strings.CutPrefix(err.Error(), "json: "); ok { // unknown field "x"
+		return errors.New(msg)
+	}
 	return err
+}
+
+// jsonKind names the JSON kind a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	default:
+		return "a number"
+	}
 }
 
 // ResolveInput maps a command-line argument to the file to read and its

@@ -291,3 +291,29 @@ func TestReadInvalidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestReadTypeErrorsArePlain is issue 29 item 8: a value of the wrong JSON
+// type was reported in Go's words ("cannot unmarshal number into Go struct
+// field jsonlDoc.metadata of type string"); the message names the key and
+// the types in the input's words.
+func TestReadTypeErrorsArePlain(t *testing.T) {
+	for line, want := range map[string]string{
+		`{"id":"a","metadata":{"lang":1}}`: `"metadata": a JSON number where a string is wanted`,
+		`{"id":"a","metadata":[1]}`:        `"metadata": a JSON array where an object is wanted`,
+		`{"id":5}`:                         `"id": a JSON number where a string is wanted`,
+		`{"id":"a","vector":[1,"x"]}`:      `"vector": a JSON string where a number is wanted`,
+		`{"id":"a","vector":[1e300]}`:      `"vector": the number 1e300 is out of range`,
+		`{"id":"a","links":"b"}`:           `"links": a JSON string where an array is wanted`,
+		`[1]`:                              `a JSON array where an object is wanted`,
+		`{"id":"a","txt":"x"}`:             `unknown field "txt"`,
+	} {
+		items := readAll(strings.NewReader(line), corpus.ReadOptions{Format: corpus.FormatJSONL})
+		if len(items) != 1 || items[0].err == nil {
+			t.Fatalf("%s: %+v, want an error", line, items)
+		}
+		msg := items[0].err.Error()
+		if !strings.Contains(msg, want) || strings.Contains(msg, "Go ") || strings.Contains(msg, "jsonlDoc") || strings.Contains(msg, "json:") {
+			t.Errorf("%s: %q, want %q in plain words", line, msg, want)
+		}
+	}
+}

@@ -138,7 +138,7 @@ func (a *App) observeConsole(t breaker.Transition) {
 		return
 	}
 	if t.Reason == breaker.ReasonHeld || t.Released != nil {
-		if err := h.save(a.Breakers.Snapshot()); err != nil {
+		if err := h.save(a.Breakers.Snapshot); err != nil {
 			a.Logger.Warn("app: maintenance holds not saved: a restart would release them", slog.String("error", err.Error()))
 		}
 	}

@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,6 +102,88 @@ func TestConsoleStateSurvivesRestart(t *testing.T) {
 	}
 }
 
+// TestConcurrentHoldSavesKeepTheLatestState is issue 29 item 2: the hold
+// of one breaker and the release of another are saved at once, in the
+// order that lost the release when each save wrote a snapshot taken
+// before it (the hold's save reads the state, the release's save runs to
+// its end, then the hold's save writes). After a restart the new hold is
+// back and the released one is not.
+func TestConcurrentHoldSavesKeepTheLatestState(t *testing.T) {
+	cfg := embeddedConfig(t)
+	a := newKeptApp(t, cfg)
+	if _, err := a.Breakers.Hold("keyword", breaker.Manual{By: "ops", Note: "reindex"}); err != nil {
+		t.Fatal(err)
+	}
+
+	var (
+		mu      sync.Mutex
+		reads   int
+		armed   bool
+		parked  = make(chan struct{})
+		resume  = make(chan struct{})
+		waiting = make(chan struct{}, 1)
+	)
+	restore := app.SetHoldsSaveHook(func(step string) {
+		mu.Lock()
+		switch {
+		case step == app.HoldsRead && reads == 0: // the hold's save: stop it here
+			reads++
+			mu.Unlock()
+			close(parked)
+			<-resume
+			return
+		case step == app.HoldsRead:
+			reads++
+		case step == app.HoldsWaiting && armed: // the release's save went as far as it can
+			armed = false
+			waiting <- struct{}{}
+		}
+		mu.Unlock()
+	})
+	defer restore()
+
+	held, released := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := a.Breakers.Hold("vector", breaker.Manual{By: "ops", Note: "rebuild"})
+		held <- err
+	}()
+	<-parked
+	mu.Lock()
+	armed = true
+	mu.Unlock()
+	go func() {
+		_, err := a.Breakers.ForceCloseBy("keyword", breaker.Manual{By: "ops"})
+		released <- err
+	}()
+	<-waiting
+	close(resume)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	restore()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	a = newKeptApp(t, cfg)
+	defer a.Close()
+	for _, s := range a.Breakers.Snapshot() {
+		switch s.Name {
+		case "vector":
+			if s.Hold == nil || s.Hold.Reason != "rebuild" {
+				t.Errorf("vector after the restart: %+v, want held for the rebuild", s)
+			}
+		case "keyword":
+			if s.Hold != nil || s.State != breaker.Closed {
+				t.Errorf("keyword after the restart: %+v %+v, want closed (its hold was released)", s, s.Hold)
+			}
+		}
+	}
+}
+
 // TestConsoleEndpointsOnTheEmbeddedStack: the server endpoint reports
 // this instance, the sources' defaults as the retriever applies them
 // (graph disabled at weight 0) with their guards, the embedder and the
@@ -179,3 +263,23 @@ func TestConsoleEndpointsOnTheEmbeddedStack(t *testing.T) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// TestDebugFaultsWarnAtStart is issue 29 item 8: server.debug_faults
+// (fault injection, never in production) started as quietly as any
+// other setting; the start now logs a warning saying so.
+func TestDebugFaultsWarnAtStart(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		cfg := defaultConfig(t)
+		cfg.Server.DebugFaults = on
+		var log strings.Builder
+		a, err := app.New(context.Background(), cfg, app.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Close()
+		warned := regexp.MustCompile(`level=WARN msg="ragd: FAULT INJECTION IS ON[^"]*never in production`).MatchString(log.String())
+		if warned != on {
+			t.Errorf("debug_faults %v: warned %v\n%s", on, warned, log.String())
+		}
+	}
+}

@@ -51,3 +51,17 @@ func SetGraphWakeHook(f func()) (restore func()) {
 	graphWakeHook = f
 	return func() { graphWakeHook = nil }
 }
+
+// Steps of a save of the maintenance holds (holdsWaiting, holdsRead).
+const (
+	HoldsWaiting = holdsWaiting
+	HoldsRead    = holdsRead
+)
+
+// SetHoldsSaveHook makes every save of the maintenance holds call f at
+// each of its steps (HoldsWaiting, HoldsRead); the returned function
+// removes it.
+func SetHoldsSaveHook(f func(step string)) (restore func()) {
+	holdsSaveHook = f
+	return func() { holdsSaveHook = nil }
+}

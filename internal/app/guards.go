@@ -30,6 +30,8 @@ func (a *App) wireReadPath() {
 	if !a.Config.Server.DebugFaults {
 		return
 	}
+	a.Logger.Warn("ragd: FAULT INJECTION IS ON (server.debug_faults: true): an admin can make any source slow, hung or failing " +
+		"through /debug/faults; for drills only, never in production")
 	a.Faults = faults.New()
 	if a.Vector != nil {
 		a.read.vector = a.Faults.Vector(a.Vector)

@@ -80,3 +80,17 @@ func assertOnly(t *testing.T, dir string, names ...string) {
 		}
 	}
 }
+
+// WriteFile gives the file the permissions asked for (a model cache's
+// record must be readable by the service's user as well as the owner's).
+func TestWriteFileMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "record.json")
+	for _, perm := range []os.FileMode{0o644, 0o600, 0o640} {
+		if err := atomicfile.WriteFile(path, []byte("x\n"), perm); err != nil {
+			t.Fatal(err)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != perm {
+			t.Fatalf("mode %v, %v; want %v", fi.Mode().Perm(), err, perm)
+		}
+	}
+}

@@ -173,6 +173,7 @@
     $("store-table").tBodies[0].replaceChildren();
     $("embedder").replaceChildren();
     $("server-line").textContent = "";
+    $("faults").hidden = true;
     $("overall").textContent = "";
     historyDenied = false;
     lastOK = 0;
@@ -185,6 +186,7 @@
     }
     instance = s.instance;
     server = s;
+    $("faults").hidden = !s.debug_faults; // fault injection on: say so on every page
     const started = new Date(s.started_at);
     $("server-line").textContent = "ragd " + (s.version || "") + " · instance " + s.instance +
       " · started " + fmtStamp(started) + " · up " + fmtDur(s.uptime_s * 1000);

@@ -26,10 +26,13 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ragd/ragd/internal/atomicfile"
 )
 
 // Environment variables.
@@ -210,6 +213,9 @@ type marker struct {
 	Files       []File    `json:"files"`
 }
 
+// readMarker reads and checks dir's marker. A marker that is there but
+// is not a record ragd writes (not JSON, an invalid name, a file path
+// that leaves dir, a bad size or hash) is an error wrapping errMalformed.
 func readMarker(dir string) (*marker, error) {
 	b, err := os.ReadFile(filepath.Join(dir, markerFile))
 	if err != nil {
@@ -217,12 +223,48 @@ func readMarker(dir string) (*marker, error) {
 	}
 	var m marker
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("%s: %w", markerFile, err)
+		return nil, fmt.Errorf("%w %s: %v", errMalformed, markerFile, err)
 	}
-	if m.Name == "" || len(m.Files) == 0 {
-		return nil, fmt.Errorf("%s: no name or no files", markerFile)
+	if err := m.check(); err != nil {
+		return nil, fmt.Errorf("%w %s: %v", errMalformed, markerFile, err)
 	}
 	return &m, nil
+}
+
+// errMalformed: a marker that ragd did not write as it is.
+var errMalformed = errors.New("malformed")
+
+// check makes sure m is a record ragd writes. Every file it lists is
+// confined to the model's directory: a relative, clean, slash-separated
+// path that does not climb out (so that reading the marker never makes
+// ragd look at "../../../../etc/passwd").
+func (m *marker) check() error {
+	if err := validName(m.Name); err != nil {
+		return err
+	}
+	if m.Source != SourcePulled && m.Source != SourceImported {
+		return fmt.Errorf("source %q is neither %q nor %q", m.Source, SourcePulled, SourceImported)
+	}
+	if len(m.Files) == 0 {
+		return errors.New("no files")
+	}
+	seen := make(map[string]bool, len(m.Files))
+	for _, f := range m.Files {
+		if !localSlashPath(f.Path) || path.Clean(f.Path) != f.Path || f.Path == markerFile {
+			return fmt.Errorf("file %q leaves the model's directory", f.Path)
+		}
+		if seen[f.Path] {
+			return fmt.Errorf("file %q is listed twice", f.Path)
+		}
+		seen[f.Path] = true
+		if f.Size < 0 {
+			return fmt.Errorf("file %q: size %d", f.Path, f.Size)
+		}
+		if len(f.SHA256) != 64 || strings.Trim(f.SHA256, "0123456789abcdef") != "" {
+			return fmt.Errorf("file %q: sha256 %q is not 64 lower-case hex digits", f.Path, f.SHA256)
+		}
+	}
+	return nil
 }
 
 func writeMarker(dir string, m *marker) error {
@@ -230,7 +272,7 @@ func writeMarker(dir string, m *marker) error {
 	if err != nil {
 		return err
 	}
-	return writeFileSync(filepath.Join(dir, markerFile), append(b, '\n'))
+	return atomicfile.WriteFile(filepath.Join(dir, markerFile), append(b, '\n'), 0o644)
 }
 
 // check reads dir's marker and makes sure every file it lists is there
@@ -250,11 +292,14 @@ func check(dir, name string) (*marker, error) {
 		return nil, fmt.Errorf("%w: %s: %s holds %q", ErrNotCached, name, dir, m.Name)
 	}
 	for _, f := range m.Files {
-		st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(f.Path)))
+		st, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(f.Path))) // a link is not followed
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %v", ErrNotCached, name, err)
 		}
-		if !st.Mode().IsRegular() || st.Size() != f.Size {
+		if !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("%w: %s: %s is not a regular file (damaged: pull or import it again)", ErrNotCached, name, f.Path)
+		}
+		if st.Size() != f.Size {
 			return nil, fmt.Errorf("%w: %s: %s is %d bytes, %s says %d (damaged: pull or import it again)",
 				ErrNotCached, name, f.Path, st.Size(), markerFile, f.Size)
 		}
@@ -300,8 +345,10 @@ type Entry struct {
 }
 
 // List returns the models in the cache, sorted by name. A directory that
-// is damaged (a file missing or of the wrong size) is listed with Problem
-// set; directories ragd did not install are left out. A missing cache
+// is damaged (a file missing, of the wrong size or not a regular file, or
+// a malformed .ragd-model.json) is listed with Problem set, under the
+// name its directory says when the marker cannot be trusted; directories
+// without a marker (not installed by ragd) are left out. A missing cache
 // directory is an empty list.
 func (c *Cache) List() ([]Entry, error) {
 	des, err := os.ReadDir(c.Dir)
@@ -318,6 +365,10 @@ func (c *Cache) List() ([]Entry, error) {
 		}
 		dir := filepath.Join(c.Dir, de.Name())
 		m, err := readMarker(dir)
+		if errors.Is(err, errMalformed) {
+			out = append(out, Entry{Name: strings.ReplaceAll(de.Name(), "--", "/"), Dir: dir, Problem: err.Error()})
+			continue
+		}
 		if err != nil {
 			continue
 		}
@@ -343,7 +394,7 @@ func (c *Cache) List() ([]Entry, error) {
 // moment between two renames), or the new one, never a partial one.
 func (c *Cache) install(stage, name string) (string, error) {
 	dest := c.modelDir(name)
-	syncDir(stage)
+	atomicfile.SyncDir(stage)
 	var old string
 	if _, err := os.Lstat(dest); err == nil {
 		o, err := os.MkdirTemp(c.tmpDir(), "old-")
@@ -363,32 +414,6 @@ func (c *Cache) install(stage, name string) (string, error) {
 		}
 		return "", fmt.Errorf("modelcache: install %s: %w", name, err)
 	}
-	syncDir(c.Dir)
+	atomicfile.SyncDir(c.Dir)
 	return dest, nil
-}
-
-// writeFileSync writes a small file and syncs it.
-func writeFileSync(path string, b []byte) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// syncDir flushes a directory's entries (renames, new files) to disk. It
-// is best effort: some file systems (and Windows) cannot sync a directory.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 }

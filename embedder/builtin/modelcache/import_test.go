@@ -61,6 +61,11 @@ func TestImportSources(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameFiles(t, readDir(t, dir), want)
+			// The record is readable by others, as the model's files are
+			// (a service user reading a cache filled by root).
+			if st, err := os.Stat(filepath.Join(dir, ".ragd-model.json")); err != nil || st.Mode().Perm() != 0o644 {
+				t.Fatalf("the record: %v, %v; want mode 0644", st, err)
+			}
 			if p, err := c.Path("my-model"); err != nil || p != dir {
 				t.Fatalf("Path = %q, %v", p, err)
 			}
@@ -180,15 +185,17 @@ func TestImportRejects(t *testing.T) {
 			func(t *testing.T) string {
 				return writeDir(t, with("1_Pooling/config.json", []byte(`{"word_embedding_dimension": 4, "pooling_mode_cls_token": true}`)))
 			}},
-		{"no pooling mode", "no pooling mode",
+		{"no pooling mode", "exactly one of mean or cls",
 			func(t *testing.T) string {
 				return writeDir(t, with("1_Pooling/config.json", []byte(`{"word_embedding_dimension": 8}`)))
 			}},
 		{"config.json not JSON", "config.json",
 			func(t *testing.T) string { return writeDir(t, with("config.json", []byte(`{"hidden_size": 8`))) }},
-		{"config.json without sizes", "positive hidden_size",
-			func(t *testing.T) string { return writeDir(t, with("config.json", []byte(`{"model_type": "bert"}`))) }},
-		{"truncated weights", "lies outside the file",
+		{"config.json without sizes", "hidden_size must be positive",
+			func(t *testing.T) string {
+				return writeDir(t, with("config.json", bytes.Replace(files["config.json"], []byte(`"hidden_size": 32`), []byte(`"hidden_size": 0`), 1)))
+			}},
+		{"truncated weights", "truncated",
 			func(t *testing.T) string { return writeDir(t, with("model.safetensors", truncated)) }},
 		{"weights that are not safetensors", "header length",
 			func(t *testing.T) string { return writeDir(t, with("model.safetensors", []byte("<html>404</html>"))) }},
@@ -296,4 +303,22 @@ func TestImportFollowsSymlinkedFiles(t *testing.T) {
 	if st, err := os.Lstat(filepath.Join(dir, "model.safetensors")); err != nil || !st.Mode().IsRegular() {
 		t.Fatalf("the cache holds a link, not a copy: %v %v", st.Mode(), err)
 	}
+}
+
+// TestImportSymlinkedDirectory is issue 29 item 5: a model directory
+// reached through a symlink (a link to a Hugging Face snapshot, a mounted
+// volume) imports like the directory itself; it failed with
+// "config.json is missing" because the walk did not enter the link.
+func TestImportSymlinkedDirectory(t *testing.T) {
+	files := fakeModel(t, 256)
+	link := filepath.Join(t.TempDir(), "model-link")
+	if err := os.Symlink(writeDir(t, files), link); err != nil {
+		t.Skipf("no symlinks here: %v", err)
+	}
+	c := newCache(t, nil)
+	dir, err := c.Import(link, "linked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFiles(t, readDir(t, dir), files)
 }

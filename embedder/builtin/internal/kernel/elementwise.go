@@ -36,13 +36,14 @@ func geluGo(x []float32) {
 }
 
 // Exp is e^x in float32: range reduction by ln 2 and a degree-6 polynomial
-// on [-ln2/2, ln2/2] (Cephes expf), within 2 ulp of math.Exp for x ≥ -87
-// and 0 below.
+// on [-ln2/2, ln2/2] (Cephes expf), within 2 ulp of math.Exp on
+// [-87.3, 88.7]. x is clamped to that range, as the vector kernels clamp
+// it: below -87.3 Exp returns Exp(-87.3) ≈ 1.2e-38, the smallest value it
+// makes (a normal number: never 0, never a denormal), above 88.7
+// Exp(88.7). Softmax subtracts the row's maximum first, so only the
+// clamp at -87.3 is ever reached there.
 func Exp(x float32) float32 {
-	if x < -87.3 {
-		return 0
-	}
-	x = min(x, 88.7)
+	x = min(max(x, -87.3), 88.7)
 	n := float32(math.Floor(float64(x*math.Log2E + 0.5)))
 	r := x - n*0.693359375
 	r -= n * -2.12194440e-4
@@ -66,7 +67,7 @@ func Softmax(row []float32) {
 	for _, v := range row[1:] {
 		m = max(m, v)
 	}
-	sum := expSub(row, m)
+	sum := expSubGo(row, m)
 	inv := 1 / sum
 	for i := range row {
 		row[i] *= inv

@@ -74,7 +74,8 @@ geludone:
 
 // func softmaxAVX512(x *float32, n int)
 // x[:n] = softmax(x[:n]) for n ≥ 1: the maximum, then e^(x-max) with the
-// exp of Exp (a degree-6 polynomial scaled by VSCALEFPS) and its sum, then a scaling by 1/sum. The n%16 tail
+// exp of Exp (a degree-6 polynomial scaled by VSCALEFPS, its input clamped
+// to [-87.3, 88.7] as Exp's) and its sum, then a scaling by 1/sum. The n%16 tail
 // uses the lane mask K1.
 TEXT ·softmaxAVX512(SB), NOSPLIT, $0-16
 	MOVQ x+0(FP), SI
@@ -130,7 +131,7 @@ smax_tail:
 	VPBROADCASTD AX, Z22
 	MOVL $0x3f800000, AX
 	VPBROADCASTD AX, Z21
-	MOVL $0xc2c80000, AX
+	MOVL $0xc2ae999a, AX // -87.3: Exp's clamp, so every kernel answers e^-87.3 below it
 	VPBROADCASTD AX, Z20
 	MOVL $0x42b16666, AX
 	VPBROADCASTD AX, Z19

@@ -119,8 +119,6 @@ func softmax(row []float32) bool {
 	return false
 }
 
-func expSub(row []float32, m float32) float32 { return expSubGo(row, m) }
-
 //go:noescape
 func layerNormAVX512(x *float32, n int, gamma, beta *float32, invN, eps float32)
 

@@ -30,8 +30,6 @@ func microKernel(kb int, a []float32, lda int, b, c []float32, ldc int) {
 
 func geluImpl(x []float32) { geluGo(x) }
 
-func expSub(row []float32, m float32) float32 { return expSubGo(row, m) }
-
 func softmax([]float32) bool { return false }
 
 func layerNormRow(row, g, b []float32, eps float32) { layerNormRowGo(row, g, b, eps) }
