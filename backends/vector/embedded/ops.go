@@ -331,7 +331,7 @@ func (s *Store) Hydrate(ctx context.Context, ids []string) ([]spi.Document, []st
 				missing = append(missing, id)
 				continue
 			}
-			d, err := decodeDocument(id, v, s.cfg.Dimension)
+			d, err := s.decodeDocument(id, v)
 			if err != nil {
 				return fmt.Errorf("%w: record %q: %v", ErrCorrupt, id, err)
 			}
@@ -373,7 +373,7 @@ func (s *Store) Scan(ctx context.Context, fn func(spi.Document) error) error {
 				}
 			}
 			for ; k != nil && len(page) < scanPage; k, v = c.Next() {
-				d, err := decodeDocument(string(k), v, s.cfg.Dimension)
+				d, err := s.decodeDocument(string(k), v)
 				if err != nil {
 					return fmt.Errorf("%w: record %q: %v", ErrCorrupt, k, err)
 				}

@@ -25,6 +25,9 @@ func (s *Store) rescore(ctx context.Context, tx *bolt.Tx, q query, ids []string)
 			continue
 		}
 		h, v, err := decodeHeader(rec, s.cfg.Dimension, vec[:0])
+		if err == nil {
+			v, err = s.vector(h, v)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("vector/embedded: retrieve: %w: record %q: %v", ErrCorrupt, id, err)
 		}

@@ -71,6 +71,7 @@ type Store struct {
 	cfg    Config
 	path   string
 	db     *bolt.DB
+	vecs   *vectorFile // the records' vectors (vecfile.go)
 	closed atomic.Bool
 
 	writeMu sync.Mutex   // serialises writes so memory follows disk order
@@ -140,10 +141,23 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	if err := initLog(db); err != nil {
 		return nil, err
 	}
-	s = &Store{cfg: cfg, path: path, db: db, idx: newIndex(cfg.Dimension, cfg.Distance == Cosine)}
-	s.idx.ann = cfg.ANN.params()
-	if err := s.load(ctx); err != nil {
+	vecs, err := openVectorFile(filepath.Join(cfg.Dir, VectorFileName), cfg.Dimension, cfg.NoSync)
+	if err != nil {
 		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			vecs.close()
+		}
+	}()
+	s = &Store{cfg: cfg, path: path, db: db, vecs: vecs, idx: newIndex(cfg.Dimension, cfg.Distance == Cosine)}
+	s.idx.ann = cfg.ANN.params()
+	live, err := s.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := vecs.compact(live); err != nil {
+		return nil, fmt.Errorf("vector/embedded: open: compact %s: %w", vecs.path, err)
 	}
 	cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "vector/embedded: opened",
 		slog.String("path", path), slog.Int("documents", s.idx.len()), slog.Int("dimension", cfg.Dimension))
@@ -260,9 +274,11 @@ func (s *Store) RecordEmbedder(ctx context.Context, id string) error {
 	return nil
 }
 
-// load decodes every record's header into the index.
-func (s *Store) load(ctx context.Context) error {
-	return s.db.View(func(tx *bolt.Tx) error {
+// load decodes every record's header into the index and returns the
+// vector entries the records name.
+func (s *Store) load(ctx context.Context) (map[uint64]struct{}, error) {
+	live := map[uint64]struct{}{}
+	return live, s.db.View(func(tx *bolt.Tx) error {
 		s.seq = tx.Bucket(bucketLog).Sequence()
 		docs := tx.Bucket(bucketDocs)
 		s.idx.reserve(docs.Stats().KeyN)
@@ -275,8 +291,14 @@ func (s *Store) load(ctx context.Context) error {
 			}
 			i++
 			h, buf, err := decodeHeader(v, s.idx.dim, vec[:0])
+			if err == nil {
+				buf, err = s.vector(h, buf)
+			}
 			if err != nil {
 				return fmt.Errorf("%w: %s: record %q: %v", ErrCorrupt, s.path, k, err)
+			}
+			if h.vid != 0 {
+				live[h.vid] = struct{}{}
 			}
 			vec = buf
 			s.idx.put(string(k), h.tenant, h.metadata, vec)
@@ -310,7 +332,11 @@ func (s *Store) Close() error {
 	s.stopBuilds()
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	if err := s.db.Close(); err != nil {
+	err := s.db.Close()
+	if verr := s.vecs.close(); err == nil {
+		err = verr
+	}
+	if err != nil {
 		return fmt.Errorf("vector/embedded: close: %w", err)
 	}
 	return nil
