@@ -2,13 +2,15 @@
 // zero-setup counterpart of package vector (PostgreSQL + pgvector) behind
 // the same spi contracts, with the same scores and tie rule.
 //
-// Storage: one bbolt file, <Dir>/vectors.db, is the system of record. Each
-// document is one record (tenant, metadata and the raw vector in a compact
-// binary header, the rest as JSON) written in one fsynced transaction per
-// Upsert or Delete, so a crash leaves either the old or the new state. At
-// Open every record is decoded into memory; a file or record that does not
-// decode is reported as ErrCorrupt, a file held by another process as
-// ErrLocked.
+// Storage: a bbolt file, <Dir>/vectors.db, is the system of record, with
+// the float32 vectors beside it in an append-only file, <Dir>/vectors.vec
+// (vecfile.go). Each document is one record (tenant, metadata and the
+// number of its vector's entry in a compact binary header, the rest as
+// JSON) written in one fsynced transaction per Upsert or Delete, after
+// the vectors it names are durable, so a crash leaves either the old or
+// the new state. At Open every record is decoded into memory; a file,
+// record or vector that does not decode is reported as ErrCorrupt, a file
+// held by another process as ErrLocked.
 //
 // Search. Memory holds each vector as int8 codes with a scale per row (of
 // the vector normalised, when the distance is cosine); the float32 vectors
