@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -132,40 +131,6 @@ func TestIVFEveryListIsExact(t *testing.T) {
 	s = openANN(t, dir, 1e6)
 	mustBuilt(t, s)
 	sameAsFullScan(t, s, annRequests(d, 30))
-}
-
-// With the default probe, the IVF finds nearly all of the exact top 10
-// on clustered data: a floor that a probe visiting the wrong lists, or
-// too few, falls through.
-func TestIVFRecall(t *testing.T) {
-	ctx := context.Background()
-	d := newANNData(2)
-	s := openANN(t, t.TempDir(), 0)
-	if err := s.Upsert(ctx, d.docs(6000)); err != nil {
-		t.Fatal(err)
-	}
-	mustBuilt(t, s)
-	hits, total := 0, 0
-	for _, req := range annRequests(d, 200) {
-		req.K = 10
-		got, err := s.Retrieve(ctx, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := embedded.FullScan(s, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range want {
-			if slices.ContainsFunc(got, func(r spi.Ref) bool { return r.ID == w.ID }) {
-				hits++
-			}
-		}
-		total += len(want)
-	}
-	if recall := float64(hits) / float64(total); recall < 0.9 {
-		t.Fatalf("recall@10 %.3f, want >= 0.9", recall)
-	}
 }
 
 // Writes while a build runs (after the centroids are trained, and
