@@ -79,16 +79,21 @@ func (v *vectorFile) readVids() error {
 		}
 	}
 	v.vids = make([]uint64, 0, n)
-	var b [8]byte
-	for p := range n {
-		if _, err := v.f.ReadAt(b[:], p*v.entry); err != nil {
+	// Whole entries, a few MiB at a time.
+	per := max(1, (4<<20)/v.entry)
+	buf := make([]byte, per*v.entry)
+	for p := int64(0); p < n; p += per {
+		m := min(per, n-p)
+		if _, err := v.f.ReadAt(buf[:m*v.entry], p*v.entry); err != nil {
 			return fmt.Errorf("vector/embedded: open %s: %w", v.path, err)
 		}
-		vid := binary.LittleEndian.Uint64(b[:])
-		if len(v.vids) > 0 && vid <= v.vids[len(v.vids)-1] {
-			return fmt.Errorf("%w: %s: entry %d has vid %d after %d", ErrCorrupt, v.path, p, vid, v.vids[len(v.vids)-1])
+		for j := range m {
+			vid := binary.LittleEndian.Uint64(buf[j*v.entry:])
+			if len(v.vids) > 0 && vid <= v.vids[len(v.vids)-1] {
+				return fmt.Errorf("%w: %s: entry %d has vid %d after %d", ErrCorrupt, v.path, p+j, vid, v.vids[len(v.vids)-1])
+			}
+			v.vids = append(v.vids, vid)
 		}
-		v.vids = append(v.vids, vid)
 	}
 	if len(v.vids) > 0 {
 		v.next = v.vids[len(v.vids)-1] + 1
