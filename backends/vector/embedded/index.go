@@ -13,8 +13,9 @@ import (
 
 // index is the in-memory index: row i holds ids[i], its tenant and
 // metadata, and the int8 codes of its vector codes[i*dim:(i+1)*dim] with
-// quant[i] (quant.go); the float32 vectors stay in the file, which the
-// search reads for the few rows it scores exactly (rescore.go). Deleting a
+// quant[i] (quant.go); the float32 vectors stay on disk (the vectors
+// file, vecfile.go), which the search reads for the few rows it scores
+// exactly (rescore.go). Deleting a
 // row moves the last row into its place. post indexes the rows by
 // metadata pair and by tenant (postings.go), for filtered searches; ivf,
 // once the Store has built it (annbuild.go), by nearest centroid, for

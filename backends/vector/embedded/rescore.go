@@ -8,8 +8,10 @@ import (
 )
 
 // rescore scores the candidates of a scan in float32 from their records
-// in tx, which sees the state the scan saw (search pins both), exactly as
-// a scan of every row scores them, and returns the best q.k, best first.
+// in tx, which sees the state the scan saw (search pins both), and the
+// vectors those records name (the vectors file never changes an entry),
+// exactly as a scan of every row scores them, and returns the best q.k,
+// best first.
 // Tenant and filter are checked again on the record: the record and memory
 // agree, and the check keeps the tenant rule independent of that.
 func (s *Store) rescore(ctx context.Context, tx *bolt.Tx, q query, ids []string) ([]hit, error) {
