@@ -14,13 +14,13 @@
 //
 // Search. Memory holds each vector as int8 codes with a scale per row (of
 // the vector normalised, when the distance is cosine); the float32 vectors
-// stay in the file. Below ANN.MinRows documents (150,000 by default) a
+// stay on disk (vectors.vec). Below ANN.MinRows documents (150,000 by default) a
 // search is exact: Retrieve scans the codes of every eligible row (an AVX2
 // kernel on amd64, portable Go elsewhere), the tenant's and those a
 // metadata filter matches, taken from per-pair and per-tenant postings
 // (postings.go); the codes bound each row's true score from above and
 // below, and only rows whose upper bound reaches the k-th best lower bound
-// are scored in float32, read from the file (quant.go has the bound,
+// are scored in float32, read from disk (quant.go has the bound,
 // rescore.go the scoring). The answer is the one a float32 scan of every
 // row gives, ties included, for a quarter of the memory traffic. The scan
 // is split across GOMAXPROCS goroutines once the collection is large
