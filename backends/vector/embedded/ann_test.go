@@ -242,6 +242,52 @@ func TestIVFSearchesDuringBuild(t *testing.T) {
 	}
 }
 
+// A search stopped between choosing its candidates (from the rows as
+// numbered before the build) and rescoring them, while the build installs
+// its IVF and renumbers every row, answers what the exact search does: its
+// candidates are ids, not rows. The hooks hold the build until the search
+// is stopped, and the search until the build is installed.
+func TestIVFInstallBetweenCandidatesAndRescore(t *testing.T) {
+	ctx := context.Background()
+	d := newANNData(6)
+	s := openANN(t, t.TempDir(), 1e6)
+	parked, resume := make(chan struct{}), make(chan struct{})
+	var park, hold sync.Once
+	embedded.SetHooks(s, embedded.Hooks{
+		BeforeRescore: func() { park.Do(func() { close(parked); <-resume }) },
+		BuildTrained:  func() { hold.Do(func() { <-parked }) },
+	})
+	if err := s.Upsert(ctx, d.docs(3000)); err != nil {
+		t.Fatal(err)
+	}
+	req := spi.VectorRequest{Vector: d.vec(), K: 20, Tenant: "t1", Filter: spi.Filter{"c": {"0", "1"}}}
+	want, err := embedded.FullScan(s, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		refs []spi.Ref
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		refs, err := s.Retrieve(ctx, req)
+		got <- answer{refs, err}
+	}()
+	<-parked
+	if _, ivf := embedded.WaitBuild(s); !ivf {
+		t.Fatal("the build did not install its IVF while the search was stopped")
+	}
+	close(resume)
+	ans := <-got
+	if ans.err != nil || !sameRefs(ans.refs, want) {
+		t.Fatalf("the search answered %v, %v; want %v", ans.refs, ans.err, want)
+	}
+	if err := embedded.CheckIndex(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Close while a build runs stops it: Close returns, the build goroutine
 // ends (goleak checks), and the store reopens and builds again.
 func TestIVFCloseDuringBuild(t *testing.T) {

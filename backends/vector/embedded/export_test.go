@@ -62,6 +62,9 @@ type Hooks struct {
 	// AfterDiskCommit runs in Commit once the transaction is durable,
 	// before memory follows.
 	AfterDiskCommit func()
+	// BeforeRescore runs in Retrieve once the candidates are chosen and
+	// the memory lock released, before they are rescored.
+	BeforeRescore func()
 	// BuildTrained runs in an IVF build once the centroids are trained,
 	// before they are installed; BuildChunk after each chunk of rows the
 	// build assigns. Neither holds a lock.
@@ -71,7 +74,7 @@ type Hooks struct {
 // SetHooks installs h. Call before the store is shared.
 func SetHooks(s *Store, h Hooks) {
 	s.hooks = testHooks{afterCandidates: h.AfterCandidates, moved: h.Moved, afterDiskCommit: h.AfterDiskCommit,
-		buildTrained: h.BuildTrained, buildChunk: h.BuildChunk}
+		buildTrained: h.BuildTrained, buildChunk: h.BuildChunk, beforeRescore: h.BeforeRescore}
 }
 
 // WaitBuild waits for the running IVF build, if any, to end, and returns

@@ -97,6 +97,9 @@ func (s *Store) searchOnce(ctx context.Context, q query, wait bool) ([]hit, erro
 			return nil, errMoved
 		}
 	}
+	if h := s.hooks.beforeRescore; h != nil {
+		h()
+	}
 	return s.rescore(ctx, tx, q, ids)
 }
 

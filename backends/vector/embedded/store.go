@@ -90,7 +90,8 @@ type Store struct {
 // testHooks let tests stop a search or a commit at an exact point; nil
 // hooks do nothing. Set only by tests, before the store is shared.
 type testHooks struct {
-	afterCandidates func() // a search has its candidates, not yet rescored
+	afterCandidates func() // a search has its candidates, not yet rescored (mu read-locked)
+	beforeRescore   func() // a search has released mu, not yet rescored
 	moved           func() // a search must wait for a commit to reach memory
 	afterDiskCommit func() // a commit is durable, memory not yet updated
 	buildTrained    func() // a build has its centroids, not yet installed
