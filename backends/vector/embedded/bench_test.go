@@ -347,6 +347,7 @@ func benchANN(b *testing.B, s *embedded.Synth, n int) {
 		for _, k := range ks {
 			b.Run(fmt.Sprintf("%s/k=%d", c.name, k), func(b *testing.B) {
 				want := make([][]spi.Ref, len(s.Queries))
+				exact0 := cpuTime()
 				for i, q := range s.Queries {
 					req := c.req
 					req.Vector, req.K = q, k
@@ -354,6 +355,7 @@ func benchANN(b *testing.B, s *embedded.Synth, n int) {
 						b.Fatal(err)
 					}
 				}
+				exactCPU := float64((cpuTime()-exact0).Microseconds()) / 1e3 / float64(len(s.Queries))
 				var lat []time.Duration
 				hits, total, i := 0, 0, 0
 				cpu0 := cpuTime()
@@ -375,6 +377,7 @@ func benchANN(b *testing.B, s *embedded.Synth, n int) {
 					i++
 				}
 				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(exactCPU, "exact-cpu-ms/op")
 				b.ReportMetric(float64(hits)/float64(max(total, 1)), fmt.Sprintf("recall@%d", k))
 				spitest.BenchmarkPercentiles(b, lat)
 			})
