@@ -355,7 +355,7 @@ func benchANN(b *testing.B, s *embedded.Synth, n int) {
 						b.Fatal(err)
 					}
 				}
-				exactCPU := float64((cpuTime()-exact0).Microseconds()) / 1e3 / float64(len(s.Queries))
+				exactCPU := float64((cpuTime() - exact0).Microseconds()) / 1e3 / float64(len(s.Queries))
 				var lat []time.Duration
 				hits, total, i := 0, 0, 0
 				cpu0 := cpuTime()
