@@ -58,6 +58,12 @@ type NamedApplier struct {
 	// store the configuration never reads (the embedded graph with the
 	// graph source and its expansion off), so ingestion does not pay for it.
 	Dormant bool
+	// Shared stores are written by every process of the record (replicas
+	// on one PostgreSQL share one Neo4j). With a record that offers
+	// spi.ApplyLeaser, only the process holding the store's lease applies
+	// the log to it; the others follow its checkpoint (for status and
+	// waits), so each write is applied once, not once per replica.
+	Shared bool
 }
 
 // EntityExtractor finds entity names in a document that carries none.
@@ -277,7 +283,7 @@ func New(cfg Config) (*Pipeline, error) {
 	}
 	for _, d := range cfg.Derived {
 		t := &tailer{
-			p: p, name: d.Name, store: d.Applier,
+			p: p, name: d.Name, store: d.Applier, shared: d.Shared,
 			batch:   cmp.Or(cfg.ApplyBatch, DefaultApplyBatch),
 			poll:    cmp.Or(cfg.Poll, DefaultPoll),
 			timeout: cmp.Or(cfg.ApplyTimeout, DefaultApplyTimeout),

@@ -26,12 +26,16 @@ const (
 // tailer applies the record's change log to one derived store: it reads
 // the entries after the store's checkpoint, applies them (the store keeps
 // the checkpoint with its data), and waits for more. One tailer per store
-// and process; replicas sharing a store (Neo4j) each run one, which the
-// store's version guard makes harmless.
+// and process; replicas sharing a store (Neo4j) each run one, and when the
+// record offers leases (spi.ApplyLeaser) only the lease holder's applies:
+// the others follow the store's checkpoint. (Without leases, or while a
+// lease changes hands, two may apply at once, which the store's version
+// guard makes harmless.)
 type tailer struct {
 	p       *Pipeline
 	name    string
 	store   spi.ChangeApplier
+	shared  bool
 	batch   int
 	poll    time.Duration
 	timeout time.Duration
@@ -172,6 +176,9 @@ func (t *tailer) step(ctx context.Context) (int, error) {
 	if err := t.prepare(ctx); err != nil {
 		return 0, err
 	}
+	if leader, err := t.leads(ctx); err != nil || !leader {
+		return 0, err
+	}
 	changes, err := t.next(ctx)
 	if err != nil || len(changes) == 0 {
 		return 0, err
@@ -182,6 +189,27 @@ func (t *tailer) step(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	return len(changes), nil
+}
+
+// leads reports whether this process applies the log to the store: always
+// for a store of its own; for a shared one when it holds the store's lease
+// (or the record has none). A follower reads the store's checkpoint
+// instead, which the holder moves. Callers hold applyMu, after prepare.
+func (t *tailer) leads(ctx context.Context) (bool, error) {
+	l, ok := t.p.log.(spi.ApplyLeaser)
+	if !t.shared || !ok {
+		return true, nil
+	}
+	held, err := l.ApplyLease(ctx, t.name+"@"+t.logID)
+	if err != nil || held {
+		return held, err
+	}
+	seq, err := t.store.AppliedSeq(ctx, t.logID)
+	if err != nil {
+		return false, err
+	}
+	t.advance(seq)
+	return false, nil
 }
 
 // limit is the number of entries the next apply reads.

@@ -25,8 +25,11 @@
 # the machine they ran on (nproc, CPU model) and the date.
 #
 #   scripts/bench.sh scale N         ragd with its embedded stores on N synthetic
-#                                    documents (Cranfield and near-copies, made by
-#                                    ../shared/tools/synth_corpus.py): ingest rate
+#                                    documents (Cranfield and copies with words
+#                                    swapped, made by ../shared/tools/synth_corpus.py,
+#                                    with vectors mixed from real embeddings by
+#                                    cmd/ragd-vectors; each query's exact top 10
+#                                    computed once): ingest rate
 #                                    and ragd's CPU time per document, keyword-only,
 #                                    vector-only and hybrid (shipped defaults)
 #                                    latency with 1 client, hybrid req/s and partial
@@ -35,7 +38,9 @@
 #                                    for, the time until it answers, hybrid with the
 #                                    graph source and expansion switched on, each
 #                                    source's time inside the answers, RSS and disk
-#                                    with the graph. One table for README's "At
+#                                    with the graph, the vector source's recall@10
+#                                    against the exact top 10 (through the API) and
+#                                    the vectors' structure. One table for README's "At
 #                                    100,000 documents" section. Needs python3 and
 #                                    jq. BENCH_LANCEDB=PYTHON also runs
 #                                    scripts/peer_lancedb.py on the same files with
@@ -99,14 +104,17 @@
 # and replicas: -XX:+UseParallelGC, the full JIT of a long-running server; load: the test
 # servers' C1-only flags, which start faster, as its restart phase needs).
 # scale only: BENCH_CACHE (a directory keeping the generated corpora between
-# runs; default a temporary one), BENCH_VECTORS (384: documents and queries
-# carry the same random unit vectors, as given to the peers; 0: the built-in
-# embedder embeds them), BENCH_CATCHUP_S (3600: the longest wait after the
+# runs, the pool of real vectors, the queries and their exact answers;
+# default a temporary one), BENCH_VECTORS (mixed: documents carry vectors
+# mixed from all-MiniLM-L6-v2 vectors of real sentences, queries their own
+# real vectors, internal/vecgen; making the pool needs the built-in model,
+# scripts/model.sh; none: the embedder embeds texts), BENCH_RECALL_QUERIES
+# (200: queries of the recall measures), BENCH_CATCHUP_S (3600: the longest wait after the
 # ingest for the derived stores to apply the change log), BENCH_BATCH (256:
 # documents per ingest request). scale servers only: BENCH_WRITERS (8),
 # BENCH_TENANTS (3), BENCH_PG_SHARED_BUFFERS (2GB), BENCH_NEO4J_HEAP (1g),
 # BENCH_NEO4J_PAGECACHE (2g), BENCH_INDEX_MEM_MB (2048: memory
-# for a bulk build of the HNSW index), BENCH_RECALL_QUERIES (100).
+# for a bulk build of the HNSW index).
 # replicas only: BENCH_DOCS (0: Cranfield; else synthetic documents, with
 # scale's BENCH_CACHE, BENCH_VECTORS, BENCH_TENANTS), BENCH_WRITE_RATE (200),
 # BENCH_WRITE_BATCH (100), BENCH_WARMUP (10s, both replicas), BENCH_DRAIN_S
@@ -208,46 +216,64 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# scale: the corpus and the query file (Cranfield's queries, each with a
-# random unit vector when BENCH_VECTORS > 0), cached by size and dimension.
+# scale: the corpus, the queries and, with vectors, each query's exact top
+# 10, cached in BENCH_CACHE: the text corpus by size (synth_corpus.py), the
+# pool of real vectors once (ragd-vectors texts, embedded by the built-in
+# model through ragd embed), the corpus with vectors, the queries and the
+# exact answers by size and tenants (ragd-vectors make, which also writes
+# the table of the vectors' structure, stats-N.md).
 scale_data() {
   cache=${BENCH_CACHE:-$work/cache}
-  vdim=${BENCH_VECTORS:-384}
+  vecs=${BENCH_VECTORS:-mixed}
   mkdir -p "$cache"
-  corpus=$cache/synth-$docs-v$vdim.jsonl
   tenants=0
   [ "$mode" = servers ] && tenants=${BENCH_TENANTS:-3}
-  qfile=$cache/queries-v$vdim.jsonl
-  vflag=()
-  [ "$vdim" -gt 0 ] && vflag=(--vectors "$vdim")
-  if [ ! -s "$corpus" ]; then
-    echo "== making $corpus" >&2
-    python3 ../shared/tools/synth_corpus.py "$data" "$corpus.tmp" "$docs" "${vflag[@]}"
-    mv "$corpus.tmp" "$corpus"
+  local text=$cache/synth-$docs.jsonl
+  if [ ! -s "$text" ]; then
+    echo "== making $text" >&2
+    python3 ../shared/tools/synth_corpus.py "$data" "$text.tmp" "$docs"
+    mv "$text.tmp" "$text"
   fi
+  exact= vstats=
+  case "$vecs" in
+    mixed) mixed_vectors "$text" ;;
+    none)
+      corpus=$text qfile=$cache/queries-text.jsonl
+      [ -s "$qfile" ] || jq -c '{text}' "$data/queries.jsonl" > "$qfile" ;;
+    *) echo "bench: BENCH_VECTORS=$vecs: want mixed or none" >&2; exit 2 ;;
+  esac
   if [ "$tenants" -gt 0 ]; then
     local plain=$corpus
-    corpus=$cache/synth-$docs-v$vdim-t$tenants.jsonl
-    if [ ! -s "$corpus" ]; then
+    corpus=${plain%.jsonl}-t$tenants.jsonl
+    if [ ! -s "$corpus" ] || [ "$corpus" -ot "$plain" ]; then
       echo "== spreading $plain over $tenants tenants" >&2
       awk -v t="$tenants" '{ sub(/^\{/, "{\"tenant\": \"t" ((NR - 1) % t) "\", "); print }' "$plain" > "$corpus.tmp"
       mv "$corpus.tmp" "$corpus"
     fi
   fi
-  if [ ! -s "$qfile" ]; then
-    python3 - "$data/queries.jsonl" "$qfile" "$vdim" <<'PY'
-import json, random, sys
-src, out, dim = sys.argv[1], sys.argv[2], int(sys.argv[3])
-rnd = random.Random(7)
-with open(src) as f, open(out, "w") as o:
-    for line in f:
-        q = {"text": json.loads(line)["text"]}
-        if dim:
-            v = [rnd.gauss(0, 1) for _ in range(dim)]
-            n = sum(x * x for x in v) ** 0.5
-            q["vector"] = [round(x / n, 6) for x in v]
-        o.write(json.dumps(q) + "\n")
-PY
+}
+
+# mixed_vectors TEXT gives the corpus TEXT vectors mixed from real ones
+# (internal/vecgen): sets corpus, qfile, exact and vstats.
+mixed_vectors() {
+  local text=$1 pool=$cache/pool-texts.jsonl pv=$cache/pool-vectors.jsonl t=${BENCH_TENANTS:-3}
+  corpus=$cache/synth-$docs-mixed.jsonl qfile=$cache/queries-mixed.jsonl
+  exact=$cache/exact-$docs-t$t.jsonl vstats=$cache/stats-$docs.md
+  if [ ! -s "$pv" ]; then
+    echo "== embedding the pool of real texts with the built-in model" >&2
+    eval "$(scripts/model.sh)"
+    "$work/ragd-vectors" texts -collection "$data" > "$pool"
+    mkdir -p "$work/embed"
+    { jq -r 'select(.kind != "query") | .text' "$pool" | RAGD_DATA_DIR=$work/embed "$work/ragd" embed -c rag.yaml
+      jq -r 'select(.kind == "query") | .text' "$pool" | RAGD_DATA_DIR=$work/embed "$work/ragd" embed -c rag.yaml --input-type query
+    } > "$pv.tmp"
+    [ "$(wc -l < "$pv.tmp")" = "$(wc -l < "$pool")" ] || { echo "bench: the pool's vectors do not match its texts" >&2; exit 1; }
+    mv "$pv.tmp" "$pv"
+  fi
+  if [ ! -s "$corpus" ] || [ ! -s "$exact" ] || [ "$corpus" -ot "$pv" ]; then
+    echo "== mixing vectors for $docs documents and the exact top 10 of each query" >&2
+    "$work/ragd-vectors" make -pool "$pool" -pool-vectors "$pv" -corpus "$text" -out "$corpus" \
+      -queries "$qfile" -exact "$exact" -stats "$vstats" -tenants "$t" >&2
   fi
 }
 
@@ -346,6 +372,14 @@ replica() {
 # cpu_s is the CPU time (user + system) process $1 has used, in seconds.
 cpu_s() { awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat"; }
 
+# pg_cpu is the CPU seconds of PostgreSQL so far: the postmaster, the
+# backends it has waited for and those running now (servers mode).
+pg_cpu() {
+  { awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f\n", ($16 + $17) / t }' "/proc/$pm/stat"
+    local p
+    for p in "$pm" $(pgrep -P "$pm"); do cpu_s "$p" 2>/dev/null || true; echo; done; } | awk '{ t += $1 } END { printf "%.2f", t }'
+}
+
 # children_cpu prints the user and system seconds of this shell's children
 # that have ended (the ragd ingest writers, once waited for). Call it in
 # this shell (redirect, no pipe or substitution: a subshell has its own).
@@ -364,9 +398,10 @@ graph_built() {
 }
 
 scale() {
-  local t0 t1 t2 t3 t4 t5 b c0 c2 c3 c4 cu0 cs0 cu cs
+  local t0 t1 t2 t3 t4 t5 b c0 c2 c3 c4 cu0 cs0 cu cs pg0=0 pg2=0 neo0=0 neo2=0
   echo "== ingesting $corpus" >&2
   c0=$(cpu_s "$ragd_pid")
+  if [ "$mode" = servers ]; then pg0=$(pg_cpu); neo0=$(cpu_s "$neo"); fi
   t0=$(date +%s.%N)
   children_cpu > "$work/cpu0"
   ingest_corpus
@@ -377,6 +412,7 @@ scale() {
   caught_up
   t2=$(date +%s.%N)
   c2=$(cpu_s "$ragd_pid")
+  if [ "$mode" = servers ]; then pg2=$(pg_cpu); neo2=$(cpu_s "$neo"); fi
   t5=$t2
   if [ "$mode" = servers ]; then
     indexed
@@ -390,7 +426,7 @@ scale() {
   off() { jq -nc '{sources: ($ARGS.positional | map({(.): {enabled: false}}) | add)}' --args "$@"; }
   graph='{"sources":{"graph":{"enabled":true,"weight":1}},"expand":{"enabled":true}}'
   vsend=vector; hsend=both
-  if [ "$vdim" = 0 ]; then vsend=text; hsend=text; fi
+  if [ "$vecs" = none ]; then vsend=text; hsend=text; fi
   common=(-server "http://127.0.0.1:$port" -queries "$qfile" -pid "$ragd_pid" -duration "$phase")
   echo "== warming up" >&2
   "$work/ragd-bench" "${common[@]}" -clients "$clients" -send "$hsend" -duration 3s >/dev/null
@@ -401,6 +437,18 @@ scale() {
     "$work/ragd-bench" "${common[@]}" -clients 1 -label "hybrid, 1 client" -send "$hsend" -took
     "$work/ragd-bench" "${common[@]}" -clients "$clients" -label "hybrid, $clients clients" -send "$hsend" -took
   } > "$out"
+  # Recall@10 of the vector source's answers against the exact top 10.
+  : > "$work/recall-api.md"
+  if [ -n "$exact" ]; then
+    echo "== vector recall through the API" >&2
+    local rq=${BENCH_RECALL_QUERIES:-200}
+    "$work/ragd-bench" -server "http://127.0.0.1:$port" -queries "$qfile" -exact "$exact" -recall-queries "$rq" \
+      -label "all documents, $rq queries" -body "$(off keyword graph graph_expand)" >> "$work/recall-api.md"
+    if [ "$tenants" -gt 0 ]; then
+      "$work/ragd-bench" -server "http://127.0.0.1:$port" -queries "$qfile" -exact "$exact" -recall-queries "$rq" -tenant t1 \
+        -label "tenant t1 of $tenants, $rq queries" -body "$(off keyword graph graph_expand)" >> "$work/recall-api.md"
+    fi
+  fi
   # Memory and disk of the shipped configuration, before anything asks
   # for the graph.
   rss=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
@@ -427,8 +475,10 @@ scale() {
     neorss=$(awk '/VmRSS/{print $2}' "/proc/$neo/status")
     echo "== pgvector recall" >&2
     embed=()
-    [ "$vdim" = 0 ] && embed=(-embed-dim 384)
-    "$work/ragd-bench" -queries "$qfile" -pg-recall "$RAGD_PG_DSN" -recall-queries "${BENCH_RECALL_QUERIES:-100}" -tenant t1 "${embed[@]}" > "$work/recall.md"
+    [ "$vecs" = none ] && embed=(-embed-dim 384)
+    [ -n "$exact" ] && embed=(-exact "$exact")
+    "$work/ragd-bench" -queries "$qfile" -pg-recall "$RAGD_PG_DSN" -recall-queries "${BENCH_RECALL_QUERIES:-200}" -tenant t1 "${embed[@]}" \
+      -ef-shipped "$(sed -n 's/^    ef_search: \([0-9]*\).*/\1/p' "$work/rag.yaml")" -ef "40,100,200,400,800" > "$work/recall.md"
     replica
     kill "$replica_pid" && wait "$replica_pid" 2>/dev/null
     replica_pid=
@@ -441,8 +491,10 @@ scale() {
   fi
   echo "## ragd at scale: $docs documents, $what, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
   echo
-  if [ "$vdim" -gt 0 ]; then
-    echo "Documents and queries carry the same random unit $vdim-dimensional vectors (the embedder is not used)."
+  if [ "$vecs" = mixed ]; then
+    echo "Documents carry vectors mixed from real all-MiniLM-L6-v2 vectors (cmd/ragd-vectors, internal/vecgen); queries are held-out sentences and Cranfield's queries with their real vectors, the keyword side their texts. The vectors' structure:"
+    echo
+    cat "$vstats"
   else
     echo "The ${BENCH_EMBEDDER:-hashing} embedder embeds documents and queries."
   fi
@@ -453,10 +505,12 @@ scale() {
   echo "| measure | ragd |"
   echo "|---|---|"
   awk -v n="$docs" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t5" -v how="$how" -v servers="$([ "$mode" = servers ] && echo 1)" \
-      -v c0="$c0" -v c2="$c2" -v cl="$(awk -v u0="$cu0" -v s0="$cs0" -v u="$cu" -v s="$cs" 'BEGIN{print u+s-u0-s0}')" -v dormant="$dormant" 'BEGIN {
+      -v c0="$c0" -v c2="$c2" -v pg0="$pg0" -v pg2="$pg2" -v neo0="$neo0" -v neo2="$neo2" -v cl="$(awk -v u0="$cu0" -v s0="$cs0" -v u="$cu" -v s="$cs" 'BEGIN{print u+s-u0-s0}')" -v dormant="$dormant" 'BEGIN {
     printf "| ingest (%s) | %.0f s, %.0f docs/s; every store kept caught up after %.0f s (**%.0f docs/s**)%s", how, b-a, n/(b-a), c-a, n/(c-a), (dormant == "" ? "" : " (" dormant " dormant: nothing reads it)")
     if (servers) printf "; every row in the HNSW index after %.0f s (%.0f docs/s)", d-a, n/(d-a)
-    printf "; ragd CPU %.0f s (%.2f ms per document), the clients %.0f s |\n", c2-c0, (c2-c0)*1000/n, cl }'
+    printf "; ragd CPU %.0f s (%.2f ms per document), the clients %.0f s", c2-c0, (c2-c0)*1000/n, cl
+    if (servers) printf "; until every store was current PostgreSQL %.0f s (%.2f ms per document), Neo4j %.0f s (%.2f ms per document): %.2f ms of CPU per document in all", pg2-pg0, (pg2-pg0)*1000/n, neo2-neo0, (neo2-neo0)*1000/n, (c2-c0+cl+pg2-pg0+neo2-neo0)*1000/n
+    printf " |\n" }'
   awk -v a="$t3" -v b="$t4" -v c0="$c3" -v c1="$c4" 'BEGIN {
     printf "| the graph, built when a query first asks for it | answering after %.0f s (ragd CPU %.0f s) |\n", b-a, c1-c0 }'
   row() { grep -F "| $1 |" "$out" | awk -F'|' '{ gsub(/ /, "", $5); gsub(/ /, "", $6); gsub(/ /, "", $4); gsub(/ /, "", $9); gsub(/ /, "", $7); print $5 " / " $6 " ms (" $4 " req/s, " $7 " CPU ms/query, " $9 " partial)" }'; }
@@ -481,9 +535,17 @@ scale() {
   grep '^|' "$out"
   echo
   grep '^took_ms' "$out"
+  if [ -s "$work/recall-api.md" ]; then
+    echo
+    echo "Vector source's recall@10 against the exact top 10 (through the API, vector only, one query at a time; load average $(cut -d' ' -f1-3 /proc/loadavg)):"
+    echo
+    echo "| queries | recall@10 | p50 / p99 ms |"
+    echo "|---|---|---|"
+    cat "$work/recall-api.md"
+  fi
   if [ -s "$work/recall.md" ]; then
     echo
-    echo "pgvector recall@10 against exact search (${BENCH_RECALL_QUERIES:-100} queries, in-process Retrieve at each ef_search; load average $(cut -d' ' -f1-3 /proc/loadavg)):"
+    echo "pgvector recall@10 against exact search (${BENCH_RECALL_QUERIES:-200} queries, in-process Retrieve at each ef_search; load average $(cut -d' ' -f1-3 /proc/loadavg)):"
     echo
     cat "$work/recall.md"
   fi
@@ -504,7 +566,7 @@ replicas_data() {
     docs=$BENCH_DOCS
     scale_data
     send=both
-    if [ "$vdim" = 0 ]; then send=text; fi
+    if [ "$vecs" = none ]; then send=text; fi
   else
     corpus=$data/corpus.jsonl qfile=$data send=text
   fi
@@ -525,10 +587,7 @@ replicas_bench() {
   # cpu_split: CPU seconds of A, B, PostgreSQL (the postmaster, the
   # backends it has waited for and those running now) and Neo4j so far.
   cpu_split() {
-    local p pg
-    pg=$({ awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f\n", ($16 + $17) / t }' "/proc/$pm/stat"
-      for p in "$pm" $(pgrep -P "$pm"); do cpu_s "$p" 2>/dev/null || true; echo; done; } | awk '{ t += $1 } END { printf "%.2f", t }')
-    echo "$(cpu_s "$ragd_pid") $(cpu_s "$replica_pid") $pg $(cpu_s "$neo")"
+    echo "$(cpu_s "$ragd_pid") $(cpu_s "$replica_pid") $(pg_cpu) $(cpu_s "$neo")"
   }
   # run_phase LABEL ARGS... runs one phase and notes where the CPU went.
   run_phase() {
@@ -582,11 +641,12 @@ replicas_bench() {
   done
 }
 
-[ "$1" = scale ] && scale_data
-[ "$1" = replicas ] && replicas_data
-echo "== building ragd and ragd-bench" >&2
+echo "== building ragd, ragd-bench and ragd-vectors" >&2
 go build -o "$work/ragd" ./cmd/ragd
 go build -o "$work/ragd-bench" ./cmd/ragd-bench
+go build -o "$work/ragd-vectors" ./cmd/ragd-vectors
+[ "$1" = scale ] && scale_data
+[ "$1" = replicas ] && replicas_data
 
 # The bench config: the shipped file of the mode with a short breaker
 # cooldown (recovery is measured against it), pprof for profiling the run,
@@ -646,8 +706,12 @@ sed "${graph_on[@]}" -e "s/^  reset_timeout_s: .*/  reset_timeout_s: $reset/" \
     -e "s/^  level: info/  level: warn/" "$src" > "$work/rag.yaml"
 grep -q "reset_timeout_s: $reset" "$work/rag.yaml" || { echo "bench: could not set reset_timeout_s in $src" >&2; exit 1; }
 if [ "$mode" = servers ] && [ "$1" = scale ]; then
-  sed -i "s/^    ef_search: .*/&\n    index_build_mem_mb: ${BENCH_INDEX_MEM_MB:-2048}/" "$work/rag.yaml"
-  grep -q "index_build_mem_mb" "$work/rag.yaml" || { echo "bench: could not set index_build_mem_mb in $src" >&2; exit 1; }
+  if grep -q '^    index_build_mem_mb:' "$work/rag.yaml"; then
+    sed -i "s/^    index_build_mem_mb: [0-9]*/    index_build_mem_mb: ${BENCH_INDEX_MEM_MB:-2048}/" "$work/rag.yaml"
+  else
+    sed -i "s/^    ef_search: .*/&\n    index_build_mem_mb: ${BENCH_INDEX_MEM_MB:-2048}/" "$work/rag.yaml"
+  fi
+  grep -q "index_build_mem_mb: ${BENCH_INDEX_MEM_MB:-2048}" "$work/rag.yaml" || { echo "bench: could not set index_build_mem_mb in $src" >&2; exit 1; }
 fi
 if [ "$mode" = servers ] && [ "$1" = load ] && ! grep -q "graph:   {weight: 1.0," "$work/rag.yaml"; then
   echo "bench: could not switch the graph on in $src" >&2; exit 1

@@ -89,7 +89,8 @@ type Change struct {
 	// At is when the entry was committed.
 	At time.Time
 	// Doc is the document as the record holds it now; nil when the record
-	// no longer holds it.
+	// no longer holds it. Changes may leave Doc.Vector out (the derived
+	// stores keep no vectors); Current carries it.
 	Doc *Document
 	// Version is Doc's version, or, when Doc is nil, the version of the
 	// deletion (at least Seq): the tombstone derived stores keep.
@@ -168,6 +169,22 @@ type ChangeApplier interface {
 	// only for ids with a character above U+FFFF where another has one in
 	// U+E000–U+FFFF.
 	Versions(ctx context.Context, log string, after string, limit int) ([]IDVersion, error)
+}
+
+// ApplyLeaser is an optional capability of a change log that several
+// processes share (replicas on one PostgreSQL): it elects, per derived
+// store that they share too (one Neo4j), the one process that applies the
+// log to it, so that each write is applied once and not once per process.
+//
+// ApplyLease reports whether this process holds the lease named name,
+// taking it when it is free. A holder keeps it until it closes the log or
+// loses its connection to the record; another process may then take it.
+// A lease is an economy, not a guarantee: a holder cut off from the
+// record may still be applying when another takes over, so appliers must
+// stay correct when two apply at once (ChangeApplier's versions make them
+// so). Errors wrap ErrUnavailable when the record cannot be reached.
+type ApplyLeaser interface {
+	ApplyLease(ctx context.Context, name string) (bool, error)
 }
 
 // IDVersion is a document id with its version.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"syscall"
@@ -220,5 +221,41 @@ func BenchmarkApplyDeletes(b *testing.B) {
 		b.ReportMetric(rate(1, tenth+1), "first10%-deletes/s")
 		b.ReportMetric(rate(k+1-tenth, k+1), "last10%-deletes/s")
 		b.ReportMetric(float64(k*batch), "deletes")
+	}
+}
+
+// BenchmarkBackendHeap: the Go heap of a whole keyword backend (bleve and
+// the in-memory postings) per document, after upserting the first
+// RAG_BENCH_KEYWORD_DOCS documents (default 100,000) of the JSONL corpus
+// RAG_BENCH_KEYWORD_CORPUS and a GC, less the heap before it was opened.
+// Run with -benchtime 1x.
+func BenchmarkBackendHeap(b *testing.B) {
+	path := os.Getenv("RAG_BENCH_KEYWORD_CORPUS")
+	if path == "" {
+		b.Skip("RAG_BENCH_KEYWORD_CORPUS names no corpus")
+	}
+	n := 100_000
+	if v := os.Getenv("RAG_BENCH_KEYWORD_DOCS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		docs := readJSONL(b, path)
+		docs = docs[:min(n, len(docs))]
+		be := mustOpen(b, keyword.Config{})
+		if err := be.Upsert(context.Background(), docs); err != nil {
+			b.Fatal(err)
+		}
+		count := len(docs)
+		docs = nil
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(count), "heap-B/doc")
+		runtime.KeepAlive(be)
 	}
 }

@@ -2,9 +2,12 @@
 // embedded bleve v2 (scorch) index kept on disk under one directory.
 //
 // Documents are analysed with an English analyzer (lower-casing, stop words,
-// Porter stemming) on title and text; the title is boosted over the text at
-// query time; scoring uses bleve's BM25 model. Tenant and metadata values are
-// indexed verbatim (keyword analysis) and used only as non-scoring filters.
+// Porter stemming) on title and text. Plain-text queries are answered by
+// in-memory block postings with Lucene's BM25 over title and text (the
+// title weighted at query time) and block-max pruning (impact.go,
+// prune.go); Syntax queries by bleve's own BM25. Tenant and metadata values
+// are indexed verbatim (keyword analysis) and used only as non-scoring
+// filters.
 //
 // User query text is matched as plain words: it is analysed and turned into
 // term queries, never parsed as bleve query-string syntax, unless the request

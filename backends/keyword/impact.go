@@ -5,16 +5,15 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"strings"
 	"sync"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/document"
 	index "github.com/blevesearch/bleve_index_api"
 
-	"github.com/ragd/ragd/internal/topk"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -23,13 +22,12 @@ import (
 // bleve stays the index of record: documents, analysis, stored fields,
 // query-string (Syntax) searches, persistence. But its searchers walk a
 // heap of per-term iterators and build a DocumentMatch for every matching
-// document, so a plain-text query costs in proportion to all its matches:
-// 125 ms p50 over 100k documents for Cranfield's queries (255 ms with a
-// BM25 searcher written for bleve, since removed). This index keeps, per
-// term, the documents holding it with their title and text frequencies,
-// and per document its field lengths, tenant and metadata, so a query is a
-// tight loop adding BM25 contributions into a dense per-document array,
-// then a bounded top-K heap.
+// document, so a plain-text query costs in proportion to all its matches.
+// This index keeps, per term, the documents holding it with their title
+// and text frequencies in compressed blocks with score bounds
+// (postings.go), and per document its field lengths, tenant, metadata and
+// version in flat arrays, so a query visits only the blocks whose bound
+// can still beat the k-th best score found (prune.go).
 //
 // Scoring is Lucene's BM25, not bleve's. bleve's own BM25 takes
 // sqrt(freq) as the term frequency, multiplies every term's score by its
@@ -46,8 +44,10 @@ import (
 // Config.TitleBoost), len the field's analysed token count (stats.go) and
 // avglen its exact average. N is the number of live documents, df the live
 // documents containing the term in any field (a document-level idf, as in
-// BM25F), both counted over every tenant; tenant and metadata filters
-// restrict the candidates only.
+// BM25F). For a query restricted to a tenant, N, df and the averages are
+// counted over that tenant's live documents only, so its scores never
+// depend on other tenants' documents; for a query without a tenant, over
+// every live document. Metadata filters restrict the candidates only.
 //
 // It is built from the bleve index at open (postings walked term by term,
 // stored fields read once per document) and updated after every committed
@@ -55,43 +55,73 @@ import (
 // replacing or deleting it marks the old slot dead, and a compaction drops
 // dead slots once they make up a quarter of the slots; it builds the
 // compacted copy while searches go on and swaps it in under the write lock.
+//
+// Invariants (checkInvariants in the tests checks each after every
+// operation of the model test):
+//   - every per-slot array (tenant, lenT, lenX, verTag, verSeq, and
+//     ids.off and metaOff less one) has one entry per slot, and alive
+//     has a bit per slot (bits past the last slot are 0);
+//   - live is the number of set alive bits, dead the rest of the slots;
+//     tLive, tTotT, tTotX are the live count and length totals per tenant
+//     and totT, totX their sums;
+//   - ids finds exactly the live slots; tBits[t] holds exactly tenant t's
+//     live slots and pairBits[p] exactly the live slots holding pair p;
+//   - post[tid].df is the number of live slots whose document holds the
+//     term, and tdf[t<<32|tid] the same for tenant t's (absent when 0);
+//   - each postings list holds every live slot holding its term (and may
+//     hold dead ones), with bounds that dominate its postings.
 type impactIndex struct {
-	mu      sync.RWMutex
-	ids     []string
+	mu sync.RWMutex
+
+	// per slot
+	ids     idTable
 	tenant  []uint32
-	meta    []map[string]string
 	lenT    []uint32
 	lenX    []uint32
-	ver     [][]byte   // change-log version field of each slot (apply.go), or nil
-	terms   [][]uint32 // term ids of each slot, for df on removal
-	alive   []bool
-	pos     map[string]int32
+	verTag  []uint32 // index in tags of the version's log tag; 0: no version
+	verSeq  []uint64
+	metaOff []uint32 // slot s's metadata pairs are metaIDs[metaOff[s]:metaOff[s+1]]
+	metaIDs []uint32
+	alive   []uint64 // bit s: slot s is live
+
 	termIdx map[string]uint32
 	post    []postings
+	tdf     map[uint64]int32 // tenant<<32 | term id -> live documents of the tenant holding it
+
 	tenants map[string]uint32
-	live    int
-	dead    int
-	totT    int64
-	totX    int64
 	// per tenant id: live documents and field length totals, the
-	// statistics of a query restricted to the tenant
+	// statistics of a query restricted to the tenant, and its live slots
 	tLive        []int
 	tTotT, tTotX []int64
-	pool         sync.Pool // *[]float64 score arrays
+	tBits        []*roaring.Bitmap
+
+	pairs    map[pair]uint32
+	pairBits []*roaring.Bitmap
+
+	tags   map[[8]byte]uint32
+	tagOf  [][8]byte // tagOf[0] is unused (no version)
+	live   int
+	dead   int
+	totT   int64
+	totX   int64
+	states sync.Pool // *searchState
 
 	compactHook func() // tests: runs while a compaction has built its copy
+	searchHook  func() // tests: runs inside a search, after its first window
+	writeHook   func() // tests: runs as a write is about to take the write lock
 }
 
-// postings of one term: slots ascending, with the term's frequency in
-// each field (capped at 65535), and df, the live documents holding it.
-type postings struct {
-	docs     []int32
-	tfT, tfX []uint16
-	df       int32
-}
+// pair is one metadata key with one value.
+type pair struct{ key, val string }
 
 func newImpactIndex() *impactIndex {
-	return &impactIndex{pos: map[string]int32{}, termIdx: map[string]uint32{}, tenants: map[string]uint32{"": 0}}
+	return &impactIndex{
+		ids: newIDTable(), metaOff: []uint32{0},
+		termIdx: map[string]uint32{}, tdf: map[uint64]int32{},
+		tenants: map[string]uint32{"": 0}, tLive: []int{0}, tTotT: []int64{0}, tTotX: []int64{0},
+		tBits: []*roaring.Bitmap{roaring.New()}, pairs: map[pair]uint32{},
+		tags: map[[8]byte]uint32{}, tagOf: [][8]byte{{}},
+	}
 }
 
 // fieldFreqs is a document's analysed term frequencies in title and text.
@@ -99,109 +129,237 @@ type fieldFreqs struct {
 	title, text map[string]int
 }
 
-// put adds or replaces a document. The caller holds no lock and is the
-// index's one writer.
-func (x *impactIndex) put(id, tenant string, meta map[string]string, lens docLens, f fieldFreqs) {
+// terms calls fn with each distinct term of f once.
+func (f fieldFreqs) terms(fn func(string)) {
+	for t := range f.title {
+		fn(t)
+	}
+	for t := range f.text {
+		if _, both := f.title[t]; !both {
+			fn(t)
+		}
+	}
+}
+
+func (x *impactIndex) slots() int { return x.ids.slots() }
+
+func (x *impactIndex) isAlive(s uint32) bool { return x.alive[s>>6]&(1<<(s&63)) != 0 }
+
+func (x *impactIndex) lensOf(s uint32) (uint32, uint32) { return x.lenT[s], x.lenX[s] }
+
+func tdfKey(t, tid uint32) uint64 { return uint64(t)<<32 | uint64(tid) }
+
+// put adds or replaces a document. old is the replaced document's
+// analysed terms, when the caller has them (nil: found in the postings,
+// slowly). The caller holds no lock and is the index's one writer.
+func (x *impactIndex) put(id, tenant string, meta map[string]string, lens docLens, f fieldFreqs, old *fieldFreqs) {
+	if x.writeHook != nil {
+		x.writeHook()
+	}
 	x.mu.Lock()
-	x.putLocked(id, tenant, meta, lens, nil, f)
+	x.putLocked(id, tenant, meta, lens, nil, f, old)
 	x.mu.Unlock()
 	x.compactWhenDue()
 }
 
-func (x *impactIndex) putLocked(id, tenant string, meta map[string]string, lens docLens, ver []byte, f fieldFreqs) {
-	x.removeLocked(id)
-	slot := int32(len(x.ids))
+func (x *impactIndex) putLocked(id, tenant string, meta map[string]string, lens docLens, ver []byte, f fieldFreqs, old *fieldFreqs) {
+	x.removeLocked(id, old)
+	slot := x.ids.appendSlot(id)
 	t, ok := x.tenants[tenant]
 	if !ok {
-		t = uint32(len(x.tenants))
+		t = uint32(len(x.tLive))
 		x.tenants[tenant] = t
-	}
-	for int(t) >= len(x.tLive) {
 		x.tLive, x.tTotT, x.tTotX = append(x.tLive, 0), append(x.tTotT, 0), append(x.tTotX, 0)
+		x.tBits = append(x.tBits, roaring.New())
 	}
+	lt, lx := uint32(min(lens.title, math.MaxUint32)), uint32(min(lens.text, math.MaxUint32))
 	x.tLive[t]++
-	x.tTotT[t] += int64(lens.title)
-	x.tTotX[t] += int64(lens.text)
-	x.ids = append(x.ids, id)
+	x.tTotT[t] += int64(lt)
+	x.tTotX[t] += int64(lx)
+	x.tBits[t].Add(slot)
 	x.tenant = append(x.tenant, t)
-	x.meta = append(x.meta, meta)
-	x.lenT = append(x.lenT, uint32(lens.title))
-	x.lenX = append(x.lenX, uint32(lens.text))
-	x.ver = append(x.ver, ver)
-	x.alive = append(x.alive, true)
-	x.pos[id] = slot
-	x.live++
-	x.totT += int64(lens.title)
-	x.totX += int64(lens.text)
-	var tids []uint32
-	add := func(term string, tfT, tfX int) {
-		tid, ok := x.termIdx[term]
+	x.lenT = append(x.lenT, lt)
+	x.lenX = append(x.lenX, lx)
+	tag, seq := x.version(ver)
+	x.verTag, x.verSeq = append(x.verTag, tag), append(x.verSeq, seq)
+	for k, v := range meta {
+		p, ok := x.pairs[pair{k, v}]
 		if !ok {
-			tid = uint32(len(x.post))
-			x.termIdx[term] = tid
-			x.post = append(x.post, postings{})
+			p = uint32(len(x.pairBits))
+			x.pairs[pair{k, v}] = p
+			x.pairBits = append(x.pairBits, roaring.New())
 		}
-		p := &x.post[tid]
-		p.docs = append(p.docs, slot)
-		p.tfT = append(p.tfT, cap16(tfT))
-		p.tfX = append(p.tfX, cap16(tfX))
-		p.df++
-		tids = append(tids, tid)
+		x.pairBits[p].Add(slot)
+		x.metaIDs = append(x.metaIDs, p)
 	}
-	for term, n := range f.title {
-		add(term, n, f.text[term])
+	x.metaOff = append(x.metaOff, uint32(len(x.metaIDs)))
+	if int(slot>>6) >= len(x.alive) {
+		x.alive = append(x.alive, 0)
 	}
-	for term, n := range f.text {
-		if _, both := f.title[term]; !both {
-			add(term, 0, n)
-		}
+	x.alive[slot>>6] |= 1 << (slot & 63)
+	x.live++
+	x.totT += int64(lt)
+	x.totX += int64(lx)
+	f.terms(func(term string) {
+		tid := x.termID(term)
+		x.post[tid].add(posting{slot, cap16(f.title[term]), cap16(f.text[term])}, lt, lx, x.lensOf)
+		x.post[tid].df++
+		x.tdf[tdfKey(t, tid)]++
+	})
+}
+
+func (x *impactIndex) termID(term string) uint32 {
+	tid, ok := x.termIdx[term]
+	if !ok {
+		tid = uint32(len(x.post))
+		x.termIdx[term] = tid
+		x.post = append(x.post, postings{})
 	}
-	x.terms = append(x.terms, tids)
+	return tid
+}
+
+// version splits a change-log version field (apply.go: 8-byte log tag,
+// 8-byte big-endian version) into a tag index and the version; any other
+// value reads as no version, as tagged() reads it.
+func (x *impactIndex) version(v []byte) (uint32, uint64) {
+	if len(v) != 16 {
+		return 0, 0
+	}
+	tag := [8]byte(v[:8])
+	i, ok := x.tags[tag]
+	if !ok {
+		i = uint32(len(x.tagOf))
+		x.tags[tag] = i
+		x.tagOf = append(x.tagOf, tag)
+	}
+	return i, binary.BigEndian.Uint64(v[8:])
 }
 
 func cap16(n int) uint16 { return uint16(min(n, math.MaxUint16)) }
 
 // apply mirrors a committed batch: documents as buildDoc built them, and
-// deleted ids. The caller serialises writes (the store's writer lock).
-func (x *impactIndex) apply(docs []spi.Document, built []*document.Document, lens []docLens, vers [][]byte, del []string) {
+// deleted ids. gone holds the analysed terms of the live documents the
+// batch replaces or deletes, by id (an id missing is found in the
+// postings, slowly). The caller serialises writes (the store's writer
+// lock).
+func (x *impactIndex) apply(docs []spi.Document, built []*document.Document, lens []docLens, vers [][]byte, del []string, gone map[string]fieldFreqs) {
+	if x.writeHook != nil {
+		x.writeHook()
+	}
 	x.mu.Lock()
 	for i, d := range docs {
-		x.putLocked(d.ID, d.Tenant, maps.Clone(d.Metadata), lens[i], vers[i], freqsOf(built[i]))
+		var old *fieldFreqs
+		if f, ok := gone[d.ID]; ok {
+			old = &f
+		}
+		x.putLocked(d.ID, d.Tenant, d.Metadata, lens[i], vers[i], freqsOf(built[i]), old)
 	}
 	for _, id := range del {
-		x.removeLocked(id)
+		var old *fieldFreqs
+		if f, ok := gone[id]; ok {
+			old = &f
+		}
+		x.removeLocked(id, old)
 	}
 	x.mu.Unlock()
 	x.compactWhenDue()
 }
 
-// remove deletes a document if present.
-func (x *impactIndex) remove(id string) {
+// remove deletes a document if present; old as for put.
+func (x *impactIndex) remove(id string, old *fieldFreqs) {
+	if x.writeHook != nil {
+		x.writeHook()
+	}
 	x.mu.Lock()
-	x.removeLocked(id)
+	x.removeLocked(id, old)
 	x.mu.Unlock()
 	x.compactWhenDue()
 }
 
-func (x *impactIndex) removeLocked(id string) {
-	slot, ok := x.pos[id]
+// has reports whether id is live.
+func (x *impactIndex) has(id string) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	_, ok := x.ids.find(id)
+	return ok
+}
+
+func (x *impactIndex) removeLocked(id string, old *fieldFreqs) {
+	slot, ok := x.ids.find(id)
 	if !ok {
 		return
 	}
-	delete(x.pos, id)
-	x.alive[slot] = false
+	t := x.tenant[slot]
+	dropTerm := func(tid uint32) {
+		x.post[tid].df--
+		k := tdfKey(t, tid)
+		if x.tdf[k]--; x.tdf[k] <= 0 {
+			delete(x.tdf, k)
+		}
+	}
+	if old != nil {
+		old.terms(func(term string) {
+			if tid, ok := x.termIdx[term]; ok {
+				dropTerm(tid)
+			}
+		})
+	} else {
+		for _, tid := range x.termsOf(slot) {
+			dropTerm(tid)
+		}
+	}
+	x.ids.kill(slot)
+	x.alive[slot>>6] &^= 1 << (slot & 63)
 	x.live--
 	x.dead++
 	x.totT -= int64(x.lenT[slot])
 	x.totX -= int64(x.lenX[slot])
-	t := x.tenant[slot]
 	x.tLive[t]--
 	x.tTotT[t] -= int64(x.lenT[slot])
 	x.tTotX[t] -= int64(x.lenX[slot])
-	for _, tid := range x.terms[slot] {
-		x.post[tid].df--
+	x.tBits[t].Remove(slot)
+	for _, p := range x.metaIDs[x.metaOff[slot]:x.metaOff[slot+1]] {
+		x.pairBits[p].Remove(slot)
 	}
-	x.terms[slot], x.meta[slot], x.ver[slot] = nil, nil, nil
+	x.verTag[slot], x.verSeq[slot] = 0, 0
+}
+
+// termsOf finds the terms whose postings hold slot, by looking up slot in
+// every list: the fallback of a removal whose caller did not supply the
+// document's terms (writeBatch always does).
+func (x *impactIndex) termsOf(slot uint32) []uint32 {
+	var out []uint32
+	var slots, tfT, tfX [blockSize]uint32
+	for tid := range x.post {
+		p := &x.post[tid]
+		if n := len(p.tail); n > 0 && p.tail[0].slot <= slot {
+			for _, e := range p.tail {
+				if e.slot == slot {
+					out = append(out, uint32(tid))
+				}
+			}
+			continue
+		}
+		lo, hi := 0, len(p.blocks)
+		for lo < hi {
+			m := (lo + hi) / 2
+			if p.blocks[m].last < slot {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		if lo == len(p.blocks) {
+			continue
+		}
+		p.decode(lo, &slots, &tfT, &tfX)
+		for _, s := range slots {
+			if s == slot {
+				out = append(out, uint32(tid))
+			}
+		}
+	}
+	return out
 }
 
 // compactWhenDue compacts the index once dead slots make up a quarter of
@@ -210,7 +368,7 @@ func (x *impactIndex) removeLocked(id string) {
 // The caller is the index's one writer (writes are serialised by the
 // store's writer lock) and holds no lock of the index.
 func (x *impactIndex) compactWhenDue() {
-	if x.dead < 1024 || x.dead <= len(x.ids)/4 {
+	if x.dead < 1024 || x.dead <= x.slots()/4 {
 		return
 	}
 	x.mu.RLock()
@@ -221,45 +379,69 @@ func (x *impactIndex) compactWhenDue() {
 	x.mu.RUnlock()
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.ids, x.tenant, x.meta, x.ver = c.ids, c.tenant, c.meta, c.ver
-	x.lenT, x.lenX, x.terms, x.alive = c.lenT, c.lenX, c.terms, c.alive
-	x.post = c.post
-	for n, id := range x.ids {
-		x.pos[id] = int32(n)
-	}
+	x.ids, x.tenant, x.lenT, x.lenX = c.ids, c.tenant, c.lenT, c.lenX
+	x.verTag, x.verSeq, x.metaOff, x.metaIDs, x.alive = c.verTag, c.verSeq, c.metaOff, c.metaIDs, c.alive
+	x.post, x.tBits, x.pairBits = c.post, c.tBits, c.pairBits
 	x.dead = 0
-	x.pool = sync.Pool{} // arrays sized for the old slot count
+	x.states = sync.Pool{} // states sized for the old slot count
 }
 
-// compacted returns the live slots renumbered and every postings list
-// without the dead ones, in new arrays. The caller holds mu for reading.
+// compacted returns the live slots renumbered, with every postings list
+// and bitmap rebuilt without the dead ones, in new arrays. Statistics,
+// term ids, tenants and pairs keep their numbers. The caller holds mu for
+// reading.
 func (x *impactIndex) compacted() *impactIndex {
 	n := x.live
 	c := &impactIndex{
-		ids: make([]string, 0, n), tenant: make([]uint32, 0, n), meta: make([]map[string]string, 0, n),
-		ver: make([][]byte, 0, n), lenT: make([]uint32, 0, n), lenX: make([]uint32, 0, n),
-		terms: make([][]uint32, 0, n), alive: make([]bool, 0, n), post: make([]postings, len(x.post)),
+		ids: newIDTable(), tenant: make([]uint32, 0, n), lenT: make([]uint32, 0, n), lenX: make([]uint32, 0, n),
+		verTag: make([]uint32, 0, n), verSeq: make([]uint64, 0, n), metaOff: make([]uint32, 1, n+1),
+		alive: make([]uint64, (n+63)/64), post: make([]postings, len(x.post)),
+		tBits: make([]*roaring.Bitmap, len(x.tBits)), pairBits: make([]*roaring.Bitmap, len(x.pairBits)),
 	}
-	remap := make([]int32, len(x.ids))
-	for s := range x.ids {
-		if !x.alive[s] {
-			remap[s] = -1
+	c.ids.arena = make([]byte, 0, len(x.ids.arena)*n/max(1, x.slots()))
+	c.ids.off = make([]uint64, 1, n+1)
+	for i := range c.tBits {
+		c.tBits[i] = roaring.New()
+	}
+	for i := range c.pairBits {
+		c.pairBits[i] = roaring.New()
+	}
+	remap := make([]uint32, x.slots())
+	for s := range uint32(x.slots()) {
+		if !x.isAlive(s) {
 			continue
 		}
-		remap[s] = int32(len(c.ids))
-		c.ids, c.tenant, c.meta = append(c.ids, x.ids[s]), append(c.tenant, x.tenant[s]), append(c.meta, x.meta[s])
-		c.ver, c.lenT, c.lenX = append(c.ver, x.ver[s]), append(c.lenT, x.lenT[s]), append(c.lenX, x.lenX[s])
-		c.terms, c.alive = append(c.terms, x.terms[s]), append(c.alive, true)
+		ns := c.ids.appendSlot(string(x.ids.bytesOf(s)))
+		remap[s] = ns
+		t := x.tenant[s]
+		c.tenant, c.lenT, c.lenX = append(c.tenant, t), append(c.lenT, x.lenT[s]), append(c.lenX, x.lenX[s])
+		c.verTag, c.verSeq = append(c.verTag, x.verTag[s]), append(c.verSeq, x.verSeq[s])
+		for _, p := range x.metaIDs[x.metaOff[s]:x.metaOff[s+1]] {
+			c.metaIDs = append(c.metaIDs, p)
+			c.pairBits[p].Add(ns)
+		}
+		c.metaOff = append(c.metaOff, uint32(len(c.metaIDs)))
+		c.tBits[t].Add(ns)
+		c.alive[ns>>6] |= 1 << (ns & 63)
 	}
 	for tid := range x.post {
 		p := &x.post[tid]
-		q := postings{df: p.df, docs: make([]int32, 0, p.df), tfT: make([]uint16, 0, p.df), tfX: make([]uint16, 0, p.df)}
-		for i, d := range p.docs {
-			if nd := remap[d]; nd >= 0 {
-				q.docs, q.tfT, q.tfX = append(q.docs, nd), append(q.tfT, p.tfT[i]), append(q.tfX, p.tfX[i])
+		q := &c.post[tid]
+		q.df = p.df
+		q.data = make([]uint64, 0, len(p.data)*int(p.df)/max(1, p.count()))
+		p.each(func(e posting) {
+			if x.isAlive(e.slot) {
+				e.slot = remap[e.slot]
+				q.add(e, c.lenT[e.slot], c.lenX[e.slot], c.lensOf)
 			}
-		}
-		c.post[tid] = q
+		})
+		q.trim()
+	}
+	for _, b := range c.tBits {
+		b.RunOptimize()
+	}
+	for _, b := range c.pairBits {
+		b.RunOptimize()
 	}
 	return c
 }
@@ -269,11 +451,15 @@ func (x *impactIndex) compacted() *impactIndex {
 func (x *impactIndex) versionOf(id string) ([]byte, bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	slot, ok := x.pos[id]
+	slot, ok := x.ids.find(id)
 	if !ok {
 		return nil, false
 	}
-	return x.ver[slot], true
+	if x.verTag[slot] == 0 {
+		return nil, true
+	}
+	tag := x.tagOf[x.verTag[slot]]
+	return binary.BigEndian.AppendUint64(tag[:], x.verSeq[slot]), true
 }
 
 // bm25Params are the scoring settings of a search.
@@ -281,164 +467,14 @@ type bm25Params struct {
 	k1, b, titleWeight float64
 }
 
-// search returns the k best live documents for the analysed query tokens
-// (a token repeated counts repeatedly), restricted to tenant (when set)
-// and filter, by the BM25 above: score descending, then id ascending.
-func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant string, filter spi.Filter, p bm25Params) ([]spi.Ref, error) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.live == 0 || len(tokens) == 0 {
-		return []spi.Ref{}, nil
-	}
-	// N, the average lengths and (below) df are the tenant's own when the
-	// query names one: its scores never depend on other tenants' documents.
-	// A tenant holding every live document (a single-tenant deployment)
-	// has the collection's statistics: the collection's path is taken,
-	// which computes the same numbers without counting df per tenant.
-	want := uint32(0)
-	live, totT, totX := x.live, x.totT, x.totX
-	scoped := false
-	if tenant != "" {
-		t, ok := x.tenants[tenant]
-		if !ok || x.tLive[t] == 0 {
-			return []spi.Ref{}, nil
-		}
-		want = t
-		scoped = x.tLive[t] < x.live
-		live, totT, totX = x.tLive[t], x.tTotT[t], x.tTotX[t]
-	}
-	n := float64(live)
-	avgT, avgX := float64(totT)/n, float64(totX)/n
-	// f + k1·(1 − b + b·len/avg) = f + a + c·len, per field.
-	aT, cT := p.k1*(1-p.b), 0.0
-	aX, cX := aT, 0.0
-	if avgT > 0 {
-		cT = p.k1 * p.b / avgT
-	}
-	if avgX > 0 {
-		cX = p.k1 * p.b / avgX
-	}
-	wT := p.titleWeight
-	if avgT <= 0 {
-		wT = 0 // an empty field scores nothing
-	}
-	wX := 1.0
-	if avgX <= 0 {
-		wX = 0
-	}
-	lenT, lenX := x.lenT, x.lenX
-
-	scores := x.scores()
-	defer x.pool.Put(scores)
-	acc := *scores
-	var touched []int32
-	var mine []scoredSlot // a tenant's postings of one term, scored
-	qtf := map[uint32]float64{}
-	var order []uint32
-	for _, t := range tokens {
-		tid, ok := x.termIdx[t]
-		if !ok {
-			continue
-		}
-		if _, seen := qtf[tid]; !seen {
-			order = append(order, tid)
-		}
-		qtf[tid]++
-	}
-	for i, tid := range order {
-		if i%8 == 7 {
-			if err := ctx.Err(); err != nil {
-				clearTouched(acc, touched)
-				return nil, err
-			}
-		}
-		pl := &x.post[tid]
-		if pl.df <= 0 {
-			continue
-		}
-		if !scoped {
-			df := float64(pl.df)
-			w := qtf[tid] * math.Log(1+(n-df+0.5)/(df+0.5))
-			for j, d := range pl.docs {
-				if !x.alive[d] {
-					continue
-				}
-				if s := saturate(pl.tfT[j], wT, aT, cT, lenT[d]) + saturate(pl.tfX[j], wX, aX, cX, lenX[d]); s != 0 {
-					if acc[d] == 0 {
-						touched = append(touched, d)
-					}
-					acc[d] += w * s
-				}
-			}
-			continue
-		}
-		// The tenant's df is counted while its documents are scored; the
-		// idf is applied once the postings are walked.
-		mine = mine[:0]
-		df := 0
-		for j, d := range pl.docs {
-			if x.alive[d] && x.tenant[d] == want {
-				df++
-				if s := saturate(pl.tfT[j], wT, aT, cT, lenT[d]) + saturate(pl.tfX[j], wX, aX, cX, lenX[d]); s != 0 {
-					mine = append(mine, scoredSlot{d, s})
-				}
-			}
-		}
-		if df == 0 {
-			continue
-		}
-		w := qtf[tid] * math.Log(1+(n-float64(df)+0.5)/(float64(df)+0.5))
-		for _, e := range mine {
-			if acc[e.slot] == 0 {
-				touched = append(touched, e.slot)
-			}
-			acc[e.slot] += w * e.s
-		}
-	}
-	h := topk.New(k)
-	for _, d := range touched {
-		s := acc[d]
-		acc[d] = 0
-		if tenant != "" && x.tenant[d] != want {
-			continue
-		}
-		if len(filter) > 0 && !filter.Match(x.meta[d]) {
-			continue
-		}
-		h.Offer(spi.Ref{ID: x.ids[d], Score: s, Source: spi.SourceKeyword})
-	}
-	return h.Sorted(), nil
-}
-
 // saturate is one field's part of a term's score in a document, before
 // idf and qtf: w · f / (f + a + c · len), 0 for a field without the term
 // or of weight 0.
-func saturate(tf uint16, w, a, c float64, l uint32) float64 {
+func saturate(tf uint32, w, a, c float64, l uint32) float64 {
 	if f := float64(tf); f > 0 && w > 0 {
 		return w * f / (f + a + c*float64(l))
 	}
 	return 0
-}
-
-// scoredSlot is a document slot with a term's score in it, before idf.
-type scoredSlot struct {
-	slot int32
-	s    float64
-}
-
-// scores returns a zeroed array of one score per slot.
-func (x *impactIndex) scores() *[]float64 {
-	if p, ok := x.pool.Get().(*[]float64); ok && len(*p) >= len(x.ids) {
-		return p
-	}
-	s := make([]float64, len(x.ids)+len(x.ids)/8+64)
-	return &s
-}
-
-func clearTouched(acc []float64, touched []int32) {
-	for _, d := range touched {
-		acc[d] = 0
-	}
 }
 
 // loadImpact builds the postings from a bleve index: every live document's
@@ -509,9 +545,8 @@ func loadImpact(ctx context.Context, idx bleve.Index) (*impactIndex, error) {
 			// the document: the index is damaged (OpenOrRebuild rebuilds it).
 			return nil, fmt.Errorf("document %q: %s", ext, strings.Join(bad, "; "))
 		}
-		slot := int32(len(x.ids))
-		slots[internalKey(iid)] = slot
-		x.putLocked(ext, tenant, meta, lens, ver, fieldFreqs{})
+		slots[internalKey(iid)] = int32(x.slots())
+		x.putLocked(ext, tenant, meta, lens, ver, fieldFreqs{}, nil)
 	}
 	// Postings, per field, in internal-id order (which is slot order): the
 	// title's kept until the text's of the same term are merged with them.
@@ -573,31 +608,31 @@ func walkPostings(ctx context.Context, r index.IndexReader, field string, slots 
 }
 
 // addPostings merges a term's title and text postings (each ascending)
-// into a new postings list. Used while loading only.
+// into its postings list. Used while loading only.
 func (x *impactIndex) addPostings(term string, title, text []slotFreq) {
-	tid := uint32(len(x.post))
-	x.termIdx[term] = tid
-	n := len(title) + len(text)
-	p := postings{docs: make([]int32, 0, n), tfT: make([]uint16, 0, n), tfX: make([]uint16, 0, n)}
+	tid := x.termID(term)
+	p := &x.post[tid]
+	add := func(s int32, tfT, tfX uint16) {
+		slot := uint32(s)
+		p.add(posting{slot, tfT, tfX}, x.lenT[slot], x.lenX[slot], x.lensOf)
+		p.df++
+		x.tdf[tdfKey(x.tenant[slot], tid)]++
+	}
 	i, j := 0, 0
 	for i < len(title) || j < len(text) {
 		switch {
 		case j == len(text) || (i < len(title) && title[i].slot < text[j].slot):
-			p.docs, p.tfT, p.tfX = append(p.docs, title[i].slot), append(p.tfT, title[i].tf), append(p.tfX, 0)
+			add(title[i].slot, title[i].tf, 0)
 			i++
 		case i == len(title) || text[j].slot < title[i].slot:
-			p.docs, p.tfT, p.tfX = append(p.docs, text[j].slot), append(p.tfT, 0), append(p.tfX, text[j].tf)
+			add(text[j].slot, 0, text[j].tf)
 			j++
 		default:
-			p.docs, p.tfT, p.tfX = append(p.docs, title[i].slot), append(p.tfT, title[i].tf), append(p.tfX, text[j].tf)
+			add(title[i].slot, title[i].tf, text[j].tf)
 			i, j = i+1, j+1
 		}
 	}
-	p.df = int32(len(p.docs))
-	for _, s := range p.docs {
-		x.terms[s] = append(x.terms[s], tid)
-	}
-	x.post = append(x.post, p)
+	p.trim()
 }
 
 func internalKey(id index.IndexInternalID) uint64 {

@@ -1,46 +1,49 @@
 package keyword
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/go-json-experiment/json"
 
 	"github.com/ragd/ragd/eval"
-	ingestcorpus "github.com/ragd/ragd/ingest/corpus"
 	"github.com/ragd/ragd/spi"
 	"github.com/ragd/ragd/spi/spitest"
 )
 
 // BenchmarkImpactSearch: the in-memory postings alone (no bleve), on
-// Cranfield and, when RAG_BENCH_KEYWORD_CORPUS names a JSONL corpus, on
-// it: Cranfield's queries, k=100, for every tenant and for one of three
-// tenants ("3tenants": document i is tenant t(i mod 3)), and for the one
-// tenant of a single-tenant deployment ("1tenant").
+// Cranfield and, when RAG_BENCH_KEYWORD_CORPUS names a JSONL corpus (from
+// ../shared/tools/synth_corpus.py), on its first RAG_BENCH_KEYWORD_DOCS
+// documents (default all): Cranfield's 225 queries round-robin (each query
+// new to the index: nothing is cached between queries), k = 10 and 100,
+// reporting latency p50/p99 and process CPU per query. Layouts: "1tenant"
+// (every document and query in tenant acme, a single-tenant deployment),
+// "3tenants" (document i in tenant t(i mod 3), with metadata part = i mod
+// 20; queries for t1, for every tenant, and for every tenant with the
+// filter part = 7, 5% of the documents); RAG_BENCH_KEYWORD_LAYOUTS
+// (comma-separated) picks some. With RAG_BENCH_KEYWORD_EXHAUSTIVE set,
+// the exhaustive oracle runs beside the pruned search.
+//
+// It also reports the index's Go heap per document (after a GC, less the
+// heap before it was built) and logs where the bytes go. The heap figure
+// holds for the first layout a run builds: the sub-benchmarks of an
+// earlier layout may keep its index reachable.
 func BenchmarkImpactSearch(b *testing.B) {
 	ds, err := eval.LoadBEIR(spitest.CranfieldDir(b), "test")
 	if err != nil {
 		b.Fatal(err)
-	}
-	corpora := map[string][]spi.Document{"cranfield": ds.Corpus}
-	names := []string{"cranfield"}
-	if path := os.Getenv("RAG_BENCH_KEYWORD_CORPUS"); path != "" {
-		f, err := os.Open(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var docs []spi.Document
-		for line, err := range ingestcorpus.ReadDocuments(f, ingestcorpus.FormatJSONL) {
-			if err != nil {
-				b.Fatal(err)
-			}
-			docs = append(docs, line.Doc)
-		}
-		f.Close()
-		name := fmt.Sprintf("synth%dk", len(docs)/1000)
-		corpora[name], names = docs, append(names, name)
 	}
 	idx, err := createIndex(b.TempDir()+"/idx", Config{Analyzer: "en"}.withDefaults())
 	if err != nil {
@@ -54,39 +57,207 @@ func BenchmarkImpactSearch(b *testing.B) {
 			queries[i] = append(queries[i], string(tok.Term))
 		}
 	}
-	p := bm25Params{k1: DefaultK1, b: DefaultB, titleWeight: DefaultTitleBoost}
-	for _, name := range names {
-		for _, layout := range []string{"3tenants", "1tenant"} {
-			x := newImpactIndex()
-			for i, d := range corpora[name] {
-				tenant := "acme"
-				if layout == "3tenants" {
-					tenant = fmt.Sprint("t", i%3)
-				}
-				built, lens := buildDoc(d, an)
-				x.putLocked(d.ID, tenant, nil, lens, nil, freqsOf(built))
-			}
-			tenants := []string{"acme"}
-			if layout == "3tenants" {
-				tenants = []string{"t1", ""}
-			}
-			for _, tenant := range tenants {
-				b.Run(fmt.Sprintf("%s/%s/tenant=%s", name, layout, tenant), func(b *testing.B) {
-					var lat []time.Duration
-					i := 0
-					for b.Loop() {
-						start := time.Now()
-						if _, err := x.search(context.Background(), queries[i%len(queries)], 100, tenant, nil, p); err != nil {
-							b.Fatal(err)
-						}
-						lat = append(lat, time.Since(start))
-						i++
-					}
-					slices.Sort(lat)
-					b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-					b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
-				})
+	type corpus struct {
+		name string
+		each func(func(spi.Document))
+	}
+	corpora := []corpus{{"cranfield", func(fn func(spi.Document)) {
+		for _, d := range ds.Corpus {
+			fn(d)
+		}
+	}}}
+	if path := os.Getenv("RAG_BENCH_KEYWORD_CORPUS"); path != "" {
+		limit := -1
+		if v := os.Getenv("RAG_BENCH_KEYWORD_DOCS"); v != "" {
+			if limit, err = strconv.Atoi(v); err != nil {
+				b.Fatal(err)
 			}
 		}
+		corpora = append(corpora, corpus{fmt.Sprintf("synth%s", docsName(limit)), func(fn func(spi.Document)) {
+			readCorpus(b, path, limit, fn)
+		}})
 	}
+	exhaustive := os.Getenv("RAG_BENCH_KEYWORD_EXHAUSTIVE") != ""
+	layouts := []string{"1tenant", "3tenants"}
+	if v := os.Getenv("RAG_BENCH_KEYWORD_LAYOUTS"); v != "" {
+		layouts = strings.Split(v, ",")
+	}
+	p := bm25Params{k1: DefaultK1, b: DefaultB, titleWeight: DefaultTitleBoost}
+	for _, corp := range corpora {
+		for _, layout := range layouts {
+			runtime.GC()
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			x := newImpactIndex()
+			n := 0
+			batch := make([]spi.Document, 0, 1024)
+			flush := func() {
+				built, lens := buildDocs(batch, an)
+				for i, d := range batch {
+					x.putLocked(d.ID, d.Tenant, d.Metadata, lens[i], nil, freqsOf(built[i]), nil)
+				}
+				batch = batch[:0]
+			}
+			corp.each(func(d spi.Document) {
+				d.Tenant = "acme"
+				if layout == "3tenants" {
+					d.Tenant = fmt.Sprint("t", n%3)
+					d.Metadata = map[string]string{"part": strconv.Itoa(n % 20)}
+				}
+				n++
+				batch = append(batch, d)
+				if len(batch) == cap(batch) {
+					flush()
+				}
+			})
+			flush()
+			for i := range x.post {
+				x.post[i].trim()
+			}
+			runtime.GC()
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			b.Logf("%s/%s: %d documents, %.0f bytes of heap per document; by part (bytes per document):\n%s",
+				corp.name, layout, n, float64(after.HeapAlloc-before.HeapAlloc)/float64(n), x.memoryTable())
+			type run struct {
+				tenant string
+				filter spi.Filter
+			}
+			runs := []run{{tenant: "acme"}}
+			if layout == "3tenants" {
+				runs = []run{{tenant: "t1"}, {}, {filter: spi.Filter{"part": {"7"}}}}
+			}
+			for _, r := range runs {
+				for _, k := range []int{10, 100} {
+					for _, mode := range []string{"pruned", "exhaustive"} {
+						if mode == "exhaustive" && !exhaustive {
+							continue
+						}
+						name := fmt.Sprintf("%s/%s/tenant=%s/k=%d/%s", corp.name, layout, cmp.Or(r.tenant, "any"), k, mode)
+						if r.filter != nil {
+							name = fmt.Sprintf("%s/%s/filter=5%%/k=%d/%s", corp.name, layout, k, mode)
+						}
+						b.Run(name, func(b *testing.B) {
+							var lat []time.Duration
+							i := 0
+							cpu0 := cpuTime()
+							for b.Loop() {
+								q := queries[i%len(queries)]
+								i++
+								start := time.Now()
+								if mode == "exhaustive" {
+									x.searchExhaustive(q, k, r.tenant, r.filter, p)
+								} else if _, err := x.search(context.Background(), q, k, r.tenant, r.filter, p); err != nil {
+									b.Fatal(err)
+								}
+								lat = append(lat, time.Since(start))
+							}
+							b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+							slices.Sort(lat)
+							b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+							b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+						})
+					}
+				}
+			}
+			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "heap-B/doc-"+layout)
+			runtime.KeepAlive(x)
+		}
+	}
+}
+
+func docsName(limit int) string {
+	switch {
+	case limit < 0:
+		return "all"
+	case limit%1_000_000 == 0:
+		return fmt.Sprintf("%dM", limit/1_000_000)
+	default:
+		return fmt.Sprintf("%dk", limit/1000)
+	}
+}
+
+// readCorpus calls fn with the first limit documents (all when limit < 0)
+// of a JSONL corpus of {"id","title","text"} lines, without keeping them.
+func readCorpus(tb testing.TB, path string, limit int, fn func(spi.Document)) {
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for n := 0; (limit < 0 || n < limit) && sc.Scan(); n++ {
+		var line struct{ ID, Title, Text string }
+		if err := json.Unmarshal(sc.Bytes(), &line, json.MatchCaseInsensitiveNames(true)); err != nil {
+			tb.Fatal(err)
+		}
+		fn(spi.Document{ID: line.ID, Title: line.Title, Text: line.Text})
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// memoryTable says where the index's heap goes, per live document: the
+// capacity of every array, and estimates for Go maps (their entries'
+// size over a load of 13/16, plus the strings they hold).
+func (x *impactIndex) memoryTable() string {
+	n := float64(max(1, x.live))
+	parts := map[string]float64{}
+	parts["ids: arena"] = float64(cap(x.ids.arena))
+	parts["ids: offsets"] = float64(8 * cap(x.ids.off))
+	parts["ids: hash table"] = float64(4 * cap(x.ids.tab))
+	parts["tenant"] = float64(4 * cap(x.tenant))
+	parts["lengths (title, text)"] = float64(4*cap(x.lenT) + 4*cap(x.lenX))
+	parts["version (tag, number)"] = float64(4*cap(x.verTag) + 8*cap(x.verSeq))
+	parts["metadata (offsets, pair ids)"] = float64(4*cap(x.metaOff) + 4*cap(x.metaIDs))
+	parts["alive bits"] = float64(8 * cap(x.alive))
+	var blocks, data, tail, npost int
+	for i := range x.post {
+		p := &x.post[i]
+		npost += p.count()
+		blocks += cap(p.blocks)
+		data += cap(p.data)
+		tail += cap(p.tail)
+	}
+	parts["postings: packed words"] = float64(8 * data)
+	parts["postings: block headers and bounds"] = float64(int(unsafe.Sizeof(block{})) * blocks)
+	parts["postings: unpacked tails"] = float64(8 * tail)
+	parts["postings: per-term headers"] = float64(int(unsafe.Sizeof(postings{})) * cap(x.post))
+	var termBytes int
+	for t := range x.termIdx {
+		termBytes += 16 + 4 + len(t)
+	}
+	parts["term dictionary (map)"] = float64(termBytes) * 16 / 13
+	parts["per-tenant df (map)"] = float64(12*len(x.tdf)) * 16 / 13
+	var bm uint64
+	for _, b := range append(slices.Clone(x.tBits), x.pairBits...) {
+		bm += b.GetSizeInBytes()
+	}
+	parts["tenant and metadata bitmaps"] = float64(bm)
+	keys := make([]string, 0, len(parts))
+	total := 0.0
+	for k, v := range parts {
+		keys = append(keys, k)
+		total += v
+	}
+	sort.Slice(keys, func(i, j int) bool { return parts[keys[i]] > parts[keys[j]] })
+	var sb strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&sb, "| %s | %.1f |\n", k, parts[k]/n)
+	}
+	fmt.Fprintf(&sb, "| total counted | %.1f |\n", total/n)
+	fmt.Fprintf(&sb, "(%d postings, %.1f per document, %.2f bytes per posting packed; %d terms)\n",
+		npost, float64(npost)/n, float64(8*data+int(unsafe.Sizeof(block{}))*blocks+8*tail)/float64(max(1, npost)), len(x.post))
+	return sb.String()
 }

@@ -57,6 +57,14 @@ func bruteBM25(all map[string]refDoc, tokens []string, tenant string, filter spi
 	for _, t := range tokens {
 		qtf[t]++
 	}
+	dfs := map[string]float64{}
+	for term := range qtf {
+		for _, o := range docs {
+			if o.title[term] > 0 || o.text[term] > 0 {
+				dfs[term]++
+			}
+		}
+	}
 	var out []spi.Ref
 	for _, d := range docs {
 		if (tenant != "" && d.tenant != tenant) || (len(filter) > 0 && !filter.Match(d.meta)) {
@@ -65,12 +73,7 @@ func bruteBM25(all map[string]refDoc, tokens []string, tenant string, filter spi
 		l := d.lens()
 		var s float64
 		for term, q := range qtf {
-			df := 0.0
-			for _, o := range docs {
-				if o.title[term] > 0 || o.text[term] > 0 {
-					df++
-				}
-			}
+			df := dfs[term]
 			if df == 0 {
 				continue
 			}
@@ -163,14 +166,14 @@ func TestImpactIndexMatchesTheFormula(t *testing.T) {
 	for step := range 3000 {
 		id := fmt.Sprintf("d%03d", rng.IntN(300))
 		if rng.IntN(4) == 0 {
-			x.remove(id)
+			x.remove(id, nil)
 			delete(model, id)
 		} else {
 			d := refDoc{id: id, tenant: []string{"", "t1", "t2"}[rng.IntN(3)], title: freqs(rng.IntN(4)), text: freqs(1 + rng.IntN(30))}
 			if rng.IntN(2) == 0 {
 				d.meta = map[string]string{"lang": []string{"en", "de"}[rng.IntN(2)]}
 			}
-			x.put(d.id, d.tenant, d.meta, d.lens(), fieldFreqs{title: d.title, text: d.text})
+			x.put(d.id, d.tenant, d.meta, d.lens(), fieldFreqs{title: d.title, text: d.text}, nil)
 			model[id] = d
 		}
 		if step%500 == 499 {
@@ -188,7 +191,7 @@ func TestImpactIndexEmptyAndCancelled(t *testing.T) {
 	if refs, err := x.search(context.Background(), []string{"a"}, 5, "", nil, p); err != nil || len(refs) != 0 || refs == nil {
 		t.Fatalf("empty index: %v, %v", refs, err)
 	}
-	x.put("a", "", nil, docLens{text: 1}, fieldFreqs{text: map[string]int{"a": 1}})
+	x.put("a", "", nil, docLens{text: 1}, fieldFreqs{text: map[string]int{"a": 1}}, nil)
 	if refs, _ := x.search(context.Background(), []string{"a"}, 5, "nobody", nil, p); len(refs) != 0 {
 		t.Fatalf("unknown tenant: %v", refs)
 	}
@@ -231,8 +234,9 @@ func TestImpactIndexLoadsFromBleve(t *testing.T) {
 	put := newImpactIndex()
 	for _, d := range docs[:3] {
 		built, lens := buildDoc(d, b.st.an)
-		put.put(d.ID, d.Tenant, d.Metadata, lens, freqsOf(built))
+		put.put(d.ID, d.Tenant, d.Metadata, lens, freqsOf(built), nil)
 	}
+	loaded.checkInvariants(t)
 	if loaded.live != 3 || loaded.totT != put.totT || loaded.totX != put.totX {
 		t.Fatalf("loaded: live %d, lengths %d/%d; put: %d/%d", loaded.live, loaded.totT, loaded.totX, put.totT, put.totX)
 	}
@@ -254,13 +258,25 @@ func TestImpactIndexLoadsFromBleve(t *testing.T) {
 
 // A compaction of the postings does not stop searches: while it builds
 // the compacted copy (the hook runs then), a search runs and answers as
-// the index stands.
+// the index stands, pruned as exhaustive scoring answers; after the swap
+// the rebuilt blocks and bounds answer the same.
 func TestCompactionDoesNotBlockSearches(t *testing.T) {
 	x := newImpactIndex()
 	for i := range 4000 {
-		x.put(fmt.Sprintf("d%04d", i), "", nil, docLens{text: 2}, fieldFreqs{text: map[string]int{"common": 1, fmt.Sprintf("w%d", i%10): 1}})
+		f := fieldFreqs{text: map[string]int{"common": 1 + i%4, fmt.Sprintf("w%d", i%10): 1 + i%3}}
+		x.put(fmt.Sprintf("d%04d", i), "", nil, docLens{text: 2 + i%37}, f, nil)
 	}
 	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1}
+	same := func(when string) {
+		for _, q := range [][]string{{"w3"}, {"common", "w3"}, {"common", "w1", "w2"}} {
+			for _, k := range []int{1, 10, 1000} {
+				got, err := x.search(context.Background(), q, k, "", nil, p)
+				if want := x.searchExhaustive(q, k, "", nil, p); err != nil || !slices.Equal(got, want) || len(got) == 0 {
+					t.Errorf("%s: %v k=%d: pruned %v (%v), exhaustive %v", when, q, k, got[:min(3, len(got))], err, want[:min(3, len(want))])
+				}
+			}
+		}
+	}
 	hooked := 0
 	x.compactHook = func() {
 		hooked++
@@ -269,20 +285,70 @@ func TestCompactionDoesNotBlockSearches(t *testing.T) {
 			return
 		}
 		x.mu.RUnlock()
-		refs, err := x.search(context.Background(), []string{"w3"}, 1000, "", nil, p)
-		if err != nil || len(refs) == 0 {
-			t.Errorf("search during a compaction = %d refs, %v", len(refs), err)
-		}
+		same("during a compaction")
 	}
 	for i := range 2000 {
-		x.remove(fmt.Sprintf("d%04d", i))
+		x.remove(fmt.Sprintf("d%04d", i), nil)
 	}
 	if hooked == 0 {
 		t.Fatal("2000 of 4000 documents removed and no compaction ran")
 	}
+	x.checkInvariants(t)
+	same("after the compaction")
 	refs, err := x.search(context.Background(), []string{"w3"}, 1000, "", nil, p)
 	if err != nil || len(refs) != 200 {
 		t.Fatalf("after the compaction: %d refs for w3, %v; want 200", len(refs), err)
+	}
+}
+
+// A search answers from one state while a write runs: a write arriving
+// while a search is between windows waits for it, so the search answers
+// as before the write (which deletes the best documents, in slots the
+// search has not reached, and adds documents that seal new blocks of the
+// query's terms with higher bounds), and the next search sees all of it.
+func TestSearchAnswersOneStateWhileAWriteWaits(t *testing.T) {
+	x := newImpactIndex()
+	for i := range 3000 {
+		f := fieldFreqs{text: map[string]int{"alpha": 1, "beta": 1 + i%2, fmt.Sprintf("w%d", i%50): 1}}
+		x.put(fmt.Sprintf("d%04d", i), "", nil, docLens{text: 20 + i%30}, f, nil)
+	}
+	for i := range 5 {
+		f := fieldFreqs{text: map[string]int{"alpha": 3, "beta": 3, "w7": 3}}
+		x.put(fmt.Sprintf("top%d", i), "", nil, docLens{text: 12}, f, nil)
+	}
+	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1}
+	q := []string{"alpha", "beta", "w7"}
+	before := x.searchExhaustive(q, 10, "", nil, p)
+	if before[0].ID != "top0" {
+		t.Fatalf("the best document is %v, want top0", before[0])
+	}
+	writing := make(chan struct{})
+	wrote := make(chan struct{})
+	x.searchHook = func() {
+		x.searchHook = nil
+		go func() {
+			defer close(wrote)
+			x.writeHook = func() { close(writing) }
+			for i := range 5 {
+				x.remove(fmt.Sprintf("top%d", i), nil)
+				x.writeHook = nil
+			}
+			for i := range 300 {
+				f := fieldFreqs{text: map[string]int{"alpha": 5, "beta": 5, "w7": 5}}
+				x.put(fmt.Sprintf("new%03d", i), "", nil, docLens{text: 15}, f, nil)
+			}
+		}()
+		<-writing // the writer is at the lock
+	}
+	got, err := x.search(context.Background(), q, 10, "", nil, p)
+	if err != nil || !slices.Equal(got, before) {
+		t.Fatalf("search while a write waited: %v (%v), want the state before it %v", got, err, before)
+	}
+	<-wrote
+	x.checkInvariants(t)
+	got, _ = x.search(context.Background(), q, 10, "", nil, p)
+	if after := x.searchExhaustive(q, 10, "", nil, p); !slices.Equal(got, after) || !strings.HasPrefix(got[0].ID, "new") {
+		t.Fatalf("after the write: %v, exhaustive %v", got, after)
 	}
 }
 

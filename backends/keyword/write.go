@@ -9,6 +9,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/document"
+	index "github.com/blevesearch/bleve_index_api"
 
 	"github.com/ragd/ragd/spi"
 )
@@ -92,6 +93,10 @@ func writeBatch(s *store, docs []spi.Document, del []string, lw *logWrite) error
 	if lw == nil {
 		lw = &logWrite{}
 	}
+	old, err := s.goneTerms(docs, del)
+	if err != nil {
+		return fmt.Errorf("%w: read replaced documents: %v", spi.ErrUnavailable, err)
+	}
 	batch := s.idx.NewBatch()
 	built, lens := buildDocs(docs, s.an)
 	vers := make([][]byte, len(docs))
@@ -139,8 +144,69 @@ func writeBatch(s *store, docs []spi.Document, del []string, lw *logWrite) error
 	for id, v := range lw.tombs {
 		s.tombs[id] = v
 	}
-	s.impact.apply(docs, built, lens, vers, del)
+	s.impact.apply(docs, built, lens, vers, del, old)
 	return nil
+}
+
+// goneTerms analyses the stored title and text of the live documents that
+// docs replace and del deletes: the postings count df and need each
+// removed document's terms for it. They read them from the index of
+// record rather than keep every document's term list in memory (see
+// docs/keyword.md, Memory).
+func (s *store) goneTerms(docs []spi.Document, del []string) (map[string]fieldFreqs, error) {
+	var ids []string
+	for _, d := range docs {
+		if s.impact.has(d.ID) {
+			ids = append(ids, d.ID)
+		}
+	}
+	for _, id := range del {
+		if s.impact.has(id) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	adv, err := s.idx.Advanced()
+	if err != nil {
+		return nil, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	out := make(map[string]fieldFreqs, len(ids))
+	for _, id := range ids {
+		stored, err := r.Document(id)
+		if err != nil {
+			return nil, err
+		}
+		if stored == nil {
+			continue // the postings find its terms themselves
+		}
+		var f fieldFreqs
+		stored.VisitFields(func(fl index.Field) {
+			switch fl.Name() {
+			case fieldTitle:
+				f.title = termCounts(s.an, fl.Value())
+			case fieldText:
+				f.text = termCounts(s.an, fl.Value())
+			}
+		})
+		out[id] = f
+	}
+	return out, nil
+}
+
+// termCounts is the analysed terms of text with their frequencies.
+func termCounts(an analysis.Analyzer, text []byte) map[string]int {
+	m := map[string]int{}
+	for _, tok := range an.Analyze(text) {
+		m[string(tok.Term)]++
+	}
+	return m
 }
 
 // buildDocs analyses docs on up to GOMAXPROCS goroutines (the analysis

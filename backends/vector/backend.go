@@ -29,6 +29,8 @@ type Backend struct {
 	idx atomic.Pointer[indexState]
 	// pending is the tail the last IndexStep found; -1 before one ran.
 	pending atomic.Int64
+	// leases are the apply leases this process holds or asks for (lease.go).
+	leases leases
 }
 
 // Interface guards.
@@ -95,6 +97,7 @@ func (b *Backend) Distance() Distance { return b.cfg.Distance }
 
 // Close releases the pool. Calls after Close fail with spi.ErrUnavailable.
 func (b *Backend) Close() error {
+	b.closeLeases()
 	b.pool.Close()
 	return nil
 }

@@ -35,7 +35,7 @@ var _ spi.ChangeLog = (*Backend)(nil)
 
 // logQueries holds the SQL of the change log.
 type logQueries struct {
-	lock, upsert, delete, entries, current, versions, state, compact string
+	lock, upsert, delete, entries, current, changed, versions, state, compact string
 }
 
 func (b *Backend) logTables() (log, meta string) {
@@ -79,8 +79,12 @@ SELECT dec.ord, dec.conflict, dec.same, entry.seq FROM dec LEFT JOIN entry ON en
 del AS (DELETE FROM %[1]s d USING s WHERE d.id = s.id AND (s.scope = '' OR d.tenant = s.scope) RETURNING d.id),
 entry AS (INSERT INTO %[2]s (op, id) SELECT 2, s.id FROM s JOIN del ON del.id = s.id ORDER BY s.ord RETURNING seq, id)
 SELECT s.ord, entry.seq FROM s LEFT JOIN entry ON entry.id = s.id`, t, log),
-		entries:  fmt.Sprintf(`SELECT seq, op, id, at FROM %s WHERE seq > $1 ORDER BY seq LIMIT $2`, log),
-		current:  fmt.Sprintf(`SELECT %s, version FROM %s WHERE id = ANY($1)`, columns, t),
+		entries: fmt.Sprintf(`SELECT seq, op, id, at FROM %s WHERE seq > $1 ORDER BY seq LIMIT $2`, log),
+		current: fmt.Sprintf(`SELECT %s, version FROM %s WHERE id = ANY($1)`, columns, t),
+		// The derived stores keep no vectors: Changes leaves them out, which
+		// spares PostgreSQL reading each row's TOASTed embedding and ragd
+		// decoding it, once per derived store.
+		changed:  fmt.Sprintf(`SELECT %s, version FROM %s WHERE id = ANY($1)`, strings.Replace(columns, "embedding", "NULL::vector", 1), t),
 		versions: fmt.Sprintf(`SELECT id, version FROM %s WHERE id > $1 ORDER BY id LIMIT $2`, t),
 		state: fmt.Sprintf(`SELECT m.log_id, m.compacted, coalesce((SELECT min(seq) FROM %[2]s), 0), coalesce((SELECT max(seq) FROM %[2]s), 0) FROM %[1]s m LIMIT 1`,
 			meta, log),
@@ -397,7 +401,7 @@ func (b *Backend) Changes(ctx context.Context, after uint64, limit int) ([]spi.C
 	if len(out) == 0 {
 		return nil, nil
 	}
-	cur, err := b.current(ctx, ids)
+	cur, err := b.current(ctx, b.lq.changed, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -412,8 +416,8 @@ type versioned struct {
 	version uint64
 }
 
-func (b *Backend) current(ctx context.Context, ids []string) (map[string]versioned, error) {
-	rows, err := b.pool.Query(ctx, b.lq.current, ids)
+func (b *Backend) current(ctx context.Context, query string, ids []string) (map[string]versioned, error) {
+	rows, err := b.pool.Query(ctx, query, ids)
 	if err != nil {
 		return nil, wrapErr(ctx, "changes", err)
 	}
@@ -454,7 +458,7 @@ func (b *Backend) Current(ctx context.Context, ids []string) ([]spi.Change, erro
 			query = append(query, id)
 		}
 	}
-	cur, err := b.current(ctx, query)
+	cur, err := b.current(ctx, b.lq.current, query)
 	if err != nil {
 		return nil, err
 	}

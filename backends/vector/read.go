@@ -105,12 +105,14 @@ func (b *Backend) scanPage(ctx context.Context, after string) ([]spi.Document, e
 // columns scanned into extra.
 func scanDoc(rows pgx.Rows, extra ...any) (spi.Document, error) {
 	var d spi.Document
-	var vec pgvector.Vector
+	var vec *pgvector.Vector // NULL where the query leaves the vector out
 	dest := append([]any{&d.ID, &d.Tenant, &d.Title, &d.Text, &d.Metadata, &d.Entities, &d.Links, &vec, &d.UpdatedAt}, extra...)
 	if err := rows.Scan(dest...); err != nil {
 		return d, fmt.Errorf("read row: %w", err)
 	}
-	d.Vector = vec.Slice()
+	if vec != nil {
+		d.Vector = vec.Slice()
+	}
 	d.UpdatedAt = d.UpdatedAt.UTC()
 	if len(d.Metadata) == 0 {
 		d.Metadata = nil

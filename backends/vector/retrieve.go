@@ -20,6 +20,24 @@ import (
 // relaxed_order's slightly out-of-order stream is re-sorted over a margin.
 func tieSlack(k int) int { return min(max(k/4, 8), 64) }
 
+// filteredEf is how many times EfSearch a query with a tenant or a
+// metadata filter searches with. The filter keeps only part of each beam
+// of candidates, so at one ef a filtered query finds less of its own top k
+// than an unfiltered one: at 1,000,000 embedding-shaped vectors, one
+// tenant of three at ef_search 100 found 0.852 of its true top 10, where
+// the unfiltered search found 0.891 at 100 and 0.757 at 40
+// (docs/vector.md).
+const filteredEf = 2
+
+// efFor is the hnsw.ef_search of req (before the floor of its limit and
+// pgvector's ceiling).
+func efFor(ef int, req spi.VectorRequest) int {
+	if req.Tenant != "" || len(req.Filter) > 0 {
+		return ef * filteredEf
+	}
+	return ef
+}
+
 // Retrieve returns the req.K documents nearest to req.Vector, restricted to
 // req.Tenant (when set) and req.Filter, ordered by descending similarity and
 // then ascending id. See the package comment for the score of each
@@ -32,7 +50,7 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.VectorRequest) ([]spi.Re
 	limit := req.K + tieSlack(req.K)
 	st, stale := b.state()
 	query, args := b.retrieveSQL(req, limit, st)
-	ef := min(max(b.cfg.HNSW.EfSearch, limit), maxEfSearch)
+	ef := min(max(efFor(b.cfg.HNSW.EfSearch, req), limit), maxEfSearch)
 
 	// One round trip: the batch runs in one implicit transaction, so the
 	// set_config(..., true) settings apply to the query that follows and

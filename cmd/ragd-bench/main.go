@@ -32,6 +32,14 @@
 // and for one tenant (no load run; the store is opened in-process):
 //
 //	ragd-bench -pg-recall "$RAGD_PG_DSN" -queries queries-v384.jsonl -tenant t1
+//
+// The same against exact answers computed beforehand (ragd-vectors make),
+// and a running ragd's recall@k against them (-body switches the other
+// sources off; one row):
+//
+//	ragd-bench -pg-recall "$RAGD_PG_DSN" -queries q.jsonl -exact exact.jsonl -tenant t1
+//	ragd-bench -server URL -queries q.jsonl -exact exact.jsonl -label "vector recall" \
+//	    -body '{"sources":{"keyword":{"enabled":false},"graph":{"enabled":false}}}'
 package main
 
 import (
@@ -67,6 +75,7 @@ func run() error {
 		qf      queryFlags
 		rf      recallFlags
 		rep     replicaFlags
+		af      apiRecallFlags
 	)
 	flag.StringVar(&cfg.Server, "server", "http://127.0.0.1:8080", "ragd base URL")
 	flag.StringVar(&cfg.APIKey, "api-key", os.Getenv("RAGD_API_KEY"), "API key (default $RAGD_API_KEY)")
@@ -84,6 +93,7 @@ func run() error {
 	qf.register()
 	rf.register()
 	rep.register()
+	af.register()
 	flag.Parse()
 
 	qs, vecs, err := readQueries(queries)
@@ -91,7 +101,7 @@ func run() error {
 		return err
 	}
 	if rf.dsn != "" {
-		return rf.run(context.Background(), os.Stdout, qs, vecs)
+		return rf.run(context.Background(), os.Stdout, qs, vecs, af.exact)
 	}
 	if cfg.Queries, cfg.Vectors, err = qf.apply(qs, vecs); err != nil {
 		return err
@@ -103,6 +113,10 @@ func run() error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if af.exact != "" {
+		cfg.Vectors = vecs
+		return af.run(ctx, os.Stdout, cfg, rf, label)
+	}
 	if sc.mode != "" {
 		return sc.run(ctx, cfg)
 	}
@@ -127,6 +141,26 @@ func run() error {
 		return os.WriteFile(jsonOut, b, 0o644)
 	}
 	return nil
+}
+
+// eachLine calls fn with every non-empty line of path.
+func eachLine(path string, fn func([]byte) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		if err := fn(sc.Bytes()); err != nil {
+			return fmt.Errorf("%s line %d: %w", path, n, err)
+		}
+	}
+	return sc.Err()
 }
 
 // readQueries reads the query texts, and each line's "vector" when it has

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -32,6 +33,12 @@ type recallFlags struct {
 	n       int
 	k       int
 	embed   int
+	load    string
+	m       int
+	efc     int
+	buildMB int
+	// tenantAll measures the tenant at every -ef, not only the shipped.
+	tenantAll bool
 }
 
 func (f *recallFlags) register() {
@@ -42,6 +49,11 @@ func (f *recallFlags) register() {
 	flag.StringVar(&f.tenant, "tenant", "", "-pg-recall: also measure a tenant-filtered search (iterative scan) of this tenant at the shipped ef_search")
 	flag.IntVar(&f.n, "recall-queries", 100, "-pg-recall: queries to measure (the first N with a vector)")
 	flag.IntVar(&f.k, "k", 10, "-pg-recall: k")
+	flag.StringVar(&f.load, "pg-load", "", "-pg-recall: first write this corpus (JSONL documents with vectors, ragd-vectors make) into the table and build its HNSW index, so the measure needs no running ragd")
+	flag.BoolVar(&f.tenantAll, "tenant-every-ef", false, "-pg-recall: measure the tenant-filtered search at every -ef value, not only the shipped one")
+	flag.IntVar(&f.buildMB, "pg-build-mem-mb", 3072, "-pg-load: maintenance_work_mem of the index build (pgvector builds in memory while the graph fits, about 2 KiB a 384-d row, much slower after)")
+	flag.IntVar(&f.m, "pg-m", 0, "-pg-load: the HNSW index's m (default the store's)")
+	flag.IntVar(&f.efc, "pg-ef-construction", 0, "-pg-load: the HNSW index's ef_construction (default the store's)")
 	flag.IntVar(&f.embed, "embed-dim", 0, "-pg-recall: embed query texts without a vector with the built-in hashing embedder of this dimension (as ragd does for a store it filled)")
 }
 
@@ -52,7 +64,10 @@ type recallRow struct {
 	p50, p99 time.Duration
 }
 
-func (f *recallFlags) run(ctx context.Context, w io.Writer, texts []string, vecs [][]float32) error {
+// run measures and prints the table. exactFile, when set, holds the exact
+// answers (ragd-vectors make -exact, line i for query i); otherwise
+// PostgreSQL computes them with a sequential scan.
+func (f *recallFlags) run(ctx context.Context, w io.Writer, texts []string, vecs [][]float32, exactFile string) error {
 	if f.embed > 0 {
 		e, err := hashing.New(hashing.Config{Dimension: f.embed})
 		if err != nil {
@@ -77,6 +92,11 @@ func (f *recallFlags) run(ctx context.Context, w io.Writer, texts []string, vecs
 	if len(qs) == 0 {
 		return fmt.Errorf("-pg-recall: no query has a vector")
 	}
+	if f.load != "" {
+		if err := f.loadCorpus(ctx, w, len(qs[0])); err != nil {
+			return err
+		}
+	}
 	var efs []int
 	for _, s := range strings.Split(f.efs, ",") {
 		ef, err := strconv.Atoi(strings.TrimSpace(s))
@@ -85,7 +105,33 @@ func (f *recallFlags) run(ctx context.Context, w io.Writer, texts []string, vecs
 		}
 		efs = append(efs, ef)
 	}
-	exact, err := f.exact(ctx, qs, "")
+	var lines []exactLine
+	if exactFile != "" {
+		var err error
+		if lines, err = readExact(exactFile); err != nil {
+			return err
+		}
+		if len(lines) < len(qs) {
+			return fmt.Errorf("-exact: %d exact answers for %d queries", len(lines), len(qs))
+		}
+	}
+	exactOf := func(tenant string) ([][]string, error) {
+		if lines == nil {
+			return f.exact(ctx, qs, tenant)
+		}
+		ti, err := tenantIndex(tenant)
+		if err != nil {
+			return nil, err
+		}
+		out := make([][]string, len(qs))
+		for i := range qs {
+			if out[i], err = lines[i].ids(ti, f.k); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	exact, err := exactOf("")
 	if err != nil {
 		return err
 	}
@@ -106,16 +152,22 @@ func (f *recallFlags) run(ctx context.Context, w io.Writer, texts []string, vecs
 		}
 	}
 	if f.tenant != "" {
-		ex, err := f.exact(ctx, qs, f.tenant)
+		ex, err := exactOf(f.tenant)
 		if err != nil {
 			return err
 		}
-		r, err := f.measure(ctx, qs, ex, f.shipped, f.tenant)
-		if err != nil {
-			return err
+		tefs := []int{f.shipped}
+		if f.tenantAll {
+			tefs = efs
 		}
-		r.label = fmt.Sprintf("tenant %q only, ef_search %d, iterative scan (relaxed_order)", f.tenant, f.shipped)
-		printRecall(w, r)
+		for _, ef := range tefs {
+			r, err := f.measure(ctx, qs, ex, ef, f.tenant)
+			if err != nil {
+				return err
+			}
+			r.label = fmt.Sprintf("tenant %q only, ef_search %d (a filtered query searches with twice it), iterative scan (relaxed_order)", f.tenant, ef)
+			printRecall(w, r)
+		}
 	}
 	if reached > 0 {
 		fmt.Fprintf(w, "\nrecall@%d >= 0.95 from ef_search %d (of %s), over %d queries\n", f.k, reached, f.efs, len(qs))
@@ -160,7 +212,7 @@ func (f *recallFlags) exact(ctx context.Context, qs [][]float32, tenant string) 
 // measure searches every query through the store at ef and returns the
 // mean recall against exact and the latency percentiles.
 func (f *recallFlags) measure(ctx context.Context, qs [][]float32, exact [][]string, ef int, tenant string) (recallRow, error) {
-	b, err := vector.Open(ctx, vector.Config{DSN: f.dsn, Dimension: len(qs[0]), Table: f.table, HNSW: vector.HNSW{EfSearch: ef}, MaxConns: 2})
+	b, err := vector.Open(ctx, vector.Config{DSN: f.dsn, Dimension: len(qs[0]), Table: f.table, HNSW: vector.HNSW{EfSearch: ef, M: f.m, EfConstruction: f.efc}, MaxConns: 2})
 	if err != nil {
 		return recallRow{}, err
 	}
@@ -191,4 +243,58 @@ func (f *recallFlags) measure(ctx context.Context, qs [][]float32, exact [][]str
 		r.recall = float64(hits) / float64(total)
 	}
 	return r, nil
+}
+
+// loadCorpus writes the -pg-load corpus into the table through the store
+// (batches of 1,000) and bulk-builds its HNSW index, and says how long
+// each took.
+func (f *recallFlags) loadCorpus(ctx context.Context, w io.Writer, dim int) error {
+	b, err := vector.Open(ctx, vector.Config{DSN: f.dsn, Dimension: dim, Table: f.table,
+		HNSW: vector.HNSW{M: f.m, EfConstruction: f.efc}, Index: vector.IndexConfig{BuildMemoryMB: f.buildMB}, MaxConns: 2})
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	start := time.Now()
+	var batch []spi.Document
+	n := 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := b.Upsert(ctx, batch)
+		n += len(batch)
+		batch = batch[:0]
+		return err
+	}
+	err = eachLine(f.load, func(line []byte) error {
+		var d spi.Document
+		if err := json.Unmarshal(line, &d); err != nil {
+			return err
+		}
+		batch = append(batch, d)
+		if len(batch) == 1000 {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return err
+	}
+	loaded := time.Since(start)
+	start = time.Now()
+	for {
+		r, err := b.IndexStep(ctx)
+		if err != nil {
+			return err
+		}
+		if r.Tail == 0 || (!r.Rebuilt && r.Absorbed == 0 && !r.Skipped) {
+			break
+		}
+	}
+	fmt.Fprintf(w, "loaded %d documents in %.0f s, HNSW index built in %.0f s\n\n", n, loaded.Seconds(), time.Since(start).Seconds())
+	return nil
 }

@@ -326,7 +326,10 @@ func (a *App) wirePipeline() error {
 			return fmt.Errorf("app: the %s store cannot apply the change log", st.name)
 		}
 		_, waking := st.store.(*wakingGraph)
-		pc.Derived = append(pc.Derived, ingest.NamedApplier{Name: st.name, Applier: ap, Dormant: waking})
+		// Neo4j is one store for every replica: the replica holding its
+		// apply lease applies the log to it, the others follow.
+		_, shared := st.store.(*lazyGraph)
+		pc.Derived = append(pc.Derived, ingest.NamedApplier{Name: st.name, Applier: ap, Dormant: waking, Shared: shared})
 	}
 	if c.ExtractEntities {
 		x, err := keyphrase.New(keyphrase.Config{})

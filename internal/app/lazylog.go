@@ -16,8 +16,23 @@ import (
 
 var (
 	_ spi.ChangeLog     = (*lazyVector)(nil)
+	_ spi.ApplyLeaser   = (*lazyVector)(nil)
 	_ spi.ChangeApplier = (*lazyGraph)(nil)
 )
+
+// ApplyLease passes through to the record once it is connected (replicas
+// elect the one that applies the log to Neo4j, which they share).
+func (v *lazyVector) ApplyLease(ctx context.Context, name string) (bool, error) {
+	b, err := v.get(ctx)
+	if err != nil {
+		return false, err
+	}
+	l, ok := b.(spi.ApplyLeaser)
+	if !ok {
+		return true, nil // no leases: every process applies
+	}
+	return l.ApplyLease(ctx, name)
+}
 
 func (v *lazyVector) changeLog(ctx context.Context) (spi.ChangeLog, error) {
 	b, err := v.get(ctx)

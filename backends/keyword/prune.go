@@ -1,0 +1,633 @@
+package keyword
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"math/bits"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2"
+
+	"github.com/ragd/ragd/internal/topk"
+	"github.com/ragd/ragd/spi"
+)
+
+// Plain-text search with block-max MaxScore (Turtle & Flood's MaxScore
+// over block-max bounds, as Lucene's MaxScoreBulkScorer, PISA's
+// block_max_maxscore and Mallia et al., SIGIR 2019, do it; Ding & Suel,
+// SIGIR 2011, for the block-max idea).
+//
+// The slots are visited in windows of at most 4,096 slots. A window
+// starts where the last one ended and ends where the first of the query
+// terms' current blocks ends, so within it each term has one block and
+// one bound: w · bound.score, times a slack of 1 + 1e-9 that covers
+// floating-point rounding. Once k documents are held, θ is the k-th best
+// score. Terms whose bounds sum to less than θ are non-essential: a
+// document holding only those cannot enter, so only the essential terms'
+// postings supply candidates, and a window where all terms are
+// non-essential is skipped without decoding a block. The window then
+// stretches to the first essential block's end when the non-essential
+// bounds over the longer range (several of their blocks) still sum below
+// θ. Candidates are scored on their essential terms; the non-essential
+// ones are looked up, largest bound first, and a candidate is dropped
+// once its parts so far plus the bounds left fall below θ.
+//
+// Exactness: a document is passed over only when a true upper bound of
+// its score is below θ, strictly, so a document tying the k-th score (and
+// winning on id) is never lost; a document kept is scored in full, its
+// terms' parts summed in query order, as the exhaustive scorer (the
+// tests' oracle) sums them: the same bits.
+//
+// Candidates are the live slots, or the allowed set of a tenant and
+// metadata filter (the tenant's slots and the filter's pairs, bitmaps
+// made dense for the query): a posting outside it is passed over before
+// it is scored. Bounds and θ do not depend on the filter, so it cannot
+// make pruning wrong; a selective filter still costs the decoding of the
+// postings it passes over.
+
+// slack widens every bound against the rounding of the scores it bounds.
+const slack = 1 + 1e-9
+
+// scorer holds the BM25 constants of a query: per field,
+// f + k1·(1 − b + b·len/avg) = f + a + c·len, and the field weight.
+type scorer struct{ aT, cT, wT, aX, cX, wX float64 }
+
+// score is a posting's score before idf and qtf.
+func (s *scorer) score(tfT, tfX, lt, lx uint32) float64 {
+	return saturate(tfT, s.wT, s.aT, s.cT, lt) + saturate(tfX, s.wX, s.aX, s.cX, lx)
+}
+
+// scoreAt is score for slot, reading its title length only when the
+// title holds the term (the same arithmetic: saturate is 0 for tf 0).
+func (s *scorer) scoreAt(tfT, tfX, slot uint32, lenT, lenX []uint32) float64 {
+	t := 0.0
+	if tfT > 0 {
+		t = saturate(tfT, s.wT, s.aT, s.cT, lenT[slot])
+	}
+	return t + saturate(tfX, s.wX, s.aX, s.cX, lenX[slot])
+}
+
+// score is what no posting the bound dominates can exceed, before idf
+// and qtf.
+func (b *bound) score(s *scorer) float64 {
+	v := 0.0
+	if b.tT > 0 {
+		v = saturate(uint32(b.tT), s.wT, s.aT, s.cT, uint32(b.lT))
+	}
+	m := 0.0
+	for _, q := range b.x {
+		if q.tf > 0 {
+			m = max(m, saturate(uint32(q.tf), s.wX, s.aX, s.cX, uint32(q.len)))
+		}
+	}
+	return v + m
+}
+
+// plan is a query resolved against the index: its terms in query order
+// (terms no candidate holds dropped) with weight qtf · idf, the scorer of
+// its statistics, and its candidates.
+type plan struct {
+	terms   []planTerm
+	sc      scorer
+	allowed []uint64 // bit s: slot s is a candidate
+}
+
+type planTerm struct {
+	p *postings
+	w float64
+}
+
+// searchState is a search's reusable memory.
+type searchState struct {
+	curs    []cursor
+	act     []*cursor
+	allowed []uint64
+	terms   []planTerm
+	acc     *[window]float64 // a window's sums, zero between windows
+	vals    []float64        // per term, its part in each slot of the window
+	held    []uint64         // per term, the window's slots holding it
+	cands   []uint32
+	part    []float64
+	seen    [window / 64]uint64
+}
+
+func (x *impactIndex) state() *searchState {
+	if st, ok := x.states.Get().(*searchState); ok {
+		return st
+	}
+	return &searchState{}
+}
+
+// plan resolves tokens (a token repeated counts repeatedly) for tenant
+// (when set) and filter; false when no document can match. The caller
+// holds mu for reading.
+func (x *impactIndex) plan(tokens []string, tenant string, filter spi.Filter, p bm25Params, st *searchState) (plan, bool) {
+	if x.live == 0 || len(tokens) == 0 {
+		return plan{}, false
+	}
+	// N, the average lengths and df are the tenant's own when the query
+	// names one. A tenant holding every live document (a single-tenant
+	// deployment) has the collection's statistics: the collection's
+	// numbers are used, the same values without looking up df per tenant.
+	t := uint32(0)
+	live, totT, totX := x.live, x.totT, x.totX
+	scoped := false
+	if tenant != "" {
+		var ok bool
+		if t, ok = x.tenants[tenant]; !ok || x.tLive[t] == 0 {
+			return plan{}, false
+		}
+		scoped = x.tLive[t] < x.live
+		live, totT, totX = x.tLive[t], x.tTotT[t], x.tTotX[t]
+	}
+	n := float64(live)
+	avgT, avgX := float64(totT)/n, float64(totX)/n
+	var sc scorer
+	sc.aT, sc.aX = p.k1*(1-p.b), p.k1*(1-p.b)
+	if avgT > 0 {
+		sc.cT = p.k1 * p.b / avgT
+	}
+	if avgX > 0 {
+		sc.cX = p.k1 * p.b / avgX
+	}
+	sc.wT, sc.wX = p.titleWeight, 1
+	if avgT <= 0 {
+		sc.wT = 0 // an empty field scores nothing
+	}
+	if avgX <= 0 {
+		sc.wX = 0
+	}
+
+	// Distinct terms in order of first appearance, with their counts.
+	terms := st.terms[:0]
+	var tids []uint32
+	for _, tok := range tokens {
+		tid, ok := x.termIdx[tok]
+		if !ok {
+			continue
+		}
+		if i := slices.Index(tids, tid); i >= 0 {
+			terms[i].w++
+			continue
+		}
+		tids = append(tids, tid)
+		terms = append(terms, planTerm{p: &x.post[tid], w: 1})
+	}
+	kept := terms[:0]
+	for i, pt := range terms {
+		df := pt.p.df
+		if scoped {
+			df = x.tdf[tdfKey(t, tids[i])]
+		}
+		if df <= 0 {
+			continue
+		}
+		d := float64(df)
+		pt.w *= math.Log(1 + (n-d+0.5)/(d+0.5))
+		kept = append(kept, pt)
+	}
+	st.terms = kept
+	if len(kept) == 0 {
+		return plan{}, false
+	}
+
+	allowed := x.alive
+	if scoped || len(filter) > 0 {
+		var set *roaring.Bitmap
+		if scoped {
+			set = x.tBits[t]
+		}
+		for _, k := range filter.Keys() {
+			var alts []*roaring.Bitmap
+			for _, v := range filter[k] {
+				if pid, ok := x.pairs[pair{k, v}]; ok {
+					alts = append(alts, x.pairBits[pid])
+				}
+			}
+			var or *roaring.Bitmap
+			switch len(alts) {
+			case 0:
+				return plan{}, false
+			case 1:
+				or = alts[0] // read only
+			default:
+				or = roaring.FastOr(alts...)
+			}
+			if set == nil {
+				set = or
+			} else {
+				set = roaring.And(set, or)
+			}
+			if set.IsEmpty() {
+				return plan{}, false
+			}
+		}
+		words := len(x.alive)
+		if cap(st.allowed) < words {
+			st.allowed = make([]uint64, words, words+words/8)
+		}
+		allowed = st.allowed[:words]
+		clear(allowed)
+		set.WriteDenseTo(allowed)
+	}
+	return plan{terms: kept, sc: sc, allowed: allowed}, true
+}
+
+// hit is a scored slot.
+type hit struct {
+	score float64
+	slot  uint32
+}
+
+// search returns the k best live documents for the analysed query tokens
+// (a token repeated counts repeatedly), restricted to tenant (when set)
+// and filter, by the BM25 above: score descending, then id ascending.
+func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant string, filter spi.Filter, p bm25Params) ([]spi.Ref, error) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	st := x.state()
+	defer x.states.Put(st)
+	pl, ok := x.plan(tokens, tenant, filter, p, st)
+	if !ok {
+		return []spi.Ref{}, nil
+	}
+	h := topk.NewHeap(k, x.below)
+	if err := x.prune(ctx, pl, h, st); err != nil {
+		return nil, err
+	}
+	return x.refs(h), nil
+}
+
+// below is ragd's order on hits: a lower score, or on a tie the larger id.
+func (x *impactIndex) below(a, b hit) bool {
+	if a.score != b.score {
+		return a.score < b.score
+	}
+	return bytes.Compare(x.ids.bytesOf(a.slot), x.ids.bytesOf(b.slot)) > 0
+}
+
+func (x *impactIndex) refs(h *topk.Heap[hit]) []spi.Ref {
+	hits := h.Sorted()
+	out := make([]spi.Ref, len(hits))
+	for i, e := range hits {
+		out[i] = spi.Ref{ID: x.ids.id(e.slot), Score: e.score, Source: spi.SourceKeyword}
+	}
+	return out
+}
+
+// window is the most slots a window spans; fewer when the query has many
+// terms, so that the per-term buffers stay within maxBuffered values.
+const (
+	window      = 4096
+	maxBuffered = 1 << 16
+)
+
+// prune offers to h every candidate that can be among its k best, by
+// block-max MaxScore (above). Within a window, the essential terms'
+// postings are scored term by term into buffers of the window's slots
+// (each term's part, and their running sum), as Lucene's
+// MaxScoreBulkScorer does; each slot they reach is a candidate, dropped
+// when its sum and the non-essential bounds cannot reach θ; the
+// non-essential terms are then looked up for the candidates left, largest
+// bound first, dropping candidates as the bounds left shrink. A candidate
+// left is scored by summing its terms' parts in query order.
+func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st *searchState) error {
+	m := len(pl.terms)
+	if cap(st.curs) < m {
+		st.curs = make([]cursor, m)
+	}
+	curs := st.curs[:m]
+	for i, t := range pl.terms {
+		curs[i].reset(t.p, t.w, i)
+	}
+	w := uint64(window)
+	for w > 64 && uint64(m)*w > maxBuffered {
+		w >>= 1
+	}
+	hw := w / 64
+	if uint64(len(st.vals)) < uint64(m)*w {
+		st.vals = make([]float64, uint64(m)*w)
+		st.held = make([]uint64, uint64(m)*hw)
+	}
+	if st.acc == nil {
+		st.acc = new([window]float64)
+	}
+	acc, seen := st.acc, &st.seen
+	vals, held := st.vals, st.held
+	sc := &pl.sc
+	allowed := pl.allowed
+	lenT, lenX := x.lenT, x.lenX
+	theta := 0.0
+	var upTo uint64
+	for win := 0; ; win++ {
+		if win%64 == 63 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if win == 1 && x.searchHook != nil {
+			x.searchHook()
+		}
+		// The window: from upTo to the end of the first current block
+		// (at most w slots).
+		act := st.act[:0]
+		start, end := upTo, upTo+w
+		for i := range curs {
+			c := &curs[i]
+			if c.in = c.shallow(uint32(min(upTo, math.MaxUint32))); c.in {
+				act = append(act, c)
+				end = min(end, uint64(c.last(c.blk))+1)
+			}
+		}
+		st.act = act
+		if len(act) == 0 {
+			return nil
+		}
+		for _, c := range act {
+			c.mx = c.blockMax(sc)
+		}
+		// Non-essential terms: the smallest bounds summing below θ.
+		ess, neSum := act, 0.0
+		full := h.Full()
+		if full {
+			for i := 1; i < len(act); i++ { // few terms: insertion sort
+				for j := i; j > 0 && act[j].mx < act[j-1].mx; j-- {
+					act[j], act[j-1] = act[j-1], act[j]
+				}
+			}
+			split := 0
+			for split < len(act) && neSum+act[split].mx < theta {
+				neSum += act[split].mx
+				split++
+			}
+			if split == len(act) {
+				upTo = end
+				continue // nothing in the window can enter
+			}
+			ess = act[split:]
+			// Stretch the window to the first essential block's end
+			// when the non-essential terms' bounds over it (several of
+			// their blocks) still sum below θ.
+			if split > 0 {
+				e := start + w
+				for _, c := range ess {
+					e = min(e, uint64(c.last(c.blk))+1)
+				}
+				if e > end {
+					sum := 0.0
+					for _, c := range act[:split] {
+						c.mxe = c.rangeMax(sc, e)
+						sum += c.mxe
+					}
+					if sum < theta {
+						end, neSum = e, sum
+						for _, c := range act[:split] {
+							c.mx = c.mxe
+						}
+					}
+				}
+			}
+		}
+		upTo = end
+		ne := act[:len(act)-len(ess)]
+		words := (end - start + 63) >> 6
+		// The essential terms' parts.
+		for _, c := range ess {
+			tv, th := vals[uint64(c.qi)*w:], held[uint64(c.qi)*hw:]
+			c.seek(uint32(start))
+			c.freqs()
+			for ; c.i < c.n; c.i++ {
+				s := c.slots[c.i]
+				if uint64(s) >= end {
+					break
+				}
+				if allowed[s>>6]&(1<<(s&63)) == 0 {
+					continue
+				}
+				j := uint64(s) - start
+				v := c.w * sc.scoreAt(c.tfT[c.i], c.tfX[c.i], s, lenT, lenX)
+				tv[j] = v
+				th[j>>6] |= 1 << (j & 63)
+				acc[j] += v
+				seen[j>>6] |= 1 << (j & 63)
+			}
+			if c.i == c.n {
+				c.blk++
+			}
+		}
+		// Candidates whose parts so far and the bounds left reach θ.
+		cands, part := st.cands[:0], st.part[:0]
+		for wi := range words {
+			for b := seen[wi]; b != 0; b &= b - 1 {
+				j := wi<<6 + uint64(bits.TrailingZeros64(b))
+				if p := acc[j]; !full || p*slack+neSum >= theta {
+					cands, part = append(cands, uint32(j)), append(part, p)
+				}
+				acc[j] = 0
+			}
+			seen[wi] = 0
+		}
+		// The non-essential terms, largest bound first.
+		rem := neSum
+		for k := len(ne) - 1; k >= 0 && len(cands) > 0; k-- {
+			c := ne[k]
+			rem -= c.mx
+			tv, th := vals[uint64(c.qi)*w:], held[uint64(c.qi)*hw:]
+			kept := 0
+			for i, j := range cands {
+				slot := uint32(start + uint64(j))
+				if c.probe(slot) {
+					c.freqs()
+					v := c.w * sc.scoreAt(c.tfT[c.i], c.tfX[c.i], slot, lenT, lenX)
+					tv[j] = v
+					th[j>>6] |= 1 << (j & 63)
+					part[i] += v
+				}
+				if part[i]*slack+rem >= theta {
+					cands[kept], part[kept] = j, part[i]
+					kept++
+				}
+			}
+			cands, part = cands[:kept], part[:kept]
+		}
+		// The candidates left, summed in query order: the exhaustive
+		// scorer's sum.
+		for _, j := range cands {
+			score := 0.0
+			for q := range uint64(m) {
+				if held[q*hw+uint64(j>>6)]&(1<<(j&63)) != 0 {
+					score += vals[q*w+uint64(j)]
+				}
+			}
+			if score > 0 {
+				h.Offer(hit{score, uint32(start + uint64(j))})
+				if h.Full() {
+					worst, _ := h.Worst()
+					theta = worst.score
+				}
+			}
+		}
+		st.cands, st.part = cands, part
+		for _, c := range act {
+			clear(held[uint64(c.qi)*hw : uint64(c.qi)*hw+words])
+		}
+	}
+}
+
+// cursor walks one term's postings.
+type cursor struct {
+	p   *postings
+	w   float64 // qtf · idf
+	qi  int     // the term's place in the query
+	nb  int     // blocks, the tail counting as one
+	blk int     // current block (nb: exhausted)
+	dec int     // block whose slots are decoded into the arrays, -1 for none
+	tfd int     // block whose frequencies are, -1 for none
+	n   int     // postings in the decoded block
+	i   int     // position in the decoded block
+	in  bool    // the cursor has a block in the current window
+	mxe float64 // bound over a stretched window
+	ubb int     // block whose bound ub is, -1 for none
+	ub  float64
+	mx  float64 // bound of the current window
+
+	slots, tfT, tfX [blockSize]uint32
+}
+
+func (c *cursor) reset(p *postings, w float64, qi int) {
+	c.p, c.w, c.qi = p, w, qi
+	c.nb = len(p.blocks)
+	if len(p.tail) > 0 {
+		c.nb++
+	}
+	c.blk, c.dec, c.tfd, c.ubb = 0, -1, -1, -1
+}
+
+// last returns the last slot of block b.
+func (c *cursor) last(b int) uint32 {
+	if b < len(c.p.blocks) {
+		return c.p.blocks[b].last
+	}
+	return c.p.tail[len(c.p.tail)-1].slot
+}
+
+// shallow moves to the first block whose last slot is at least target
+// (galloping, then a binary search) without decoding it; false when no
+// block is left.
+func (c *cursor) shallow(target uint32) bool {
+	if c.blk >= c.nb || c.last(c.blk) >= target {
+		return c.blk < c.nb
+	}
+	lo, b, step := c.blk+1, c.blk+1, 1
+	for b < c.nb && c.last(b) < target {
+		lo = b + 1
+		b += step
+		step <<= 1
+	}
+	hi := min(b, c.nb)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if c.last(mid) < target {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	c.blk = lo
+	return c.blk < c.nb
+}
+
+// rangeMax is the greatest bound of the blocks from the current one that
+// can hold slots below end, slack included.
+func (c *cursor) rangeMax(sc *scorer, end uint64) float64 {
+	m := c.blockMax(sc)
+	for b := c.blk + 1; b < c.nb && uint64(c.last(b-1))+1 < end; b++ {
+		bd := &c.p.tailB
+		if b < len(c.p.blocks) {
+			bd = &c.p.blocks[b].b
+		}
+		m = max(m, c.w*bd.score(sc)*slack)
+	}
+	return m
+}
+
+// blockMax is the bound of the current block's scores, slack included.
+func (c *cursor) blockMax(sc *scorer) float64 {
+	if c.ubb != c.blk {
+		b := &c.p.tailB
+		if c.blk < len(c.p.blocks) {
+			b = &c.p.blocks[c.blk].b
+		}
+		c.ub, c.ubb = c.w*b.score(sc)*slack, c.blk
+	}
+	return c.ub
+}
+
+// load decodes the current block, unless it is.
+func (c *cursor) load() {
+	if c.dec == c.blk {
+		return
+	}
+	if c.blk < len(c.p.blocks) {
+		c.p.decodeSlots(c.blk, &c.slots)
+		c.n = blockSize
+		c.tfd = -1
+	} else {
+		for j, e := range c.p.tail {
+			c.slots[j], c.tfT[j], c.tfX[j] = e.slot, uint32(e.tfT), uint32(e.tfX)
+		}
+		c.n = len(c.p.tail)
+		c.tfd = c.blk
+	}
+	c.dec, c.i = c.blk, 0
+}
+
+// freqs decodes the frequencies of the decoded block, unless they are:
+// a block looked up only for slots it does not hold never needs them.
+func (c *cursor) freqs() {
+	if c.tfd != c.dec {
+		c.p.decodeFreqs(c.dec, &c.tfT, &c.tfX)
+		c.tfd = c.dec
+	}
+}
+
+// seek positions the cursor on its first posting at or after target,
+// within the current block, whose last slot is at least target.
+func (c *cursor) seek(target uint32) {
+	c.load()
+	c.i += searchSlots(c.slots[c.i:c.n], target)
+}
+
+// searchSlots returns the index of the first slot at least target.
+func searchSlots(s []uint32, target uint32) int {
+	lo, hi := 0, len(s)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if s[mid] < target {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// probe moves the cursor to its first posting at or after slot and
+// reports whether that is slot.
+func (c *cursor) probe(slot uint32) bool {
+	if !c.shallow(slot) {
+		return false
+	}
+	c.load()
+	// Candidates ascend, mostly a few postings apart: a short linear
+	// scan, then a binary search for a long jump.
+	i, n := c.i, c.n
+	for end := min(n, i+8); i < end && c.slots[i] < slot; i++ {
+	}
+	if i < n && c.slots[i] < slot {
+		i += searchSlots(c.slots[i:n], slot)
+	}
+	c.i = i
+	return i < n && c.slots[i] == slot
+}

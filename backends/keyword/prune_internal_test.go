@@ -1,0 +1,361 @@
+package keyword
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/ragd/ragd/internal/topk"
+	"github.com/ragd/ragd/spi"
+)
+
+// searchExhaustive is the oracle of the pruned search: every posting of
+// every query term scored into a per-slot accumulator, term after term in
+// query order (so a document's parts are summed in the order the pruned
+// search sums them), then the k best candidates. It shares the plan
+// (statistics, weights, candidates) with the pruned search; the plan
+// itself is checked against the formula by bruteBM25.
+func (x *impactIndex) searchExhaustive(tokens []string, k int, tenant string, filter spi.Filter, p bm25Params) []spi.Ref {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	st := &searchState{}
+	pl, ok := x.plan(tokens, tenant, filter, p, st)
+	if !ok {
+		return []spi.Ref{}
+	}
+	acc := make([]float64, x.slots())
+	for _, t := range pl.terms {
+		t.p.each(func(e posting) {
+			if pl.allowed[e.slot>>6]&(1<<(e.slot&63)) == 0 {
+				return
+			}
+			if s := pl.sc.score(uint32(e.tfT), uint32(e.tfX), x.lenT[e.slot], x.lenX[e.slot]); s != 0 {
+				acc[e.slot] += t.w * s
+			}
+		})
+	}
+	h := topk.NewHeap(k, x.below)
+	for s, v := range acc {
+		if v != 0 {
+			h.Offer(hit{v, uint32(s)})
+		}
+	}
+	return x.refs(h)
+}
+
+// checkInvariants checks what impact.go, postings.go and idtable.go say
+// must hold of the index. The caller holds no lock.
+func (x *impactIndex) checkInvariants(t *testing.T) {
+	t.Helper()
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	n := x.slots()
+	for name, l := range map[string]int{"tenant": len(x.tenant), "lenT": len(x.lenT), "lenX": len(x.lenX),
+		"verTag": len(x.verTag), "verSeq": len(x.verSeq), "metaOff-1": len(x.metaOff) - 1} {
+		if l != n {
+			t.Fatalf("%s has %d entries for %d slots", name, l, n)
+		}
+	}
+	if len(x.alive) != (n+63)/64 {
+		t.Fatalf("alive has %d words for %d slots", len(x.alive), n)
+	}
+	live := 0
+	for i, w := range x.alive {
+		if i == len(x.alive)-1 && n%64 != 0 && w>>(n%64) != 0 {
+			t.Fatalf("alive has bits past slot %d", n)
+		}
+		live += bits.OnesCount64(w)
+	}
+	if live != x.live || x.dead != n-live {
+		t.Fatalf("live %d dead %d, alive bits %d of %d slots", x.live, x.dead, live, n)
+	}
+	// Per tenant and per pair: statistics and bitmaps from the slots.
+	tLive := make([]int, len(x.tLive))
+	tT, tX := make([]int64, len(x.tLive)), make([]int64, len(x.tLive))
+	var totT, totX int64
+	pairSlots := make([][]uint32, len(x.pairBits))
+	tenantSlots := make([][]uint32, len(x.tBits))
+	if x.ids.n != live || 2*x.ids.n > len(x.ids.tab) {
+		t.Fatalf("id table holds %d of %d cells for %d live slots", x.ids.n, len(x.ids.tab), live)
+	}
+	for s := range uint32(n) {
+		got, ok := x.ids.find(x.ids.id(s))
+		if x.isAlive(s) != (ok && got == s) {
+			t.Fatalf("slot %d (%q) alive %v, id table finds %d %v", s, x.ids.id(s), x.isAlive(s), got, ok)
+		}
+		if !x.isAlive(s) {
+			continue
+		}
+		tn := x.tenant[s]
+		tLive[tn]++
+		tT[tn] += int64(x.lenT[s])
+		tX[tn] += int64(x.lenX[s])
+		totT += int64(x.lenT[s])
+		totX += int64(x.lenX[s])
+		tenantSlots[tn] = append(tenantSlots[tn], s)
+		for _, p := range x.metaIDs[x.metaOff[s]:x.metaOff[s+1]] {
+			pairSlots[p] = append(pairSlots[p], s)
+		}
+	}
+	if !slices.Equal(tLive, x.tLive) || !slices.Equal(tT, x.tTotT) || !slices.Equal(tX, x.tTotX) || totT != x.totT || totX != x.totX {
+		t.Fatalf("tenant statistics %v %v %v (%d %d), slots say %v %v %v (%d %d)", x.tLive, x.tTotT, x.tTotX, x.totT, x.totX, tLive, tT, tX, totT, totX)
+	}
+	for i, b := range x.tBits {
+		if got := b.ToArray(); !slices.Equal(got, tenantSlots[i]) && len(got)+len(tenantSlots[i]) > 0 {
+			t.Fatalf("tenant %d bitmap %v, live slots %v", i, got, tenantSlots[i])
+		}
+	}
+	for i, b := range x.pairBits {
+		if got := b.ToArray(); !slices.Equal(got, pairSlots[i]) && len(got)+len(pairSlots[i]) > 0 {
+			t.Fatalf("pair %d bitmap %v, live slots %v", i, got, pairSlots[i])
+		}
+	}
+	// Postings: order, shape, bounds, df per term and per tenant.
+	tdf := map[uint64]int32{}
+	for tid := range x.post {
+		p := &x.post[tid]
+		for i, b := range p.blocks {
+			want := uint32(0)
+			if i+1 < len(p.blocks) {
+				want = p.blocks[i+1].off
+			} else {
+				want = uint32(len(p.data))
+			}
+			if b.off+2*uint32(b.wd)+2*uint32(b.wt)+2*uint32(b.wx) != want {
+				t.Fatalf("term %d block %d: words [%d, %d) with widths %d/%d/%d", tid, i, b.off, want, b.wd, b.wt, b.wx)
+			}
+		}
+		if len(p.tail) >= blockSize {
+			t.Fatalf("term %d: tail of %d", tid, len(p.tail))
+		}
+		df := int32(0)
+		prev := int64(-1)
+		k := 0
+		p.each(func(e posting) {
+			if int64(e.slot) <= prev || int(e.slot) >= n {
+				t.Fatalf("term %d: slot %d after %d (%d slots)", tid, e.slot, prev, n)
+			}
+			prev = int64(e.slot)
+			b := &p.tailB
+			if blk := k / blockSize; blk < len(p.blocks) {
+				b = &p.blocks[blk].b
+				if k%blockSize == blockSize-1 && p.blocks[blk].last != e.slot {
+					t.Fatalf("term %d block %d: last %d, holds %d", tid, blk, p.blocks[blk].last, e.slot)
+				}
+			}
+			k++
+			if !b.dominates(e, x.lenT[e.slot], x.lenX[e.slot]) {
+				t.Fatalf("term %d: bound %+v does not dominate %+v (lengths %d, %d)", tid, *b, e, x.lenT[e.slot], x.lenX[e.slot])
+			}
+			if x.isAlive(e.slot) {
+				df++
+				tdf[tdfKey(x.tenant[e.slot], uint32(tid))]++
+			}
+		})
+		if df != p.df {
+			t.Fatalf("term %d: df %d, live postings %d", tid, p.df, df)
+		}
+	}
+	if len(tdf) != len(x.tdf) {
+		t.Fatalf("tenant df has %d entries, postings say %d", len(x.tdf), len(tdf))
+	}
+	for key, v := range tdf {
+		if x.tdf[key] != v {
+			t.Fatalf("tenant df %x = %d, postings say %d", key, x.tdf[key], v)
+		}
+	}
+}
+
+// dominates reports whether b bounds posting e of lengths lt, lx.
+func (b *bound) dominates(e posting, lt, lx uint32) bool {
+	if e.tfT > 0 && (e.tfT > b.tT || uint32(b.lT) > lt) {
+		return false
+	}
+	if e.tfX == 0 {
+		return true
+	}
+	for _, q := range b.x {
+		if q.tf >= e.tfX && uint32(q.len) <= lx {
+			return true
+		}
+	}
+	return false
+}
+
+// The pruned search answers exactly what exhaustive scoring answers (ids,
+// scores to the bit, order on ties) and what the formula answers, over
+// random corpora with skewed vocabularies, random queries, tenants,
+// metadata filters, replacements, deletes and compactions, at several k;
+// the index's invariants hold after every step.
+func TestPrunedSearchEqualsExhaustive(t *testing.T) {
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { prunedEqualsExhaustive(t, seed) })
+	}
+}
+
+func prunedEqualsExhaustive(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	vocab := make([]string, 60+rng.IntN(200))
+	for i := range vocab {
+		vocab[i] = fmt.Sprintf("w%d", i)
+	}
+	// Zipf-like: a few terms in most documents, many in few.
+	zipf := rand.NewZipf(rand.New(rand.NewPCG(seed, 7)), 1.1, 2, uint64(len(vocab)-1))
+	word := func() string { return vocab[zipf.Uint64()] }
+	freqs := func(n int) map[string]int {
+		m := map[string]int{}
+		for range n {
+			m[word()]++
+		}
+		return m
+	}
+	x := newImpactIndex()
+	model := map[string]refDoc{}
+	tenants := []string{"", "t1", "t2", "t3"}
+	ids := 600 + rng.IntN(1500)
+	params := []bm25Params{{1.2, 0.75, 1}, {0.9, 0.4, 2.5}, {2, 1, 0.3}, {1.2, 0, 1}}
+	check := func(step int) {
+		t.Helper()
+		x.checkInvariants(t)
+		for q := range 30 {
+			var tokens []string
+			for range 1 + rng.IntN(8) {
+				tokens = append(tokens, word())
+			}
+			if q%5 == 0 {
+				tokens = append(tokens, vocab[rng.IntN(len(vocab))], "unknown")
+			}
+			tenant := tenants[rng.IntN(len(tenants))]
+			var filter spi.Filter
+			switch rng.IntN(4) {
+			case 1:
+				filter = spi.Filter{"lang": {"en"}}
+			case 2:
+				filter = spi.Filter{"lang": {"de", "fr"}, "rare": {"yes"}}
+			case 3:
+				filter = spi.Filter{"lang": {"none"}}
+			}
+			p := params[rng.IntN(len(params))]
+			k := []int{1, 2, 5, 10, 50}[rng.IntN(5)]
+			got, err := x.search(context.Background(), tokens, k, tenant, filter, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := x.searchExhaustive(tokens, k, tenant, filter, p)
+			if !slices.Equal(got, want) {
+				t.Fatalf("step %d: query %v k=%d tenant %q filter %v params %+v:\npruned     %v\nexhaustive %v", step, tokens, k, tenant, filter, p, got, want)
+			}
+			all := bruteBM25(model, tokens, tenant, filter, p, len(model))
+			if len(got) != min(k, len(all)) {
+				t.Fatalf("step %d query %v: %d refs, formula %d", step, tokens, len(got), min(k, len(all)))
+			}
+			for i := range got {
+				if math.Abs(got[i].Score-all[i].Score) > 1e-9*all[i].Score {
+					t.Fatalf("step %d query %v: ref %d = %+v, formula %+v", step, tokens, i, got[i], all[i])
+				}
+			}
+		}
+	}
+	steps := 4 * ids
+	var dups []refDoc // contents put under several ids
+	for step := range steps {
+		id := fmt.Sprintf("d%04d", rng.IntN(ids))
+		if rng.IntN(5) == 0 {
+			old, ok := model[id]
+			if ok && rng.IntN(2) == 0 {
+				x.remove(id, &fieldFreqs{title: old.title, text: old.text})
+			} else {
+				x.remove(id, nil) // the index finds the terms itself
+			}
+			delete(model, id)
+		} else {
+			d := refDoc{id: id, tenant: tenants[rng.IntN(len(tenants))], title: freqs(rng.IntN(5)), text: freqs(1 + rng.IntN(40))}
+			if len(dups) > 0 && rng.IntN(3) == 0 {
+				// A copy of an earlier document: equal scores, ranked by id.
+				o := dups[rng.IntN(len(dups))]
+				d.title, d.text = maps.Clone(o.title), maps.Clone(o.text)
+			} else if len(dups) < 50 && rng.IntN(4) == 0 {
+				short := refDoc{title: freqs(rng.IntN(2)), text: freqs(1 + rng.IntN(4))}
+				dups = append(dups, short)
+				d.title, d.text = maps.Clone(short.title), maps.Clone(short.text)
+			}
+			if rng.IntN(9) == 0 {
+				d.text[word()] += 20 + rng.IntN(200) // a frequency far above the block's others
+			}
+			switch rng.IntN(4) {
+			case 0:
+				d.meta = map[string]string{"lang": []string{"en", "de", "fr"}[rng.IntN(3)]}
+			case 1:
+				d.meta = map[string]string{"lang": "de", "rare": "yes"}
+			}
+			var old *fieldFreqs
+			if o, ok := model[id]; ok && rng.IntN(2) == 0 {
+				old = &fieldFreqs{title: o.title, text: o.text}
+			}
+			x.put(d.id, d.tenant, d.meta, d.lens(), fieldFreqs{title: d.title, text: d.text}, old)
+			model[id] = d
+		}
+		if step%(steps/6) == steps/6-1 {
+			check(step)
+		}
+	}
+}
+
+// Block packing round-trips every width, and a block's bound dominates
+// its postings.
+func TestBlockPackingRoundTrips(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for w := uint(0); w <= 32; w++ {
+		var v, got [blockSize]uint32
+		for i := range v {
+			if w > 0 {
+				v[i] = uint32(rng.Uint64() & (1<<w - 1))
+			}
+		}
+		v[rng.IntN(blockSize)] = uint32(1<<w - 1)
+		words := pack(nil, &v, w)
+		if len(words) != int(2*w) {
+			t.Fatalf("width %d: %d words", w, len(words))
+		}
+		if rest := unpack(append(words, 42), &got, w); got != v || len(rest) != 1 {
+			t.Fatalf("width %d: unpacked %v, want %v", w, got[:4], v[:4])
+		}
+	}
+}
+
+// Documents tying the k-th score are ranked by id, whichever slot they
+// sit in: a bound equal to θ does not prune (copies of one document have
+// bounds equal to their scores, the slack aside).
+func TestPrunedSearchKeepsTiesByID(t *testing.T) {
+	x := newImpactIndex()
+	rng := rand.New(rand.NewPCG(5, 6))
+	n := 3000
+	for _, i := range rng.Perm(n) {
+		f := fieldFreqs{title: map[string]int{"alpha": 1}, text: map[string]int{"alpha": 2, "beta": 1}}
+		x.put(fmt.Sprintf("c%05d", i), "", nil, docLens{title: 1, text: 3}, f, nil)
+	}
+	for i := range 50 {
+		x.put(fmt.Sprintf("o%02d", i), "", nil, docLens{text: 5}, fieldFreqs{text: map[string]int{"beta": 5}}, nil)
+	}
+	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1}
+	for _, q := range [][]string{{"alpha"}, {"alpha", "beta"}, {"beta"}} {
+		for _, k := range []int{1, 10, 100} {
+			got, err := x.search(context.Background(), q, k, "", nil, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := x.searchExhaustive(q, k, "", nil, p); !slices.Equal(got, want) {
+				t.Fatalf("%v k=%d:\npruned     %v\nexhaustive %v", q, k, got, want)
+			}
+		}
+	}
+	got, _ := x.search(context.Background(), []string{"alpha"}, 3, "", nil, p)
+	if len(got) != 3 || got[0].ID != "c00000" || got[2].ID != "c00002" {
+		t.Fatalf("alpha, k=3: %v, want c00000..c00002", got)
+	}
+}

@@ -1,0 +1,96 @@
+package vector_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ragd/ragd/backends/vector"
+	"github.com/ragd/ragd/internal/testenv"
+	"github.com/ragd/ragd/spi"
+)
+
+// clock is a settable time source.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// TestApplyLease: one process of two holds a lease; names are
+// independent; the lease passes on when its holder closes or loses its
+// connection, which the holder notices at its next check.
+func TestApplyLease(t *testing.T) {
+	ctx := context.Background()
+	dsn := testenv.Postgres(t)
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	open := func() *vector.Backend {
+		return mustOpen(t, vector.Config{DSN: dsn, Dimension: 2, Table: "leased", Now: clk.now})
+	}
+	a, b := open(), open()
+	lease := func(be *vector.Backend, name string) bool {
+		t.Helper()
+		held, err := be.ApplyLease(ctx, name)
+		if err != nil {
+			t.Fatalf("ApplyLease(%q): %v", name, err)
+		}
+		return held
+	}
+	if !lease(a, "graph@log1") || lease(b, "graph@log1") {
+		t.Fatal("the first to ask should hold the lease, the second not")
+	}
+	clk.add(2 * time.Second)
+	if !lease(a, "graph@log1") || lease(b, "graph@log1") {
+		t.Fatal("the holder keeps the lease at its next check; the other is refused again")
+	}
+	if !lease(b, "graph@log2") {
+		t.Fatal("another name is another lease")
+	}
+
+	// The holder's connection is cut: it notices at its next check (an
+	// error, not held), and the other takes the lease.
+	conn := connect(t, dsn)
+	tag, err := conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted
+	AND objid = hashtext('ragd.apply:leased:graph@log1')::oid AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)
+	if err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("terminating the holder's session: %v, %d rows", err, tag.RowsAffected())
+	}
+	if !lease(a, "graph@log1") {
+		t.Fatal("within a second of the last check the holder still believes it holds the lease")
+	}
+	clk.add(2 * time.Second)
+	held, err := a.ApplyLease(ctx, "graph@log1")
+	if held || !errors.Is(err, spi.ErrUnavailable) {
+		t.Fatalf("the holder after losing its connection: held %v, %v; want not held, ErrUnavailable", held, err)
+	}
+	if !lease(b, "graph@log1") {
+		t.Fatal("the other process should take a lease whose holder lost its connection")
+	}
+	clk.add(2 * time.Second)
+	if lease(a, "graph@log1") {
+		t.Fatal("the former holder reconnects as a follower")
+	}
+
+	// Closing releases.
+	b.Close()
+	clk.add(2 * time.Second)
+	if !lease(a, "graph@log1") {
+		t.Fatal("the lease should pass on when its holder closes")
+	}
+	if _, err := b.ApplyLease(ctx, "graph@log1"); !errors.Is(err, spi.ErrUnavailable) {
+		t.Fatalf("ApplyLease after Close: %v, want ErrUnavailable", err)
+	}
+}
