@@ -38,6 +38,11 @@ func LoadSynth(tb testing.TB) *Synth {
 	s := &Synth{Base: readVectors(tb, bp), Queries: readVectors(tb, qp)}
 	s.Dim = len(s.Base[0])
 	s.Noise = 0.05 / math.Sqrt(float64(s.Dim)) // noise of norm about 0.05
+	if v := os.Getenv("RAG_BENCH_SYNTH_NOISE"); v != "" {
+		if _, err := fmt.Sscan(v, &s.Noise); err != nil {
+			tb.Fatalf("RAG_BENCH_SYNTH_NOISE: %v", err)
+		}
+	}
 	return s
 }
 
