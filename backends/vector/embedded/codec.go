@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/ragd/ragd/spi"
 )
 
@@ -162,13 +164,13 @@ func decodeHeader(rec []byte, dim int, vec []float32) (header, []float32, error)
 
 // decodeDocument parses a whole record into a document with id, its
 // vector from the vectors file when the record names it.
-func (s *Store) decodeDocument(id string, rec []byte) (spi.Document, error) {
+func (s *Store) decodeDocument(g *vecGen, id string, rec []byte) (spi.Document, error) {
 	dim := s.cfg.Dimension
 	h, vec, err := decodeHeader(rec, dim, make([]float32, 0, dim))
 	if err != nil {
 		return spi.Document{}, err
 	}
-	if vec, err = s.vector(h, vec); err != nil {
+	if vec, err = s.vector(g, h, vec); err != nil {
 		return spi.Document{}, err
 	}
 	var b body
@@ -182,10 +184,46 @@ func (s *Store) decodeDocument(id string, rec []byte) (spi.Document, error) {
 }
 
 // vector appends the vector of a version 2 record's header to vec (a
-// version 1 record's is there already).
-func (s *Store) vector(h header, vec []float32) ([]float32, error) {
+// version 1 record's is there already), read from g, the vectors file
+// generation taken with the transaction the record comes from (readTx).
+func (s *Store) vector(g *vecGen, h header, vec []float32) ([]float32, error) {
 	if h.vid == 0 {
 		return vec, nil
 	}
-	return s.vecs.read(h.vid, vec)
+	return s.vecs.read(g, h.vid, vec)
+}
+
+// readTx opens a read transaction of the file and takes the vectors file
+// generation that holds every vector its records name (the one current
+// from before the transaction began until after: vecfile.go); done ends
+// both.
+func (s *Store) readTx() (tx *bolt.Tx, g *vecGen, done func(), err error) {
+	for {
+		g = s.vecs.acquire()
+		if h := s.hooks.readAcquired; h != nil {
+			h()
+		}
+		tx, err = s.db.Begin(false)
+		if err != nil {
+			s.vecs.release(g)
+			return nil, nil, nil, err
+		}
+		if s.vecs.current(g) {
+			return tx, g, func() { _ = tx.Rollback(); s.vecs.release(g) }, nil
+		}
+		// A compaction installed another file meanwhile: the transaction
+		// may name vectors only that one holds.
+		_ = tx.Rollback()
+		s.vecs.release(g)
+	}
+}
+
+// view runs fn in a read transaction with its vectors file generation.
+func (s *Store) view(fn func(*bolt.Tx, *vecGen) error) error {
+	tx, g, done, err := s.readTx()
+	if err != nil {
+		return err
+	}
+	defer done()
+	return fn(tx, g)
 }

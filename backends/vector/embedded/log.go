@@ -202,6 +202,7 @@ func (s *Store) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResu
 		s.idx.put(d.ID, d.Tenant, md, d.Vector)
 	}
 	s.maybeBuild()
+	s.maybeCompact()
 	return out, nil
 }
 
@@ -293,14 +294,14 @@ func (s *Store) Changes(ctx context.Context, after uint64, limit int) ([]spi.Cha
 		return nil, nil
 	}
 	var out []spi.Change
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx, g *vecGen) error {
 		c := tx.Bucket(bucketLog).Cursor()
 		for k, v := c.Seek(seqKey(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
 			ch, err := decodeEntry(binary.BigEndian.Uint64(k), v)
 			if err != nil {
 				return err
 			}
-			if err := s.fill(tx, &ch, ch.Seq); err != nil {
+			if err := s.fill(tx, g, &ch, ch.Seq); err != nil {
 				return err
 			}
 			out = append(out, ch)
@@ -315,7 +316,7 @@ func (s *Store) Changes(ctx context.Context, after uint64, limit int) ([]spi.Cha
 
 // fill sets ch.Doc and ch.Version from the record; tomb is the version of
 // a deletion.
-func (s *Store) fill(tx *bolt.Tx, ch *spi.Change, tomb uint64) error {
+func (s *Store) fill(tx *bolt.Tx, g *vecGen, ch *spi.Change, tomb uint64) error {
 	ch.Doc, ch.Version = nil, tomb
 	if ch.ID == "" || len(ch.ID) > bolt.MaxKeySize {
 		return nil
@@ -324,7 +325,7 @@ func (s *Store) fill(tx *bolt.Tx, ch *spi.Change, tomb uint64) error {
 	if rec == nil {
 		return nil
 	}
-	d, err := s.decodeDocument(ch.ID, rec)
+	d, err := s.decodeDocument(g, ch.ID, rec)
 	if err != nil {
 		return fmt.Errorf("%w: record %q: %v", ErrCorrupt, ch.ID, err)
 	}
@@ -343,11 +344,11 @@ func (s *Store) Current(ctx context.Context, ids []string) ([]spi.Change, error)
 		return nil, err
 	}
 	out := make([]spi.Change, len(ids))
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx, g *vecGen) error {
 		last := tx.Bucket(bucketLog).Sequence()
 		for i, id := range ids {
 			out[i] = spi.Change{ID: id}
-			if err := s.fill(tx, &out[i], last); err != nil {
+			if err := s.fill(tx, g, &out[i], last); err != nil {
 				return err
 			}
 		}

@@ -79,11 +79,11 @@ func (s *Store) search(ctx context.Context, q query) ([]hit, error) {
 // searchOnce is one attempt of search; with wait, no commit is between
 // the file and memory and it cannot fail with errMoved.
 func (s *Store) searchOnce(ctx context.Context, q query, wait bool) ([]hit, error) {
-	tx, seq, err := s.pin(wait)
+	tx, g, done, seq, err := s.pin(wait)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = tx.Rollback() }() // read-only: nothing to undo
+	defer done()
 	ids, err := s.candidates(ctx, q)
 	if err != nil || len(ids) == 0 {
 		return nil, err
@@ -100,25 +100,26 @@ func (s *Store) searchOnce(ctx context.Context, q query, wait bool) ([]hit, erro
 	if h := s.hooks.beforeRescore; h != nil {
 		h()
 	}
-	return s.rescore(ctx, tx, q, ids)
+	return s.rescore(ctx, tx, g, q, ids)
 }
 
-// pin read-locks mu and opens a read transaction of the file; it returns
-// the sequence memory reflects. mu stays read-locked until candidates
-// returns. With wait it holds writeMu while it pins, so that no commit
-// is between the file and memory.
-func (s *Store) pin(wait bool) (*bolt.Tx, uint64, error) {
+// pin read-locks mu and opens a read transaction of the file with its
+// vectors file generation (readTx); it returns the sequence memory
+// reflects. mu stays read-locked until candidates returns; done ends the
+// transaction. With wait it holds writeMu while it pins, so that no
+// commit is between the file and memory.
+func (s *Store) pin(wait bool) (*bolt.Tx, *vecGen, func(), uint64, error) {
 	if wait {
 		s.writeMu.Lock()
 		defer s.writeMu.Unlock()
 	}
 	s.mu.RLock()
-	tx, err := s.db.Begin(false)
+	tx, g, done, err := s.readTx()
 	if err != nil {
 		s.mu.RUnlock()
-		return nil, 0, s.readErr("retrieve", err)
+		return nil, nil, nil, 0, s.readErr("retrieve", err)
 	}
-	return tx, s.seq, nil
+	return tx, g, done, s.seq, nil
 }
 
 // candidates scans the codes for q's candidates and releases the read
@@ -319,7 +320,7 @@ func (s *Store) Hydrate(ctx context.Context, ids []string) ([]spi.Document, []st
 	var docs []spi.Document
 	var missing []string
 	seen := make(map[string]bool, len(ids))
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx, g *vecGen) error {
 		b := tx.Bucket(bucketDocs)
 		for _, id := range ids {
 			if seen[id] {
@@ -334,7 +335,7 @@ func (s *Store) Hydrate(ctx context.Context, ids []string) ([]spi.Document, []st
 				missing = append(missing, id)
 				continue
 			}
-			d, err := s.decodeDocument(id, v)
+			d, err := s.decodeDocument(g, id, v)
 			if err != nil {
 				return fmt.Errorf("%w: record %q: %v", ErrCorrupt, id, err)
 			}
@@ -364,7 +365,7 @@ func (s *Store) Scan(ctx context.Context, fn func(spi.Document) error) error {
 			return err
 		}
 		page := make([]spi.Document, 0, scanPage)
-		err := s.db.View(func(tx *bolt.Tx) error {
+		err := s.view(func(tx *bolt.Tx, g *vecGen) error {
 			c := tx.Bucket(bucketDocs).Cursor()
 			var k, v []byte
 			if first {
@@ -376,7 +377,7 @@ func (s *Store) Scan(ctx context.Context, fn func(spi.Document) error) error {
 				}
 			}
 			for ; k != nil && len(page) < scanPage; k, v = c.Next() {
-				d, err := s.decodeDocument(string(k), v)
+				d, err := s.decodeDocument(g, string(k), v)
 				if err != nil {
 					return fmt.Errorf("%w: record %q: %v", ErrCorrupt, k, err)
 				}

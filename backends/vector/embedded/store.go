@@ -82,9 +82,10 @@ type Store struct {
 	// durable first and memory follows, so the file is at seq or ahead.
 	seq uint64
 
-	waits atomic.Uint64 // searches that waited for a commit (ops.go)
-	build builder       // the background build of the IVF index (annbuild.go)
-	hooks testHooks
+	waits   atomic.Uint64 // searches that waited for a commit (ops.go)
+	build   builder       // the background build of the IVF index (annbuild.go)
+	compact compactor     // the background compaction of the vectors file (compact.go)
+	hooks   testHooks
 }
 
 // testHooks let tests stop a search or a commit at an exact point; nil
@@ -96,6 +97,11 @@ type testHooks struct {
 	afterDiskCommit func() // a commit is durable, memory not yet updated
 	buildTrained    func() // a build has its centroids, not yet installed
 	buildChunk      func() // a build has assigned a chunk of rows, no lock held
+	// compactCopied: a compaction has copied the live entries of its
+	// state, no lock held; compactInstalled: it has installed the new
+	// file and released the writers' mutex.
+	compactCopied, compactInstalled func()
+	readAcquired                    func() // a reader has its vectors file, not yet its transaction
 }
 
 // Interface guards.
@@ -157,14 +163,16 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := vecs.compact(live); err != nil {
-		return nil, fmt.Errorf("vector/embedded: open: compact %s: %w", vecs.path, err)
+	if _, err := vecs.compactAtOpen(ctx, live); err != nil {
+		return nil, fmt.Errorf("vector/embedded: open: %w", err)
 	}
 	cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "vector/embedded: opened",
 		slog.String("path", path), slog.Int("documents", s.idx.len()), slog.Int("dimension", cfg.Dimension))
 	// The last step: from here a build may change the index in the
-	// background (annbuild.go).
+	// background (annbuild.go), and a compaction the vectors file
+	// (compact.go).
 	s.build.ctx, s.build.cancel = context.WithCancel(context.Background())
+	s.compact.ctx, s.compact.cancel = context.WithCancel(context.Background())
 	s.maybeBuild()
 	return s, nil
 }
@@ -293,7 +301,7 @@ func (s *Store) load(ctx context.Context) (map[uint64]struct{}, error) {
 			i++
 			h, buf, err := decodeHeader(v, s.idx.dim, vec[:0])
 			if err == nil {
-				buf, err = s.vector(h, buf)
+				buf, err = s.vector(s.vecs.cur, h, buf)
 			}
 			if err != nil {
 				return fmt.Errorf("%w: %s: record %q: %v", ErrCorrupt, s.path, k, err)
@@ -331,6 +339,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.stopBuilds()
+	s.stopCompaction()
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	err := s.db.Close()

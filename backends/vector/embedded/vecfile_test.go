@@ -40,24 +40,38 @@ func vfOpen(t *testing.T, dir string) *Store {
 	return s
 }
 
-// checkVectorFile checks the invariant written beside vectorFile.
+// checkVectorFile checks the invariant written beside vectorFile, of the
+// current generation, and that the file at the path is that generation's.
 func checkVectorFile(v *vectorFile) error {
-	st, err := v.f.Stat()
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	g := v.cur
+	st, err := g.f.Stat()
 	if err != nil {
 		return err
 	}
-	if st.Size() != int64(len(v.vids))*v.entry {
-		return fmt.Errorf("file of %d bytes for %d entries of %d", st.Size(), len(v.vids), v.entry)
+	if st.Size() != int64(len(g.vids))*v.entry {
+		return fmt.Errorf("file of %d bytes for %d entries of %d", st.Size(), len(g.vids), v.entry)
 	}
-	for i, vid := range v.vids {
-		if i > 0 && vid <= v.vids[i-1] {
-			return fmt.Errorf("vid %d after %d", vid, v.vids[i-1])
+	if pst, err := os.Stat(v.path); err != nil || !os.SameFile(st, pst) {
+		return fmt.Errorf("the current generation is not the file at %s (%v)", v.path, err)
+	}
+	for i, vid := range g.vids {
+		if i > 0 && vid <= g.vids[i-1] {
+			return fmt.Errorf("vid %d after %d", vid, g.vids[i-1])
 		}
 		if vid >= v.next {
 			return fmt.Errorf("vid %d, next %d", vid, v.next)
 		}
 	}
 	return nil
+}
+
+// entries is the number of entries of the current vectors file.
+func entries(s *Store) int {
+	s.vecs.mu.RLock()
+	defer s.vecs.mu.RUnlock()
+	return len(s.vecs.cur.vids)
 }
 
 // sameDocs fails unless s holds exactly docs, vectors bit for bit.
@@ -87,12 +101,14 @@ func sameDocs(t *testing.T, s *Store, docs []spi.Document) {
 // The vectors are in the vectors file, and the records name them: a
 // replaced document's vector is the new one, across a reopen; the
 // garbage of replaced vectors is compacted away at Open once it
-// outnumbers the live entries, and the documents keep their vectors.
+// outnumbers the live entries, and the documents keep their vectors
+// (here the background compaction is off: compact_test.go tests it).
 func TestVectorFileRoundTripAndCompaction(t *testing.T) {
 	ctx := context.Background()
 	r := rand.New(rand.NewPCG(1, 1))
 	dir := t.TempDir()
 	s := vfOpen(t, dir)
+	noOnlineCompaction(s)
 	docs := vfDocs(r, 1500, 8, "d")
 	if err := s.Upsert(ctx, docs); err != nil {
 		t.Fatal(err)
@@ -104,7 +120,7 @@ func TestVectorFileRoundTripAndCompaction(t *testing.T) {
 		}
 	}
 	sameDocs(t, s, docs)
-	if n := len(s.vecs.vids); n != 4500 {
+	if n := entries(s); n != 4500 {
 		t.Fatalf("%d entries before compaction, want 4500", n)
 	}
 	rec := func(s *Store) []byte {
@@ -123,7 +139,7 @@ func TestVectorFileRoundTripAndCompaction(t *testing.T) {
 	}
 	s = vfOpen(t, dir)
 	sameDocs(t, s, docs)
-	if n := len(s.vecs.vids); n != 1500 {
+	if n := entries(s); n != 1500 {
 		t.Fatalf("%d entries after compaction, want 1500", n)
 	}
 	// Writes after a compaction, and another reopen.
@@ -177,7 +193,7 @@ func TestVectorFileCrashLeftovers(t *testing.T) {
 	if _, missing, _ := s.Hydrate(ctx, []string{"lost00000"}); len(missing) != 1 {
 		t.Fatal("a document whose commit never ran is there")
 	}
-	if n := len(s.vecs.vids); n != 55 {
+	if n := entries(s); n != 55 {
 		t.Fatalf("%d entries, want 55 (the torn one cut)", n)
 	}
 	more := vfDocs(r, 10, 8, "e")
