@@ -328,15 +328,6 @@ func newGate(t *testing.T) *gate {
 
 func (g *gate) open() { g.once.Do(func() { close(g.c) }) }
 
-func mustHydrate(t *testing.T, s *Store, id string) spi.Document {
-	t.Helper()
-	docs, missing, err := s.Hydrate(context.Background(), []string{id})
-	if err != nil || len(missing) > 0 {
-		t.Fatalf("Hydrate(%s) = %v, %v", id, missing, err)
-	}
-	return docs[0]
-}
-
 func sameIDsScores(a, b []spi.Ref) bool {
 	return slices.EqualFunc(a, b, func(x, y spi.Ref) bool { return x.ID == y.ID && x.Score == y.Score })
 }
