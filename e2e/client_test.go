@@ -108,7 +108,8 @@ type deleteRequest struct {
 }
 
 type sourceOptions struct {
-	Enabled *bool `json:"enabled,omitempty"`
+	Enabled *bool    `json:"enabled,omitempty"`
+	Weight  *float64 `json:"weight,omitempty"`
 }
 
 type queryRequest struct {

@@ -177,7 +177,7 @@ func TestComposeReplicas(t *testing.T) {
 	}
 	var names []string
 	for name, s := range file.Services {
-		if s.Image == "ragd:local" {
+		if s.Image == "${RAGD_IMAGE:-ragd:local}" {
 			names = append(names, name)
 		}
 	}

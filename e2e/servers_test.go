@@ -16,7 +16,9 @@ import (
 
 // TestServers runs the real ragd binary on dedicated PostgreSQL and Neo4j
 // servers with Cranfield ingested, then takes each server away in turn
-// while queries continue. One stack is shared by the subtests, which run in
+// while queries continue: stopped (dead) and started again, and Neo4j
+// paused (hung) and let run again. The servers are processes or, with
+// RAG_TESTENV=containers, containers (docker stop, start, pause). One stack is shared by the subtests, which run in
 // order and build on each other (starting a dedicated Neo4j takes tens of
 // seconds).
 func TestServers(t *testing.T) {
@@ -24,6 +26,7 @@ func TestServers(t *testing.T) {
 
 	t.Run("Queries", func(t *testing.T) { testQueries(t, s) })
 	t.Run("Neo4jOutage", func(t *testing.T) { testNeo4jOutage(t, s) })
+	t.Run("Neo4jHung", func(t *testing.T) { testNeo4jHung(t, s) })
 	t.Run("PostgresOutage", func(t *testing.T) { testPostgresOutage(t, s) })
 	t.Run("DeployConfig", func(t *testing.T) { testDeployConfig(t, s) })
 	// Last: it ends the shared ragd.
@@ -104,6 +107,10 @@ type outage struct {
 	stop    func(context.Context) error
 	start   func(context.Context) error
 	checkFn func(queryResult) string // extra per-answer check while down
+	hung    bool                     // stop pauses the server rather than stopping it
+	// within bounds how long the breaker may take to open (default 30 s):
+	// a hung server fails each call only at the source timeout.
+	within time.Duration
 
 	lastStatus string // the source's status in the last answer
 }
@@ -118,18 +125,22 @@ func (o *outage) down(t *testing.T, s *stack) {
 	if err := o.stop(ctx); err != nil {
 		t.Fatalf("stop the %s server: %v", o.source, err)
 	}
-	t.Logf("%s server stopped in %v", o.source, time.Since(begin).Round(time.Millisecond))
+	t.Logf("%s server %s in %v", o.source, map[bool]string{false: "stopped", true: "paused"}[o.hung], time.Since(begin).Round(time.Millisecond))
 
 	begin = time.Now()
-	deadline := begin.Add(30 * time.Second)
+	within := o.within
+	if within == 0 {
+		within = 30 * time.Second
+	}
+	deadline := begin.Add(within)
 	// Component health is cached for up to a second (api.HealthCacheTTL);
 	// breaker states are live.
 	sawOpen, sawBreakerDown, sawComponentDown := false, false, false
 	queries := 0
 	for i := 0; !sawOpen || !sawBreakerDown || !sawComponentDown; i++ {
 		if time.Now().After(deadline) {
-			t.Fatalf("within 30 s: circuit_open seen %v, breaker:%s down in health seen %v, component %s down seen %v",
-				sawOpen, o.source, sawBreakerDown, o.source, sawComponentDown)
+			t.Fatalf("within %v: circuit_open seen %v, breaker:%s down in health seen %v, component %s down seen %v",
+				within, sawOpen, o.source, sawBreakerDown, o.source, sawComponentDown)
 		}
 		o.mustAnswerDropped(t, s, s.queryText(i))
 		queries++
@@ -173,7 +184,7 @@ func (o *outage) up(t *testing.T, s *stack) {
 	if err := o.start(ctx); err != nil {
 		t.Fatalf("start the %s server: %v", o.source, err)
 	}
-	t.Logf("%s server started again in %v", o.source, time.Since(begin).Round(time.Millisecond))
+	t.Logf("%s server %s in %v", o.source, map[bool]string{false: "started again", true: "unpaused"}[o.hung], time.Since(begin).Round(time.Millisecond))
 	begin = time.Now()
 	deadline := begin.Add(60 * time.Second)
 	for i := 0; ; i++ {
@@ -292,6 +303,18 @@ func testNeo4jOutage(t *testing.T, s *stack) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// testNeo4jHung freezes Neo4j under a serving ragd (SIGSTOP of the server
+// process, or docker pause of its container): its port still accepts
+// connections, which get no answer, so graph calls end only at the source
+// timeout. Every answer is still 200 with the graph dropped, the breaker
+// opens, and once Neo4j runs again the graph comes back through the
+// breaker's own probes.
+func testNeo4jHung(t *testing.T, s *stack) {
+	o := &outage{source: "graph", stop: s.Neo4j.Pause, start: s.Neo4j.Unpause, hung: true, within: 2 * time.Minute}
+	o.down(t, s)
+	o.up(t, s)
 }
 
 // testPostgresOutage stops PostgreSQL, the system of record, under a

@@ -10,6 +10,7 @@
 #   scripts/services.sh status             what runs where
 #   scripts/services.sh env                export lines: eval "$(scripts/services.sh env)"
 #   scripts/services.sh purge              stop them and delete their data (not the cache)
+#   scripts/services.sh install neo4j      fetch Neo4j's jars into the cache, start nothing
 #
 # Each checkout has its own servers: state directory and ports are derived
 # from the checkout's path unless set from the environment. Works as root on
@@ -907,6 +908,14 @@ case "$cmd" in
       *) die "usage: $0 $cmd postgres|neo4j|embedder|jaeger" ;;
     esac
     ;;
+  install)
+    # Install one service into the cache without starting it (scripts/images.sh
+    # builds its Neo4j image from these jars).
+    case "${2:-}" in
+      neo4j) with_cache_lock install_neo4j ;;
+      *) die "usage: $0 install neo4j" ;;
+    esac
+    ;;
   status) use_legacy_state; status ;;
   env) use_legacy_state; print_env ;;
   purge)
@@ -919,7 +928,7 @@ case "$cmd" in
     rm -rf "$PG_DIR" "$NEO4J_DIR" "$EMBEDDER_DIR" "$JAEGER_DIR" "$RECORD"
     ;;
   *)
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/ragd/ragd/backends/vector"
 	"github.com/ragd/ragd/internal/testenv"
 	"github.com/ragd/ragd/spi"
@@ -76,6 +78,7 @@ func TestApplyLease(t *testing.T) {
 	if held || !errors.Is(err, spi.ErrUnavailable) {
 		t.Fatalf("the holder after losing its connection: held %v, %v; want not held, ErrUnavailable", held, err)
 	}
+	waitLeaseFree(t, conn, "graph@log1")
 	if !lease(b, "graph@log1") {
 		t.Fatal("the other process should take a lease whose holder lost its connection")
 	}
@@ -86,11 +89,36 @@ func TestApplyLease(t *testing.T) {
 
 	// Closing releases.
 	b.Close()
+	waitLeaseFree(t, conn, "graph@log1")
 	clk.add(2 * time.Second)
 	if !lease(a, "graph@log1") {
 		t.Fatal("the lease should pass on when its holder closes")
 	}
 	if _, err := b.ApplyLease(ctx, "graph@log1"); !errors.Is(err, spi.ErrUnavailable) {
 		t.Fatalf("ApplyLease after Close: %v, want ErrUnavailable", err)
+	}
+}
+
+// waitLeaseFree waits, at most 10 s, until no session holds the advisory
+// lock of the lease name: PostgreSQL releases a session's locks when its
+// server process exits, which comes after pg_terminate_backend (a signal)
+// and after the client closed the connection, not with them. Asking for
+// the lease before then raced the exit (1 run in 4 failed here).
+func waitLeaseFree(t *testing.T, conn *pgx.Conn, name string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+	AND objid = hashtext('ragd.apply:leased:' || $1)::oid AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, name).Scan(&n); err != nil {
+			t.Fatalf("pg_locks: %v", err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lease %s is still held 10 s after its holder's session ended", name)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

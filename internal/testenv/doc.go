@@ -10,10 +10,28 @@
 //     unique ids or tenants and clean up after themselves).
 //   - Dedicated servers, private to one test, which may stop and restart them:
 //     DedicatedPostgres and DedicatedNeo4j. Stop really stops the server
-//     process (clients see connection refused); Start brings it back on the
-//     same port with the same data.
+//     process (clients see connection refused); Kill ends it as a crash;
+//     Start brings it back on the same port with the same data; Pause
+//     freezes it (its port accepts connections and nothing answers, as a
+//     hung server) until Unpause.
 //
-// Servers are found in this order:
+// A dedicated server is a process or a container; the faults are the same
+// operations on either: stop = docker stop, kill = SIGKILL, pause =
+// docker pause (the cgroup freezer) or SIGSTOP to the process and its
+// workers.
+//
+// RAG_TESTENV=containers makes every server a container started with
+// testcontainers-go, whatever the variables below say (it fails when no
+// Docker engine answers). The images are RAG_PG_IMAGE (default
+// pgvector/pgvector:pg17) and RAG_NEO4J_IMAGE (default neo4j:5.26);
+// `eval "$(scripts/images.sh env)"` names the ones scripts/images.sh builds
+// from Debian's packages. Ports are published on 127.0.0.1 only. Containers
+// carry the label org.ragd.testenv and are removed when the test process
+// ends, however it ends (testcontainers-go's own reaper, whose image comes
+// from Docker Hub, is off unless TESTCONTAINERS_RYUK_DISABLED says otherwise).
+//
+// Otherwise (RAG_TESTENV unset or "processes") servers are found in this
+// order:
 //
 //  1. Environment variables. RAG_TEST_PG_DSN is an admin (superuser) DSN of a
 //     shared PostgreSQL server with pgvector installed; RAG_TEST_NEO4J_URI,
@@ -22,8 +40,8 @@
 //     RAG_TEST_PG_BIN is a PostgreSQL bin directory (initdb, postgres) and
 //     RAG_TEST_NEO4J_HOME a Neo4j home whose lib/ holds the server's jars.
 //     `eval "$(scripts/services.sh env)"` sets all of them.
-//  2. A reachable Docker engine: containers pgvector/pgvector:pg16 and neo4j:5
-//     are started with testcontainers-go.
+//  2. A reachable Docker engine: containers of RAG_PG_IMAGE and
+//     RAG_NEO4J_IMAGE are started with testcontainers-go.
 //  3. Otherwise the test is skipped with a message naming the variables, or,
 //     when RAG_REQUIRE_INTEGRATION=1, it fails.
 //

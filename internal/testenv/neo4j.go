@@ -37,17 +37,33 @@ func (s *Neo4jServer) Stop(ctx context.Context) error { return s.ctl.stop(ctx) }
 // returns once bolt answers `RETURN 1`. Starting a running server is a no-op.
 func (s *Neo4jServer) Start(ctx context.Context) error { return s.ctl.start(ctx) }
 
+// Kill ends the server at once, as a crash would (SIGKILL), and waits until
+// it is gone. Killing a stopped server is a no-op.
+func (s *Neo4jServer) Kill(ctx context.Context) error { return s.ctl.kill(ctx) }
+
+// Pause freezes the server, as a hang would (see Server.Pause).
+func (s *Neo4jServer) Pause(ctx context.Context) error { return s.ctl.pause(ctx) }
+
+// Unpause lets a paused server run again and returns once bolt answers
+// `RETURN 1`.
+func (s *Neo4jServer) Unpause(ctx context.Context) error { return s.ctl.unpause(ctx) }
+
 // dedicatedNeo4jPassword is the initial password of dedicated servers.
 const dedicatedNeo4jPassword = "ragd-test-password"
 
 // Neo4j returns the shared Neo4j server: RAG_TEST_NEO4J_URI (with
 // RAG_TEST_NEO4J_USER, default "neo4j", and RAG_TEST_NEO4J_PASSWORD), or else
-// a neo4j:5 container when Docker is reachable; otherwise the test is skipped
-// (failed when RAG_REQUIRE_INTEGRATION=1). Neo4j Community has one database:
-// tests isolate themselves with unique ids or tenants and clean up.
+// a Neo4j container when Docker is reachable; otherwise the test is skipped
+// (failed when RAG_REQUIRE_INTEGRATION=1). With RAG_TESTENV=containers it is
+// a container (RAG_NEO4J_IMAGE) shared by the test process. Neo4j Community
+// has one database: tests isolate themselves with unique ids or tenants and
+// clean up.
 func Neo4j(tb testing.TB) Neo4jConn {
 	tb.Helper()
 	uri := os.Getenv(EnvNeo4jURI)
+	if useContainers(tb) {
+		uri = ""
+	}
 	if uri == "" {
 		if !dockerAvailable() {
 			unavailable(tb, "Neo4j", "set "+EnvNeo4jURI+", "+EnvNeo4jUser+" and "+EnvNeo4jPassword)
@@ -103,11 +119,16 @@ func pingNeo4j(conn Neo4jConn) func(context.Context) error {
 // it when the test ends: the Neo4j installed at RAG_TEST_NEO4J_HOME (whose
 // lib/ holds the server jars) run with its own configuration and data
 // directory in the test's temporary directory on free loopback ports, or else
-// a neo4j:5 container when Docker is reachable; otherwise the test is skipped
-// (failed when RAG_REQUIRE_INTEGRATION=1). Starting takes several seconds.
+// a Neo4j container when Docker is reachable; otherwise the test is skipped
+// (failed when RAG_REQUIRE_INTEGRATION=1). With RAG_TESTENV=containers it is a
+// container (RAG_NEO4J_IMAGE) on a fixed loopback port. Starting takes
+// several seconds.
 func DedicatedNeo4j(tb testing.TB) *Neo4jServer {
 	tb.Helper()
 	home := os.Getenv(EnvNeo4jHome)
+	if useContainers(tb) {
+		home = ""
+	}
 	if home == "" {
 		if !dockerAvailable() {
 			unavailable(tb, "dedicated Neo4j", "set "+EnvNeo4jHome+" to an installed Neo4j 5 home (its lib/ holds the jars)")

@@ -36,21 +36,38 @@ func (s *Server) Start(ctx context.Context) error { return s.ctl.start(ctx) }
 // runs crash recovery. Killing a stopped server is a no-op.
 func (s *Server) Kill(ctx context.Context) error { return s.ctl.kill(ctx) }
 
-// controller stops, kills and starts one dedicated server.
+// Pause freezes the server, as a hang would: a process server gets SIGSTOP
+// (with every process it started), a container is paused (docker pause).
+// Its port still accepts connections; nothing answers on them until
+// Unpause. Pausing a paused server is a no-op.
+func (s *Server) Pause(ctx context.Context) error { return s.ctl.pause(ctx) }
+
+// Unpause lets a paused server run again and returns once it accepts
+// connections.
+func (s *Server) Unpause(ctx context.Context) error { return s.ctl.unpause(ctx) }
+
+// controller stops, kills, starts, pauses and unpauses one dedicated
+// server: a process (process) or a container (containerCtl).
 type controller interface {
 	stop(ctx context.Context) error
 	kill(ctx context.Context) error
 	start(ctx context.Context) error
+	pause(ctx context.Context) error
+	unpause(ctx context.Context) error
 }
 
 // Postgres returns the DSN of a fresh, empty database, with the vector
 // extension created, on the shared PostgreSQL server. The database is dropped
 // when the test ends. The shared server is RAG_TEST_PG_DSN (an admin DSN), or
 // else a pgvector container when Docker is reachable; otherwise the test is
-// skipped (failed when RAG_REQUIRE_INTEGRATION=1).
+// skipped (failed when RAG_REQUIRE_INTEGRATION=1). With RAG_TESTENV=containers
+// it is a container (RAG_PG_IMAGE) shared by the test process.
 func Postgres(tb testing.TB) string {
 	tb.Helper()
 	admin := os.Getenv(EnvPGDSN)
+	if useContainers(tb) {
+		admin = ""
+	}
 	if admin == "" {
 		if !dockerAvailable() {
 			unavailable(tb, "PostgreSQL", "set "+EnvPGDSN+" to an admin DSN of a PostgreSQL server with pgvector")
@@ -169,10 +186,14 @@ func redact(dsn string) string {
 // with the binaries in RAG_TEST_PG_BIN (in the test's temporary directory, on
 // a free loopback port), or else a pgvector container when Docker is
 // reachable; otherwise the test is skipped (failed when
-// RAG_REQUIRE_INTEGRATION=1).
+// RAG_REQUIRE_INTEGRATION=1). With RAG_TESTENV=containers it is a container
+// (RAG_PG_IMAGE) on a fixed loopback port.
 func DedicatedPostgres(tb testing.TB) *Server {
 	tb.Helper()
 	bin := os.Getenv(EnvPGBin)
+	if useContainers(tb) {
+		bin = ""
+	}
 	if bin == "" {
 		if !dockerAvailable() {
 			unavailable(tb, "dedicated PostgreSQL", "set "+EnvPGBin+" to a PostgreSQL bin directory (with initdb and postgres, and pgvector installed)")

@@ -73,3 +73,32 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && len(s) > i+2 && s[i+2] != 'Z'
 }
+
+// detachedAttr starts a process in a session of its own, so a signal to the
+// test's process group (Ctrl-C) does not reach it.
+func detachedAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
+
+// freezeGroup stops (SIGSTOP) pid, every process in its group and every
+// child of pid, as a hung machine would: connections are still accepted
+// by the kernel but nothing answers. PostgreSQL's workers lead groups of
+// their own, so the children are signalled one by one, after the leader
+// (stopped, it forks no new child).
+func freezeGroup(pid int) error {
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return err
+	}
+	_ = syscall.Kill(-pid, syscall.SIGSTOP)
+	for _, k := range children(pid) {
+		_ = syscall.Kill(k, syscall.SIGSTOP)
+	}
+	return nil
+}
+
+// thawGroup continues (SIGCONT) what freezeGroup stopped.
+func thawGroup(pid int) {
+	for _, k := range children(pid) {
+		_ = syscall.Kill(k, syscall.SIGCONT)
+	}
+	_ = syscall.Kill(-pid, syscall.SIGCONT)
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+}

@@ -22,9 +22,10 @@ type process struct {
 	stopSig os.Signal                   // graceful shutdown signal
 	ready   func(context.Context) error // one readiness probe
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	done   chan struct{}
+	paused bool // frozen by pause
 }
 
 // start launches the process unless it runs, then waits until ready answers.
@@ -64,7 +65,7 @@ func (p *process) start(ctx context.Context) error {
 		}
 		select {
 		case <-done:
-			p.cmd, p.done = nil, nil
+			p.cmd, p.done, p.paused = nil, nil, false
 			return fmt.Errorf("testenv: %s exited while starting (%v); log %s:\n%s",
 				p.name, cmd.ProcessState, p.logPath, tail(p.logPath, 4000))
 		case <-ctx.Done():
@@ -88,11 +89,16 @@ func (p *process) stop(ctx context.Context) error {
 		p.killLocked()
 		return fmt.Errorf("testenv: %s: stop: %w", p.name, err)
 	}
+	if p.paused {
+		// A frozen server handles the signal once it runs again.
+		thawGroup(p.cmd.Process.Pid)
+		p.paused = false
+	}
 	ctx, cancel := context.WithTimeout(ctx, stopTimeout)
 	defer cancel()
 	select {
 	case <-p.done:
-		p.cmd, p.done = nil, nil
+		p.cmd, p.done, p.paused = nil, nil, false
 		return nil
 	case <-ctx.Done():
 		p.killLocked()
@@ -121,7 +127,40 @@ func (p *process) killLocked() {
 	}
 	_ = p.cmd.Process.Kill()
 	<-p.done
-	p.cmd, p.done = nil, nil
+	p.cmd, p.done, p.paused = nil, nil, false
+}
+
+// pause freezes the server and every process it started (SIGSTOP): the
+// kernel still accepts connections on its port, and nothing answers them,
+// as with a hung server.
+func (p *process) pause(context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return fmt.Errorf("testenv: %s: pause: not running", p.name)
+	}
+	if p.paused {
+		return nil
+	}
+	if err := freezeGroup(p.cmd.Process.Pid); err != nil {
+		return fmt.Errorf("testenv: %s: pause: %w", p.name, err)
+	}
+	p.paused = true
+	return nil
+}
+
+// unpause continues a paused server and waits until it answers.
+func (p *process) unpause(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return fmt.Errorf("testenv: %s: unpause: not running", p.name)
+	}
+	if p.paused {
+		thawGroup(p.cmd.Process.Pid)
+		p.paused = false
+	}
+	return waitReady(ctx, p.ready)
 }
 
 // newCommand builds a command writing to out and running as u (nil: as self).

@@ -59,7 +59,7 @@ func run(t *testing.T, f func(testing.TB)) *recorder {
 func noServices(t *testing.T) {
 	for _, v := range []string{testenv.EnvPGDSN, testenv.EnvPGBin, testenv.EnvNeo4jURI,
 		testenv.EnvNeo4jUser, testenv.EnvNeo4jPassword, testenv.EnvNeo4jHome, testenv.EnvRequireIntegration,
-		testenv.EnvEmbedderURL, testenv.EnvEmbedderModel, testenv.EnvEmbedderDim} {
+		testenv.EnvEmbedderURL, testenv.EnvEmbedderModel, testenv.EnvEmbedderDim, testenv.EnvTestenv} {
 		t.Setenv(v, "")
 	}
 	t.Setenv(testenv.EnvNoDocker, "1")
@@ -106,6 +106,32 @@ func TestNoServiceFailsWhenIntegrationRequired(t *testing.T) {
 				t.Errorf("failure message %q does not name %s and %s", r.msg, h.envVar, testenv.EnvRequireIntegration)
 			}
 		})
+	}
+}
+
+// RAG_TESTENV=containers without a Docker engine fails every server helper,
+// even with the variables of native servers set and without
+// RAG_REQUIRE_INTEGRATION: the mode was asked for, so it must not skip or
+// quietly fall back to processes. An unknown mode fails too.
+func TestContainerModeWithoutDockerFails(t *testing.T) {
+	for _, mode := range []string{"containers", "container"} {
+		for _, h := range helpers[:4] { // the PostgreSQL and Neo4j helpers
+			t.Run(mode+"/"+h.name, func(t *testing.T) {
+				noServices(t)
+				t.Setenv(testenv.EnvTestenv, mode)
+				t.Setenv(testenv.EnvPGDSN, "postgres://postgres@127.0.0.1:1/postgres")
+				t.Setenv(testenv.EnvPGBin, t.TempDir())
+				t.Setenv(testenv.EnvNeo4jURI, "bolt://127.0.0.1:1")
+				t.Setenv(testenv.EnvNeo4jHome, t.TempDir())
+				r := run(t, h.call)
+				if !r.failed || r.skipped {
+					t.Fatalf("skipped=%v failed=%v, want a failure; msg %q", r.skipped, r.failed, r.msg)
+				}
+				if !strings.Contains(r.msg, testenv.EnvTestenv) {
+					t.Errorf("failure message %q does not name %s", r.msg, testenv.EnvTestenv)
+				}
+			})
+		}
 	}
 }
 
