@@ -13,6 +13,7 @@ type annParams struct {
 	kGrowth      float64 // ... and as (k/10)^kGrowth
 	minVisit     float64 // rows a k=10 unfiltered search visits at least
 	walkCost     float64 // the cost of skipping a row in a list, relative to scoring one
+	denseProbe   float64 // from this share of eligible rows on, a probe scores every row of its lists
 	sampleRows   int     // k-means sample: this many rows per list
 	iters        int     // k-means iterations at most
 	chunk        int     // rows a build assigns per hold of the writers' mutex
@@ -26,6 +27,7 @@ var defaultANN = annParams{
 	kGrowth:      0.25,
 	minVisit:     20_000,
 	walkCost:     0.1,
+	denseProbe:   2, // off
 	sampleRows:   32,
 	iters:        8,
 	chunk:        2048,

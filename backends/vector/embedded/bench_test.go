@@ -318,6 +318,13 @@ func benchANN(b *testing.B, s *embedded.Synth, n int) {
 	st := mustOpen(b, embedded.Config{Dir: dir, Dimension: s.Dim, ANN: embedded.ANN{MinRows: minRows, Probe: probe}})
 	opened := time.Since(start)
 	builds, ivf := embedded.WaitBuild(st)
+	if v := os.Getenv("RAG_BENCH_ANN_DENSE"); v != "" {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		embedded.SetDenseProbe(st, x)
+	}
 	built := time.Since(start)
 	runtime.GC()
 	runtime.ReadMemStats(&m1)

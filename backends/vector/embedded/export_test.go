@@ -106,6 +106,9 @@ func CheckIndex(s *Store) error {
 	defer s.writeMu.Unlock()
 	ix := s.idx
 	n := ix.len()
+	if err := checkMetaSet(ix); err != nil {
+		return err
+	}
 	if err := checkPostings(ix.post, n); err != nil {
 		return err
 	}
@@ -138,4 +141,14 @@ func ExactRetrieve(s *Store, req spi.VectorRequest) ([]spi.Ref, error) {
 		refs[i] = spi.Ref{ID: h.id, Score: s.score(h.key), Source: spi.SourceVector}
 	}
 	return refs, nil
+}
+
+// SetDenseProbe sets the share of eligible rows from which a probe scores
+// every row of its lists (annParams.denseProbe), for the benchmarks.
+func SetDenseProbe(s *Store, share float64) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idx.ann.denseProbe = share
 }

@@ -28,7 +28,8 @@ type index struct {
 	normalize   bool
 	ids         []string
 	tenants     []uint32
-	meta        []map[string]string
+	meta        []map[string]string // interned in metas
+	metas       metaSet
 	codes       []int8
 	quant       []rowQuant
 	pos         map[string]int
@@ -42,7 +43,7 @@ type index struct {
 }
 
 func newIndex(dim int, normalize bool) *index {
-	return &index{dim: dim, normalize: normalize, pos: map[string]int{}, post: postings{},
+	return &index{dim: dim, normalize: normalize, pos: map[string]int{}, post: postings{}, metas: metaSet{},
 		tenantIDs: map[string]uint32{"": 0}, tenantNames: []string{""}, ann: defaultANN}
 }
 
@@ -106,7 +107,8 @@ func (ix *index) put(id, tenant string, md map[string]string, vec []float32) {
 			ix.post.add(i, k, v, nrows)
 		}
 	}
-	ix.meta[i] = md
+	ix.meta[i] = ix.metas.intern(md)
+	ix.metas.release(old)
 	if ix.normalize {
 		ix.scratch = append(ix.scratch[:0], vec...)
 		normalizeInPlace(ix.scratch)
@@ -132,6 +134,7 @@ func (ix *index) remove(id string) {
 	for k, v := range ix.meta[i] {
 		ix.post.del(i, k, v, len(ix.ids))
 	}
+	ix.metas.release(ix.meta[i])
 	ix.post.del(i, tenantKey, ix.tenantNames[ix.tenants[i]], len(ix.ids))
 	ivfs := []*ivf{ix.ivf, ix.next}
 	for _, v := range ivfs {
@@ -316,7 +319,8 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 	if v := ix.ivf; v != nil && !q.exact && !ix.ann.exact(n, v.nlist(), eligible, q.k) {
 		minLists, need := ix.ann.probe(n, v.nlist(), eligible, q.k)
 		floor = newLowerBounds(q.k)
-		cands, _, err := ix.probe(ctx, q, &qq, floor, minLists, need)
+		dense := float64(eligible) >= ix.ann.denseProbe*float64(n)
+		cands, _, err := ix.probe(ctx, q, &qq, floor, minLists, need, dense)
 		if err != nil {
 			return nil, err
 		}

@@ -164,7 +164,7 @@ func (v *ivf) listOrder(qq *quantQuery) []int32 {
 // stops once it has visited at least minLists lists and need eligible
 // rows, or every list. It returns the rows whose upper bound reaches
 // floor's k-th best and the number of eligible rows visited.
-func (ix *index) probe(ctx context.Context, q query, qq *quantQuery, floor lowerBounds, minLists, need int) ([]candidate, int, error) {
+func (ix *index) probe(ctx context.Context, q query, qq *quantQuery, floor lowerBounds, minLists, need int, dense bool) ([]candidate, int, error) {
 	v, dim, rows := ix.ivf, ix.dim, q.rows
 	cands := make([]candidate, 0, 1024)
 	limit := cap(cands)
@@ -183,6 +183,12 @@ func (ix *index) probe(ctx context.Context, q query, qq *quantQuery, floor lower
 		visited += len(l)
 		for _, r32 := range l {
 			i := int(r32)
+			var d int32
+			if dense {
+				// Every row's codes, read in sequence: cheaper than skipping
+				// when most rows are eligible.
+				d = dotCodes(qq.codes, ix.codes[i*dim:(i+1)*dim])
+			}
 			if rows != nil && rows[i>>6]&(1<<(i&63)) == 0 {
 				continue
 			}
@@ -190,7 +196,10 @@ func (ix *index) probe(ctx context.Context, q query, qq *quantQuery, floor lower
 				continue
 			}
 			seen++
-			kLo, kHi := qq.interval(ix.quant[i], dotCodes(qq.codes, ix.codes[i*dim:(i+1)*dim]), q.l2)
+			if !dense {
+				d = dotCodes(qq.codes, ix.codes[i*dim:(i+1)*dim])
+			}
+			kLo, kHi := qq.interval(ix.quant[i], d, q.l2)
 			if kHi < floor.min() {
 				continue
 			}

@@ -92,7 +92,7 @@ func TestIVFRecallPartialProbe(t *testing.T) {
 			}
 			minLists, need := ix.ann.probe(n, ix.ivf.nlist(), eligible, q.k)
 			qq := newQuantQuery(q.vec)
-			_, seen, err := ix.probe(context.Background(), q, &qq, newLowerBounds(q.k), minLists, need)
+			_, seen, err := ix.probe(context.Background(), q, &qq, newLowerBounds(q.k), minLists, need, false)
 			if err != nil {
 				t.Fatal(err)
 			}

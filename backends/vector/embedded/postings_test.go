@@ -102,6 +102,9 @@ func TestIndexFollowsRows(t *testing.T) {
 		if n != len(model) {
 			t.Fatalf("%s: %d rows, model %d", step, n, len(model))
 		}
+		if err := checkMetaSet(ix); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
 		if err := checkPostings(ix.post, n); err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
@@ -172,12 +175,14 @@ func TestIndexFollowsRows(t *testing.T) {
 				t.Fatalf("%s: filter %v over [%d, %d): rows %v, want %v", step, f, lo, hi, got, inRange)
 			}
 			if ix.ivf != nil {
-				cands, seen, err := ix.probe(context.Background(), q, &qq, newLowerBounds(q.k), ix.ivf.nlist(), n+1)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := candRows(cands); !slices.Equal(got, matching) || seen != len(matching) {
-					t.Fatalf("%s: filter %v: a probe of every list found rows %v (saw %d), want %v", step, f, got, seen, matching)
+				for _, dense := range []bool{false, true} {
+					cands, seen, err := ix.probe(context.Background(), q, &qq, newLowerBounds(q.k), ix.ivf.nlist(), n+1, dense)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := candRows(cands); !slices.Equal(got, matching) || seen != len(matching) {
+						t.Fatalf("%s: filter %v: a probe (dense %v) of every list found rows %v (saw %d), want %v", step, f, dense, got, seen, matching)
+					}
 				}
 			}
 			// A whole search, as Retrieve runs it (split in three).
