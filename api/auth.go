@@ -26,7 +26,8 @@ var publicEndpoints = []string{PublicHealth, PublicReady, PublicMetrics, PublicO
 // access is what a route requires.
 type access struct {
 	// role is the least role that may call the route: config.RoleQuery or
-	// config.RoleAdmin; empty means any valid key (operational endpoints).
+	// config.RoleAdmin; empty means any valid key, a metrics key included
+	// (operational endpoints).
 	role string
 	// public, when set, names the config.AuthConfig.Public entry that makes
 	// the route callable without a key.
@@ -100,6 +101,9 @@ func bearer(h string) (string, bool) {
 	return token, token != ""
 }
 
+// roleAllows reports whether a key of role have may call a route that
+// needs role need. A metrics key calls only routes that need no role (the
+// operational endpoints).
 func roleAllows(have, need string) bool {
 	switch need {
 	case config.RoleQuery:

@@ -91,11 +91,16 @@ func TestAuthPublicEndpoints(t *testing.T) {
 			t.Fatalf("public %s: %d", p, rec.Code)
 		}
 	}
-	// Not listed: any valid key, of either role, is needed.
+	// Not listed: any valid key, of any role, is needed; for /metrics one
+	// not bound to a tenant (TestMetricsRefusedToTenantKeys).
 	e = newEnv(t, func(c *api.Config) { c.Auth.Public = nil })
 	for _, p := range paths {
 		wantError(t, serve(t, e.h, http.MethodGet, p, nil), http.StatusUnauthorized, api.CodeUnauthorized)
-		if rec := serve(t, e.h, http.MethodGet, p, nil, "Authorization", "Bearer "+acmeQueryKey); rec.Code != http.StatusOK {
+		key := acmeQueryKey
+		if p == "/metrics" {
+			key = queryKey
+		}
+		if rec := serve(t, e.h, http.MethodGet, p, nil, "Authorization", "Bearer "+key); rec.Code != http.StatusOK {
 			t.Fatalf("%s with a query key: %d", p, rec.Code)
 		}
 	}
@@ -118,5 +123,34 @@ func TestAuthDisabledOnlyWhenExplicit(t *testing.T) {
 	cfg.Auth = config.AuthConfig{}
 	if _, err := api.New(cfg); err == nil {
 		t.Fatal("auth left unset without keys was accepted")
+	}
+}
+
+// Issue 29 item 4: /metrics counts every tenant's requests, writes and
+// cache hits, as /v1/status/history does: a key bound to a tenant may not
+// read it. An operator scrapes with a key of no tenant: an admin or query
+// key, or a metrics key, which reads /metrics (and the other operational
+// endpoints) and nothing else.
+func TestMetricsRefusedToTenantKeys(t *testing.T) {
+	const metricsKey = "metrics-key-0123456789"
+	e := newEnv(t, func(c *api.Config) {
+		c.Auth.Public = []string{api.PublicHealth, api.PublicReady, api.PublicOpenAPI}
+		c.Auth.Keys = append(c.Auth.Keys, config.KeyConfig{Name: "prom", Key: metricsKey, Role: config.RoleMetrics})
+	})
+	for _, key := range []string{acmeQueryKey, acmeAdminKey} {
+		wantError(t, serve(t, e.h, http.MethodGet, "/metrics", nil, "Authorization", "Bearer "+key), http.StatusForbidden, api.CodeForbidden)
+	}
+	for _, key := range []string{queryKey, adminKey, metricsKey} {
+		if rec := serve(t, e.h, http.MethodGet, "/metrics", nil, "Authorization", "Bearer "+key); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "ragd_http_requests_total") {
+			t.Errorf("/metrics with %s: %d", key, rec.Code)
+		}
+	}
+	wantError(t, serve(t, e.h, http.MethodGet, "/metrics", nil), http.StatusUnauthorized, api.CodeUnauthorized)
+	// A metrics key reads nothing else.
+	wantError(t, serve(t, e.h, http.MethodPost, "/v1/query", `{"text":"a"}`, "Authorization", "Bearer "+metricsKey), http.StatusForbidden, api.CodeForbidden)
+	wantError(t, serve(t, e.h, http.MethodGet, "/v1/status/breakers", nil, "Authorization", "Bearer "+metricsKey), http.StatusForbidden, api.CodeForbidden)
+	wantError(t, serve(t, e.h, http.MethodGet, "/v1/documents/a", nil, "Authorization", "Bearer "+metricsKey), http.StatusForbidden, api.CodeForbidden)
+	if rec := serve(t, e.h, http.MethodGet, "/readyz", nil, "Authorization", "Bearer "+metricsKey); rec.Code != http.StatusOK {
+		t.Errorf("/readyz with the metrics key: %d", rec.Code)
 	}
 }

@@ -121,3 +121,43 @@ func BenchmarkHostileFilter(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRefuseHugeFilter measures what a query with a filter of as many
+// keys as the default query body limit (256 KiB) holds costs before it is
+// refused, over /v1/query and over /mcp (issue 29 item 3: /mcp spent ~95
+// MiB and 282 ms on a 1 MiB tools/call of 70,626 keys). Compare B/op and
+// ns/op of the two.
+func BenchmarkRefuseHugeFilter(b *testing.B) {
+	const limit = 256 << 10
+	e := newEnv(b, func(c *api.Config) { c.Logger = nil; c.Server.QueryBodyLimitBytes = limit })
+	var keys []string
+	for n := 0; n < limit-200; n += len(keys[len(keys)-1]) + 1 {
+		keys = append(keys, fmt.Sprintf(`"k%d":["v"]`, len(keys)))
+	}
+	args := `{"text":"a","filter":{` + strings.Join(keys, ",") + `}}`
+	for _, tc := range []struct {
+		name, path, body string
+		headers          []string
+		want             int
+	}{
+		{"query", "/v1/query", args, nil, http.StatusBadRequest},
+		{"mcp", api.PathMCP, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":` + args + `}}`,
+			[]string{"Accept", "application/json, text/event-stream"}, http.StatusOK},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			if len(tc.body) > limit {
+				b.Fatalf("body of %d bytes", len(tc.body))
+			}
+			body := []byte(tc.body)
+			h := append([]string{"Authorization", "Bearer " + queryKey}, tc.headers...)
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				rec := serve(b, e.h, http.MethodPost, tc.path, body, h...)
+				if rec.Code != tc.want || !strings.Contains(rec.Body.String(), "invalid_filter") {
+					b.Fatalf("%d %s", rec.Code, rec.Body)
+				}
+			}
+		})
+	}
+}

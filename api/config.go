@@ -257,8 +257,8 @@ func validateAuth(a config.AuthConfig) []error {
 			bad("Auth.Keys[%d] (%s): duplicates another key", i, k.Name)
 		}
 		seen[k.Key] = true
-		if k.Role != config.RoleQuery && k.Role != config.RoleAdmin {
-			bad("Auth.Keys[%d] (%s): role must be %q or %q, got %q", i, k.Name, config.RoleQuery, config.RoleAdmin, k.Role)
+		if !slices.Contains(config.Roles, k.Role) {
+			bad("Auth.Keys[%d] (%s): role must be one of %q, got %q", i, k.Name, config.Roles, k.Role)
 		}
 		if k.Tenant != "" {
 			if err := spi.ValidateName(k.Tenant, spi.MaxNameBytes); err != nil {

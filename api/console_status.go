@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -14,6 +13,7 @@ import (
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/guard"
 	"github.com/ragd/ragd/internal/history"
+	"github.com/ragd/ragd/spi"
 )
 
 // History is the console's recent past (GET /v1/status/history), fed by
@@ -34,7 +34,8 @@ type HistoryResponse = history.Summary
 // /v1/status/breakers/{name}/hold.
 type HoldRequest struct {
 	// Reason says why, for the others who see the hold (at most
-	// MaxHoldReason characters, no control characters).
+	// MaxHoldReason characters, no control or invisible characters:
+	// spi.ValidateNote).
 	Reason string `json:"reason"`
 }
 
@@ -155,15 +156,15 @@ func (s *Server) hold() echo.HandlerFunc {
 				return err
 			}
 		}
-		reason := strings.TrimSpace(req.Reason)
-		if n := utf8.RuneCountInString(reason); n > MaxHoldReason {
+		note := strings.TrimSpace(req.Reason)
+		if n := utf8.RuneCountInString(note); n > MaxHoldReason {
 			return fieldError(CodeInvalidParameter, "reason", "reason has %d characters, at most %d are allowed", n, MaxHoldReason)
 		}
-		if strings.ContainsFunc(reason, unicode.IsControl) {
-			return fieldError(CodeInvalidParameter, "reason", "reason must not contain control characters")
+		if err := spi.ValidateNote(note); err != nil {
+			return fieldError(CodeInvalidParameter, "reason", "reason: %s", reason(err))
 		}
 		return s.breakerAction(c, "held", func(b Breakers, name string) (breaker.Snapshot, error) {
-			return b.Hold(name, manual(c, reason))
+			return b.Hold(name, manual(c, note))
 		}, func(snap breaker.Snapshot) any { return HoldResponse{Breaker: snap, Held: true} })
 	}
 }

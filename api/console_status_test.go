@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -202,5 +203,27 @@ func TestTenantKeysDoNotSeeOperators(t *testing.T) {
 				t.Errorf("%s: event %d %+v; operator shown = %v, want %v", c.key, ev.Seq, b, named, c.operator)
 			}
 		}
+	}
+}
+
+// Issue 29 item 6: a hold's reason is shown to every operator (console,
+// `ragd breakers`, the timeline, holds.json) beside names: what ids may
+// not hold (bidirectional overrides, zero-width and other invisible
+// characters) it may not hold either, or U+202E would reverse what an
+// operator reads. Letters of any script and plain spaces stay.
+func TestHoldReasonRefusesInvisibleCharacters(t *testing.T) {
+	reg := breaker.NewRegistry(breaker.Config{FailureThreshold: 2, ResetTimeout: time.Second, HalfOpenMaxCalls: 1, SuccessThreshold: 1})
+	reg.Get(spi.SourceGraph)
+	e := newEnv(t, func(c *api.Config) { c.Breakers = reg })
+	for _, reason := range []string{"upgrade \u202egnp.exe", "a\u200bb", "x\u2066y\u2069", "\ufeffbom", "nbsp\u00a0here", "line\u2028sep"} {
+		body, _ := json.Marshal(api.HoldRequest{Reason: reason})
+		d := wantError(t, e.do(http.MethodPost, "/v1/status/breakers/graph/hold", body), http.StatusBadRequest, api.CodeInvalidParameter)
+		if d.Field != "reason" || strings.Contains(d.Message, reason) {
+			t.Errorf("reason %+q: field %q, message %q", reason, d.Field, d.Message)
+		}
+	}
+	h := decodeAs[api.HoldResponse](t, e.do(http.MethodPost, "/v1/status/breakers/graph/hold", `{"reason":"Wartung: Neo4j 5.27 – café"}`), http.StatusOK)
+	if !h.Held {
+		t.Fatalf("a plain reason: %+v", h)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/ragd/ragd/internal/strictjson"
 )
 
 // batch500 is a POST /v1/documents body of 500 documents: ~2 KB of text,
@@ -102,9 +104,40 @@ func BenchmarkDecodeBatch500(b *testing.B) {
 				return want500(nil, &req)
 			})
 		})
+		// As served: decodeUpsert, with every document good, and with the
+		// last one's metadata value a number (each document decoded on its
+		// own then).
+		bad := bytes.Clone(body)
+		if i := bytes.LastIndex(bad, []byte(`"metadata":{`)); i >= 0 {
+			bad = append(append(bad[:i:i], `"metadata":{"n":1,`...), bad[i+len(`"metadata":{`):]...)
+		}
+		for _, c := range []struct {
+			name    string
+			body    []byte
+			invalid int
+		}{{"served", body, 0}, {"served-one-bad", bad, 1}} {
+			b.Run(name+"/"+c.name, func(b *testing.B) {
+				loop(b, len(c.body), func() error {
+					docs, failed, err := decodeUpsert(c.body)
+					if err != nil {
+						return err
+					}
+					n := 0
+					for _, f := range failed {
+						if f != nil {
+							n++
+						}
+					}
+					if len(docs) != 500 || n != c.invalid {
+						return fmt.Errorf("%d documents, %d failed", len(docs), n)
+					}
+					return nil
+				})
+			})
+		}
 		b.Run(name+"/checkStrict", func(b *testing.B) {
 			loop(b, len(body), func() error {
-				if e := checkStrict(body, t); e != nil {
+				if e := strictjson.Check(body, t); e != nil {
 					return e
 				}
 				return nil

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/internal/strictjson"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -80,55 +83,187 @@ func writeOptions(c echo.Context) (ingest.WriteOptions, error) {
 	return opts, nil
 }
 
-// upsertDocuments serves POST /v1/documents. Validation, the tenant rule
-// and ownership are the write path's (package ingest): the handler checks
-// the shape of the batch only.
+// upsertDocuments serves POST /v1/documents. The handler checks the shape
+// of the batch and decodes each document on its own (decodeDocument);
+// validation, the tenant rule and ownership are the write path's (package
+// ingest). Either way a fault of one document is that document's result.
 func (s *Server) upsertDocuments() echo.HandlerFunc {
 	return func(c echo.Context) error {
 		opts, err := writeOptions(c)
 		if err != nil {
 			return err
 		}
-		var req UpsertRequest
-		if err := s.decodeJSON(c, &req); err != nil {
+		body, ok := c.Get(ctxBody).([]byte)
+		if !ok {
+			return errors.New("api: upsert without readBody")
+		}
+		all, failed, err := decodeUpsert(body)
+		if err != nil {
 			return err
 		}
-		docs := req.Documents
-		if len(docs) == 0 {
+		n := len(all)
+		if n == 0 {
 			return fieldError(CodeEmptyBatch, "documents", "documents must hold at least one document")
 		}
-		if max := s.cfg.Ingest.MaxDocsPerRequest; len(docs) > max {
-			return fieldError(CodeTooManyDocuments, "documents", "%d documents, at most %d per request", len(docs), max)
+		if max := s.cfg.Ingest.MaxDocsPerRequest; n > max {
+			return fieldError(CodeTooManyDocuments, "documents", "%d documents, at most %d per request", n, max)
 		}
-		seen := make(map[string]int, len(docs))
-		for i, d := range docs {
-			// Like a timestamp that does not parse, one that no store
-			// can keep fails the whole request.
-			if spi.ValidateUpdatedAt(d.UpdatedAt) != nil {
-				f := fmt.Sprintf("documents[%d].updated_at", i)
-				return fieldError("invalid_documents", f, "%s: must lie between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z in UTC", f)
-			}
-			if d.ID == "" {
+		results := make([]ingest.Result, n)
+		docs := make([]spi.Document, 0, n)
+		at := make([]int, 0, n) // docs[k] is document at[k] of the batch
+		seen := make(map[string]int, n)
+		for i, d := range all {
+			if failed != nil && failed[i] != nil {
+				results[i] = *failed[i]
 				continue
 			}
-			if j, ok := seen[d.ID]; ok {
-				return fieldError(CodeDuplicateID, fmt.Sprintf("documents[%d].id", i),
-					"documents[%d].id repeats documents[%d].id", i, j)
+			if d.ID != "" {
+				if j, ok := seen[d.ID]; ok {
+					return fieldError(CodeDuplicateID, fmt.Sprintf("documents[%d].id", i),
+						"documents[%d].id repeats documents[%d].id", i, j)
+				}
+				seen[d.ID] = i
 			}
-			seen[d.ID] = i
+			docs, at = append(docs, d), append(at, i)
 		}
-		out := s.cfg.Writer.Upsert(c.Request().Context(), docs, opts)
-		if len(out) != len(docs) {
-			return fmt.Errorf("api: writer returned %d results for %d documents", len(out), len(docs))
+		if len(docs) > 0 {
+			out := s.cfg.Writer.Upsert(c.Request().Context(), docs, opts)
+			if len(out) != len(docs) {
+				return fmt.Errorf("api: writer returned %d results for %d documents", len(out), len(docs))
+			}
+			for k, r := range out {
+				results[at[k]] = r
+			}
 		}
-		return s.answerBatch(c, out)
+		return s.answerBatch(c, results)
 	}
+}
+
+// decodeUpsert decodes a POST /v1/documents body: the documents, and for
+// each one that does not decode its failed result (failed[i], nil for
+// the others; failed is nil when every document decoded). The error is a
+// fault of the body itself (decodeBody's 400s): syntax, encoding, a name
+// twice, an unknown top-level field, documents not an array.
+//
+// The whole body is decoded at once first: a batch whose documents all
+// decode costs what it did (BenchmarkDecodeBatch500). Only when that
+// fails is the body read for its shape and each document decoded on its
+// own (decodeDocument), so that a document's fault stays that
+// document's.
+func decodeUpsert(body []byte) (docs []spi.Document, failed []*ingest.Result, _ error) {
+	var req UpsertRequest
+	if strictjson.TryDecode(body, &req) {
+		return req.Documents, nil, nil
+	}
+	var raw upsertBody
+	if err := decodeBody(body, &raw); err != nil {
+		return nil, nil, err
+	}
+	docs, failed = make([]spi.Document, len(raw.Documents)), make([]*ingest.Result, len(raw.Documents))
+	for i, r := range raw.Documents {
+		docs[i], failed[i] = decodeDocument(i, r.raw)
+	}
+	return docs, failed, nil
+}
+
+// upsertBody is POST /v1/documents as decodeUpsert reads it when a
+// document is at fault: the batch's shape, each document kept as sent, to
+// be decoded on its own by decodeDocument.
+type upsertBody struct {
+	Documents []rawDocument `json:"documents"`
+}
+
+// rawDocument is one document of a batch as sent. Decoding the body reads
+// it as one value: the body's strict check still finds a name twice
+// inside it (and names the place), and its members are judged by
+// decodeDocument.
+type rawDocument struct{ raw []byte }
+
+// UnmarshalJSON keeps b; encoding/json calls it for null too.
+func (d *rawDocument) UnmarshalJSON(b []byte) error {
+	d.raw = bytes.Clone(b)
+	return nil
+}
+
+// Per-document codes of a document that does not decode, beside the write
+// path's (package ingest): a member no document has, or a document that is
+// not a JSON object.
+const (
+	DocUnknownField    = "unknown_field"
+	DocInvalidDocument = "invalid_document"
+)
+
+// decodeDocument decodes document i of a batch by the API's rules
+// (strictjson). Anything wrong with one document is that document's
+// failure, never the batch's (issue 29 item 6): a wrong JSON type, a value
+// out of range, an unknown or miscased member, a document that is not an
+// object. Its result carries the code of the member at fault
+// (invalid_metadata, invalid_updated_at, invalid_vector, ...) and an error
+// naming the member's path. Only faults of the body itself (syntax,
+// encoding, a name twice, the batch's shape) fail the whole request, in
+// decodeJSON. Typed values, such as typed metadata, decode here and fail
+// the same way.
+func decodeDocument(i int, raw []byte) (spi.Document, *ingest.Result) {
+	var d spi.Document
+	e := strictjson.Decode(raw, &d, "document")
+	if e == nil {
+		return d, nil
+	}
+	path := fmt.Sprintf("documents[%d]", i)
+	if e.Field != "" {
+		path += "." + e.Field
+	}
+	msg := path + ": " + e.Reason
+	if e.Reason == "" {
+		msg = path + ": " + e.Message
+	}
+	return spi.Document{}, &ingest.Result{ID: probeID(raw), Status: ingest.StatusFailed, Code: documentCode(e), Error: msg}
+}
+
+// documentCode is the per-document code of a decoding error: the write
+// path's code for the member at fault.
+func documentCode(e *strictjson.Error) string {
+	switch {
+	case e.Code == strictjson.CodeUnknownField:
+		return DocUnknownField
+	case e.Field == "":
+		return DocInvalidDocument
+	}
+	switch strictjson.RootField(e.Field) {
+	case "id":
+		return ingest.CodeInvalidID
+	case "tenant":
+		return ingest.CodeInvalidTenant
+	case "title", "text":
+		return ingest.CodeInvalidText
+	case "metadata":
+		return ingest.CodeInvalidMetadata
+	case "vector":
+		return ingest.CodeInvalidVector
+	case "entities", "links":
+		return ingest.CodeInvalidEntities
+	case "updated_at":
+		return ingest.CodeInvalidUpdated
+	}
+	return DocInvalidDocument
+}
+
+// probeID is the id of a document that did not decode, when it has a
+// string one, for its result.
+func probeID(raw []byte) string {
+	var p struct {
+		ID any `json:"id"`
+	}
+	_ = json.Unmarshal(raw, &p) // best effort: the failure is reported anyway
+	id, _ := p.ID.(string)
+	return id
 }
 
 // answerBatch counts the results and answers 200, or 207 when any failed.
 // When the request's deadline passed before anything was written, the
 // answer is 504 instead.
 func (s *Server) answerBatch(c echo.Context, results []ingest.Result) error {
+	principal(c).hideVersions(results)
 	resp := BatchResponse{Results: results, Total: len(results)}
 	for _, r := range results {
 		switch r.Status {
@@ -238,7 +373,24 @@ func (s *Server) deleteDocument() echo.HandlerFunc {
 		case StatusNotFound:
 			return newError(http.StatusNotFound, CodeNotFound, "no document with this id")
 		}
-		return s.writeJSON(c, http.StatusOK, r)
+		principal(c).hideVersions(out)
+		return s.writeJSON(c, http.StatusOK, out[0])
+	}
+}
+
+// hideVersions clears the versions of results answered to a key bound to a
+// tenant. A version is the write's sequence in the change log, which
+// every tenant's writes advance: the gap between two of a tenant's writes
+// would count the writes of all the others. A per-tenant sequence would
+// need a counter per tenant committed with each write; nothing a client
+// does needs the version (?wait is the server's, and "unchanged" says a
+// retry changed nothing), so tenants get none.
+func (p *Principal) hideVersions(results []ingest.Result) {
+	if p.Tenant == "" {
+		return
+	}
+	for i := range results {
+		results[i].Version = 0
 	}
 }
 

@@ -126,21 +126,11 @@ func TestUpsertBadBodies(t *testing.T) {
 		{"documents not array", `{"documents":{"id":"a"}}`, "invalid_documents", "documents"},
 		{"too many documents", `{"documents":[` + strings.Join(many, ",") + `]}`, api.CodeTooManyDocuments, "documents"},
 		{"duplicate ids", `{"documents":[{"id":"a","text":"x"},{"id":"b","text":"y"},{"id":"a","text":"z"}]}`, api.CodeDuplicateID, "documents[2].id"},
-		{"unknown document field", `{"documents":[{"id":"a","txt":"x"}]}`, api.CodeUnknownField, "documents[0].txt"},
 		{"unknown top-level field", `{"documents":[{"id":"a"}],"upsert":true}`, api.CodeUnknownField, "upsert"},
-		{"metadata not strings", `{"documents":[{"id":"a","metadata":{"n":1}}]}`, "invalid_documents", "documents[0].metadata.n"},
-		{"vector overflow", `{"documents":[{"id":"a","vector":[1e999]}]}`, "invalid_documents", "documents[0].vector[0]"},
-		{"entities not strings", `{"documents":[{"id":"a","entities":[1]}]}`, "invalid_documents", "documents[0].entities[0]"},
 		{"malformed", `{"documents":[{"id":"a"}`, api.CodeMalformedJSON, ""},
-		{"second document's field", `{"documents":[{"id":"a"},{"id":"b","metadata":{"lang":["en"]}}]}`, "invalid_documents", "documents[1].metadata.lang"},
 		{"null body", `null`, api.CodeInvalidBody, ""},
-		{"bad timestamp", `{"documents":[{"id":"a","updated_at":"yesterday"}]}`, "invalid_documents", "documents[0].updated_at"},
-		{"timestamp not a string", `{"documents":[{"id":"a","updated_at":5}]}`, "invalid_documents", "documents[0].updated_at"},
-		// Issue 18, item 16: parses, but in UTC it is the year 10000 (or
-		// 0), which no store keeps; it was a per-document store_rejected
-		// quoting "json: error calling MarshalJSON for type time.Time".
-		{"timestamp after 9999 in UTC", `{"documents":[{"id":"a","text":"x"},{"id":"b","text":"x","updated_at":"9999-12-31T23:59:59-23:59"}]}`, "invalid_documents", "documents[1].updated_at"},
-		{"timestamp before year 1 in UTC", `{"documents":[{"id":"a","text":"x","updated_at":"0001-01-01T00:30:00+01:00"}]}`, "invalid_documents", "documents[0].updated_at"},
+		// What is wrong with one document is that document's result
+		// (TestUpsertPerDocumentDecodeFailures).
 	}
 	e := newEnv(t, nil)
 	for _, tc := range cases {
@@ -384,5 +374,95 @@ func TestBatchDeleteBadBodies(t *testing.T) {
 	}
 	if n := len(e.writer.deleteCalls()); n != 0 {
 		t.Fatalf("writer called %d times", n)
+	}
+}
+
+// Issue 29 item 6: "a\ud800" and "a\udbff" both decoded to "a\ufffd", so
+// two ids the client told apart were stored as one. An escaped lone
+// surrogate is refused like invalid UTF-8; a surrogate pair is a
+// character and passes.
+func TestUpsertLoneSurrogateIs400(t *testing.T) {
+	e := newEnv(t, nil)
+	prefix := `{"documents":[{"id":"a`
+	for _, esc := range []string{`\ud800`, `\udbff`, `\udc00`} {
+		d := wantError(t, e.do(http.MethodPost, "/v1/documents", prefix+esc+`","text":"x"}]}`), http.StatusBadRequest, api.CodeMalformedJSON)
+		if d.Offset == nil || *d.Offset != int64(len(prefix)) {
+			t.Fatalf("%s: offset = %v, want %d (the escape)", esc, d.Offset, len(prefix))
+		}
+	}
+	wantError(t, e.do(http.MethodPost, "/v1/query", `{"text":"wing \ud800"}`), http.StatusBadRequest, api.CodeMalformedJSON)
+	if n := len(e.writer.upsertCalls()) + len(e.searcher.calls()); n != 0 {
+		t.Fatalf("%d calls reached the writer or the searcher", n)
+	}
+	resp := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", prefix+`\ud83d\ude00","text":"x"}]}`), http.StatusOK)
+	if resp.OK != 1 || resp.Results[0].ID != "a\U0001F600" {
+		t.Fatalf("a surrogate pair: %+v", resp)
+	}
+}
+
+// Issue 29 item 6: one rule, per-document failures for anything about one
+// document. A metadata value of the wrong JSON type or an updated_at out
+// of range failed the whole batch with 400 while an empty id or a long
+// text failed alone; now each fails alone, with the code of its field and
+// its path, and the batch's other documents are written. Only what is
+// about the body (syntax, encoding, a name twice, the batch's shape,
+// repeated ids) is still a 400.
+func TestUpsertPerDocumentDecodeFailures(t *testing.T) {
+	e := newEnv(t, func(c *api.Config) { c.Ingest.MaxDocsPerRequest = 20 })
+	docs := []string{
+		`{"id":"a","text":"ok"}`,
+		`{"id":"b","text":"x","metadata":{"n":1}}`,
+		// Issue 18 item 16: parses, but in UTC it is the year 10000,
+		// which no store keeps.
+		`{"id":"c","text":"x","updated_at":"9999-12-31T23:59:59-23:59"}`,
+		`{"id":"d","text":"x","updated_at":"yesterday"}`,
+		`{"id":"e","txt":"x"}`,
+		`{"ID":"f","text":"x"}`,
+		`{"id":"g","vector":[1e999]}`,
+		`{"id":"h","text":"x","entities":[1]}`,
+		`{"id":"i","text":"x","links":[2]}`,
+		`{"id":"j","title":5}`,
+		`7`,
+		`null`,
+		`{"id":8,"text":"x"}`,
+		`{"id":"k","text":"fine","metadata":{"lang":"en"}}`,
+	}
+	resp := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", `{"documents":[`+strings.Join(docs, ",")+`]}`), http.StatusMultiStatus)
+	want := "a:ok b:failed:invalid_metadata c:failed:invalid_updated_at d:failed:invalid_updated_at e:failed:unknown_field " +
+		"f:failed:unknown_field g:failed:invalid_vector h:failed:invalid_entities i:failed:invalid_entities j:failed:invalid_text " +
+		":failed:invalid_document :failed:invalid_document :failed:invalid_id k:ok"
+	if got := statuses(resp.Results); got != want {
+		t.Fatalf("results\n got %q\nwant %q", got, want)
+	}
+	if resp.OK != 2 || resp.Failed != len(docs)-2 || resp.Total != len(docs) {
+		t.Fatalf("counts %+v", resp)
+	}
+	for i, path := range map[int]string{1: "documents[1].metadata.n", 3: "documents[3].updated_at", 4: "documents[4].txt", 5: "documents[5].ID",
+		6: "documents[6].vector[0]", 7: "documents[7].entities[0]", 10: "documents[10]", 12: "documents[12].id"} {
+		if msg := resp.Results[i].Error; !strings.HasPrefix(msg, path+": ") || strings.Contains(msg, "Go ") || strings.Contains(msg, "spi.Document") {
+			t.Errorf("result %d: error %q, want it to name %s and no Go type", i, msg, path)
+		}
+	}
+	for _, id := range []string{"a", "k"} {
+		if _, ok := e.store.get(id); !ok {
+			t.Errorf("document %s was not written", id)
+		}
+	}
+	for _, id := range []string{"b", "c", "d", "e", "f", "g", "h", "i", "j"} {
+		if _, ok := e.store.get(id); ok {
+			t.Errorf("document %s was written", id)
+		}
+	}
+	// The body's own faults are still the whole request's.
+	for _, tc := range []struct{ body, code, field string }{
+		{`{"documents":[{"id":"a","text":"x"},{"id":"b","id":"c","text":"y"}]}`, api.CodeDuplicateField, "documents[1].id"},
+		{`{"documents":[{"id":"a","text":"x"},{"id":"a","text":"y"}]}`, api.CodeDuplicateID, "documents[1].id"},
+		{`{"documents":[{"id":"a","text":"x\ud800"}]}`, api.CodeMalformedJSON, ""},
+		{`{"documents":{"id":"a"}}`, "invalid_documents", "documents"},
+		{`{"documents":[{"id":"a"}],"upsert":true}`, api.CodeUnknownField, "upsert"},
+	} {
+		if d := wantError(t, e.do(http.MethodPost, "/v1/documents", tc.body), http.StatusBadRequest, tc.code); d.Field != tc.field {
+			t.Errorf("%s: field %q, want %q", tc.body, d.Field, tc.field)
+		}
 	}
 }

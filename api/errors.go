@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/internal/strictjson"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -46,10 +47,10 @@ type ErrorDetail struct {
 // Error codes answered by the API. Per-document codes of batch results
 // are listed with DocumentResult.
 const (
-	CodeMalformedJSON         = "malformed_json"
-	CodeUnknownField          = "unknown_field"
-	CodeDuplicateField        = "duplicate_field"
-	CodeInvalidBody           = "invalid_body"
+	CodeMalformedJSON         = strictjson.CodeMalformed
+	CodeUnknownField          = strictjson.CodeUnknownField
+	CodeDuplicateField        = strictjson.CodeDuplicateField
+	CodeInvalidBody           = strictjson.CodeInvalidBody
 	CodeInvalidQuery          = "invalid_query"
 	CodeEmptyQuery            = "empty_query"
 	CodeEmptyBatch            = "empty_batch"
@@ -73,6 +74,7 @@ const (
 	CodeNotEnoughSources      = "not_enough_sources"
 	CodeUnavailable           = "unavailable"
 	CodeTimeout               = "timeout"
+	CodeInvalidRequest        = "invalid_request" // /mcp: the MCP layer refused the headers
 	statusClientClosedRequest = 499
 )
 
@@ -183,7 +185,7 @@ func rejectedAsInvalid(sources map[string]retriever.SourceStatus) bool {
 // the offending top-level field: invalid_limit, invalid_sources, ...
 func queryError(qe *retriever.QueryError) *apiError {
 	code := CodeInvalidQuery
-	if root := rootField(qe.Field); root != "" {
+	if root := strictjson.RootField(qe.Field); root != "" {
 		code = "invalid_" + root
 	}
 	msg := qe.Message
@@ -191,15 +193,6 @@ func queryError(qe *retriever.QueryError) *apiError {
 		msg = qe.Field + ": " + qe.Message
 	}
 	return fieldError(code, qe.Field, "%s", msg)
-}
-
-// rootField returns the first segment of a JSON path: "sources" for
-// "sources.keyword.weight", "documents" for "documents[3].id".
-func rootField(path string) string {
-	if i := strings.IndexAny(path, ".["); i >= 0 {
-		path = path[:i]
-	}
-	return path
 }
 
 func fromEchoError(he *echo.HTTPError) *apiError {

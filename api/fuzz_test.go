@@ -143,3 +143,57 @@ func FuzzDocumentID(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMCP sends arbitrary bodies to POST /mcp (issue 29 item 3): whatever
+// the body, the answer is never a 5xx; it is JSON, or empty for a
+// notification's 202; every 4xx is a JSON-RPC error carrying the API's
+// error object (mcpRefusalOf); and a JSON-RPC answer carries the
+// request's id exactly as it was sent (/mcp hands the SDK a token and puts
+// the client's bytes back). Run it longer with
+//
+//	go test -run '^$' -fuzz FuzzMCP -fuzztime 60s ./api
+func FuzzMCP(f *testing.F) {
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":"a","method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":1e40,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":-0.5e-3,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search","arguments":{"text":"wing","limit":3,"filter":{"lang":["en"]}}}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"search","arguments":{"text":"a","limit":1e300}}}`,
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"search","arguments":{"filter":{"a":["1"],"b":["1"],"c":["1"],"d":["1"],"e":["1"],"f":["1"],"g":["1"],"h":["1"],"i":["1"],"j":["1"],"k":["1"],"l":["1"],"m":["1"],"n":["1"],"o":["1"],"p":["1"],"q":["1"]}}},"id":"\u00e9"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_document","arguments":{"id":"doc-1"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nope"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"f","version":"1"}}}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, `{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":{},"method":"ping"}`, `{"jsonrpc":"2.0","id":"\ud800","method":"ping"}`, `{`, ``, `null`,
+	} {
+		f.Add([]byte(seed))
+	}
+	e := newEnv(f, func(c *api.Config) { c.Logger = nil })
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := mcpPost(t, e, string(body))
+		if rec.Code >= 500 || rec.Code < 200 {
+			t.Fatalf("POST /mcp %q: status %d: %s", body, rec.Code, rec.Body.String())
+		}
+		if rec.Code == http.StatusAccepted && rec.Body.Len() == 0 {
+			return
+		}
+		if !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("POST /mcp %q: %d, body is not JSON: %s", body, rec.Code, rec.Body.String())
+		}
+		if rec.Code >= 400 {
+			mcpRefusalOf(t, rec)
+			return
+		}
+		var req, resp struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(body, &req) != nil || json.Unmarshal(rec.Body.Bytes(), &resp) != nil {
+			t.Fatalf("POST /mcp %q: answered %d %s", body, rec.Code, rec.Body.String())
+		}
+		if req.ID != nil && string(resp.ID) != string(req.ID) {
+			t.Fatalf("POST /mcp %q: answered id %s, want %s", body, resp.ID, req.ID)
+		}
+	})
+}

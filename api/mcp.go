@@ -1,16 +1,21 @@
 package api
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
+	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/labstack/echo/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/internal/strictjson"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -21,12 +26,11 @@ const PathMCP = "/mcp"
 // Bounds of what an MCP tool answers: an agent's context is small, and a
 // tool call must cost the server a bounded amount.
 const (
-	MCPDefaultLimit   = 5
-	MCPMaxLimit       = 20
-	MCPSnippetRunes   = 300
-	MCPTitleRunes     = 200
-	MCPDocumentRunes  = 8000
-	mcpMaxRequestBody = 1 << 20
+	MCPDefaultLimit  = 5
+	MCPMaxLimit      = 20
+	MCPSnippetRunes  = 300
+	MCPTitleRunes    = 200
+	MCPDocumentRunes = 8000
 )
 
 // mcpSearchInput is the search tool's input.
@@ -45,11 +49,14 @@ type mcpHit struct {
 	Snippet   string  `json:"snippet,omitempty"`
 	Score     float64 `json:"score"`
 	Truncated bool    `json:"truncated,omitempty" jsonschema:"the snippet is the start of a longer text: get_document reads more"`
+	// Metadata is the document's metadata, cut to MCPHitMetadataBytes.
+	Metadata          map[string]string `json:"metadata,omitempty" jsonschema:"the document's metadata (up to 1 KiB of it: get_document reads all)"`
+	MetadataTruncated bool              `json:"metadata_truncated,omitempty" jsonschema:"keys of the metadata were left out: get_document reads all"`
 }
 
 // mcpSource is one retrieval source's part in an answer.
 type mcpSource struct {
-	Status   string  `json:"status" jsonschema:"ok, or why the source was left out: shed, circuit_open, timeout, error, skipped"`
+	Status   string  `json:"status" jsonschema:"ok; or why the source was left out: shed, circuit_open, timeout, caller_deadline, error; or disabled (not configured or switched off), skipped (not applicable to this query)"`
 	Error    string  `json:"error,omitempty"`
 	TookMS   float64 `json:"took_ms"`
 	Returned int     `json:"returned"`
@@ -79,68 +86,135 @@ type mcpDocument struct {
 	Tenant    string            `json:"tenant,omitempty"`
 }
 
+// mcpSchemas are the tools' JSON Schemas, inferred once from their Go
+// types as the SDK's typed AddTool would.
+var mcpSchemas = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
+	out := map[string]*jsonschema.Schema{}
+	for name, t := range map[string]reflect.Type{
+		"search.in": reflect.TypeFor[mcpSearchInput](), "search.out": reflect.TypeFor[mcpSearchOutput](),
+		"get_document.in": reflect.TypeFor[mcpGetInput](), "get_document.out": reflect.TypeFor[mcpDocument](),
+	} {
+		sc, err := jsonschema.ForType(t, &jsonschema.ForOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("api: mcp schema %s: %w", name, err)
+		}
+		out[name] = sc
+	}
+	return out, nil
+})
+
 // mountMCP serves the MCP endpoint. It authenticates like every route
-// (query role; a tenant-bound key is scoped to its tenant), takes an
-// in-flight slot, and is stateless: every POST is answered on its own, so
-// any replica can take any request and the tools run as the request's key.
-func (s *Server) mountMCP(e *echo.Echo) {
-	cache := mcp.NewSchemaCache()
+// (query role; a tenant-bound key is scoped to its tenant), reads the body
+// as POST /v1/query does (its limit, Content-Type and encoding rules),
+// takes an in-flight slot, and is stateless: every POST is answered on
+// its own, so any replica can take any request and the tools run as the
+// request's key. POST is its only method: any other is the API's 405.
+func (s *Server) mountMCP(e *echo.Echo) error {
+	schemas, err := mcpSchemas()
+	if err != nil {
+		return err
+	}
+	limit := s.bodyLimit(PathMCP)
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		p, _ := r.Context().Value(principalKey{}).(*Principal)
 		if p == nil {
 			return nil
 		}
-		return s.mcpServer(p, cache)
+		return s.mcpServer(p, schemas)
 	}, &mcp.StreamableHTTPOptions{
-		Stateless:           true,
-		JSONResponse:        true,
-		MaxRequestBodyBytes: mcpMaxRequestBody,
+		Stateless:    true,
+		JSONResponse: true,
+		// readBody enforced the limit already; the message the SDK reads
+		// may be longer by the id token than the client's id.
+		MaxRequestBodyBytes: limit + int64(len(mcpIDToken)),
 		// ragd's own listener settings decide who may connect; the Host
 		// check would refuse a reverse proxy on loopback.
 		DisableLocalhostProtection: true,
 	})
-	handler := func(c echo.Context) error {
-		req := c.Request()
-		req = req.WithContext(context.WithValue(req.Context(), principalKey{}, principal(c)))
-		h.ServeHTTP(c.Response(), req)
-		return nil
-	}
-	mw := []echo.MiddlewareFunc{s.requireAccess(access{role: config.RoleQuery}), s.limitInFlight}
-	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
-		e.Add(m, PathMCP, handler, mw...)
-	}
+	// mcpErrors outermost: every refusal before MCP reads the message
+	// (the key, the body, the in-flight limit, readMCP) keeps its HTTP
+	// status and headers and gets a JSON-RPC error body carrying ragd's
+	// error object.
+	e.Add(http.MethodPost, PathMCP, s.serveMCP(h), s.mcpErrors, s.requireAccess(access{role: config.RoleQuery}), s.readBody(limit), s.limitInFlight)
 	s.paths[PathMCP] = true
+	return nil
 }
 
 // principalKey carries the caller's *Principal into the MCP handlers.
 type principalKey struct{}
 
 // mcpServer builds the MCP server for one request, its tools bound to the
-// caller's principal.
-func (s *Server) mcpServer(p *Principal, cache *mcp.SchemaCache) *mcp.Server {
+// caller's principal. The tools decode their own arguments (decodeArgs),
+// by the API's rules and in its words; the SDK's typed AddTool would
+// answer its schema validator's and encoding/json's messages instead.
+func (s *Server) mcpServer(p *Principal, schemas map[string]*jsonschema.Schema) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "ragd", Version: s.cfg.Version}, &mcp.ServerOptions{
-		SchemaCache: cache,
 		Instructions: "ragd is a hybrid retrieval service. Use search to find documents (hits carry " +
-			"ids, titles, snippets and scores; partial=true means a source was left out and " +
+			"ids, titles, snippets, scores and metadata; partial=true means a source was left out and " +
 			"sources says which and why), then get_document to read one.",
 	})
-	mcp.AddTool(srv, &mcp.Tool{
-		Name:        "search",
-		Description: "Search the document collection (hybrid: semantic, keyword and graph retrieval fused). Returns at most 20 hits with snippets, and each source's status, so a partial answer is visible.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in mcpSearchInput) (*mcp.CallToolResult, mcpSearchOutput, error) {
+	srv.AddTool(&mcp.Tool{
+		Name:         "search",
+		Description:  "Search the document collection (hybrid: semantic, keyword and graph retrieval fused). Returns at most 20 hits with snippets, and each source's status, so a partial answer is visible.",
+		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
+		InputSchema:  schemas["search.in"],
+		OutputSchema: schemas["search.out"],
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in mcpSearchInput
+		if err := decodeArgs(req.Params.Arguments, &in); err != nil {
+			return toolFailure(err), nil
+		}
 		out, err := s.mcpSearch(ctx, p, in)
-		return nil, out, err
+		return toolAnswer(out, err)
 	})
-	mcp.AddTool(srv, &mcp.Tool{
-		Name:        "get_document",
-		Description: "Read one document by id: title, metadata and text (cut at 8000 characters).",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in mcpGetInput) (*mcp.CallToolResult, mcpDocument, error) {
+	srv.AddTool(&mcp.Tool{
+		Name:         "get_document",
+		Description:  "Read one document by id: title, metadata and text (cut at 8000 characters).",
+		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
+		InputSchema:  schemas["get_document.in"],
+		OutputSchema: schemas["get_document.out"],
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in mcpGetInput
+		if err := decodeArgs(req.Params.Arguments, &in); err != nil {
+			return toolFailure(err), nil
+		}
 		out, err := s.mcpGet(ctx, p, in)
-		return nil, out, err
+		return toolAnswer(out, err)
 	})
 	return srv
+}
+
+// decodeArgs decodes a tool's arguments into dst by the API's rules
+// (strictjson); absent arguments are an empty object.
+func decodeArgs(args json.RawMessage, dst any) error {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if e := strictjson.Decode(args, dst, "arguments"); e != nil {
+		return badJSON(e)
+	}
+	return nil
+}
+
+// toolAnswer is a tool's result: out as structured content and, for
+// clients that read text only, as its JSON text; or err as the tool's
+// error.
+func toolAnswer(out any, err error) (*mcp.CallToolResult, error) {
+	if err != nil {
+		return toolFailure(err), nil
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("api: mcp: encode the answer: %w", err)
+	}
+	return &mcp.CallToolResult{StructuredContent: json.RawMessage(b), Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+}
+
+// toolFailure is err as a tool's error result (toolError's text).
+func toolFailure(err error) *mcp.CallToolResult {
+	var res mcp.CallToolResult
+	res.SetError(toolError(err))
+	return &res
 }
 
 func (s *Server) mcpSearch(ctx context.Context, p *Principal, in mcpSearchInput) (mcpSearchOutput, error) {
@@ -149,18 +223,18 @@ func (s *Server) mcpSearch(ctx context.Context, p *Principal, in mcpSearchInput)
 	case limit == 0:
 		limit = MCPDefaultLimit
 	case limit < 0 || limit > MCPMaxLimit:
-		return mcpSearchOutput{}, fmt.Errorf("invalid_limit: limit must be between 1 and %d", MCPMaxLimit)
+		return mcpSearchOutput{}, fieldError("invalid_limit", "limit", "limit must be between 1 and %d", MCPMaxLimit)
 	}
 	if strings.TrimSpace(in.Text) == "" {
-		return mcpSearchOutput{}, errors.New("empty_query: text is required")
+		return mcpSearchOutput{}, fieldError(CodeEmptyQuery, "text", "text is required")
 	}
 	q := retriever.Query{Text: in.Text, Limit: limit, Filter: in.Filter, Tenant: in.Tenant}
 	if err := p.scopeQuery(&q); err != nil {
-		return mcpSearchOutput{}, toolError(err)
+		return mcpSearchOutput{}, err
 	}
-	res, err := s.cfg.Searcher.Retrieve(ctx, q)
+	res, err := s.cfg.Searcher.Retrieve(p.callContext(ctx), q)
 	if err != nil {
-		return mcpSearchOutput{}, toolError(translate(err))
+		return mcpSearchOutput{}, err
 	}
 	clampNonFinite(res)
 	out := mcpSearchOutput{Hits: make([]mcpHit, 0, len(res.Hits)), Partial: res.Partial, Degraded: res.Degraded,
@@ -170,6 +244,7 @@ func (s *Server) mcpSearch(ctx context.Context, p *Principal, in mcpSearchInput)
 		if d := h.Document; d != nil {
 			hit.Title, _ = cutRunes(d.Title, MCPTitleRunes)
 			hit.Snippet, hit.Truncated = cutRunes(strings.Join(strings.Fields(d.Text), " "), MCPSnippetRunes)
+			hit.Metadata, hit.MetadataTruncated = cutMetadata(d.Metadata, MCPHitMetadataBytes)
 		}
 		out.Hits = append(out.Hits, hit)
 	}
@@ -181,11 +256,11 @@ func (s *Server) mcpSearch(ctx context.Context, p *Principal, in mcpSearchInput)
 
 func (s *Server) mcpGet(ctx context.Context, p *Principal, in mcpGetInput) (mcpDocument, error) {
 	if err := checkID(in.ID); err != nil {
-		return mcpDocument{}, toolError(err)
+		return mcpDocument{}, err
 	}
 	d, err := s.visibleDocument(ctx, p, in.ID)
 	if err != nil {
-		return mcpDocument{}, toolError(translate(err))
+		return mcpDocument{}, err
 	}
 	out := mcpDocument{ID: d.ID, Metadata: d.Metadata, Tenant: d.Tenant}
 	out.Title, _ = cutRunes(d.Title, MCPTitleRunes)
@@ -193,14 +268,13 @@ func (s *Server) mcpGet(ctx context.Context, p *Principal, in mcpGetInput) (mcpD
 	return out, nil
 }
 
-// toolError is an API error as a tool's error: "code: message", which the
-// SDK returns to the agent as a tool result with isError set.
+// toolError is err as a tool's error: "code: message" of its API answer
+// (translate: the one place errors become answers), which the SDK returns
+// to the agent as a tool result with isError set. A server error's cause
+// is not shown, as over HTTP.
 func toolError(err error) error {
-	var ae *apiError
-	if errors.As(err, &ae) {
-		return fmt.Errorf("%s: %s", ae.Detail.Code, ae.Detail.Message)
-	}
-	return err
+	ae := translate(err)
+	return fmt.Errorf("%s: %s", ae.Detail.Code, ae.Detail.Message)
 }
 
 // cutRunes returns s cut to at most n runes, and whether it was cut.

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"math"
@@ -9,7 +10,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/retriever"
+	"github.com/ragd/ragd/spi"
 )
 
 // query serves POST /v1/query: the body is a retriever.Query, the answer a
@@ -32,7 +35,7 @@ func (s *Server) query() echo.HandlerFunc {
 			return fieldError(CodeEmptyQuery, "text", "text or vector is required")
 		}
 		// Retrieve validates q once (a *retriever.QueryError is a 400).
-		res, err := s.cfg.Searcher.Retrieve(c.Request().Context(), q)
+		res, err := s.cfg.Searcher.Retrieve(principal(c).callContext(c.Request().Context()), q)
 		if err != nil {
 			return err
 		}
@@ -45,6 +48,17 @@ func (s *Server) query() echo.HandlerFunc {
 		}
 		return s.writeJSON(c, http.StatusOK, res)
 	}
+}
+
+// callContext marks ctx as an operator's call (spi.AsOperator) when p is
+// an admin bound to no tenant (the anonymous admin with auth off too):
+// what only an operator decides for every tenant, such as waking a
+// dormant store, its queries may do.
+func (p *Principal) callContext(ctx context.Context) context.Context {
+	if p.Role == config.RoleAdmin && p.Tenant == "" {
+		return spi.AsOperator(ctx)
+	}
+	return ctx
 }
 
 // scopeQuery binds q to p's tenant: a key bound to a tenant queries that

@@ -27,15 +27,29 @@ var errQueryShape = errors.New("api: leave it to the decoder")
 // bounded parts it reads and skips the rest; anything else wrong with the
 // body is left to decodeBody, which reports it (nil here).
 func checkQueryBounds(body []byte) error {
-	d := jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	err := walkQuery(d)
+	w := newBoundsWalk(body, maxQueryDepth)
+	err := w.query()
 	if errors.Is(err, errQueryShape) {
 		return nil
 	}
 	return err
 }
 
-func walkQuery(d *jsontext.Decoder) error {
+// boundsWalk reads a body's tokens once, refusing it at the first token
+// past a bound (see checkQueryBounds). maxDepth bounds the nesting.
+type boundsWalk struct {
+	d        *jsontext.Decoder
+	maxDepth int
+}
+
+func newBoundsWalk(body []byte, maxDepth int) *boundsWalk {
+	d := jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	return &boundsWalk{d: d, maxDepth: maxDepth}
+}
+
+// query walks a query object up to (not including) its closing brace.
+func (w *boundsWalk) query() error {
+	d := w.d
 	if d.PeekKind() != '{' {
 		return errQueryShape
 	}
@@ -49,11 +63,11 @@ func walkQuery(d *jsontext.Decoder) error {
 		}
 		switch name.String() {
 		case "filter":
-			err = walkFilter(d)
+			err = w.filter()
 		case "sources":
-			err = walkSources(d)
+			err = w.sources()
 		default:
-			err = skipValue(d)
+			err = w.skipValue()
 		}
 		if err != nil {
 			return err
@@ -62,10 +76,11 @@ func walkQuery(d *jsontext.Decoder) error {
 	return nil
 }
 
-// walkFilter bounds an object of arrays of strings.
-func walkFilter(d *jsontext.Decoder) error {
+// filter bounds an object of arrays of strings.
+func (w *boundsWalk) filter() error {
+	d := w.d
 	if d.PeekKind() != '{' {
-		return skipValue(d)
+		return w.skipValue()
 	}
 	if _, err := d.ReadToken(); err != nil {
 		return errQueryShape
@@ -83,7 +98,7 @@ func walkFilter(d *jsontext.Decoder) error {
 			return boundError("invalid_filter", "filter", off, "a key of %d bytes, at most %d allowed", n, spi.MaxFilterKeyBytes)
 		}
 		if d.PeekKind() != '[' {
-			if err := skipValue(d); err != nil {
+			if err := w.skipValue(); err != nil {
 				return err
 			}
 			continue
@@ -97,7 +112,7 @@ func walkFilter(d *jsontext.Decoder) error {
 				return boundError("invalid_filter", "filter", off, "a key with more than %d values", spi.MaxFilterValues)
 			}
 			if d.PeekKind() != '"' {
-				if err := skipValue(d); err != nil {
+				if err := w.skipValue(); err != nil {
 					return err
 				}
 				continue
@@ -114,13 +129,14 @@ func walkFilter(d *jsontext.Decoder) error {
 			return errQueryShape
 		}
 	}
-	return skipValue(d) // the closing brace, or whatever the decoder will refuse
+	return w.skipValue() // the closing brace, or whatever the decoder will refuse
 }
 
-// walkSources bounds the number of per-source options: one per source.
-func walkSources(d *jsontext.Decoder) error {
+// sources bounds the number of per-source options: one per source.
+func (w *boundsWalk) sources() error {
+	d := w.d
 	if d.PeekKind() != '{' {
-		return skipValue(d)
+		return w.skipValue()
 	}
 	if _, err := d.ReadToken(); err != nil {
 		return errQueryShape
@@ -133,16 +149,17 @@ func walkSources(d *jsontext.Decoder) error {
 		if max := len(spi.QuerySources()); n > max {
 			return boundError("invalid_sources", "sources", off, "options for more than %d sources", max)
 		}
-		if err := skipValue(d); err != nil {
+		if err := w.skipValue(); err != nil {
 			return err
 		}
 	}
-	return skipValue(d)
+	return w.skipValue()
 }
 
 // skipValue reads the next value (or, inside a container, the closing
-// token) without keeping it, refusing nesting deeper than maxQueryDepth.
-func skipValue(d *jsontext.Decoder) error {
+// token) without keeping it, refusing nesting deeper than w.maxDepth.
+func (w *boundsWalk) skipValue() error {
+	d := w.d
 	base := d.StackDepth()
 	for {
 		off := d.InputOffset()
@@ -150,8 +167,8 @@ func skipValue(d *jsontext.Decoder) error {
 		if err != nil {
 			return errQueryShape
 		}
-		if d.StackDepth() > maxQueryDepth {
-			e := newError(http.StatusBadRequest, CodeInvalidBody, "the body nests deeper than %d levels at byte %d", maxQueryDepth, off)
+		if d.StackDepth() > w.maxDepth {
+			e := newError(http.StatusBadRequest, CodeInvalidBody, "the body nests deeper than %d levels at byte %d", w.maxDepth, off)
 			e.Detail.Offset = &off
 			return e
 		}
@@ -166,4 +183,119 @@ func boundError(code, field string, off int64, format string, args ...any) *apiE
 	e := fieldError(code, field, field+": "+format+" (at byte %d)", append(args, off)...)
 	e.Detail.Offset = &off
 	return e
+}
+
+// mcpArgsDepth is how much deeper an MCP tool's arguments sit than a
+// query body does: {"params":{"arguments":{...}}}. A tool call gets the
+// query's nesting bound below it.
+const mcpArgsDepth = 2
+
+// mcpPeek is what checkMCPBounds learned of a JSON-RPC message before it
+// is decoded.
+type mcpPeek struct {
+	// id is the message's raw id when it is a string or a number.
+	id []byte
+	// method is the message's method when it is a string.
+	method string
+	// argsErr is the first query bound params.arguments passes: a tool's
+	// input error, answered as the tool's error.
+	argsErr error
+}
+
+// checkMCPBounds walks one JSON-RPC message's tokens before it is decoded,
+// with the query's bounds on params.arguments (a tool call's input) and
+// the query's nesting bound below them. It returns an error for nesting
+// too deep; a bound the arguments pass is peek.argsErr, and the walk goes
+// on (skipping the rest of the arguments) to find the id and the method.
+// Anything else wrong is left to the decoder.
+func checkMCPBounds(body []byte) (peek mcpPeek, _ error) {
+	w := newBoundsWalk(body, maxQueryDepth+mcpArgsDepth)
+	err := w.message(&peek)
+	if errors.Is(err, errQueryShape) || errors.Is(err, errPeeked) {
+		return peek, nil
+	}
+	return peek, err
+}
+
+// errPeeked stops the walk once an argument passed a bound and the id and
+// the method are known: nothing after them changes the answer.
+var errPeeked = errors.New("api: the message is peeked")
+
+func (w *boundsWalk) message(peek *mcpPeek) error {
+	d := w.d
+	if d.PeekKind() != '{' {
+		return errQueryShape
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return errQueryShape
+	}
+	for d.PeekKind() == '"' {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return errQueryShape
+		}
+		name := tok.String() // valid until the next read only
+		switch k := d.PeekKind(); {
+		case name == "id" && (k == '"' || k == '0'):
+			v, err := d.ReadValue()
+			if err != nil {
+				return errQueryShape
+			}
+			peek.id = bytes.Clone(v)
+		case name == "method" && k == '"':
+			v, err := d.ReadToken()
+			if err != nil {
+				return errQueryShape
+			}
+			peek.method = v.String()
+		case name == "params" && k == '{':
+			err = w.params(peek)
+		default:
+			err = w.skipValue()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// params walks the params object, bounding its arguments, through its
+// closing brace.
+func (w *boundsWalk) params(peek *mcpPeek) error {
+	d := w.d
+	if _, err := d.ReadToken(); err != nil {
+		return errQueryShape
+	}
+	depth := d.StackDepth()
+	for d.PeekKind() == '"' {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return errQueryShape
+		}
+		if tok.String() != "arguments" || d.PeekKind() != '{' || peek.argsErr != nil {
+			if err := w.skipValue(); err != nil {
+				return err
+			}
+			continue
+		}
+		err = w.query()
+		var ae *apiError
+		switch {
+		case errors.As(err, &ae) && ae.Detail.Code == CodeInvalidBody: // nesting: the whole body
+			return err
+		case err != nil && !errors.Is(err, errQueryShape):
+			peek.argsErr = err
+			if peek.id != nil && peek.method != "" {
+				return errPeeked
+			}
+		}
+		// The rest of the arguments, through their closing brace.
+		for d.StackDepth() > depth {
+			if err := w.skipValue(); err != nil {
+				return err
+			}
+		}
+	}
+	return w.skipValue() // the closing brace
 }

@@ -70,7 +70,9 @@ var routes = []route{
 	{http.MethodHead, "/healthz", access{public: PublicHealth}, (*Server).healthz, false},
 	{http.MethodGet, "/readyz", access{public: PublicReady}, (*Server).readyz, false},
 	{http.MethodHead, "/readyz", access{public: PublicReady}, (*Server).readyz, false},
-	{http.MethodGet, "/metrics", access{public: PublicMetrics}, (*Server).metricsHandler, false},
+	// /metrics counts every tenant's traffic: global, so a key bound to a
+	// tenant may not read it (config refuses public metrics beside one).
+	{http.MethodGet, "/metrics", access{public: PublicMetrics, global: true}, (*Server).metricsHandler, false},
 	{http.MethodGet, "/openapi.json", access{public: PublicOpenAPI}, (*Server).openAPI, false},
 }
 
@@ -159,7 +161,9 @@ func New(cfg Config) (*Server, error) {
 		s.paths[r.path] = true
 	}
 	s.mountUI(e)
-	s.mountMCP(e)
+	if err := s.mountMCP(e); err != nil {
+		return nil, err
+	}
 	if cfg.Server.Pprof {
 		s.mountPprof(e)
 	}

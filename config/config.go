@@ -45,8 +45,8 @@ type Config struct {
 type ServerConfig struct {
 	Listen         string `yaml:"listen"`
 	BodyLimitBytes int64  `yaml:"body_limit_bytes"`
-	// QueryBodyLimitBytes is the body limit of POST /v1/query, much
-	// smaller than BodyLimitBytes (document batches): a query is a text of
+	// QueryBodyLimitBytes is the body limit of POST /v1/query and of /mcp
+	// (whose tool calls are queries), much smaller than BodyLimitBytes (document batches): a query is a text of
 	// at most 8 KiB, a vector and a small filter, and a hostile one must
 	// not cost megabytes to refuse.
 	QueryBodyLimitBytes int64 `yaml:"query_body_limit_bytes"`
@@ -305,15 +305,23 @@ type AuthConfig struct {
 	Enabled *bool       `yaml:"enabled"`
 	Keys    []KeyConfig `yaml:"keys"`
 	// Public lists which operational endpoints need no key:
-	// any of "health", "ready", "metrics", "openapi".
+	// any of "health", "ready", "metrics", "openapi". Not "metrics" when
+	// a key is bound to a tenant: /metrics counts every tenant's traffic.
 	Public []string `yaml:"public"`
 }
 
-// Roles an API key can have.
+// Roles an API key can have: query may query and read documents and the
+// status; admin may also write and act on breakers; metrics may read the
+// operational endpoints only (/metrics, /healthz, /readyz,
+// /openapi.json): the key a Prometheus scrape carries.
 const (
-	RoleQuery = "query"
-	RoleAdmin = "admin"
+	RoleQuery   = "query"
+	RoleAdmin   = "admin"
+	RoleMetrics = "metrics"
 )
+
+// Roles lists every role.
+var Roles = []string{RoleQuery, RoleAdmin, RoleMetrics}
 
 // KeyConfig is one API key. Tenant, when set, binds every request made with
 // the key to that tenant.

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/ragd/ragd/embedder/builtin/modelcache"
 	"github.com/ragd/ragd/spi"
@@ -299,17 +300,33 @@ func (c *Config) Validate() error {
 		bad("auth.keys", "auth is enabled but no keys are configured (add keys, or set auth.enabled: false explicitly)")
 	}
 	seen := map[string]bool{}
+	tenantMetrics := false
 	for i, key := range c.Auth.Keys {
 		p := fmt.Sprintf("auth.keys[%d]", i)
-		if len(key.Key) < 16 {
+		switch {
+		case strings.TrimSpace(key.Key) != key.Key:
+			// HTTP strips the whitespace around a header value (and ragd
+			// the token's), so this key could never authenticate.
+			bad(p+".key", "must not begin or end with whitespace: a request cannot send it, so the key would never authenticate")
+		case strings.ContainsFunc(key.Key, unicode.IsControl):
+			bad(p+".key", "must not hold a control character: an Authorization header cannot carry it")
+		case len(key.Key) < 16:
 			bad(p+".key", "must be at least 16 characters")
 		}
 		if seen[key.Key] && key.Key != "" {
 			bad(p+".key", "duplicates another key")
 		}
 		seen[key.Key] = true
-		if !oneOf(key.Role, RoleQuery, RoleAdmin) {
-			bad(p+".role", `must be "query" or "admin", got %q`, key.Role)
+		if !oneOf(key.Role, Roles...) {
+			bad(p+".role", "must be one of %s, got %q", quoteList(Roles), key.Role)
+		}
+		if key.Tenant != "" && key.Role == RoleMetrics {
+			bad(p+".tenant", "a metrics key reads every tenant's figures and cannot be bound to a tenant")
+		}
+		if key.Tenant != "" && c.AuthEnabled() && slices.Contains(c.Auth.Public, "metrics") && !tenantMetrics {
+			tenantMetrics = true
+			bad("auth.public", "lists metrics while %s is bound to a tenant: /metrics counts every tenant's requests, writes and cache hits, which a tenant may not read; "+
+				"take metrics out of auth.public (the default lists it) and scrape with a key not bound to a tenant (role metrics)", p)
 		}
 		if key.Tenant != "" {
 			if err := spi.ValidateName(key.Tenant, spi.MaxNameBytes); err != nil {

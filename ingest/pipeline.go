@@ -182,7 +182,9 @@ type Result struct {
 	// Error says what went wrong, without document content.
 	Error string `json:"error,omitempty"`
 	// Version is the document's version after the write: the sequence of
-	// its entry in the record's change log (0 without a log).
+	// its entry in the record's change log (0 without a log). The API
+	// answers it to keys of no tenant only: the sequence counts every
+	// tenant's writes.
 	Version uint64 `json:"version,omitempty"`
 	// Unchanged marks an upsert identical to the stored document (a
 	// retry): nothing was written and Version is the existing one.
@@ -652,10 +654,37 @@ func (p *Pipeline) embed(ctx context.Context, work []spi.Document, res []Result,
 	}
 	p.progress.queued(len(need))
 	need = p.reuseStored(ctx, work, need)
-	for chunk := range slices.Chunk(need, p.embedBatch) {
-		p.embedChunk(ctx, work, res, chunk)
+	// Each embedding call is one tenant's (spi.WithTenant): the vector
+	// cache keeps each tenant's texts apart, so one tenant's write never
+	// hits a text another wrote.
+	for _, group := range byTenant(work, need) {
+		tctx := spi.WithTenant(ctx, work[group[0]].Tenant)
+		for chunk := range slices.Chunk(group, p.embedBatch) {
+			p.embedChunk(tctx, work, res, chunk)
+		}
 	}
 	return slices.DeleteFunc(valid, func(i int) bool { return res[i].Status == StatusFailed })
+}
+
+// byTenant splits the indices idx of work by the documents' tenant, in the
+// order each tenant first appears, keeping their order within a tenant.
+func byTenant(work []spi.Document, idx []int) [][]int {
+	if len(idx) == 0 {
+		return nil
+	}
+	pos := map[string]int{}
+	var groups [][]int
+	for _, i := range idx {
+		t := work[i].Tenant
+		g, ok := pos[t]
+		if !ok {
+			g = len(groups)
+			pos[t] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
 }
 
 // reuseStored gives each document of need whose embedded text (embedText)

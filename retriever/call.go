@@ -97,7 +97,9 @@ func call[T any](r *HybridRetriever, ctx context.Context, g spi.Gate, dl deadlin
 // source missed the deadline every other query has). A backend that had
 // nothing to search (spi.ErrNothingToSearch) was not contacted: skipped,
 // and neutral, since its empty answer proves nothing about it. A backend
-// being built (spi.ErrNotReady) is an error of the answer, and neutral.
+// being built (spi.ErrNotReady) is an error of the answer, and neutral; so
+// is a dormant one this call may not wake (spi.ErrDormant), which is not
+// unhealthy either.
 //
 // The message is drawn from a fixed vocabulary so backend error strings,
 // which might quote the query, never reach a response.
@@ -145,6 +147,9 @@ func classify(ctx, sctx context.Context, err error, took time.Duration, dl deadl
 		return a.is(StatusError, ReasonCanceled, false), spi.OutcomeNeutral
 	case errors.Is(err, spi.ErrInvalidQuery):
 		return a.is(StatusError, ReasonInvalidQuery, false), spi.OutcomeNeutral
+	case errors.Is(err, spi.ErrDormant):
+		// Not built, by the operator's configuration: not unhealthy.
+		return a.is(StatusError, ReasonDormant, false), spi.OutcomeOf(ctx, err)
 	case errors.Is(err, spi.ErrNotReady):
 		return a.is(StatusError, "not ready: being built", true), spi.OutcomeOf(ctx, err)
 	case errors.Is(err, spi.ErrUnavailable):

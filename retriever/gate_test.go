@@ -254,7 +254,7 @@ type cachingEmbedder struct {
 	hits map[string][]float32
 }
 
-func (c *cachingEmbedder) Cached(text string) ([]float32, bool) {
+func (c *cachingEmbedder) Cached(_ context.Context, text string) ([]float32, bool) {
 	v, ok := c.hits[text]
 	return slices.Clone(v), ok
 }

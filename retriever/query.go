@@ -120,6 +120,12 @@ const ReasonCanceled = "canceled"
 // (spi.ErrNothingToSearch).
 const ReasonNothingToSearch = "nothing to search"
 
+// ReasonDormant is the SourceStatus.Error of a source whose store is
+// dormant (the configuration reads it nowhere, so it is not built) and
+// which this query may not wake (spi.ErrDormant): building it costs every
+// tenant, so an operator decides.
+const ReasonDormant = "dormant: not built; an operator wakes it (rag.yaml, or a query with an admin key of no tenant)"
+
 // QueryError is a Query rejected by Validate. Field is the JSON path of the
 // offending field ("limit", "sources.keyword.weight"); Message says what is
 // wrong without echoing the query text. It matches spi.ErrInvalidQuery.

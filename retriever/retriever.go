@@ -97,6 +97,9 @@ func (r *HybridRetriever) Retrieve(ctx context.Context, q Query) (*Result, error
 	if err := r.canceled(ctx); err != nil {
 		return nil, err
 	}
+	// What keeps texts between calls (the embedder's vector caches) keeps
+	// them per tenant.
+	ctx = spi.WithTenant(ctx, q.Tenant)
 	ru := &run{r: r, q: &q, p: r.plan(&q), text: strings.TrimSpace(q.Text) != "", statuses: make(map[string]SourceStatus, 5)}
 	ru.res = &Result{Offset: ru.p.offset, Limit: ru.p.limit, Fusion: ru.p.settings()}
 	bctx, cancel := context.WithTimeoutCause(ctx, ru.p.budget.timeout, ru.p.budget.cause(true))
@@ -158,7 +161,7 @@ func (ru *run) stage1(ctx context.Context) error {
 	runnable := 0
 	for i := range stage1 {
 		sp := &p.src[i]
-		a, run := ru.admit(sp)
+		a, run := ru.admit(ctx, sp)
 		if run || a.status == StatusCircuitOpen {
 			runnable++
 		}
@@ -200,7 +203,7 @@ func (ru *run) stage1(ctx context.Context) error {
 
 // admit decides whether a stage-1 source runs: run=true, or the attempt it
 // gets without running (disabled, skipped, circuit_open).
-func (ru *run) admit(sp *sourcePlan) (attempt, bool) {
+func (ru *run) admit(ctx context.Context, sp *sourcePlan) (attempt, bool) {
 	r, q := ru.r, ru.q
 	if !sp.enabled {
 		return attempt{status: StatusDisabled, msg: sp.reason}, false
@@ -221,7 +224,7 @@ func (ru *run) admit(sp *sourcePlan) (attempt, bool) {
 		}
 	}
 	if embed {
-		ru.cached = r.cachedVector(q.Text)
+		ru.cached = r.cachedVector(ctx, q.Text)
 	}
 	if g := r.gate(spi.SourceEmbedder); embed && ru.cached == nil && g != nil {
 		if err := g.Check(); err != nil {
@@ -290,17 +293,17 @@ func (ru *run) embed(ctx context.Context) ([]float32, attempt) {
 
 var errUnusableEmbedding = fmt.Errorf("retriever: the embedder returned an unusable vector")
 
-// cachedVector is text's vector from the embedder's cache (spi.EmbedCache),
-// or nil. A hit skips the embedder's gate: the model is not called, so a
+// cachedVector is text's vector from the embedder's cache (spi.EmbedCache)
+// for ctx's tenant, or nil. A hit skips the embedder's gate: the model is not called, so a
 // hit neither takes a slot nor counts as the model answering (which would
 // excuse a hung model's timeouts as busy), and an open embedder breaker
 // does not stop a query the cache can serve.
-func (r *HybridRetriever) cachedVector(text string) []float32 {
+func (r *HybridRetriever) cachedVector(ctx context.Context, text string) []float32 {
 	c, ok := r.cfg.Embedder.(spi.EmbedCache)
 	if !ok {
 		return nil
 	}
-	v, hit := c.Cached(text)
+	v, hit := c.Cached(ctx, text)
 	if !hit || !r.usableVector(v) {
 		return nil
 	}

@@ -120,13 +120,15 @@ type Embedder interface {
 }
 
 // EmbedCache is an optional capability of an Embedder with a cache in
-// front: Cached returns the vector Embed would return for text when the
-// cache holds it, computing nothing (a copy the caller may modify). A
-// caller may then skip the embedder's gate: nothing reaches the model, so
-// there is nothing to admit, and a cache hit must not count as evidence
-// that the model answers.
+// front: Cached returns the vector Embed would return for text, for the
+// tenant ctx is marked with (WithTenant), when the cache holds it,
+// computing nothing (a copy the caller may modify). A caller may then skip
+// the embedder's gate: nothing reaches the model, so there is nothing to
+// admit, and a cache hit must not count as evidence that the model
+// answers. A cache keeps each tenant's texts apart: a text another tenant
+// sent is not a hit.
 type EmbedCache interface {
-	Cached(text string) ([]float32, bool)
+	Cached(ctx context.Context, text string) ([]float32, bool)
 }
 
 // Indexer is the write side of a store.

@@ -42,4 +42,11 @@ var (
 	// answer lacks the source. Backends wrap it together with
 	// ErrUnavailable.
 	ErrNotReady = errors.New("spi: not ready")
+
+	// ErrDormant means the backend is a dormant derived store (nothing in
+	// the configuration reads it, so it is not built) and the call may not
+	// wake it: building it costs every tenant, so only an operator's call
+	// (IsOperator) does. Backends wrap it together with ErrNotReady (gates
+	// count it as neither a failure nor a success) and ErrUnavailable.
+	ErrDormant = errors.New("spi: dormant")
 )

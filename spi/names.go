@@ -75,6 +75,28 @@ func ValidateStoredName(name string, maxBytes int) error {
 	return nil
 }
 
+// ValidateNote checks a short free text people read beside names (a
+// maintenance hold's reason): valid UTF-8 and, as for a name (see
+// ValidateName), no control character and nothing invisible (bidirectional
+// overrides such as U+202E, zero-width characters, spaces other than
+// U+0020), so a note cannot reverse or hide what an operator reads. Unlike
+// a name it is not compared, so NFC is not required. The error wraps
+// ErrInvalidQuery and names the code point and byte, never the text.
+func ValidateNote(s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidQuery)
+	}
+	for i, r := range s {
+		switch {
+		case unicode.IsControl(r):
+			return fmt.Errorf("%w: control character %U at byte %d", ErrInvalidQuery, r, i)
+		case invisible(r):
+			return fmt.Errorf("%w: %U at byte %d: invisible, bidirectional-formatting and non-ASCII space characters are not allowed", ErrInvalidQuery, r, i)
+		}
+	}
+	return nil
+}
+
 // invisible reports a code point ValidateName refuses beyond controls.
 func invisible(r rune) bool {
 	switch {

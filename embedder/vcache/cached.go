@@ -8,8 +8,9 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// Wrap returns e behind the cache: texts whose (identity, role, text) the
-// cache holds are answered from it, the others embedded by e in one call
+// Wrap returns e behind the cache: texts whose (identity, role, tenant,
+// text) the cache holds are answered from it (the tenant is the one ctx is
+// marked with, spi.WithTenant: a text another tenant sent is a miss), the others embedded by e in one call
 // (a text repeated in the call once) and stored. identity must name the
 // vector space e produces (the identity the vector store records); role
 // is RoleDocument or RoleQuery. A vector e returns that has the wrong
@@ -41,8 +42,9 @@ func (w *cached) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	}
 	dim := w.e.Dimension()
 	keys := make([]Key, len(texts))
+	tenant := spi.TenantFrom(ctx)
 	for i, t := range texts {
-		keys[i] = KeyOf(w.identity, w.role, t)
+		keys[i] = TenantKey(w.identity, w.role, tenant, t)
 	}
 	hits, err := w.s.lookup(keys, dim)
 	if err != nil {

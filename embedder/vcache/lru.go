@@ -16,7 +16,9 @@ import (
 const DefaultLRUSize = 1024
 
 // LRU is an in-memory cache of the most recently used vectors of one
-// embedder and role, in front of it. It keeps keys (hashes), never texts.
+// embedder and role, in front of it, per tenant (TenantKey: the tenant ctx
+// is marked with, spi.WithTenant), so that one tenant's query is never
+// answered from another's. It keeps keys (hashes), never texts.
 // It is an spi.Embedder, safe for concurrent use.
 type LRU struct {
 	e        spi.Embedder
@@ -55,8 +57,9 @@ func (l *LRU) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	keys := make([]Key, len(texts))
 	var missTexts []string
 	var missAt []int
+	tenant := spi.TenantFrom(ctx)
 	for i, t := range texts {
-		keys[i] = KeyOf(l.identity, l.role, t)
+		keys[i] = TenantKey(l.identity, l.role, tenant, t)
 		if v, ok := l.c.Get(keys[i]); ok {
 			out[i] = slices.Clone(v)
 			continue
@@ -87,11 +90,11 @@ func (l *LRU) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	return out, nil
 }
 
-// Cached implements spi.EmbedCache: text's vector when the LRU holds it
-// (a copy), without calling the embedder. A hit counts as one; a miss
-// counts when Embed is then called.
-func (l *LRU) Cached(text string) ([]float32, bool) {
-	v, ok := l.c.Get(KeyOf(l.identity, l.role, text))
+// Cached implements spi.EmbedCache: text's vector for ctx's tenant when
+// the LRU holds it (a copy), without calling the embedder. A hit counts as
+// one; a miss counts when Embed is then called.
+func (l *LRU) Cached(ctx context.Context, text string) ([]float32, bool) {
+	v, ok := l.c.Get(TenantKey(l.identity, l.role, spi.TenantFrom(ctx), text))
 	if !ok {
 		return nil, false
 	}

@@ -291,10 +291,10 @@ func TestLRU(t *testing.T) {
 	if st := l.Stats(); st.Entries != 2 || st.Hits != 3 || st.Misses != 4 {
 		t.Fatalf("stats = %+v", st)
 	}
-	if v, ok := l.Cached("a"); !ok || !slices.Equal(v, vecs(4, []string{"a"})[0]) {
+	if v, ok := l.Cached(context.Background(), "a"); !ok || !slices.Equal(v, vecs(4, []string{"a"})[0]) {
 		t.Fatalf("Cached(a) = %v, %v", v, ok)
 	}
-	if _, ok := l.Cached("never"); ok {
+	if _, ok := l.Cached(context.Background(), "never"); ok {
 		t.Fatal("Cached of a text never embedded")
 	}
 	if st := l.Stats(); st.Hits != 4 || st.Misses != 4 {
@@ -307,5 +307,50 @@ func TestLRU(t *testing.T) {
 	}
 	if _, err := l.Embed(ctx, []string{"a"}); err != nil {
 		t.Fatalf("a cached vector needs no embedder: %v", err)
+	}
+}
+
+// Issue 29 item 4: both caches keep each tenant's texts apart (the tenant
+// the call is marked with, spi.WithTenant). A text one tenant sent is a
+// miss for another, in Embed and in Cached, and untenanted entries keep
+// the keys they had before tenants had keys of their own.
+func TestCachesKeepTenantsApart(t *testing.T) {
+	acme := spi.WithTenant(context.Background(), "acme")
+	globex := spi.WithTenant(context.Background(), "globex")
+	none := context.Background()
+	storeInner, lruInner := &countingEmbedder{dim: 4}, &countingEmbedder{dim: 4}
+	store := open(t, t.TempDir(), 0).Wrap(storeInner, id, vcache.RoleDocument)
+	l, err := vcache.NewLRU(lruInner, id, vcache.RoleQuery, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		e     spi.Embedder
+		inner *countingEmbedder
+	}{{"store", store, storeInner}, {"lru", l, lruInner}} {
+		for _, ctx := range []context.Context{acme, globex, none, acme, globex, none} {
+			if _, err := c.e.Embed(ctx, []string{"the merger closes on friday"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := len(c.inner.embedded()); n != 3 {
+			t.Errorf("%s: embedded %d times for three tenants asking twice, want 3", c.name, n)
+		}
+	}
+	if _, ok := l.Cached(globex, "only acme asks this"); ok {
+		t.Fatal("Cached of a text nobody asked")
+	}
+	l.Embed(acme, []string{"only acme asks this"})
+	if _, ok := l.Cached(globex, "only acme asks this"); ok {
+		t.Fatal("globex got acme's query vector from Cached")
+	}
+	if _, ok := l.Cached(acme, "only acme asks this"); !ok {
+		t.Fatal("acme's own query vector is not cached")
+	}
+	if vcache.TenantKey(id, vcache.RoleQuery, "", "x") != vcache.KeyOf(id, vcache.RoleQuery, "x") ||
+		vcache.TenantKey(id, vcache.RoleQuery, "a", "x") == vcache.KeyOf(id, vcache.RoleQuery, "x") ||
+		vcache.TenantKey(id, vcache.RoleQuery, "a", "bx") == vcache.TenantKey(id, vcache.RoleQuery, "ab", "x") {
+		t.Fatal("TenantKey: untenanted keys changed, or two (tenant, text) pairs share a key")
 	}
 }

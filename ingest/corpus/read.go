@@ -17,9 +17,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"time"
-	"unicode/utf8"
 
+	"github.com/ragd/ragd/internal/strictjson"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -33,8 +32,9 @@ const (
 	FormatAuto Format = ""
 	// FormatJSONL is one spi.Document JSON object per line ("id", "tenant",
 	// "title", "text", "metadata" (string values), "vector", "entities",
-	// "links", "updated_at"). Unknown keys are an error, so a typo such as
-	// "txt" is caught instead of ingesting empty documents.
+	// "links", "updated_at"), read as POST /v1/documents reads one. Unknown
+	// keys are an error, so a typo such as "txt" is caught instead of
+	// ingesting empty documents.
 	FormatJSONL Format = "jsonl"
 	// FormatBEIR is a BEIR corpus.jsonl line: {"_id", "title", "text",
 	// "metadata"}. Other keys are ignored; metadata values that are not
@@ -195,19 +195,6 @@ func detect(line []byte) Format {
 	return FormatJSONL
 }
 
-// jsonlDoc mirrors spi.Document so unknown keys can be rejected.
-type jsonlDoc struct {
-	ID        string            `json:"id"`
-	Tenant    string            `json:"tenant"`
-	Title     string            `json:"title"`
-	Text      string            `json:"text"`
-	Metadata  map[string]string `json:"metadata"`
-	Vector    []float32         `json:"vector"`
-	Entities  []string          `json:"entities"`
-	Links     []string          `json:"links"`
-	UpdatedAt time.Time         `json:"updated_at"`
-}
-
 type beirDoc struct {
 	ID       json.RawMessage            `json:"_id"`
 	Title    string                     `json:"title"`
@@ -215,14 +202,16 @@ type beirDoc struct {
 	Metadata map[string]json.RawMessage `json:"metadata"`
 }
 
+// parseLine reads one line by the API's rule (internal/strictjson): a
+// JSONL line exactly as POST /v1/documents reads a document (no unknown
+// or miscased key, no key twice, valid UTF-8 without a lone surrogate),
+// a BEIR line leniently (other keys ignored) but never ambiguously.
 func parseLine(line []byte, format Format) (spi.Document, error) {
-	// encoding/json would turn invalid UTF-8 into U+FFFD silently: an id
-	// would be stored under another name.
-	if !utf8.Valid(line) {
-		return spi.Document{}, errors.New("the line is not valid UTF-8")
-	}
 	switch format {
 	case FormatBEIR:
+		if e := strictjson.Unambiguous(line, "line"); e != nil {
+			return spi.Document{}, e
+		}
 		var b beirDoc
 		if err := json.Unmarshal(line, &b); err != nil {
 			return spi.Document{}, jsonError(err)
@@ -244,16 +233,16 @@ func parseLine(line []byte, format Format) (spi.Document, error) {
 		}
 		return doc, nil
 	default:
-		var d jsonlDoc
-		dec := json.NewDecoder(bytes.NewReader(line))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&d); err != nil {
-			return spi.Document{}, jsonError(err)
+		var d spi.Document
+		if e := strictjson.Decode(line, &d, "line"); e != nil {
+			return spi.Document{}, e
 		}
-		if dec.More() {
-			return spi.Document{}, errors.New("more than one JSON value on the line")
+		// A time no store keeps (the year 10000 in UTC) could not even be
+		// sent: it fails its line, as the server would fail its document.
+		if err := spi.ValidateUpdatedAt(d.UpdatedAt); err != nil {
+			return spi.Document{}, errors.New(strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": "))
 		}
-		return spi.Document(d), nil
+		return d, nil
 	}
 }
 

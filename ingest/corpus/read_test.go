@@ -292,19 +292,60 @@ func TestReadInvalidUTF8(t *testing.T) {
 	}
 }
 
+// Issue 29 item 6: a line is read by the API's rule (internal/strictjson).
+// `ragd ingest` kept the last of two "id"s where POST /v1/documents
+// answers duplicate_field, matched "Text" to text, and read "\ud800" as
+// U+FFFD; each is now an error naming the line, in both formats where it
+// makes the document ambiguous.
+func TestReadIsAsStrictAsTheAPI(t *testing.T) {
+	for _, tc := range []struct {
+		format     corpus.Format
+		line, want string
+	}{
+		{corpus.FormatJSONL, `{"id":"a","id":"b","text":"x"}`, `"id" appears twice`},
+		{corpus.FormatJSONL, `{"id":"a","text":"x","metadata":{"k":"1","k":"2"}}`, `"metadata.k" appears twice`},
+		{corpus.FormatJSONL, `{"id":"a","Text":"x"}`, `field names are case-sensitive`},
+		{corpus.FormatJSONL, `{"id":"a\ud800","text":"x"}`, `lone surrogate`},
+		{corpus.FormatJSONL, `{"id":"a","metadata":{"n":1}}`, `metadata.n: got number, want a string`},
+		{corpus.FormatJSONL, `{"id":"a","text":"x"} {}`, `unexpected data after the JSON object`},
+		// Parses, but is the year 10000 in UTC: no store keeps it, and the
+		// client could not even encode the batch holding it.
+		{corpus.FormatJSONL, `{"id":"a","text":"x","updated_at":"9999-12-31T23:59:59-23:59"}`, `updated_at must lie between`},
+		{corpus.FormatBEIR, `{"_id":"a","_id":"b","text":"x"}`, `"_id" appears twice`},
+		{corpus.FormatBEIR, `{"_id":"a\udc00","text":"x"}`, `lone surrogate`},
+	} {
+		items := readAll(strings.NewReader(tc.line+"\n"), corpus.ReadOptions{Format: tc.format})
+		var le *corpus.LineError
+		if len(items) != 1 || !errors.As(items[0].err, &le) || le.Line != 1 || !strings.Contains(items[0].err.Error(), tc.want) {
+			t.Errorf("%s %s: %+v, want a LineError saying %q", tc.format, tc.line, items, tc.want)
+			continue
+		}
+		if msg := items[0].err.Error(); strings.Contains(msg, "Go struct") || strings.Contains(msg, "jsonlDoc") {
+			t.Errorf("%s: message %q shows Go internals", tc.line, msg)
+		}
+	}
+	// BEIR stays lenient about what it does not read: other keys, and
+	// names in another case, are ignored as before.
+	items := readAll(strings.NewReader(`{"_id":"a","text":"x","Title":"t","url":"u"}`+"\n"), corpus.ReadOptions{Format: corpus.FormatBEIR})
+	if len(items) != 1 || items[0].err != nil || items[0].line.Doc.ID != "a" {
+		t.Fatalf("BEIR line with other keys: %+v", items)
+	}
+}
+
 // TestReadTypeErrorsArePlain is issue 29 item 8: a value of the wrong JSON
 // type was reported in Go's words ("cannot unmarshal number into Go struct
 // field jsonlDoc.metadata of type string"); the message names the key and
-// the types in the input's words.
+// the types in the input's words (a JSONL line's as POST /v1/documents
+// words them, strictjson).
 func TestReadTypeErrorsArePlain(t *testing.T) {
 	for line, want := range map[string]string{
-		`{"id":"a","metadata":{"lang":1}}`: `"metadata": a JSON number where a string is wanted`,
-		`{"id":"a","metadata":[1]}`:        `"metadata": a JSON array where an object is wanted`,
-		`{"id":5}`:                         `"id": a JSON number where a string is wanted`,
-		`{"id":"a","vector":[1,"x"]}`:      `"vector": a JSON string where a number is wanted`,
-		`{"id":"a","vector":[1e300]}`:      `"vector": the number 1e300 is out of range`,
-		`{"id":"a","links":"b"}`:           `"links": a JSON string where an array is wanted`,
-		`[1]`:                              `a JSON array where an object is wanted`,
+		`{"id":"a","metadata":{"lang":1}}`: `metadata.lang: got number, want a string`,
+		`{"id":"a","metadata":[1]}`:        `metadata: got array, want an object`,
+		`{"id":5}`:                         `id: got number, want a string`,
+		`{"id":"a","vector":[1,"x"]}`:      `vector[1]: got string, want a finite 32-bit number`,
+		`{"id":"a","vector":[1e300]}`:      `vector[0]: a number out of range`,
+		`{"id":"a","links":"b"}`:           `links: got string, want an array of strings`,
+		`[1]`:                              `the line must be a JSON object, got array`,
 		`{"id":"a","txt":"x"}`:             `unknown field "txt"`,
 	} {
 		items := readAll(strings.NewReader(line), corpus.ReadOptions{Format: corpus.FormatJSONL})

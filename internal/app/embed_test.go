@@ -13,6 +13,7 @@ import (
 
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/embedder/vcache"
 	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/internal/app"
 	"github.com/ragd/ragd/internal/fakeembed"
@@ -310,5 +311,74 @@ func TestCutOffWriteResumes(t *testing.T) {
 	upsertAll(t, a, docs)
 	if n := len(s.Texts()) - before; before != 128 || n != 200-128 {
 		t.Fatalf("the cut-off write embedded %d texts and its retry %d more; want 128 and the 72 left", before, n)
+	}
+}
+
+// countTexts counts how often text reached the embedding server.
+func countTexts(s *fakeembed.Server, text string) int {
+	n := 0
+	for _, t := range s.Texts() {
+		if strings.Contains(t, text) {
+			n++
+		}
+	}
+	return n
+}
+
+// Issue 29 item 4: the vector caches are per tenant. A query one tenant
+// asked answered another tenant's same query from the shared LRU
+// (embedder took_ms 0, ~1 ms instead of 4-8), and a document text one
+// tenant wrote was a hit of the persistent cache for another tenant's
+// write (ragd_vector_cache_hits_total{role="document"} rose by one on a
+// correct guess). Now a text is embedded once per tenant: a hit tells a
+// tenant only what it asked or wrote itself.
+func TestVectorCachesArePerTenant(t *testing.T) {
+	s := fakeembed.New(t, 16)
+	a := newApp(t, openaiConfig(t, s, "m1"))
+	defer a.Close()
+	ctx := context.Background()
+
+	ask := func(tenant string) *retriever.Result {
+		return top(t, a, retriever.Query{Text: "who holds the secret question", Tenant: tenant, Limit: 1, Sources: retriever.Only(spi.SourceVector)})
+	}
+	ask("acme")
+	res := ask("globex")
+	if n := countTexts(s, "who holds the secret question"); n != 2 {
+		t.Fatalf("the query was embedded %d times for two tenants, want 2 (one each)", n)
+	}
+	if st := res.Sources[spi.SourceEmbedder]; st.Status != retriever.StatusOK {
+		t.Fatalf("globex's query: embedder %+v, want it asked", st)
+	}
+	ask("acme")
+	ask("globex")
+	if n := countTexts(s, "who holds the secret question"); n != 2 {
+		t.Fatalf("repeated queries embedded %d times, want each tenant's answered from its cache", n)
+	}
+
+	write := func(docs ...spi.Document) {
+		t.Helper()
+		for _, r := range a.Pipeline.Upsert(ctx, docs, ingest.WriteOptions{}) {
+			if r.Status != ingest.StatusOK {
+				t.Fatalf("upsert %s: %+v", r.ID, r)
+			}
+		}
+	}
+	hits := func() uint64 { return a.VectorCache.Stats().Hits[vcache.RoleDocument] }
+	write(spi.Document{ID: "a-1", Tenant: "acme", Text: "the merger closes on friday"})
+	before := hits()
+	write(spi.Document{ID: "g-1", Tenant: "globex", Text: "the merger closes on friday"})
+	if n := countTexts(s, "the merger closes on friday"); n != 2 || hits() != before {
+		t.Fatalf("another tenant's text: embedded %d times, cache hits %d -> %d; want 2 and no hit", n, before, hits())
+	}
+	// One batch of two tenants' documents (an unbound key) is embedded per
+	// tenant; the same tenant's same text again is a hit.
+	write(spi.Document{ID: "a-2", Tenant: "acme", Text: "quarterly figures leak"}, spi.Document{ID: "g-2", Tenant: "globex", Text: "quarterly figures leak"})
+	if n := countTexts(s, "quarterly figures leak"); n != 2 {
+		t.Fatalf("a mixed batch embedded the shared text %d times, want 2", n)
+	}
+	before = hits()
+	write(spi.Document{ID: "a-3", Tenant: "acme", Text: "the merger closes on friday"})
+	if n := countTexts(s, "the merger closes on friday"); n != 2 || hits() != before+1 {
+		t.Fatalf("acme's own text again: embedded %d times, hits %d -> %d; want a hit", n, before, hits())
 	}
 }

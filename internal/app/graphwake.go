@@ -23,8 +23,11 @@ import (
 //
 //   - at start, when rag.yaml's defaults read the graph source or its
 //     expansion (wirePipeline);
-//   - by the first query that asks for the graph (a source or expansion
-//     switched on in the request), or by Wake (ragd eval).
+//   - by the first query of an operator (spi.IsOperator: an admin key
+//     bound to no tenant) that asks for the graph (a source or expansion
+//     switched on in the request), or by Wake (ragd eval). Another key's
+//     query asking for it is answered without it (spi.ErrDormant) and
+//     leaves it dormant: building it costs every tenant.
 //
 // Waking opens the file (it may hold an earlier build, with its
 // checkpoint) and lets the applier catch up from the change log, or from
@@ -196,14 +199,26 @@ func (g *wakingGraph) serves() (*graphembedded.Store, string) {
 	return nil, fmt.Sprintf("the graph is being built from the change log: %d of %d entries applied", min(g.pipeline.Applied(spi.SourceGraph), g.target), g.target)
 }
 
-// reader returns the store for a query, waking it when it sleeps.
-func (g *wakingGraph) reader() (*graphembedded.Store, error) {
+// reader returns the store for a query, waking it when it sleeps and the
+// query is an operator's (spi.IsOperator): building the graph costs every
+// tenant CPU, heap and disk, so no tenant's query decides it.
+func (g *wakingGraph) reader(ctx context.Context) (*graphembedded.Store, error) {
 	st, why := g.serves()
 	if st != nil {
 		return st, nil
 	}
+	if !spi.IsOperator(ctx) && !g.waking() {
+		return nil, fmt.Errorf("graph: %w: %w: %w: %s; only an operator's query wakes it", spi.ErrDormant, spi.ErrNotReady, spi.ErrUnavailable, why)
+	}
 	g.wake()
 	return nil, fmt.Errorf("graph: %w: %w: %s", spi.ErrNotReady, spi.ErrUnavailable, why)
+}
+
+// waking reports whether a wake is under way or done.
+func (g *wakingGraph) waking() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.woken
 }
 
 // opened returns the open store, without waking it.
@@ -224,7 +239,7 @@ func (g *wakingGraph) Expand(ctx context.Context, seeds []string, opts spi.Expan
 	if err := graphembedded.CheckExpand(seeds, opts); err != nil {
 		return nil, err
 	}
-	st, err := g.reader()
+	st, err := g.reader(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +250,7 @@ func (g *wakingGraph) MatchEntities(ctx context.Context, req spi.KeywordRequest)
 	if err := graphembedded.CheckMatch(req); err != nil {
 		return nil, err
 	}
-	st, err := g.reader()
+	st, err := g.reader(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +283,7 @@ func (g *wakingGraph) Health(ctx context.Context) spi.Health {
 	dormant := !g.woken && g.err == nil
 	g.mu.Unlock()
 	if dormant {
-		return spi.Health{Status: spi.StatusUp, Detail: "dormant: " + why + "; a query that asks for the graph builds it"}
+		return spi.Health{Status: spi.StatusUp, Detail: "dormant: " + why + "; an operator's query (an admin key of no tenant) that asks for the graph builds it"}
 	}
 	return spi.Health{Status: spi.StatusDown, Detail: why}
 }

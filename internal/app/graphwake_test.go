@@ -11,8 +11,11 @@ import (
 
 	"github.com/ragd/ragd/backends/graph/embedded"
 	"github.com/ragd/ragd/breaker"
+	"github.com/ragd/ragd/client"
+	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/internal/app"
+	"github.com/ragd/ragd/internal/apptest"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -49,8 +52,8 @@ func graphEqualsRecord(t *testing.T, a *app.App, docs int) {
 
 // With rag.yaml's defaults nothing reads the graph: writes do not build
 // it (no file, results say dormant, health up and says so), and a check
-// leaves it out. The first query that asks for it is told it is being
-// built and wakes it; it then answers, holding every document.
+// leaves it out. The first operator's query that asks for it is told it
+// is being built and wakes it; it then answers, holding every document.
 func TestGraphIsBuiltOnlyWhenAskedFor(t *testing.T) {
 	cfg := defaultConfig(t)
 	a := newApp(t, cfg)
@@ -81,12 +84,14 @@ func TestGraphIsBuiltOnlyWhenAskedFor(t *testing.T) {
 		}
 	}
 
-	_, err = a.Retriever.Retrieve(ctx, graphQuery())
+	// An operator's query (TestOnlyAnOperatorWakesTheGraph: no other's).
+	op := spi.AsOperator(ctx)
+	_, err = a.Retriever.Retrieve(op, graphQuery())
 	if err == nil || !strings.Contains(err.Error(), "graph: error") {
 		t.Fatalf("the first graph query: %v, want the graph source failing while it is built", err)
 	}
 	eventually(t, "the graph to be built and answer", func() bool {
-		res, err := a.Retriever.Retrieve(ctx, graphQuery())
+		res, err := a.Retriever.Retrieve(op, graphQuery())
 		return err == nil && len(res.Hits) > 0 && res.Hits[0].ID == "circuit-breaker"
 	})
 	graphEqualsRecord(t, a, 25)
@@ -184,4 +189,53 @@ func TestWakeGraphWaitsUntilItServes(t *testing.T) {
 		t.Fatalf("graph query after WakeGraph: %v, %+v", err, res)
 	}
 	graphEqualsRecord(t, a, 24)
+}
+
+// Issue 29 item 4: building the dormant graph costs every tenant CPU, heap
+// and disk, so it is an operator's decision: rag.yaml, `ragd eval`, or a
+// query with an admin key bound to no tenant. A tenant's query (or any
+// other key's) asking for the graph leaves it dormant, and its answer
+// says who may wake it.
+func TestOnlyAnOperatorWakesTheGraph(t *testing.T) {
+	const tenantAdmin = "acme-admin-key-0123456789"
+	srv := apptest.Start(t, func(c *config.Config) {
+		apptest.WithAuth(c)
+		c.Auth.Keys = append(c.Auth.Keys, config.KeyConfig{Name: "acme-admin", Key: tenantAdmin, Role: config.RoleAdmin, Tenant: apptest.Tenant})
+		def := config.Default()
+		c.Retriever.Sources, c.Retriever.Expand = def.Retriever.Sources, def.Retriever.Expand // the graph dormant
+	})
+	ctx := context.Background()
+	dormant := func() bool {
+		h := srv.App.Health()[spi.SourceGraph].Health(ctx)
+		return h.Status == spi.StatusUp && strings.Contains(h.Detail, "dormant")
+	}
+	if !dormant() {
+		t.Fatal("the graph is not dormant at start")
+	}
+	ask := func(key string) retriever.SourceStatus {
+		t.Helper()
+		c, err := client.New(client.Config{BaseURL: srv.URL, APIKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := retriever.Query{Text: "circuit breaker", Sources: map[string]retriever.SourceOptions{spi.SourceGraph: {Enabled: new(true)}}}
+		res, err := c.Query(ctx, q)
+		if err != nil {
+			t.Fatalf("query with %s: %v", key, err)
+		}
+		return res.Sources[spi.SourceGraph]
+	}
+	for _, key := range []string{apptest.TenantKey, tenantAdmin, apptest.QueryKey} {
+		st := ask(key)
+		if st.Status != retriever.StatusError || !strings.Contains(st.Error, "operator") {
+			t.Errorf("graph for %s: %+v, want an error saying an operator wakes it", key, st)
+		}
+		if !dormant() {
+			t.Fatalf("a query with %s woke the graph", key)
+		}
+	}
+	ask(apptest.AdminKey)
+	if dormant() {
+		t.Fatal("the admin's query left the graph dormant")
+	}
 }

@@ -50,19 +50,8 @@ func (a *App) Reembed(ctx context.Context, progress func(done, total int)) (int,
 		if err != nil {
 			return done, fmt.Errorf("app: reembed: read: %w", err)
 		}
-		texts := make([]string, len(docs))
-		for i, d := range docs {
-			texts[i] = ingest.DefaultEmbedText(d)
-		}
-		vecs, err := a.DocumentEmbedder.Embed(ctx, texts)
-		if err == nil && len(vecs) != len(docs) {
-			err = fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(docs))
-		}
-		if err != nil {
+		if err := a.embedPerTenant(ctx, docs); err != nil {
 			return done, fmt.Errorf("app: reembed: embed: %w", err)
-		}
-		for i := range docs {
-			docs[i].Vector = vecs[i]
 		}
 		if err := idx.Upsert(ctx, docs); err != nil {
 			return done, fmt.Errorf("app: reembed: write: %w", err)
@@ -77,4 +66,36 @@ func (a *App) Reembed(ctx context.Context, progress func(done, total int)) (int,
 	}
 	a.Logger.Info("app: vectors rebuilt with the configured embedder", slog.Int("documents", done))
 	return done, nil
+}
+
+// embedPerTenant sets the vectors of docs, one embedding call per tenant
+// (spi.WithTenant), so the vector cache keeps each tenant's texts apart
+// as the write path does.
+func (a *App) embedPerTenant(ctx context.Context, docs []spi.Document) error {
+	byTenant := map[string][]int{}
+	var order []string
+	for i, d := range docs {
+		if _, ok := byTenant[d.Tenant]; !ok {
+			order = append(order, d.Tenant)
+		}
+		byTenant[d.Tenant] = append(byTenant[d.Tenant], i)
+	}
+	for _, tenant := range order {
+		idx := byTenant[tenant]
+		texts := make([]string, len(idx))
+		for k, i := range idx {
+			texts[k] = ingest.DefaultEmbedText(docs[i])
+		}
+		vecs, err := a.DocumentEmbedder.Embed(spi.WithTenant(ctx, tenant), texts)
+		if err == nil && len(vecs) != len(texts) {
+			err = fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(texts))
+		}
+		if err != nil {
+			return err
+		}
+		for k, i := range idx {
+			docs[i].Vector = vecs[k]
+		}
+	}
+	return nil
 }

@@ -74,7 +74,8 @@ func Start(tb testing.TB, configure func(*config.Config)) *Ragd {
 }
 
 // WithAuth turns auth on with an admin key, a query key and a query key
-// bound to Tenant.
+// bound to Tenant. /metrics is not public (no server with a key bound to
+// a tenant serves it to anyone): read it with the admin or query key.
 func WithAuth(cfg *config.Config) {
 	on := true
 	cfg.Auth.Enabled = &on
@@ -83,4 +84,5 @@ func WithAuth(cfg *config.Config) {
 		{Name: "reader", Key: QueryKey, Role: config.RoleQuery},
 		{Name: "acme-reader", Key: TenantKey, Role: config.RoleQuery, Tenant: Tenant},
 	}
+	cfg.Auth.Public = []string{"health", "ready", "openapi"}
 }

@@ -87,6 +87,7 @@ auth:
     - {{name: admin, key: "{ADMIN_KEY}", role: admin}}
     - {{name: reader, key: "{QUERY_KEY}", role: query}}
     - {{name: acme-reader, key: "{TENANT_KEY}", role: query, tenant: {TENANT}}}
+  public: [health, ready, openapi]  # not metrics beside a tenant's key
 breakers:
   failure_threshold: 1000
 """)

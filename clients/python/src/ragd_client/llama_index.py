@@ -1,59 +1,434 @@
-"""A LlamaIndex retriever over ragd (extra ``ragd-client[llama-index]``).
+"""LlamaIndex over ragd (extra ``ragd-client[llama-index]``): a vector
+store and a retriever.
 
-    from ragd_client.llama_index import RagdRetriever
-    retriever = RagdRetriever(base_url="http://127.0.0.1:8080", k=4)
-    nodes = retriever.retrieve("wing flutter")
-    nodes[0].node.metadata["partial"], nodes[0].score
+    from llama_index.core import StorageContext, VectorStoreIndex
+    from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+    from ragd_client.llama_index import RagdVectorStore, ServerSideEmbedding
+
+    store = RagdVectorStore(base_url="http://127.0.0.1:8080", api_key=key)
+    index = VectorStoreIndex.from_documents(
+        docs, storage_context=StorageContext.from_defaults(vector_store=store),
+        embed_model=ServerSideEmbedding())
+    nodes = index.as_retriever(similarity_top_k=2, filters=MetadataFilters(
+        filters=[MetadataFilter(key="page", operator=">=", value=3)])).retrieve("wing flutter")
+
+ragd embeds nodes and queries itself, on the server, so LlamaIndex need not:
+``ServerSideEmbedding`` tells it there is nothing to compute, and the store
+asks LlamaIndex for no query embedding (``is_embedding_query`` is False).
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Iterable, List, Optional, Sequence
 
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, NodeWithScore, QueryBundle, RelatedNodeInfo, TextNode
+from llama_index.core.vector_stores.types import (
+    BasePydanticVectorStore,
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+    VectorStoreQuery,
+    VectorStoreQueryMode,
+    VectorStoreQueryResult,
+)
+from pydantic import ConfigDict, Field, PrivateAttr
 
-from ._client import AsyncClient, Client
-from ._metadata import hit_metadata, hit_text
-from .models import QueryResult
+from ._client import DEFAULT_BASE_URL, DEFAULT_DEADLINE, DEFAULT_TIMEOUT, AsyncClient, Client, Connections, RetryPolicy
+from ._errors import RagdAPIError, RagdError, RagdFilterError
+from ._metadata import RAGD_KEY, STATUS_KEYS, hit_metadata, hit_status, hit_text
+from .models import Document, QueryResult
+
+__all__ = ["RagdRetriever", "RagdVectorStore", "ServerSideEmbedding", "filters_to_wire"]
+
+# The metadata key that holds a node's source document (its ref_doc_id),
+# so that delete(ref_doc_id) finds every node of a document.
+REF_DOC_KEY = "ref_doc_id"
+
+# The page size of the searches that find nodes by filter (ragd's largest
+# limit as shipped is 100).
+_PAGE = 100
+
+_RANGE = {
+    FilterOperator.GT: "$gt",
+    FilterOperator.GTE: "$gte",
+    FilterOperator.LT: "$lt",
+    FilterOperator.LTE: "$lte",
+}
+
+
+def _one(f: MetadataFilter, where: str) -> dict[str, Any]:
+    op, key, v = f.operator, f.key, f.value
+    at = f"{where}.{key}"
+    if op == FilterOperator.EQ:
+        return {key: {"$eq": v}}
+    if op == FilterOperator.NE:
+        return {key: {"$ne": v}}
+    if op in _RANGE:
+        return {key: {_RANGE[op]: v}}
+    if op in (FilterOperator.IN, FilterOperator.ANY):
+        return {key: {"$in": list(v) if isinstance(v, list) else [v]}}
+    if op == FilterOperator.NIN:
+        return {key: {"$nin": list(v) if isinstance(v, list) else [v]}}
+    if op == FilterOperator.ALL:
+        vals = list(v) if isinstance(v, list) else [v]
+        return {"$and": [{key: {"$eq": x}} for x in vals]}
+    if op == FilterOperator.CONTAINS:
+        return {key: {"$eq": v}}  # a list-valued key matches when any item does
+    raise RagdFilterError(at, f"operator {op.value!r} has no equivalent in ragd's filter language")
+
+
+def filters_to_wire(filters: Optional[MetadataFilters], where: str = "filters") -> Optional[dict[str, Any]]:
+    """LlamaIndex ``MetadataFilters`` in ragd's filter language (the client
+    then writes string equalities in the form every ragd release reads):
+    ``==``, ``!=``, ``>``, ``>=``, ``<``, ``<=``, ``in``, ``nin``,
+    ``any`` (``$in``), ``all`` (``$and`` of ``$eq``), ``contains`` (``$eq``:
+    a list-valued key matches when any item does); conditions ``and``,
+    ``or`` and ``not`` (none of the filters holds). ``text_match`` and
+    ``is_empty`` are refused. A range operand that is a string is read
+    by ragd as an RFC 3339 time."""
+    if filters is None or not filters.filters:
+        return None
+    parts = []
+    for i, f in enumerate(filters.filters):
+        at = f"{where}[{i}]"
+        if isinstance(f, MetadataFilters):
+            sub = filters_to_wire(f, at)
+            if sub:
+                parts.append(sub)
+        else:
+            parts.append(_one(f, at))
+    cond = filters.condition or FilterCondition.AND
+    if cond == FilterCondition.AND:
+        return parts[0] if len(parts) == 1 else {"$and": parts}
+    if cond == FilterCondition.OR:
+        return parts[0] if len(parts) == 1 else {"$or": parts}
+    return {"$not": parts[0] if len(parts) == 1 else {"$or": parts}}
+
+
+class ServerSideEmbedding(BaseEmbedding):
+    """The embedding model of an index on ``RagdVectorStore``: ragd embeds
+    text on the server, so there is nothing to compute here. It returns an
+    empty vector, which the store never sends."""
+
+    model_name: str = "ragd-server-side"
+
+    def _get_query_embedding(self, query: str) -> List[float]:
+        return []
+
+    async def _aget_query_embedding(self, query: str) -> List[float]:
+        return []
+
+    def _get_text_embedding(self, text: str) -> List[float]:
+        return []
+
+
+def _status_excluded() -> dict[str, Any]:
+    return {"excluded_llm_metadata_keys": list(STATUS_KEYS), "excluded_embed_metadata_keys": list(STATUS_KEYS)}
+
+
+class RagdVectorStore(BasePydanticVectorStore):
+    """A LlamaIndex vector store on a ragd server.
+
+    ``add`` writes each node as a ragd document: its id, its text, its
+    metadata (strings, numbers, booleans, dates, datetimes, or lists of
+    those) and its source document's id under ``ref_doc_id``, then waits
+    up to ``wait`` seconds until every derived store has applied it. A node
+    that fails raises ``RagdWriteError``. ``query`` runs ragd's hybrid search
+    with the query's text, ``similarity_top_k`` and ``filters``
+    (``filters_to_wire``); ``doc_ids`` become a ``ref_doc_id`` filter,
+    ``node_ids`` narrow the hits after the search, and ``mode``/``alpha``
+    choose the sources (``_sources``). Found nodes carry ragd's
+    status under ``metadata["ragd"]`` (score, rank, partial, degraded,
+    sources), kept out of what the LLM and the embedder see.
+
+    ``send_embeddings=True`` sends node and query embeddings to ragd as
+    vectors; only for an embedding model that is ragd's own.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    stores_text: bool = True
+    is_embedding_query: bool = False
+    flat_metadata: bool = False
+
+    base_url: str = DEFAULT_BASE_URL
+    api_key: Optional[str] = Field(default=None, exclude=True, repr=False)
+    tenant: Optional[str] = None
+    sources: Optional[dict[str, Any]] = None
+    wait: Optional[float] = 10.0
+    batch_size: int = Field(default=256, gt=0)
+    timeout: float = DEFAULT_TIMEOUT
+    deadline: Optional[float] = DEFAULT_DEADLINE
+    retry: Optional[RetryPolicy] = None
+    send_embeddings: bool = False
+
+    _conn: Connections = PrivateAttr()
+
+    def __init__(self, *, client: Optional[Client] = None, async_client: Optional[AsyncClient] = None,
+                 **data: Any) -> None:
+        super().__init__(**data)
+        self._conn = Connections(self.base_url, self.api_key, client=client, async_client=async_client,
+                                 timeout=self.timeout, deadline=self.deadline, retry=self.retry)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "RagdVectorStore"
+
+    @property
+    def client(self) -> Client:
+        return self._conn.sync()
+
+    # ---- writing ----------------------------------------------------
+
+    def _doc(self, node: BaseNode) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": node.node_id, "text": node.get_content(metadata_mode=MetadataMode.NONE)}
+        meta = dict(node.metadata)
+        if node.ref_doc_id:
+            meta[REF_DOC_KEY] = node.ref_doc_id
+        if meta:
+            d["metadata"] = meta
+        if self.tenant:
+            d["tenant"] = self.tenant
+        if self.send_embeddings and node.embedding:
+            d["vector"] = list(node.embedding)
+        return d
+
+    def _batches(self, nodes: Sequence[BaseNode]) -> Iterable[list[dict[str, Any]]]:
+        docs = [self._doc(n) for n in nodes]
+        for i in range(0, len(docs), self.batch_size):
+            yield docs[i:i + self.batch_size]
+
+    def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> List[str]:
+        for batch in self._batches(nodes):
+            self._conn.sync().upsert(batch, wait=self.wait).raise_for_failures()
+        return [n.node_id for n in nodes]
+
+    async def async_add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> List[str]:
+        for batch in self._batches(nodes):
+            (await self._conn.aio().upsert(batch, wait=self.wait)).raise_for_failures()
+        return [n.node_id for n in nodes]
+
+    def _matching(self, wire: dict[str, Any], q: str) -> list[str]:
+        """The ids of every node ``wire`` selects, page by page."""
+        ids: list[str] = []
+        offset = 0
+        while True:
+            res = self._conn.sync().query(q, limit=_PAGE, offset=offset, filter=wire, tenant=self.tenant)
+            _complete(res)
+            ids.extend(h.id for h in res.hits)
+            if len(res.hits) < _PAGE:
+                return ids
+            offset += _PAGE
+
+    async def _amatching(self, wire: dict[str, Any], q: str) -> list[str]:
+        ids: list[str] = []
+        offset = 0
+        while True:
+            res = await self._conn.aio().query(q, limit=_PAGE, offset=offset, filter=wire, tenant=self.tenant)
+            _complete(res)
+            ids.extend(h.id for h in res.hits)
+            if len(res.hits) < _PAGE:
+                return ids
+            offset += _PAGE
+
+    def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """Delete every node of the document ``ref_doc_id``."""
+        ids = self._matching({REF_DOC_KEY: ref_doc_id}, ref_doc_id)
+        if ids:
+            self._conn.sync().delete(ids, wait=self.wait)
+
+    async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        ids = await self._amatching({REF_DOC_KEY: ref_doc_id}, ref_doc_id)
+        if ids:
+            await self._conn.aio().delete(ids, wait=self.wait)
+
+    def delete_nodes(self, node_ids: Optional[List[str]] = None, filters: Optional[MetadataFilters] = None,
+                     **delete_kwargs: Any) -> None:
+        """Delete nodes by id, or (with ``filters`` alone) every node they select."""
+        ids = self._select(node_ids, filters)
+        if ids:
+            self._conn.sync().delete(ids, wait=self.wait)
+
+    async def adelete_nodes(self, node_ids: Optional[List[str]] = None, filters: Optional[MetadataFilters] = None,
+                            **delete_kwargs: Any) -> None:
+        ids = await self._aselect(node_ids, filters)
+        if ids:
+            await self._conn.aio().delete(ids, wait=self.wait)
+
+    def _select(self, node_ids: Optional[List[str]], filters: Optional[MetadataFilters]) -> list[str]:
+        if node_ids is not None:
+            if filters is not None and filters.filters:
+                raise ValueError("pass node_ids or filters, not both")
+            return list(node_ids)
+        wire = filters_to_wire(filters)
+        if not wire:
+            raise ValueError("ragd selects nodes by id or by filter; neither was given")
+        return self._matching(wire, "*")
+
+    async def _aselect(self, node_ids: Optional[List[str]], filters: Optional[MetadataFilters]) -> list[str]:
+        if node_ids is not None:
+            if filters is not None and filters.filters:
+                raise ValueError("pass node_ids or filters, not both")
+            return list(node_ids)
+        wire = filters_to_wire(filters)
+        if not wire:
+            raise ValueError("ragd selects nodes by id or by filter; neither was given")
+        return await self._amatching(wire, "*")
+
+    # ---- reading ----------------------------------------------------
+
+    @staticmethod
+    def _stored(d: Document) -> TextNode:
+        meta = dict(d.metadata)
+        ref = meta.pop(REF_DOC_KEY, None)
+        rel = {NodeRelationship.SOURCE: RelatedNodeInfo(node_id=ref)} if isinstance(ref, str) else {}
+        return TextNode(id_=d.id, text=d.text or d.title, metadata=meta, relationships=rel)
+
+    def get_nodes(self, node_ids: Optional[List[str]] = None,
+                  filters: Optional[MetadataFilters] = None) -> List[BaseNode]:
+        """Nodes by id (missing ids are left out), or every node ``filters`` select."""
+        out: List[BaseNode] = []
+        for id_ in dict.fromkeys(self._select(node_ids, filters)):
+            try:
+                out.append(self._stored(self._conn.sync().get(id_)))
+            except RagdAPIError as e:
+                if e.code != "not_found":
+                    raise
+        return out
+
+    async def aget_nodes(self, node_ids: Optional[List[str]] = None,
+                         filters: Optional[MetadataFilters] = None) -> List[BaseNode]:
+        out: List[BaseNode] = []
+        for id_ in dict.fromkeys(await self._aselect(node_ids, filters)):
+            try:
+                out.append(self._stored(await self._conn.aio().get(id_)))
+            except RagdAPIError as e:
+                if e.code != "not_found":
+                    raise
+        return out
+
+    # ---- searching --------------------------------------------------
+
+    def _sources(self, query: VectorStoreQuery) -> Optional[dict[str, Any]]:
+        """The query's mode and alpha as ragd's per-source options:
+        ``text_search``/``sparse`` leave the vector source out, ``alpha``
+        (0 keyword only, 1 vector only) weighs the two; ``default``,
+        ``hybrid`` and ``semantic_hybrid`` are ragd's hybrid search. Other
+        modes (``mmr``, ``svm``, ...) are refused, not ignored."""
+        mode = query.mode or VectorStoreQueryMode.DEFAULT
+        sources: dict[str, Any] = {k: dict(v) for k, v in (self.sources or {}).items()}
+        if mode in (VectorStoreQueryMode.TEXT_SEARCH, VectorStoreQueryMode.SPARSE):
+            sources.setdefault("vector", {})["enabled"] = False
+        elif mode not in (VectorStoreQueryMode.DEFAULT, VectorStoreQueryMode.HYBRID,
+                          VectorStoreQueryMode.SEMANTIC_HYBRID):
+            raise ValueError(f"RagdVectorStore: query mode {mode.value!r} is not supported; "
+                             "ragd searches in default/hybrid mode, or text_search/sparse (keyword only)")
+        if query.alpha is not None:
+            if not 0.0 <= query.alpha <= 1.0:
+                raise ValueError(f"alpha {query.alpha} is not between 0 and 1")
+            sources.setdefault("vector", {})["weight"] = query.alpha
+            sources.setdefault("keyword", {})["weight"] = 1.0 - query.alpha
+        return sources or None
+
+    def _query_args(self, query: VectorStoreQuery) -> dict[str, Any]:
+        wire = filters_to_wire(query.filters)
+        if query.doc_ids:
+            by_doc = {REF_DOC_KEY: {"$in": list(query.doc_ids)}}
+            wire = {"$and": [wire, by_doc]} if wire else by_doc
+        vector = query.query_embedding if self.send_embeddings and query.query_embedding else None
+        if query.query_str is None and vector is None:
+            raise ValueError("RagdVectorStore searches by text: the query has no query_str")
+        return {"text": query.query_str, "vector": vector, "limit": query.similarity_top_k, "filter": wire,
+                "tenant": self.tenant, "sources": self._sources(query)}
+
+    def _result(self, res: QueryResult, query: VectorStoreQuery) -> VectorStoreQueryResult:
+        keep = set(query.node_ids) if query.node_ids else None
+        nodes, scores, ids = [], [], []
+        for h in res.hits:
+            if keep is not None and h.id not in keep:
+                continue
+            node = self._stored(h.document) if h.document else TextNode(id_=h.id)
+            node.text = hit_text(h)
+            node.metadata[RAGD_KEY] = hit_status(h, res)
+            node.excluded_llm_metadata_keys = [RAGD_KEY]
+            node.excluded_embed_metadata_keys = [RAGD_KEY]
+            nodes.append(node)
+            scores.append(h.score)
+            ids.append(h.id)
+        return VectorStoreQueryResult(nodes=nodes, similarities=scores, ids=ids)
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        return self._result(self._conn.sync().query(**self._query_args(query)), query)
+
+    async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        return self._result(await self._conn.aio().query(**self._query_args(query)), query)
+
+    def clear(self) -> None:
+        raise NotImplementedError("ragd has no 'delete everything': delete by ref_doc_id, node ids or filters")
+
+    def close(self) -> None:
+        """Close the sync client this store made."""
+        self._conn.close()
+
+    async def aclose(self) -> None:
+        """Close the async client this store made for the running event loop."""
+        await self._conn.aclose()
+
+
+def _complete(res: QueryResult) -> None:
+    """A search that selects nodes to delete or read must not miss any: a
+    partial answer (a source left out) is an error here."""
+    if res.partial:
+        raise RagdError(f"ragd's answer was partial ({', '.join(sorted(res.dropped))} left out): "
+                        "cannot be sure every matching node was found; try again")
 
 
 class RagdRetriever(BaseRetriever):
     """Retrieves the top ``k`` nodes of a ragd hybrid query, with the same
     arguments as the LangChain retriever. Each node's metadata holds its
     document's metadata and ragd's ``id``, ``title``, ``score``, ``rank``,
-    ``partial``, ``degraded`` and per-source ``sources`` statuses; the
-    node's score is ragd's fused score."""
+    ``partial``, ``degraded`` and per-source ``sources`` statuses, which
+    are listed in the node's ``excluded_llm_metadata_keys`` and
+    ``excluded_embed_metadata_keys`` so they stay out of prompts; the
+    node's score is ragd's fused score. ``filter`` is ragd's filter
+    language (a dict) or LlamaIndex ``MetadataFilters``."""
 
     def __init__(
         self,
-        base_url: str = "http://127.0.0.1:8080",
+        base_url: str = DEFAULT_BASE_URL,
         api_key: Optional[str] = None,
         k: int = 4,
         tenant: Optional[str] = None,
-        filter: Optional[dict[str, list[str]]] = None,
+        filter: Optional[dict[str, Any] | MetadataFilters] = None,
         sources: Optional[dict[str, Any]] = None,
-        timeout: float = 60.0,
-        **kwargs: Any,
+        timeout: float = DEFAULT_TIMEOUT,
+        deadline: Optional[float] = DEFAULT_DEADLINE,
+        retry: Optional[RetryPolicy] = None,
+        *,
+        callback_manager: Optional[CallbackManager] = None,
+        verbose: bool = False,
     ) -> None:
-        super().__init__(**kwargs)
-        self.base_url, self.api_key, self.k, self.timeout = base_url, api_key, k, timeout
-        self.tenant, self.filter, self.sources = tenant, filter, sources
-        self._client: Optional[Client] = None
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+        self.k, self.tenant, self.sources = k, tenant, sources
+        self.filter = filters_to_wire(filter) if isinstance(filter, MetadataFilters) else filter
+        self._conn = Connections(base_url, api_key, timeout=timeout, deadline=deadline, retry=retry)
 
     def _nodes(self, res: QueryResult) -> list[NodeWithScore]:
         return [
-            NodeWithScore(node=TextNode(id_=h.id, text=hit_text(h), metadata=hit_metadata(h, res)), score=h.score)
+            NodeWithScore(node=TextNode(id_=h.id, text=hit_text(h), metadata=hit_metadata(h, res), **_status_excluded()),
+                          score=h.score)
             for h in res.hits
         ]
 
+    def _args(self) -> dict[str, Any]:
+        return {"limit": self.k, "tenant": self.tenant, "filter": self.filter, "sources": self.sources}
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        if self._client is None:
-            self._client = Client(self.base_url, self.api_key, timeout=self.timeout)
-        res = self._client.query(query_bundle.query_str, limit=self.k, tenant=self.tenant, filter=self.filter, sources=self.sources)
-        return self._nodes(res)
+        return self._nodes(self._conn.sync().query(query_bundle.query_str, **self._args()))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        async with AsyncClient(self.base_url, self.api_key, timeout=self.timeout) as c:
-            res = await c.query(query_bundle.query_str, limit=self.k, tenant=self.tenant, filter=self.filter, sources=self.sources)
-        return self._nodes(res)
+        return self._nodes(await self._conn.aio().query(query_bundle.query_str, **self._args()))

@@ -1,8 +1,10 @@
 """Typed views of ragd's JSON answers.
 
 Each class is built from the answer's JSON with ``from_json`` and keeps the
-whole answer in ``raw``, so a field this package does not model yet is still
-reachable.
+JSON it was built from in ``raw`` (not compared, not shown in ``repr``), so a
+field this package does not model yet is still reachable. Metadata values are
+typed: strings, ints, floats, bools, and times (``{"$time": ...}`` on the
+wire) as aware ``datetime``s in UTC.
 """
 
 from __future__ import annotations
@@ -10,19 +12,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ._errors import RagdWriteError
+from ._values import decode_metadata, encode_metadata
+
+
+def _raw() -> Any:
+    return field(default_factory=dict, compare=False, repr=False)
+
 
 @dataclass(frozen=True)
 class Document:
-    """A stored document (without its vector)."""
+    """A stored document (without its vector). ``metadata`` values are
+    strings, numbers, booleans, datetimes, or lists of those."""
 
     id: str
     title: str = ""
     text: str = ""
     tenant: str = ""
-    metadata: Mapping[str, str] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
     entities: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     updated_at: str | None = None
+    raw: Mapping[str, Any] = _raw()
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Document":
@@ -31,10 +42,11 @@ class Document:
             title=d.get("title", ""),
             text=d.get("text", ""),
             tenant=d.get("tenant", ""),
-            metadata=dict(d.get("metadata") or {}),
+            metadata=decode_metadata(d.get("metadata")),
             entities=list(d.get("entities") or []),
             links=list(d.get("links") or []),
             updated_at=d.get("updated_at"),
+            raw=d,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -43,7 +55,7 @@ class Document:
             if getattr(self, k):
                 out[k] = getattr(self, k)
         if self.metadata:
-            out["metadata"] = dict(self.metadata)
+            out["metadata"] = encode_metadata(self.metadata, f"documents[{self.id}].metadata", _type_error)
         if self.entities:
             out["entities"] = list(self.entities)
         if self.links:
@@ -53,13 +65,17 @@ class Document:
         return out
 
 
+def _type_error(where: str, why: str) -> Exception:
+    return TypeError(f"{where}: {why}")
+
+
 @dataclass(frozen=True)
 class SourceStatus:
     """One retrieval source's part in an answer.
 
     ``status`` is ``ok``, or why the source was left out: ``shed`` (at its
-    concurrency limit), ``circuit_open``, ``timeout``, ``error``,
-    ``disabled`` or ``skipped``.
+    concurrency limit), ``circuit_open``, ``timeout``, ``caller_deadline``
+    (the query's own deadline), ``error``, ``disabled`` or ``skipped``.
     """
 
     status: str
@@ -67,6 +83,7 @@ class SourceStatus:
     returned: int = 0
     error: str = ""
     retry_in_ms: int = 0
+    raw: Mapping[str, Any] = _raw()
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "SourceStatus":
@@ -76,6 +93,7 @@ class SourceStatus:
             returned=int(d.get("returned", 0)),
             error=d.get("error", ""),
             retry_in_ms=int(d.get("retry_in_ms", 0)),
+            raw=d,
         )
 
 
@@ -89,6 +107,7 @@ class Hit:
     score: float
     document: Document | None
     explain: Mapping[str, Any] = field(default_factory=dict)
+    raw: Mapping[str, Any] = _raw()
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Hit":
@@ -99,6 +118,7 @@ class Hit:
             score=float(d.get("score", 0.0)),
             document=Document.from_json(doc) if doc else None,
             explain=dict(d.get("explain") or {}),
+            raw=d,
         )
 
 
@@ -114,7 +134,7 @@ class QueryResult:
     degraded: bool
     total: int
     took_ms: float
-    raw: Mapping[str, Any]
+    raw: Mapping[str, Any] = _raw()
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "QueryResult":
@@ -133,6 +153,18 @@ class QueryResult:
         """The sources that were asked and did not answer."""
         return {k: v for k, v in self.sources.items() if v.status not in ("ok", "disabled", "skipped")}
 
+    def status_metadata(self) -> dict[str, Any]:
+        """The answer-wide status the framework documents carry: whether
+        it was partial or degraded, and each source's status."""
+        return {
+            "partial": self.partial,
+            "degraded": self.degraded,
+            "sources": {
+                name: {"status": s.status, "error": s.error, "took_ms": s.took_ms, "returned": s.returned}
+                for name, s in self.sources.items()
+            },
+        }
+
 
 @dataclass(frozen=True)
 class DocumentResult:
@@ -150,6 +182,7 @@ class DocumentResult:
     version: int = 0
     unchanged: bool = False
     stores: Mapping[str, str] = field(default_factory=dict)
+    raw: Mapping[str, Any] = _raw()
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "DocumentResult":
@@ -161,6 +194,7 @@ class DocumentResult:
             version=int(d.get("version", 0)),
             unchanged=bool(d.get("unchanged", False)),
             stores=dict(d.get("stores") or {}),
+            raw=d,
         )
 
     @property
@@ -179,6 +213,7 @@ class BatchResult:
     failed: int
     not_found: int = 0
     pending: int = 0
+    raw: Mapping[str, Any] = _raw()
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "BatchResult":
@@ -189,7 +224,14 @@ class BatchResult:
             failed=int(d.get("failed", 0)),
             not_found=int(d.get("not_found", 0)),
             pending=int(d.get("pending", 0)),
+            raw=d,
         )
+
+    def raise_for_failures(self) -> "BatchResult":
+        """Raise RagdWriteError when a document failed; else self."""
+        if self.failed:
+            raise RagdWriteError(self.results)
+        return self
 
 
 @dataclass(frozen=True)
@@ -201,7 +243,7 @@ class Health:
     status: str
     usable: list[str]
     components: Mapping[str, Mapping[str, Any]]
-    raw: Mapping[str, Any]
+    raw: Mapping[str, Any] = _raw()
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "Health":

@@ -1,4 +1,4 @@
-package api
+package strictjson
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"reflect"
 	"strings"
 	"sync"
@@ -14,9 +13,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// checkStrict reads body, valid UTF-8 about to be decoded into a value of
-// type t by encoding/json, and refuses what encoding/json would accept
-// silently:
+// Check reads body, valid UTF-8 about to be decoded into a value of type t
+// by encoding/json, and refuses what encoding/json would accept silently:
 //
 //   - a member name that matches a struct field only in another case
 //     ({"Text": "x"} would fill Text): names are case-sensitive;
@@ -24,10 +22,10 @@ import (
 //     keeps the last value): 400 duplicate_field.
 //
 // Anything else it leaves to encoding/json, which reports syntax and type
-// errors as before: checkStrict returns nil on them. Subtrees whose type
+// errors as before: Check returns nil on them. Subtrees whose type
 // holds no struct (strings, vectors, metadata maps) are read as whole
 // values, which jsontext checks for duplicate names without a token walk.
-func checkStrict(body []byte, t reflect.Type) *apiError {
+func Check(body []byte, t reflect.Type) *Error {
 	type frame struct {
 		typ      reflect.Type
 		object   bool
@@ -65,9 +63,10 @@ func checkStrict(body []byte, t reflect.Type) *apiError {
 			if !known {
 				if field := foldedField(top.typ, name); field != "" {
 					path := pointerPath(dec.StackPointer(), t)
-					e := newError(http.StatusBadRequest, CodeUnknownField,
-						"unknown field %q: field names are case-sensitive (did you mean %q?)", truncate(path, 64), field)
-					e.Detail.Field = truncate(path, 256)
+					e := newError(CodeUnknownField, nil,
+						"unknown field %q: field names are case-sensitive (did you mean %q?)", Truncate(path, 64), field)
+					e.Field = Truncate(path, 256)
+					e.Reason = fmt.Sprintf("unknown field: field names are case-sensitive (did you mean %q?)", field)
 					return e
 				}
 			}
@@ -105,16 +104,15 @@ func checkStrict(body []byte, t reflect.Type) *apiError {
 
 // strictError answers a duplicate name; any other error is encoding/json's
 // to report.
-func strictError(err error, t reflect.Type) *apiError {
+func strictError(err error, t reflect.Type) *Error {
 	var se *jsontext.SyntacticError
 	if !errors.As(err, &se) || !errors.Is(err, jsontext.ErrDuplicateName) {
 		return nil
 	}
 	path := pointerPath(se.JSONPointer, t)
 	off := se.ByteOffset
-	e := newError(http.StatusBadRequest, CodeDuplicateField, "%q appears twice in one object (at byte %d)", truncate(path, 64), off)
-	e.Detail.Field = truncate(path, 256)
-	e.Detail.Offset = &off
+	e := newError(CodeDuplicateField, &off, "%q appears twice in one object (at byte %d)", Truncate(path, 64), off)
+	e.Field = Truncate(path, 256)
 	return e
 }
 

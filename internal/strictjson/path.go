@@ -1,4 +1,4 @@
-package api
+package strictjson
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// jsonValue is one value of a request body, found by walkJSON.
+// jsonValue is one value of a JSON text, found by walkJSON.
 type jsonValue struct {
 	// path is the full JSON path: "sources.keyword.weight",
 	// "documents[3].metadata.lang".

@@ -1,0 +1,76 @@
+package strictjson_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/ragd/ragd/internal/strictjson"
+)
+
+type doc struct {
+	ID       string            `json:"id"`
+	Metadata map[string]string `json:"metadata"`
+}
+
+// Issue 29 item 6: an escaped lone surrogate is not a character;
+// encoding/json turned "\ud800" and "\udbff" both into U+FFFD, so two
+// different ids became one. It is refused like invalid UTF-8, with the
+// byte of the escape.
+func TestLoneSurrogatesAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		off  int64 // -1: accepted
+	}{
+		{`{"id":"a\ud800"}`, 8},
+		{`{"id":"a\udbff"}`, 8},
+		{`{"id":"\udc00"}`, 7},
+		{`{"id":"\ud800\ud800"}`, 7},
+		{`{"id":"\ud800\u0041"}`, 7},
+		{`{"id":"x\ud83d"}`, 8},
+		{`{"id":"\ud83d\ude00\udc00"}`, 19},
+		{`{"id":"a","metadata":{"\uDFFF":"v"}}`, 23},
+		{`{"id":"\\ud800"}`, -1},        // an escaped backslash, then text
+		{`{"id":"\\\ud83d\ude00"}`, -1}, // a backslash and a pair
+		{`{"id":"\ud83d\ude00"}`, -1},
+		{`{"id":"\uD83D\uDE00"}`, -1},
+		{`{"id":"\u00e9\u0000"}`, -1},
+	} {
+		var d doc
+		e := strictjson.Decode([]byte(tc.text), &d, "line")
+		switch {
+		case tc.off < 0 && e != nil:
+			t.Errorf("%s: refused: %v", tc.text, e)
+		case tc.off >= 0 && e == nil:
+			t.Errorf("%s: accepted as %+q", tc.text, d.ID)
+		case tc.off >= 0 && (e.Code != strictjson.CodeMalformed || e.Offset == nil || *e.Offset != tc.off):
+			t.Errorf("%s: %s at %v (%s), want %s at %d", tc.text, e.Code, e.Offset, e.Message, strictjson.CodeMalformed, tc.off)
+		}
+	}
+}
+
+// FuzzLoneSurrogates checks the scan against jsontext, which refuses
+// invalid surrogate escapes: on every text encoding/json accepts, Decode
+// refuses a lone surrogate exactly when jsontext refuses the text.
+func FuzzLoneSurrogates(f *testing.F) {
+	for _, s := range []string{`{"id":"a\ud800"}`, `{"id":"\\ud800"}`, `{"id":"\ud83d\ude00"}`, `{"id":"\udc00\ud800"}`,
+		`{"metadata":{"\ud800":"x"}}`, `{"id":"\ud800\\u0041"}`, `{"id":"\u12"}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var v any
+		if json.Unmarshal([]byte(s), &v) != nil || !utf8.ValidString(s) {
+			return
+		}
+		_, jerr := jsontext.NewDecoder(strings.NewReader(s), jsontext.AllowDuplicateNames(true)).ReadValue()
+		var d map[string]any
+		e := strictjson.Decode([]byte(s), &d, "text")
+		lone := e != nil && strings.Contains(e.Message, "lone surrogate")
+		if lone != (jerr != nil && strings.Contains(jerr.Error(), "surrogate")) {
+			t.Fatalf("%q: strictjson %v, jsontext %v", s, e, jerr)
+		}
+	})
+}
