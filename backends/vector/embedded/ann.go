@@ -13,10 +13,15 @@ type annParams struct {
 	kGrowth      float64 // ... and as (k/10)^kGrowth
 	minVisit     float64 // rows a k=10 unfiltered search visits at least
 	walkCost     float64 // the cost of skipping a row in a list, relative to scoring one
-	denseProbe   float64 // from this share of eligible rows on, a probe scores every row of its lists
-	sampleRows   int     // k-means sample: this many rows per list
-	iters        int     // k-means iterations at most
-	chunk        int     // rows a build assigns per hold of the writers' mutex
+	// denseProbe is the share of eligible rows from which a probe scores
+	// every row of its lists and then drops the ineligible: codes read in
+	// sequence cost about a quarter of codes read with gaps (measured at
+	// 1,000,000 rows, a filter of 50%: 3.5 → 1.9 ms of CPU per query, the
+	// same rows kept).
+	denseProbe float64
+	sampleRows int // k-means sample: this many rows per list
+	iters      int // k-means iterations at most
+	chunk      int // rows a build assigns per hold of the writers' mutex
 }
 
 var defaultANN = annParams{
@@ -27,7 +32,7 @@ var defaultANN = annParams{
 	kGrowth:      0.25,
 	minVisit:     20_000,
 	walkCost:     0.1,
-	denseProbe:   2, // off
+	denseProbe:   0.25,
 	sampleRows:   32,
 	iters:        8,
 	chunk:        2048,

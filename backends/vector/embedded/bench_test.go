@@ -325,6 +325,13 @@ func benchANN(b *testing.B, s *embedded.Synth, n int) {
 		}
 		embedded.SetDenseProbe(st, x)
 	}
+	if v := os.Getenv("RAG_BENCH_ANN_FILTER_GROWTH"); v != "" {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		embedded.SetFilterGrowth(st, x)
+	}
 	built := time.Since(start)
 	runtime.GC()
 	runtime.ReadMemStats(&m1)

@@ -152,3 +152,13 @@ func SetDenseProbe(s *Store, share float64) {
 	defer s.mu.Unlock()
 	s.idx.ann.denseProbe = share
 }
+
+// SetFilterGrowth sets how the lists a filtered probe visits grow with
+// the filter's selectivity (annParams.filterGrowth), for the benchmarks.
+func SetFilterGrowth(s *Store, g float64) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idx.ann.filterGrowth = g
+}
