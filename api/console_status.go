@@ -31,11 +31,12 @@ var _ History = (*history.Recorder)(nil)
 type HistoryResponse = history.Summary
 
 // HoldRequest is the optional body of POST
-// /v1/status/breakers/{name}/hold.
+// /v1/status/breakers/{name}/hold, and of force-open and force-close.
 type HoldRequest struct {
-	// Reason says why, for the others who see the hold (at most
-	// MaxHoldReason characters, no control or invisible characters:
-	// spi.ValidateNote).
+	// Reason says why, for the others who see the hold or the forced
+	// transition on the timeline (at most MaxHoldReason characters, no
+	// control or invisible characters: spi.ValidateNote). Keys bound to a
+	// tenant are not shown it.
 	Reason string `json:"reason"`
 }
 
@@ -129,8 +130,12 @@ func manual(c echo.Context, note string) breaker.Manual {
 }
 
 // optionalBody are the body routes that may also be sent without one (no
-// Content-Type needed then): a hold's reason is optional.
-var optionalBody = map[string]bool{"/v1/status/breakers/:name/hold": true}
+// Content-Type needed then): the reason of a breaker action is optional.
+var optionalBody = map[string]bool{
+	"/v1/status/breakers/:name/hold":        true,
+	"/v1/status/breakers/:name/force-open":  true,
+	"/v1/status/breakers/:name/force-close": true,
+}
 
 // allowEmptyBody lets a request with an empty body (Content-Length 0)
 // past read, as an empty body; any other goes through read.
@@ -147,21 +152,31 @@ func allowEmptyBody(read echo.MiddlewareFunc) echo.MiddlewareFunc {
 	}
 }
 
+// actionReason reads the optional body of a breaker action (a
+// HoldRequest) and returns its reason, trimmed and checked.
+func (s *Server) actionReason(c echo.Context) (string, error) {
+	var req HoldRequest
+	if body, _ := c.Get(ctxBody).([]byte); len(strings.TrimSpace(string(body))) > 0 {
+		if err := s.decodeJSON(c, &req); err != nil {
+			return "", err
+		}
+	}
+	note := strings.TrimSpace(req.Reason)
+	if n := utf8.RuneCountInString(note); n > MaxHoldReason {
+		return "", fieldError(CodeInvalidParameter, "reason", "reason has %d characters, at most %d are allowed", n, MaxHoldReason)
+	}
+	if err := spi.ValidateNote(note); err != nil {
+		return "", fieldError(CodeInvalidParameter, "reason", "reason: %s", reason(err))
+	}
+	return note, nil
+}
+
 // hold serves POST /v1/status/breakers/{name}/hold.
 func (s *Server) hold() echo.HandlerFunc {
 	return func(c echo.Context) error {
-		var req HoldRequest
-		if body, _ := c.Get(ctxBody).([]byte); len(strings.TrimSpace(string(body))) > 0 {
-			if err := s.decodeJSON(c, &req); err != nil {
-				return err
-			}
-		}
-		note := strings.TrimSpace(req.Reason)
-		if n := utf8.RuneCountInString(note); n > MaxHoldReason {
-			return fieldError(CodeInvalidParameter, "reason", "reason has %d characters, at most %d are allowed", n, MaxHoldReason)
-		}
-		if err := spi.ValidateNote(note); err != nil {
-			return fieldError(CodeInvalidParameter, "reason", "reason: %s", reason(err))
+		note, err := s.actionReason(c)
+		if err != nil {
+			return err
 		}
 		return s.breakerAction(c, "held", func(b Breakers, name string) (breaker.Snapshot, error) {
 			return b.Hold(name, manual(c, note))

@@ -73,6 +73,37 @@ func TestHoldEndpoint(t *testing.T) {
 	wantStatus(t, e.do(http.MethodPost, "/v1/status/breakers/graph/hold", nil, "Authorization", "Bearer "+acmeAdminKey), http.StatusForbidden)
 }
 
+// TestBreakerActionReasons is issue 30 item 6: force-open and force-close
+// record the operator's reason as a hold does (the console's Reason box
+// was typed and lost), checked by the same rule: a bidi override or a
+// control character is refused with nothing changed, as for a hold.
+func TestBreakerActionReasons(t *testing.T) {
+	clock := newFakeClock()
+	var got []breaker.Transition
+	reg := breaker.NewRegistry(breaker.Config{FailureThreshold: 2, ResetTimeout: time.Second, HalfOpenMaxCalls: 1,
+		SuccessThreshold: 1, Now: clock.Now, OnStateChange: func(t breaker.Transition) { got = append(got, t) }})
+	for _, n := range spi.Backends() {
+		reg.Get(n)
+	}
+	e := newEnv(t, func(c *api.Config) { c.Breakers = reg })
+	decodeAs[api.ForceOpenResponse](t, e.do(http.MethodPost, "/v1/status/breakers/keyword/force-open", `{"reason":" reindex "}`), http.StatusOK)
+	for _, path := range []string{"force-close", "force-open", "hold"} {
+		for _, bad := range []string{`{"reason":"done\u202egnirpmoc"}`, `{"reason":"a\u0007b"}`, `{"reason":"zero\u200bwidth"}`} {
+			wantError(t, e.do(http.MethodPost, "/v1/status/breakers/vector/"+path, bad), http.StatusBadRequest, api.CodeInvalidParameter)
+		}
+	}
+	decodeAs[api.ForceCloseResponse](t, e.do(http.MethodPost, "/v1/status/breakers/keyword/force-close", `{"reason":"bleve answers again"}`), http.StatusOK)
+	decodeAs[api.ForceCloseResponse](t, e.do(http.MethodPost, "/v1/status/breakers/graph/force-open", nil), http.StatusOK)
+	if len(got) != 3 {
+		t.Fatalf("%d transitions, want 3 (the refused actions change nothing): %+v", len(got), got)
+	}
+	for i, want := range []string{"reindex", "bleve answers again", ""} {
+		if got[i].Note != want || got[i].By != "a" {
+			t.Errorf("transition %d (%s %v>%v): by %q note %q, want a and %q", i, got[i].Name, got[i].From, got[i].To, got[i].By, got[i].Note, want)
+		}
+	}
+}
+
 // TestServerEndpoint: identity, the caller's key, and the inventory, with
 // document counts hidden from tenant-bound keys.
 func TestServerEndpoint(t *testing.T) {

@@ -133,8 +133,12 @@ func (s *Server) listBreakers() echo.HandlerFunc {
 // releases a maintenance hold.
 func (s *Server) forceClose() echo.HandlerFunc {
 	return func(c echo.Context) error {
+		note, err := s.actionReason(c)
+		if err != nil {
+			return err
+		}
 		return s.breakerAction(c, "force-closed", func(b Breakers, name string) (breaker.Snapshot, error) {
-			return b.ForceCloseBy(name, manual(c, ""))
+			return b.ForceCloseBy(name, manual(c, note))
 		}, func(snap breaker.Snapshot) any { return ForceCloseResponse{Breaker: snap, ForcedClosed: true} })
 	}
 }
@@ -142,8 +146,12 @@ func (s *Server) forceClose() echo.HandlerFunc {
 // forceOpen serves POST /v1/status/breakers/{name}/force-open.
 func (s *Server) forceOpen() echo.HandlerFunc {
 	return func(c echo.Context) error {
+		note, err := s.actionReason(c)
+		if err != nil {
+			return err
+		}
 		return s.breakerAction(c, "force-opened", func(b Breakers, name string) (breaker.Snapshot, error) {
-			return b.ForceOpenBy(name, manual(c, ""))
+			return b.ForceOpenBy(name, manual(c, note))
 		}, func(snap breaker.Snapshot) any { return ForceOpenResponse{Breaker: snap, ForcedOpen: true} })
 	}
 }

@@ -458,19 +458,34 @@ func (b *Breaker) transition(to uint64, reason Reason, now time.Time, t int64, f
 		if reason == ReasonHeld {
 			p.until = held
 			p.hold = &Hold{By: m.By, Reason: m.Note, Since: now}
-			if !m.Since.IsZero() {
-				p.hold.Since = m.Since
-			}
 			if ev.From == Open {
 				// Already open: the hold keeps the trip, its cause and
 				// its start; it is not another trip.
 				p.cause, p.failures, p.since, p.sinceMono = prev.cause, prev.failures, prev.since, prev.sinceMono
 				ev.Failures = prev.failures
 				ev.OpenedTotal = b.openedTotal.Load()
+			}
+			if !m.Since.IsZero() {
+				// A hold restored after a restart: it began, and the
+				// breaker left closed, at m.Since (never later than now);
+				// the process that placed it counted the trip.
+				since := m.Since
+				if since.After(now) {
+					since = now
+				}
+				p.hold.Since = since
+				if ev.From != Open {
+					p.since, p.sinceMono, p.leftClosed = since, t-int64(now.Sub(since)), since
+				}
+				ev.OpenedTotal = b.openedTotal.Load()
+				h := *p.hold
+				ev.Restored = &h
 				break
 			}
-			b.streak++
-			ev.OpenedTotal = b.openedTotal.Add(1)
+			if ev.From != Open {
+				b.streak++
+				ev.OpenedTotal = b.openedTotal.Add(1)
+			}
 			break
 		}
 		b.streak++
@@ -604,8 +619,13 @@ func (b *Breaker) Snapshot() Snapshot {
 // Transition and, for a hold, in the Snapshot.
 type Manual struct {
 	By, Note string
-	// Since, for Hold only, is when the hold began; zero means now. Set it
-	// to restore a hold kept across a restart.
+	// Since, for Hold only, restores a hold kept across a restart: the
+	// hold began at Since (a time after now counts as now), and so did the
+	// open state and the outage when the breaker was not open already, so
+	// Snapshot.Since, a release's Lasted and Outage count from Since. The
+	// restore is no trip (OpenedTotal does not move: the process that
+	// placed the hold counted it) and its Transition carries Restored.
+	// Zero means a new hold, beginning now.
 	Since time.Time
 }
 
@@ -640,9 +660,10 @@ func (b *Breaker) failuresNow(w uint64) int {
 // Hold opens the breaker for maintenance and keeps it open until
 // ForceClose: no cooldown ends it, so it admits no trial (and a background
 // prober sees no half-open state to probe). Holding a closed or half-open
-// breaker is a trip (it counts in OpenedTotal); holding an open one keeps
-// its trip and stops its cooldown. Holding a held breaker replaces the
-// hold's operator and note. Every hold is a transition with ReasonHeld.
+// breaker is a trip (it counts in OpenedTotal), unless it restores a hold
+// (Manual.Since); holding an open one keeps its trip and stops its
+// cooldown. Holding a held breaker replaces the hold's operator and note.
+// Every hold is a transition with ReasonHeld.
 func (b *Breaker) Hold(m Manual) {
 	b.mu.Lock()
 	now, t := b.clock()
@@ -678,6 +699,24 @@ func (b *Breaker) ForceCloseBy(m Manual) {
 	}
 	b.mu.Unlock()
 	b.flush()
+}
+
+// CloseUnlessHeld is ForceClose for a component that knows its refusals
+// are over (a store that finished loading): it closes an open or
+// half-open breaker, but leaves a maintenance hold alone, which is the
+// operator's to release. It reports whether it made a transition.
+func (b *Breaker) CloseUnlessHeld() bool {
+	b.mu.Lock()
+	now, t := b.clock()
+	b.advance(now, t)
+	closed := false
+	if b.word.Load()&stateMask != stClosed && b.phase.Load().hold == nil {
+		b.transition(stClosed, ReasonForced, now, t, 0, 0, nil, Manual{})
+		closed = true
+	}
+	b.mu.Unlock()
+	b.flush()
+	return closed
 }
 
 // Ticket is one call admitted by Admit. Report its outcome exactly once

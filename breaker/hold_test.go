@@ -166,3 +166,71 @@ func TestRegistryHold(t *testing.T) {
 		t.Fatalf("ForceCloseBy = %+v, %v", s, err)
 	}
 }
+
+// TestRestoredHoldKeepsItsStart is issue 30 item 6: a hold restored after
+// a restart (Manual.Since) is no new trip, and the breaker's open state,
+// the release's Lasted and Outage count from when the hold was placed,
+// not from the restore (a 77 s hold read 15 s when restored 62 s in).
+func TestRestoredHoldKeepsItsStart(t *testing.T) {
+	clock := newClock()
+	rec := &recorder{}
+	cfg := testConfig(clock, 3)
+	cfg.OnStateChange = rec.record
+	b := mustNew(t, "keyword", cfg)
+	placed := clock.Now().Add(-62 * time.Second)
+	b.Hold(breaker.Manual{By: "ops", Note: "reindex", Since: placed})
+	s := b.Snapshot()
+	if s.State != breaker.Open || s.Hold == nil || !s.Hold.Since.Equal(placed) || !s.Since.Equal(placed) || s.OpenedTotal != 0 {
+		t.Fatalf("restored hold: %+v hold %+v; want open since %v, no trip", s, s.Hold, placed)
+	}
+	clock.Advance(15 * time.Second)
+	b.ForceCloseBy(breaker.Manual{By: "ops"})
+	ts := rec.all()
+	if len(ts) != 2 {
+		t.Fatalf("%d transitions, want the restore and the release: %+v", len(ts), ts)
+	}
+	if r := ts[0]; r.Reason != breaker.ReasonHeld || r.Restored == nil || !r.Restored.Since.Equal(placed) || r.Restored.By != "ops" || r.OpenedTotal != 0 {
+		t.Errorf("restore transition: %+v", r)
+	}
+	if c := ts[1]; c.Lasted != 77*time.Second || c.Outage != 77*time.Second || c.Released == nil || !c.Released.Since.Equal(placed) {
+		t.Errorf("release after the restore: lasted %v outage %v released %+v, want 77 s from the hold's start", c.Lasted, c.Outage, c.Released)
+	}
+	// A new hold is a trip again, and a restore dated in the future starts now.
+	b.Hold(breaker.Manual{By: "ops"})
+	if s := b.Snapshot(); s.OpenedTotal != 1 || rec.all()[2].Restored != nil {
+		t.Errorf("a new hold: %+v, transition %+v", s, rec.all()[2])
+	}
+	b.ForceClose()
+	b.Hold(breaker.Manual{By: "ops", Since: clock.Now().Add(time.Hour)})
+	if s := b.Snapshot(); !s.Since.Equal(clock.Now()) || !s.Hold.Since.Equal(clock.Now()) || s.OpenedTotal != 1 {
+		t.Errorf("a restore dated in the future: %+v hold %+v", s, s.Hold)
+	}
+}
+
+// TestCloseUnlessHeld closes an open or half-open breaker, never a held
+// one, and does nothing to a closed one.
+func TestCloseUnlessHeld(t *testing.T) {
+	clock := newClock()
+	rec := &recorder{}
+	cfg := testConfig(clock, 2)
+	cfg.OnStateChange = rec.record
+	b := mustNew(t, "keyword", cfg)
+	if b.CloseUnlessHeld() {
+		t.Fatal("closed a closed breaker")
+	}
+	trip(t, b)
+	if !b.CloseUnlessHeld() {
+		t.Fatal("did not close an open breaker")
+	}
+	wantState(t, b, breaker.Closed)
+	b.Hold(breaker.Manual{By: "ops"})
+	if b.CloseUnlessHeld() {
+		t.Fatal("released a hold")
+	}
+	if s := b.Snapshot(); s.State != breaker.Open || s.Hold == nil {
+		t.Fatalf("after CloseUnlessHeld of a held breaker: %+v", s)
+	}
+	if got, want := rec.walk(), []string{"closed>open", "open>closed", "closed>open"}; !slices.Equal(got, want) {
+		t.Fatalf("walk = %v, want %v", got, want)
+	}
+}

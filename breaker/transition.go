@@ -55,6 +55,10 @@ type Transition struct {
 	By, Note string
 	// Released is the hold that a ForceClose ended, if any.
 	Released *Hold
+	// Restored, on a hold (ReasonHeld) with Manual.Since set, is the hold
+	// restored after a restart, with its original start: not a new trip
+	// (OpenedTotal unchanged).
+	Restored *Hold
 }
 
 // Event names the transition for logs and metrics: "breaker.opened",
@@ -102,6 +106,9 @@ func (t Transition) LogValue() slog.Value {
 	}
 	if t.Released != nil {
 		attrs = append(attrs, slog.String("released_hold_of", t.Released.By))
+	}
+	if t.Restored != nil {
+		attrs = append(attrs, slog.Time("restored_hold_since", t.Restored.Since))
 	}
 	return slog.GroupValue(attrs...)
 }

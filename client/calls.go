@@ -200,3 +200,13 @@ func (c *Client) Check(ctx context.Context, repair bool) (*ingest.CheckReport, e
 	}
 	return &rep, nil
 }
+
+// ServerInfo describes the server (GET /v1/status/server): its version,
+// the caller's key, and its sources, stores and embedder.
+func (c *Client) ServerInfo(ctx context.Context) (*api.ServerResponse, error) {
+	var s api.ServerResponse
+	if _, err := c.call(ctx, http.MethodGet, "/v1/status/server", nil, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}

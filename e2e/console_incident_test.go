@@ -46,11 +46,15 @@ breakers:
 	if authOff {
 		cfg += "auth: {enabled: false}\n"
 	} else {
+		// /metrics counts every tenant's traffic: not public beside a key
+		// bound to a tenant.
 		cfg += `auth:
   enabled: true
+  public: [health, ready, openapi]
   keys:
     - {name: console-admin, key: ` + q(adminKey) + `, role: admin}
     - {name: console-query, key: ` + q(queryKey) + `, role: query}
+    - {name: acme-reader, key: ` + q(tenantKey) + `, role: query, tenant: acme}
 `
 	}
 	path := filepath.Join(t.TempDir(), "rag.yaml")
@@ -129,6 +133,9 @@ func TestConsolePlaygroundDefaults(t *testing.T) {
 			t.Errorf("%s card badge %q, want disabled", name, st)
 		}
 	}
+	// The keyword index joins from the record at start: its health may be
+	// down in the page's first poll.
+	b.waitFor("keyword usable", `document.getElementById("overall").textContent.includes("usable sources: vector, keyword")`)
 	overall := pageText(b, "#overall")
 	if !strings.Contains(overall, "usable sources: vector, keyword ·") || !strings.Contains(overall, "disabled by default: graph, graph_expand") {
 		t.Errorf("overall line %q: graph must not be usable and must be listed as disabled", overall)

@@ -124,6 +124,27 @@ type Result struct {
 	Limit  int `json:"limit"`
 }
 
+// Answer is what a query's caller got, as the operator counts user
+// impact: an answer missing a source's list or a document (Partial), one
+// given while a component was unhealthy (Degraded), or no answer for lack
+// of healthy sources (Failed). A full, healthy answer is the zero Answer.
+type Answer struct {
+	Partial, Degraded, Failed bool
+}
+
+// AnswerOf classifies the outcome of a Retrieve call, res or err. A query
+// that got no answer because a deadline it chose itself ran out
+// (NotEnoughSourcesError.CallerDeadline, answered 504) is not Failed, and
+// neither is an invalid or cancelled one: those say nothing about ragd,
+// as for the metric ragd_retriever_query_failures_total's reasons.
+func AnswerOf(res *Result, err error) Answer {
+	if res != nil {
+		return Answer{Partial: res.Partial, Degraded: res.Degraded}
+	}
+	var ne *NotEnoughSourcesError
+	return Answer{Failed: errors.As(err, &ne) && !ne.CallerDeadline()}
+}
+
 // ErrNotEnoughSources means fewer stage-1 sources answered ok than the
 // query's min_sources. The HTTP API maps it to 503.
 var ErrNotEnoughSources = errors.New("retriever: not enough healthy sources")

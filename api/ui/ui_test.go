@@ -38,6 +38,10 @@ func TestConsoleFitsTheBudget(t *testing.T) {
 	if len(files) < 4 {
 		t.Fatalf("the page references %d files, want its stylesheet, script and icon", len(files)-1)
 	}
+	// The icons the script switches to when something is wrong.
+	for _, p := range []string{"/favicon-warn.svg", "/favicon-bad.svg"} {
+		files[p] = get(p)
+	}
 	total, raw := 0, 0
 	for p, b := range files {
 		n := gzipSize(t, b)

@@ -48,6 +48,7 @@ type ingestFlags struct {
 	retryWait  time.Duration
 	progress   string
 	wait       time.Duration
+	folder     folderFlags
 }
 
 func newIngestCmd(a *app) *cobra.Command {
@@ -55,10 +56,20 @@ func newIngestCmd(a *app) *cobra.Command {
 	var cf *clientFlags
 	cmd := &cobra.Command{
 		Use:   "ingest FILE|DIR",
-		Short: "Send a JSONL or BEIR corpus to a running ragd server",
+		Short: "Send a folder of Markdown, text and HTML files, or a JSONL or BEIR corpus, to a running ragd server",
 		Long: "ingest reads documents from FILE (one JSON object per line) or from a BEIR\n" +
 			"dataset directory DIR (DIR/corpus.jsonl) and sends them in batches to\n" +
 			"POST /v1/documents of a running server (an admin key when auth is on).\n\n" +
+			"Any other directory is a folder of files (docs/ingest.md, \"Folders of\n" +
+			"files\"): its Markdown (.md), text (.txt) and HTML (.html) files, hidden\n" +
+			"ones and symbolic links left out, are cut at headings and paragraphs into\n" +
+			"chunks of at most --chunk-tokens tokens with --overlap-tokens of overlap,\n" +
+			"each with its file, heading path, position and line as metadata and an id\n" +
+			"SOURCE:PATH#HASH that stays the same while its text does. A rerun sends\n" +
+			"only the chunks that changed and deletes those of changed, shrunk and\n" +
+			"deleted files (--state remembers what was sent). A file that cannot be\n" +
+			"read (binary, not UTF-8, over --max-file-bytes) fails alone with a line\n" +
+			"saying why; an interrupted run is finished by running it again.\n\n" +
 			"Formats: jsonl lines are ragd documents {\"id\",\"tenant\",\"title\",\"text\",\n" +
 			"\"metadata\",\"vector\",\"entities\",\"links\"} (unknown keys are errors);\n" +
 			"beir lines are {\"_id\",\"title\",\"text\",\"metadata\"}. auto picks beir when the\n" +
@@ -66,7 +77,7 @@ func newIngestCmd(a *app) *cobra.Command {
 			"Lines that do not parse are counted as failures with their line number and\n" +
 			"the run goes on. A batch that fails without an answer, or with 429 or 5xx,\n" +
 			"is retried with backoff; after the last retry the run stops.\n\n" +
-			"The run is resumable: after every batch the server answered, the position\n" +
+			"A JSONL run is resumable: after every batch the server answered, the position\n" +
 			"is saved to the checkpoint file (default FILE.ckpt); rerunning the same\n" +
 			"command continues from there, and the file is removed when the input is\n" +
 			"done. Documents that failed for a reason that may pass on a retry\n" +
@@ -79,7 +90,9 @@ func newIngestCmd(a *app) *cobra.Command {
 			"Exits 1 when any document failed or the run stopped early. Documents\n" +
 			"stored but not yet applied by a derived index (keyword, graph) count as\n" +
 			"ok: the server applies its change log to them on its own.",
-		Example: "  ragd ingest docs.jsonl\n" +
+		Example: "  ragd ingest docs/                      # a folder of Markdown, text and HTML files\n" +
+			"  ragd ingest docs/ --include '*.md' --exclude 'drafts/**'\n" +
+			"  ragd ingest docs.jsonl\n" +
 			"  ragd ingest ../shared/data/cranfield --batch 500\n" +
 			"  RAGD_API_KEY=... ragd ingest --server https://ragd.example:8080 --tenant acme docs.jsonl\n" +
 			"  ragd ingest docs.jsonl --no-resume",
@@ -90,14 +103,21 @@ func newIngestCmd(a *app) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.validate(cmd); err != nil {
+			isFolder, err := folderInput(args[0], f.format)
+			if err != nil {
 				return err
+			}
+			if err := f.validate(cmd, isFolder); err != nil {
+				return err
+			}
+			if isFolder {
+				return runIngestDir(cmd.Context(), a, cf, f, args[0])
 			}
 			return runIngest(cmd.Context(), a, cf, f, args[0])
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.format, "format", "auto", "input format: auto, jsonl or beir (a directory is always beir)")
+	fl.StringVar(&f.format, "format", "auto", "input format: auto, jsonl, beir or files (auto: a directory with corpus.jsonl is beir, any other directory a folder of files)")
 	fl.IntVar(&f.batch, "batch", defaultIngestBatch, "documents per request")
 	fl.StringVar(&f.tenant, "tenant", "", "tenant set on documents that name none")
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint file (default FILE.ckpt next to the input)")
@@ -106,11 +126,12 @@ func newIngestCmd(a *app) *cobra.Command {
 	fl.DurationVar(&f.retryWait, "retry-wait", time.Second, "wait before the first retry; doubles on each retry")
 	fl.DurationVar(&f.wait, "wait", 0, "let each batch wait until the server's keyword and graph stores have applied it, at most this long (e.g. 30s; at most 1m): queries right after the run then see everything")
 	fl.StringVar(&f.progress, "progress", "auto", "progress display: auto (a bar on a terminal, else a line every 5s), bar, plain or none")
+	addFolderFlags(fl, &f.folder)
 	cf = addClientFlags(cmd)
 	return cmd
 }
 
-func (f *ingestFlags) validate(cmd *cobra.Command) error {
+func (f *ingestFlags) validate(cmd *cobra.Command, isFolder bool) error {
 	if f.batch < 1 || f.batch > maxIngestBatch {
 		return usageError{fmt.Errorf("--batch must be between 1 and %d, got %d", maxIngestBatch, f.batch)}
 	}
@@ -131,8 +152,16 @@ func (f *ingestFlags) validate(cmd *cobra.Command) error {
 	default:
 		return usageError{fmt.Errorf("--progress must be auto, bar, plain or none, got %q", f.progress)}
 	}
+	if isFolder {
+		return f.folder.validate(cmd)
+	}
+	for _, name := range folderOnlyFlags {
+		if cmd.Flags().Changed(name) {
+			return usageError{fmt.Errorf("--%s is for a folder of files; %s is a JSONL file or BEIR dataset", name, cmd.Flags().Arg(0))}
+		}
+	}
 	if _, err := corpus.ParseFormat(f.format); err != nil {
-		return usageError{fmt.Errorf("--format must be auto, jsonl or beir, got %q", f.format)}
+		return usageError{fmt.Errorf("--format must be auto, jsonl, beir or files, got %q", f.format)}
 	}
 	return nil
 }

@@ -65,7 +65,7 @@ func breakerConfig(s config.BreakerSettings, base breaker.Config) breaker.Config
 // never query text or document bodies (Transition carries none).
 func (a *App) onTransition(t breaker.Transition) {
 	level := slog.LevelInfo
-	if t.To == breaker.Open {
+	if t.To == breaker.Open && t.Restored == nil { // a restored hold is no trip
 		level = slog.LevelWarn
 	}
 	a.Logger.LogAttrs(context.Background(), level, t.Event(), slog.Any("transition", t))

@@ -145,7 +145,9 @@ func (a *App) observeConsole(t breaker.Transition) {
 }
 
 // restoreHolds holds again the breakers held when the last process
-// stopped, with their operator, reason and start.
+// stopped, with their operator, reason and start: the hold's duration
+// counts from when it was placed, and the restore is no new trip
+// (breaker.Manual.Since).
 func (a *App) restoreHolds() {
 	h := a.console.holds
 	if h == nil {
@@ -254,6 +256,10 @@ func counterOf(store any) spi.DocCounter {
 			store = b
 		}
 	case *lazyGraph:
+		if b, ok := s.current(); ok {
+			store = b
+		}
+	case *lazyKeyword:
 		if b, ok := s.current(); ok {
 			store = b
 		}

@@ -76,12 +76,16 @@ func TestConsoleStateSurvivesRestart(t *testing.T) {
 	if p.Events[4].Seq != before+2 || p.Events[4].Server.Instance == p.Events[0].Server.Instance {
 		t.Fatalf("the restart's events: %+v", p.Events[3:])
 	}
-	// The hold is back with its operator, reason and start; the forced
-	// trip, which has a cooldown, is not.
+	// The hold is back with its operator, reason and start, as no new
+	// trip (issue 30 item 6); the forced trip, which has a cooldown, is not.
+	if r := p.Events[5].Breaker; !r.Restored || r.HeldSince == nil || !r.HeldSince.Equal(since) || r.OpenedTotal != 0 {
+		t.Fatalf("the restore on the timeline: %+v", r)
+	}
 	for _, s := range a.Breakers.Snapshot() {
 		switch s.Name {
 		case "graph":
-			if s.State != breaker.Open || s.Hold == nil || s.Hold.By != "ops" || s.Hold.Reason != "neo4j upgrade" || !s.Hold.Since.Equal(since) {
+			if s.State != breaker.Open || s.Hold == nil || s.Hold.By != "ops" || s.Hold.Reason != "neo4j upgrade" || !s.Hold.Since.Equal(since) ||
+				!s.Since.Equal(since) || s.OpenedTotal != 0 {
 				t.Fatalf("graph after the restart: %+v %+v", s, s.Hold)
 			}
 		case "keyword":
@@ -99,6 +103,40 @@ func TestConsoleStateSurvivesRestart(t *testing.T) {
 	defer a.Close()
 	if s := a.Breakers.Snapshot(); slices.ContainsFunc(s, func(s breaker.Snapshot) bool { return s.Hold != nil }) {
 		t.Fatalf("a released hold came back: %+v", s)
+	}
+}
+
+// TestRestoredHoldOutlastsTheKeywordJoin is a defect found by issue 30
+// item 6's browser test: a keyword index that starts empty joins from the
+// record and, when the load ends, closes the keyword breaker its refusals
+// opened. It also released a maintenance hold restored at the same start,
+// so a restart sent queries to the index under maintenance. The hook holds
+// the load until the hold is restored, the order in which it was lost.
+func TestRestoredHoldOutlastsTheKeywordJoin(t *testing.T) {
+	cfg := embeddedConfig(t)
+	a := newKeptApp(t, cfg)
+	if _, err := a.Breakers.Hold(spi.SourceKeyword, breaker.Manual{By: "ops", Note: "reindex"}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+
+	started, release := make(chan struct{}), make(chan struct{})
+	restore := app.SetJoinHook(func() {
+		close(started)
+		<-release
+	})
+	defer restore()
+	a = newKeptApp(t, cfg)
+	defer a.Close()
+	<-started
+	if s := a.Breakers.Get(spi.SourceKeyword).Snapshot(); s.Hold == nil {
+		t.Fatalf("the hold was not restored: %+v", s)
+	}
+	close(release)
+	ctx := context.Background()
+	eventually(t, "the keyword index to join", func() bool { return a.Ready(ctx) == nil })
+	if s := a.Breakers.Get(spi.SourceKeyword).Snapshot(); s.State != breaker.Open || s.Hold == nil || s.Hold.By != "ops" {
+		t.Fatalf("after the keyword index joined: %+v, want still held by ops", s)
 	}
 }
 

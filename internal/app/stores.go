@@ -13,7 +13,6 @@ import (
 	"github.com/ragd/ragd/backends/keyword"
 	"github.com/ragd/ragd/backends/vector"
 	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
-	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/spi"
 )
@@ -115,8 +114,14 @@ func (a *App) openVector(ctx context.Context, dim int) error {
 
 func (a *App) openKeyword(ctx context.Context) error {
 	c := a.Config.Backends.Keyword
-	if c.Kind == config.KindNone {
+	switch c.Kind {
+	case config.KindNone:
 		return nil
+	case config.KindOpenSearch:
+		// Derived from the record's change log like Neo4j: an empty
+		// cluster fills itself from the log (or, once the log is
+		// compacted, from the record's documents).
+		return a.openOpenSearch(ctx)
 	}
 	kc := keyword.Config{Dir: a.Config.Path(c.Dir), TitleBoost: c.TitleBoost, MaxK: a.Config.Retriever.MaxWindow, Logger: a.Logger, Now: a.now}
 	record, derived := a.Vector.(spi.ChangeLog)
@@ -146,8 +151,8 @@ func (a *App) openKeyword(ctx context.Context) error {
 	j := newJoiningKeyword(b, record, a.Logger, a.now)
 	j.joined = func() {
 		if a.Breakers != nil {
-			if br, ok := a.Breakers.Lookup(spi.SourceKeyword); ok && br.State() != breaker.Closed {
-				br.ForceClose()
+			if br, ok := a.Breakers.Lookup(spi.SourceKeyword); ok {
+				br.CloseUnlessHeld() // a maintenance hold (restored at start) stays
 			}
 		}
 	}

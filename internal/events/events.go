@@ -91,6 +91,10 @@ type BreakerChange struct {
 	// ReleasedHoldOf, on a force-close that ended a maintenance hold,
 	// names who had placed the hold.
 	ReleasedHoldOf string `json:"released_hold_of,omitempty"`
+	// HeldSince, on a hold restored after a restart (reason "held",
+	// restored), is when the hold was placed: the restore is not a trip.
+	HeldSince *time.Time `json:"held_since,omitempty"`
+	Restored  bool       `json:"restored,omitempty"`
 }
 
 // Burst phases.
@@ -136,6 +140,10 @@ func FromTransition(t breaker.Transition) Event {
 	}
 	if t.Released != nil {
 		e.Breaker.ReleasedHoldOf = t.Released.By
+	}
+	if t.Restored != nil {
+		since := t.Restored.Since
+		e.Breaker.Restored, e.Breaker.HeldSince = true, &since
 	}
 	return e
 }

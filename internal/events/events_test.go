@@ -159,3 +159,19 @@ func TestFromTransitionManual(t *testing.T) {
 		t.Fatalf("manual close: %+v", b)
 	}
 }
+
+// TestFromTransitionRestoredHold: a hold restored after a restart says so
+// and when the hold began.
+func TestFromTransitionRestoredHold(t *testing.T) {
+	placed := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	e := events.FromTransition(breaker.Transition{
+		Name: "keyword", From: breaker.Closed, To: breaker.Open, Reason: breaker.ReasonHeld, By: "ops", Note: "reindex",
+		At: placed.Add(time.Minute), Restored: &breaker.Hold{By: "ops", Reason: "reindex", Since: placed},
+	})
+	if b := e.Breaker; !b.Restored || b.HeldSince == nil || !b.HeldSince.Equal(placed) || b.OpenedTotal != 0 {
+		t.Fatalf("restored hold: %+v", b)
+	}
+	if e := events.FromTransition(breaker.Transition{Name: "keyword", To: breaker.Open, Reason: breaker.ReasonHeld}); e.Breaker.Restored || e.Breaker.HeldSince != nil {
+		t.Fatalf("a new hold reads restored: %+v", e.Breaker)
+	}
+}

@@ -21,7 +21,7 @@ func BenchmarkObserveQueryParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			r.ObserveQuery(st)
+			r.ObserveQuery(st, retriever.Answer{})
 			r.ObserveRequest(200, 3*time.Millisecond, true)
 		}
 	})
@@ -37,7 +37,7 @@ func BenchmarkSummary(b *testing.B) {
 	}
 	for range 90 {
 		for range 100 {
-			r.ObserveQuery(st)
+			r.ObserveQuery(st, retriever.Answer{})
 			r.ObserveRequest(200, 3*time.Millisecond, true)
 		}
 		r.Sample(history.GaugeLimit, "vector", 32)

@@ -1,7 +1,8 @@
 // Package history keeps the last minutes of what the operator console
 // charts, in memory and bounded: per step (10 s by default) over a span
 // (15 minutes), each source's calls, latency p50/p99, statuses (answered,
-// shed, timeout, error, circuit open) and the queries they belong to; the
+// shed, timeout, error, circuit open) and the queries they belong to, with
+// how many of those answers were partial, degraded or failed; the
 // HTTP edge's requests by class (4xx, 5xx, 429) and the queries' end-to-end
 // latency; each breaker's state bands; and sampled gauges — each source's
 // adaptive concurrency limit and calls in flight, each derived store's lag.
@@ -55,9 +56,12 @@ type Recorder struct {
 type bucket struct {
 	idx     int64 // step index (unix ns / step); -1 when never used
 	queries int
-	sources []sourceBucket
-	http    httpBucket
-	gauges  []gaugeBucket
+	// answers counts the queries by what their callers got (a query may
+	// be both partial and degraded): each at most queries.
+	partial, degraded, failed int
+	sources                   []sourceBucket
+	http                      httpBucket
+	gauges                    []gaugeBucket
 }
 
 type sourceBucket struct {
@@ -146,7 +150,7 @@ func (r *Recorder) current() *bucket {
 	b := &r.buckets[idx%r.n]
 	if b.idx != idx {
 		b.idx = idx
-		b.queries = 0
+		b.queries, b.partial, b.degraded, b.failed = 0, 0, 0, 0
 		for i := range b.sources {
 			b.sources[i].statuses = [numStatuses]int{}
 			b.sources[i].took.reset()
@@ -169,11 +173,20 @@ func (b *bucket) source(name string) *sourceBucket {
 }
 
 // ObserveQuery records one query's per-source outcomes (a Result's
-// Sources, or a NotEnoughSourcesError's).
-func (r *Recorder) ObserveQuery(sources map[string]retriever.SourceStatus) {
+// Sources, or a NotEnoughSourcesError's) and what its caller got.
+func (r *Recorder) ObserveQuery(sources map[string]retriever.SourceStatus, a retriever.Answer) {
 	r.mu.Lock()
 	b := r.current()
 	b.queries++
+	if a.Partial {
+		b.partial++
+	}
+	if a.Degraded {
+		b.degraded++
+	}
+	if a.Failed {
+		b.failed++
+	}
 	for name, st := range sources {
 		s := b.source(name)
 		s.statuses[statusIndex(st.Status)]++

@@ -43,10 +43,10 @@ func TestSourcesPerStep(t *testing.T) {
 		r.ObserveQuery(map[string]retriever.SourceStatus{
 			"vector": ok(float64(i + 1)),
 			"graph":  {Status: retriever.StatusTimeout, TookMS: 800},
-		})
+		}, retriever.Answer{Partial: true, Degraded: i%2 == 0})
 	}
 	c.Advance(10 * time.Second)
-	r.ObserveQuery(map[string]retriever.SourceStatus{"vector": {Status: retriever.StatusShed}, "graph": {Status: retriever.StatusCircuitOpen}})
+	r.ObserveQuery(map[string]retriever.SourceStatus{"vector": {Status: retriever.StatusShed}, "graph": {Status: retriever.StatusCircuitOpen}}, retriever.Answer{Failed: true})
 	c.Advance(20 * time.Second) // a quiet step, then the current one
 	s := r.Summary()
 	if s.Steps != 4 || !s.Start.Equal(t0) || s.StepMS != 10000 || s.SpanMS != 60000 {
@@ -54,6 +54,10 @@ func TestSourcesPerStep(t *testing.T) {
 	}
 	if !slices.Equal(s.Queries, []int{100, 1, 0, 0}) {
 		t.Fatalf("queries %v", s.Queries)
+	}
+	// What the callers got, per step (issue 30 item 6: the user impact).
+	if !slices.Equal(s.Partial, []int{100, 0, 0, 0}) || !slices.Equal(s.Degraded, []int{50, 0, 0, 0}) || !slices.Equal(s.Failed, []int{0, 1, 0, 0}) {
+		t.Fatalf("partial %v degraded %v failed %v", s.Partial, s.Degraded, s.Failed)
 	}
 	if len(s.Sources) != 2 || s.Sources[0].Name != "graph" || s.Sources[1].Name != "vector" {
 		t.Fatalf("sources %+v", s.Sources)
@@ -94,7 +98,7 @@ func TestSpanIsBounded(t *testing.T) {
 	c := &clock{t: t0}
 	r := newRecorder(c)
 	for range 12 {
-		r.ObserveQuery(map[string]retriever.SourceStatus{"vector": ok(1)})
+		r.ObserveQuery(map[string]retriever.SourceStatus{"vector": ok(1)}, retriever.Answer{Partial: true, Failed: true})
 		r.ObserveRequest(200, time.Millisecond, true)
 		r.Sample(history.GaugeLimit, "vector", 8)
 		c.Advance(10 * time.Second)
@@ -103,8 +107,9 @@ func TestSpanIsBounded(t *testing.T) {
 	if s.Steps != 6 || !s.Start.Equal(t0.Add(70*time.Second)) {
 		t.Fatalf("steps %d start %v, want 6 from %v", s.Steps, s.Start, t0.Add(70*time.Second))
 	}
-	if !slices.Equal(s.Queries, []int{1, 1, 1, 1, 1, 0}) || !slices.Equal(s.HTTP.Requests, []int{1, 1, 1, 1, 1, 0}) {
-		t.Fatalf("queries %v requests %v", s.Queries, s.HTTP.Requests)
+	if !slices.Equal(s.Queries, []int{1, 1, 1, 1, 1, 0}) || !slices.Equal(s.HTTP.Requests, []int{1, 1, 1, 1, 1, 0}) ||
+		!slices.Equal(s.Partial, s.Queries) || !slices.Equal(s.Failed, s.Queries) || !slices.Equal(s.Degraded, []int{0, 0, 0, 0, 0, 0}) {
+		t.Fatalf("queries %v requests %v partial %v failed %v degraded %v", s.Queries, s.HTTP.Requests, s.Partial, s.Failed, s.Degraded)
 	}
 	if len(s.Gauges) != 1 || s.Gauges[0].Max[5] != nil || *s.Gauges[0].Max[4] != 8 {
 		t.Fatalf("gauges %+v", s.Gauges)
@@ -190,7 +195,7 @@ func TestHistogramQuantiles(t *testing.T) {
 		samples := make([]float64, n)
 		for i := range samples {
 			samples[i] = math.Exp(rng.Float64()*14 - 4) // 0.02 ms to 22 s
-			r.ObserveQuery(map[string]retriever.SourceStatus{"vector": ok(samples[i])})
+			r.ObserveQuery(map[string]retriever.SourceStatus{"vector": ok(samples[i])}, retriever.Answer{})
 		}
 		sort.Float64s(samples)
 		exact := func(q float64) float64 { return samples[max(int(math.Ceil(q*float64(n)))-1, 0)] }
@@ -214,7 +219,7 @@ func TestConcurrentUse(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 500 {
-				r.ObserveQuery(map[string]retriever.SourceStatus{"vector": ok(float64(i)), "keyword": ok(1)})
+				r.ObserveQuery(map[string]retriever.SourceStatus{"vector": ok(float64(i)), "keyword": ok(1)}, retriever.Answer{})
 				r.ObserveRequest(200, time.Millisecond, true)
 				if i%50 == 0 {
 					r.Sample(history.GaugeInflight, "vector", float64(g))

@@ -18,8 +18,13 @@ type Summary struct {
 	Start time.Time `json:"start"`
 	Steps int       `json:"steps"`
 	// Queries counts the queries observed per step (answered or failed
-	// for lack of sources).
+	// for lack of sources); Partial, Degraded and Failed those of them
+	// whose callers got a partial or degraded answer, or none
+	// (retriever.AnswerOf: a query may be partial and degraded both).
 	Queries  []int           `json:"queries"`
+	Partial  []int           `json:"partial"`
+	Degraded []int           `json:"degraded"`
+	Failed   []int           `json:"failed"`
 	HTTP     HTTPSeries      `json:"http"`
 	Sources  []SourceSeries  `json:"sources"`
 	Breakers []BreakerSeries `json:"breakers"`
@@ -83,7 +88,7 @@ func (r *Recorder) Summary() Summary {
 	s := Summary{
 		StepMS: r.step / int64(time.Millisecond), SpanMS: r.n * r.step / int64(time.Millisecond),
 		Start: time.Unix(0, first*r.step).UTC(), Steps: steps,
-		Queries: make([]int, steps),
+		Queries: make([]int, steps), Partial: make([]int, steps), Degraded: make([]int, steps), Failed: make([]int, steps),
 		HTTP: HTTPSeries{
 			Requests: make([]int, steps), Status4xx: make([]int, steps), Status5xx: make([]int, steps), Status429: make([]int, steps),
 			QueryP50MS: make([]*float64, steps), QueryP99MS: make([]*float64, steps),
@@ -97,7 +102,7 @@ func (r *Recorder) Summary() Summary {
 		if b.idx != first+int64(i) {
 			continue // nothing recorded in this step
 		}
-		s.Queries[i] = b.queries
+		s.Queries[i], s.Partial[i], s.Degraded[i], s.Failed[i] = b.queries, b.partial, b.degraded, b.failed
 		h := b.http
 		s.HTTP.Requests[i], s.HTTP.Status4xx[i], s.HTTP.Status5xx[i], s.HTTP.Status429[i] = h.requests, h.c4xx, h.c5xx, h.c429
 		s.HTTP.QueryP50MS[i], s.HTTP.QueryP99MS[i] = num(h.query.quantile(0.5)), num(h.query.quantile(0.99))

@@ -3,6 +3,7 @@ package sourcestats_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/ragd/ragd/internal/history"
 	"github.com/ragd/ragd/internal/sourcestats"
@@ -24,7 +25,7 @@ func BenchmarkObserveParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			w.Observe("", st)
+			w.Observe("", st, retriever.Answer{})
 		}
 	})
 }
@@ -40,7 +41,7 @@ func BenchmarkSnapshotFull(b *testing.B) {
 		"graph": {Status: "ok", TookMS: 3}, "graph_expand": {Status: "ok", TookMS: 2},
 	}
 	for range sourcestats.DefaultCapacity {
-		w.Observe("", st)
+		w.Observe("", st, retriever.Answer{})
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -88,5 +89,51 @@ func BenchmarkObservedRetrieve(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// BenchmarkSnapshotQuiet is one console poll of a server that was busy and
+// went quiet: the window holds 4096 queries older than its minute. The
+// snapshot counts none of them but reads them all for each source's newest
+// failure (issue 30 item 6); before, it stopped at the first old query.
+func BenchmarkSnapshotQuiet(b *testing.B) {
+	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	w, err := sourcestats.New(sourcestats.Config{Now: func() time.Time { return now }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := map[string]retriever.SourceStatus{
+		"vector": {Status: "ok", TookMS: 1.5}, "keyword": {Status: "ok", TookMS: 0.8},
+		"graph": {Status: "timeout", TookMS: 800, Error: "deadline of 800ms exceeded"}, "graph_expand": {Status: "skipped"},
+	}
+	for range sourcestats.DefaultCapacity {
+		w.Observe("", st, retriever.Answer{Partial: true, Degraded: true})
+	}
+	now = now.Add(time.Hour)
+	b.ReportAllocs()
+	for b.Loop() {
+		w.Snapshot("")
+	}
+}
+
+// BenchmarkSnapshotQuietHealthy is BenchmarkSnapshotQuiet without a
+// failure in the window: the common case, one flag read per query.
+func BenchmarkSnapshotQuietHealthy(b *testing.B) {
+	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	w, err := sourcestats.New(sourcestats.Config{Now: func() time.Time { return now }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := map[string]retriever.SourceStatus{
+		"vector": {Status: "ok", TookMS: 1.5}, "keyword": {Status: "ok", TookMS: 0.8},
+		"graph": {Status: "ok", TookMS: 3}, "graph_expand": {Status: "skipped"},
+	}
+	for range sourcestats.DefaultCapacity {
+		w.Observe("", st, retriever.Answer{})
+	}
+	now = now.Add(time.Hour)
+	b.ReportAllocs()
+	for b.Loop() {
+		w.Snapshot("")
 	}
 }

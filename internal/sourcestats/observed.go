@@ -14,10 +14,10 @@ type Retriever interface {
 	Retrieve(ctx context.Context, q retriever.Query) (*retriever.Result, error)
 }
 
-// Observed feeds every query's per-source statuses into Window and, when
-// set, History: those of the Result, or of the
-// *retriever.NotEnoughSourcesError when too few sources answered. Invalid
-// and cancelled queries are not recorded.
+// Observed feeds every query's per-source statuses and what its caller got
+// (retriever.AnswerOf) into Window and, when set, History: those of the
+// Result, or of the *retriever.NotEnoughSourcesError when too few sources
+// answered. Invalid and cancelled queries are not recorded.
 type Observed struct {
 	Retriever
 	Window  *Window
@@ -30,16 +30,16 @@ func (o Observed) Retrieve(ctx context.Context, q retriever.Query) (*retriever.R
 	var ne *retriever.NotEnoughSourcesError
 	switch {
 	case res != nil:
-		o.observe(q.Tenant, res.Sources)
+		o.observe(q.Tenant, res.Sources, retriever.AnswerOf(res, err))
 	case errors.As(err, &ne):
-		o.observe(q.Tenant, ne.Sources)
+		o.observe(q.Tenant, ne.Sources, retriever.AnswerOf(res, err))
 	}
 	return res, err
 }
 
-func (o Observed) observe(tenant string, sources map[string]retriever.SourceStatus) {
-	o.Window.Observe(tenant, sources)
+func (o Observed) observe(tenant string, sources map[string]retriever.SourceStatus, a retriever.Answer) {
+	o.Window.Observe(tenant, sources, a)
 	if o.History != nil {
-		o.History.ObserveQuery(sources)
+		o.History.ObserveQuery(sources, a)
 	}
 }

@@ -1,12 +1,15 @@
-// Package sourcestats keeps what the operator console shows per source
-// beside its breaker: call latency (p50 and p99) over the last minute and
-// the share of recent queries the source answered, computed from the
-// per-source statuses of recent query results. It also turns bursts of
+// Package sourcestats keeps what the operator console shows of the last
+// minute: how many answers were partial, degraded or failed (the user
+// impact), and per source beside its breaker the call latency (p50 and
+// p99), the share of recent queries the source answered and its newest
+// failure, computed from the outcomes of recent queries. It also turns bursts of
 // timed-out or shed calls into timeline events (timed out on an operator's
 // deadline: a query's own shorter deadline is caller_deadline, no burst).
 //
-// Only source names, statuses, durations and the query's tenant are kept —
-// never query text or documents — and at most Config.Capacity queries.
+// Only source names, statuses, the retriever's operator-safe reasons
+// (retriever.SourceStatus.Error: never query text), durations and the
+// query's tenant are kept — never query text or documents — and at most
+// Config.Capacity queries.
 package sourcestats
 
 import (
@@ -14,6 +17,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,6 +84,8 @@ type Window struct {
 type query struct {
 	at      time.Time
 	tenant  string
+	answer  retriever.Answer
+	failed  bool // some outcome failed: a scan for failures reads it, not the outcomes
 	sources []outcome
 }
 
@@ -87,6 +93,8 @@ type outcome struct {
 	name   string
 	status retriever.Status
 	tookMS float64
+	failed bool   // see failed
+	reason string // retriever.SourceStatus.Error, of failures only
 }
 
 // New validates cfg and returns an empty window.
@@ -116,16 +124,21 @@ func New(cfg Config) (*Window, error) {
 }
 
 // Observe records one query's per-source statuses (a Result's Sources, or
-// a NotEnoughSourcesError's).
-func (w *Window) Observe(tenant string, sources map[string]retriever.SourceStatus) {
+// a NotEnoughSourcesError's) and what its caller got.
+func (w *Window) Observe(tenant string, sources map[string]retriever.SourceStatus, a retriever.Answer) {
 	var evs []events.Event
 	w.mu.Lock()
 	now := w.cfg.Now()
 	w.n++
 	q := &w.ring[(w.n-1)%uint64(len(w.ring))]
-	q.at, q.tenant, q.sources = now, tenant, q.sources[:0]
+	q.at, q.tenant, q.answer, q.failed, q.sources = now, tenant, a, false, q.sources[:0]
 	for name, st := range sources {
-		q.sources = append(q.sources, outcome{name: name, status: st.Status, tookMS: st.TookMS})
+		o := outcome{name: name, status: st.Status, tookMS: st.TookMS, failed: failed(st)}
+		if o.failed {
+			o.reason = st.Error
+			q.failed = true
+		}
+		q.sources = append(q.sources, o)
 		if slices.Contains(w.cfg.BurstStatuses, st.Status) {
 			if e, ok := w.burstCall(name, st.Status, now); ok {
 				evs = append(evs, e)
@@ -143,8 +156,37 @@ type Snapshot struct {
 	SpanMS int64 `json:"span_ms"`
 	// Queries is the number of queries in the window.
 	Queries int `json:"queries"`
+	// Answers is what the callers of those queries got.
+	Answers Answers `json:"answers"`
 	// Sources has one entry per source seen in the window, by name.
 	Sources []Source `json:"sources"`
+	// Failures has, per source, its newest failed call among every query
+	// the window remembers (older than Span too), by source name.
+	Failures []Failure `json:"failures"`
+}
+
+// Answers counts the window's queries by what their callers got
+// (retriever.AnswerOf); a query may be both partial and degraded. The
+// shares are over Snapshot.Queries, zero without queries.
+type Answers struct {
+	Partial       int     `json:"partial"`
+	Degraded      int     `json:"degraded"`
+	Failed        int     `json:"failed"`
+	PartialShare  float64 `json:"partial_share"`
+	DegradedShare float64 `json:"degraded_share"`
+	FailedShare   float64 `json:"failed_share"`
+}
+
+// Failure is a source's newest failed call: an error, a timeout of the
+// operator's deadline, or a shed call (see failed).
+type Failure struct {
+	Source string           `json:"source"`
+	Status retriever.Status `json:"status"`
+	// Error is the retriever's reason ("backend unavailable", "deadline
+	// of 400ms exceeded", …): a fixed vocabulary and the operator's
+	// numbers, never query text or a backend's own message.
+	Error string    `json:"error"`
+	At    time.Time `json:"at"`
 }
 
 // Source is one source's summary.
@@ -166,7 +208,8 @@ type Source struct {
 }
 
 // Snapshot summarises the queries of the last Span; with a non-empty
-// tenant, only that tenant's queries. It also ends bursts that went quiet.
+// tenant, only that tenant's queries (and failures). It also ends bursts
+// that went quiet.
 func (w *Window) Snapshot(tenant string) Snapshot {
 	type acc struct {
 		src  Source
@@ -175,18 +218,35 @@ func (w *Window) Snapshot(tenant string) Snapshot {
 	w.mu.Lock()
 	now := w.cfg.Now()
 	evs := w.endBursts(now)
-	snap := Snapshot{SpanMS: w.cfg.Span.Milliseconds(), Sources: []Source{}}
+	snap := Snapshot{SpanMS: w.cfg.Span.Milliseconds(), Sources: []Source{}, Failures: []Failure{}}
 	var by []*acc // a handful of sources: a slice beats a map here
 	size := uint64(len(w.ring))
+	inSpan := true
 	for i := uint64(0); i < min(w.n, size); i++ {
 		q := &w.ring[(w.n-1-i)%size]
-		if now.Sub(q.at) > w.cfg.Span {
-			break // older entries are older still
-		}
 		if tenant != "" && q.tenant != tenant {
 			continue
 		}
+		// Newest first: the first failure of a source met is its newest.
+		for j := 0; q.failed && j < len(q.sources); j++ {
+			o := &q.sources[j]
+			if o.failed && !slices.ContainsFunc(snap.Failures, func(f Failure) bool { return f.Source == o.name }) {
+				snap.Failures = append(snap.Failures, Failure{Source: o.name, Status: o.status, Error: o.reason, At: q.at})
+			}
+		}
+		if inSpan = inSpan && now.Sub(q.at) <= w.cfg.Span; !inSpan {
+			continue // older entries are older still: failures only
+		}
 		snap.Queries++
+		if q.answer.Partial {
+			snap.Answers.Partial++
+		}
+		if q.answer.Degraded {
+			snap.Answers.Degraded++
+		}
+		if q.answer.Failed {
+			snap.Answers.Failed++
+		}
 		for _, o := range q.sources {
 			i := slices.IndexFunc(by, func(a *acc) bool { return a.src.Name == o.name })
 			if i < 0 {
@@ -205,7 +265,11 @@ func (w *Window) Snapshot(tenant string) Snapshot {
 	}
 	w.mu.Unlock()
 	w.publish(evs)
-
+	if n := float64(snap.Queries); n > 0 {
+		a := &snap.Answers
+		a.PartialShare, a.DegradedShare, a.FailedShare = float64(a.Partial)/n, float64(a.Degraded)/n, float64(a.Failed)/n
+	}
+	slices.SortFunc(snap.Failures, func(a, b Failure) int { return strings.Compare(a.Source, b.Source) })
 	for _, a := range by {
 		s := a.src
 		s.Share = float64(s.Answered) / float64(snap.Queries)
@@ -235,6 +299,21 @@ func (w *Window) Snapshot(tenant string) Snapshot {
 // word in them would set the console's p50 and p99.
 func timed(status retriever.Status) bool {
 	return status != retriever.StatusCallerDeadline && status != retriever.StatusSkipped
+}
+
+// failed reports whether a source's outcome is a failure the console
+// shows as the source's newest: an error other than the caller's own doing
+// (an invalid query, a cancelled request), a timeout of the operator's
+// deadline, or a shed call. circuit_open is the breaker's consequence,
+// caller_deadline the query's choice: neither.
+func failed(st retriever.SourceStatus) bool {
+	switch st.Status {
+	case retriever.StatusTimeout, retriever.StatusShed:
+		return true
+	case retriever.StatusError:
+		return st.Error != retriever.ReasonInvalidQuery && st.Error != retriever.ReasonCanceled
+	}
+	return false
 }
 
 // percentile is the nearest-rank percentile of sorted samples.

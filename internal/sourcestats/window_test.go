@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ragd/ragd/internal/events"
+	"github.com/ragd/ragd/internal/history"
 	"github.com/ragd/ragd/internal/sourcestats"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
@@ -72,7 +73,7 @@ func TestSnapshotShareAndPercentiles(t *testing.T) {
 			g = statuses("graph", "circuit_open", 0.0)
 		}
 		g["vector"] = retriever.SourceStatus{Status: retriever.StatusOK, TookMS: float64(i)}
-		w.Observe("", g)
+		w.Observe("", g, retriever.Answer{})
 	}
 	s := w.Snapshot("")
 	if s.Queries != 100 || s.SpanMS != 60000 || len(s.Sources) != 2 || s.Sources[0].Name != "graph" {
@@ -92,14 +93,14 @@ func TestSnapshotForgetsOldAndBoundsMemory(t *testing.T) {
 	clk := newClock()
 	w := mustWindow(t, sourcestats.Config{Now: clk.Now, Capacity: 10, Span: time.Minute})
 	for i := 0; i < 25; i++ {
-		w.Observe("", statuses("keyword", "ok", 1.0))
+		w.Observe("", statuses("keyword", "ok", 1.0), retriever.Answer{})
 	}
 	if s := w.Snapshot(""); s.Queries != 10 {
 		t.Fatalf("capacity 10: %d queries in the window", s.Queries)
 	}
 	clk.Advance(30 * time.Second)
 	for i := 0; i < 4; i++ {
-		w.Observe("", statuses("keyword", "timeout", 800.0))
+		w.Observe("", statuses("keyword", "timeout", 800.0), retriever.Answer{})
 	}
 	clk.Advance(31 * time.Second) // the first 10 are now older than a minute
 	s := w.Snapshot("")
@@ -115,9 +116,9 @@ func TestSnapshotForgetsOldAndBoundsMemory(t *testing.T) {
 
 func TestSnapshotByTenant(t *testing.T) {
 	w := mustWindow(t, sourcestats.Config{Now: newClock().Now})
-	w.Observe("acme", statuses("vector", "ok", 3.0))
-	w.Observe("acme", statuses("vector", "error", 4.0))
-	w.Observe("globex", statuses("vector", "ok", 500.0, "graph", "ok", 1.0))
+	w.Observe("acme", statuses("vector", "ok", 3.0), retriever.Answer{})
+	w.Observe("acme", statuses("vector", "error", 4.0), retriever.Answer{})
+	w.Observe("globex", statuses("vector", "ok", 500.0, "graph", "ok", 1.0), retriever.Answer{})
 	a := w.Snapshot("acme")
 	if a.Queries != 2 || len(a.Sources) != 1 {
 		t.Fatalf("acme: %+v", a)
@@ -159,7 +160,7 @@ func TestBursts(t *testing.T) {
 
 	// Spread-out timeouts are no burst.
 	for i := 0; i < 3; i++ {
-		w.Observe("", statuses("graph", "timeout", 800.0))
+		w.Observe("", statuses("graph", "timeout", 800.0), retriever.Answer{})
 		clk.Advance(6 * time.Second)
 	}
 	if evs := rec.take(); len(evs) != 0 {
@@ -169,7 +170,7 @@ func TestBursts(t *testing.T) {
 
 	// Three sheds within 10 s start a burst; more sheds extend it.
 	for i := 0; i < 7; i++ {
-		w.Observe("", statuses("graph", "shed", 0.0, "vector", "ok", 1.0))
+		w.Observe("", statuses("graph", "shed", 0.0, "vector", "ok", 1.0), retriever.Answer{})
 		clk.Advance(time.Second)
 	}
 	evs := rec.take()
@@ -192,7 +193,7 @@ func TestBursts(t *testing.T) {
 	}
 	// Ok statuses never burst.
 	for i := 0; i < 10; i++ {
-		w.Observe("", statuses("vector", "ok", 1.0))
+		w.Observe("", statuses("vector", "ok", 1.0), retriever.Answer{})
 	}
 	if evs := rec.take(); len(evs) != 0 {
 		t.Fatalf("ok calls made events: %+v", evs)
@@ -236,6 +237,20 @@ func TestObserved(t *testing.T) {
 	s := w.Snapshot("acme")
 	if v := source(t, s, "vector"); s.Queries != 2 || v.Answered != 1 || v.Statuses["circuit_open"] != 1 {
 		t.Fatalf("observed: %+v %+v", s, v)
+	}
+	// What the callers got reaches the window and the history alike.
+	h := history.New(history.Config{})
+	partial := sourcestats.Observed{Retriever: fakeRetriever{res: &retriever.Result{Partial: true, Sources: statuses("vector", "ok", 1.0)}}, Window: w, History: h}
+	if _, err := partial.Retrieve(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	failing.History = h
+	_, _ = failing.Retrieve(ctx, q)
+	if a := w.Snapshot("acme").Answers; a.Partial != 1 || a.Failed != 2 {
+		t.Errorf("window answers %+v, want 1 partial and 2 failed", a)
+	}
+	if hs := h.Summary(); hs.Partial[len(hs.Partial)-1] != 1 || hs.Failed[len(hs.Failed)-1] != 1 {
+		t.Errorf("history partial %v failed %v", hs.Partial, hs.Failed)
 	}
 }
 
@@ -292,5 +307,80 @@ func TestCallerDeadlinesMakeNoBurst(t *testing.T) {
 	evs := rec.take()
 	if len(evs) != 1 || evs[0].Source != spi.SourceKeyword || evs[0].Burst == nil || evs[0].Burst.Status != string(retriever.StatusTimeout) {
 		t.Fatalf("three timeouts of the operator's deadline: events %+v, want one timeout burst", evs)
+	}
+}
+
+// TestAnswersAndFailures is issue 30 item 6: the window counts what the
+// callers of the last minute got (partial, degraded, failed, with shares)
+// and keeps each source's newest failure — its status and the retriever's
+// reason, so a hang (timeout) reads unlike an error storm — older than the
+// span too; a tenant sees its own queries' answers and failures only, and
+// the caller's own doing (an invalid query, a cancelled call, its own
+// deadline, a breaker already open) is no failure of the source.
+func TestAnswersAndFailures(t *testing.T) {
+	c := newClock()
+	w := mustWindow(t, sourcestats.Config{Now: c.Now})
+	fail := func(status, reason string) retriever.SourceStatus {
+		return retriever.SourceStatus{Status: retriever.Status(status), Error: reason}
+	}
+	w.Observe("globex", map[string]retriever.SourceStatus{"graph": fail("error", "backend unavailable")}, retriever.Answer{Partial: true, Degraded: true})
+	c.Advance(2 * time.Minute) // out of the span: counted no more, its failure still newest
+	w.Observe("acme", map[string]retriever.SourceStatus{"vector": fail("timeout", "deadline of 1000ms exceeded"), "keyword": fail("error", "backend unavailable")},
+		retriever.Answer{Partial: true, Degraded: true})
+	c.Advance(time.Second)
+	w.Observe("acme", map[string]retriever.SourceStatus{"vector": fail("error", retriever.ReasonInvalidQuery), "keyword": fail("circuit_open", "circuit open")},
+		retriever.Answer{Failed: true})
+	w.Observe("acme", map[string]retriever.SourceStatus{"vector": fail("error", retriever.ReasonCanceled), "keyword": fail("caller_deadline", "the query's own deadline of 5ms exceeded")},
+		retriever.Answer{})
+	w.Observe("globex", statuses("vector", "ok", 1.0, "keyword", "ok", 1.0), retriever.Answer{})
+
+	all := w.Snapshot("")
+	if a := all.Answers; all.Queries != 4 || a.Partial != 1 || a.Degraded != 1 || a.Failed != 1 || a.PartialShare != 0.25 || a.FailedShare != 0.25 {
+		t.Fatalf("answers of every tenant: %d queries, %+v", all.Queries, a)
+	}
+	want := []sourcestats.Failure{
+		{Source: "graph", Status: "error", Error: "backend unavailable", At: c.Now().Add(-time.Second - 2*time.Minute)},
+		{Source: "keyword", Status: "error", Error: "backend unavailable", At: c.Now().Add(-time.Second)},
+		{Source: "vector", Status: "timeout", Error: "deadline of 1000ms exceeded", At: c.Now().Add(-time.Second)},
+	}
+	if len(all.Failures) != len(want) {
+		t.Fatalf("failures %+v, want %+v", all.Failures, want)
+	}
+	for i := range want {
+		if f := all.Failures[i]; f.Source != want[i].Source || f.Status != want[i].Status || f.Error != want[i].Error || !f.At.Equal(want[i].At) {
+			t.Errorf("failure %d: %+v, want %+v", i, f, want[i])
+		}
+	}
+	acme := w.Snapshot("acme")
+	if acme.Queries != 3 || acme.Answers.Partial != 1 || len(acme.Failures) != 2 || acme.Failures[0].Source != "keyword" {
+		t.Errorf("acme sees %d queries, %+v, failures %+v: want its own only", acme.Queries, acme.Answers, acme.Failures)
+	}
+	if g := w.Snapshot("globex"); g.Queries != 1 || g.Answers != (sourcestats.Answers{}) || len(g.Failures) != 1 || g.Failures[0].Source != "graph" {
+		t.Errorf("globex sees %d queries, %+v, failures %+v", g.Queries, g.Answers, g.Failures)
+	}
+	if none := w.Snapshot("initech"); none.Failures == nil || len(none.Failures) != 0 || none.Answers.PartialShare != 0 {
+		t.Errorf("a tenant without queries: %+v", none)
+	}
+}
+
+// TestAnswerOf: the one classification of what a caller got.
+func TestAnswerOf(t *testing.T) {
+	caller := &retriever.NotEnoughSourcesError{Required: 1, Sources: statuses("vector", "caller_deadline", 5.0)}
+	sick := &retriever.NotEnoughSourcesError{Required: 1, Sources: statuses("vector", "timeout", 1000.0)}
+	for _, c := range []struct {
+		res  *retriever.Result
+		err  error
+		want retriever.Answer
+	}{
+		{&retriever.Result{}, nil, retriever.Answer{}},
+		{&retriever.Result{Partial: true}, nil, retriever.Answer{Partial: true}},
+		{&retriever.Result{Partial: true, Degraded: true}, nil, retriever.Answer{Partial: true, Degraded: true}},
+		{nil, sick, retriever.Answer{Failed: true}},
+		{nil, caller, retriever.Answer{}},
+		{nil, errors.New("invalid"), retriever.Answer{}},
+	} {
+		if got := retriever.AnswerOf(c.res, c.err); got != c.want {
+			t.Errorf("AnswerOf(%+v, %v) = %+v, want %+v", c.res, c.err, got, c.want)
+		}
 	}
 }

@@ -13,6 +13,9 @@
   const QUERY_SOURCES = ["vector", "keyword", "graph", "graph_expand"];
   const MAX_EVENTS = 300;
   const WARN_SHARE = 0.8; // p99 at this share of the timeout: warn
+  const TITLE = "ragd console";
+  // Card order by severity: what needs the operator first.
+  const SEVERITY = { open: 0, down: 0, half_open: 1, degraded: 1, held: 2, warn: 3, closed: 4, up: 4, unknown: 4, disabled: 5 };
 
   let apiKey = ""; // never written to storage or a cookie
   let authOff = false; // a request without a key succeeded
@@ -26,6 +29,9 @@
   let history = null;
   let historyDenied = false;
   let messageTimer = 0;
+  let queryGen = 0; // of playground answers: a cleared one is not shown
+  let impact = null; // the last poll's answers ({queries, answers})
+  let timeline = []; // the events shown, oldest first: {seq, at, kind, source, to, text}
   const cards = new Map(); // source name -> card elements
   const retryAt = new Map(); // breaker name -> epoch ms it admits a trial
 
@@ -72,6 +78,9 @@
   const fmtStamp = (d) => fmtDate(d) + " " + fmtClock(d) + " " + zone(d);
   const fmtMS = (ms) => (ms === undefined || ms === null ? "–" : ms < 10 ? ms.toFixed(2) + " ms" : Math.round(ms) + " ms");
   const fmtPct = (x) => Math.round(x * 100) + "%";
+  // fmtShare never rounds a share that is not zero down to 0%.
+  const fmtShare = (x) => (x > 0 && x < 0.005 ? "<1%" : fmtPct(x));
+  const fmtHM = (d) => pad(d.getHours()) + ":" + pad(d.getMinutes());
   const fmtSecs = (ms) => Math.max(0, Math.ceil(ms / 1000)) + " s";
   function fmtDur(ms) {
     let s = Math.round(ms / 1000);
@@ -141,7 +150,7 @@
     ev.preventDefault();
     const typed = $("api-key").value.trim();
     if (typed) {
-      if (typed !== apiKey) { server = null; clearState(""); }
+      if (typed !== apiKey) { server = null; clearState(""); clearQuery(); }
       apiKey = typed; // an empty field keeps the key in use
     }
     $("api-key").value = "";
@@ -154,9 +163,25 @@
     server = null;
     $("api-key").value = "";
     clearState("");
+    clearQuery();
     setKeyStatus();
     refresh();
   });
+
+  // clearQuery forgets the playground's answer: it was read with a key
+  // that is no longer in use (an answer still on its way is dropped too).
+  function clearQuery() {
+    queryGen++;
+    $("query-result").hidden = true;
+    $("hits").replaceChildren();
+    $("query-sources").tBodies[0].replaceChildren();
+    $("query-fusion").textContent = "";
+    $("q-raw").textContent = "";
+    $("q-curl").value = "";
+    $("query-status").textContent = "";
+    $("query-status").className = "";
+    $("run-query").disabled = false;
+  }
 
   // clearState forgets everything shown about the server: a new instance,
   // or a key that may not see it, must not be shown another's figures.
@@ -175,6 +200,9 @@
     $("server-line").textContent = "";
     $("faults").hidden = true;
     $("overall").textContent = "";
+    timeline = [];
+    impact = null;
+    renderImpact();
     historyDenied = false;
     lastOK = 0;
     markStale();
@@ -208,12 +236,13 @@
       delete document.body.dataset.stale;
       banner.hidden = true;
     }
+    signalTrouble();
   }
 
   // ---- cards -------------------------------------------------------------------------
 
+  const rank = (n) => (ORDER.includes(n) ? ORDER.indexOf(n) : ORDER.length);
   function sortNames(names) {
-    const rank = (n) => (ORDER.includes(n) ? ORDER.indexOf(n) : ORDER.length);
     return [...names].sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
   }
 
@@ -236,6 +265,8 @@
     c.breaker = row(dl, "Breaker");
     c.guard = row(dl, "Guarded by");
     c.health = row(dl, "Health");
+    c.lastFailure = row(dl, "Last failure");
+    c.lastFailure.classList.add("last-failure");
     c.failures = row(dl, "Failures");
     c.trips = row(dl, "Trips");
     c.retry = row(dl, "Retry in");
@@ -289,6 +320,7 @@
 
   function renderCards(breakerList, health, stats) {
     const snaps = new Map(breakerList.map((b) => [b.name, b]));
+    const failures = new Map((stats.failures || []).map((f) => [f.source, f]));
     const comps = health.components || {};
     const src = new Map((stats.sources || []).map((s) => [s.name, s]));
     const infos = new Map(((server && server.sources) || []).map((s) => [s.name, s]));
@@ -299,11 +331,9 @@
     for (const n of Object.keys(comps)) if (!n.startsWith("breaker:")) names.add(n);
     for (const [n, guard] of Object.entries(GUARDED_BY)) if (names.has(guard)) names.add(n);
 
-    const container = $("cards");
     const now = Date.now();
     for (const name of sortNames(names)) {
       const c = cards.get(name) || makeCard(name);
-      container.append(c.root); // moves it into order; focus is kept
       const b = snaps.get(name);
       const comp = comps[name];
       const s = src.get(name);
@@ -323,11 +353,12 @@
       show(c.breaker, br && (state === "disabled" || br !== b || held) ? human(br.state) + (br.since ? " since " + fmtClock(new Date(br.since)) : "") : null);
       show(c.guard, guardName ? "the " + guardName + " breaker" : null);
       c.hold.hidden = !held;
-      if (held) {
-        c.hold.textContent = "Held open for maintenance by " + held.by + " since " + fmtStamp(new Date(held.since)) +
-          (held.reason ? ": " + held.reason : " (no reason given)") + ". Force close releases it.";
-      }
+      if (held) c.hold.textContent = holdText(held, now);
       show(c.health, comp ? comp.status + (comp.detail ? " — " + comp.detail : "") : null);
+      // The newest failed call, with the retriever's reason: a hang (a
+      // timeout) reads unlike an error storm.
+      const f = failures.get(name);
+      show(c.lastFailure, f ? f.status + ": " + f.error + " · " + fmtClock(new Date(f.at)) + " (" + fmtDur(now - Date.parse(f.at)) + " ago)" : null);
       if (b) {
         const f = b.failure_count, th = b.failure_threshold;
         show(c.failures, gauge(f + " of " + th + " to trip", f, th, f >= th ? "bad" : f > 0 ? "warn" : "ok"));
@@ -350,10 +381,17 @@
       if (info && info.timeout_ms > 0 && p99 !== null && p99 !== undefined) {
         const share = p99 / info.timeout_ms;
         show(c.timeout, gauge(fmtMS(p99) + " of " + info.timeout_ms + " ms", p99, info.timeout_ms, share >= 1 ? "bad" : share >= WARN_SHARE ? "warn" : "ok"));
-        if (share >= WARN_SHARE) warn = "p99 " + fmtMS(p99) + " is " + fmtPct(share) + " of the " + info.timeout_ms + " ms timeout: calls are about to time out.";
+        // A warning of what is about to happen: once the breaker is not
+        // closed it has happened, and the card says so itself.
+        if (share >= WARN_SHARE && (!br || br.state === "closed") && state !== "disabled") {
+          warn = "p99 " + fmtMS(p99) + " is " + fmtPct(share) + " of the " + info.timeout_ms + " ms timeout: calls are about to time out.";
+        }
       } else show(c.timeout, info && info.timeout_ms > 0 ? "timeout " + info.timeout_ms + " ms, no calls" : null);
       c.warning.hidden = !warn;
       c.warning.textContent = warn ? "⚠ " + warn : "";
+      c.severity = SEVERITY[state] ?? SEVERITY.unknown;
+      if (warn && c.severity > SEVERITY.warn) c.severity = SEVERITY.warn;
+      c.trouble = c.severity <= SEVERITY.held ? name + " " + human(state) : warn ? name + " near its timeout" : "";
       show(c.latency, s && s.calls ? fmtMS(s.p50_ms) + " / " + fmtMS(s.p99_ms) : "no calls");
       show(c.share, s ? fmtPct(s.share) + " of " + stats.queries + " queries" : "no queries");
       show(c.statuses, s ? Object.entries(s.statuses).sort().map(([k, v]) => human(k) + " " + v).join(", ") : null);
@@ -374,8 +412,81 @@
       }
     }
     for (const [name, c] of cards) if (!names.has(name)) { c.root.remove(); cards.delete(name); }
+    orderCards();
     tick();
     setKeyStatus();
+    signalTrouble();
+  }
+
+  // holdText describes a hold. A key bound to a tenant is not told who
+  // placed it or why (the API leaves both out): the page says so rather
+  // than print an empty name and "no reason given".
+  function holdText(held, now) {
+    const since = fmtStamp(new Date(held.since)), lasted = fmtDur(now - Date.parse(held.since));
+    if (server && server.key && server.key.tenant) {
+      return "Held open for maintenance since " + since + " (" + lasted + " so far): queries leave it out until an operator releases it. " +
+        "Who placed the hold and why are not shown to keys bound to a tenant.";
+    }
+    return "Held open for maintenance" + (held.by ? " by " + held.by : "") + " since " + since +
+      (held.reason ? ": " + held.reason : " (no reason given)") + ". Held " + lasted + " so far; force close releases it.";
+  }
+
+  // orderCards puts the cards in order of severity, then in the usual
+  // order; it moves nothing when the order stands, and gives focus back
+  // to a control a move took it from.
+  function orderCards() {
+    const container = $("cards");
+    const want = [...cards.entries()].sort(([a, ca], [b, cb]) => ca.severity - cb.severity || rank(a) - rank(b) || a.localeCompare(b)).map(([, c]) => c.root);
+    const have = [...container.children];
+    if (want.length === have.length && want.every((r, i) => r === have[i])) return;
+    const focused = container.contains(document.activeElement) ? document.activeElement : null;
+    container.append(...want);
+    if (focused && document.activeElement !== focused) focused.focus();
+  }
+
+  // signalTrouble names what is wrong in the tab's title and colours its
+  // icon, so a console in a background tab still tells: ✖ for a source
+  // out of queries, failed answers or a server not answering, ⚠ for a
+  // source half-open, degraded, held or near its timeout, and partial
+  // answers.
+  function signalTrouble() {
+    const bad = [], warn = [];
+    for (const c of [...cards.values()].sort((a, b) => a.severity - b.severity)) {
+      if (!c.trouble) continue;
+      (c.severity === SEVERITY.open ? bad : warn).push(c.trouble);
+    }
+    const a = impact && impact.queries ? impact.answers : null;
+    if (a && a.failed) bad.push(fmtShare(a.failed_share) + " of queries failed");
+    else if (a && (a.partial || a.degraded)) warn.push(fmtShare(Math.max(a.partial_share, a.degraded_share)) + " of answers partial");
+    if (document.body.dataset.stale) bad.unshift("not live");
+    const all = [...bad, ...warn];
+    const level = bad.length ? "bad" : warn.length ? "warn" : "ok";
+    const list = all.slice(0, 3).join(", ") + (all.length > 3 ? " +" + (all.length - 3) : "");
+    document.title = level === "ok" ? TITLE : (level === "bad" ? "✖ " : "⚠ ") + list + " — " + TITLE;
+    const icon = level === "ok" ? "favicon.svg" : "favicon-" + level + ".svg";
+    if ($("favicon").getAttribute("href") !== icon) $("favicon").setAttribute("href", icon);
+  }
+
+  // renderImpact is the first line of the page: what the last minute's
+  // queries gave their callers (a tenant key: its tenant's queries).
+  function renderImpact() {
+    const p = $("impact");
+    if (!impact) {
+      p.textContent = "";
+      p.dataset.level = "idle";
+      return;
+    }
+    const who = server && server.key && server.key.tenant ? "Tenant " + server.key.tenant + "'s queries" : "Queries";
+    const n = impact.queries, a = impact.answers || {};
+    if (!n) {
+      p.textContent = who + ", last minute: none.";
+      p.dataset.level = "idle";
+      return;
+    }
+    p.textContent = who + ", last minute: " + n + (n === 1 ? " query" : " queries") + " · " + fmtShare(a.partial_share) + " partial · " +
+      fmtShare(a.degraded_share) + " degraded · " + fmtShare(a.failed_share) + " failed (no answer)";
+    p.title = a.partial + " partial, " + a.degraded + " degraded, " + a.failed + " failed of " + n + " (a query may be partial and degraded both)";
+    p.dataset.level = a.failed ? "bad" : a.partial || a.degraded ? "warn" : "ok";
   }
 
   // tick updates the retry countdowns once a second between polls, and
@@ -400,9 +511,11 @@
 
   // ---- actions -----------------------------------------------------------------------
 
+  // Every action takes an optional reason, recorded with it (the API
+  // refuses control and invisible characters, as in a hold's).
   const ACTIONS = {
     "force-open": { title: "Force open", text: (n) => "Take " + n + " out of every query now. It stays open for its cooldown, then a trial call may close it again. Queries answer from the other sources meanwhile.", ok: "Force open" },
-    hold: { title: "Hold for maintenance", text: (n) => "Keep " + n + " open until someone force-closes it: no cooldown, no trial call, no probe. Everyone sees your key's name, the time and the reason.", ok: "Hold open", reason: true },
+    hold: { title: "Hold for maintenance", text: (n) => "Keep " + n + " open until someone force-closes it: no cooldown, no trial call, no probe. Operators see your key's name, the time and the reason; keys bound to a tenant see that it is held, and since when.", ok: "Hold open", focusReason: true },
     "force-close": { title: "Force close", text: (n) => "Put " + n + " back into queries now, ending any hold or cooldown. If it still fails, it trips again after its failure threshold.", ok: "Force close" },
   };
 
@@ -414,13 +527,12 @@
     $("confirm-h").textContent = a.title + ": " + name;
     $("confirm-text").textContent = a.text(name);
     $("confirm-ok").textContent = a.ok;
-    $("confirm-reason-field").hidden = !a.reason;
     $("confirm-reason").value = "";
     return new Promise((resolve) => {
       d.addEventListener("close", () => resolve(d.returnValue === "ok" ? $("confirm-reason").value.trim() : null), { once: true });
       d.returnValue = "";
       d.showModal();
-      (a.reason ? $("confirm-reason") : $("confirm-cancel")).focus();
+      (a.focusReason ? $("confirm-reason") : $("confirm-cancel")).focus();
     });
   }
 
@@ -438,7 +550,7 @@
     if (reason === null) return;
     message((ACTIONS[action].title) + ": " + name + "…");
     try {
-      const body = action === "hold" && reason ? { reason } : undefined;
+      const body = reason ? { reason } : undefined;
       const r = await request("POST", "/v1/status/breakers/" + encodeURIComponent(name) + "/" + action, body);
       if (r.status !== 200) {
         message("Could not " + ACTIONS[action].title.toLowerCase() + " " + name + ": " + errorText(r), true);
@@ -458,19 +570,29 @@
   function describe(e) {
     if (e.kind === "breaker" && e.breaker) {
       const b = e.breaker;
+      if (b.reason === "held" && b.restored) {
+        // Not a trip: the hold placed before a restart, kept.
+        const since = Date.parse(b.held_since);
+        return "hold" + (b.by ? " of " + b.by : "") + " restored after the restart: held open for maintenance since " +
+          fmtStamp(new Date(since)) + " (" + fmtDur(Date.parse(e.at) - since) + " so far)" + (b.note ? ": " + b.note : "");
+      }
       if (b.reason === "held") {
-        return "held open for maintenance by " + (b.by || "someone") + (b.note ? ": " + b.note : "") +
+        return "held open for maintenance" + (b.by ? " by " + b.by : "") + (b.note ? ": " + b.note : "") +
           (b.from !== "open" ? " (" + human(b.from) + " → open, trip #" + b.opened_total + ")" : " (was open " + fmtDur(b.lasted_ms) + ")");
       }
-      let s = human(b.from) + " → " + human(b.to) + " (" + human(b.reason);
-      if (b.by) s += " by " + b.by;
-      if (b.released_hold_of) s += ", released the hold of " + b.released_hold_of;
-      if (b.failures && b.to === "open") s += ", " + b.failures + " failures";
-      if (b.to === "open") s += ", trip #" + b.opened_total;
-      if (b.from !== "closed" && b.lasted_ms !== undefined) s += "; was " + human(b.from) + " " + fmtDur(b.lasted_ms);
-      if (b.to === "closed" && b.outage_ms) s += "; outage " + fmtDur(b.outage_ms);
-      if (b.open_for_ms) s += "; cooldown " + fmtDur(b.open_for_ms);
-      return s + ")";
+      // The operator's words, then the figures: "(forced by ops: reindex;
+      // trip #2; cooldown 30 s)".
+      let s = human(b.reason) + (b.by ? " by " + b.by : "") + (b.note ? ": " + b.note : "");
+      const what = [], figures = [];
+      if (b.released_hold_of) what.push("released the hold of " + b.released_hold_of);
+      if (b.failures && b.to === "open") what.push(b.failures + " failures");
+      if (b.to === "open") what.push("trip #" + b.opened_total);
+      if (b.from !== "closed" && b.lasted_ms !== undefined) figures.push("was " + human(b.from) + " " + fmtDur(b.lasted_ms));
+      if (b.to === "closed" && b.outage_ms) figures.push("outage " + fmtDur(b.outage_ms));
+      if (b.open_for_ms) figures.push("cooldown " + fmtDur(b.open_for_ms));
+      if (what.length) s += (b.note ? "; " : ", ") + what.join(", ");
+      if (figures.length) s += "; " + figures.join("; ");
+      return human(b.from) + " → " + human(b.to) + " (" + s + ")";
     }
     if (e.kind === "burst" && e.burst) {
       const b = e.burst;
@@ -493,6 +615,7 @@
       const page = await get("/v1/status/events?after=" + lastEvent + "&limit=500");
       if (page.last < lastEvent) { // the timeline started over: read it all
         list.replaceChildren();
+        timeline = [];
         lastEvent = 0;
         continue;
       }
@@ -500,72 +623,157 @@
       for (const e of page.events) {
         const at = new Date(e.at);
         const to = e.breaker ? (e.breaker.reason === "held" ? "held" : e.breaker.to) : undefined;
+        const text = describe(e);
         list.prepend(el("li", { "data-kind": e.kind, "data-source": e.source, "data-to": to, "data-seq": e.seq },
           el("time", { datetime: e.at, text: fmtStamp(at) }),
           e.kind === "server" ? null : el("span", { class: "src", text: e.source }),
-          describe(e)));
+          text));
+        timeline.push({ seq: e.seq, at: at.getTime(), kind: e.kind, source: e.source, to, text: (e.kind === "server" ? "" : e.source + ": ") + text });
         lastEvent = e.seq;
       }
       if (!page.more) break;
     }
     while (list.children.length > MAX_EVENTS) list.lastChild.remove();
+    if (timeline.length > MAX_EVENTS) timeline = timeline.slice(-MAX_EVENTS);
     if (!list.children.length) list.append(el("li", { class: "empty", text: "No events yet." }));
     else if (list.children.length > 1) list.querySelector(".empty")?.remove();
   }
 
   // ---- history charts --------------------------------------------------------------------
 
-  // chart draws series (numbers or null per step) as lines or bars in a
-  // small SVG; a band series draws states as coloured cells.
+  // Where the pointer is over each chart (its id -> the fraction of its
+  // width), so that a chart redrawn under a still pointer shows its values.
+  const hoverAt = new Map();
+
+  // chart draws series (numbers or null per step of the history h) as
+  // lines or bars in a small SVG on a time axis that spans the history's
+  // span, the newest step at the right edge; a band series draws states as
+  // coloured cells. The timeline's events that opts.events accepts are
+  // vertical marks. Pointing at a step shows its time, opts.hover(i) and
+  // its events below the chart.
   function chart(title, lastText, series, opts) {
-    opts = opts || {};
+    const h = opts.h;
     const W = 300, H = 44;
-    // The x axis spans opts.steps (the whole history): the newest value is
-    // at the right edge, a young server's series start part way.
+    const step = h.step_ms;
+    const start = Date.parse(h.start);
     const len = Math.max(1, ...series.map((s) => s.values.length));
-    const n = Math.max(len, opts.steps || 0);
-    const off = n - len;
+    const right = start + len * step; // the end of the current step
+    const left = right - Math.max(h.span_ms, len * step);
+    const x = (t) => ((t - left) / (right - left)) * W;
+    const xi = (i) => x(start + i * step);
+    const cw = (W * step) / (right - left); // one step's width
     let max = opts.max || 0;
     for (const s of series) if (s.type !== "band") for (const v of s.values) if (v !== null && v > max) max = v;
     if (!max) max = 1;
-    const x = (i) => ((i + off) / n) * W;
     const y = (v) => H - 2 - (v / max) * (H - 4);
     const root = svg("svg", { viewBox: "0 0 " + W + " " + H, preserveAspectRatio: "none", role: "img",
       "aria-label": title + ": " + lastText });
     for (const s of series) {
       const cls = s.cls || "c-info";
       if (s.type === "band") {
-        s.values.forEach((v, i) => root.append(svg("rect", { x: x(i), y: 0, width: W / n + 0.5, height: H, class: "band-" + (v || "none"), "data-state": v || "none" })));
+        s.values.forEach((v, i) => root.append(svg("rect", { x: xi(i), y: 0, width: cw + 0.5, height: H, class: "band-" + (v || "none"), "data-state": v || "none" })));
       } else if (s.type === "bar") {
-        const bw = Math.max(1, W / n - 1);
-        s.values.forEach((v, i) => { if (v) root.append(svg("rect", { x: x(i), y: y(v), width: bw, height: H - 2 - y(v), class: "s-bar " + cls })); });
+        const bw = Math.max(1, cw - 1);
+        s.values.forEach((v, i) => { if (v) root.append(svg("rect", { x: xi(i), y: y(v), width: bw, height: H - 2 - y(v), class: "s-bar " + cls })); });
       } else {
         let d = "";
-        s.values.forEach((v, i) => { if (v !== null && v !== undefined) d += (d && s.values[i - 1] !== null && s.values[i - 1] !== undefined ? " L" : " M") + (x(i) + W / n / 2).toFixed(1) + " " + y(v).toFixed(1); });
+        const has = (v) => v !== null && v !== undefined;
+        s.values.forEach((v, i) => { if (has(v)) d += (d && has(s.values[i - 1]) ? " L" : " M") + (xi(i) + cw / 2).toFixed(1) + " " + y(v).toFixed(1); });
         if (d) root.append(svg("path", { d: d.trim(), class: "s-line " + cls + (s.dashed ? " s-limit" : "") }));
       }
     }
-    return el("figure", { class: "chart", "data-chart": opts.id || title },
-      el("figcaption", {}, el("span", { text: title }), el("b", { text: lastText })), root);
+    // Events: a thin mark, and a wide transparent line to point at.
+    const evs = timeline.filter((e) => e.at >= left && e.at <= right && (!opts.events || opts.events(e)));
+    for (const e of evs) {
+      const ex = x(e.at).toFixed(1);
+      const g = svg("g", { class: "marker", "data-seq": e.seq, "data-kind": e.kind, "data-source": e.source, "data-to": e.to });
+      const tip = svg("title", {});
+      tip.textContent = fmtClock(new Date(e.at)) + " " + e.text;
+      g.append(tip, svg("line", { x1: ex, x2: ex, y1: 0, y2: H }), svg("line", { x1: ex, x2: ex, y1: 0, y2: H, stroke: "transparent", "stroke-width": 8 }));
+      root.append(g);
+    }
+    const cursor = svg("line", { class: "cursor", y1: 0, y2: H, visibility: "hidden" });
+    root.append(cursor);
+
+    // The time axis: clock times at round minutes.
+    const axis = el("div", { class: "axis", "aria-hidden": "true" });
+    const width = right - left;
+    const every = [60e3, 120e3, 300e3, 600e3, 900e3, 1800e3, 3600e3].find((m) => width / m <= 4) || 3600e3;
+    for (let t = Math.ceil(left / every) * every; t <= right; t += every) {
+      const pct = ((t - left) / width) * 100;
+      if (pct < 4 || pct > 96) continue; // a label would cross the edge
+      const tick = el("span", { text: fmtHM(new Date(t)) });
+      tick.style.left = pct.toFixed(1) + "%";
+      axis.append(tick);
+    }
+    const readout = el("div", { class: "readout" }); // no live region: it follows the pointer
+    const fig = el("figure", { class: "chart", "data-chart": opts.id || title },
+      el("figcaption", {}, el("span", { text: title }), el("b", { text: lastText })), root, axis, readout);
+
+    const point = (frac) => {
+      const t = left + frac * width;
+      const i = Math.floor((t - start) / step);
+      if (i < 0 || i >= len) { cursor.setAttribute("visibility", "hidden"); readout.textContent = ""; return; }
+      const cx = (xi(i) + cw / 2).toFixed(1);
+      cursor.setAttribute("x1", cx);
+      cursor.setAttribute("x2", cx);
+      cursor.setAttribute("visibility", "visible");
+      const from = start + i * step;
+      const inStep = evs.filter((e) => e.at >= from && e.at < from + step).map((e) => e.text);
+      readout.textContent = fmtClock(new Date(from)) + ": " + (opts.hover ? opts.hover(i) : "") + inStep.map((t) => " · " + t).join("");
+    };
+    const id = opts.id || title;
+    root.addEventListener("pointermove", (ev) => {
+      const r = root.getBoundingClientRect();
+      const frac = Math.max(0, Math.min(1, (ev.clientX - r.left) / r.width));
+      hoverAt.set(id, frac);
+      point(frac);
+    });
+    root.addEventListener("pointerleave", () => {
+      if (!root.isConnected) return; // redrawn under the pointer: the new chart points on
+      hoverAt.delete(id);
+      cursor.setAttribute("visibility", "hidden");
+      readout.textContent = "";
+    });
+    if (hoverAt.has(id)) point(hoverAt.get(id));
+    return fig;
   }
 
-  const spanSteps = (h) => Math.round(h.span_ms / h.step_ms);
   const last = (vs) => { for (let i = vs.length - 1; i >= 0; i--) if (vs[i] !== null && vs[i] !== undefined) return vs[i]; return null; };
   const sum = (vs) => vs.reduce((a, v) => a + (v || 0), 0);
   const perStep = (h, vs) => (vs.length ? sum(vs.slice(-6)) / Math.min(6, vs.length) / (h.step_ms / 1000) : 0); // per second, last minute
+  const at = (vs, i) => (vs[i] === null || vs[i] === undefined ? "–" : vs[i]);
+  const msAt = (vs, i) => fmtMS(vs[i]);
+  // A source's chart shows its own events, its guard's and the server's.
+  const eventsOf = (name) => (e) => e.kind === "server" || e.source === name || e.source === GUARDED_BY[name];
 
   function renderHistory(h) {
     history = h;
     const ragd = $("history-ragd");
     const r = h.http;
     const errs = r.status_4xx.map((v, i) => v + r.status_5xx[i]);
-    ragd.replaceChildren(
-      chart("Requests per 10 s", perStep(h, r.requests).toFixed(1) + "/s", [{ values: r.requests, type: "bar", cls: "c-info" }], { steps: spanSteps(h), id: "requests" }),
+    const charts = [];
+    if (h.partial) {
+      // What users got, first: the share of answers partial, degraded, failed.
+      const share = (vs) => vs.map((v, i) => (h.queries[i] ? v / h.queries[i] : null));
+      const q6 = sum(h.queries.slice(-6));
+      const lastMin = (vs) => (q6 ? fmtShare(sum(vs.slice(-6)) / q6) : "–");
+      charts.push(chart("Answers partial · degraded · failed", lastMin(h.partial) + " · " + lastMin(h.degraded) + " · " + lastMin(h.failed) + " last min",
+        [{ values: share(h.failed), type: "bar", cls: "c-bad" }, { values: share(h.partial), cls: "c-warn" }, { values: share(h.degraded), cls: "c-held", dashed: true }],
+        { h, id: "impact", max: 1, hover: (i) => h.queries[i] + " queries, " + fmtShare(h.queries[i] ? h.partial[i] / h.queries[i] : 0) + " partial · " +
+          fmtShare(h.queries[i] ? h.degraded[i] / h.queries[i] : 0) + " degraded · " + fmtShare(h.queries[i] ? h.failed[i] / h.queries[i] : 0) + " failed" }));
+    }
+    charts.push(
+      chart("Requests per 10 s", perStep(h, r.requests).toFixed(1) + "/s", [{ values: r.requests, type: "bar", cls: "c-info" }],
+        { h, id: "requests", hover: (i) => r.requests[i] + " requests" }),
       chart("4xx · 5xx · 429 per 10 s", sum(r.status_4xx) + " · " + sum(r.status_5xx) + " · " + sum(r.status_429) + " in 15 min",
-        [{ values: errs, type: "bar", cls: "c-warn" }, { values: r.status_5xx, type: "bar", cls: "c-bad" }, { values: r.status_429, type: "bar", cls: "c-held" }], { steps: spanSteps(h), id: "errors" }),
+        [{ values: errs, type: "bar", cls: "c-warn" }, { values: r.status_5xx, type: "bar", cls: "c-bad" }, { values: r.status_429, type: "bar", cls: "c-held" }],
+        { h, id: "errors", hover: (i) => r.status_4xx[i] + " 4xx · " + r.status_5xx[i] + " 5xx · " + r.status_429[i] + " 429" }),
       chart("Query p50 / p99 (end to end)", fmtMS(last(r.query_p50_ms)) + " / " + fmtMS(last(r.query_p99_ms)),
-        [{ values: r.query_p50_ms, cls: "c-ok" }, { values: r.query_p99_ms, cls: "c-warn" }], { steps: spanSteps(h), id: "query-latency" }),
+        [{ values: r.query_p50_ms, cls: "c-ok" }, { values: r.query_p99_ms, cls: "c-warn" }],
+        { h, id: "query-latency", hover: (i) => "p50 " + msAt(r.query_p50_ms, i) + " · p99 " + msAt(r.query_p99_ms, i) }),
     );
+    ragd.replaceChildren(...charts);
     const infos = new Map(((server && server.sources) || []).map((s) => [s.name, s]));
     const bands = new Map(h.breakers.map((b) => [b.name, b.states]));
     const gauges = (kind, name) => h.gauges.find((g) => g.kind === kind && g.name === name);
@@ -575,25 +783,29 @@
     for (const name of names) {
       const s = h.sources.find((x) => x.name === name);
       const charts = [];
+      const events = eventsOf(name);
       const band = bands.get(name) || bands.get(GUARDED_BY[name]);
-      if (band) charts.push(chart("Breaker", human(band[band.length - 1]), [{ values: band, type: "band" }], { steps: spanSteps(h), id: name + "-breaker" }));
+      if (band) charts.push(chart("Breaker", human(band[band.length - 1]), [{ values: band, type: "band" }], { h, id: name + "-breaker", events, hover: (i) => human(band[i]) }));
       if (s) {
         const share = s.ok.map((v, i) => (h.queries[i] ? v / h.queries[i] : null));
         const timeout = infos.get(name) && infos.get(name).timeout_ms;
         const lat = [{ values: s.p50_ms, cls: "c-ok" }, { values: s.p99_ms, cls: "c-warn" }];
         if (timeout) lat.push({ values: s.p99_ms.map(() => timeout), cls: "c-bad", dashed: true });
         charts.push(
-          chart("Calls per 10 s", String(last(s.calls) ?? 0), [{ values: s.calls, type: "bar" }], { steps: spanSteps(h), id: name + "-calls" }),
-          chart("p50 / p99" + (timeout ? " (timeout " + timeout + " ms)" : ""), fmtMS(last(s.p50_ms)) + " / " + fmtMS(last(s.p99_ms)), lat, { steps: spanSteps(h), id: name + "-latency" }),
-          chart("Share answered", last(share) === null ? "–" : fmtPct(last(share)), [{ values: share, cls: "c-ok" }], { steps: spanSteps(h), id: name + "-share", max: 1 }),
+          chart("Calls per 10 s", String(last(s.calls) ?? 0), [{ values: s.calls, type: "bar" }], { h, id: name + "-calls", events, hover: (i) => s.calls[i] + " calls" }),
+          chart("p50 / p99" + (timeout ? " (timeout " + timeout + " ms)" : ""), fmtMS(last(s.p50_ms)) + " / " + fmtMS(last(s.p99_ms)), lat,
+            { h, id: name + "-latency", events, hover: (i) => "p50 " + msAt(s.p50_ms, i) + " · p99 " + msAt(s.p99_ms, i) }),
+          chart("Share answered", last(share) === null ? "–" : fmtPct(last(share)), [{ values: share, cls: "c-ok" }],
+            { h, id: name + "-share", max: 1, events, hover: (i) => (share[i] === null ? "no queries" : fmtPct(share[i]) + " of " + h.queries[i] + " queries") }),
           chart("Shed · timeout · error", sum(s.shed) + " · " + sum(s.timeout) + " · " + sum(s.error) + " in 15 min",
             [{ values: s.timeout.map((v, i) => v + s.shed[i] + s.error[i]), type: "bar", cls: "c-bad" }, { values: s.shed.map((v, i) => v + s.timeout[i]), type: "bar", cls: "c-warn" }, { values: s.shed, type: "bar", cls: "c-held" }],
-            { steps: spanSteps(h), id: name + "-failures" }));
+            { h, id: name + "-failures", events, hover: (i) => s.shed[i] + " shed · " + s.timeout[i] + " timeout · " + s.error[i] + " error" }));
       }
       const lim = gauges("limit", name), inf = gauges("inflight", name);
       if (lim && inf) {
         charts.push(chart("In flight / limit", (last(inf.max) ?? 0) + " / " + (last(lim.min) ?? "–"),
-          [{ values: inf.max, cls: "c-info" }, { values: lim.min, cls: "c-muted", dashed: true }], { steps: spanSteps(h), id: name + "-limit" }));
+          [{ values: inf.max, cls: "c-info" }, { values: lim.min, cls: "c-muted", dashed: true }],
+          { h, id: name + "-limit", events, hover: (i) => at(inf.max, i) + " in flight / limit " + at(lim.min, i) }));
       }
       box.append(el("div", { "data-source": name }, el("h3", { text: name }), el("div", { class: "charts" }, ...charts)));
     }
@@ -623,10 +835,11 @@
       const l = lags.get(st.name);
       const g = history && history.gauges.find((x) => x.kind === "lag_entries" && x.name === st.name);
       tb.append(el("tr", { "data-store": st.name },
-        el("th", { scope: "row", text: st.name }), el("td", { text: st.kind }), el("td", { text: st.role }),
+        el("th", { scope: "row", text: st.name }), el("td", { "data-label": "Kind", text: st.kind }), el("td", { "data-label": "Role", text: st.role }),
         el("td", { class: "num", "data-label": "Documents", text: st.dormant ? "not built" : st.documents === undefined ? (server.key.tenant ? "hidden (tenant key)" : "counting…") : String(st.documents) }),
         el("td", { "data-label": "Index lag", text: st.role === "record" ? "— (the record)" : st.dormant ? "dormant: nothing reads it; a query that asks for it builds it" : l ? l.behind + " entries, " + l.lag_seconds.toFixed(1) + " s" + (l.error ? " · " + l.error : "") : "–" }),
-        el("td", { "data-label": "Lag, 15 min" }, g ? chart(st.name + " lag", (last(g.max) ?? 0) + " entries", [{ values: g.max, cls: "c-warn" }], { id: st.name + "-lag", steps: spanSteps(history) }).querySelector("svg") : "–")));
+        el("td", { "data-label": "Lag, 15 min" }, g ? chart(st.name + " lag", (last(g.max) ?? 0) + " entries", [{ values: g.max, cls: "c-warn" }],
+          { h: history, id: st.name + "-lag", events: eventsOf(st.name) }).querySelector("svg") : "–")));
     }
     const e = server.embedder;
     const facts = [["Version", server.version || "–"], ["Instance", server.instance], ["Started", fmtStamp(new Date(server.started_at))], ["Uptime", fmtDur(server.uptime_s * 1000)]];
@@ -651,10 +864,14 @@
       if (mine !== generation) return;
       if (!apiKey) authOff = true;
       renderServer(srv);
+      const seen = lastEvent;
       await pollEvents();
       if (polls++ % HISTORY_EVERY === 0 || !history) await pollHistory();
+      else if (lastEvent !== seen && history && mine === generation) renderHistory(history); // new marks
       if (mine !== generation) return;
       renderOverall(health);
+      impact = { queries: stats.queries, answers: stats.answers };
+      renderImpact();
       renderCards(br.breakers || [], health, stats);
       renderStores(health);
       updateSourceControls();
@@ -673,6 +890,7 @@
         instance = "";
         historyDenied = false;
         clearState("");
+        clearQuery();
         if (e.status === 401) authOff = false;
         o.textContent = e.status === 401 ? "This server needs an API key." : "This key may not read the status.";
       } else {
@@ -825,8 +1043,10 @@
     status.textContent = "Running…";
     $("run-query").disabled = true;
     $("q-curl").value = curlOf(q);
+    const mine = ++queryGen;
     try {
       const r = await request("POST", "/v1/query", q);
+      if (mine !== queryGen) return; // the key changed meanwhile: not this key's answer to show
       const at = fmtStamp(new Date());
       const result = $("query-result");
       $("q-raw").textContent = JSON.stringify(r.data, null, 2);
@@ -851,10 +1071,11 @@
       renderHits(res);
       result.hidden = false;
     } catch (e) {
+      if (mine !== queryGen) return;
       status.className = "error";
       status.textContent = "Server unreachable: " + e.message;
     } finally {
-      $("run-query").disabled = false;
+      if (mine === queryGen) $("run-query").disabled = false;
     }
   });
 

@@ -1,0 +1,215 @@
+package folder
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/ragd/ragd/ingest/chunk"
+	"github.com/ragd/ragd/spi"
+)
+
+// Metadata keys of a chunk document. Values are strings (positions as
+// decimal numbers) until metadata is typed.
+const (
+	// KeySource names the folder ingest that made the chunk (Chunker.Source):
+	// the scope of its deletes, and a filter for queries.
+	KeySource = "source"
+	// KeyFile is the file's path relative to the folder, with "/".
+	KeyFile = "file"
+	// KeyHeading is the heading path, headings joined by " > "; absent
+	// before a file's first heading.
+	KeyHeading = "heading"
+	// KeyChunk is the chunk's position in its file, from 0.
+	KeyChunk = "chunk"
+	// KeyLine is the line of the file the chunk starts on, from 1
+	// (Markdown and text; HTML chunks are of the extracted text).
+	KeyLine = "line"
+	// KeyFormat is markdown, text or html.
+	KeyFormat = "format"
+)
+
+// maxMetaValue bounds a metadata value, as the write path does (4 KiB).
+const maxMetaValue = 4 << 10
+
+// Errors of ReadFile, per file.
+var (
+	ErrBinary   = errors.New("binary file (it holds NUL bytes)")
+	ErrNotUTF8  = errors.New("not UTF-8 text")
+	ErrTooLarge = errors.New("file too large")
+)
+
+// ReadFile reads f, at most max bytes (0: no bound), and returns its
+// content and SHA-256 in hex. Markdown and text must be UTF-8 (a UTF-8
+// byte order mark is dropped) and, like any file, hold no NUL byte in
+// their first 8,000 bytes (git's test for a binary file).
+func ReadFile(f File, max int64) ([]byte, string, error) {
+	fh, err := os.Open(f.Path)
+	if err != nil {
+		return nil, "", err
+	}
+	defer fh.Close()
+	r := io.Reader(fh)
+	if max > 0 {
+		r = io.LimitReader(fh, max+1)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, "", err
+	}
+	if max > 0 && int64(len(b)) > max {
+		return nil, "", fmt.Errorf("%w: over %d bytes (--max-file-bytes)", ErrTooLarge, max)
+	}
+	sum := sha256.Sum256(b)
+	if bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
+		return nil, "", ErrBinary
+	}
+	if f.Format != HTML {
+		b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+		if !utf8.Valid(b) {
+			return nil, "", ErrNotUTF8
+		}
+	}
+	return b, hex.EncodeToString(sum[:]), nil
+}
+
+// Chunker makes the chunk documents of files.
+type Chunker struct {
+	// Source names this folder ingest: it prefixes every id and is the
+	// KeySource of every chunk.
+	Source string
+	// Tenant is set on every document ("" leaves it to the server).
+	Tenant  string
+	Options chunk.Options
+	// CounterName names the Options.Counter in Fingerprint, so that a
+	// change of tokenizer makes every file be chunked again.
+	CounterName string
+}
+
+// Fingerprint names what decides the chunks besides a file's content: a
+// file whose content and fingerprint are those of an earlier run has the
+// same chunks.
+func (c *Chunker) Fingerprint() string {
+	return fmt.Sprintf("chunker=1 max_tokens=%d overlap=%d counter=%s tenant=%q", c.Options.MaxTokens, c.Options.Overlap, c.CounterName, c.Tenant)
+}
+
+// ValidateSource checks a source name: a valid document id prefix of at
+// most 64 bytes without ':'.
+func ValidateSource(s string) error {
+	if err := spi.ValidateName(s, 64); err != nil {
+		return fmt.Errorf("source %w", err)
+	}
+	if strings.Contains(s, ":") {
+		return fmt.Errorf("source %q: must not hold ':'", s)
+	}
+	return nil
+}
+
+// Documents cuts a file's content into chunk documents, in order.
+//
+// A chunk's id is "SOURCE:PATH#HASH", HASH the first 16 hex digits of the
+// SHA-256 of the source, the path, the chunk's title and text, and how
+// many chunks before it in the file have the same title and text (so two
+// equal chunks of one file get two ids). It changes when the chunk's text,
+// title (heading path) or file changes, and only then: a paragraph
+// inserted early in a file changes the ids of the chunks it falls in and
+// those after it in the same section (their boundaries move), not those
+// of other sections. A path that would make the id longer than 256 bytes,
+// or is not a valid name (spi.ValidateName), is replaced by its own hash.
+// Paths are in Unicode NFC.
+func (c *Chunker) Documents(f File, content []byte) ([]spi.Document, error) {
+	rel := norm.NFC.String(f.Rel)
+	if !utf8.ValidString(rel) || strings.ContainsRune(rel, 0) {
+		return nil, fmt.Errorf("the file name is not UTF-8")
+	}
+	var d chunk.Doc
+	switch f.Format {
+	case Markdown:
+		d = chunk.Markdown(string(content), rel)
+	case Text:
+		d = chunk.Plain(string(content), rel)
+	case HTML:
+		var err error
+		if d, err = chunk.HTML(bytes.NewReader(content), rel); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("unknown format %q", f.Format)
+	}
+	chunks := chunk.Split(d, c.Options)
+	docs := make([]spi.Document, 0, len(chunks))
+	seen := map[[32]byte]int{}
+	line, lineAt := 1, 0
+	for _, ch := range chunks {
+		key := sha256.Sum256([]byte(ch.Title + "\x00" + ch.Text))
+		dup := seen[key]
+		seen[key]++
+		meta := map[string]string{
+			KeySource: c.Source,
+			KeyFile:   truncate(rel),
+			KeyChunk:  strconv.Itoa(ch.Ordinal),
+			KeyFormat: string(f.Format),
+		}
+		if len(ch.Headings) > 0 {
+			meta[KeyHeading] = truncate(strings.Join(ch.Headings, chunk.TitleSeparator))
+		}
+		if f.Format != HTML {
+			line += strings.Count(d.Text[lineAt:ch.Start], "\n")
+			lineAt = ch.Start
+			meta[KeyLine] = strconv.Itoa(line)
+		}
+		docs = append(docs, spi.Document{
+			ID:       c.id(rel, ch, dup),
+			Tenant:   c.Tenant,
+			Title:    ch.Title,
+			Text:     ch.Text,
+			Metadata: meta,
+		})
+	}
+	return docs, nil
+}
+
+func (c *Chunker) id(rel string, ch chunk.Chunk, dup int) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%d", c.Source, rel, ch.Title, ch.Text, dup)
+	sum := hex.EncodeToString(h.Sum(nil))[:16]
+	id := c.Source + ":" + rel + "#" + sum
+	if len(id) > spi.MaxNameBytes || spi.ValidateName(id, spi.MaxNameBytes) != nil {
+		p := sha256.Sum256([]byte(rel))
+		id = c.Source + ":" + hex.EncodeToString(p[:8]) + "#" + sum
+	}
+	return id
+}
+
+// truncate cuts a metadata value to the write path's bound, at a rune.
+func truncate(s string) string {
+	if len(s) <= maxMetaValue {
+		return s
+	}
+	cut := maxMetaValue
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+// Hash identifies what a document sends: two documents with equal hashes
+// write the same thing (id, tenant, title, text, metadata).
+func Hash(d spi.Document) string {
+	b, err := json.Marshal(d) // map keys in sorted order
+	if err != nil {
+		panic(err) // a Document always marshals
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
