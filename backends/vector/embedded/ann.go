@@ -9,7 +9,7 @@ type annParams struct {
 	minRows      int     // build the IVF once the index holds this many rows; 0 never
 	listsPerSqrt float64 // lists = listsPerSqrt·√rows
 	probeLists   float64 // lists a k=10 unfiltered search visits, as a multiple of √lists
-	filterGrowth float64 // the lists visited grow as (rows/eligible)^filterGrowth ...
+	filterGrowth float64 // the lists visited grow as (rows/eligible)^filterGrowth (0.4: docs/vector.md) ...
 	kGrowth      float64 // ... and as (k/10)^kGrowth
 	minVisit     float64 // rows a k=10 unfiltered search visits at least
 	walkCost     float64 // the cost of skipping a row in a list, relative to scoring one
@@ -28,7 +28,7 @@ var defaultANN = annParams{
 	minRows:      DefaultANNMinRows,
 	listsPerSqrt: 2,
 	probeLists:   1.5,
-	filterGrowth: 0.5,
+	filterGrowth: 0.4,
 	kGrowth:      0.25,
 	minVisit:     20_000,
 	walkCost:     0.1,
