@@ -1,4 +1,4 @@
-package retriever
+package wire
 
 import (
 	"fmt"
@@ -12,7 +12,8 @@ import (
 )
 
 // Query is one retrieval request; it is also the JSON body of the HTTP
-// search endpoint. Zero fields take the server's Defaults.
+// search endpoint. Zero fields take the server's defaults
+// (retriever.Defaults).
 type Query struct {
 	// Text feeds the keyword and graph sources, and the embedder when Vector
 	// is empty. At least one of Text and Vector is required.
@@ -34,7 +35,7 @@ type Query struct {
 	Fusion  FusionOptions            `json:"fusion,omitzero"`
 	Expand  ExpandOptions            `json:"expand,omitzero"`
 	// MinSources is the number of stage-1 sources that must answer ok
-	// (default 1); fewer fails the query with *NotEnoughSourcesError.
+	// (default 1); fewer fails the query with *retriever.NotEnoughSourcesError.
 	MinSources int `json:"min_sources,omitempty"`
 	// Explain adds the per-source breakdown to every hit.
 	Explain bool `json:"explain,omitempty"`
@@ -55,6 +56,17 @@ type SourceOptions struct {
 	// TimeoutMS is the source's own deadline in milliseconds.
 	TimeoutMS int `json:"timeout_ms,omitempty"`
 }
+
+// Fusion modes accepted in FusionOptions.Mode.
+const (
+	// FusionRRF is weighted Reciprocal Rank Fusion: Σ w_s / (k + rank_s).
+	FusionRRF = "rrf"
+	// FusionScore is a weighted sum of per-source min-max normalised scores.
+	FusionScore = "score"
+	// FusionDBSF is Distribution-Based Score Fusion: a weighted sum of
+	// per-source scores normalised with mean ± 3σ and clipped to [0, 1].
+	FusionDBSF = "dbsf"
+)
 
 // FusionOptions selects the fusion method.
 type FusionOptions struct {
@@ -145,10 +157,10 @@ func qerr(field, format string, args ...any) *QueryError {
 	return &QueryError{Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
-// Validate checks q against limits (use HybridRetriever.Limits for the
+// Validate checks q against limits (use retriever.HybridRetriever.Limits for the
 // effective ones). The error is a *QueryError wrapping spi.ErrInvalidQuery.
 func (q Query) Validate(limits Limits) error {
-	lim := limits.withDefaults()
+	lim := limits.WithDefaults()
 	if strings.TrimSpace(q.Text) == "" && len(q.Vector) == 0 {
 		return qerr("text", "text or vector is required")
 	}
@@ -194,18 +206,19 @@ func (q Query) Validate(limits Limits) error {
 	if int64(q.BudgetMS) > lim.MaxBudget.Milliseconds() { // in ms: a Duration would overflow
 		return qerr("budget_ms", "%d above the maximum %d", q.BudgetMS, lim.MaxBudget.Milliseconds())
 	}
-	return q.validateSettings(lim)
+	return q.ValidateSettings(lim)
 }
 
-// validateSettings checks the fields a Defaults shares with a Query.
-func (q Query) validateSettings(lim Limits) error {
+// ValidateSettings checks the fields a retriever.Defaults shares with a
+// Query against lim (already WithDefaults).
+func (q Query) ValidateSettings(lim Limits) error {
 	if err := checkRange("limit", q.Limit, lim.MaxLimit); err != nil {
 		return err
 	}
 	if err := checkRange("window", q.Window, lim.MaxWindow); err != nil {
 		return err
 	}
-	if err := checkRange("min_sources", q.MinSources, len(stage1)); err != nil {
+	if err := checkRange("min_sources", q.MinSources, len(spi.RetrievalSources())); err != nil {
 		return err
 	}
 	switch q.Fusion.Mode {

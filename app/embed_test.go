@@ -11,11 +11,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ragd/ragd/app"
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/embedder/vcache"
 	"github.com/ragd/ragd/ingest"
-	"github.com/ragd/ragd/internal/app"
 	"github.com/ragd/ragd/internal/fakeembed"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"

@@ -18,8 +18,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/ragd/ragd/app"
 	"github.com/ragd/ragd/config"
-	"github.com/ragd/ragd/internal/app"
 	"github.com/ragd/ragd/internal/demo"
 	"github.com/ragd/ragd/internal/tracing"
 )

@@ -13,12 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragd/ragd/app"
 	"github.com/ragd/ragd/backends/graph/embedded"
 	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/ingest"
-	"github.com/ragd/ragd/internal/app"
 	"github.com/ragd/ragd/internal/faultproxy"
 	"github.com/ragd/ragd/internal/testenv"
 	"github.com/ragd/ragd/retriever"

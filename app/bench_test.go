@@ -28,7 +28,7 @@ import (
 // process's user+system CPU time per query (getrusage), which machine load
 // inflates far less than wall time:
 //
-//	go test -run '^$' -bench CranfieldQuery -benchtime 2000x ./internal/app/
+//	go test -run '^$' -bench CranfieldQuery -benchtime 2000x ./app/
 func BenchmarkCranfieldQuery(b *testing.B) {
 	ds, err := eval.LoadBEIR(spitest.CranfieldDir(b), "test")
 	if err != nil {

@@ -32,11 +32,11 @@ var schemaNames = []string{
 // ragd_breaker_*).
 func docNames(t *testing.T) map[string][]string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	files, err := filepath.Glob(filepath.Join("..", "docs", "*.md"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("docs: %v (%d files)", err, len(files))
 	}
-	files = append(files, filepath.Join("..", "..", "README.md"))
+	files = append(files, filepath.Join("..", "README.md"))
 	re := regexp.MustCompile(`\bragd_[a-z0-9_]+`)
 	names := map[string][]string{}
 	for _, f := range files {

@@ -10,10 +10,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ragd/ragd/app"
 	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/embedder/builtin/modelcache"
-	"github.com/ragd/ragd/internal/app"
 	"github.com/ragd/ragd/internal/testenv"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragd/ragd/app"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/embedder/builtin/modelcache"
-	"github.com/ragd/ragd/internal/app"
 	"github.com/ragd/ragd/internal/testenv"
 )
 

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragd/ragd/app"
 	"github.com/ragd/ragd/backends/graph/embedded"
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/client"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/ingest"
-	"github.com/ragd/ragd/internal/app"
 	"github.com/ragd/ragd/internal/apptest"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"

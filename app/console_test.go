@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/app"
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
-	"github.com/ragd/ragd/internal/app"
 	"github.com/ragd/ragd/internal/events"
 	"github.com/ragd/ragd/internal/history"
 	"github.com/ragd/ragd/spi"

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragd/ragd/internal/app"
+	"github.com/ragd/ragd/app"
 	"github.com/ragd/ragd/spi"
 )
 
