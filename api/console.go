@@ -40,12 +40,6 @@ const (
 	MaxEventsLimit     = 1000
 )
 
-// EventsResponse is the body of GET /v1/status/events.
-type EventsResponse = events.Page
-
-// SourcesResponse is the body of GET /v1/status/sources.
-type SourcesResponse = sourcestats.Snapshot
-
 // listEvents serves GET /v1/status/events?after=SEQ&limit=N. Events carry
 // names, states, counts and an operator's reason for a hold, no tenant
 // data, so every key may read them.

@@ -11,7 +11,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/ragd/ragd/breaker"
-	"github.com/ragd/ragd/guard"
 	"github.com/ragd/ragd/internal/history"
 	"github.com/ragd/ragd/spi"
 )
@@ -30,99 +29,8 @@ var _ History = (*history.Recorder)(nil)
 // HistoryResponse is the body of GET /v1/status/history.
 type HistoryResponse = history.Summary
 
-// HoldRequest is the optional body of POST
-// /v1/status/breakers/{name}/hold, and of force-open and force-close.
-type HoldRequest struct {
-	// Reason says why, for the others who see the hold or the forced
-	// transition on the timeline (at most MaxHoldReason characters, no
-	// control or invisible characters: spi.ValidateNote). Keys bound to a
-	// tenant are not shown it.
-	Reason string `json:"reason"`
-}
-
 // MaxHoldReason bounds HoldRequest.Reason, in characters.
 const MaxHoldReason = 200
-
-// HoldResponse is the body of POST /v1/status/breakers/{name}/hold.
-type HoldResponse struct {
-	Breaker breaker.Snapshot `json:"breaker"`
-	Held    bool             `json:"held"`
-}
-
-// Inventory is what GET /v1/status/server reports about the wiring,
-// supplied by Config.Inventory.
-type Inventory struct {
-	Sources  []SourceInfo  `json:"sources"`
-	Embedder *EmbedderInfo `json:"embedder,omitempty"`
-	Stores   []StoreInfo   `json:"stores"`
-}
-
-// SourceInfo is one query source's configuration and guard.
-type SourceInfo struct {
-	Name string `json:"name"`
-	// Enabled: queries use the source unless they switch it off. A source
-	// disabled in rag.yaml (enabled: false, or weight 0) takes part only
-	// in queries that enable it.
-	Enabled bool    `json:"enabled"`
-	Weight  float64 `json:"weight"`
-	// TimeoutMS is the operator's per-call deadline, the one its breaker
-	// and limit judge calls by.
-	TimeoutMS int `json:"timeout_ms"`
-	// Guard is the source's adaptive limit, calls in flight, sheds and
-	// timeouts; absent when the source has no guard.
-	Guard *guard.Snapshot `json:"guard,omitempty"`
-}
-
-// EmbedderInfo names the embedder: its kind in rag.yaml and the identity
-// of the vector space it produces.
-type EmbedderInfo struct {
-	Kind      string `json:"kind"`
-	Identity  string `json:"identity"`
-	Dimension int    `json:"dimension"`
-}
-
-// StoreInfo is one store.
-type StoreInfo struct {
-	Name string `json:"name"`
-	Kind string `json:"kind"`
-	// Role is "record" (the system of record) or "derived" (applies the
-	// record's change log).
-	Role string `json:"role"`
-	// Documents is how many documents it holds, of every tenant; absent
-	// when it cannot say (or did not in time), and for keys bound to a
-	// tenant.
-	Documents *int `json:"documents,omitempty"`
-	// Dormant marks a derived store that is not kept because nothing
-	// reads it (the embedded graph of the shipped rag.yaml); the first
-	// query that asks for it builds it from the change log.
-	Dormant bool `json:"dormant,omitempty"`
-}
-
-// ServerResponse is the body of GET /v1/status/server: which ragd this is
-// (a new Instance at every start, so a page can tell a restart from a
-// pause), who is asking, and what it is made of.
-type ServerResponse struct {
-	Instance  string    `json:"instance"`
-	StartedAt time.Time `json:"started_at"`
-	Now       time.Time `json:"now"`
-	UptimeS   float64   `json:"uptime_s"`
-	Version   string    `json:"version"`
-	// AuthEnabled: requests need a key.
-	AuthEnabled bool `json:"auth_enabled"`
-	// DebugFaults: fault injection is served under /debug/faults
-	// (server.debug_faults), for drills only; the console shows a banner.
-	DebugFaults bool `json:"debug_faults,omitempty"`
-	// Key is the caller's key: its name, role and bound tenant.
-	Key KeyInfo `json:"key"`
-	Inventory
-}
-
-// KeyInfo describes the caller's key.
-type KeyInfo struct {
-	Name   string `json:"name"`
-	Role   string `json:"role"`
-	Tenant string `json:"tenant,omitempty"`
-}
 
 // manual names the caller as the operator of a breaker action.
 func manual(c echo.Context, note string) breaker.Manual {

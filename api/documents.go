@@ -19,32 +19,6 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// UpsertRequest is the body of POST /v1/documents.
-type UpsertRequest struct {
-	Documents []spi.Document `json:"documents"`
-}
-
-// DeleteRequest is the body of POST /v1/documents/delete.
-type DeleteRequest struct {
-	IDs []string `json:"ids"`
-}
-
-// BatchResponse answers a batch write or delete: one result per input, in
-// input order, and the counts by status. The HTTP status is 200 when no
-// result failed and 207 Multi-Status when at least one did.
-type BatchResponse struct {
-	Results []ingest.Result `json:"results"`
-	Total   int             `json:"total"`
-	OK      int             `json:"ok"`
-	Failed  int             `json:"failed"`
-	// NotFound counts delete ids that did not exist (or belong to another
-	// tenant); it is not a failure.
-	NotFound int `json:"not_found,omitempty"`
-	// Pending counts results some derived store has not applied yet (see
-	// each result's stores); they are stored and will be.
-	Pending int `json:"pending,omitempty"`
-}
-
 // Per-document codes of the write path, as the API reports them.
 const (
 	// DocTenantForbidden: the document names a tenant other than the one

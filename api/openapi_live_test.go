@@ -17,8 +17,8 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 
 	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/app"
 	"github.com/ragd/ragd/config"
-	"github.com/ragd/ragd/internal/app"
 )
 
 // liveSpec is a real ragd (embedded stores, demo corpus, auth on) and the

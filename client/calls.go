@@ -7,10 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ragd/ragd/api"
-	"github.com/ragd/ragd/ingest"
-	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
+	"github.com/ragd/ragd/wire"
 )
 
 // Query runs a hybrid query (POST /v1/query). A partial answer (a source
@@ -18,8 +16,8 @@ import (
 // was dropped and why. When fewer sources answered than the query required,
 // the error is an *Error with code not_enough_sources whose Body holds
 // every source's status.
-func (c *Client) Query(ctx context.Context, q retriever.Query) (*retriever.Result, error) {
-	var res retriever.Result
+func (c *Client) Query(ctx context.Context, q wire.Query) (*wire.Result, error) {
+	var res wire.Result
 	if _, err := c.call(ctx, http.MethodPost, "/v1/query", q, &res); err != nil {
 		return nil, err
 	}
@@ -43,9 +41,9 @@ func (o *WriteOptions) query() string {
 // Upsert writes documents (POST /v1/documents). The answer has one result
 // per document, in order; a document that failed is reported in its result
 // (the HTTP status is then 207), not as an error.
-func (c *Client) Upsert(ctx context.Context, docs []spi.Document, opts *WriteOptions) (*api.BatchResponse, error) {
-	var res api.BatchResponse
-	if _, err := c.call(ctx, http.MethodPost, "/v1/documents"+opts.query(), api.UpsertRequest{Documents: docs}, &res); err != nil {
+func (c *Client) Upsert(ctx context.Context, docs []spi.Document, opts *WriteOptions) (*wire.BatchResponse, error) {
+	var res wire.BatchResponse
+	if _, err := c.call(ctx, http.MethodPost, "/v1/documents"+opts.query(), wire.UpsertRequest{Documents: docs}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -53,9 +51,9 @@ func (c *Client) Upsert(ctx context.Context, docs []spi.Document, opts *WriteOpt
 
 // Delete deletes documents by id (POST /v1/documents/delete); ids that do
 // not exist are reported as not_found in their results.
-func (c *Client) Delete(ctx context.Context, ids []string, opts *WriteOptions) (*api.BatchResponse, error) {
-	var res api.BatchResponse
-	if _, err := c.call(ctx, http.MethodPost, "/v1/documents/delete"+opts.query(), api.DeleteRequest{IDs: ids}, &res); err != nil {
+func (c *Client) Delete(ctx context.Context, ids []string, opts *WriteOptions) (*wire.BatchResponse, error) {
+	var res wire.BatchResponse
+	if _, err := c.call(ctx, http.MethodPost, "/v1/documents/delete"+opts.query(), wire.DeleteRequest{IDs: ids}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
@@ -76,8 +74,8 @@ func (c *Client) Document(ctx context.Context, id string) (*spi.Document, error)
 
 // DeleteDocument deletes one document (DELETE /v1/documents/{id}). A
 // missing id (or another tenant's) is ErrNotFound.
-func (c *Client) DeleteDocument(ctx context.Context, id string, opts *WriteOptions) (*ingest.Result, error) {
-	var res ingest.Result
+func (c *Client) DeleteDocument(ctx context.Context, id string, opts *WriteOptions) (*wire.DocumentResult, error) {
+	var res wire.DocumentResult
 	if _, err := c.call(ctx, http.MethodDelete, documentPath(id)+opts.query(), nil, &res); err != nil {
 		return nil, err
 	}
@@ -87,8 +85,8 @@ func (c *Client) DeleteDocument(ctx context.Context, id string, opts *WriteOptio
 // Health reads the component health roll-up (GET /v1/status/health). An
 // unhealthy server answers 503 with the same report: that is a report, not
 // an error (its Status says so).
-func (c *Client) Health(ctx context.Context) (*api.HealthResponse, error) {
-	var h api.HealthResponse
+func (c *Client) Health(ctx context.Context) (*wire.HealthResponse, error) {
+	var h wire.HealthResponse
 	if _, err := c.call(ctx, http.MethodGet, "/v1/status/health", nil, &h, http.StatusServiceUnavailable); err != nil {
 		return nil, err
 	}
@@ -97,8 +95,8 @@ func (c *Client) Health(ctx context.Context) (*api.HealthResponse, error) {
 
 // Ready reads /readyz. A server that is not ready answers 503 with the
 // report; Ready returns it with ready=false and no error.
-func (c *Client) Ready(ctx context.Context) (*api.ReadyResponse, bool, error) {
-	var r api.ReadyResponse
+func (c *Client) Ready(ctx context.Context) (*wire.ReadyResponse, bool, error) {
+	var r wire.ReadyResponse
 	st, err := c.call(ctx, http.MethodGet, "/readyz", nil, &r, http.StatusServiceUnavailable)
 	if err != nil {
 		return nil, false, err
@@ -107,8 +105,8 @@ func (c *Client) Ready(ctx context.Context) (*api.ReadyResponse, bool, error) {
 }
 
 // Breakers lists the circuit breakers (GET /v1/status/breakers).
-func (c *Client) Breakers(ctx context.Context) (*api.BreakersResponse, error) {
-	var b api.BreakersResponse
+func (c *Client) Breakers(ctx context.Context) (*wire.BreakersResponse, error) {
+	var b wire.BreakersResponse
 	if _, err := c.call(ctx, http.MethodGet, "/v1/status/breakers", nil, &b); err != nil {
 		return nil, err
 	}
@@ -121,8 +119,8 @@ func breakerPath(name, verb string) string {
 
 // ForceOpen opens a breaker now: the source leaves every query until it is
 // closed or its reset timeout passes (admin key, not bound to a tenant).
-func (c *Client) ForceOpen(ctx context.Context, name string) (*api.ForceOpenResponse, error) {
-	var r api.ForceOpenResponse
+func (c *Client) ForceOpen(ctx context.Context, name string) (*wire.ForceOpenResponse, error) {
+	var r wire.ForceOpenResponse
 	if _, err := c.call(ctx, http.MethodPost, breakerPath(name, "force-open"), nil, &r); err != nil {
 		return nil, err
 	}
@@ -130,8 +128,8 @@ func (c *Client) ForceOpen(ctx context.Context, name string) (*api.ForceOpenResp
 }
 
 // ForceClose closes a breaker now (admin key, not bound to a tenant).
-func (c *Client) ForceClose(ctx context.Context, name string) (*api.ForceCloseResponse, error) {
-	var r api.ForceCloseResponse
+func (c *Client) ForceClose(ctx context.Context, name string) (*wire.ForceCloseResponse, error) {
+	var r wire.ForceCloseResponse
 	if _, err := c.call(ctx, http.MethodPost, breakerPath(name, "force-close"), nil, &r); err != nil {
 		return nil, err
 	}
@@ -142,12 +140,12 @@ func (c *Client) ForceClose(ctx context.Context, name string) (*api.ForceCloseRe
 // no cooldown, no trial call, no probe (admin key, not bound to a tenant).
 // reason, which may be empty, is shown to everyone with the key's name.
 // Holding a held breaker again replaces who and why, so a retry is safe.
-func (c *Client) Hold(ctx context.Context, name, reason string) (*api.HoldResponse, error) {
+func (c *Client) Hold(ctx context.Context, name, reason string) (*wire.HoldResponse, error) {
 	var in any
 	if reason != "" {
-		in = api.HoldRequest{Reason: reason}
+		in = wire.HoldRequest{Reason: reason}
 	}
-	var r api.HoldResponse
+	var r wire.HoldResponse
 	if _, err := c.call(ctx, http.MethodPost, breakerPath(name, "hold"), in, &r); err != nil {
 		return nil, err
 	}
@@ -158,7 +156,7 @@ func (c *Client) Hold(ctx context.Context, name, reason string) (*api.HoldRespon
 // most limit events (0: the server's default); the answer's More says
 // whether others follow (ask again after the last one's Seq)
 // (GET /v1/status/events).
-func (c *Client) Events(ctx context.Context, after uint64, limit int) (*api.EventsResponse, error) {
+func (c *Client) Events(ctx context.Context, after uint64, limit int) (*wire.EventsResponse, error) {
 	q := url.Values{}
 	if after > 0 {
 		q.Set("after", strconv.FormatUint(after, 10))
@@ -170,7 +168,7 @@ func (c *Client) Events(ctx context.Context, after uint64, limit int) (*api.Even
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	var p api.EventsResponse
+	var p wire.EventsResponse
 	if _, err := c.call(ctx, http.MethodGet, path, nil, &p); err != nil {
 		return nil, err
 	}
@@ -179,8 +177,8 @@ func (c *Client) Events(ctx context.Context, after uint64, limit int) (*api.Even
 
 // Sources reads each source's latency and share over the last minute of
 // queries (GET /v1/status/sources).
-func (c *Client) Sources(ctx context.Context) (*api.SourcesResponse, error) {
-	var s api.SourcesResponse
+func (c *Client) Sources(ctx context.Context) (*wire.SourcesResponse, error) {
+	var s wire.SourcesResponse
 	if _, err := c.call(ctx, http.MethodGet, "/v1/status/sources", nil, &s); err != nil {
 		return nil, err
 	}
@@ -189,12 +187,12 @@ func (c *Client) Sources(ctx context.Context) (*api.SourcesResponse, error) {
 
 // Check compares every derived store with the record; repair rewrites what
 // differs (POST /v1/status/check, admin key not bound to a tenant).
-func (c *Client) Check(ctx context.Context, repair bool) (*ingest.CheckReport, error) {
+func (c *Client) Check(ctx context.Context, repair bool) (*wire.CheckReport, error) {
 	path := "/v1/status/check"
 	if repair {
 		path += "?repair=true"
 	}
-	var rep ingest.CheckReport
+	var rep wire.CheckReport
 	if _, err := c.call(ctx, http.MethodPost, path, nil, &rep); err != nil {
 		return nil, err
 	}
@@ -203,8 +201,8 @@ func (c *Client) Check(ctx context.Context, repair bool) (*ingest.CheckReport, e
 
 // ServerInfo describes the server (GET /v1/status/server): its version,
 // the caller's key, and its sources, stores and embedder.
-func (c *Client) ServerInfo(ctx context.Context) (*api.ServerResponse, error) {
-	var s api.ServerResponse
+func (c *Client) ServerInfo(ctx context.Context) (*wire.ServerResponse, error) {
+	var s wire.ServerResponse
 	if _, err := c.call(ctx, http.MethodGet, "/v1/status/server", nil, &s); err != nil {
 		return nil, err
 	}

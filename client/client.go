@@ -1,8 +1,11 @@
 // Package client is the Go client of ragd's HTTP API: typed calls for
 // queries, document writes and reads, status and the admin actions, with
-// the request and answer types of the packages that serve them
-// (retriever.Query and retriever.Result, api.BatchResponse, ...), so the
-// client and the server cannot drift apart.
+// the request and answer types the server itself encodes (package wire:
+// wire.Query and wire.Result, wire.BatchResponse, ...; retriever.Query,
+// api.BatchResponse and the like are the same types under their server
+// packages' names), so the client and the server cannot drift apart. It
+// links the standard library, spi and wire, not the server (see
+// TestClientDependencies).
 //
 // Every call takes a context and honours its cancellation and deadline,
 // also while waiting to retry. A call that fails with an answer from ragd

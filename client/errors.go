@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/internal/retryafter"
+	"github.com/ragd/ragd/wire"
 )
 
 // Sentinels an *Error matches with errors.Is, by HTTP status.
@@ -33,7 +33,7 @@ type Error struct {
 	// the RequestID to quote in a report, and the offending Field. When the
 	// answer was not ragd's error shape (a proxy's page), Detail.Code is
 	// empty and Raw holds the start of the body.
-	Detail api.ErrorDetail
+	Detail wire.ErrorDetail
 	Raw    string
 	// Body is the whole answer (a 503 not_enough_sources carries every
 	// source's status).
@@ -96,7 +96,7 @@ func (e *Error) Is(target error) bool {
 
 func newError(method, path string, resp *http.Response, body []byte) *Error {
 	e := &Error{Method: method, Path: path, StatusCode: resp.StatusCode, Body: body}
-	var er api.ErrorResponse
+	var er wire.ErrorResponse
 	if json.Unmarshal(body, &er) == nil && er.Error.Code != "" {
 		e.Detail = er.Error
 	} else {

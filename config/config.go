@@ -18,9 +18,11 @@ const (
 	KindPgvector = "pgvector"
 	KindBleve    = "bleve"
 	KindNeo4j    = "neo4j"
-	KindHashing  = "hashing"
-	KindOpenAI   = "openai"
-	KindBuiltin  = "builtin"
+	// KindOpenSearch is the keyword index on an OpenSearch cluster.
+	KindOpenSearch = "opensearch"
+	KindHashing    = "hashing"
+	KindOpenAI     = "openai"
+	KindBuiltin    = "builtin"
 )
 
 // Config is the whole of rag.yaml.
@@ -93,11 +95,31 @@ type VectorConfig struct {
 	IndexBuildMemMB int `yaml:"index_build_mem_mb"`
 }
 
-// KeywordConfig selects the keyword index: "bleve" (under Dir) or "none".
+// KeywordConfig selects the keyword index: "bleve" (under Dir),
+// "opensearch" (a cluster at Hosts, derived from the vector store's change
+// log) or "none".
 type KeywordConfig struct {
 	Kind       string  `yaml:"kind"`
 	Dir        string  `yaml:"dir"`
 	TitleBoost float64 `yaml:"title_boost"`
+	// OpenSearch only. Hosts are the nodes' http:// or https:// URLs;
+	// IndexPrefix names the indexes (one record per prefix; default
+	// "ragd"); Shards and Replicas apply to indexes made from now on
+	// (defaults 1 and 0). Username and Password are basic auth (write
+	// "${VAR}" to take them from the environment); CAFile is a PEM file of
+	// the CAs to trust for https, InsecureSkipVerify turns checking off.
+	// ConnectTimeoutMS bounds dialling a node (0: 2000); RefreshIntervalMS
+	// is how often writes become searchable (0: 1000).
+	Hosts              []string `yaml:"hosts"`
+	IndexPrefix        string   `yaml:"index_prefix"`
+	Shards             int      `yaml:"shards"`
+	Replicas           int      `yaml:"replicas"`
+	Username           string   `yaml:"username"`
+	Password           string   `yaml:"password"`
+	CAFile             string   `yaml:"ca_file"`
+	InsecureSkipVerify bool     `yaml:"insecure_skip_verify"`
+	ConnectTimeoutMS   int      `yaml:"connect_timeout_ms"`
+	RefreshIntervalMS  int      `yaml:"refresh_interval_ms"`
 }
 
 // GraphConfig selects the graph store: "embedded" (under Dir), "neo4j" or

@@ -16,6 +16,7 @@ var testEnv = map[string]string{
 	"PG_DSN":         "postgres://ragd@127.0.0.1:5432/ragd",
 	"NEO4J_PASSWORD": "secret-password",
 	"ADMIN_KEY":      "admin-key-0123456789abcdef",
+	"OS_PASSWORD":    "opensearch-password",
 }
 
 func lookup(k string) (string, bool) {
@@ -83,6 +84,7 @@ func TestBadFiles(t *testing.T) {
 		"embedder-cache.bad.yaml":   {"embedder.document_concurrency", "embedder.cache.dir", "embedder.cache.query_entries"},
 		"builtin.bad.yaml":          {"embedder.model", "invalid model name", "embedder.threads", "embedder.max_seq_length", "[CLS]", "embedder.pull_timeout_s", "embedder.precision"},
 		"openai-dimension.bad.yaml": {"embedder.dimension", "must be set", "openai"},
+		"opensearch.bad.yaml":       {"backends.keyword.hosts[1]", "ftp://", "backends.keyword.index_prefix", "Upper", "backends.keyword.replicas", "backends.keyword.kind", "change log"},
 	}
 	// A space inside a key is sent as it is, and works.
 	if _, err := parseFile(t, "testdata/key-space.bad.yaml"); err == nil || strings.Contains(err.Error(), "auth.keys[3]") {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -102,9 +103,11 @@ func (c *Config) Validate() error {
 		if k.TitleBoost <= 0 {
 			bad("backends.keyword.title_boost", "must be > 0, got %g", k.TitleBoost)
 		}
+	case KindOpenSearch:
+		c.validateOpenSearch(bad)
 	case KindNone:
 	default:
-		bad("backends.keyword.kind", "must be one of %s, got %q", quoteList([]string{KindBleve, KindNone}), k.Kind)
+		bad("backends.keyword.kind", "must be one of %s, got %q", quoteList([]string{KindBleve, KindOpenSearch, KindNone}), k.Kind)
 	}
 
 	g := c.Backends.Graph
@@ -348,4 +351,36 @@ func (c *Config) Validate() error {
 	}
 	c.Tracing.validate(bad)
 	return errors.Join(errs...)
+}
+
+var indexPrefixRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// validateOpenSearch checks the keyword section of kind opensearch.
+func (c *Config) validateOpenSearch(bad func(key, format string, args ...any)) {
+	k := c.Backends.Keyword
+	if len(k.Hosts) == 0 {
+		bad("backends.keyword.hosts", "must name at least one node for kind %q", k.Kind)
+	}
+	for i, h := range k.Hosts {
+		if u, err := url.Parse(h); err != nil || u.Host == "" || !oneOf(u.Scheme, "http", "https") {
+			bad(fmt.Sprintf("backends.keyword.hosts[%d]", i), "must be an http:// or https:// URL, got %q", h)
+		}
+	}
+	if k.IndexPrefix != "" && !indexPrefixRE.MatchString(k.IndexPrefix) {
+		bad("backends.keyword.index_prefix", "must be 1-64 of a-z, 0-9, '_', '-', starting with a letter or digit, got %q", k.IndexPrefix)
+	}
+	if k.TitleBoost <= 0 {
+		bad("backends.keyword.title_boost", "must be > 0, got %g", k.TitleBoost)
+	}
+	for _, f := range []struct {
+		key string
+		n   int
+	}{{"shards", k.Shards}, {"replicas", k.Replicas}, {"connect_timeout_ms", k.ConnectTimeoutMS}, {"refresh_interval_ms", k.RefreshIntervalMS}} {
+		if f.n < 0 {
+			bad("backends.keyword."+f.key, "must be >= 0, got %d", f.n)
+		}
+	}
+	if c.Backends.Vector.Kind == KindNone {
+		bad("backends.keyword.kind", "%q is derived from the vector store's change log: backends.vector must be configured", k.Kind)
+	}
 }

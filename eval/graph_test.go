@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"testing"
 
+	ragdapp "github.com/ragd/ragd/app"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/eval"
-	ragdapp "github.com/ragd/ragd/internal/app"
 	"github.com/ragd/ragd/spi"
 )
 

@@ -184,25 +184,6 @@ func (ev *evidence) countTimeout(start, end int64) bool {
 	}
 }
 
-// Snapshot is a guard's counters, for status reports and metrics.
-type Snapshot struct {
-	Name string `json:"name"`
-	// Limit and Inflight are the concurrency limit and the calls in
-	// flight; both 0 without a limiter.
-	Limit    int `json:"limit"`
-	Inflight int `json:"inflight"`
-	// ShedTotal counts calls refused at the limit.
-	ShedTotal uint64 `json:"shed_total"`
-	// Per-source timeouts by verdict: counted against the breaker; busy
-	// (another call to the source succeeded while it ran); same stall (it
-	// began before the last counted timeout ended).
-	TimeoutsCounted   uint64 `json:"timeouts_counted"`
-	TimeoutsBusy      uint64 `json:"timeouts_busy"`
-	TimeoutsSameStall uint64 `json:"timeouts_same_stall"`
-	// Breaker is the circuit breaker's name, empty without one.
-	Breaker string `json:"breaker,omitempty"`
-}
-
 // Snapshot returns the guard's counters.
 func (g *Guard) Snapshot() Snapshot {
 	s := Snapshot{Name: g.name, ShedTotal: g.shedTotal.Load(),

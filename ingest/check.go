@@ -25,54 +25,6 @@ const (
 	DiffExtra   = "extra"   // the store holds a document the record does not
 )
 
-// Difference is one document on which a derived store and the record
-// disagree. A version of 0 means "absent" for RecordVersion and "present
-// without a version" for StoreVersion.
-type Difference struct {
-	ID            string `json:"id"`
-	Kind          string `json:"kind"`
-	RecordVersion uint64 `json:"record_version"`
-	StoreVersion  uint64 `json:"store_version"`
-}
-
-// StoreCheck compares one derived store with the record.
-type StoreCheck struct {
-	Store string `json:"store"`
-	// Applied is the store's checkpoint when compared.
-	Applied uint64 `json:"applied"`
-	// RecordDocuments and Documents count what each side holds.
-	RecordDocuments int `json:"record_documents"`
-	Documents       int `json:"documents"`
-	// Missing, Stale and Extra count the differences found; Examples lists
-	// up to 20 of them, in id order.
-	Missing  int          `json:"missing"`
-	Stale    int          `json:"stale"`
-	Extra    int          `json:"extra"`
-	Examples []Difference `json:"examples,omitempty"`
-	// Repaired is the number of documents a repair rewrote or removed;
-	// Remaining the differences a comparison after the repair still found.
-	Repaired  int `json:"repaired,omitempty"`
-	Remaining int `json:"remaining,omitempty"`
-	// Error says why the store could not be checked.
-	Error string `json:"error,omitempty"`
-	// Dormant marks a store that was not checked because it is not kept
-	// current (nothing reads it; ingest.NamedApplier.Dormant).
-	Dormant bool `json:"dormant,omitempty"`
-}
-
-// Differences is the number of differences found.
-func (c StoreCheck) Differences() int { return c.Missing + c.Stale + c.Extra }
-
-// CheckReport is the result of Pipeline.Check.
-type CheckReport struct {
-	// Head is the log's last sequence when the check began.
-	Head   uint64       `json:"head"`
-	Stores []StoreCheck `json:"stores"`
-	// Legacy counts record documents without a version (written before
-	// the log existed); a repair gives them one by writing them again.
-	Legacy int `json:"legacy,omitempty"`
-}
-
 // Check compares every derived store with the record, by ids and
 // versions, after letting each store catch up with the log. With repair,
 // what differs is rewritten from the record's current documents (missing

@@ -172,29 +172,6 @@ func (c Config) Validate() error {
 	return c.Limits.Validate()
 }
 
-// Result is the outcome for one input document or id, in input order.
-type Result struct {
-	ID string `json:"id"`
-	// Status is "ok", "failed" or (deletes) "not_found".
-	Status string `json:"status"`
-	// Code is one of the Code* constants when Status is "failed".
-	Code string `json:"code,omitempty"`
-	// Error says what went wrong, without document content.
-	Error string `json:"error,omitempty"`
-	// Version is the document's version after the write: the sequence of
-	// its entry in the record's change log (0 without a log). The API
-	// answers it to keys of no tenant only: the sequence counts every
-	// tenant's writes.
-	Version uint64 `json:"version,omitempty"`
-	// Unchanged marks an upsert identical to the stored document (a
-	// retry): nothing was written and Version is the existing one.
-	Unchanged bool `json:"unchanged,omitempty"`
-	// Stores maps the record store to "ok" and each derived store to
-	// "current" (it has applied the write) or "pending" (it will); nil when
-	// the write failed.
-	Stores map[string]string `json:"stores,omitempty"`
-}
-
 // WriteOptions qualify one Upsert or Delete.
 type WriteOptions struct {
 	// Tenant, when set, is the writer's tenant: documents that name no

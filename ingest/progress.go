@@ -8,27 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// EmbedStatus is the write path's embedding progress: what the embedder
-// has left to do for the writes in flight, and how fast it goes.
-type EmbedStatus struct {
-	// Pending is the number of texts of writes in flight that still wait
-	// for their vector (queued or being embedded).
-	Pending int `json:"pending"`
-	// Embedded counts texts the embedder turned into vectors since start
-	// (a vector cache in front of it counts its hits here too); Reused
-	// counts documents that kept their stored vector because their
-	// embedded text had not changed, so nothing was embedded.
-	Embedded uint64 `json:"embedded"`
-	Reused   uint64 `json:"reused"`
-	// RatePerSecond is the recent embedding throughput in texts per
-	// second (0 before the first batch).
-	RatePerSecond float64 `json:"rate_per_s"`
-	// ETASeconds is Pending / RatePerSecond: when the texts in flight will
-	// have their vectors at the recent pace; absent when nothing is pending
-	// or no rate is known yet.
-	ETASeconds float64 `json:"eta_s,omitempty"`
-}
-
 // rateHalfLife is how fast the throughput estimate forgets: a batch this
 // long ago weighs half as much as the latest.
 const rateHalfLife = 10 * time.Second

@@ -71,38 +71,6 @@ func (p *Pipeline) Compact(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// StoreLag is how far one derived store is behind the log.
-type StoreLag struct {
-	Store string `json:"store"`
-	// Applied is the store's checkpoint.
-	Applied uint64 `json:"applied"`
-	// Behind is the number of log sequences after Applied (an upper bound
-	// on the entries: PostgreSQL sequences may skip numbers).
-	Behind uint64 `json:"behind"`
-	// LagSeconds is the age of the oldest entry the store has not applied.
-	LagSeconds float64 `json:"lag_seconds"`
-	// Error is the last apply failure while it lasts.
-	Error string `json:"error,omitempty"`
-	// Dormant marks a store that is not kept current because nothing
-	// reads it (ingest.NamedApplier.Dormant): Applied is 0 and Behind the
-	// head until it is woken.
-	Dormant bool `json:"dormant,omitempty"`
-}
-
-// LogStatus describes the change log and how far each derived store got.
-type LogStatus struct {
-	// AsOf is when the status was read (just before the log's head): a
-	// status served from a cache (the health endpoint's) describes the
-	// log as of then, so a caller waiting for the stores to apply what
-	// was written up to some moment accepts only a status read after it.
-	AsOf   time.Time  `json:"as_of"`
-	Head   uint64     `json:"head"`
-	Stores []StoreLag `json:"stores"`
-	// Embedding is the write path's embedding progress (with an ETA for
-	// the texts in flight); absent without an embedder.
-	Embedding *EmbedStatus `json:"embedding,omitempty"`
-}
-
 // Status reports the log's head and every derived store's lag. It reads
 // the record (two small queries per lagging store).
 func (p *Pipeline) Status(ctx context.Context) (LogStatus, error) {
@@ -150,7 +118,7 @@ type metrics struct {
 }
 
 // newMetrics registers the change-log counters (their names are the ones
-// docs/ingest.md lists; a test in internal/app scrapes a real app for every
+// docs/ingest.md lists; a test in app scrapes a real app for every
 // metric the docs name). The per-store counters start at zero for every
 // derived store, so an alert on increase() sees the first event too.
 func newMetrics(reg prometheus.Registerer, p *Pipeline, stores []string) (*metrics, error) {

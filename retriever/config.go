@@ -28,24 +28,9 @@ const (
 	DefaultExpandHops     = 1
 )
 
-// Built-in limits, used where Config.Limits leaves a field zero.
-const (
-	DefaultMaxLimit       = 100
-	DefaultMaxOffset      = 1000
-	DefaultMaxWindow      = 1000
-	DefaultMaxK           = 1000
-	DefaultMaxTextBytes   = 8192
-	DefaultMaxBudget      = 30 * time.Second
-	DefaultMaxExpandSeeds = 100
-	DefaultMaxHops        = 2
-)
-
 // stage1 is spi.RetrievalSources as an array, so per-query state can be
 // sized at compile time (a test keeps the two equal).
 var stage1 = [...]string{spi.SourceVector, spi.SourceKeyword, spi.SourceGraph}
-
-// knownSource reports whether name is a source a query may configure.
-func knownSource(name string) bool { return slices.Contains(spi.QuerySources(), name) }
 
 // NamedHydrator is a document store consulted to hydrate the returned page,
 // under the name used in logs, metrics and Result.Hydration.
@@ -74,62 +59,6 @@ type Defaults struct {
 	// EmbedTimeout is the deadline for embedding the query text, inside
 	// the budget and before the vector source's own deadline starts.
 	EmbedTimeout time.Duration
-}
-
-// Limits bound what a query may ask for. Zero fields fall back to the
-// built-in DefaultMax* constants.
-type Limits struct {
-	MaxLimit       int
-	MaxOffset      int
-	MaxWindow      int
-	MaxK           int
-	MaxTextBytes   int
-	MaxBudget      time.Duration
-	MaxExpandSeeds int
-	MaxHops        int
-	// VectorDimension, when non-zero, is the length a caller-supplied query
-	// vector must have. New fills it from the embedder (or the vector store
-	// when it reports spi.Dimensioner) when left zero.
-	VectorDimension int
-}
-
-// DefaultLimits returns the built-in limits.
-func DefaultLimits() Limits {
-	return Limits{}.withDefaults()
-}
-
-func (l Limits) withDefaults() Limits {
-	l.MaxLimit = orInt(l.MaxLimit, DefaultMaxLimit)
-	l.MaxOffset = orInt(l.MaxOffset, DefaultMaxOffset)
-	l.MaxWindow = orInt(l.MaxWindow, DefaultMaxWindow)
-	l.MaxK = orInt(l.MaxK, DefaultMaxK)
-	l.MaxTextBytes = orInt(l.MaxTextBytes, DefaultMaxTextBytes)
-	l.MaxBudget = orDur(l.MaxBudget, DefaultMaxBudget)
-	l.MaxExpandSeeds = orInt(l.MaxExpandSeeds, DefaultMaxExpandSeeds)
-	l.MaxHops = orInt(l.MaxHops, DefaultMaxHops)
-	return l
-}
-
-// Validate rejects negative limits and a MaxHops above 2 (the spi bound).
-func (l Limits) Validate() error {
-	for _, c := range []struct {
-		name string
-		v    int64
-	}{
-		{"MaxLimit", int64(l.MaxLimit)}, {"MaxOffset", int64(l.MaxOffset)},
-		{"MaxWindow", int64(l.MaxWindow)}, {"MaxK", int64(l.MaxK)},
-		{"MaxTextBytes", int64(l.MaxTextBytes)}, {"MaxBudget", int64(l.MaxBudget)},
-		{"MaxExpandSeeds", int64(l.MaxExpandSeeds)}, {"MaxHops", int64(l.MaxHops)},
-		{"VectorDimension", int64(l.VectorDimension)},
-	} {
-		if c.v < 0 {
-			return fmt.Errorf("retriever: limits: %s must not be negative", c.name)
-		}
-	}
-	if l.MaxHops > DefaultMaxHops {
-		return fmt.Errorf("retriever: limits: MaxHops %d above %d", l.MaxHops, DefaultMaxHops)
-	}
-	return nil
 }
 
 // Config wires a HybridRetriever. Any backend may be nil (not configured),
@@ -190,7 +119,7 @@ func (c Config) Validate() error {
 	if err := c.Limits.Validate(); err != nil {
 		return err
 	}
-	lim := c.Limits.withDefaults()
+	lim := c.Limits.WithDefaults()
 	if c.Embedder != nil && c.Embedder.Dimension() < 1 {
 		return fmt.Errorf("retriever: config: embedder dimension %d", c.Embedder.Dimension())
 	}
@@ -258,7 +187,7 @@ func (d Defaults) validate(lim Limits) error {
 		Limit: d.Limit, Window: d.Window, Fusion: d.Fusion, Sources: d.Sources,
 		Expand: d.Expand, MinSources: d.MinSources,
 	}
-	if err := q.validateSettings(lim); err != nil {
+	if err := q.ValidateSettings(lim); err != nil {
 		return fmt.Errorf("retriever: config: Defaults: %w", err)
 	}
 	return nil

@@ -10,17 +10,6 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// Fusion modes accepted in FusionOptions.Mode.
-const (
-	// FusionRRF is weighted Reciprocal Rank Fusion: Σ w_s / (k + rank_s).
-	FusionRRF = "rrf"
-	// FusionScore is a weighted sum of per-source min-max normalised scores.
-	FusionScore = "score"
-	// FusionDBSF is Distribution-Based Score Fusion: a weighted sum of
-	// per-source scores normalised with mean ± 3σ and clipped to [0, 1].
-	FusionDBSF = "dbsf"
-)
-
 // DefaultRRFK is the RRF rank constant of Cormack, Clarke and Büttcher
 // (SIGIR 2009), also the default of Elasticsearch, OpenSearch, Vespa and
 // LangChain.
@@ -33,15 +22,6 @@ type RankedList struct {
 	Source string
 	Weight float64
 	Refs   []spi.Ref
-}
-
-// Contribution is one source's part in a fused score: the document's 1-based
-// rank in that source's list, the source's raw score for it, and the weighted
-// amount it added to the fused score.
-type Contribution struct {
-	Rank         int     `json:"rank"`
-	RawScore     float64 `json:"raw_score"`
-	Contribution float64 `json:"contribution"`
 }
 
 // Fused is one document after fusion. Parts has one entry per input list, in

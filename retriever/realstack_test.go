@@ -249,7 +249,7 @@ func (l *rsTransitions) path(name string) []string {
 	return out
 }
 
-// rsBreaker returns a breaker configured as internal/app does (errors that
+// rsBreaker returns a breaker configured as app does (errors that
 // are the caller's fault are neutral), with rsThreshold and rsReset unless
 // tune changes them.
 func rsBreaker(tb testing.TB, name string, log *rsTransitions, tune func(*breaker.Config)) *breaker.Breaker {
@@ -338,7 +338,7 @@ type rsStackOptions struct {
 }
 
 // newStack opens PostgreSQL and Neo4j through fresh proxies and wires a
-// retriever the way internal/app does: a gate with a breaker per source
+// retriever the way app does: a gate with a breaker per source
 // (the expansion sharing the graph's), the stores as hydrators (vector,
 // the system of record, first), skipped while their circuit is open.
 func (c *rsCorpus) newStack(tb testing.TB, o rsStackOptions) *rsStack {
@@ -516,7 +516,7 @@ func TestRealStack(t *testing.T) {
 	})
 
 	t.Run("postgres_blackholed", func(t *testing.T) {
-		// With the raw store as system-of-record hydrator (as internal/app
+		// With the raw store as system-of-record hydrator (as app
 		// wires it) every query would also wait for the hydration
 		// deadline, breaker open or not; the guarded store is skipped
 		// once its breaker is open.

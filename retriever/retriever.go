@@ -32,7 +32,7 @@ func New(cfg Config) (*HybridRetriever, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &HybridRetriever{cfg: cfg, limits: cfg.Limits.withDefaults(), log: cfg.Logger, now: cfg.Now, tracer: newTracer(cfg.TracerProvider)}
+	r := &HybridRetriever{cfg: cfg, limits: cfg.Limits.WithDefaults(), log: cfg.Logger, now: cfg.Now, tracer: newTracer(cfg.TracerProvider)}
 	if r.limits.VectorDimension == 0 {
 		r.limits.VectorDimension = max(cfg.embedderDim(), cfg.storeDim())
 	}
@@ -321,13 +321,13 @@ func (ru *run) collect(sp *sourcePlan, o *stage1Outcome) {
 	if o.embed.status != "" {
 		ru.statuses[spi.SourceEmbedder] = o.embed.sourceStatus(1)
 		r.m.source(spi.SourceEmbedder, o.embed)
-		ru.res.markAttempt(o.embed)
+		markAttempt(ru.res, o.embed)
 	}
 	if len(o.refs) > sp.k {
 		o.refs = o.refs[:sp.k]
 	}
 	ru.statuses[sp.name] = o.a.sourceStatus(len(o.refs))
-	ru.res.markAttempt(o.a)
+	markAttempt(ru.res, o.a)
 	if o.a.status == StatusDisabled || o.a.status == StatusSkipped {
 		if o.ran {
 			// The backend had nothing to search: no backend call, so no
@@ -368,7 +368,7 @@ func (ru *run) expand(ctx context.Context, rk ranking) bool {
 	e := &p.expand
 	skip := func(a attempt) bool {
 		ru.statuses[e.name] = a.sourceStatus(0)
-		ru.res.markAttempt(a)
+		markAttempt(ru.res, a)
 		if a.status == StatusCircuitOpen || a.status == StatusShed {
 			r.m.source(e.name, a)
 		}
@@ -414,7 +414,7 @@ func (ru *run) expand(ctx context.Context, rk ranking) bool {
 	}
 	ru.statuses[e.name] = a.sourceStatus(len(refs))
 	r.m.source(e.name, a)
-	ru.res.markAttempt(a)
+	markAttempt(ru.res, a)
 	if a.status != StatusOK {
 		r.logDrop(e.name, a, q.Text)
 		return false
@@ -456,7 +456,7 @@ func (ru *run) page(ctx context.Context, rk ranking) {
 // A shed source, or one cut off by a deadline the request chose, leaves the
 // answer partial but not degraded: it was busy, or not given the time, not
 // unhealthy.
-func (res *Result) markAttempt(a attempt) {
+func markAttempt(res *Result, a attempt) {
 	switch a.status {
 	case StatusError, StatusTimeout, StatusCallerDeadline, StatusCircuitOpen, StatusShed:
 		res.Partial = true
@@ -470,7 +470,7 @@ func (ru *run) tooFewRunnable(runnable int) error {
 	if runnable == 0 {
 		return &QueryError{Field: "sources", Message: "no enabled source can serve this query" + describe(ru.statuses)}
 	}
-	return qerr("min_sources", "%d above the %d source(s) that can serve this query%s", ru.p.minSources, runnable, describe(ru.statuses))
+	return &QueryError{Field: "min_sources", Message: fmt.Sprintf("%d above the %d source(s) that can serve this query%s", ru.p.minSources, runnable, describe(ru.statuses))}
 }
 
 // describe lists the stage-1 sources' statuses: "; vector: skipped (...)".

@@ -71,6 +71,12 @@
 #                                    -pg-recall), and a second replica joining: how
 #                                    long until its keyword index is current and
 #                                    what /readyz says meanwhile.
+#   scripts/bench.sh scale N servers --keyword opensearch
+#                                    the same with the keyword index on an
+#                                    OpenSearch node of the benchmark's own
+#                                    (deploy/rag.opensearch.yaml; heap
+#                                    BENCH_OPENSEARCH_HEAP, default 1g); adds its
+#                                    RSS and disk. --keyword bleve is the default.
 #
 #   scripts/bench.sh replicas        two ragd replicas on PostgreSQL + pgvector + Neo4j
 #                                    of the benchmark's own (deploy/rag.servers.yaml,
@@ -162,7 +168,9 @@ case "${1:-}" in
     docs=${2:-}
     mode=${3:-embedded}
     [[ "$docs" =~ ^[0-9]+$ ]] || usage
-    case "$mode" in embedded|servers) ;; *) usage ;; esac ;;
+    case "$mode" in embedded|servers) ;; *) usage ;; esac
+    if [ "${4:-}" = --keyword ]; then keyword=${5:-}; fi
+    case "${keyword:=bleve}" in bleve) ;; opensearch) [ "$mode" = servers ] || usage ;; *) usage ;; esac ;;
   *) usage ;;
 esac
 
@@ -537,7 +545,7 @@ scale() {
   anon=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
   hwm=$(awk '/VmHWM/{print $2}' "/proc/$ragd_pid/status")
   b=$(du -sb "$work/data" | cut -f1)
-  disk=$(for d in "$work"/data/*/; do printf '%s %s MiB, ' "$(basename "$d")" $(($(du -sb "$d" | cut -f1) / 1048576)); done | sed 's/, $//')
+  disk=$(for d in "$work"/data/*/; do [ -d "$d" ] || continue; printf '%s %s MiB, ' "$(basename "$d")" $(($(du -sb "$d" | cut -f1) / 1048576)); done | sed 's/, $//')
 
   # The graph: built when a query first asks for it (unless rag.yaml reads
   # it), then measured.
@@ -555,6 +563,7 @@ scale() {
   if [ "$mode" = servers ]; then
     pgpss=$(pss "$pm" $(pgrep -P "$pm"))
     neorss=$(awk '/VmRSS/{print $2}' "/proc/$neo/status")
+    [ -n "$osn" ] && osrss=$(awk '/VmRSS/{print $2}' "/proc/$osn/status")
     echo "== pgvector recall" >&2
     embed=()
     [ "$vecs" = none ] && embed=(-embed-dim 384)
@@ -569,6 +578,7 @@ scale() {
   local what="embedded default" how="ragd ingest, batches of $batch"
   if [ "$mode" = servers ]; then
     what="PostgreSQL $("$PG_BIN_DIR/postgres" --version | awk '{print $3}') + pgvector $(psql -X -At "$RAGD_PG_DSN" -c "SELECT extversion FROM pg_extension WHERE extname = 'vector'") (HNSW) + Neo4j, deploy/rag.servers.yaml"
+    [ -n "$osn" ] && what="PostgreSQL $("$PG_BIN_DIR/postgres" --version | awk '{print $3}') + pgvector (HNSW) + Neo4j + OpenSearch $(curl -fsS "$RAGD_OPENSEARCH_URL" | jq -r .version.number) (heap ${BENCH_OPENSEARCH_HEAP:-1g}, keyword), deploy/rag.opensearch.yaml"
     how="${BENCH_WRITERS:-8} concurrent ragd ingest, batches of $batch"
   fi
   echo "## ragd at scale: $docs documents, $what, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -609,6 +619,7 @@ scale() {
   if [ "$mode" = servers ]; then
     echo "| PostgreSQL (PSS of all its processes) / Neo4j RSS after the runs | $(mib "$pgpss") / $(mib "$neorss") MiB |"
     echo "| on disk | ragd $((b / 1048576)) MiB ($disk), PostgreSQL $(dir_mib "$RAG_SERVICES_DIR/postgres/data") MiB, Neo4j $(dir_mib "$RAG_SERVICES_DIR/neo4j/data") MiB |"
+    [ -n "$osn" ] && echo "| OpenSearch RSS after the runs / on disk | $(mib "$osrss") MiB / $(dir_mib "$RAG_SERVICES_DIR/opensearch/data") MiB |"
     echo "| a second replica joining (empty data dir) | $replica_line; RSS then $((replica_rss / 1024)) MiB; meanwhile: $replica_states |"
   else
     echo "| on disk | $((b / 1048576)) MiB ($disk) |"
@@ -827,6 +838,7 @@ if [ "$mode" != servers ]; then
   src=rag.yaml
 else
   src=deploy/rag.servers.yaml
+  [ "${keyword:-bleve}" = opensearch ] && src=deploy/rag.opensearch.yaml
   # Servers of the benchmark's own, so stopping them disturbs nobody.
   # (PostgreSQL runs as the postgres user when we are root, which cannot
   # enter a root-owned scratch directory: use the services' own base then.)
@@ -853,6 +865,9 @@ else
     PG_SB=$RAG_PG_SHARED_BUFFERS NEO_HEAP=$RAG_NEO4J_HEAP NEO_PC=$RAG_NEO4J_PAGECACHE
     scripts/services.sh start postgres >&2
     scripts/services.sh start neo4j >&2
+    if [ "$keyword" = opensearch ]; then
+      RAG_OPENSEARCH_HEAP=${BENCH_OPENSEARCH_HEAP:-1g} scripts/services.sh start opensearch >&2
+    fi
   elif [ "$1" = replicas ]; then
     scripts/services.sh start postgres >&2
     scripts/services.sh start neo4j >&2
@@ -865,6 +880,11 @@ else
   neo=$(listener "${RAGD_NEO4J_URI##*:}")
   pm=$(listener "$(echo "$RAGD_PG_DSN" | sed -E 's#.*:([0-9]+)/.*#\1#')")
   [ -n "$neo" ] && [ -n "$pm" ] || { echo "bench: no Neo4j or PostgreSQL listening (scripts/services.sh)" >&2; exit 1; }
+  osn=
+  if [ "${keyword:-bleve}" = opensearch ]; then
+    osn=$(listener "${RAGD_OPENSEARCH_URL##*:}")
+    [ -n "$osn" ] || { echo "bench: no OpenSearch listening (scripts/services.sh)" >&2; exit 1; }
+  fi
   export RAGD_ADMIN_KEY=${RAGD_ADMIN_KEY:-bench-admin-key-$RANDOM$RANDOM$RANDOM}
   export RAGD_API_KEY=$RAGD_ADMIN_KEY
 fi

@@ -6,6 +6,8 @@
 #   ragd-local/golang:<go version>    that base with this machine's Go toolchain
 #   ragd-local/postgres:17-pgvector   Debian's postgresql-17 + postgresql-17-pgvector
 #   ragd-local/neo4j:5.26             Neo4j Community's jars (Maven Central) on Debian's JRE
+#   ragd-local/opensearch:2.19.6      OpenSearch's integ-test distribution + analysis-common
+#                                     (Maven Central) on Debian's JRE
 #   ragd:local                        the project's Dockerfile, on the two local bases
 #
 #   scripts/images.sh build      load the images from the cache, build what is missing
@@ -34,12 +36,14 @@ DOCKER_DIR=${RAG_DOCKER_DIR:-/var/lib/ragd-docker}
 DEBIAN_SUITE=trixie
 DEBIAN_MIRROR=${RAG_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 NEO4J_VERSION=${RAG_NEO4J_VERSION:-5.26.30}
+OPENSEARCH_VERSION=${RAG_OPENSEARCH_VERSION:-2.19.6}
 COMPOSE_VERSION=$(sed -n 's#^[[:space:]]*github.com/docker/compose/v5 \(v[0-9.]*\).*#\1#p' "$CHECKOUT/tools/compose/go.mod" | head -n 1)
 COMPOSE_DIR=$CACHE_DIR/compose/$COMPOSE_VERSION
 
 BASE_IMAGE=ragd-local/debian:$DEBIAN_SUITE
 PG_IMAGE=ragd-local/postgres:17-pgvector
 NEO4J_IMAGE=ragd-local/neo4j:${NEO4J_VERSION%.*}
+OPENSEARCH_IMAGE=ragd-local/opensearch:$OPENSEARCH_VERSION
 RAGD_IMAGE=ragd:local
 LABEL=org.ragd.inputs
 
@@ -220,6 +224,18 @@ build_neo4j() {
     build --label "$LABEL=$1" --build-arg "BASE=$BASE_IMAGE" -t "$NEO4J_IMAGE" -
 }
 
+OPENSEARCH_CACHED=$CACHE_DIR/opensearch/opensearch-$OPENSEARCH_VERSION
+opensearch_hash() { { echo "opensearch v1 $(base_hash) $OPENSEARCH_VERSION"; recipe_hash opensearch; } | hash_of; }
+build_opensearch() {
+  # The install comes from Maven Central, made as scripts/services.sh makes it.
+  [ -f "$OPENSEARCH_CACHED/.complete" ] || RAG_CACHE_DIR=$CACHE_DIR "$CHECKOUT/scripts/services.sh" install opensearch
+  [ -f "$OPENSEARCH_CACHED/modules/analysis-common/analysis-common-$OPENSEARCH_VERSION.jar" ] ||
+    die "no OpenSearch $OPENSEARCH_VERSION with analysis-common in $OPENSEARCH_CACHED"
+  tar -c -C "$CHECKOUT/scripts/images/opensearch" . -C "$(dirname "$OPENSEARCH_CACHED")" \
+    --exclude "${OPENSEARCH_CACHED##*/}/.complete" --transform "s,^${OPENSEARCH_CACHED##*/},opensearch," "${OPENSEARCH_CACHED##*/}" |
+    build --label "$LABEL=$1" --build-arg "BASE=$BASE_IMAGE" -t "$OPENSEARCH_IMAGE" -
+}
+
 # ragd:local: the project's Dockerfile with the local base images; its
 # inputs are the checkout's files that git does not ignore, less those that
 # cannot change the binary or the image (tests, docs, CI and scripts, the
@@ -243,11 +259,12 @@ build_all() {
   docker version -f '{{.Server.Version}}' >/dev/null 2>&1 || die "no Docker engine answers on ${DOCKER_HOST:-the default socket}; start one (as root: $0 engine up, then eval \"\$($0 engine env)\")"
   local begin; begin=$(date +%s)
   ensure "$BASE_IMAGE" "$(base_hash)" build_base
-  # The three images on the base build side by side: their time is mostly
+  # The images on the base build side by side: their time is mostly
   # downloads and the JVM's recording run, not the same CPU.
   local pids=() rc=0 p
   ensure "$PG_IMAGE" "$(pg_hash)" build_pg & pids+=($!)
   ensure "$NEO4J_IMAGE" "$(neo4j_hash)" build_neo4j & pids+=($!)
+  ensure "$OPENSEARCH_IMAGE" "$(opensearch_hash)" build_opensearch & pids+=($!)
   { ensure "$(golang_image)" "$(golang_hash)" build_golang && ensure "$RAGD_IMAGE" "$(ragd_hash)" build_ragd; } & pids+=($!)
   for p in "${pids[@]}"; do wait "$p" || rc=$?; done
   [ "$rc" = 0 ] || die "building the images failed"
@@ -258,6 +275,7 @@ print_env() {
   cat <<ENV
 export RAG_PG_IMAGE='$PG_IMAGE'
 export RAG_NEO4J_IMAGE='$NEO4J_IMAGE'
+export RAG_OPENSEARCH_IMAGE='$OPENSEARCH_IMAGE'
 export RAGD_IMAGE='$RAGD_IMAGE'
 export RAG_GO_IMAGE='$(golang_image)'
 export RAG_RUNTIME_IMAGE='$BASE_IMAGE'
@@ -298,7 +316,7 @@ case "${1:-}" in
     ;;
   compose) install_compose ;;
   *)
-    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

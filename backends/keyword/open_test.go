@@ -169,7 +169,7 @@ func TestCorruptIndexIsRebuilt(t *testing.T) {
 				// and open an older one ("unable to load snapshot ...
 				// continuing"): the damage then shows as missing
 				// documents, which ragd's start-up count check against
-				// the record repairs (internal/app).
+				// the record repairs (app).
 				n, cerr := b0.DocCount(context.Background())
 				b0.Close()
 				if cerr != nil || n >= len(corpus()) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	ragdapp "github.com/ragd/ragd/internal/app"
+	ragdapp "github.com/ragd/ragd/app"
 	"github.com/ragd/ragd/spi"
 )
 

@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	ragdapp "github.com/ragd/ragd/app"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/embedder/vcache"
 	"github.com/ragd/ragd/eval"
-	ragdapp "github.com/ragd/ragd/internal/app"
 	"github.com/ragd/ragd/spi"
 )
 

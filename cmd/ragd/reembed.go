@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	ragdapp "github.com/ragd/ragd/internal/app"
+	ragdapp "github.com/ragd/ragd/app"
 )
 
 func newReembedCmd(a *app) *cobra.Command {

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	ragdapp "github.com/ragd/ragd/app"
 	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
 	"github.com/ragd/ragd/config"
-	ragdapp "github.com/ragd/ragd/internal/app"
 	"github.com/ragd/ragd/internal/testenv"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	ragdapp "github.com/ragd/ragd/internal/app"
+	ragdapp "github.com/ragd/ragd/app"
 )
 
 func newServeCmd(a *app) *cobra.Command {

@@ -1,4 +1,4 @@
-// Package apptest starts a real ragd — the wiring of internal/app with
+// Package apptest starts a real ragd — the wiring of app with
 // embedded stores in a temporary directory — serving on loopback, for tests
 // of the things that talk to it over HTTP (the CLI, the Go client, MCP).
 package apptest
@@ -9,8 +9,8 @@ import (
 	"net"
 	"testing"
 
+	"github.com/ragd/ragd/app"
 	"github.com/ragd/ragd/config"
-	"github.com/ragd/ragd/internal/app"
 )
 
 // Keys of a server started with WithAuth.

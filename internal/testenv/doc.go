@@ -1,5 +1,5 @@
-// Package testenv gives integration tests real PostgreSQL (with pgvector) and
-// Neo4j servers.
+// Package testenv gives integration tests real PostgreSQL (with pgvector),
+// Neo4j and OpenSearch servers.
 //
 // Two kinds of server are offered:
 //
@@ -9,18 +9,19 @@
 //     (Neo4j Community has a single database, so tests isolate themselves by
 //     unique ids or tenants and clean up after themselves).
 //   - Dedicated servers, private to one test, which may stop and restart them:
-//     DedicatedPostgres and DedicatedNeo4j. Stop really stops the server
-//     process (clients see connection refused); Kill ends it as a crash;
-//     Start brings it back on the same port with the same data; Pause
-//     freezes it (its port accepts connections and nothing answers, as a
-//     hung server) until Unpause.
+//     DedicatedPostgres, DedicatedNeo4j and DedicatedOpenSearch. Stop really
+//     stops the server process (clients see connection refused); Kill ends
+//     it as a crash; Start brings it back on the same port with the same
+//     data; Pause freezes it (its port accepts connections and nothing
+//     answers, as a hung server) until Unpause.
 //
 // A dedicated server is a process or a container; the faults are the same
 // operations on either: stop = docker stop, kill = SIGKILL, pause =
 // docker pause (the cgroup freezer) or SIGSTOP to the process and its
 // workers.
 //
-// RAG_TESTENV=containers makes every server a container started with
+// RAG_TESTENV=containers makes every PostgreSQL and Neo4j server a
+// container (OpenSearch nodes stay processes) started with
 // testcontainers-go, whatever the variables below say (it fails when no
 // Docker engine answers). The images are RAG_PG_IMAGE (default
 // pgvector/pgvector:pg17) and RAG_NEO4J_IMAGE (default neo4j:5.26);
@@ -39,6 +40,10 @@
 //     server. Dedicated servers are started from installed binaries:
 //     RAG_TEST_PG_BIN is a PostgreSQL bin directory (initdb, postgres) and
 //     RAG_TEST_NEO4J_HOME a Neo4j home whose lib/ holds the server's jars.
+//     RAG_TEST_OPENSEARCH_URL names a shared OpenSearch node, and
+//     RAG_TEST_OPENSEARCH_HOME an install dedicated nodes run from (as
+//     RAG_TEST_OPENSEARCH_USER when the test runs as root). OpenSearch has
+//     no Docker fallback here.
 //     `eval "$(scripts/services.sh env)"` sets all of them.
 //  2. A reachable Docker engine: containers of RAG_PG_IMAGE and
 //     RAG_NEO4J_IMAGE are started with testcontainers-go.

@@ -10,18 +10,26 @@ import (
 	"slices"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/ragd/ragd/spi"
 )
 
-// recordVersion is the first byte of every record.
-const recordVersion = 1
+// The first byte of every record: version 1 records hold their vector,
+// version 2 records name it in the vectors file (vecfile.go). Stores
+// write version 2 and read both.
+const (
+	recordInline = 1
+	recordVid    = 2
+)
 
 // A record is
 //
 //	version byte
 //	uvarint len, tenant
 //	uvarint n, then n × (uvarint len, key, uvarint len, value)   metadata
-//	dim × float32 little-endian                                   raw vector
+//	version 1: dim × float32 little-endian                       raw vector
+//	version 2: uvarint vid                                       its entry in the vectors file
 //	JSON body: title, text, entities, links, updated_at
 //
 // The header holds what the in-memory index needs, so Open decodes no JSON.
@@ -39,28 +47,37 @@ func appendString(buf []byte, s string) []byte {
 	return append(buf, s...)
 }
 
-// encodeRecord serialises d, whose vector has been validated.
-func encodeRecord(d *spi.Document) ([]byte, error) {
+// encodedRecord is a record in two parts, the vid between them: the
+// vid is given under the writers' mutex, the rest is encoded before.
+type encodedRecord struct{ head, body []byte }
+
+// encodeRecord serialises d but its vid.
+func encodeRecord(d *spi.Document) (encodedRecord, error) {
 	js, err := json.Marshal(body{Title: d.Title, Text: d.Text, Entities: d.Entities, Links: d.Links, UpdatedAt: d.UpdatedAt})
 	if err != nil {
-		return nil, err
+		return encodedRecord{}, err
 	}
-	n := 1 + 10 + len(d.Tenant) + 10 + 4*len(d.Vector) + len(js)
+	n := 1 + 10 + len(d.Tenant) + 10
 	for k, v := range d.Metadata {
 		n += 20 + len(k) + len(v)
 	}
 	buf := make([]byte, 0, n)
-	buf = append(buf, recordVersion)
+	buf = append(buf, recordVid)
 	buf = appendString(buf, d.Tenant)
 	buf = binary.AppendUvarint(buf, uint64(len(d.Metadata)))
 	for _, k := range slices.Sorted(maps.Keys(d.Metadata)) {
 		buf = appendString(buf, k)
 		buf = appendString(buf, d.Metadata[k])
 	}
-	for _, x := range d.Vector {
-		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
-	}
-	return append(buf, js...), nil
+	return encodedRecord{head: buf, body: js}, nil
+}
+
+// withVid returns the record naming entry vid.
+func (r encodedRecord) withVid(vid uint64) []byte {
+	out := make([]byte, 0, len(r.head)+10+len(r.body))
+	out = append(out, r.head...)
+	out = binary.AppendUvarint(out, vid)
+	return append(out, r.body...)
 }
 
 var errShort = errors.New("record truncated")
@@ -101,12 +118,15 @@ func (r *reader) string() string {
 type header struct {
 	tenant   string
 	metadata map[string]string
+	vid      uint64 // a version 2 record's vector entry; 0 in version 1
 	rest     []byte // the JSON body, aliasing the input
 }
 
-// decodeHeader parses a record's header, appending its vector to vec.
+// decodeHeader parses a record's header, appending its vector to vec when
+// the record holds it (version 1; version 2 records give h.vid, see
+// Store.vector).
 func decodeHeader(rec []byte, dim int, vec []float32) (header, []float32, error) {
-	if len(rec) == 0 || rec[0] != recordVersion {
+	if len(rec) == 0 || (rec[0] != recordInline && rec[0] != recordVid) {
 		return header{}, vec, fmt.Errorf("unknown record version")
 	}
 	r := &reader{b: rec[1:]}
@@ -123,8 +143,14 @@ func decodeHeader(rec []byte, dim int, vec []float32) (header, []float32, error)
 			h.metadata[k] = r.string()
 		}
 	}
-	if r.err != nil {
-		return header{}, vec, r.err
+	if r.err == nil && rec[0] == recordVid {
+		if h.vid = r.uvarint(); r.err == nil && h.vid == 0 {
+			r.err = errors.New("record names vector entry 0")
+		}
+		h.rest = r.b
+	}
+	if r.err != nil || rec[0] == recordVid {
+		return h, vec, r.err
 	}
 	if len(r.b) < 4*dim {
 		return header{}, vec, errShort
@@ -136,10 +162,15 @@ func decodeHeader(rec []byte, dim int, vec []float32) (header, []float32, error)
 	return h, vec, nil
 }
 
-// decodeDocument parses a whole record into a document with id.
-func decodeDocument(id string, rec []byte, dim int) (spi.Document, error) {
+// decodeDocument parses a whole record into a document with id, its
+// vector from the vectors file when the record names it.
+func (s *Store) decodeDocument(g *vecGen, id string, rec []byte) (spi.Document, error) {
+	dim := s.cfg.Dimension
 	h, vec, err := decodeHeader(rec, dim, make([]float32, 0, dim))
 	if err != nil {
+		return spi.Document{}, err
+	}
+	if vec, err = s.vector(g, h, vec); err != nil {
 		return spi.Document{}, err
 	}
 	var b body
@@ -150,4 +181,49 @@ func decodeDocument(id string, rec []byte, dim int) (spi.Document, error) {
 		ID: id, Tenant: h.tenant, Title: b.Title, Text: b.Text, Metadata: h.metadata,
 		Vector: vec, Entities: b.Entities, Links: b.Links, UpdatedAt: b.UpdatedAt.UTC(),
 	}, nil
+}
+
+// vector appends the vector of a version 2 record's header to vec (a
+// version 1 record's is there already), read from g, the vectors file
+// generation taken with the transaction the record comes from (readTx).
+func (s *Store) vector(g *vecGen, h header, vec []float32) ([]float32, error) {
+	if h.vid == 0 {
+		return vec, nil
+	}
+	return s.vecs.read(g, h.vid, vec)
+}
+
+// readTx opens a read transaction of the file and takes the vectors file
+// generation that holds every vector its records name (the one current
+// from before the transaction began until after: vecfile.go); done ends
+// both.
+func (s *Store) readTx() (tx *bolt.Tx, g *vecGen, done func(), err error) {
+	for {
+		g = s.vecs.acquire()
+		if h := s.hooks.readAcquired; h != nil {
+			h()
+		}
+		tx, err = s.db.Begin(false)
+		if err != nil {
+			s.vecs.release(g)
+			return nil, nil, nil, err
+		}
+		if s.vecs.current(g) {
+			return tx, g, func() { _ = tx.Rollback(); s.vecs.release(g) }, nil
+		}
+		// A compaction installed another file meanwhile: the transaction
+		// may name vectors only that one holds.
+		_ = tx.Rollback()
+		s.vecs.release(g)
+	}
+}
+
+// view runs fn in a read transaction with its vectors file generation.
+func (s *Store) view(fn func(*bolt.Tx, *vecGen) error) error {
+	tx, g, done, err := s.readTx()
+	if err != nil {
+		return err
+	}
+	defer done()
+	return fn(tx, g)
 }

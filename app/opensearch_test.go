@@ -1,0 +1,135 @@
+package app_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/internal/testenv"
+	"github.com/ragd/ragd/retriever"
+	"github.com/ragd/ragd/spi"
+)
+
+// openSearchConfig is defaultConfig with the keyword index on OpenSearch
+// at hosts, under a prefix of the test's own.
+func openSearchConfig(t *testing.T, host string) *config.Config {
+	t.Helper()
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	prefix := "app" + hex.EncodeToString(b[:])
+	c := defaultConfig(t)
+	c.Backends.Graph.Kind = config.KindNone
+	c.Backends.Keyword = config.KeywordConfig{Kind: config.KindOpenSearch, Hosts: []string{host}, IndexPrefix: prefix,
+		TitleBoost: 1, RefreshIntervalMS: 200, ConnectTimeoutMS: 500}
+	t.Cleanup(func() {
+		for _, p := range []string{"/" + prefix + "-*", "/_index_template/" + prefix + "-tenants"} {
+			req, _ := http.NewRequest(http.MethodDelete, host+p, nil)
+			if res, err := http.DefaultClient.Do(req); err == nil {
+				res.Body.Close()
+			}
+		}
+	})
+	return c
+}
+
+// keyword.kind opensearch: writes reach the cluster through the change
+// log, queries get keyword answers from it, and health shows the cluster.
+func TestOpenSearchKeywordWiring(t *testing.T) {
+	cfg := openSearchConfig(t, testenv.OpenSearch(t))
+	a := newApp(t, cfg)
+	defer a.Close()
+	ctx := context.Background()
+	res := a.Pipeline.Upsert(ctx, []spi.Document{
+		{ID: "d1", Tenant: "acme", Title: "zeppelin mooring", Text: "masts and winches"},
+		{ID: "d2", Tenant: "acme", Title: "balloon", Text: "hydrogen envelope"},
+	}, ingest.WriteOptions{Wait: 30 * time.Second})
+	for _, r := range res {
+		if r.Status != "ok" || r.Stores[spi.SourceKeyword] != "current" {
+			t.Fatalf("upsert: %+v, want ok and the keyword store current", r)
+		}
+	}
+	got := top(t, a, retriever.Query{Text: "zeppelin mooring", Limit: 3, Tenant: "acme", Sources: retriever.Only(spi.SourceKeyword)})
+	if len(got.Hits) != 1 || got.Hits[0].ID != "d1" || got.Hits[0].Document == nil || got.Hits[0].Document.Title != "zeppelin mooring" {
+		t.Fatalf("keyword answer: %+v", got)
+	}
+	h := a.Health()[spi.SourceKeyword].Health(ctx)
+	if h.Status != spi.StatusUp || !strings.Contains(h.Detail, "opensearch green") || !strings.Contains(h.Detail, "2 documents") {
+		t.Fatalf("keyword health %+v, want up with the cluster's detail", h)
+	}
+	if r := a.Pipeline.Delete(ctx, []string{"d1"}, ingest.WriteOptions{Wait: 30 * time.Second}); r[0].Status != "ok" {
+		t.Fatalf("delete: %+v", r)
+	}
+	got = top(t, a, retriever.Query{Text: "zeppelin mooring", Limit: 3, Sources: retriever.Only(spi.SourceKeyword)})
+	if len(got.Hits) != 0 {
+		t.Fatalf("after the delete: %+v", got.Hits)
+	}
+}
+
+// A cluster down at start does not stop ragd: it answers from the vector
+// store, reports the keyword store down, and connects once it can.
+func TestOpenSearchDownAtStart(t *testing.T) {
+	cfg := openSearchConfig(t, "http://"+deadAddr(t))
+	a := newApp(t, cfg)
+	defer a.Close()
+	ctx := context.Background()
+	if r := a.Pipeline.Upsert(ctx, []spi.Document{{ID: "d1", Title: "zeppelin mooring", Text: "masts"}}, ingest.WriteOptions{}); r[0].Status != "ok" {
+		t.Fatalf("upsert with the keyword cluster down: %+v", r)
+	}
+	res := top(t, a, retriever.Query{Text: "zeppelin mooring", Limit: 3})
+	if len(res.Hits) != 1 || res.Sources[spi.SourceKeyword].Status == retriever.StatusOK {
+		t.Fatalf("query with the keyword cluster down: %+v", res)
+	}
+	if h := a.Health()[spi.SourceKeyword].Health(ctx); h.Status != spi.StatusDown {
+		t.Fatalf("keyword health %+v, want down", h)
+	}
+}
+
+// ragd check --repair restores what the cluster lost behind ragd's back:
+// a tenant's index deleted (an operator's mistake, a lost shard), while
+// the id records still say the documents are there.
+func TestOpenSearchCheckRepairs(t *testing.T) {
+	host := testenv.OpenSearch(t)
+	cfg := openSearchConfig(t, host)
+	a := newApp(t, cfg)
+	defer a.Close()
+	ctx := context.Background()
+	docs := []spi.Document{{ID: "d1", Tenant: "lost", Title: "zeppelin mooring", Text: "masts"}, {ID: "d2", Tenant: "kept", Title: "balloon", Text: "envelope"}}
+	if r := a.Pipeline.Upsert(ctx, docs, ingest.WriteOptions{Wait: 30 * time.Second}); r[0].Stores[spi.SourceKeyword] != "current" {
+		t.Fatalf("upsert: %+v", r)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, host+"/"+cfg.Backends.Keyword.IndexPrefix+"-t-lost-*", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("deleting tenant lost's index behind ragd's back: %v %v", res, err)
+	}
+	res.Body.Close()
+	only := retriever.Query{Text: "zeppelin mooring", Limit: 3, Sources: retriever.Only(spi.SourceKeyword)}
+	if got := top(t, a, only); len(got.Hits) != 0 {
+		t.Fatalf("the lost document still answers: %+v", got.Hits)
+	}
+	rep, err := a.Pipeline.Check(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range rep.Stores {
+		if s.Store == spi.SourceKeyword {
+			found = true
+			if s.Missing != 1 || s.Repaired != 1 || s.Remaining != 0 {
+				t.Fatalf("check of the keyword store: %+v, want 1 missing, repaired", s)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("the check did not compare the keyword store: %+v", rep)
+	}
+	if got := top(t, a, only); len(got.Hits) != 1 || got.Hits[0].ID != "d1" {
+		t.Fatalf("after the repair: %+v", got.Hits)
+	}
+}
