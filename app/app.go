@@ -119,11 +119,14 @@ type App struct {
 	History     *history.Recorder
 	console     console
 
-	embedderCPU   bool
-	embedderKind  string // the kind running: the configured one, or hashing as a fallback
-	modelFallback bool
-	pullProgress  io.Writer
-	queryCache    *vcache.LRU
+	embedderCPU bool
+	// embedderServiceTime is Embedders.ServiceTime: set for a model that
+	// batches its queries, whose query guard then admits by expected wait.
+	embedderServiceTime func() time.Duration
+	embedderKind        string // the kind running: the configured one, or hashing as a fallback
+	modelFallback       bool
+	pullProgress        io.Writer
+	queryCache          *vcache.LRU
 
 	now            func() time.Time
 	version        string

@@ -21,7 +21,7 @@ func openBuiltin(ctx context.Context, cfg *config.Config, o EmbedderOptions) (*E
 	var m *builtin.Model
 	if err == nil {
 		m, err = builtin.Open(builtin.Config{Dir: dir, Name: name, QueryPrefix: e.QueryPrefix, DocumentPrefix: e.DocumentPrefix,
-			MaxSeqLength: e.MaxSeqLength, Threads: e.Threads})
+			MaxSeqLength: e.MaxSeqLength, Threads: e.Threads, Precision: e.Precision})
 		if err != nil {
 			fix, command := fixFor(name), commandFor(name)
 			if e.ModelDir != "" {
@@ -43,7 +43,15 @@ func openBuiltin(ctx context.Context, cfg *config.Config, o EmbedderOptions) (*E
 		return nil, fmt.Errorf("app: embedder.dimension is %d but model %s makes %d-dimensional vectors: leave embedder.dimension out (the model decides) or set %d",
 			e.Dimension, name, m.Dimension(), m.Dimension())
 	}
+	// One query through the model before the first user's: it measures the
+	// service time the query guard starts from and warms the encoder.
+	if _, err := m.Queries().Embed(ctx, []string{probeText}); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("app: built-in embedder: %w", err)
+	}
 	o.Logger.Info("app: built-in embedder ready", slog.String("model", name), slog.String("dir", dir),
-		slog.Int("dimension", m.Dimension()), slog.Int("max_seq_length", m.MaxSeqLength()))
-	return &Embedders{Document: m.Documents(), Query: m.Queries(), Identity: m.Identity(), CPU: true, closers: []io.Closer{m}}, nil
+		slog.Int("dimension", m.Dimension()), slog.Int("max_seq_length", m.MaxSeqLength()), slog.String("precision", m.Precision()),
+		slog.Duration("query_service_time", m.QueryServiceTime()))
+	return &Embedders{Document: m.Documents(), Query: m.Queries(), Identity: m.Identity(), CPU: true,
+		ServiceTime: m.QueryServiceTime, closers: []io.Closer{m}}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ragd/ragd/app"
 	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
@@ -56,8 +57,9 @@ func (s *syncBuffer) String() string {
 
 // TestBuiltinModelServes: the real model embeds the demo corpus and finds
 // a paraphrase the words alone do not give away; its identity is the
-// model's, query embedding is limited to about one call per core and the
-// vector weight is a real model's.
+// model's, query embedding is limited by expected wait (the queries whose
+// measured time fits 80 % of embed_timeout_ms) and the vector weight is a
+// real model's.
 func TestBuiltinModelServes(t *testing.T) {
 	a := newApp(t, realModelConfig(t))
 	defer a.Close()
@@ -76,8 +78,26 @@ func TestBuiltinModelServes(t *testing.T) {
 	if w := res.Fusion.Weights[spi.SourceVector]; w != 1 {
 		t.Fatalf("vector weight %v, want 1 for a real model", w)
 	}
-	if got := a.Guards[spi.SourceEmbedder].Snapshot().Limit; got != runtime.GOMAXPROCS(0) {
-		t.Fatalf("query embedder limit %d, want GOMAXPROCS (%d) for a model on this CPU", got, runtime.GOMAXPROCS(0))
+	st := a.QueryServiceTime()
+	if st <= 0 {
+		t.Fatal("no query service time measured at start")
+	}
+	n := runtime.GOMAXPROCS(0)
+	want := min(max(int(0.8*float64(time.Second)/float64(st)), n), app.MaxQueuedQueries)
+	if got := a.Guards[spi.SourceEmbedder].Snapshot().Limit; got != want {
+		t.Fatalf("query embedder limit %d, want %d (80 %% of 1s at %v a query, within [%d, %d])", got, want, st, n, app.MaxQueuedQueries)
+	}
+}
+
+// TestQueryLimitOverride: concurrency.overrides.embedder puts the built-in
+// model's query embedding back on an adaptive limit with those settings.
+func TestQueryLimitOverride(t *testing.T) {
+	cfg := realModelConfig(t)
+	cfg.Concurrency.Overrides = map[string]config.LimitSettings{spi.SourceEmbedder: {MinLimit: 3, MaxLimit: 5, InitialLimit: 3}}
+	a := newApp(t, cfg)
+	defer a.Close()
+	if got := a.Guards[spi.SourceEmbedder].Snapshot().Limit; got != 3 {
+		t.Fatalf("query embedder limit %d with the override, want its initial 3", got)
 	}
 }
 
@@ -107,6 +127,55 @@ func TestHashingStoreRefusesTheModel(t *testing.T) {
 	}
 	r.Close()
 	newApp(t, cfg).Close()
+}
+
+// TestStoreKeepsItsPrecision: a store of the model's fp32 vectors (written
+// before int8 was the default) opened with embedder.precision left out
+// runs the model in fp32, as its vectors were made; with int8 asked for
+// explicitly it refuses, naming ragd reembed; after the reembed it serves
+// int8.
+func TestStoreKeepsItsPrecision(t *testing.T) {
+	cfg := realModelConfig(t)
+	fp32 := *cfg
+	fp32.Embedder.Precision = config.PrecisionFP32
+	a := newApp(t, &fp32)
+	upsertAll(t, a, corpus(3))
+	want := a.EmbedderIdentity
+	a.Close()
+	if strings.Contains(want, "precision=") {
+		t.Fatalf("fp32 identity %q names a precision", want)
+	}
+
+	b := newApp(t, cfg) // precision left out: the default, int8
+	if b.EmbedderIdentity != want {
+		t.Fatalf("default precision on an fp32 store: identity %q, want the store's %q", b.EmbedderIdentity, want)
+	}
+	res := top(t, b, retriever.Query{Text: "words of document number 1", Limit: 1, Sources: retriever.Only(spi.SourceVector)})
+	if res.Sources[spi.SourceVector].Status != retriever.StatusOK || len(res.Hits) == 0 {
+		t.Fatalf("vector query on the kept fp32 store: %+v", res.Sources)
+	}
+	b.Close()
+
+	int8 := *cfg
+	int8.Embedder.Precision = config.PrecisionInt8
+	_, err := app.New(context.Background(), &int8, app.Options{Logger: quiet()})
+	var ec *vectorembedded.EmbedderChangedError
+	if !errors.As(err, &ec) || !strings.Contains(ec.Configured, "precision=int8") || !strings.Contains(err.Error(), "ragd reembed") {
+		t.Fatalf("explicit int8 on an fp32 store: %v, want *EmbedderChangedError naming precision=int8 and ragd reembed", err)
+	}
+	r, err := app.New(context.Background(), &int8, app.Options{Logger: quiet(), Reembed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.Reembed(context.Background(), nil); err != nil || n != 3 {
+		t.Fatalf("reembed: %d, %v", n, err)
+	}
+	r.Close()
+	c := newApp(t, cfg)
+	defer c.Close()
+	if !strings.HasSuffix(c.EmbedderIdentity, " precision=int8") {
+		t.Fatalf("the default after the reembed: identity %q, want int8", c.EmbedderIdentity)
+	}
 }
 
 // TestModelStoreRefusesTheFallback: serve on a store of the model's

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"time"
 
 	"golang.org/x/sync/semaphore"
 
@@ -39,10 +40,13 @@ import (
 type Embedders struct {
 	Document, Query spi.Embedder
 	Identity        string
-	// CPU marks a model that runs in this process on the CPU: query
-	// embedding then gets a concurrency limit fitted to the cores, and
-	// document embedding one batch at a time.
+	// CPU marks a model that runs in this process on the CPU: document
+	// embedding then runs one batch at a time.
 	CPU bool
+	// ServiceTime, set for a model that queues and batches its queries (the
+	// built-in one), is what one more waiting query adds to a query's wait;
+	// the query guard then admits by expected wait (guard.NewWaitLimit).
+	ServiceTime func() time.Duration
 	// Fallback is set when the hashing embedder stands in for a missing
 	// built-in model (EmbedderOptions.Fallback).
 	Fallback *Fallback
@@ -166,17 +170,31 @@ func (a *App) documentSlots() int {
 	return e.DocumentSlots()
 }
 
-// queryLimit is the default concurrency limit of query embedding: the
-// shared concurrency settings for an embedding server, and about one call
-// per core for a model in this process (more calls only queue on the CPU
-// and make each query slower; the adaptive limit may still go to twice
-// that while latency holds). concurrency.overrides.embedder wins either way.
-func (a *App) queryLimit(base config.LimitSettings) config.LimitSettings {
-	if !a.embedderCPU {
-		return base
-	}
+// MaxQueuedQueries bounds the query embeddings in flight for a model that
+// batches its queries, whatever its measured speed allows.
+const MaxQueuedQueries = 1024
+
+// queryLimiter is the concurrency limit of query embedding. A model that
+// queues and batches its queries (Embedders.ServiceTime) gets a wait limit:
+// a query is admitted while its expected wait, queries in flight times the
+// measured time per query, fits 80 % of retriever.embed_timeout_ms (or of
+// what is left of its own budget), at least GOMAXPROCS and at most
+// MaxQueuedQueries. Others get the adaptive limit of the shared concurrency
+// settings; an in-process model without batching, about one call per core
+// (more only queue on the CPU), up to twice that while latency holds.
+// concurrency.overrides.embedder chooses the adaptive limit with its
+// settings in every case.
+func (a *App) queryLimiter(base, override config.LimitSettings) (guard.Limiter, error) {
 	n := runtime.GOMAXPROCS(0)
-	return config.LimitSettings{MinLimit: n, InitialLimit: n, MaxLimit: 2 * n}
+	if a.embedderServiceTime != nil && override == (config.LimitSettings{}) {
+		return guard.NewWaitLimit(guard.WaitConfig{Deadline: a.sourceTimeout(spi.SourceEmbedder),
+			ServiceTime: a.embedderServiceTime, Min: n, Max: max(n, MaxQueuedQueries), Now: a.now})
+	}
+	if a.embedderCPU {
+		base = config.LimitSettings{MinLimit: n, InitialLimit: n, MaxLimit: 2 * n}
+	}
+	l := limitSettings(base, override)
+	return guard.NewAdaptive(guard.AdaptiveConfig{Min: l.MinLimit, Max: l.MaxLimit, Initial: l.InitialLimit})
 }
 
 // slotEmbedder lets at most slots calls through at once; the others wait,

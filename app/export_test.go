@@ -52,6 +52,15 @@ func SetGraphWakeHook(f func()) (restore func()) {
 	return func() { graphWakeHook = nil }
 }
 
+// QueryServiceTime is the built-in model's measured time per query, or 0
+// for other embedders.
+func (a *App) QueryServiceTime() time.Duration {
+	if a.embedderServiceTime == nil {
+		return 0
+	}
+	return a.embedderServiceTime()
+}
+
 // Steps of a save of the maintenance holds (holdsWaiting, holdsRead).
 const (
 	HoldsWaiting = holdsWaiting

@@ -76,12 +76,14 @@ func (a *App) wireGuards() error {
 		}
 		gc := guard.Config{Circuit: circuits[name], Now: a.now}
 		if cc.Enabled {
-			base := cc.LimitSettings
+			var lim guard.Limiter
+			var err error
 			if name == spi.SourceEmbedder {
-				base = a.queryLimit(base)
+				lim, err = a.queryLimiter(cc.LimitSettings, cc.Overrides[name])
+			} else {
+				l := limitSettings(cc.LimitSettings, cc.Overrides[name])
+				lim, err = guard.NewAdaptive(guard.AdaptiveConfig{Min: l.MinLimit, Max: l.MaxLimit, Initial: l.InitialLimit})
 			}
-			l := limitSettings(base, cc.Overrides[name])
-			lim, err := guard.NewAdaptive(guard.AdaptiveConfig{Min: l.MinLimit, Max: l.MaxLimit, Initial: l.InitialLimit})
 			if err != nil {
 				return fmt.Errorf("app: concurrency.%s: %w", name, err)
 			}

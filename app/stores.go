@@ -14,6 +14,7 @@ import (
 	"github.com/ragd/ragd/backends/vector"
 	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
 	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/embedder/builtin"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -25,20 +26,30 @@ func (a *App) openStores(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.closers = append(a.closers, emb)
-	a.Embedder, a.QueryEmbedder = emb.Document, emb.Query
-	a.EmbedderIdentity = emb.Identity
-	a.EmbedderFallback = emb.Fallback
-	a.embedderCPU = emb.CPU
-	a.embedderKind = emb.Kind(a.Config)
-	if err := a.openVectorCaches(); err != nil {
-		return err
+	a.useEmbedders(emb)
+	err = a.openVector(ctx, emb.Document.Dimension())
+	if keep := keptPrecision(a.Config, emb, err); keep != "" {
+		// A store of the model's vectors in the other precision,
+		// embedder.precision left out: the store keeps its precision.
+		a.closers = a.closers[:len(a.closers)-1] // emb, added last
+		emb.Close()
+		cfg := *a.Config
+		cfg.Embedder.Precision = keep
+		a.Logger.Info("app: the vector store holds the model's vectors in another precision than this CPU's default; keeping it (set embedder.precision and run ragd reembed to change it)",
+			slog.String("precision", keep), slog.String("default", builtin.DefaultPrecision()))
+		if emb, err = OpenEmbedders(ctx, &cfg, EmbedderOptions{Logger: a.Logger, PullProgress: a.pullProgress}); err != nil {
+			return err
+		}
+		a.useEmbedders(emb)
+		err = a.openVector(ctx, emb.Document.Dimension())
 	}
-
-	if err := a.openVector(ctx, emb.Document.Dimension()); err != nil {
+	if err != nil {
 		if fb := a.EmbedderFallback; fb != nil {
 			return fallbackRefused(err, fb)
 		}
+		return err
+	}
+	if err := a.openVectorCaches(); err != nil {
 		return err
 	}
 	// A missing or corrupt keyword index is made anew, empty, and filled
@@ -61,6 +72,44 @@ func (a *App) checkedEmbedder() string {
 		return ""
 	}
 	return a.EmbedderIdentity
+}
+
+// useEmbedders makes emb the app's embedders (closed with the app).
+func (a *App) useEmbedders(emb *Embedders) {
+	a.closers = append(a.closers, emb)
+	a.Embedder, a.QueryEmbedder = emb.Document, emb.Query
+	a.EmbedderIdentity = emb.Identity
+	a.EmbedderFallback = emb.Fallback
+	a.embedderCPU = emb.CPU
+	a.embedderServiceTime = emb.ServiceTime
+	a.embedderKind = emb.Kind(a.Config)
+}
+
+// keptPrecision is the precision to reopen the built-in model with when
+// the vector store refused emb only for its precision: the store holds the
+// same model's vectors in the other one and embedder.precision was left
+// out (the CPU's default, builtin.DefaultPrecision). "" otherwise.
+func keptPrecision(cfg *config.Config, emb *Embedders, err error) string {
+	if err == nil || cfg.Embedder.Kind != config.KindBuiltin || cfg.Embedder.Precision != "" || emb.Fallback != nil {
+		return ""
+	}
+	var recorded string
+	var ee *vectorembedded.EmbedderChangedError
+	var pe *vector.EmbedderChangedError
+	switch {
+	case errors.As(err, &ee):
+		recorded = ee.Recorded
+	case errors.As(err, &pe):
+		recorded = pe.Recorded
+	default:
+		return ""
+	}
+	for _, p := range []string{config.PrecisionFP32, config.PrecisionInt8} {
+		if id := builtin.WithPrecision(emb.Identity, p); id != emb.Identity && id == recorded {
+			return p
+		}
+	}
+	return ""
 }
 
 func (a *App) openVector(ctx context.Context, dim int) error {

@@ -157,6 +157,10 @@ type EmbedderConfig struct {
 	Threads      int    `yaml:"threads"`
 	MaxSeqLength int    `yaml:"max_seq_length"`
 	PullTimeoutS int    `yaml:"pull_timeout_s"`
+	// Precision is the arithmetic of the encoder's linear layers:
+	// PrecisionFP32 or PrecisionInt8 (dynamic int8 quantisation); "" lets
+	// the encoder choose for the CPU (builtin.DefaultPrecision).
+	Precision string `yaml:"precision"`
 	// OpenAI-compatible servers only.
 	BaseURL    string `yaml:"base_url"`
 	APIKeyEnv  string `yaml:"api_key_env"`
@@ -221,6 +225,14 @@ func (e EmbedderConfig) BuiltinModel() string {
 	}
 	return e.Model
 }
+
+// Precisions of the built-in encoder's linear layers (embedder.precision;
+// left out, the encoder chooses: int8 where it has an int8 kernel in
+// assembly, fp32 elsewhere, see docs/embedders.md).
+const (
+	PrecisionFP32 = "fp32"
+	PrecisionInt8 = "int8"
+)
 
 // DefaultPullTimeoutS bounds pulling a missing built-in model at start
 // (all-MiniLM-L6-v2 is 87 MiB).

@@ -82,7 +82,7 @@ func TestBadFiles(t *testing.T) {
 		"weight.bad.yaml":           {"retriever.sources.keyword.weight", "between 0 and 1000"},
 		"tracing.bad.yaml":          {"tracing.endpoint", "tracing.sample_ratio"},
 		"embedder-cache.bad.yaml":   {"embedder.document_concurrency", "embedder.cache.dir", "embedder.cache.query_entries"},
-		"builtin.bad.yaml":          {"embedder.model", "invalid model name", "embedder.threads", "embedder.max_seq_length", "[CLS]", "embedder.pull_timeout_s"},
+		"builtin.bad.yaml":          {"embedder.model", "invalid model name", "embedder.threads", "embedder.max_seq_length", "[CLS]", "embedder.pull_timeout_s", "embedder.precision"},
 		"openai-dimension.bad.yaml": {"embedder.dimension", "must be set", "openai"},
 		"opensearch.bad.yaml":       {"backends.keyword.hosts[1]", "ftp://", "backends.keyword.index_prefix", "Upper", "backends.keyword.replicas", "backends.keyword.kind", "change log"},
 	}
@@ -167,7 +167,8 @@ func TestBuiltinEmbedderValues(t *testing.T) {
 	}
 	e := c.Embedder
 	if e.Kind != config.KindBuiltin || e.BuiltinModel() != "all-MiniLM-L6-v2" || e.Threads != 2 || e.MaxSeqLength != 128 ||
-		e.QueryPrefix != "query: " || e.DocumentPrefix != "passage: " || e.PullTimeoutS != 60 || e.Dimension != 0 {
+		e.QueryPrefix != "query: " || e.DocumentPrefix != "passage: " || e.PullTimeoutS != 60 || e.Dimension != 0 ||
+		e.Precision != config.PrecisionInt8 {
 		t.Fatalf("embedder = %+v", e)
 	}
 	if e.DocumentSlots() != 1 {

@@ -153,6 +153,9 @@ func (c *Config) Validate() error {
 		if e.MaxSeqLength == 1 {
 			bad("embedder.max_seq_length", "must leave room for [CLS] and [SEP] (at least 2), got 1")
 		}
+		if !oneOf(e.Precision, "", PrecisionFP32, PrecisionInt8) {
+			bad("embedder.precision", "must be one of %s, got %q", quoteList([]string{PrecisionFP32, PrecisionInt8}), e.Precision)
+		}
 	case KindOpenAI:
 		if u, err := url.Parse(e.BaseURL); err != nil || u.Host == "" || !oneOf(u.Scheme, "http", "https") {
 			bad("embedder.base_url", "must be an http(s) URL, got %q", e.BaseURL)

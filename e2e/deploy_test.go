@@ -64,6 +64,9 @@ func TestDeployConfig(t *testing.T) {
 	if !cfg.Breakers.Enabled {
 		t.Error("breakers are off")
 	}
+	if e := cfg.Embedder; e.Kind != config.KindBuiltin || e.PullTimeoutS == 0 {
+		t.Errorf("embedder %+v: want the built-in model, pulled when missing (the server deployment is semantic)", e)
+	}
 
 	env["RAGD_NEO4J_USER"] = "reader"
 	env["RAGD_LISTEN"] = "0.0.0.0:9000"

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -421,7 +423,9 @@ func (s *stack) missingDocuments(t *testing.T, ids []string) []string {
 // testDeployConfig starts a second ragd from deploy/rag.servers.yaml,
 // configured only through the environment variables it documents, on the
 // same servers. Its keyword index starts empty and is rebuilt from the
-// system of record.
+// system of record. The file ships the built-in model; the stack wrote
+// hashing vectors, so the copy started here has the stack's embedder
+// section instead (the only change).
 func testDeployConfig(t *testing.T, s *stack) {
 	root, err := repoRoot()
 	if err != nil {
@@ -431,8 +435,20 @@ func testDeployConfig(t *testing.T, s *stack) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b, err := os.ReadFile(filepath.Join(root, "deploy", "rag.servers.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := regexp.MustCompile(`(?m)^embedder:\n(  .*\n)+`)
+	if !shipped.Match(b) {
+		t.Fatal("deploy/rag.servers.yaml has no embedder section")
+	}
+	cfgPath := filepath.Join(t.TempDir(), "rag.servers.yaml")
+	if err := os.WriteFile(cfgPath, shipped.ReplaceAll(b, []byte("embedder:\n  kind: hashing\n  dimension: 384\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	const key = "e2e-deploy-admin-key-0123456789"
-	p := startRagd(t, filepath.Join(root, "deploy", "rag.servers.yaml"),
+	p := startRagd(t, cfgPath,
 		"RAGD_PG_DSN="+s.PG.DSN,
 		"RAGD_NEO4J_URI="+u.String(),
 		"RAGD_NEO4J_USER="+s.Neo4j.User,

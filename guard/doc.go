@@ -11,6 +11,12 @@
 // breaker, since the source is busy, not sick. An open circuit refuses with
 // spi.ErrCircuitOpen.
 //
+// The limit is adaptive (NewAdaptive: it follows the source's latency), or,
+// for a source that queues its calls and serves them at a rate it measures
+// (the built-in model, which batches queued queries), a wait limit
+// (NewWaitLimit): a call is admitted while its expected wait, the calls in
+// flight times the measured service time, fits its deadline.
+//
 // # Slow is not dead
 //
 // What a finished call means for the breaker:

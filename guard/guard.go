@@ -98,7 +98,13 @@ func (g *Guard) Admit(ctx context.Context) (spi.Permit, error) {
 		p.tk = tk
 	}
 	if l := g.cfg.Limiter; l != nil {
-		lp, ok := l.TryAcquire()
+		var lp LimitPermit
+		var ok bool
+		if cl, isCL := l.(ContextLimiter); isCL {
+			lp, ok = cl.TryAcquireContext(ctx)
+		} else {
+			lp, ok = l.TryAcquire()
+		}
 		if !ok {
 			p.tk.Neutral()
 			g.shedTotal.Add(1)

@@ -18,6 +18,20 @@
 #                                    opens, one phase open (probes under way),
 #                                    healed; then the guards' shed and timeout
 #                                    counters and the probe trials from the log
+#   scripts/bench.sh load semantic   ragd with its embedded stores and the built-in
+#                                    model, query-vector LRU off (every query is
+#                                    embedded, as with real traffic), per variant
+#                                    of BENCH_VARIANTS ("int8 fp32 hashing": the
+#                                    model in each precision, then the hashing
+#                                    embedder as the comparison row), each on a
+#                                    fresh ragd: Cranfield ingested (documents/s
+#                                    and ragd's CPU ms per document), hybrid
+#                                    queries closed loop at BENCH_CLIENT_LIST
+#                                    ("1 2 8 32") clients, then open loop at
+#                                    80 % of the best closed-loop rate; per row
+#                                    req/s, p50/p99, CPU ms per query, the share
+#                                    of answers with vectors (vector ok) and the
+#                                    embedder's own took_ms p50 / p99
 #
 # Each prints one markdown table (req/s, p50/p99, CPU ms per query, each
 # source's share of ok answers, breaker transitions per phase) and a summary
@@ -87,26 +101,39 @@
 #
 #   scripts/bench.sh embed           the built-in embedder beside ONNX Runtime
 #                                    (Python, 2 threads) on the same model and
-#                                    texts, interleaved rounds: documents/s on
+#                                    texts, for each precision of
+#                                    BENCH_PRECISIONS ("int8 fp32"; ONNX
+#                                    Runtime's int8 is its quantize_dynamic):
+#                                    documents/s and CPU per document on
 #                                    BENCH_DOCS (128) Cranfield documents, one
-#                                    query's p50/p99 latency, and the ratios. One
-#                                    table for docs/embedders.md and README. Needs
-#                                    RAG_TEST_MODEL_DIR (the model directory) and
-#                                    a Python with onnxruntime, tokenizers and
-#                                    numpy (BENCH_PYTHON, default python3); the
-#                                    ONNX graph is BENCH_ONNX, else the one
+#                                    query's p50/p99 latency and CPU, in
+#                                    interleaved rounds (BENCH_ROUNDS, 2; best of
+#                                    each); then query embedding under load: 1,
+#                                    2, 8 and 32 closed-loop clients and (built-in)
+#                                    open loop at 80 % of the best rate,
+#                                    BENCH_LOAD_QUERIES (1500) queries a row
+#                                    (ONNX Runtime BENCH_ORT_SECONDS, 8, a row).
+#                                    Two tables for docs/embedders.md and README.
+#                                    Needs RAG_TEST_MODEL_DIR (the model
+#                                    directory) and a Python with onnxruntime,
+#                                    onnx, tokenizers and numpy (BENCH_PYTHON,
+#                                    default python3); the ONNX graph is
+#                                    BENCH_ONNX, else the one
 #                                    embedder/builtin/testdata/gen_reference.py
-#                                    fetches. BENCH_ROUNDS (3), best of each.
-#                                    RAGD_KERNEL=avx2 (or go) measures the
-#                                    built-in's slower kernels on this CPU.
+#                                    fetches. RAGD_KERNEL=avx2 (or go) measures
+#                                    the built-in's slower kernels on this CPU.
 #
 # Settings (environment): RAG_CRANFIELD_DIR (default ../shared/data/cranfield),
 # BENCH_CLIENTS (8; 64 for hung), BENCH_PHASE (10s; 12s for hung, longer
 # than the cooldown; 30s for replicas), BENCH_PORT (18090), BENCH_RESET_S (10), BENCH_RATE
-# (hung only; 200), BENCH_EMBEDDER (load, scale and replicas: hashing, so the figures
-# measure the stores and compare with earlier runs; builtin runs the shipped
-# model), BENCH_WARMUP (load: 3s, 30s with servers; then every breaker must
-# have closed), servers: BENCH_NEO4J_JAVA_OPTS (Neo4j's JVM flags; scale
+# (hung only; 200), BENCH_EMBEDDER (load, scale and replicas: builtin, the
+# shipped model, which must be in the model cache (scripts/model.sh) or the
+# run stops rather than measure the hashing stand-in; hashing measures the
+# stores alone, the labelled second row), BENCH_PRECISION (builtin: the
+# encoder's precision; default the CPU's), BENCH_QUERY_CACHE (0: the
+# query-vector LRU off, since the benchmark's queries repeat and real ones
+# mostly do not), BENCH_WARMUP (load: 3s, 30s with servers; then every
+# breaker must have closed), servers: BENCH_NEO4J_JAVA_OPTS (Neo4j's JVM flags; scale
 # and replicas: -XX:+UseParallelGC, the full JIT of a long-running server; load: the test
 # servers' C1-only flags, which start faster, as its restart phase needs).
 # scale only: BENCH_CACHE (a directory keeping the generated corpora between
@@ -134,7 +161,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2; e
 case "${1:-}" in
   load)
     mode=${2:-embedded}
-    case "$mode" in embedded|servers|hung) ;; *) usage ;; esac ;;
+    case "$mode" in embedded|servers|hung|semantic) ;; *) usage ;; esac ;;
   embed) mode=embed ;;
   replicas) mode=servers ;;
   scale)
@@ -150,51 +177,106 @@ esac
 data=${RAG_CRANFIELD_DIR:-../shared/data/cranfield}
 [ -f "$data/corpus.jsonl" ] || { echo "bench: no corpus at $data (set RAG_CRANFIELD_DIR)" >&2; exit 1; }
 data=$(cd "$data" && pwd)
+embedder=${BENCH_EMBEDDER:-builtin}
 
 # embed: the built-in embedder's Go benchmarks and scripts/embed_ort.py on
-# the same texts, alternating, BENCH_ROUNDS times; the best figure of each.
+# the same texts, for each precision; the documents and single-query part
+# alternating BENCH_ROUNDS times (the best figure of each), then the query
+# load once.
 embed_bench() {
-  local model=${RAG_TEST_MODEL_DIR:-} py=${BENCH_PYTHON:-python3} rounds=${BENCH_ROUNDS:-3} ndocs=${BENCH_DOCS:-128}
+  local model=${RAG_TEST_MODEL_DIR:-} py=${BENCH_PYTHON:-python3} rounds=${BENCH_ROUNDS:-2} ndocs=${BENCH_DOCS:-128}
   [ -n "$model" ] && [ -f "$model/model.safetensors" ] || { echo "bench: set RAG_TEST_MODEL_DIR to the model directory (ragd model import/pull)" >&2; exit 1; }
   embed_tmp=$(mktemp -d); trap 'rm -rf "$embed_tmp"' EXIT
   local tmp=$embed_tmp
   go test -c -o "$tmp/builtin.test" ./embedder/builtin/ >&2
   local onnx=(); [ -n "${BENCH_ONNX:-}" ] && onnx=(--onnx "$BENCH_ONNX")
-  local go_docs=0 go_p50=1e9 go_p99=1e9 ort_docs=0 ort_p50=1e9 ort_p99=1e9 go_cpu=1e9 ort_cpu=1e9 out ortv="" tokens="" kern=""
-  best() { awk -v a="$1" -v b="$2" -v hi="$3" 'BEGIN { if ((hi && b > a) || (!hi && b < a)) print b; else print a }'; }
+  local precs=${BENCH_PRECISIONS:-int8 fp32} p r out kern qkern ortv="" tokens=""
+  declare -A best=()
+  # keep NAME VALUE HI: best[NAME] becomes VALUE when larger (HI=1) or smaller.
+  keep() { best[$1]=$(awk -v a="${best[$1]:-}" -v b="$2" -v hi="$3" 'BEGIN { if (a == "" || (hi && b > a) || (!hi && b < a)) print b; else print a }'); }
+  # metric LINE-PATTERN UNIT: the figure before UNIT on the benchmark line.
+  metric() { echo "$out" | awk -v pat="$1" -v u="$2" '$0 ~ pat { for (i = 1; i < NF; i++) if ($(i+1) == u) { print $i; exit } }'; }
   for r in $(seq "$rounds"); do
     echo "== round $r/$rounds (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
     out=$(cd embedder/builtin && RAG_TEST_MODEL_DIR="$model" BENCH_DOCS="$ndocs" RAG_BENCH_CORPUS="$data/corpus.jsonl" \
       RAG_BENCH_QUERIES="$data/queries.jsonl" "$tmp/builtin.test" -test.run '^$' -test.v \
-      -test.bench 'EmbedDocuments$|EmbedQuery$' -test.benchtime 2x 2>&1)
-    out+=$'\n'$(cd embedder/builtin && RAG_TEST_MODEL_DIR="$model" RAG_BENCH_QUERIES="$data/queries.jsonl" \
-      "$tmp/builtin.test" -test.run '^$' -test.bench 'EmbedQuery$' -test.benchtime 200x 2>&1)
+      -test.bench 'Precision$' -test.benchtime 2s 2>&1)
     echo "$out" | grep -E '^Benchmark' >&2
-    kern=$(echo "$out" | sed -n 's/.*kernel \([a-z0-9]*\).*/\1/p' | head -1)
-    go_docs=$(best "$go_docs" "$(echo "$out" | awk '/EmbedDocuments/ { for (i = 1; i < NF; i++) if ($(i+1) == "docs/s") print $i }')" 1)
-    go_cpu=$(best "$go_cpu" "$(echo "$out" | awk '/EmbedDocuments/ { for (i = 1; i < NF; i++) if ($(i+1) == "cpu-ms/doc") print $i }')" 0)
-    go_p50=$(best "$go_p50" "$(echo "$out" | awk '/EmbedQuery/ && $2 == 200 { for (i = 1; i < NF; i++) if ($(i+1) == "p50-ms") print $i }')" 0)
-    go_p99=$(best "$go_p99" "$(echo "$out" | awk '/EmbedQuery/ && $2 == 200 { for (i = 1; i < NF; i++) if ($(i+1) == "p99-ms") print $i }')" 0)
-    out=$("$py" scripts/embed_ort.py "${onnx[@]}" --tokenizer "$model/tokenizer.json" --corpus "$data/corpus.jsonl" \
-      --queries "$data/queries.jsonl" --docs "$ndocs" --rounds 1 --threads 2)
-    echo "$out" >&2
-    ort_docs=$(best "$ort_docs" "$(echo "$out" | jq .docs_per_s)" 1)
-    ort_cpu=$(best "$ort_cpu" "$(echo "$out" | jq .cpu_ms_per_doc)" 0)
-    ort_p50=$(best "$ort_p50" "$(echo "$out" | jq .query_p50_ms)" 0)
-    ort_p99=$(best "$ort_p99" "$(echo "$out" | jq .query_p99_ms)" 0)
-    ortv=$(echo "$out" | jq -r .onnxruntime)
-    tokens=$(echo "$out" | jq .mean_tokens)
+    for p in $precs; do
+      keep "go-$p-docs" "$(metric "Precision/$p/documents" docs/s)" 1
+      keep "go-$p-cpudoc" "$(metric "Precision/$p/documents" cpu-ms/doc)" 0
+      keep "go-$p-q1cpu" "$(metric "Precision/$p/queries1-" cpu-ms/query)" 0
+      keep "go-$p-q16cpu" "$(metric "Precision/$p/queries16" cpu-ms/query)" 0
+      keep "go-$p-p50" "$(metric "Precision/$p/queries1-" p50-ms)" 0
+      keep "go-$p-p99" "$(metric "Precision/$p/queries1-" p99-ms)" 0
+      local q=()
+      [ "$p" = int8 ] && q=(--quantize)
+      out=$("$py" scripts/embed_ort.py "${onnx[@]}" "${q[@]}" --tokenizer "$model/tokenizer.json" --corpus "$data/corpus.jsonl" \
+        --queries "$data/queries.jsonl" --docs "$ndocs" --rounds 1 --threads 2 2>/dev/null)
+      echo "$out" >&2
+      keep "ort-$p-docs" "$(echo "$out" | jq .docs_per_s)" 1
+      keep "ort-$p-cpudoc" "$(echo "$out" | jq .cpu_ms_per_doc)" 0
+      keep "ort-$p-p50" "$(echo "$out" | jq .query_p50_ms)" 0
+      keep "ort-$p-p99" "$(echo "$out" | jq .query_p99_ms)" 0
+      ortv=$(echo "$out" | jq -r .onnxruntime)
+      tokens=$(echo "$out" | jq .mean_tokens)
+      out=
+    done
   done
-  echo "## built-in embedder vs ONNX Runtime, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "== query load (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+  local loadout
+  loadout=$(cd embedder/builtin && RAG_TEST_MODEL_DIR="$model" RAG_BENCH_QUERIES="$data/queries.jsonl" RAG_BENCH_CORPUS="$data/corpus.jsonl" RAG_BENCH_PRECISIONS="$precs" \
+    "$tmp/builtin.test" -test.run '^$' -test.bench 'QueryLoad$' -test.benchtime "${BENCH_LOAD_QUERIES:-1500}x" 2>&1)
+  echo "$loadout" | grep -E '^Benchmark' >&2
+  declare -A ortload=()
+  for p in $precs; do
+    local q=()
+    [ "$p" = int8 ] && q=(--quantize)
+    ortload[$p]=$("$py" scripts/embed_ort.py "${onnx[@]}" "${q[@]}" --tokenizer "$model/tokenizer.json" --corpus "$data/corpus.jsonl" \
+      --queries "$data/queries.jsonl" --docs 4 --rounds 1 --query-runs 1 --threads 2 --clients 1,2,8,32 --client-seconds "${BENCH_ORT_SECONDS:-8}" 2>/dev/null)
+    echo "${ortload[$p]}" >&2
+  done
+  kern=$(cd embedder/builtin && RAG_TEST_MODEL_DIR="$model" "$tmp/builtin.test" -test.run '^$' -test.bench 'EmbedQueryBatch/int8/batch1$' -test.benchtime 1x -test.v 2>&1 |
+    sed -n 's/.*kernel \([a-z0-9]*\), int8 kernel \([a-z0-9]*\).*/fp32 kernel \1, int8 kernel \2/p' | head -1)
+  echo "## built-in embedder vs ONNX Runtime, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
   echo
-  echo "$(basename "$model"), $ndocs Cranfield documents (mean $tokens tokens), best of $rounds interleaved rounds"
+  echo "$(basename "$model"); built-in: Go, GOMAXPROCS $(nproc), $kern; ONNX Runtime $ortv: Python, 2 intra-op threads, int8 by its quantize_dynamic (per channel). Documents: $ndocs Cranfield documents (mean $tokens tokens), best of $rounds interleaved rounds. Query alone: one at a time, tokeniser included."
   echo
-  echo "| | documents/s | CPU ms per document | query p50 | query p99 |"
-  echo "|---|---|---|---|---|"
-  echo "| built-in (Go, $kern kernel, GOMAXPROCS $(nproc)) | $go_docs | $go_cpu | $go_p50 ms | $go_p99 ms |"
-  echo "| ONNX Runtime $ortv (Python, 2 threads) | $ort_docs | $ort_cpu | $ort_p50 ms | $ort_p99 ms |"
-  awk -v a="$go_docs" -v b="$ort_docs" -v g="$go_cpu" -v h="$ort_cpu" -v c="$go_p50" -v d="$ort_p50" -v e="$go_p99" -v f="$ort_p99" \
-    'BEGIN { printf "| built-in / ONNX Runtime | %.2f× | %.2f× | %.2f× | %.2f× |\n", a / b, g / h, c / d, e / f }'
+  echo "| engine | precision | documents/s | CPU ms per document | query alone p50 / p99 ms | CPU ms per query alone | in passes of 16 |"
+  echo "|---|---|---:|---:|---:|---:|---:|"
+  for p in $precs; do
+    echo "| built-in | $p | ${best[go-$p-docs]} | ${best[go-$p-cpudoc]} | ${best[go-$p-p50]} / ${best[go-$p-p99]} | ${best[go-$p-q1cpu]} | ${best[go-$p-q16cpu]} |"
+    echo "| ONNX Runtime | $p | ${best[ort-$p-docs]} | ${best[ort-$p-cpudoc]} | ${best[ort-$p-p50]} / ${best[ort-$p-p99]} | – | – |"
+  done
+  echo
+  echo "Query embedding under load: C clients each embedding one query at a time (closed loop), then arrivals at 80 % of the best closed-loop rate (open loop, built-in only); queries/s, p50 / p99 ms (built-in: ${BENCH_LOAD_QUERIES:-1500} queries a row; ONNX Runtime: ${BENCH_ORT_SECONDS:-8} s a row, one session shared by the threads):"
+  echo
+  echo "| engine | precision | 1 client | 2 clients | 8 clients | 32 clients | open loop at 80 % | queries a pass at 8 / 32 |"
+  echo "|---|---|---|---|---|---|---|---|"
+  for p in $precs; do
+    echo "$loadout" | awk -v p="$p" '
+      function m(line, u,   i, n, f) { n = split(line, f, /[ \t]+/); for (i = 1; i < n; i++) if (f[i+1] == u) return f[i]; return "" }
+      index($1, "BenchmarkQueryLoad/" p "/") == 1 {
+        key = $1; sub(/-[0-9]+$/, "", key); sub(".*/" p "/", "", key)
+        cell[key] = sprintf("%.0f/s, %s / %s", m($0, "queries/s"), m($0, "p50-ms"), m($0, "p99-ms"))
+        pass[key] = m($0, "queries/pass"); off[key] = m($0, "offered/s")
+      }
+      END {
+        printf "| built-in | %s | %s | %s | %s | %s | %s (offered %.0f/s) | %s / %s |\n", p, cell["closed/clients1"], cell["closed/clients2"],
+          cell["closed/clients8"], cell["closed/clients32"], cell["open/80pct"], off["open/80pct"], pass["closed/clients8"], pass["closed/clients32"]
+      }'
+    echo "${ortload[$p]}" | jq -r --arg p "$p" '"| ONNX Runtime | \($p) | " + ([.load[] | "\(.queries_per_s | round)/s, \(.p50_ms) / \(.p99_ms)"] | join(" | ")) + " | – | – |"'
+  done
+  echo
+  echo "Queries during a bulk ingest (built-in; documents embedded back to back, 2 query clients):"
+  echo
+  for p in $precs; do
+    echo "$loadout" | awk -v p="$p" '
+      function m(line, u,   i, n, f) { n = split(line, f, /[ \t]+/); for (i = 1; i < n; i++) if (f[i+1] == u) return f[i]; return "" }
+      index($1, "BenchmarkQueryLoad/" p "/ingest/") == 1 {
+        printf "- %s: %.0f queries/s, p50 %s ms, p99 %s ms, beside %.0f documents/s\n", p, m($0, "queries/s"), m($0, "p50-ms"), m($0, "p99-ms"), m($0, "docs/s")
+      }'
+  done
 }
 if [ "$mode" = embed ]; then
   embed_bench
@@ -506,7 +588,7 @@ scale() {
     echo
     cat "$vstats"
   else
-    echo "The ${BENCH_EMBEDDER:-hashing} embedder embeds documents and queries."
+    echo "The $embedder embedder embeds documents and queries."
   fi
   if [ "$mode" = servers ]; then
     echo "Documents spread over ${BENCH_TENANTS:-3} tenants (queries search them all). PostgreSQL shared_buffers $PG_SB; Neo4j heap $NEO_HEAP, page cache $NEO_PC, JVM flags \`$NEO_OPTS\`; HNSW bulk builds with maintenance_work_mem ${BENCH_INDEX_MEM_MB:-2048} MB."
@@ -625,7 +707,7 @@ replicas_bench() {
   [ "${BENCH_DOCS:-0}" -gt 0 ] && docs_desc="$docs synthetic documents over ${BENCH_TENANTS:-3} tenants"
   echo "## ragd replicas under writes: 2 replicas, $what, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $load0 before the phases, $(cut -d' ' -f1-3 /proc/loadavg) after"
   echo
-  echo "$docs_desc ingested through A; B joined with an empty data_dir ($replica_line). $clients closed-loop hybrid query clients (shipped defaults, ${BENCH_EMBEDDER:-hashing} embedder) split over A and B, $phase a phase; the writer upserts the same corpus through A, every pass changing each text. Lag from GET /v1/status/health every second (log.stores[], kept stores only): entries behind the log's head and the age of the oldest unapplied entry. CPU per query is the replica's whole CPU (applying the log included) over its queries. Everything on one machine: ragd ×2, PostgreSQL, Neo4j and the clients share its cores."
+  echo "$docs_desc ingested through A; B joined with an empty data_dir ($replica_line). $clients closed-loop hybrid query clients (shipped defaults, $embedder embedder) split over A and B, $phase a phase; the writer upserts the same corpus through A, every pass changing each text. Lag from GET /v1/status/health every second (log.stores[], kept stores only): entries behind the log's head and the age of the oldest unapplied entry. CPU per query is the replica's whole CPU (applying the log included) over its queries. Everything on one machine: ragd ×2, PostgreSQL, Neo4j and the clients share its cores."
   echo
   cat "$work/replicas.md"
   echo
@@ -650,6 +732,96 @@ replicas_bench() {
         awk -v r="$r" -v w="$when" '{ n = $1; $1 = ""; print "- " r ", " w " the phases: " n " ×" $0 } END { if (NR == 0) print "- " r ", " w " the phases: none" }'
     done
   done
+}
+
+# no_fallback stops the run when ragd serves on the hashing stand-in while
+# the built-in model was asked for: figures of the stand-in would pass for
+# the model's.
+no_fallback() {
+  [ "$embedder" = builtin ] || return 0
+  if grep -q "SERVING WITHOUT THE BUILT-IN MODEL" "$work/ragd.log"; then
+    echo "bench: ragd could not load the built-in model and serves on hashing; run scripts/model.sh (RAGD_MODEL_CACHE) or set BENCH_EMBEDDER=hashing" >&2
+    exit 1
+  fi
+}
+
+# precision is the built-in encoder's precision, from the embedder's
+# identity in GET /v1/status/server.
+precision() {
+  local id
+  id=$(curl -sf -H "Authorization: Bearer ${RAGD_API_KEY:-}" "http://127.0.0.1:$port/v1/status/server" | jq -r '[.. | .identity? // empty] | first')
+  case "$id" in
+    *precision=int8*) echo int8 ;;
+    *kind=builtin*) echo fp32 ;;
+    *) echo "no built-in model" ;;
+  esac
+}
+
+# load semantic: see the header. One fresh ragd per variant on port $port.
+semantic_bench() {
+  local v kind cfg t0 t1 c0 c1 ndocs cap rate out first=1 took=()
+  local clist=${BENCH_CLIENT_LIST:-1 2 8 32}
+  echo "## ragd load, semantic: embedded stores, hybrid text queries, query-vector LRU off, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $phase phases, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo
+  : > "$work/ingest.md"
+  for v in ${BENCH_VARIANTS:-int8 fp32 hashing}; do
+    kind=builtin
+    [ "$v" = hashing ] && kind=hashing
+    cfg=$work/rag-$v.yaml
+    sed -e "s/^  kind: $embedder.*/  kind: $kind/" "$work/rag.yaml" > "$cfg"
+    [ "$kind" = builtin ] && sed -i "s/^  kind: builtin$/&\n  precision: $v/" "$cfg"
+    grep -q "^  kind: $kind" "$cfg" && grep -q "query_entries: 0" "$cfg" || { echo "bench: could not write the $v config" >&2; exit 1; }
+    echo "== $v: starting ragd" >&2
+    RAGD_DATA_DIR="$work/data-$v" RAGD_LISTEN="127.0.0.1:$port" "$work/ragd" serve -c "$cfg" 2>"$work/ragd.log" &
+    ragd_pid=$!
+    for _ in $(seq 1 300); do
+      curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break
+      kill -0 "$ragd_pid" 2>/dev/null || { tail -20 "$work/ragd.log" >&2; exit 1; }
+      sleep 0.2
+    done
+    if [ "$kind" = builtin ]; then
+      no_fallback
+      [ "$(precision)" = "$v" ] || { echo "bench: ragd runs $(precision), not $v" >&2; exit 1; }
+    fi
+    echo "== $v: ingesting $data" >&2
+    c0=$(cpu_s "$ragd_pid"); t0=$(date +%s.%N)
+    "$work/ragd" ingest --server "http://127.0.0.1:$port" --no-resume "$data" >&2
+    t1=$(date +%s.%N); c1=$(cpu_s "$ragd_pid")
+    ndocs=$(grep -c . "$data/corpus.jsonl")
+    awk -v v="$v" -v n="$ndocs" -v a="$t0" -v b="$t1" -v c="$c0" -v d="$c1" \
+      'BEGIN { printf "| %s | %d | %.1f | %.0f | %.1f |\n", v, n, b - a, n / (b - a), 1000 * (d - c) / n }' >> "$work/ingest.md"
+    "$work/ragd-bench" -server "http://127.0.0.1:$port" -queries "$data" -clients 8 -duration "${BENCH_WARMUP:-3s}" -label warm-up >/dev/null
+    cap=0
+    for c in $clist; do
+      echo "== $v: $c clients, closed loop" >&2
+      out=$("$work/ragd-bench" -server "http://127.0.0.1:$port" -queries "$data" -clients "$c" -pid "$ragd_pid" \
+        -duration "$phase" -label "$v, $c clients" -took -json "$work/run.json" ${first:+-header})
+      first=
+      echo "$out" | grep '^|'
+      took+=("$(echo "$out" | grep '^took_ms')")
+      cap=$(jq -r --arg c "$cap" '[.ReqPerSec, ($c | tonumber)] | max' "$work/run.json")
+    done
+    rate=$(awk -v c="$cap" 'BEGIN { printf "%.0f", 0.8 * c }')
+    echo "== $v: open loop at $rate queries/s" >&2
+    out=$("$work/ragd-bench" -server "http://127.0.0.1:$port" -queries "$data" -clients 256 -rate "$rate" -pid "$ragd_pid" \
+      -duration "$phase" -label "$v, open loop $rate/s (80 % of $(printf %.0f "$cap"))" -took)
+    echo "$out" | grep '^|'
+    took+=("$(echo "$out" | grep '^took_ms')")
+    kill "$ragd_pid"; wait "$ragd_pid" 2>/dev/null || true
+    ragd_pid=
+  done
+  echo
+  echo "Time inside ragd (answers where the source was ok):"
+  echo
+  printf -- '- %s\n' "${took[@]}"
+  echo
+  echo "Ingest of Cranfield through \`ragd ingest --server\` (embedding, the stores and the change log; ragd's CPU over the documents):"
+  echo
+  echo "| variant | documents | seconds | documents/s | ragd CPU ms per document |"
+  echo "|---|---:|---:|---:|---:|"
+  cat "$work/ingest.md"
+  echo
+  echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
 echo "== building ragd, ragd-bench and ragd-vectors" >&2
@@ -721,10 +893,14 @@ fi
 graph_on=()
 [ "$mode" = servers ] && [ "$1" = load ] && graph_on=(-e "s/^    graph:   {weight: 0,/    graph:   {weight: 1.0,/" -e "s/^    enabled: false        # follows graph links/    enabled: true         # follows graph links/")
 sed "${graph_on[@]}" -e "s/^  reset_timeout_s: .*/  reset_timeout_s: $reset/" \
-    -e "s/^  kind: builtin .*/  kind: ${BENCH_EMBEDDER:-hashing}/" \
+    -e "s/^  kind: builtin .*/  kind: $embedder${BENCH_PRECISION:+\\n  precision: $BENCH_PRECISION}/" \
+    -e "s/^    query_entries: .*/    query_entries: ${BENCH_QUERY_CACHE:-0}/" \
     -e "s/^  shutdown_grace_s: .*/&\n  pprof: true\n  debug_faults: true/" \
     -e "s/^  level: info/  level: warn/" "$src" > "$work/rag.yaml"
 grep -q "reset_timeout_s: $reset" "$work/rag.yaml" || { echo "bench: could not set reset_timeout_s in $src" >&2; exit 1; }
+grep -q "^  kind: $embedder" "$work/rag.yaml" || { echo "bench: could not set the embedder in $src" >&2; exit 1; }
+# The query-vector LRU (a section of its own where the file has none).
+grep -q "query_entries:" "$work/rag.yaml" || sed -i "s/^  kind: $embedder.*/&\n  cache: {query_entries: ${BENCH_QUERY_CACHE:-0}}/" "$work/rag.yaml"
 if [ "$mode" = servers ] && [ "$1" = scale ]; then
   if grep -q '^    index_build_mem_mb:' "$work/rag.yaml"; then
     sed -i "s/^    index_build_mem_mb: [0-9]*/    index_build_mem_mb: ${BENCH_INDEX_MEM_MB:-2048}/" "$work/rag.yaml"
@@ -737,7 +913,11 @@ if [ "$mode" = servers ] && [ "$1" = load ] && ! grep -q "graph:   {weight: 1.0,
   echo "bench: could not switch the graph on in $src" >&2; exit 1
 fi
 
-echo "== starting ragd ($mode) on 127.0.0.1:$port" >&2
+if [ "$mode" = semantic ]; then
+  semantic_bench
+  exit
+fi
+echo "== starting ragd ($mode, $embedder embedder) on 127.0.0.1:$port" >&2
 RAGD_DATA_DIR="$work/data" RAGD_LISTEN="127.0.0.1:$port" "$work/ragd" serve -c "$work/rag.yaml" 2>"$work/ragd.log" &
 ragd_pid=$!
 for _ in $(seq 1 300); do
@@ -745,6 +925,7 @@ for _ in $(seq 1 300); do
   kill -0 "$ragd_pid" 2>/dev/null || { tail -20 "$work/ragd.log" >&2; exit 1; }
   sleep 0.2
 done
+no_fallback
 if [ "$1" = scale ]; then
   scale
   exit
@@ -769,7 +950,7 @@ for _ in $(seq 1 120); do
   sleep 1
 done
 
-echo "## ragd load, $mode, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $clients clients${rate:+ (open loop, $rate queries/s)}, $phase phases, reset_timeout ${reset}s, load average $(cut -d' ' -f1-3 /proc/loadavg)${NEO_OPTS:+, Neo4j JVM flags \`$NEO_OPTS\`}"
+echo "## ragd load, $mode, $embedder embedder$( [ "$embedder" = builtin ] && echo " ($(precision))"), query-vector LRU ${BENCH_QUERY_CACHE:-0} entries, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $clients clients${rate:+ (open loop, $rate queries/s)}, $phase phases, reset_timeout ${reset}s, load average $(cut -d' ' -f1-3 /proc/loadavg)${NEO_OPTS:+, Neo4j JVM flags \`$NEO_OPTS\`}"
 echo
 if [ "$mode" = embedded ]; then
   "$work/ragd-bench" "${common[@]}" -duration "$phase" -scenario embedded -reset-timeout "${reset}s"

@@ -12,12 +12,21 @@ threads of the process, spinning included) are the best of --rounds.
 Queries: the first 200 queries of a queries.jsonl, one at a time; p50 and
 p99 latencies over --query-runs calls, tokenisation included.
 
-Prints one JSON object. Needs onnxruntime, tokenizers and numpy.
+With --quantize the graph is first quantised by onnxruntime.quantization's
+quantize_dynamic (int8 weights per channel, uint8 activations quantised as
+they come: ONNX Runtime's own int8 path). With --clients (e.g. 1,2,8,32)
+queries are also embedded by that many threads at once, each one query at
+a time (closed loop) for --client-seconds: queries/s and p50/p99 per count.
+
+Prints one JSON object. Needs onnxruntime, tokenizers and numpy (and onnx
+for --quantize).
 """
 import argparse
 import json
 import os
 import sys
+import tempfile
+import threading
 import time
 
 import numpy as np
@@ -47,6 +56,9 @@ def main():
     ap.add_argument("--batch-tokens", type=int, default=2048)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--query-runs", type=int, default=200)
+    ap.add_argument("--quantize", action="store_true", help="run ONNX Runtime's dynamic int8 quantisation of the graph")
+    ap.add_argument("--clients", default="", help="comma-separated client counts for the closed-loop query load")
+    ap.add_argument("--client-seconds", type=float, default=5.0)
     args = ap.parse_args()
 
     so = ort.SessionOptions()
@@ -60,6 +72,18 @@ def main():
 
         graph, _ = gen_reference.onnx_bytes(argparse.Namespace(
             onnx=None, cache_dir=os.path.join(os.path.expanduser("~"), ".cache", "ragd", "reference")))
+    if args.quantize:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        tmp = tempfile.mkdtemp()
+        src, dst = os.path.join(tmp, "fp32.onnx"), os.path.join(tmp, "int8.onnx")
+        if isinstance(graph, bytes):
+            with open(src, "wb") as f:
+                f.write(graph)
+        else:
+            src = graph
+        quantize_dynamic(src, dst, weight_type=QuantType.QInt8, per_channel=True)
+        graph = dst
     sess = ort.InferenceSession(graph, so, providers=["CPUExecutionProvider"])
     tok = Tokenizer.from_file(args.tokenizer)
     tok.no_padding()
@@ -114,6 +138,33 @@ def main():
         run([tok.encode(q).ids])
         lat.append(time.perf_counter() - t0)
     lat.sort()
+
+    load = []
+    for c in [int(x) for x in args.clients.split(",") if x]:
+        lats, stop = [], time.perf_counter() + args.client_seconds
+        lock = threading.Lock()
+
+        def client(k):
+            mine, i = [], k
+            while time.perf_counter() < stop:
+                t0 = time.perf_counter()
+                run([tok.encode(queries[i % len(queries)]).ids])
+                mine.append(time.perf_counter() - t0)
+                i += c
+            with lock:
+                lats.extend(mine)
+
+        t0 = time.perf_counter()
+        ts = [threading.Thread(target=client, args=(k,)) for k in range(c)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        el = time.perf_counter() - t0
+        lats.sort()
+        load.append({"clients": c, "queries_per_s": round(len(lats) / el, 1),
+                     "p50_ms": round(lats[len(lats) // 2] * 1000, 2), "p99_ms": round(lats[len(lats) * 99 // 100] * 1000, 2)})
+
     print(json.dumps({
         "docs": len(docs),
         "mean_tokens": round(tokens / len(docs), 1),
@@ -123,6 +174,8 @@ def main():
         "query_p99_ms": round(lat[len(lat) * 99 // 100] * 1000, 3),
         "onnxruntime": ort.__version__,
         "threads": args.threads,
+        "precision": "int8" if args.quantize else "fp32",
+        "load": load,
     }))
 
 

@@ -47,6 +47,24 @@ phase "staticcheck ./..."
 go tool staticcheck ./...
 phase_done staticcheck
 
+# arm64: the model's kernels have NEON assembly of their own. Vet them for
+# arm64 always; run their tests (and the encoder's) under qemu-user when
+# qemu-aarch64 is installed (apt-get install qemu-user), which emulates a
+# CPU with the dot-product extension, so the NEON int8 kernel runs too.
+phase "arm64: go vet ./embedder/..., kernel tests under qemu-aarch64"
+GOARCH=arm64 go vet ./embedder/...
+if command -v qemu-aarch64 >/dev/null; then
+  arm=$(mktemp -d)
+  for pkg in embedder/builtin/internal/kernel embedder/builtin/bert; do
+    GOARCH=arm64 go test -c -o "$arm/t" "./$pkg"
+    (cd "$pkg" && qemu-aarch64 "$arm/t" -test.count=1)
+  done
+  rm -rf "$arm"
+else
+  echo "no qemu-aarch64: the arm64 kernels are vetted, not run"
+fi
+phase_done arm64
+
 # Fuzz targets: package and target. Each run also replays the seeds and
 # testdata/fuzz corpus, which plain go test runs too.
 fuzz_targets=(
@@ -57,6 +75,7 @@ fuzz_targets=(
   "./backends/vector/embedded FuzzDotCodes"
   "./embedder/builtin/wordpiece FuzzEncode"
   "./embedder/builtin/internal/kernel FuzzGemm"
+  "./embedder/builtin/internal/kernel FuzzGemmQ8"
 )
 fuzz() {
   local t pkg target

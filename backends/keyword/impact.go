@@ -1,6 +1,7 @@
 package keyword
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -54,9 +55,13 @@ import (
 // It is built from the bleve index at open (postings walked term by term,
 // stored fields read once per document) and updated after every committed
 // batch, under the store's writer lock. A document's slot is never reused:
-// replacing or deleting it marks the old slot dead, and a compaction drops
-// dead slots once they make up a quarter of the slots; it builds the
-// compacted copy while searches go on and swaps it in under the write lock.
+// replacing or deleting it marks the old slot dead. A rebuild (compaction)
+// drops the dead slots and renumbers the live ones in clustered order
+// (similar documents in neighbouring slots, so block bounds are tight)
+// once dead slots make up a quarter of the slots, or the slots appended
+// since the last rebuild a quarter of those it ordered, and after the
+// load at open; it builds the copy while searches go on and swaps it in
+// under the write lock.
 //
 // Invariants (checkInvariants in the tests checks each after every
 // operation of the model test):
@@ -102,13 +107,16 @@ type impactIndex struct {
 	pairVal  []spi.Value             // pair p's scalar (zero for a presence pair)
 	keyPairs map[string]*sortedPairs // each key's number and time pairs in value order, for ranges
 
-	tags   map[[8]byte]uint32
-	tagOf  [][8]byte // tagOf[0] is unused (no version)
-	live   int
-	dead   int
-	totT   int64
-	totX   int64
-	states sync.Pool // *searchState
+	tags    map[[8]byte]uint32
+	tagOf   [][8]byte // tagOf[0] is unused (no version)
+	live    int
+	dead    int
+	ordered int // slots [0, ordered) are in the clustered order of the last rebuild
+
+	reorderMin int // tests: overrides reorderMin when > 0
+	totT       int64
+	totX       int64
+	states     sync.Pool // *searchState
 
 	compactHook func() // tests: runs while a compaction has built its copy
 	searchHook  func() // tests: runs inside a search, after its first window
@@ -439,13 +447,16 @@ func (x *impactIndex) termsOf(slot uint32) []uint32 {
 	return out
 }
 
-// compactWhenDue compacts the index once dead slots make up a quarter of
-// them (and at least 1024). The compacted copy is built under the read
-// lock, so searches go on meanwhile; only the swap takes the write lock.
-// The caller is the index's one writer (writes are serialised by the
-// store's writer lock) and holds no lock of the index.
+// compactWhenDue rebuilds the index (compacted() below) once dead slots
+// make up a quarter of them (and at least 1024), or once the slots
+// appended since the last rebuild, in arrival order, make up a quarter of
+// the slots ordered by it (and at least reorderMin). The rebuilt copy is
+// built under the read lock, so searches go on meanwhile; only the swap
+// takes the write lock. The caller is the index's one writer (writes are
+// serialised by the store's writer lock) and holds no lock of the index.
 func (x *impactIndex) compactWhenDue() {
-	if x.dead < 1024 || x.dead <= x.slots()/4 {
+	unordered := x.slots() - x.ordered
+	if (x.dead < 1024 || x.dead <= x.slots()/4) && (unordered < x.reorderAt() || 4*unordered < x.ordered) {
 		return
 	}
 	x.mu.RLock()
@@ -459,14 +470,25 @@ func (x *impactIndex) compactWhenDue() {
 	x.ids, x.tenant, x.lenT, x.lenX = c.ids, c.tenant, c.lenT, c.lenX
 	x.verTag, x.verSeq, x.metaOff, x.metaIDs, x.alive = c.verTag, c.verSeq, c.metaOff, c.metaIDs, c.alive
 	x.post, x.tBits, x.pairBits = c.post, c.tBits, c.pairBits
-	x.dead = 0
+	x.dead, x.ordered = 0, c.slots()
 	x.states = sync.Pool{} // states sized for the old slot count
 }
 
-// compacted returns the live slots renumbered, with every postings list
-// and bitmap rebuilt without the dead ones, in new arrays. Statistics,
-// term ids, tenants and pairs keep their numbers. The caller holds mu for
-// reading.
+// reorderMin is the fewest slots appended in arrival order that make a
+// rebuild in clustered order due (compactWhenDue).
+const reorderMin = 1 << 14
+
+func (x *impactIndex) reorderAt() int {
+	if x.reorderMin > 0 {
+		return x.reorderMin
+	}
+	return reorderMin
+}
+
+// compacted returns the live slots renumbered in clustered order
+// (clusterOrder), with every postings list and bitmap rebuilt without the
+// dead ones, in new arrays. Statistics, term ids, tenants and pairs keep
+// their numbers. The caller holds mu for reading.
 func (x *impactIndex) compacted() *impactIndex {
 	n := x.live
 	c := &impactIndex{
@@ -484,10 +506,7 @@ func (x *impactIndex) compacted() *impactIndex {
 		c.pairBits[i] = roaring.New()
 	}
 	remap := make([]uint32, x.slots())
-	for s := range uint32(x.slots()) {
-		if !x.isAlive(s) {
-			continue
-		}
+	for _, s := range x.clusterOrder() {
 		ns := c.ids.appendSlot(string(x.ids.bytesOf(s)))
 		remap[s] = ns
 		t := x.tenant[s]
@@ -501,17 +520,23 @@ func (x *impactIndex) compacted() *impactIndex {
 		c.tBits[t].Add(ns)
 		c.alive[ns>>6] |= 1 << (ns & 63)
 	}
+	var buf []posting
 	for tid := range x.post {
 		p := &x.post[tid]
 		q := &c.post[tid]
 		q.df = p.df
 		q.data = make([]uint64, 0, len(p.data)*int(p.df)/max(1, p.count()))
+		buf = buf[:0]
 		p.each(func(e posting) {
 			if x.isAlive(e.slot) {
 				e.slot = remap[e.slot]
-				q.add(e, c.lenT[e.slot], c.lenX[e.slot], c.lensOf)
+				buf = append(buf, e)
 			}
 		})
+		slices.SortFunc(buf, func(a, b posting) int { return cmp.Compare(a.slot, b.slot) })
+		for _, e := range buf {
+			q.add(e, c.lenT[e.slot], c.lenX[e.slot], c.lensOf)
+		}
 		q.trim()
 	}
 	for _, b := range c.tBits {
@@ -521,6 +546,78 @@ func (x *impactIndex) compacted() *impactIndex {
 		b.RunOptimize()
 	}
 	return c
+}
+
+// clusterOrder returns the live slots in an order that puts documents
+// sharing their distinctive terms next to each other, so that a term's
+// blocks hold documents of similar scores and block bounds separate them
+// (document reordering, as Lucene's BPIndexReorderer and the literature
+// on docid assignment do; here a cheaper sort). Only terms held by at
+// least two live documents and at most an eighth of them count (rare
+// terms group nothing, common ones group everything). A slot's key is its
+// rarest such term, then its second rarest (fewest documents first, ties
+// by a hash of the term), then the least hash over its terms (MinHash);
+// slots sort by their keys, then by slot. Documents that share their
+// rarest term are most often about the same thing; near-copies of a
+// document keep it unless they lose it. The caller holds mu for reading.
+func (x *impactIndex) clusterOrder() []uint32 {
+	const none = math.MaxUint32
+	hi := int32(max(2, x.live/8))
+	type rank struct {
+		tid uint32
+		df  int32
+		h   uint64
+	}
+	var rs []rank
+	for tid := range x.post {
+		if df := x.post[tid].df; df >= 2 && df <= hi {
+			rs = append(rs, rank{uint32(tid), df, mix64(uint64(tid) + 1)})
+		}
+	}
+	slices.SortFunc(rs, func(a, b rank) int {
+		if a.df != b.df {
+			return cmp.Compare(a.df, b.df)
+		}
+		return cmp.Compare(a.h, b.h)
+	})
+	sig := make([][3]uint32, x.slots())
+	for i := range sig {
+		sig[i] = [3]uint32{none, none, none}
+	}
+	for r, t := range rs {
+		h := uint32(t.h >> 32)
+		x.post[t.tid].each(func(e posting) {
+			s := &sig[e.slot]
+			switch {
+			case s[0] == none:
+				s[0] = uint32(r)
+			case s[1] == none:
+				s[1] = uint32(r)
+			}
+			s[2] = min(s[2], h)
+		})
+	}
+	order := make([]uint32, 0, x.live)
+	for s := range uint32(x.slots()) {
+		if x.isAlive(s) {
+			order = append(order, s)
+		}
+	}
+	slices.SortFunc(order, func(a, b uint32) int {
+		if c := slices.Compare(sig[a][:], sig[b][:]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return order
+}
+
+// mix64 is SplitMix64's finaliser: a well-spread 64-bit hash of v.
+func mix64(v uint64) uint64 {
+	v += 0x9e3779b97f4a7c15
+	v = (v ^ v>>30) * 0xbf58476d1ce4e5b9
+	v = (v ^ v>>27) * 0x94d049bb133111eb
+	return v ^ v>>31
 }
 
 // versionOf returns live document id's version field (nil when it was
@@ -642,6 +739,7 @@ func loadImpact(ctx context.Context, idx bleve.Index) (*impactIndex, error) {
 	for term, ps := range titles {
 		x.addPostings(term, ps, nil)
 	}
+	x.compactWhenDue() // slots in clustered order, once there are enough
 	return x, nil
 }
 

@@ -478,8 +478,8 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 			for i, j := range cands {
 				slot := uint32(start + uint64(j))
 				if c.probe(slot) {
-					c.freqs()
-					v := c.w * sc.scoreAt(c.tfT[c.i], c.tfX[c.i], slot, lenT, lenX)
+					tfT, tfX := c.freqAt(c.i)
+					v := c.w * sc.scoreAt(tfT, tfX, slot, lenT, lenX)
 					tv[j] = v
 					th[j>>6] |= 1 << (j & 63)
 					part[i] += v
@@ -630,6 +630,33 @@ func (c *cursor) freqs() {
 		c.p.decodeFreqs(c.dec, &c.tfT, &c.tfX)
 		c.tfd = c.dec
 	}
+}
+
+// freqAt returns the frequencies of posting i of the decoded block: from
+// the arrays when the block's are decoded, else read from its packed
+// words (a lookup of a few postings need not unpack all 256 values).
+func (c *cursor) freqAt(i int) (uint32, uint32) {
+	if c.tfd == c.dec {
+		c.freqs()
+		return c.tfT[i], c.tfX[i]
+	}
+	b := &c.p.blocks[c.dec]
+	src := c.p.data[b.off+2*uint32(b.wd):]
+	return packedAt(src, i, uint(b.wt)), packedAt(src[2*uint32(b.wt):], i, uint(b.wx))
+}
+
+// packedAt returns value i of blockSize values of w bits packed in words
+// (as pack packs them).
+func packedAt(words []uint64, i int, w uint) uint32 {
+	if w == 0 {
+		return 0
+	}
+	bit := uint(i) * w
+	v := words[bit>>6] >> (bit & 63)
+	if (bit&63)+w > 64 {
+		v |= words[bit>>6+1] << (64 - bit&63)
+	}
+	return uint32(v & (1<<w - 1))
 }
 
 // seek positions the cursor on its first posting at or after target,

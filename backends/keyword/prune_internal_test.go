@@ -240,6 +240,9 @@ func prunedEqualsExhaustive(t *testing.T, seed uint64) {
 		return m
 	}
 	x := newImpactIndex()
+	// Rebuilds in clustered order (renumbering every slot) every few
+	// hundred writes, besides the compactions of dead slots.
+	x.reorderMin = 100 + rng.IntN(400)
 	model := map[string]refDoc{}
 	tenants := []string{"", "t1", "t2", "t3"}
 	ids := 600 + rng.IntN(1500)

@@ -10,8 +10,12 @@
 // a Normalize module, and config_sentence_transformers.json whose "prompts"
 // give the query and document prefixes of models that want them.
 //
-// Texts are tokenised, truncated at max_seq_length and run through the
-// encoder in batches of about BatchTokens tokens, concatenated without
+// Texts are tokenised (in the caller's goroutine), truncated at
+// max_seq_length and run through the encoder by a scheduler (package
+// internal/sched): the queries waiting together run as one forward pass
+// (dynamic micro-batching; a lone query starts at once), documents in
+// chunks of about DocumentBatchTokens tokens, sorted by length, that run
+// only while no query waits. A pass concatenates its texts' tokens without
 // padding; vectors are pooled and, when the model says so, L2-normalised.
 package builtin
 
@@ -20,19 +24,36 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/ragd/ragd/embedder/builtin/bert"
+	"github.com/ragd/ragd/embedder/builtin/internal/kernel"
+	"github.com/ragd/ragd/embedder/builtin/internal/sched"
 	"github.com/ragd/ragd/embedder/builtin/modelcache"
 	"github.com/ragd/ragd/embedder/builtin/wordpiece"
 	"github.com/ragd/ragd/spi"
 )
 
-// BatchTokens is the number of tokens the encoder runs at once, at most: an
-// Embed call with more is split into batches of whole texts, and ctx is
-// checked between them.
-const BatchTokens = 2048
+// Batch sizes. The encoder's cost per token falls with the rows of its
+// matrix multiplies (the weights are read once per pass, not per text), so
+// concurrent queries share passes; documents go in short chunks so a query
+// never waits long behind one (docs/embedders.md has the measurements).
+const (
+	// BatchTokens is the most tokens of a query pass: an Embed call of
+	// queries with more is split into passes of whole texts.
+	BatchTokens = 2048
+	// QueryBatch is the most query texts in one pass.
+	QueryBatch = 16
+	// DocumentBatchTokens is the size of a document chunk, in tokens (one
+	// text longer than it runs alone): an Embed call of documents is split
+	// into chunks of whole texts, sorted by length, ctx checked between them.
+	DocumentBatchTokens = 256
+)
 
-// testHookBatchDone, when set by a test, runs after each batch.
+// testHookBatchDone, when set by a test, runs after each chunk of an Embed
+// call.
 var testHookBatchDone func()
 
 // Config selects and tunes a built-in model.
@@ -50,6 +71,29 @@ type Config struct {
 	// Threads is the number of goroutines one batch uses; 0 means
 	// runtime.GOMAXPROCS(0).
 	Threads int
+	// Precision of the encoder's linear layers: "fp32" (the reference) or
+	// "int8" (dynamic quantisation, package bert); "" means
+	// DefaultPrecision().
+	Precision string
+}
+
+// DefaultPrecision is the precision of a Config that leaves it out: "int8"
+// where the CPU has the AVX-512 VNNI int8 kernel, which is
+// 2-2.5× faster than fp32 for the same retrieval quality
+// (docs/embedders.md); "fp32" elsewhere, where the portable int8 kernel
+// would be far slower than the fp32 assembly.
+func DefaultPrecision() string { return precisionFor(kernel.QKernelName()) }
+
+// precisionFor is DefaultPrecision on a CPU whose int8 micro-kernel is
+// qkernel: int8 only with VNNI, as the AVX2 int8 kernel's throughput is the
+// fp32 AVX2 kernel's (docs/embedders.md) and the portable one's far below;
+// arm64's NEON SDOT kernel is tested under emulation only, its speed on
+// real hardware not measured, so arm64 keeps fp32 until it is.
+func precisionFor(qkernel string) string {
+	if qkernel == "avx512vnni" {
+		return string(bert.Int8)
+	}
+	return string(bert.FP32)
 }
 
 // Model is a loaded built-in model. It is safe for concurrent use.
@@ -61,6 +105,7 @@ type Model struct {
 	sha256    string
 	documents roleEmbedder
 	queries   roleEmbedder
+	sched     *sched.Scheduler
 }
 
 // Open loads the model in cfg.Dir.
@@ -78,13 +123,16 @@ func Open(cfg Config) (*Model, error) {
 	if cfg.Threads <= 0 {
 		cfg.Threads = runtime.GOMAXPROCS(0)
 	}
+	if cfg.Precision == "" {
+		cfg.Precision = DefaultPrecision()
+	}
 	// The weights' SHA-256, and the check Import makes: a model whose
 	// weights hold NaN or Inf would answer NaN for every text.
 	sum, err := modelcache.CheckWeights(filepath.Join(cfg.Dir, "model.safetensors"))
 	if err != nil {
 		return nil, fmt.Errorf("builtin: %s: %w", cfg.Dir, err)
 	}
-	enc, err := bert.Load(cfg.Dir, bert.Options{Threads: cfg.Threads})
+	enc, err := bert.Load(cfg.Dir, bert.Options{Threads: cfg.Threads, Precision: bert.Precision(cfg.Precision)})
 	if err != nil {
 		return nil, fmt.Errorf("builtin: %w", err)
 	}
@@ -105,8 +153,18 @@ func Open(cfg Config) (*Model, error) {
 		cfg.DocumentPrefix = lay.documentPrompt
 	}
 	m := &Model{cfg: cfg, enc: enc, tok: tok, lay: lay, sha256: sum}
-	m.documents = roleEmbedder{m: m, prefix: cfg.DocumentPrefix}
-	m.queries = roleEmbedder{m: m, prefix: cfg.QueryPrefix}
+	m.documents = roleEmbedder{m: m, prefix: cfg.DocumentPrefix, prio: sched.Document}
+	m.queries = roleEmbedder{m: m, prefix: cfg.QueryPrefix, prio: sched.Query}
+	m.sched = sched.New(sched.Config{
+		Run: func(seqs [][]int32) ([][]float32, error) {
+			return m.enc.Embed(seqs, m.lay.pooling, m.lay.normalize)
+		},
+		MaxBatch:  QueryBatch,
+		MaxTokens: BatchTokens,
+		// A pass uses Threads cores: as many passes at once as fill the
+		// machine, one with the default Threads.
+		Workers: max(1, runtime.GOMAXPROCS(0)/cfg.Threads),
+	})
 	return m, nil
 }
 
@@ -119,14 +177,19 @@ func (m *Model) Queries() spi.Embedder { return m.queries }
 // Dimension is the length of the vectors.
 func (m *Model) Dimension() int { return m.enc.Hidden() }
 
+// Precision is the arithmetic of the encoder's linear layers: "fp32" or
+// "int8".
+func (m *Model) Precision() string { return m.cfg.Precision }
+
 // MaxSeqLength is the number of tokens, [CLS] and [SEP] included, past which
 // texts are truncated.
 func (m *Model) MaxSeqLength() int { return m.cfg.MaxSeqLength }
 
 // Identity names the vector space the model produces: kind, model name, the
 // first 16 hex digits of model.safetensors' SHA-256, pooling,
-// normalisation, max_seq_length and the prefixes. Vectors of different
-// identities are not comparable; stores record it with their vectors.
+// normalisation, max_seq_length, the prefixes and, last, a precision other
+// than fp32. Vectors of different identities are not comparable; stores
+// record it with their vectors.
 func (m *Model) Identity() string {
 	id := fmt.Sprintf("kind=builtin model=%q sha256=%s dimension=%d pooling=%s normalize=%t max_seq_length=%d",
 		m.cfg.Name, m.sha256[:16], m.Dimension(), m.lay.poolingName, m.lay.normalize, m.cfg.MaxSeqLength)
@@ -140,16 +203,46 @@ func (m *Model) Identity() string {
 			id += fmt.Sprintf(" %s=%q", kv.k, kv.v)
 		}
 	}
-	return id
+	return WithPrecision(id, m.cfg.Precision)
+}
+
+// WithPrecision is identity, the Identity of a model, changed to
+// precision p. The precision is the identity's last part, and fp32 leaves
+// it out, so identities from before int8 stay valid. int8 vectors are
+// close to fp32's (cosine ≥ 0.99) but not equal: a store or cache of one
+// precision is not silently mixed with the other.
+func WithPrecision(identity, p string) string {
+	for _, q := range []bert.Precision{bert.Int8} {
+		identity = strings.TrimSuffix(identity, " precision="+string(q))
+	}
+	if p != "" && p != string(bert.FP32) {
+		identity += " precision=" + p
+	}
+	return identity
 }
 
 // Close releases the model. The embedders must not be used afterwards.
+// (The scheduler holds no goroutine while no call runs.)
 func (m *Model) Close() error { return nil }
 
-// roleEmbedder is Documents or Queries: the model with one prefix.
+// QueryServiceTime is what one more waiting query adds to a query's wait
+// for its vector, as recently measured: the wall time of a query pass
+// divided by the queries in it; 0 before the first query pass.
+func (m *Model) QueryServiceTime() time.Duration { return m.sched.ServiceTime() }
+
+// BatchStats are the scheduler's counters.
+type BatchStats = sched.Stats
+
+// BatchStats returns the scheduler's counters: passes, queries per pass,
+// jobs waiting.
+func (m *Model) BatchStats() BatchStats { return m.sched.Stats() }
+
+// roleEmbedder is Documents or Queries: the model with one prefix and the
+// scheduler priority of its role.
 type roleEmbedder struct {
 	m      *Model
 	prefix string
+	prio   sched.Priority
 }
 
 var _ spi.Embedder = roleEmbedder{}
@@ -158,57 +251,68 @@ func (r roleEmbedder) Dimension() int { return r.m.Dimension() }
 
 // Embed returns one vector per text. Texts longer than MaxSeqLength tokens
 // are truncated; an empty text embeds as [CLS] [SEP], like the reference.
-// ctx is checked before the work starts and between batches; a cancelled ctx
-// returns its error.
+// ctx is checked before the work starts and between chunks, and a call
+// whose ctx ends while it waits for the encoder returns at once; a
+// cancelled ctx returns its error.
 func (r roleEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	return r.m.embed(ctx, texts, r.prefix)
+	return r.m.embed(ctx, texts, r.prefix, r.prio)
 }
 
-func (m *Model) embed(ctx context.Context, texts []string, prefix string) ([][]float32, error) {
+func (m *Model) embed(ctx context.Context, texts []string, prefix string, prio sched.Priority) ([][]float32, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	out := make([][]float32, 0, len(texts))
-	ids := make([]int32, 0, BatchTokens+m.cfg.MaxSeqLength)
-	seqs := make([][]int32, 0, 64)
-	flush := func() error {
-		if len(seqs) == 0 {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		vecs, err := m.enc.Embed(seqs, m.lay.pooling, m.lay.normalize)
-		if err != nil {
-			// The tokenizer only makes ids of its vocabulary and the
-			// truncation keeps sequences within the model: an error here is
-			// a model whose files disagree.
-			return fmt.Errorf("builtin: %w", err)
-		}
-		out = append(out, vecs...)
-		seqs, ids = seqs[:0], ids[:0]
-		if testHookBatchDone != nil {
-			testHookBatchDone()
-		}
-		return nil
-	}
-	for _, t := range texts {
+	seqs := make([][]int32, len(texts))
+	var ids []int32
+	for i, t := range texts {
 		t = prefix + t
 		if m.lay.lowerCase {
 			t = pyLower(t)
 		}
-		start := len(ids)
-		if start > 0 && start+m.cfg.MaxSeqLength > BatchTokens {
-			if err := flush(); err != nil {
-				return nil, err
-			}
-			start = 0
+		if len(ids)+m.cfg.MaxSeqLength > cap(ids) {
+			ids = make([]int32, 0, m.cfg.MaxSeqLength*min(len(texts)-i, 16))
 		}
+		start := len(ids)
 		ids = m.tok.Encode(ids, t, m.cfg.MaxSeqLength)
-		seqs = append(seqs, ids[start:len(ids):len(ids)])
+		seqs[i] = ids[start:len(ids):len(ids)]
 	}
-	if err := flush(); err != nil {
-		return nil, err
+	// Documents go by length, so each chunk holds texts of similar length.
+	order := make([]int, len(seqs))
+	for i := range order {
+		order[i] = i
+	}
+	limit := BatchTokens
+	if prio == sched.Document {
+		limit = DocumentBatchTokens
+		slices.SortStableFunc(order, func(a, b int) int { return len(seqs[a]) - len(seqs[b]) })
+	}
+	out := make([][]float32, len(texts))
+	chunk := make([][]int32, 0, 64)
+	for lo := 0; lo < len(order); {
+		chunk = chunk[:0]
+		hi, tokens := lo, 0
+		for hi < len(order) && (hi == lo || tokens+len(seqs[order[hi]]) <= limit) {
+			chunk = append(chunk, seqs[order[hi]])
+			tokens += len(seqs[order[hi]])
+			hi++
+		}
+		vecs, err := m.sched.Do(ctx, prio, chunk)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			// The tokenizer only makes ids of its vocabulary and the
+			// truncation keeps sequences within the model: an error here is
+			// a model whose files disagree.
+			return nil, fmt.Errorf("builtin: %w", err)
+		}
+		for k, v := range vecs {
+			out[order[lo+k]] = v
+		}
+		lo = hi
+		if testHookBatchDone != nil {
+			testHookBatchDone()
+		}
 	}
 	return out, nil
 }

@@ -9,13 +9,16 @@ import (
 	"testing"
 
 	"github.com/ragd/ragd/embedder/builtin"
+	"github.com/ragd/ragd/embedder/builtin/internal/kernel"
 	"github.com/ragd/ragd/embedder/builtin/internal/reference"
 	"github.com/ragd/ragd/internal/testenv"
 )
 
+// openMiniLM opens all-MiniLM-L6-v2 in fp32, the precision of the reference
+// vectors.
 func openMiniLM(tb testing.TB) *builtin.Model {
 	tb.Helper()
-	m, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(tb), Name: "sentence-transformers/all-MiniLM-L6-v2"})
+	m, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(tb), Name: "sentence-transformers/all-MiniLM-L6-v2", Precision: "fp32"})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -104,7 +107,7 @@ func TestRolesAndPrefix(t *testing.T) {
 	if c := cosine(d[0], q[0]); c < 0.999999 {
 		t.Errorf("no prefixes: document and query vectors differ (cosine %v)", c)
 	}
-	pm, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(t), QueryPrefix: "query: "})
+	pm, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(t), QueryPrefix: "query: ", Precision: "fp32"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,8 +177,9 @@ func TestEmbedCancelledBetweenBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every text fills max_seq_length (24 ids): BatchTokens/24 texts a batch.
-	texts := make([]string, 3*builtin.BatchTokens/24)
+	// Every text fills max_seq_length (24 ids): DocumentBatchTokens/24 texts
+	// a chunk.
+	texts := make([]string, 3*builtin.DocumentBatchTokens/24)
 	for i := range texts {
 		texts[i] = strings.Repeat("flow ", 40)
 	}
@@ -191,5 +195,20 @@ func TestEmbedCancelledBetweenBatches(t *testing.T) {
 	}
 	if batches != 1 {
 		t.Fatalf("%d batches ran after the cancel, want 1", batches)
+	}
+}
+
+// TestDefaultPrecision: int8 is the default only with the VNNI kernel; the
+// AVX2 int8 kernel is no faster than fp32's, the portable one (purego, old
+// arm64) far slower and NEON's unmeasured, so those CPUs keep fp32. On this CPU the default
+// follows its own int8 kernel.
+func TestDefaultPrecision(t *testing.T) {
+	for k, want := range map[string]string{"avx512vnni": "int8", "avx2": "fp32", "neon": "fp32", "go": "fp32"} {
+		if got := builtin.PrecisionFor(k); got != want {
+			t.Errorf("int8 kernel %s: default precision %q, want %q", k, got, want)
+		}
+	}
+	if got, want := builtin.DefaultPrecision(), builtin.PrecisionFor(kernel.QKernelName()); got != want {
+		t.Errorf("DefaultPrecision() = %q with the %s int8 kernel, want %q", got, kernel.QKernelName(), want)
 	}
 }

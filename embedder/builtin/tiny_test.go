@@ -15,7 +15,7 @@ import (
 // "passage: ", do_lower_case, max_seq_length 24; each role's vectors must
 // match the generator's numpy reference.
 func TestTinyLayout(t *testing.T) {
-	m, err := builtin.Open(builtin.Config{Dir: "testdata/tiny", Name: "tiny"})
+	m, err := builtin.Open(builtin.Config{Dir: "testdata/tiny", Name: "tiny", Precision: "fp32"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
-// Package atomicfile replaces a small file so that a crash leaves either
-// the old or the new content, never a mix: the one way ragd rewrites its
-// state files (maintenance holds, the event log, ingest checkpoints, the
-// model cache's records).
+// Package atomicfile replaces a file so that a crash leaves either the old
+// or the new content, never a mix: the one way ragd rewrites its state
+// files (maintenance holds, the event log, ingest checkpoints, the model
+// cache's records, the embedded vector store's vectors file when it is
+// compacted).
 package atomicfile
 
 import (
@@ -22,34 +23,69 @@ func Write(path string, write func(io.Writer) error) error {
 
 // writeMode is Write, the file's permissions set to perm unless it is 0.
 func writeMode(path string, perm fs.FileMode, write func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".*.tmp")
+	p, err := Create(path)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name()) // a no-op after the rename
-	w := bufio.NewWriter(tmp)
+	w := bufio.NewWriter(p)
 	err = write(w)
 	if err == nil {
 		err = w.Flush()
 	}
 	if err == nil && perm != 0 {
-		err = tmp.Chmod(perm)
+		err = p.Chmod(perm)
 	}
-	if err == nil {
-		err = tmp.Sync()
+	if err != nil {
+		p.Abort()
+		return err
 	}
-	if cerr := tmp.Close(); err == nil {
+	return p.Commit()
+}
+
+// Pending is a replacement of path being written, for a writer that must
+// do more than Write allows between the writes and the rename (sync most
+// of a large file before taking a lock, say). Write to the embedded file;
+// Commit puts it in place as Write does, Abort drops it. Exactly one of
+// them must be called.
+type Pending struct {
+	*os.File
+	path string
+}
+
+// Create starts a replacement of path: a temporary file beside it,
+// created 0600.
+func Create(path string) (*Pending, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return nil, err
+	}
+	return &Pending{File: tmp, path: path}, nil
+}
+
+// Commit syncs and closes the temporary file, renames it over the path
+// and syncs the directory. On error the path is left as it was and the
+// temporary file is removed.
+func (p *Pending) Commit() error {
+	err := p.Sync()
+	if cerr := p.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), path)
+		err = os.Rename(p.Name(), p.path)
 	}
 	if err != nil {
+		_ = os.Remove(p.Name())
 		return err
 	}
-	SyncDir(dir)
+	SyncDir(filepath.Dir(p.path))
 	return nil
+}
+
+// Abort closes and removes the temporary file; the path is left as it
+// was.
+func (p *Pending) Abort() {
+	_ = p.Close()
+	_ = os.Remove(p.Name())
 }
 
 // WriteBytes replaces path with b, as Write does.

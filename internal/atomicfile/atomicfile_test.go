@@ -94,3 +94,49 @@ func TestWriteFileMode(t *testing.T) {
 		}
 	}
 }
+
+// A Pending replacement is invisible until Commit, which puts it in place;
+// Abort leaves the old content; neither leaves a temporary file.
+func TestPending(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "vectors")
+	if err := atomicfile.WriteBytes(path, []byte("old")); err != nil {
+		t.Fatal(err)
+	}
+	p, err := atomicfile.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(p, "first part, "); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(p, "then the rest"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "old" {
+		t.Fatalf("before Commit: %q, want the old content", got)
+	}
+	if err := p.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(path); string(got) != "first part, then the rest" {
+		t.Fatalf("after Commit: %q", got)
+	}
+	assertOnly(t, dir, "vectors")
+
+	p, err = atomicfile.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(p, "dropped"); err != nil {
+		t.Fatal(err)
+	}
+	p.Abort()
+	if got, _ := os.ReadFile(path); string(got) != "first part, then the rest" {
+		t.Fatalf("after Abort: %q, want the committed content", got)
+	}
+	assertOnly(t, dir, "vectors")
+}

@@ -3,6 +3,8 @@ package loadgen
 import (
 	"fmt"
 	"time"
+
+	"github.com/ragd/ragd/spi"
 )
 
 // SourceTime is the distribution of the time one source took inside ragd
@@ -32,10 +34,11 @@ func SourceTimes(samples []Sample) map[string]SourceTime {
 }
 
 // SourceTimesRow formats SourceTimes as "name p50 / p99 ms" parts in the
-// order of Sources, skipping sources that never answered ok.
+// order of Sources, then the query embedder's, skipping sources that never
+// answered ok.
 func SourceTimesRow(st map[string]SourceTime) []string {
 	var parts []string
-	for _, src := range Sources {
+	for _, src := range spi.GatedSources() {
 		if t, ok := st[src]; ok {
 			parts = append(parts, fmt.Sprintf("%s %.1f / %.1f ms", src, ms(t.P50), ms(t.P99)))
 		}

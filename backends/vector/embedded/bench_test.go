@@ -240,3 +240,176 @@ func BenchmarkRetrieveBesideWrites(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkANN: the embedded store at RAG_BENCH_ANN_SIZES documents
+// (comma-separated; 100000 by default) of Synth points (embedding-shaped:
+// internal/vecgen's mixtures of real sentence vectors with
+// RAG_BENCH_POOL, see Synth), searched with real vectors of held-out
+// texts: ingest rate, the files and heap per document, the IVF build
+// time, then per search kind (RAG_BENCH_ANN_CASES, comma-separated names,
+// limits them) recall@10 against the exact search of the same store,
+// p50/p99 and CPU per query. The store is kept under RAG_BENCH_ANN_DIR
+// (the system's temp directory by default) between runs; remove it by
+// hand.
+func BenchmarkANN(b *testing.B) {
+	s := embedded.LoadSynth(b)
+	sizes := []int{100_000}
+	if v := os.Getenv("RAG_BENCH_ANN_SIZES"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				b.Fatal(err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) { benchANN(b, s, n) })
+	}
+}
+
+func benchANN(b *testing.B, s *embedded.Synth, n int) {
+	root := os.Getenv("RAG_BENCH_ANN_DIR")
+	if root == "" {
+		root = os.TempDir()
+	}
+	dir := filepath.Join(root, fmt.Sprintf("ragd-ann-%d-d%d-%s", n, s.Dim, s.Kind()))
+	ctx := context.Background()
+	if _, err := os.Stat(filepath.Join(dir, embedded.FileName)); err != nil {
+		st, err := embedded.Open(ctx, embedded.Config{Dir: dir, Dimension: s.Dim, ANN: embedded.ANN{MinRows: -1}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		start, cpu0 := time.Now(), cpuTime()
+		batch := make([]spi.Document, 0, 1000)
+		for i := range n {
+			v := make([]float32, s.Dim)
+			top := s.Point(i, v)
+			ten, md := embedded.SynthMeta(i, top)
+			batch = append(batch, spi.Document{ID: fmt.Sprintf("d%07d", i), Tenant: ten, Metadata: md, Vector: v,
+				Title: fmt.Sprintf("synthetic point %d", i)})
+			if len(batch) == cap(batch) || i == n-1 {
+				if err := st.Upsert(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+		el := time.Since(start)
+		b.Logf("n=%d: ingest %.0f docs/s (durable batches of 1,000), %.1f µs CPU per document", n, float64(n)/el.Seconds(),
+			float64((cpuTime()-cpu0).Microseconds())/float64(n))
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var probe float64
+	if v := os.Getenv("RAG_BENCH_ANN_PROBE"); v != "" {
+		probe, _ = strconv.ParseFloat(v, 64)
+	}
+	minRows := 0
+	if v := os.Getenv("RAG_BENCH_ANN_MINROWS"); v != "" {
+		minRows, _ = strconv.Atoi(v)
+	}
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	start := time.Now()
+	st := mustOpen(b, embedded.Config{Dir: dir, Dimension: s.Dim, ANN: embedded.ANN{MinRows: minRows, Probe: probe}})
+	opened := time.Since(start)
+	builds, ivf := embedded.WaitBuild(st)
+	if v := os.Getenv("RAG_BENCH_ANN_DENSE"); v != "" {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		embedded.SetDenseProbe(st, x)
+	}
+	if v := os.Getenv("RAG_BENCH_ANN_FILTER_GROWTH"); v != "" {
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		embedded.SetFilterGrowth(st, x)
+	}
+	built := time.Since(start)
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	fi, err := os.Stat(st.Path())
+	if err != nil {
+		b.Fatal(err)
+	}
+	vi, err := os.Stat(filepath.Join(dir, embedded.VectorFileName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("n=%d (%s): open %v, IVF %v (builds %d) after %v; heap %.1f MiB (%.0f B/doc); bbolt file %.1f MiB (%.0f B/doc), vectors file %.1f MiB (%.0f B/doc)",
+		n, s.Kind(), opened, ivf, builds, built,
+		float64(m1.HeapAlloc-m0.HeapAlloc)/(1<<20), float64(m1.HeapAlloc-m0.HeapAlloc)/float64(n),
+		float64(fi.Size())/(1<<20), float64(fi.Size())/float64(n), float64(vi.Size())/(1<<20), float64(vi.Size())/float64(n))
+	cases := []struct {
+		name string
+		req  spi.VectorRequest
+	}{
+		{"all", spi.VectorRequest{}},
+		{"tenant50", spi.VectorRequest{Tenant: "t0"}},
+		{"tenant5", spi.VectorRequest{Tenant: "t3"}},
+		{"tenant1", spi.VectorRequest{Tenant: "t4"}},
+		{"half50", spi.VectorRequest{Filter: spi.StringFilter(map[string][]string{"half": {"yes"}})}},
+		{"rare5", spi.VectorRequest{Filter: spi.StringFilter(map[string][]string{"rare": {"yes"}})}},
+		{"topic5", spi.VectorRequest{Filter: spi.StringFilter(map[string][]string{"topic": {"k3"}})}},
+		{"tenant50+half50", spi.VectorRequest{Tenant: "t0", Filter: spi.StringFilter(map[string][]string{"half": {"yes"}})}},
+	}
+	if v := os.Getenv("RAG_BENCH_ANN_CASES"); v != "" {
+		cases = slices.DeleteFunc(cases, func(c struct {
+			name string
+			req  spi.VectorRequest
+		}) bool {
+			return !slices.Contains(strings.Split(v, ","), c.name)
+		})
+	}
+	for _, c := range cases {
+		ks := []int{10}
+		if c.name == "all" {
+			ks = append(ks, 100) // the retriever's window
+		}
+		for _, k := range ks {
+			b.Run(fmt.Sprintf("%s/k=%d", c.name, k), func(b *testing.B) {
+				want := make([][]spi.Ref, len(s.Queries))
+				exact0 := cpuTime()
+				for i, q := range s.Queries {
+					req := c.req
+					req.Vector, req.K = q, k
+					if want[i], err = embedded.ExactRetrieve(st, req); err != nil {
+						b.Fatal(err)
+					}
+				}
+				exactCPU := float64((cpuTime() - exact0).Microseconds()) / 1e3 / float64(len(s.Queries))
+				var lat []time.Duration
+				hits, total, i := 0, 0, 0
+				cpu0 := cpuTime()
+				for b.Loop() {
+					req := c.req
+					req.Vector, req.K = s.Queries[i%len(s.Queries)], k
+					t0 := time.Now()
+					refs, err := st.Retrieve(ctx, req)
+					lat = append(lat, time.Since(t0))
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, w := range want[i%len(s.Queries)] {
+						if slices.ContainsFunc(refs, func(r spi.Ref) bool { return r.ID == w.ID }) {
+							hits++
+						}
+					}
+					total += len(want[i%len(s.Queries)])
+					i++
+				}
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(exactCPU, "exact-cpu-ms/op")
+				b.ReportMetric(float64(hits)/float64(max(total, 1)), fmt.Sprintf("recall@%d", k))
+				spitest.BenchmarkPercentiles(b, lat)
+			})
+		}
+	}
+}

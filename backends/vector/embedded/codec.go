@@ -10,16 +10,22 @@ import (
 	"slices"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/ragd/ragd/spi"
 )
 
-// recordVersion is the first byte of a record whose metadata values are
-// all strings (the only record of earlier releases); typedRecordVersion
-// that of a record with some typed value, whose metadata values are
-// written as their JSON (spi.Value).
+// The first byte of every record: version 1 records hold their vector
+// and string metadata values; version 2 records name their vector in the
+// vectors file (vecfile.go), with string metadata values; version 3
+// records name it too, with every metadata value written as its JSON
+// (spi.Value). Stores write version 2 when all of a document's values are
+// strings (readable by the releases before typed values) and 3 otherwise,
+// and read all three.
 const (
-	recordVersion      = 1
-	typedRecordVersion = 2
+	recordInline   = 1
+	recordVid      = 2
+	recordVidTyped = 3
 )
 
 // A record is
@@ -27,8 +33,9 @@ const (
 //	version byte
 //	uvarint len, tenant
 //	uvarint n, then n × (uvarint len, key, uvarint len, value)   metadata
-//	    (version 1: the string; version 2: the value's JSON)
-//	dim × float32 little-endian                                   raw vector
+//	    (versions 1 and 2: the string; version 3: the value's JSON)
+//	version 1: dim × float32 little-endian                       raw vector
+//	versions 2, 3: uvarint vid                                   its entry in the vectors file
 //	JSON body: title, text, entities, links, updated_at
 //
 // The header holds what the in-memory index needs, so Open decodes no JSON.
@@ -46,26 +53,30 @@ func appendString(buf []byte, s string) []byte {
 	return append(buf, s...)
 }
 
-// encodeRecord serialises d, whose vector has been validated.
-func encodeRecord(d *spi.Document) ([]byte, error) {
+// encodedRecord is a record in two parts, the vid between them: the
+// vid is given under the writers' mutex, the rest is encoded before.
+type encodedRecord struct{ head, body []byte }
+
+// encodeRecord serialises d but its vid.
+func encodeRecord(d *spi.Document) (encodedRecord, error) {
 	js, err := json.Marshal(body{Title: d.Title, Text: d.Text, Entities: d.Entities, Links: d.Links, UpdatedAt: d.UpdatedAt})
 	if err != nil {
-		return nil, err
+		return encodedRecord{}, err
 	}
-	version := byte(recordVersion)
+	version := byte(recordVid)
 	vals := make(map[string]string, len(d.Metadata))
 	for _, v := range d.Metadata {
 		if v.Kind() != spi.KindString {
-			version = typedRecordVersion
+			version = recordVidTyped
 		}
 	}
-	n := 1 + 10 + len(d.Tenant) + 10 + 4*len(d.Vector) + len(js)
+	n := 1 + 10 + len(d.Tenant) + 10
 	for k, v := range d.Metadata {
 		s := v.Str()
-		if version == typedRecordVersion {
+		if version == recordVidTyped {
 			raw, err := v.MarshalJSON()
 			if err != nil {
-				return nil, err
+				return encodedRecord{}, err
 			}
 			s = string(raw)
 		}
@@ -80,10 +91,15 @@ func encodeRecord(d *spi.Document) ([]byte, error) {
 		buf = appendString(buf, k)
 		buf = appendString(buf, vals[k])
 	}
-	for _, x := range d.Vector {
-		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
-	}
-	return append(buf, js...), nil
+	return encodedRecord{head: buf, body: js}, nil
+}
+
+// withVid returns the record naming entry vid.
+func (r encodedRecord) withVid(vid uint64) []byte {
+	out := make([]byte, 0, len(r.head)+10+len(r.body))
+	out = append(out, r.head...)
+	out = binary.AppendUvarint(out, vid)
+	return append(out, r.body...)
 }
 
 var errShort = errors.New("record truncated")
@@ -124,15 +140,18 @@ func (r *reader) string() string {
 type header struct {
 	tenant   string
 	metadata spi.Metadata
+	vid      uint64 // a version 2 or 3 record's vector entry; 0 in version 1
 	rest     []byte // the JSON body, aliasing the input
 }
 
-// decodeHeader parses a record's header, appending its vector to vec.
+// decodeHeader parses a record's header, appending its vector to vec when
+// the record holds it (version 1; versions 2 and 3 give h.vid, see
+// Store.vector).
 func decodeHeader(rec []byte, dim int, vec []float32) (header, []float32, error) {
-	if len(rec) == 0 || (rec[0] != recordVersion && rec[0] != typedRecordVersion) {
+	if len(rec) == 0 || rec[0] < recordInline || rec[0] > recordVidTyped {
 		return header{}, vec, fmt.Errorf("unknown record version")
 	}
-	typed := rec[0] == typedRecordVersion
+	typed, inline := rec[0] == recordVidTyped, rec[0] == recordInline
 	r := &reader{b: rec[1:]}
 	var h header
 	h.tenant = r.string()
@@ -155,8 +174,14 @@ func decodeHeader(rec []byte, dim int, vec []float32) (header, []float32, error)
 			h.metadata[k] = v
 		}
 	}
-	if r.err != nil {
-		return header{}, vec, r.err
+	if r.err == nil && !inline {
+		if h.vid = r.uvarint(); r.err == nil && h.vid == 0 {
+			r.err = errors.New("record names vector entry 0")
+		}
+		h.rest = r.b
+	}
+	if r.err != nil || !inline {
+		return h, vec, r.err
 	}
 	if len(r.b) < 4*dim {
 		return header{}, vec, errShort
@@ -168,10 +193,15 @@ func decodeHeader(rec []byte, dim int, vec []float32) (header, []float32, error)
 	return h, vec, nil
 }
 
-// decodeDocument parses a whole record into a document with id.
-func decodeDocument(id string, rec []byte, dim int) (spi.Document, error) {
+// decodeDocument parses a whole record into a document with id, its
+// vector from the vectors file when the record names it.
+func (s *Store) decodeDocument(g *vecGen, id string, rec []byte) (spi.Document, error) {
+	dim := s.cfg.Dimension
 	h, vec, err := decodeHeader(rec, dim, make([]float32, 0, dim))
 	if err != nil {
+		return spi.Document{}, err
+	}
+	if vec, err = s.vector(g, h, vec); err != nil {
 		return spi.Document{}, err
 	}
 	var b body
@@ -182,4 +212,49 @@ func decodeDocument(id string, rec []byte, dim int) (spi.Document, error) {
 		ID: id, Tenant: h.tenant, Title: b.Title, Text: b.Text, Metadata: h.metadata,
 		Vector: vec, Entities: b.Entities, Links: b.Links, UpdatedAt: b.UpdatedAt.UTC(),
 	}, nil
+}
+
+// vector appends the vector of a version 2 or 3 record's header to vec (a
+// version 1 record's is there already), read from g, the vectors file
+// generation taken with the transaction the record comes from (readTx).
+func (s *Store) vector(g *vecGen, h header, vec []float32) ([]float32, error) {
+	if h.vid == 0 {
+		return vec, nil
+	}
+	return s.vecs.read(g, h.vid, vec)
+}
+
+// readTx opens a read transaction of the file and takes the vectors file
+// generation that holds every vector its records name (the one current
+// from before the transaction began until after: vecfile.go); done ends
+// both.
+func (s *Store) readTx() (tx *bolt.Tx, g *vecGen, done func(), err error) {
+	for {
+		g = s.vecs.acquire()
+		if h := s.hooks.readAcquired; h != nil {
+			h()
+		}
+		tx, err = s.db.Begin(false)
+		if err != nil {
+			s.vecs.release(g)
+			return nil, nil, nil, err
+		}
+		if s.vecs.current(g) {
+			return tx, g, func() { _ = tx.Rollback(); s.vecs.release(g) }, nil
+		}
+		// A compaction installed another file meanwhile: the transaction
+		// may name vectors only that one holds.
+		_ = tx.Rollback()
+		s.vecs.release(g)
+	}
+}
+
+// view runs fn in a read transaction with its vectors file generation.
+func (s *Store) view(fn func(*bolt.Tx, *vecGen) error) error {
+	tx, g, done, err := s.readTx()
+	if err != nil {
+		return err
+	}
+	defer done()
+	return fn(tx, g)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 )
 
@@ -55,6 +56,9 @@ type Config struct {
 	// Parallelism caps the goroutines one Retrieve uses; GOMAXPROCS when
 	// zero, 1 disables splitting.
 	Parallelism int
+	// ANN configures the approximate index a large store searches
+	// (docs/vector.md, "Approximate search").
+	ANN ANN
 	// NoSync skips fsync on commit. Only for tests and benchmarks: a crash
 	// may then lose or corrupt recent writes.
 	NoSync bool
@@ -82,6 +86,12 @@ func (c Config) Validate() error {
 	if c.LockTimeout < 0 {
 		errs = append(errs, fmt.Errorf("Config.LockTimeout must be >= 0, got %s", c.LockTimeout))
 	}
+	if c.ANN.MinRows < -1 {
+		errs = append(errs, fmt.Errorf("Config.ANN.MinRows must be >= -1, got %d", c.ANN.MinRows))
+	}
+	if c.ANN.Probe < 0 || math.IsNaN(c.ANN.Probe) || math.IsInf(c.ANN.Probe, 0) {
+		errs = append(errs, fmt.Errorf("Config.ANN.Probe must be a finite number >= 0, got %v", c.ANN.Probe))
+	}
 	if c.Parallelism < 0 {
 		errs = append(errs, fmt.Errorf("Config.Parallelism must be >= 0, got %d", c.Parallelism))
 	}
@@ -105,4 +115,35 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
+}
+
+// ANN configures the approximate (IVF) index of a large store.
+type ANN struct {
+	// MinRows is the number of documents from which the store builds an
+	// IVF index, in the background, and searches it instead of every row;
+	// 0 takes DefaultANNMinRows, -1 keeps every search exact.
+	MinRows int
+	// Probe scales the share of the index a search visits: 2 visits
+	// about twice the lists of the default (1 when zero), for higher
+	// recall at a higher cost.
+	Probe float64
+}
+
+// DefaultANNMinRows is ANN.MinRows when zero.
+const DefaultANNMinRows = 150_000
+
+func (a ANN) params() annParams {
+	p := defaultANN
+	switch {
+	case a.MinRows < 0:
+		p.minRows = 0
+	case a.MinRows > 0:
+		p.minRows = a.MinRows
+	default:
+		p.minRows = DefaultANNMinRows
+	}
+	if a.Probe > 0 {
+		p.probeLists *= a.Probe
+	}
+	return p
 }

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/ragd/ragd/spi"
 )
@@ -60,13 +61,103 @@ type Hooks struct {
 	// AfterDiskCommit runs in Commit once the transaction is durable,
 	// before memory follows.
 	AfterDiskCommit func()
+	// BeforeRescore runs in Retrieve once the candidates are chosen and
+	// the memory lock released, before they are rescored.
+	BeforeRescore func()
+	// BuildTrained runs in an IVF build once the centroids are trained,
+	// before they are installed; BuildChunk after each chunk of rows the
+	// build assigns. Neither holds a lock.
+	BuildTrained, BuildChunk func()
 }
 
 // SetHooks installs h. Call before the store is shared.
 func SetHooks(s *Store, h Hooks) {
-	s.hooks = testHooks{afterCandidates: h.AfterCandidates, moved: h.Moved, afterDiskCommit: h.AfterDiskCommit}
+	s.hooks = testHooks{afterCandidates: h.AfterCandidates, moved: h.Moved, afterDiskCommit: h.AfterDiskCommit,
+		buildTrained: h.BuildTrained, buildChunk: h.BuildChunk, beforeRescore: h.BeforeRescore}
+}
+
+// WaitBuild waits for the running IVF build, if any, to end, and returns
+// the number of builds completed and whether the store searches an IVF.
+func WaitBuild(s *Store) (builds int, ivf bool) {
+	s.build.mu.Lock()
+	done := s.build.done
+	s.build.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	s.build.mu.Lock()
+	builds = s.build.builds
+	s.build.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return builds, s.idx.ivf != nil
 }
 
 // Waits is how many searches waited for a commit that changed one of
 // their candidates between the file and memory.
 func Waits(s *Store) uint64 { return s.waits.Load() }
+
+// CheckIndex checks the invariants of the store's in-memory index: those
+// of the postings and of the IVF (and of one a build is filling) that the
+// model test checks after every operation.
+func CheckIndex(s *Store) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	ix := s.idx
+	n := ix.len()
+	if err := checkMetaSet(ix); err != nil {
+		return err
+	}
+	if err := checkPostings(ix.post, n); err != nil {
+		return err
+	}
+	if err := checkIVF(ix, ix.ivf, n, n); err != nil {
+		return fmt.Errorf("ivf: %w", err)
+	}
+	if ix.next != nil {
+		if err := checkIVF(ix, ix.next, n, ix.next.cursor); err != nil {
+			return fmt.Errorf("next: %w", err)
+		}
+	}
+	return nil
+}
+
+// ExactRetrieve answers req as Retrieve does with the IVF bypassed: the
+// exact search, the reference of the recall figures.
+func ExactRetrieve(s *Store, req spi.VectorRequest) ([]spi.Ref, error) {
+	q := query{k: req.K, filter: req.Filter, l2: s.cfg.Distance == L2,
+		anyTen: req.Tenant == "", tenantName: req.Tenant, exact: true}
+	q.vec = append([]float32(nil), req.Vector...)
+	if s.cfg.Distance == Cosine {
+		normalizeInPlace(q.vec)
+	}
+	hits, err := s.search(context.Background(), q)
+	if err != nil {
+		return nil, err
+	}
+	refs := make([]spi.Ref, len(hits))
+	for i, h := range hits {
+		refs[i] = spi.Ref{ID: h.id, Score: s.score(h.key), Source: spi.SourceVector}
+	}
+	return refs, nil
+}
+
+// SetDenseProbe sets the share of eligible rows from which a probe scores
+// every row of its lists (annParams.denseProbe), for the benchmarks.
+func SetDenseProbe(s *Store, share float64) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idx.ann.denseProbe = share
+}
+
+// SetFilterGrowth sets how the lists a filtered probe visits grow with
+// the filter's selectivity (annParams.filterGrowth), for the benchmarks.
+func SetFilterGrowth(s *Store, g float64) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idx.ann.filterGrowth = g
+}

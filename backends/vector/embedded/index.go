@@ -11,29 +11,53 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// index is the in-memory flat index: row i holds ids[i], its tenant and
+// index is the in-memory index: row i holds ids[i], its tenant and
 // metadata, and the int8 codes of its vector codes[i*dim:(i+1)*dim] with
-// quant[i] (quant.go); the float32 vectors stay in the file, which the
-// search reads for the few rows it scores exactly (rescore.go). Deleting a
+// quant[i] (quant.go); the float32 vectors stay on disk (the vectors
+// file, vecfile.go), which the search reads for the few rows it scores
+// exactly (rescore.go). Deleting a
 // row moves the last row into its place. post indexes the rows by
-// metadata pair (postings.go), for filtered searches. It is not safe for
-// concurrent use; Store guards it.
+// metadata pair and by tenant (postings.go), for filtered searches; ivf,
+// once the Store has built it (annbuild.go), by nearest centroid, for
+// searches that visit a part of the rows (ivf.go); next is the ivf a build
+// is filling, which writes keep up to date as they keep ivf. It is not
+// safe for concurrent use; Store guards it (next only by its writers'
+// mutex: searches never read it).
 type index struct {
-	dim       int
-	normalize bool
-	ids       []string
-	tenants   []uint32
-	meta      []spi.Metadata
-	codes     []int8
-	quant     []rowQuant
-	pos       map[string]int
-	post      postings
-	tenantIDs map[string]uint32 // interned tenants; 0 is ""
-	scratch   []float32         // put's normalised copy
+	dim         int
+	normalize   bool
+	ids         []string
+	tenants     []uint32
+	meta        []spi.Metadata // interned in metas
+	metas       metaSet
+	codes       []int8
+	quant       []rowQuant
+	pos         map[string]int
+	post        postings
+	tenantIDs   map[string]uint32 // interned tenants; 0 is ""
+	tenantNames []string          // tenantNames[tenantIDs[t]] == t
+	ivf         *ivf
+	next        *ivf
+	ann         annParams
+	scratch     []float32 // put's normalised copy
 }
 
 func newIndex(dim int, normalize bool) *index {
-	return &index{dim: dim, normalize: normalize, pos: map[string]int{}, post: newPostings(), tenantIDs: map[string]uint32{"": 0}}
+	return &index{dim: dim, normalize: normalize, pos: map[string]int{}, post: newPostings(), metas: metaSet{},
+		tenantIDs: map[string]uint32{"": 0}, tenantNames: []string{""}, ann: defaultANN}
+}
+
+// tenantKey is the key of the tenant postings: tenantPair(t) holds the
+// rows of tenant t. Metadata keys cannot hold a NUL byte.
+const tenantKey = "\x00tenant"
+
+// tenantPair is the pair of tenant t's postings: t as a string value of
+// key tenantKey, so that tenantExpr(t) selects its rows.
+func tenantPair(t string) pair { return pair{tenantKey, spi.String(t).EqualityKey()} }
+
+// tenantExpr is the expression of tenant t's rows on the postings.
+func tenantExpr(t string) *spi.Expr {
+	return &spi.Expr{Kind: spi.ExprIn, Key: tenantKey, Values: []spi.Value{spi.String(t)}}
 }
 
 func (ix *index) len() int { return len(ix.ids) }
@@ -55,6 +79,7 @@ func (ix *index) tenantID(t string) uint32 {
 	if !ok {
 		id = uint32(len(ix.tenantIDs))
 		ix.tenantIDs[t] = id
+		ix.tenantNames = append(ix.tenantNames, t)
 	}
 	return id
 }
@@ -63,18 +88,25 @@ func (ix *index) tenantID(t string) uint32 {
 // normalised, for cosine) and vec itself is not kept.
 func (ix *index) put(id, tenant string, md spi.Metadata, vec []float32) {
 	i, ok := ix.pos[id]
+	nrows := len(ix.ids)
 	if !ok {
-		i = len(ix.ids)
+		i = nrows
+		nrows++
 		ix.pos[id] = i
 		ix.ids = append(ix.ids, id)
 		ix.tenants = append(ix.tenants, 0)
 		ix.meta = append(ix.meta, nil)
 		ix.codes = append(ix.codes, make([]int8, ix.dim)...)
 		ix.quant = append(ix.quant, rowQuant{})
+		ix.post.add(i, tenantPair(tenant), spi.Value{}, nrows)
+		ix.tenants[i] = ix.tenantID(tenant)
+	} else if t := ix.tenantID(tenant); t != ix.tenants[i] {
+		ix.post.del(i, tenantPair(ix.tenantNames[ix.tenants[i]]), nrows)
+		ix.post.add(i, tenantPair(tenant), spi.Value{}, nrows)
+		ix.tenants[i] = t
 	}
-	ix.tenants[i] = ix.tenantID(tenant)
-	old, nrows := rowPairs(ix.meta[i]), len(ix.ids)
-	now := rowPairs(md)
+	oldMeta := ix.meta[i]
+	old, now := rowPairs(oldMeta), rowPairs(md)
 	for pk := range old {
 		if _, ok := now[pk]; !ok {
 			ix.post.del(i, pk, nrows)
@@ -85,13 +117,21 @@ func (ix *index) put(id, tenant string, md spi.Metadata, vec []float32) {
 			ix.post.add(i, pk, v, nrows)
 		}
 	}
-	ix.meta[i] = md
+	ix.meta[i] = ix.metas.intern(md)
+	ix.metas.release(oldMeta)
 	if ix.normalize {
 		ix.scratch = append(ix.scratch[:0], vec...)
 		normalizeInPlace(ix.scratch)
 		vec = ix.scratch
 	}
 	ix.quant[i] = quantize(vec, ix.codes[i*ix.dim:(i+1)*ix.dim])
+	for _, v := range []*ivf{ix.ivf, ix.next} {
+		if v != nil {
+			v.grow(nrows)
+			v.drop(i)
+			v.add(i, v.nearest(ix.codes[i*ix.dim:(i+1)*ix.dim], ix.quant[i].scale))
+		}
+	}
 }
 
 // remove deletes a row if present.
@@ -104,14 +144,37 @@ func (ix *index) remove(id string) {
 	for pk := range rowPairs(ix.meta[i]) {
 		ix.post.del(i, pk, len(ix.ids))
 	}
+	ix.metas.release(ix.meta[i])
+	ix.post.del(i, tenantPair(ix.tenantNames[ix.tenants[i]]), len(ix.ids))
+	ivfs := []*ivf{ix.ivf, ix.next}
+	for _, v := range ivfs {
+		if v != nil {
+			v.drop(i)
+		}
+	}
 	if i != last {
 		ix.post.move(last, i, ix.meta[last])
+		ix.post.m[tenantPair(ix.tenantNames[ix.tenants[last]])].move(last, i)
 		ix.ids[i] = ix.ids[last]
 		ix.tenants[i] = ix.tenants[last]
 		ix.meta[i] = ix.meta[last]
 		copy(ix.codes[i*ix.dim:(i+1)*ix.dim], ix.codes[last*ix.dim:])
 		ix.quant[i] = ix.quant[last]
 		ix.pos[ix.ids[i]] = i
+		for _, v := range ivfs {
+			if v == nil {
+				continue
+			}
+			v.move(last, i)
+			if v.of[i] < 0 { // a build had not reached it: assign it now
+				v.add(i, v.nearest(ix.codes[i*ix.dim:(i+1)*ix.dim], ix.quant[i].scale))
+			}
+		}
+	}
+	for _, v := range ivfs {
+		if v != nil {
+			v.truncate(last)
+		}
 	}
 	delete(ix.pos, id)
 	ix.ids = ix.ids[:last]
@@ -201,6 +264,22 @@ type query struct {
 	filter     spi.Filter
 	rows       []uint64 // the rows filter matches (candidates sets it)
 	l2         bool
+	exact      bool // scan every eligible row even with an ivf (tests)
+}
+
+// eligibleExpr is the expression of the rows q may return on the
+// postings: its filter's, and its tenant's unless it searches them all;
+// nil when every row is eligible.
+func (q *query) eligibleExpr() *spi.Expr {
+	e := q.filter.Root()
+	if q.anyTen {
+		return e
+	}
+	t := tenantExpr(q.tenantName)
+	if e == nil {
+		return t
+	}
+	return &spi.Expr{Kind: spi.ExprAnd, Args: []*spi.Expr{t, e}}
 }
 
 // minParallelWork is the number of multiply-adds below which a search runs
@@ -210,19 +289,59 @@ const minParallelWork = 1 << 18
 // ctxCheckEvery is how many rows a scan visits between ctx checks.
 const ctxCheckEvery = 4096
 
-// candidates scans the codes of every eligible row and returns the ids of
-// the rows that may be among the best q.k: those whose key's upper bound
-// reaches the k-th best lower bound (quant.go). rescore.go scores them.
+// candidates returns the ids of the rows that may be among the best q.k:
+// those whose key's upper bound reaches the k-th best lower bound
+// (quant.go) among the rows it visits; rescore.go scores them. The
+// eligible rows (the tenant's, matching the filter) come from the
+// postings; with an IVF (ivf.go) and more eligible rows than an exact
+// scan of them would cost (annParams.exact), it visits those of the best
+// lists, otherwise every eligible row.
 func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]string, error) {
+	n := ix.len()
+	qq := newQuantQuery(q.vec)
+	q.rows = nil
+	eligible := n
+	if e := q.eligibleExpr(); e != nil {
+		q.rows = ix.post.rows(e, n)
+		eligible = popcount(q.rows)
+	}
+	if eligible == 0 {
+		return nil, nil
+	}
+	var found [][]candidate
+	var floor lowerBounds
+	if v := ix.ivf; v != nil && !q.exact && !ix.ann.exact(n, v.nlist(), eligible, q.k) {
+		minLists, need := ix.ann.probe(n, v.nlist(), eligible, q.k)
+		floor = newLowerBounds(q.k)
+		dense := float64(eligible) >= ix.ann.denseProbe*float64(n)
+		cands, _, err := ix.probe(ctx, q, &qq, floor, minLists, need, dense)
+		if err != nil {
+			return nil, err
+		}
+		found = [][]candidate{cands}
+	} else {
+		var err error
+		if found, floor, err = ix.scan(ctx, q, &qq, parallelism); err != nil {
+			return nil, err
+		}
+	}
+	var ids []string
+	for _, cs := range found {
+		for _, c := range prune(cs, floor.min()) {
+			ids = append(ids, ix.ids[c.row])
+		}
+	}
+	return ids, nil
+}
+
+// scan bounds the key of every eligible row, split across parallelism
+// goroutines when the index is large enough to pay for them; it returns
+// each part's candidates and the merged floor.
+func (ix *index) scan(ctx context.Context, q query, qq *quantQuery, parallelism int) ([][]candidate, lowerBounds, error) {
 	n := ix.len()
 	parts := 1
 	if parallelism > 1 && n*ix.dim >= minParallelWork {
 		parts = parallelism
-	}
-	qq := newQuantQuery(q.vec)
-	q.rows = nil
-	if !q.filter.IsEmpty() {
-		q.rows = ix.post.rows(q.filter.Root(), n)
 	}
 	found := make([][]candidate, parts)
 	floors := make([]lowerBounds, parts)
@@ -232,7 +351,7 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 	for p := range parts {
 		lo, hi := p*chunk, min((p+1)*chunk, n)
 		floors[p] = newLowerBounds(q.k)
-		run := func() { found[p], errs[p] = ix.scanRange(ctx, q, &qq, lo, hi, floors[p]) }
+		run := func() { found[p], errs[p] = ix.scanRange(ctx, q, qq, lo, hi, floors[p]) }
 		if p == parts-1 {
 			run()
 			continue
@@ -243,7 +362,7 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return nil, lowerBounds{}, err
 		}
 	}
 	floor := floors[0]
@@ -252,13 +371,7 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 			floor.Offer(x)
 		}
 	}
-	var ids []string
-	for _, cs := range found {
-		for _, c := range prune(cs, floor.min()) {
-			ids = append(ids, ix.ids[c.row])
-		}
-	}
-	return ids, nil
+	return found, floor, nil
 }
 
 // candidate is a row that may be among the best k, with the upper end of

@@ -110,7 +110,8 @@ func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) 
 // prepared is one validated write.
 type prepared struct {
 	w    spi.Write
-	val  []byte // encoded record (upserts)
+	rec  encodedRecord // upserts: the record but its vid
+	val  []byte        // upserts: the record, once its vector has a vid
 	hash [32]byte
 	err  error
 }
@@ -136,8 +137,26 @@ func (s *Store) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResu
 	if err := s.checkOpen(ctx, "commit"); err != nil {
 		return nil, err
 	}
+	// The vectors first, durable before the transaction that names them
+	// (vecfile.go).
+	var vecs [][]float32
+	for i := range preps {
+		if p := &preps[i]; p.err == nil && p.w.Op == spi.OpUpsert {
+			vecs = append(vecs, p.w.Doc.Vector)
+		}
+	}
+	vids, err := s.vecs.appendVectors(vecs)
+	if err != nil {
+		return nil, s.writeErr("commit", err)
+	}
+	for i := range preps {
+		if p := &preps[i]; p.err == nil && p.w.Op == spi.OpUpsert {
+			p.val, vids = p.rec.withVid(vids[0]), vids[1:]
+		}
+	}
 	var seq uint64
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		setFill(tx)
 		for i := range preps {
 			if i%ctxCheckEvery == ctxCheckEvery-1 && ctx.Err() != nil {
 				return context.Cause(ctx)
@@ -182,6 +201,8 @@ func (s *Store) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResu
 		}
 		s.idx.put(d.ID, d.Tenant, md, d.Vector)
 	}
+	s.maybeBuild()
+	s.maybeCompact()
 	return out, nil
 }
 
@@ -198,11 +219,11 @@ func (s *Store) prepare(p *prepared, now time.Time) error {
 		d.UpdatedAt = now
 	}
 	d.UpdatedAt = d.UpdatedAt.UTC().Truncate(time.Microsecond)
-	val, err := encodeRecord(d)
+	rec, err := encodeRecord(d)
 	if err != nil {
 		return fmt.Errorf("vector/embedded: commit: document %q: %w: %v", d.ID, spi.ErrInvalidQuery, err)
 	}
-	p.val, p.hash = val, spi.ContentHash(*d)
+	p.rec, p.hash = rec, spi.ContentHash(*d)
 	return nil
 }
 
@@ -273,14 +294,14 @@ func (s *Store) Changes(ctx context.Context, after uint64, limit int) ([]spi.Cha
 		return nil, nil
 	}
 	var out []spi.Change
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx, g *vecGen) error {
 		c := tx.Bucket(bucketLog).Cursor()
 		for k, v := c.Seek(seqKey(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
 			ch, err := decodeEntry(binary.BigEndian.Uint64(k), v)
 			if err != nil {
 				return err
 			}
-			if err := s.fill(tx, &ch, ch.Seq); err != nil {
+			if err := s.fill(tx, g, &ch, ch.Seq); err != nil {
 				return err
 			}
 			out = append(out, ch)
@@ -295,7 +316,7 @@ func (s *Store) Changes(ctx context.Context, after uint64, limit int) ([]spi.Cha
 
 // fill sets ch.Doc and ch.Version from the record; tomb is the version of
 // a deletion.
-func (s *Store) fill(tx *bolt.Tx, ch *spi.Change, tomb uint64) error {
+func (s *Store) fill(tx *bolt.Tx, g *vecGen, ch *spi.Change, tomb uint64) error {
 	ch.Doc, ch.Version = nil, tomb
 	if ch.ID == "" || len(ch.ID) > bolt.MaxKeySize {
 		return nil
@@ -304,7 +325,7 @@ func (s *Store) fill(tx *bolt.Tx, ch *spi.Change, tomb uint64) error {
 	if rec == nil {
 		return nil
 	}
-	d, err := decodeDocument(ch.ID, rec, s.cfg.Dimension)
+	d, err := s.decodeDocument(g, ch.ID, rec)
 	if err != nil {
 		return fmt.Errorf("%w: record %q: %v", ErrCorrupt, ch.ID, err)
 	}
@@ -323,11 +344,11 @@ func (s *Store) Current(ctx context.Context, ids []string) ([]spi.Change, error)
 		return nil, err
 	}
 	out := make([]spi.Change, len(ids))
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx, g *vecGen) error {
 		last := tx.Bucket(bucketLog).Sequence()
 		for i, id := range ids {
 			out[i] = spi.Change{ID: id}
-			if err := s.fill(tx, &out[i], last); err != nil {
+			if err := s.fill(tx, g, &out[i], last); err != nil {
 				return err
 			}
 		}
@@ -445,4 +466,24 @@ func (s *Store) CompactLog(ctx context.Context, before time.Time, upTo uint64) (
 		return 0, s.writeErr("compact log", err)
 	}
 	return n, nil
+}
+
+// Page fill: bbolt splits a page that outgrows FillPercent of its size,
+// 0.5 by default, which leaves pages of keys written in ascending order
+// half empty. The log's keys only ever ascend, so its pages are filled;
+// documents and versions, keyed by id, are filled to 0.9, which leaves
+// room for an id written out of order (measured by
+// BenchmarkDiskPerDocument: pages in use 2.26 → 1.25 KB per document
+// for ids written in ascending order, 1.54 → 1.60 KB in random order).
+const (
+	docsFill = 0.9
+	logFill  = 1.0
+)
+
+// setFill sets the fill of the buckets a commit writes; bbolt keeps it
+// per transaction.
+func setFill(tx *bolt.Tx) {
+	tx.Bucket(bucketDocs).FillPercent = docsFill
+	tx.Bucket(bucketVersions).FillPercent = docsFill
+	tx.Bucket(bucketLog).FillPercent = logFill
 }

@@ -19,7 +19,9 @@ import (
 // req.Tenant (when set) that match req.Filter, ordered by descending
 // similarity and then ascending id: the answer of an exact scan, found by a
 // scan of the int8 codes and a float32 rescoring of the rows it cannot rule
-// out (quant.go).
+// out (quant.go); or, in a store of ANN.MinRows documents or more once its
+// IVF is built, the best of the rows in the lists the probe visits
+// (ivf.go).
 func (s *Store) Retrieve(ctx context.Context, req spi.VectorRequest) ([]spi.Ref, error) {
 	if err := s.checkRequest(req); err != nil {
 		return nil, fmt.Errorf("vector/embedded: retrieve: %w", err)
@@ -77,11 +79,11 @@ func (s *Store) search(ctx context.Context, q query) ([]hit, error) {
 // searchOnce is one attempt of search; with wait, no commit is between
 // the file and memory and it cannot fail with errMoved.
 func (s *Store) searchOnce(ctx context.Context, q query, wait bool) ([]hit, error) {
-	tx, seq, err := s.pin(wait)
+	tx, g, done, seq, err := s.pin(wait)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = tx.Rollback() }() // read-only: nothing to undo
+	defer done()
 	ids, err := s.candidates(ctx, q)
 	if err != nil || len(ids) == 0 {
 		return nil, err
@@ -95,25 +97,29 @@ func (s *Store) searchOnce(ctx context.Context, q query, wait bool) ([]hit, erro
 			return nil, errMoved
 		}
 	}
-	return s.rescore(ctx, tx, q, ids)
+	if h := s.hooks.beforeRescore; h != nil {
+		h()
+	}
+	return s.rescore(ctx, tx, g, q, ids)
 }
 
-// pin read-locks mu and opens a read transaction of the file; it returns
-// the sequence memory reflects. mu stays read-locked until candidates
-// returns. With wait it holds writeMu while it pins, so that no commit
-// is between the file and memory.
-func (s *Store) pin(wait bool) (*bolt.Tx, uint64, error) {
+// pin read-locks mu and opens a read transaction of the file with its
+// vectors file generation (readTx); it returns the sequence memory
+// reflects. mu stays read-locked until candidates returns; done ends the
+// transaction. With wait it holds writeMu while it pins, so that no
+// commit is between the file and memory.
+func (s *Store) pin(wait bool) (*bolt.Tx, *vecGen, func(), uint64, error) {
 	if wait {
 		s.writeMu.Lock()
 		defer s.writeMu.Unlock()
 	}
 	s.mu.RLock()
-	tx, err := s.db.Begin(false)
+	tx, g, done, err := s.readTx()
 	if err != nil {
 		s.mu.RUnlock()
-		return nil, 0, s.readErr("retrieve", err)
+		return nil, nil, nil, 0, s.readErr("retrieve", err)
 	}
-	return tx, s.seq, nil
+	return tx, g, done, s.seq, nil
 }
 
 // candidates scans the codes for q's candidates and releases the read
@@ -314,7 +320,7 @@ func (s *Store) Hydrate(ctx context.Context, ids []string) ([]spi.Document, []st
 	var docs []spi.Document
 	var missing []string
 	seen := make(map[string]bool, len(ids))
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx, g *vecGen) error {
 		b := tx.Bucket(bucketDocs)
 		for _, id := range ids {
 			if seen[id] {
@@ -329,7 +335,7 @@ func (s *Store) Hydrate(ctx context.Context, ids []string) ([]spi.Document, []st
 				missing = append(missing, id)
 				continue
 			}
-			d, err := decodeDocument(id, v, s.cfg.Dimension)
+			d, err := s.decodeDocument(g, id, v)
 			if err != nil {
 				return fmt.Errorf("%w: record %q: %v", ErrCorrupt, id, err)
 			}
@@ -359,7 +365,7 @@ func (s *Store) Scan(ctx context.Context, fn func(spi.Document) error) error {
 			return err
 		}
 		page := make([]spi.Document, 0, scanPage)
-		err := s.db.View(func(tx *bolt.Tx) error {
+		err := s.view(func(tx *bolt.Tx, g *vecGen) error {
 			c := tx.Bucket(bucketDocs).Cursor()
 			var k, v []byte
 			if first {
@@ -371,7 +377,7 @@ func (s *Store) Scan(ctx context.Context, fn func(spi.Document) error) error {
 				}
 			}
 			for ; k != nil && len(page) < scanPage; k, v = c.Next() {
-				d, err := decodeDocument(string(k), v, s.cfg.Dimension)
+				d, err := s.decodeDocument(g, string(k), v)
 				if err != nil {
 					return fmt.Errorf("%w: record %q: %v", ErrCorrupt, k, err)
 				}

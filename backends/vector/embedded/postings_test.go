@@ -13,23 +13,29 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// TestPostingsFollowRows drives the index through random inserts, replaces
-// (new metadata, the same, none), retags (rows near the front given a
-// value few others hold, the shape of issue 29's "version=2" after a
-// re-ingest), deletes (a random row, the last row, an absent id), shrinks
-// (the last half of the rows at once, then as many inserts) and finally deletes every row; after
-// each step it checks the postings' invariant (postings.go) and the
-// postings against a model holding each id's metadata in a plain map:
-// every posting holds exactly the rows carrying its pair, and every
-// filter's rows, taken from the postings, from a scan of a random range and
-// from a whole filtered search, are the rows whose metadata
-// spi.Filter.Match accepts.
-func TestPostingsFollowRows(t *testing.T) {
+// TestIndexFollowsRows drives the index through random inserts, replaces
+// (new metadata, the same, none; another tenant), retags (rows near the
+// front given a value few others hold, the shape of issue 29's
+// "version=2" after a re-ingest), deletes (a random row, the last row, an
+// absent id), shrinks (the last half of the rows at once, then as many
+// inserts), IVF builds (centroids trained on a sample, then rows assigned
+// a chunk at a time between the other operations, as a Store's background
+// build does) and finally deletes every row. After each step it checks
+// the invariants written beside posting (postings.go) and ivf (ivf.go),
+// and the index against a model holding each id's tenant and metadata in
+// plain maps: every posting holds exactly the rows carrying its pair (or
+// tenant), every assigned row is in the list of its nearest centroid, and
+// every filter's rows, taken from the postings, from a scan of a random
+// range, from a probe of every list and from a whole search, are the
+// rows of the tenant whose metadata spi.Filter.Match accepts.
+func TestIndexFollowsRows(t *testing.T) {
 	const dim = 4
 	r := rand.New(rand.NewPCG(1, 2))
-	ix := newIndex(dim, false)
+	ix := newIndex(dim, true)
 	model := map[string]spi.Metadata{}
+	tenant := map[string]string{}
 	nextID, nextUnique := 0, 0
+	tenants := []string{"", "t1", "t2", "t2", "t2"}
 
 	randMeta := func() spi.Metadata {
 		if r.IntN(10) == 0 {
@@ -62,17 +68,24 @@ func TestPostingsFollowRows(t *testing.T) {
 		}
 		return md
 	}
-	put := func(id string, md spi.Metadata) {
+	randTenant := func() string {
+		if r.IntN(50) == 0 {
+			return "rare"
+		}
+		return tenants[r.IntN(len(tenants))]
+	}
+	put := func(id, ten string, md spi.Metadata) {
 		vec := make([]float32, dim)
 		for i := range vec {
-			vec[i] = r.Float32()
+			vec[i] = float32(r.NormFloat64())
 		}
-		ix.put(id, "", md, vec)
-		model[id] = md
+		ix.put(id, ten, md, vec)
+		model[id], tenant[id] = md, ten
 	}
 	del := func(id string) {
 		ix.remove(id)
 		delete(model, id)
+		delete(tenant, id)
 	}
 	randID := func() string {
 		if len(ix.ids) == 0 {
@@ -81,7 +94,7 @@ func TestPostingsFollowRows(t *testing.T) {
 		return ix.ids[r.IntN(len(ix.ids))]
 	}
 	filters := func() []spi.Filter {
-		var fs []spi.Filter
+		fs := []spi.Filter{{}} // the empty filter: every row (of the tenant)
 		for _, m := range []map[string][]string{
 			{"c": {"a"}}, {"c": {"b", "c"}}, {"rare": {"yes"}}, {"rare": {"no"}},
 			{"nokey": {"x"}}, {"c": {"a"}, "rare": {"yes"}}, {"c": {"a", "b"}, "m": {"v1", "v2", "v3"}},
@@ -113,11 +126,23 @@ func TestPostingsFollowRows(t *testing.T) {
 
 	check := func(step string) {
 		t.Helper()
-		if len(ix.ids) != len(model) {
-			t.Fatalf("%s: %d rows, model %d", step, len(ix.ids), len(model))
+		n := len(ix.ids)
+		if n != len(model) {
+			t.Fatalf("%s: %d rows, model %d", step, n, len(model))
 		}
-		if err := checkPostings(ix.post, len(ix.ids)); err != nil {
+		if err := checkMetaSet(ix); err != nil {
 			t.Fatalf("%s: %v", step, err)
+		}
+		if err := checkPostings(ix.post, n); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if err := checkIVF(ix, ix.ivf, n, n); err != nil {
+			t.Fatalf("%s: ivf: %v", step, err)
+		}
+		if ix.next != nil {
+			if err := checkIVF(ix, ix.next, n, ix.next.cursor); err != nil {
+				t.Fatalf("%s: next: %v", step, err)
+			}
 		}
 		// Every posting holds exactly the rows carrying its pair.
 		want := map[pair][]int{}
@@ -125,6 +150,8 @@ func TestPostingsFollowRows(t *testing.T) {
 			for pk := range rowPairs(model[id]) {
 				want[pk] = append(want[pk], i)
 			}
+			tp := tenantPair(tenant[id])
+			want[tp] = append(want[tp], i)
 		}
 		if len(ix.post.m) != len(want) {
 			t.Fatalf("%s: %d postings, want %d", step, len(ix.post.m), len(want))
@@ -139,35 +166,47 @@ func TestPostingsFollowRows(t *testing.T) {
 				t.Fatalf("%s: posting %v = %v (n %d), want %v", step, pk, got, p.n, rows)
 			}
 		}
-		// Every filter's rows, whole and over a random range of the scan.
-		n := len(ix.ids)
+		// Every filter's rows, of every tenant or one: from the postings,
+		// over a random range of the scan, from a probe of every list
+		// and from a whole search.
 		for _, f := range filters() {
+			ten, anyTen := randTenant(), r.IntN(3) == 0
 			var matching []int
 			for i, id := range ix.ids {
-				if f.Match(model[id]) {
+				if f.Match(model[id]) && (anyTen || tenant[id] == ten) {
 					matching = append(matching, i)
 				}
 			}
-			got := bitsRows(ix.post.rows(f.Root(), n))
-			if !slices.Equal(got, matching) {
-				t.Fatalf("%s: filter %v: rows %v, want %v", step, f, got, matching)
+			q := query{vec: make([]float32, dim), k: n + 1, anyTen: anyTen, tenantName: ten, filter: f}
+			q.tenant = ix.tenantIDs[ten]
+			if e := q.eligibleExpr(); e != nil {
+				q.rows = ix.post.rows(e, n)
+				if got := bitsRows(q.rows); !slices.Equal(got, matching) {
+					t.Fatalf("%s: filter %v tenant %q: rows %v, want %v", step, f, ten, got, matching)
+				}
 			}
+			q.vec[r.IntN(dim)] = 1
+			qq := newQuantQuery(q.vec)
 			lo := r.IntN(n + 1)
 			hi := lo + r.IntN(n-lo+1)
-			q := query{vec: make([]float32, dim), k: n + 1, anyTen: true, filter: f, rows: ix.post.rows(f.Root(), n)}
-			qq := newQuantQuery(q.vec)
 			cands, err := ix.scanRange(context.Background(), q, &qq, lo, hi, newLowerBounds(q.k))
 			if err != nil {
 				t.Fatal(err)
 			}
-			var scanned []int
-			for _, c := range cands {
-				scanned = append(scanned, c.row)
-			}
-			slices.Sort(scanned)
 			inRange := slices.DeleteFunc(slices.Clone(matching), func(i int) bool { return i < lo || i >= hi })
-			if !slices.Equal(scanned, inRange) {
-				t.Fatalf("%s: filter %v over [%d, %d): rows %v, want %v", step, f, lo, hi, scanned, inRange)
+			if got := candRows(cands); !slices.Equal(got, inRange) {
+				t.Fatalf("%s: filter %v over [%d, %d): rows %v, want %v", step, f, lo, hi, got, inRange)
+			}
+			if ix.ivf != nil {
+				for _, dense := range []bool{false, true} {
+					cands, seen, err := ix.probe(context.Background(), q, &qq, newLowerBounds(q.k), ix.ivf.nlist(), n+1, dense)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := candRows(cands); !slices.Equal(got, matching) || seen != len(matching) {
+						t.Fatalf("%s: filter %v: a probe (dense %v) of every list found rows %v (saw %d), want %v", step, f, dense, got, seen, matching)
+					}
+				}
 			}
 			// A whole search, as Retrieve runs it (split in three).
 			q.rows = nil
@@ -192,21 +231,29 @@ func TestPostingsFollowRows(t *testing.T) {
 		op()
 		check(fmt.Sprintf("step %d (%s)", step, what))
 	}
+	insert := func() { nextID++; put(fmt.Sprint("d", nextID), randTenant(), randMeta()) }
 	// Grow past the size where the common values' postings become bitsets.
 	for range 700 {
-		do("insert", func() { nextID++; put(fmt.Sprint("d", nextID), randMeta()) })
+		do("insert", insert)
 	}
 	for range 1500 {
 		switch k := r.IntN(10); {
 		case k < 3:
-			do("insert", func() { nextID++; put(fmt.Sprint("d", nextID), randMeta()) })
+			do("insert", insert)
 		case k < 5:
-			do("replace", func() { put(randID(), randMeta()) })
+			do("replace", func() {
+				id := randID()
+				ten := tenant[id]
+				if r.IntN(5) == 0 {
+					ten = randTenant()
+				}
+				put(id, ten, randMeta())
+			})
 		case k < 6:
 			do("replace same", func() {
 				id := randID()
 				if md, ok := model[id]; ok {
-					put(id, md)
+					put(id, tenant[id], md)
 				}
 			})
 		case k < 8:
@@ -233,7 +280,7 @@ func TestPostingsFollowRows(t *testing.T) {
 							md = spi.Metadata{}
 						}
 						md["ver"] = spi.String("2")
-						put(id, md)
+						put(id, tenant[id], md)
 					}
 				}
 			})
@@ -247,11 +294,36 @@ func TestPostingsFollowRows(t *testing.T) {
 			})
 			do("regrow", func() {
 				for range gone {
-					nextID++
-					put(fmt.Sprint("d", nextID), randMeta())
+					insert()
 				}
 			})
+		case 2:
+			if ix.next == nil {
+				do("train", func() {
+					nlist := 1 + r.IntN(12)
+					cent, err := kmeans(context.Background(), ix.drawSample(8*nlist, r), nlist, 4, true, r)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ix.next = newIVF(cent, dim, false, len(ix.ids), len(ix.ids))
+				})
+			}
+		case 3, 4, 5:
+			if ix.next != nil {
+				do("assign", func() {
+					if ix.assignNext(1 + r.IntN(300)) {
+						ix.install(ix.regroup(ix.next))
+					}
+				})
+			}
+		case 6:
+			if ix.ivf != nil && r.IntN(4) == 0 {
+				do("drop ivf", func() { ix.ivf = nil })
+			}
 		}
+	}
+	if ix.ivf == nil {
+		t.Fatal("no IVF was ever completed: the test does not reach the searches that probe one")
 	}
 	// Shrink to nothing: the bitsets turn back into lists, then go.
 	for len(ix.ids) > 0 {
@@ -264,6 +336,61 @@ func TestPostingsFollowRows(t *testing.T) {
 	if len(ix.post.m) != 0 || len(ix.post.ranged) != 0 {
 		t.Fatalf("empty index keeps %d postings, %d ranged keys", len(ix.post.m), len(ix.post.ranged))
 	}
+}
+
+// candRows lists candidates' rows in order.
+func candRows(cands []candidate) []int {
+	var rows []int
+	for _, c := range cands {
+		rows = append(rows, c.row)
+	}
+	slices.Sort(rows)
+	return rows
+}
+
+// checkIVF checks the invariant written beside ivf (ivf.go) for v over
+// ix's nrows rows, of which those below assigned must be assigned; and
+// that every assigned row is in the list of its nearest centroid.
+func checkIVF(ix *index, v *ivf, nrows, assigned int) error {
+	if v == nil {
+		return nil
+	}
+	if len(v.of) != nrows || len(v.at) != nrows {
+		return fmt.Errorf("of %d, at %d, for %d rows", len(v.of), len(v.at), nrows)
+	}
+	inLists := 0
+	for c, l := range v.lists {
+		for j, r := range l {
+			if r < 0 || int(r) >= nrows {
+				return fmt.Errorf("list %d holds row %d of %d", c, r, nrows)
+			}
+			if v.of[r] != int32(c) || v.at[r] != int32(j) {
+				return fmt.Errorf("list %d holds row %d at %d, which says list %d at %d", c, r, j, v.of[r], v.at[r])
+			}
+		}
+		inLists += len(l)
+	}
+	nAssigned := 0
+	for r := range nrows {
+		c := v.of[r]
+		if c < 0 {
+			if r < assigned {
+				return fmt.Errorf("row %d is not assigned", r)
+			}
+			continue
+		}
+		nAssigned++
+		if int(c) >= len(v.lists) || int(v.at[r]) >= len(v.lists[c]) || v.lists[c][v.at[r]] != int32(r) {
+			return fmt.Errorf("row %d says list %d at %d, which does not hold it", r, c, v.at[r])
+		}
+		if near := v.nearest(ix.codes[r*ix.dim:(r+1)*ix.dim], ix.quant[r].scale); near != c {
+			return fmt.Errorf("row %d is in list %d, its nearest centroid is %d", r, c, near)
+		}
+	}
+	if nAssigned != inLists {
+		return fmt.Errorf("%d rows assigned, %d in lists", nAssigned, inLists)
+	}
+	return nil
 }
 
 // checkPostings checks the invariant written beside posting (postings.go)

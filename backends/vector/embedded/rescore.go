@@ -8,11 +8,14 @@ import (
 )
 
 // rescore scores the candidates of a scan in float32 from their records
-// in tx, which sees the state the scan saw (search pins both), exactly as
-// a scan of every row scores them, and returns the best q.k, best first.
+// in tx, which sees the state the scan saw (search pins both), and the
+// vectors those records name, read from g (an entry never changes, and g
+// holds every entry tx's records name),
+// exactly as a scan of every row scores them, and returns the best q.k,
+// best first.
 // Tenant and filter are checked again on the record: the record and memory
 // agree, and the check keeps the tenant rule independent of that.
-func (s *Store) rescore(ctx context.Context, tx *bolt.Tx, q query, ids []string) ([]hit, error) {
+func (s *Store) rescore(ctx context.Context, tx *bolt.Tx, g *vecGen, q query, ids []string) ([]hit, error) {
 	t := newHits(q.k)
 	vec := make([]float32, 0, s.cfg.Dimension)
 	docs := tx.Bucket(bucketDocs)
@@ -25,6 +28,9 @@ func (s *Store) rescore(ctx context.Context, tx *bolt.Tx, q query, ids []string)
 			continue
 		}
 		h, v, err := decodeHeader(rec, s.cfg.Dimension, vec[:0])
+		if err == nil {
+			v, err = s.vector(g, h, v)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("vector/embedded: retrieve: %w: record %q: %v", ErrCorrupt, id, err)
 		}

@@ -71,6 +71,7 @@ type Store struct {
 	cfg    Config
 	path   string
 	db     *bolt.DB
+	vecs   *vectorFile // the records' vectors (vecfile.go)
 	closed atomic.Bool
 
 	writeMu sync.Mutex   // serialises writes so memory follows disk order
@@ -81,16 +82,26 @@ type Store struct {
 	// durable first and memory follows, so the file is at seq or ahead.
 	seq uint64
 
-	waits atomic.Uint64 // searches that waited for a commit (ops.go)
-	hooks testHooks
+	waits   atomic.Uint64 // searches that waited for a commit (ops.go)
+	build   builder       // the background build of the IVF index (annbuild.go)
+	compact compactor     // the background compaction of the vectors file (compact.go)
+	hooks   testHooks
 }
 
 // testHooks let tests stop a search or a commit at an exact point; nil
 // hooks do nothing. Set only by tests, before the store is shared.
 type testHooks struct {
-	afterCandidates func() // a search has its candidates, not yet rescored
+	afterCandidates func() // a search has its candidates, not yet rescored (mu read-locked)
+	beforeRescore   func() // a search has released mu, not yet rescored
 	moved           func() // a search must wait for a commit to reach memory
 	afterDiskCommit func() // a commit is durable, memory not yet updated
+	buildTrained    func() // a build has its centroids, not yet installed
+	buildChunk      func() // a build has assigned a chunk of rows, no lock held
+	// compactCopied: a compaction has copied the live entries of its
+	// state, no lock held; compactInstalled: it has installed the new
+	// file and released the writers' mutex.
+	compactCopied, compactInstalled func()
+	readAcquired                    func() // a reader has its vectors file, not yet its transaction
 }
 
 // Interface guards.
@@ -137,12 +148,32 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	if err := initLog(db); err != nil {
 		return nil, err
 	}
-	s = &Store{cfg: cfg, path: path, db: db, idx: newIndex(cfg.Dimension, cfg.Distance == Cosine)}
-	if err := s.load(ctx); err != nil {
+	vecs, err := openVectorFile(filepath.Join(cfg.Dir, VectorFileName), cfg.Dimension, cfg.NoSync)
+	if err != nil {
 		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			vecs.close()
+		}
+	}()
+	s = &Store{cfg: cfg, path: path, db: db, vecs: vecs, idx: newIndex(cfg.Dimension, cfg.Distance == Cosine)}
+	s.idx.ann = cfg.ANN.params()
+	live, err := s.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := vecs.compactAtOpen(ctx, live); err != nil {
+		return nil, fmt.Errorf("vector/embedded: open: %w", err)
 	}
 	cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "vector/embedded: opened",
 		slog.String("path", path), slog.Int("documents", s.idx.len()), slog.Int("dimension", cfg.Dimension))
+	// The last step: from here a build may change the index in the
+	// background (annbuild.go), and a compaction the vectors file
+	// (compact.go).
+	s.build.ctx, s.build.cancel = context.WithCancel(context.Background())
+	s.compact.ctx, s.compact.cancel = context.WithCancel(context.Background())
+	s.maybeBuild()
 	return s, nil
 }
 
@@ -252,9 +283,11 @@ func (s *Store) RecordEmbedder(ctx context.Context, id string) error {
 	return nil
 }
 
-// load decodes every record's header into the index.
-func (s *Store) load(ctx context.Context) error {
-	return s.db.View(func(tx *bolt.Tx) error {
+// load decodes every record's header into the index and returns the
+// vector entries the records name.
+func (s *Store) load(ctx context.Context) (map[uint64]struct{}, error) {
+	live := map[uint64]struct{}{}
+	return live, s.db.View(func(tx *bolt.Tx) error {
 		s.seq = tx.Bucket(bucketLog).Sequence()
 		docs := tx.Bucket(bucketDocs)
 		s.idx.reserve(docs.Stats().KeyN)
@@ -267,8 +300,14 @@ func (s *Store) load(ctx context.Context) error {
 			}
 			i++
 			h, buf, err := decodeHeader(v, s.idx.dim, vec[:0])
+			if err == nil {
+				buf, err = s.vector(s.vecs.cur, h, buf)
+			}
 			if err != nil {
 				return fmt.Errorf("%w: %s: record %q: %v", ErrCorrupt, s.path, k, err)
+			}
+			if h.vid != 0 {
+				live[h.vid] = struct{}{}
 			}
 			vec = buf
 			s.idx.put(string(k), h.tenant, h.metadata, vec)
@@ -299,9 +338,15 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.stopBuilds()
+	s.stopCompaction()
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	if err := s.db.Close(); err != nil {
+	err := s.db.Close()
+	if verr := s.vecs.close(); err == nil {
+		err = verr
+	}
+	if err != nil {
 		return fmt.Errorf("vector/embedded: close: %w", err)
 	}
 	return nil

@@ -28,11 +28,13 @@ var ErrInput = errors.New("bert: invalid input")
 // reused through the Model's pool.
 type workspace struct {
 	x, qkv, ctx, h1, inter []float32
+	qa                     kernel.QRows // a linear layer's input, quantised (int8)
 	thread                 []threadScratch
 }
 
 type threadScratch struct {
 	gemm, kpack, vpack, scores []float32
+	q                          kernel.QScratch
 }
 
 func grow(s []float32, n int) []float32 {
@@ -168,8 +170,15 @@ func (m *Model) parallel(n, align int, fn func(w, lo, hi int)) {
 // linear computes out = x·Wᵀ + bias (+ residual), then GELU when gelu is
 // set, for T rows; residual, when given, has out's row stride ldo. Many rows
 // split by rows across threads; few rows (a query) split by output panels.
-func (m *Model) linear(ws *workspace, T int, x []float32, ldx int, w kernel.Panels, bias, residual, out []float32, ldo int, gelu bool) {
+// With int8 weights the rows of x are quantised first (split by rows).
+func (m *Model) linear(ws *workspace, T int, x []float32, ldx int, lw weight, bias, residual, out []float32, ldo int, gelu bool) {
+	w, q := lw.f, lw.q
 	N := w.N
+	if q.Data != nil {
+		N = q.N
+		ws.qa.Resize(T, q.K)
+		m.parallel(T, 16, func(_, lo, hi int) { ws.qa.QuantizeRange(x, ldx, lo, hi, q.K) })
+	}
 	do := func(th, r0, r1, p0, p1 int) {
 		c0, c1 := p0*kernel.NR, min(p1*kernel.NR, N)
 		for r := r0; r < r1; r++ {
@@ -181,7 +190,11 @@ func (m *Model) linear(ws *workspace, T int, x []float32, ldx int, w kernel.Pane
 				}
 			}
 		}
-		kernel.Gemm(r1-r0, x[r0*ldx:], ldx, w, p0, p1, out[r0*ldo:], ldo, ws.thread[th].gemm)
+		if q.Data != nil {
+			kernel.GemmQ8(r1-r0, &ws.qa, r0, q, p0, p1, out[r0*ldo:], ldo, &ws.thread[th].q)
+		} else {
+			kernel.Gemm(r1-r0, x[r0*ldx:], ldx, w, p0, p1, out[r0*ldo:], ldo, ws.thread[th].gemm)
+		}
 		if gelu {
 			for r := r0; r < r1; r++ {
 				kernel.GELU(out[r*ldo+c0 : r*ldo+c1])

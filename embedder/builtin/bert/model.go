@@ -23,9 +23,10 @@ import (
 
 // Model is a loaded encoder. It is safe for concurrent use.
 type Model struct {
-	cfg     Config
-	threads int
-	eps     float32
+	cfg       Config
+	threads   int
+	eps       float32
+	precision Precision
 
 	wordEmb, posEmb, typeEmb0 []float32 // typeEmb0: token type 0 only
 	embLNg, embLNb            []float32
@@ -35,23 +36,45 @@ type Model struct {
 }
 
 type layer struct {
-	qkv        kernel.Panels // [Q K V] (3H outputs); Q pre-scaled by 1/√(head dim)
+	qkv        weight // [Q K V] (3H outputs); Q pre-scaled by 1/√(head dim)
 	qkvBias    []float32
-	attnOut    kernel.Panels
+	attnOut    weight
 	attnBias   []float32
 	ln1g, ln1b []float32
-	inter      kernel.Panels
+	inter      weight
 	interBias  []float32
-	out        kernel.Panels
+	out        weight
 	outBias    []float32
 	ln2g, ln2b []float32
 }
+
+// weight is a Linear layer's weight, packed for the model's precision:
+// f (fp32 panels) or q (int8), never both.
+type weight struct {
+	f kernel.Panels
+	q kernel.QPanels
+}
+
+// Precision is the arithmetic of the linear layers.
+type Precision string
+
+const (
+	// FP32 runs the linear layers in single precision (the reference).
+	FP32 Precision = "fp32"
+	// Int8 quantises them dynamically: int8 weights (a scale per output
+	// feature, at load), uint8 activations (a scale and zero point per
+	// token, per layer as they come), int32 sums (package kernel). Attention,
+	// LayerNorm, GELU and pooling stay in fp32.
+	Int8 Precision = "int8"
+)
 
 // Options tune a loaded Model.
 type Options struct {
 	// Threads is the number of goroutines one forward pass uses; 0 means
 	// runtime.GOMAXPROCS(0).
 	Threads int
+	// Precision of the linear layers; "" means FP32.
+	Precision Precision
 }
 
 // Load reads dir/config.json and dir/model.safetensors.
@@ -79,8 +102,18 @@ func (m *Model) MaxPositions() int { return m.cfg.MaxPositionEmbeddings }
 // Threads is the number of goroutines a forward pass uses.
 func (m *Model) Threads() int { return m.threads }
 
+// Precision is the arithmetic of the linear layers.
+func (m *Model) Precision() Precision { return m.precision }
+
 func newModel(cfg Config, t *tensors, opts Options) (*Model, error) {
-	m := &Model{cfg: cfg, threads: opts.Threads, eps: float32(cfg.LayerNormEps)}
+	switch opts.Precision {
+	case "":
+		opts.Precision = FP32
+	case FP32, Int8:
+	default:
+		return nil, fmt.Errorf("bert: precision %q: want %q or %q", opts.Precision, FP32, Int8)
+	}
+	m := &Model{cfg: cfg, threads: opts.Threads, eps: float32(cfg.LayerNormEps), precision: opts.Precision}
 	if m.threads <= 0 {
 		m.threads = runtime.GOMAXPROCS(0)
 	}
@@ -89,7 +122,7 @@ func newModel(cfg Config, t *tensors, opts Options) (*Model, error) {
 		prefix = "bert."
 	}
 	H, I := cfg.HiddenSize, cfg.IntermediateSize
-	l := loader{t: t, prefix: prefix}
+	l := loader{t: t, prefix: prefix, precision: opts.Precision}
 	m.wordEmb = l.get("embeddings.word_embeddings.weight", cfg.VocabSize, H)
 	m.posEmb = l.get("embeddings.position_embeddings.weight", cfg.MaxPositionEmbeddings, H)
 	typ := l.get("embeddings.token_type_embeddings.weight", cfg.TypeVocabSize, H)
@@ -116,7 +149,7 @@ func newModel(cfg Config, t *tensors, opts Options) (*Model, error) {
 			}
 			w := make([]float32, 0, 3*H*H)
 			w = append(append(append(w, q...), k...), v...)
-			ly.qkv = kernel.PackNK(nil, w, H, 3*H, H)
+			ly.qkv = l.pack(w, 3*H, H)
 			ly.qkvBias = append(append(append(make([]float32, 0, 3*H), qb...), kb...), vb...)
 		}
 		ly.attnOut = l.linear(p+"attention.output.dense", H, H)
@@ -138,9 +171,10 @@ func newModel(cfg Config, t *tensors, opts Options) (*Model, error) {
 
 // loader reads tensors, keeping the first error.
 type loader struct {
-	t      *tensors
-	prefix string
-	err    error
+	t         *tensors
+	prefix    string
+	precision Precision
+	err       error
 }
 
 func (l *loader) get(name string, shape ...int) []float32 {
@@ -155,12 +189,20 @@ func (l *loader) get(name string, shape ...int) []float32 {
 }
 
 // linear packs the weight of a Linear layer (out×in).
-func (l *loader) linear(name string, out, in int) kernel.Panels {
+func (l *loader) linear(name string, out, in int) weight {
 	w := l.get(name+".weight", out, in)
 	if w == nil {
-		return kernel.Panels{}
+		return weight{}
 	}
-	return kernel.PackNK(nil, w, in, out, in)
+	return l.pack(w, out, in)
+}
+
+// pack packs a Linear weight w (out×in) for the model's precision.
+func (l *loader) pack(w []float32, out, in int) weight {
+	if l.precision == Int8 {
+		return weight{q: kernel.QuantizeNK(w, in, out, in)}
+	}
+	return weight{f: kernel.PackNK(nil, w, in, out, in)}
 }
 
 // layerNorm reads a LayerNorm's weight and bias (gamma and beta in old

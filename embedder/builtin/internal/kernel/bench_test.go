@@ -81,3 +81,36 @@ func BenchmarkElementwise(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGemmQ8 is BenchmarkGemm for the int8 multiply (the activations
+// quantised beforehand, as the encoder does once per linear layer), with
+// each int8 kernel, plus the quantisation of the activations alone;
+// GOP/cpu-s counts a multiply-add as two operations, like GFLOP.
+func BenchmarkGemmQ8(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	for _, s := range [][3]int{{1024, 384, 384}, {1024, 1536, 384}, {1024, 384, 1536}, {20, 1536, 384}, {20, 384, 1536}} {
+		m, n, k := s[0], s[1], s[2]
+		a := randSlice(r, m*k)
+		q := kernel.QuantizeNK(randSlice(r, n*k), k, n, k)
+		var qa kernel.QRows
+		qa.Quantize(a, k, m, k)
+		c := make([]float32, m*n)
+		var scratch kernel.QScratch
+		for _, name := range kernel.QKernels() {
+			b.Run(fmt.Sprintf("%s/m%d_n%d_k%d", name, m, n, k), func(b *testing.B) {
+				defer kernel.UseQKernel(name)()
+				cpu0 := cpuTime()
+				for b.Loop() {
+					kernel.GemmQ8(m, &qa, 0, q, 0, kernel.NumPanels(n), c, n, &scratch)
+				}
+				op := 2 * float64(m*n*k) * float64(b.N)
+				b.ReportMetric(op/(cpuTime()-cpu0).Seconds()/1e9, "GOP/cpu-s")
+			})
+		}
+		b.Run(fmt.Sprintf("quantize/m%d_k%d", m, k), func(b *testing.B) {
+			for b.Loop() {
+				qa.Quantize(a, k, m, k)
+			}
+		})
+	}
+}

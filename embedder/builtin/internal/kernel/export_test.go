@@ -21,3 +21,25 @@ func UseKernel(name string) (restore func()) {
 	kernelName = name
 	return func() { kernelName = old }
 }
+
+// QKernels lists the int8 micro-kernels this CPU can run, the portable one
+// first.
+func QKernels() []string {
+	switch qKernelName {
+	case "avx512vnni":
+		return []string{"go", "avx2", "avx512vnni"}
+	case "avx2":
+		return []string{"go", "avx2"}
+	case "neon":
+		return []string{"go", "neon"}
+	}
+	return []string{"go"}
+}
+
+// UseQKernel switches the int8 micro-kernel and returns a function
+// restoring the previous one. Tests using it must not run in parallel.
+func UseQKernel(name string) (restore func()) {
+	old := qKernelName
+	qKernelName = name
+	return func() { qKernelName = old }
+}

@@ -208,3 +208,10 @@ const EnvKernel = "RAGD_KERNEL"
 // (amd64 with those features) or "go" (portable; any other CPU, the purego
 // build tag, or RAGD_KERNEL=go).
 func KernelName() string { return kernelName }
+
+// QKernelName names the int8 micro-kernel this process uses:
+// "avx512vnni" (amd64 with AVX-512 VNNI), "avx2" (amd64 with AVX2 and
+// FMA, or RAGD_KERNEL=avx2), "neon" (arm64 with the dot-product extension)
+// or "go" (portable: any other CPU, the purego build tag, or
+// RAGD_KERNEL=go).
+func QKernelName() string { return qKernelName }

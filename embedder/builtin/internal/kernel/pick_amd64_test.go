@@ -28,3 +28,23 @@ func TestPickKernel(t *testing.T) {
 		}
 	}
 }
+
+func TestPickQKernel(t *testing.T) {
+	for _, tc := range []struct {
+		want       string
+		vnni, avx2 bool
+		got        string
+	}{
+		{"", true, true, "avx512vnni"},
+		{"", false, true, "avx2"},
+		{"", false, false, "go"},
+		{"avx2", true, true, "avx2"},
+		{"go", true, true, "go"},
+		{"avx512", false, true, "avx2"},
+		{"avx2", false, false, "go"},
+	} {
+		if got := kernel.PickQKernel(tc.want, tc.vnni, tc.avx2); got != tc.got {
+			t.Errorf("pickQKernel(%q, vnni=%v, avx2=%v) = %q, want %q", tc.want, tc.vnni, tc.avx2, got, tc.got)
+		}
+	}
+}

@@ -1,0 +1,341 @@
+package embedded_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ragd/ragd/backends/vector/embedded"
+	"github.com/ragd/ragd/spi"
+	"github.com/ragd/ragd/spi/spitest"
+)
+
+// annDim is the dimension of the IVF tests' vectors: clustered, so that
+// lists mean something.
+const annDim = 16
+
+type annData struct {
+	r       *rand.Rand
+	centres [][]float32
+	next    int
+}
+
+func newANNData(seed uint64) *annData {
+	d := &annData{r: rand.New(rand.NewPCG(seed, 3))}
+	for range 24 {
+		d.centres = append(d.centres, randVec(d.r, annDim))
+	}
+	return d
+}
+
+// vec is a point near a random centre.
+func (d *annData) vec() []float32 {
+	c := d.centres[d.r.IntN(len(d.centres))]
+	v := make([]float32, annDim)
+	for i := range v {
+		v[i] = c[i] + 0.35*float32(d.r.NormFloat64())
+	}
+	return v
+}
+
+// docs makes n new documents in three tenants, with a metadata key of
+// three values, a rarer one and a number of ten values.
+func (d *annData) docs(n int) []spi.Document {
+	out := make([]spi.Document, n)
+	for i := range out {
+		d.next++
+		md := spi.Metadata{"c": spi.String(fmt.Sprint(d.r.IntN(3))), "n": spi.Int(int64(d.r.IntN(10)))}
+		if d.r.IntN(10) == 0 {
+			md["rare"] = spi.String("yes")
+		}
+		out[i] = spi.Document{ID: fmt.Sprintf("d%05d", d.next), Tenant: fmt.Sprint("t", d.r.IntN(3)), Metadata: md, Vector: d.vec()}
+	}
+	return out
+}
+
+// annRequests are the searches the IVF tests compare with FullScan.
+func annRequests(d *annData, n int) []spi.VectorRequest {
+	var reqs []spi.VectorRequest
+	for i := range n {
+		req := spi.VectorRequest{Vector: d.vec(), K: []int{1, 10, 50}[i%3]}
+		switch i % 6 {
+		case 1:
+			req.Tenant = "t1"
+		case 2:
+			req.Filter = spi.StringFilter(map[string][]string{"c": {"0", "2"}})
+		case 3:
+			req.Tenant, req.Filter = "t2", spi.StringFilter(map[string][]string{"rare": {"yes"}})
+		case 4:
+			req.Filter = spi.And(spi.Gte("n", spi.Int(3)), spi.Ne("c", spi.String("1")))
+		case 5:
+			req.Tenant, req.Filter = "t0", spi.Or(spi.Lt("n", spi.Float(1.5)), spi.Exists("rare"))
+		}
+		reqs = append(reqs, req)
+	}
+	return reqs
+}
+
+func openANN(t *testing.T, dir string, probe float64) *embedded.Store {
+	t.Helper()
+	return mustOpen(t, embedded.Config{Dir: dir, Dimension: annDim, NoSync: true, ANN: embedded.ANN{MinRows: 1000, Probe: probe}})
+}
+
+// mustBuilt waits for the store's build and fails unless it searches an
+// IVF whose invariants hold.
+func mustBuilt(t *testing.T, s *embedded.Store) int {
+	t.Helper()
+	builds, ivf := embedded.WaitBuild(s)
+	if !ivf {
+		t.Fatalf("no IVF after %d builds", builds)
+	}
+	if err := embedded.CheckIndex(s); err != nil {
+		t.Fatal(err)
+	}
+	return builds
+}
+
+// sameAsFullScan fails unless every request answers what FullScan does.
+func sameAsFullScan(t *testing.T, s *embedded.Store, reqs []spi.VectorRequest) {
+	t.Helper()
+	for _, req := range reqs {
+		got, err := s.Retrieve(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := embedded.FullScan(s, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameRefs(got, want) {
+			t.Fatalf("k=%d tenant=%q filter=%v: %v, want %v", req.K, req.Tenant, req.Filter, got, want)
+		}
+	}
+}
+
+// An IVF search that probes every list is the exact search: the lists
+// hold every row once, filtered and tenant searches included; and it
+// stays so across a reopen (the IVF is rebuilt from the record).
+func TestIVFEveryListIsExact(t *testing.T) {
+	ctx := context.Background()
+	d := newANNData(1)
+	dir := t.TempDir()
+	s := openANN(t, dir, 1e6)
+	if err := s.Upsert(ctx, d.docs(3000)); err != nil {
+		t.Fatal(err)
+	}
+	mustBuilt(t, s)
+	sameAsFullScan(t, s, annRequests(d, 60))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openANN(t, dir, 1e6)
+	mustBuilt(t, s)
+	sameAsFullScan(t, s, annRequests(d, 30))
+}
+
+// Writes while a build runs (after the centroids are trained, and
+// between two chunks of assigned rows: the hooks stop the build there)
+// are in the IVF it installs: inserts, replaces with another vector and
+// tenant, deletes that move rows the build has and has not assigned.
+func TestIVFBuildBesideWrites(t *testing.T) {
+	ctx := context.Background()
+	d := newANNData(3)
+	s := openANN(t, t.TempDir(), 1e6)
+	docs := d.docs(5000)
+	writes := func(step string) {
+		// Inserts.
+		if err := s.Upsert(ctx, d.docs(300)); err != nil {
+			t.Errorf("%s: %v", step, err)
+		}
+		// Replaces: another vector, another tenant.
+		var re []spi.Document
+		for i := range 200 {
+			doc := docs[d.r.IntN(len(docs))]
+			doc.Vector, doc.Tenant = d.vec(), fmt.Sprint("t", i%3)
+			re = append(re, doc)
+		}
+		if err := s.Upsert(ctx, re); err != nil {
+			t.Errorf("%s: %v", step, err)
+		}
+		// Deletes, of early and of late rows.
+		var gone []string
+		for range 300 {
+			gone = append(gone, docs[d.r.IntN(len(docs))].ID)
+		}
+		if err := s.Delete(ctx, gone); err != nil {
+			t.Errorf("%s: %v", step, err)
+		}
+		if err := embedded.CheckIndex(s); err != nil {
+			t.Errorf("%s: %v", step, err)
+		}
+	}
+	var trained, chunk atomic.Int32
+	embedded.SetHooks(s, embedded.Hooks{
+		BuildTrained: func() {
+			if trained.Add(1) == 1 {
+				writes("after training")
+			}
+		},
+		BuildChunk: func() {
+			if chunk.Add(1) == 1 {
+				writes("between chunks")
+			}
+		},
+	})
+	if err := s.Upsert(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	mustBuilt(t, s)
+	if trained.Load() == 0 || chunk.Load() == 0 {
+		t.Fatalf("the build stopped %d times after training and %d between chunks; the test needs both", trained.Load(), chunk.Load())
+	}
+	sameAsFullScan(t, s, annRequests(d, 60))
+}
+
+// Searches running while a build trains, assigns and installs its IVF
+// (renumbering every row) answer what the exact search does throughout.
+func TestIVFSearchesDuringBuild(t *testing.T) {
+	ctx := context.Background()
+	d := newANNData(4)
+	s := openANN(t, t.TempDir(), 1e6)
+	reqs := annRequests(d, 20)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	started := make(chan struct{})
+	var once sync.Once
+	embedded.SetHooks(s, embedded.Hooks{BuildTrained: func() { once.Do(func() { close(started) }) }})
+	if err := s.Upsert(ctx, d.docs(5000)); err != nil {
+		t.Fatal(err)
+	}
+	want := make([][]spi.Ref, len(reqs))
+	for i, req := range reqs {
+		var err error
+		if want[i], err = embedded.FullScan(s, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-started
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; !stop.Load() || n == 0; n++ {
+				i := n % len(reqs)
+				got, err := s.Retrieve(ctx, reqs[i])
+				if err == nil && !sameRefs(got, want[i]) {
+					err = fmt.Errorf("during the build, request %d answered %v, want %v", i, got, want[i])
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	mustBuilt(t, s)
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// A search stopped between choosing its candidates (from the rows as
+// numbered before the build) and rescoring them, while the build installs
+// its IVF and renumbers every row, answers what the exact search does: its
+// candidates are ids, not rows. The hooks hold the build until the search
+// is stopped, and the search until the build is installed.
+func TestIVFInstallBetweenCandidatesAndRescore(t *testing.T) {
+	ctx := context.Background()
+	d := newANNData(6)
+	s := openANN(t, t.TempDir(), 1e6)
+	parked, resume := make(chan struct{}), make(chan struct{})
+	var park, hold sync.Once
+	embedded.SetHooks(s, embedded.Hooks{
+		BeforeRescore: func() { park.Do(func() { close(parked); <-resume }) },
+		BuildTrained:  func() { hold.Do(func() { <-parked }) },
+	})
+	if err := s.Upsert(ctx, d.docs(3000)); err != nil {
+		t.Fatal(err)
+	}
+	req := spi.VectorRequest{Vector: d.vec(), K: 20, Tenant: "t1", Filter: spi.StringFilter(map[string][]string{"c": {"0", "1"}})}
+	want, err := embedded.FullScan(s, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		refs []spi.Ref
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		refs, err := s.Retrieve(ctx, req)
+		got <- answer{refs, err}
+	}()
+	<-parked
+	if _, ivf := embedded.WaitBuild(s); !ivf {
+		t.Fatal("the build did not install its IVF while the search was stopped")
+	}
+	close(resume)
+	ans := <-got
+	if ans.err != nil || !sameRefs(ans.refs, want) {
+		t.Fatalf("the search answered %v, %v; want %v", ans.refs, ans.err, want)
+	}
+	if err := embedded.CheckIndex(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Close while a build runs stops it: Close returns, the build goroutine
+// ends (goleak checks), and the store reopens and builds again.
+func TestIVFCloseDuringBuild(t *testing.T) {
+	ctx := context.Background()
+	d := newANNData(5)
+	dir := t.TempDir()
+	s := openANN(t, dir, 1e6)
+	trained, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	embedded.SetHooks(s, embedded.Hooks{BuildTrained: func() { once.Do(func() { close(trained); <-release }) }})
+	if err := s.Upsert(ctx, d.docs(3000)); err != nil {
+		t.Fatal(err)
+	}
+	<-trained
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	close(release)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if _, ivf := embedded.WaitBuild(s); ivf {
+		t.Fatal("a build stopped by Close installed its IVF")
+	}
+	s = openANN(t, dir, 1e6)
+	mustBuilt(t, s)
+	sameAsFullScan(t, s, annRequests(d, 20))
+}
+
+// The contract suite, with the IVF built from the first document on and
+// every list probed, so that it owes the exact answers: the IVF must
+// follow every write (WriteWhileSearch included) and every reopen.
+func TestContractWithIVF(t *testing.T) {
+	open := func(t *testing.T, dir string, o spitest.VectorOptions) *embedded.Store {
+		return mustOpen(t, embedded.Config{Dir: dir, Dimension: o.Dimension, Distance: embedded.Distance(o.Distance),
+			ANN: embedded.ANN{MinRows: 1, Probe: 1e6}})
+	}
+	spitest.TestVectorBackend(t, spitest.VectorHarness{
+		Open: func(t *testing.T, o spitest.VectorOptions) spitest.VectorStore { return open(t, t.TempDir(), o) },
+		Reopen: func(t *testing.T, s spitest.VectorStore) spitest.VectorStore {
+			es := s.(*embedded.Store)
+			if err := es.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return open(t, filepath.Dir(es.Path()), spitest.VectorOptions{Dimension: es.Dimension(), Distance: string(es.Distance())})
+		},
+	})
+}

@@ -1,0 +1,221 @@
+package embedded
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// VectorFileName is the file beside FileName holding the float32
+// vectors of the records.
+const VectorFileName = "vectors.vec"
+
+// The vectors file holds the records' float32 vectors out of the bbolt
+// file, so that a record (tenant, metadata, text) is small enough for
+// several to share a page. It is append-only: an entry is
+//
+//	vid (8 bytes little-endian) | dim × float32 little-endian | CRC-32C of the rest (4 bytes)
+//
+// and a record names its entry by vid (codec.go). Vids increase along the
+// file. A commit appends its vectors and makes them durable before the
+// bbolt transaction that names them, so a crash leaves at worst entries
+// no record names, never a record without its vector; an entry is never
+// written twice, so a reader holding an older bbolt transaction reads
+// the vector its records name whatever commits meanwhile.
+//
+// Replaced and deleted vectors stay as garbage until a compaction
+// (compact.go) copies the live entries to a new file and renames it over
+// the old one: at Open, and in the background once garbage outnumbers the
+// live entries. Each file is a generation (vecGen); a reader takes the
+// current one with its bbolt transaction (Store.readTx) and reads from it
+// until it ends, so a compaction that retires the file a reader's records
+// point into closes it only after the last such reader is done.
+//
+// Invariant (checked by TestVectorFile): each generation's vids are
+// strictly increasing and hold the vid of every whole entry of its file,
+// in file order; next is above all of them; the current file is
+// len(vids) whole entries long. A reader whose transaction began while
+// generation g was current finds in g every vid its records name.
+type vectorFile struct {
+	path   string
+	dim    int
+	entry  int64 // bytes per entry
+	noSync bool
+
+	mu  sync.RWMutex // guards cur, and cur's vids and end against appends
+	cur *vecGen
+	// next is the vid of the next entry; broken, when set, fails every
+	// append (a compaction renamed its file over the current one but
+	// could not open it). Both under the Store's writers' mutex.
+	next   uint64
+	broken error
+}
+
+// vecGen is one vectors file: the current one, which appends go to, or
+// one a compaction replaced, open until its last reader releases it.
+type vecGen struct {
+	f       *os.File
+	vids    []uint64 // the current generation's grows under vectorFile.mu
+	refs    atomic.Int64
+	retired atomic.Bool
+	once    sync.Once
+	err     error // of the close
+}
+
+// close closes g's file once.
+func (g *vecGen) close() error {
+	g.once.Do(func() { g.err = g.f.Close() })
+	return g.err
+}
+
+// acquire returns the current generation, held until release.
+func (v *vectorFile) acquire() *vecGen {
+	v.mu.RLock()
+	g := v.cur
+	g.refs.Add(1)
+	v.mu.RUnlock()
+	return g
+}
+
+// release lets go of g; a retired generation's last reader closes it.
+func (v *vectorFile) release(g *vecGen) {
+	if g.refs.Add(-1) == 0 && g.retired.Load() {
+		_ = g.close()
+	}
+}
+
+// current reports whether g is the current generation.
+func (v *vectorFile) current(g *vecGen) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.cur == g
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// openVectorFile opens or creates the vectors file, reading every entry's
+// vid; a torn last entry (a crash during an append no record can name)
+// is cut off.
+func openVectorFile(path string, dim int, noSync bool) (*vectorFile, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("vector/embedded: open %s: %w", path, err)
+	}
+	v := &vectorFile{path: path, dim: dim, entry: int64(8 + 4*dim + 4), noSync: noSync, cur: &vecGen{f: f}, next: 1}
+	if err := v.readVids(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return v, nil
+}
+
+func (v *vectorFile) readVids() error {
+	g := v.cur
+	st, err := g.f.Stat()
+	if err != nil {
+		return fmt.Errorf("vector/embedded: open %s: %w", v.path, err)
+	}
+	n := st.Size() / v.entry
+	if st.Size()%v.entry != 0 {
+		if err := g.f.Truncate(n * v.entry); err != nil {
+			return fmt.Errorf("vector/embedded: open %s: cut a torn entry: %w", v.path, err)
+		}
+	}
+	g.vids = make([]uint64, 0, n)
+	// Whole entries, a few MiB at a time.
+	per := max(1, (4<<20)/v.entry)
+	buf := make([]byte, per*v.entry)
+	for p := int64(0); p < n; p += per {
+		m := min(per, n-p)
+		if _, err := g.f.ReadAt(buf[:m*v.entry], p*v.entry); err != nil {
+			return fmt.Errorf("vector/embedded: open %s: %w", v.path, err)
+		}
+		for j := range m {
+			vid := binary.LittleEndian.Uint64(buf[j*v.entry:])
+			if len(g.vids) > 0 && vid <= g.vids[len(g.vids)-1] {
+				return fmt.Errorf("%w: %s: entry %d has vid %d after %d", ErrCorrupt, v.path, p+j, vid, g.vids[len(g.vids)-1])
+			}
+			g.vids = append(g.vids, vid)
+		}
+	}
+	if len(g.vids) > 0 {
+		v.next = g.vids[len(g.vids)-1] + 1
+	}
+	return nil
+}
+
+// appendVectors writes vecs as new entries, syncs the file and returns
+// their vids. The caller holds the Store's writers' mutex.
+func (v *vectorFile) appendVectors(vecs [][]float32) ([]uint64, error) {
+	if len(vecs) == 0 {
+		return nil, nil
+	}
+	if v.broken != nil {
+		return nil, v.broken
+	}
+	buf := make([]byte, 0, int64(len(vecs))*v.entry)
+	vids := make([]uint64, len(vecs))
+	for i, vec := range vecs {
+		vids[i] = v.next + uint64(i)
+		start := len(buf)
+		buf = binary.LittleEndian.AppendUint64(buf, vids[i])
+		for _, x := range vec {
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
+		}
+		buf = binary.LittleEndian.AppendUint32(buf, crc32.Checksum(buf[start:], crcTable))
+	}
+	g := v.cur // only a compaction holding the writers' mutex changes it
+	v.mu.RLock()
+	end := int64(len(g.vids)) * v.entry
+	v.mu.RUnlock()
+	if _, err := g.f.WriteAt(buf, end); err != nil {
+		_ = g.f.Truncate(end) // what was written is named by no record
+		return nil, err
+	}
+	if !v.noSync {
+		if err := g.f.Sync(); err != nil {
+			return nil, err
+		}
+	}
+	v.mu.Lock()
+	g.vids = append(g.vids, vids...)
+	v.mu.Unlock()
+	v.next += uint64(len(vecs))
+	return vids, nil
+}
+
+// errNoVector means a record names a vector the file does not hold.
+var errNoVector = errors.New("the vectors file holds no entry for the record")
+
+// read appends the vector of entry vid of generation g to dst.
+func (v *vectorFile) read(g *vecGen, vid uint64, dst []float32) ([]float32, error) {
+	v.mu.RLock()
+	p, ok := slices.BinarySearch(g.vids, vid)
+	v.mu.RUnlock()
+	if !ok {
+		return dst, fmt.Errorf("%w (vid %d)", errNoVector, vid)
+	}
+	buf := make([]byte, v.entry)
+	if _, err := g.f.ReadAt(buf, int64(p)*v.entry); err != nil && !errors.Is(err, io.EOF) {
+		return dst, err
+	}
+	body, sum := buf[:len(buf)-4], binary.LittleEndian.Uint32(buf[len(buf)-4:])
+	if crc32.Checksum(body, crcTable) != sum || binary.LittleEndian.Uint64(body) != vid {
+		return dst, fmt.Errorf("vectors file entry %d (vid %d) fails its checksum", p, vid)
+	}
+	for i := range v.dim {
+		dst = append(dst, math.Float32frombits(binary.LittleEndian.Uint32(body[8+4*i:])))
+	}
+	return dst, nil
+}
+
+// close closes the current generation's file; a retired one still held
+// is closed by its last reader.
+func (v *vectorFile) close() error { return v.cur.close() }
