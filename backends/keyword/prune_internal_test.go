@@ -215,7 +215,9 @@ func (b *bound) dominates(e posting, lt, lx uint32) bool {
 // The pruned search answers exactly what exhaustive scoring answers (ids,
 // scores to the bit, order on ties) and what the formula answers, over
 // random corpora with skewed vocabularies, random queries, tenants,
-// metadata filters, replacements, deletes and compactions, at several k;
+// metadata filters (strings, and ranges and negations over typed values),
+// replacements, deletes, compactions and rebuilds in clustered order
+// (which renumber the slots of the typed pairs' bitmaps), at several k;
 // the index's invariants hold after every step.
 func TestPrunedSearchEqualsExhaustive(t *testing.T) {
 	for seed := range uint64(4) {
@@ -260,13 +262,19 @@ func prunedEqualsExhaustive(t *testing.T, seed uint64) {
 			}
 			tenant := tenants[rng.IntN(len(tenants))]
 			var filter spi.Filter
-			switch rng.IntN(4) {
+			switch rng.IntN(7) {
 			case 1:
 				filter = spi.StringFilter(map[string][]string{"lang": {"en"}})
 			case 2:
 				filter = spi.StringFilter(map[string][]string{"lang": {"de", "fr"}, "rare": {"yes"}})
 			case 3:
 				filter = spi.StringFilter(map[string][]string{"lang": {"none"}})
+			case 4:
+				filter = spi.Cmp("n", []spi.CmpOp{spi.OpGt, spi.OpGte, spi.OpLt, spi.OpLte}[rng.IntN(4)], spi.Float(float64(rng.IntN(20))/2))
+			case 5:
+				filter = spi.Or(spi.Gte("n", spi.Int(7)), spi.Not(spi.Exists("lang")))
+			case 6:
+				filter = spi.And(spi.Ne("lang", spi.String("en")), spi.In("n", spi.Int(int64(rng.IntN(10))), spi.Float(2.5)))
 			}
 			p := params[rng.IntN(len(params))]
 			k := []int{1, 2, 5, 10, 50}[rng.IntN(5)]
@@ -320,6 +328,20 @@ func prunedEqualsExhaustive(t *testing.T, seed uint64) {
 				d.meta = spi.Strings(map[string]string{"lang": []string{"en", "de", "fr"}[rng.IntN(3)]})
 			case 1:
 				d.meta = spi.Strings(map[string]string{"lang": "de", "rare": "yes"})
+			}
+			switch rng.IntN(3) { // typed: an integer, or a float (2.0 equals 2)
+			case 0:
+				d.meta = d.meta.Clone()
+				if d.meta == nil {
+					d.meta = spi.Metadata{}
+				}
+				d.meta["n"] = spi.Int(int64(rng.IntN(10)))
+			case 1:
+				d.meta = d.meta.Clone()
+				if d.meta == nil {
+					d.meta = spi.Metadata{}
+				}
+				d.meta["n"] = spi.Float(float64(rng.IntN(20)) / 2)
 			}
 			var old *fieldFreqs
 			if o, ok := model[id]; ok && rng.IntN(2) == 0 {
