@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -38,7 +39,7 @@ func TestUpsertAllOK(t *testing.T) {
 		t.Fatalf("writer calls %+v", calls)
 	}
 	a := calls[0][0]
-	if a.Metadata["lang"] != "en" || len(a.Vector) != 4 || a.Entities[0] != "x" || a.Links[0] != "b" || calls[0][1].Tenant != "t1" || calls[0][1].UpdatedAt.Year() != 2026 {
+	if !a.Metadata["lang"].Equal(spi.String("en")) || len(a.Vector) != 4 || a.Entities[0] != "x" || a.Links[0] != "b" || calls[0][1].Tenant != "t1" || calls[0][1].UpdatedAt.Year() != 2026 {
 		t.Fatalf("documents reached the writer as %+v", calls[0])
 	}
 }
@@ -186,6 +187,45 @@ func TestUpsertPerDocumentChecks(t *testing.T) {
 	}
 }
 
+// Issue 30: typed metadata values are accepted and reach the writer
+// typed; a value that is not one (null, an object, a nested list, an
+// integer beyond 64 bits, a bad time, a $ key, a list too long) fails its
+// own document with invalid_metadata, and the batch's other documents are
+// written.
+func TestUpsertTypedMetadata(t *testing.T) {
+	e := newEnv(t, nil)
+	long := "[" + strings.Repeat("1,", ingest.DefaultMaxMetadataListItems) + "1]"
+	body := `{"documents":[
+		{"id":"typed","text":"t","metadata":{"page":3,"score":0.5,"big":1e21,"draft":false,"tags":["a",2],"at":{"$time":"2024-05-01T12:00:00.25+02:00"}}},
+		{"id":"null","text":"t","metadata":{"page":null}},
+		{"id":"object","text":"t","metadata":{"o":{"a":1}}},
+		{"id":"nested","text":"t","metadata":{"l":[[1]]}},
+		{"id":"huge","text":"t","metadata":{"n":9223372036854775808}},
+		{"id":"badtime","text":"t","metadata":{"at":{"$time":"yesterday"}}},
+		{"id":"dollar","text":"t","metadata":{"$x":1}},
+		{"id":"longlist","text":"t","metadata":{"l":` + long + `}}]}`
+	resp := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", body), http.StatusMultiStatus)
+	want := "typed:ok null:failed:invalid_metadata object:failed:invalid_metadata nested:failed:invalid_metadata huge:failed:invalid_metadata " +
+		"badtime:failed:invalid_metadata dollar:failed:invalid_metadata longlist:failed:invalid_metadata"
+	if got := statuses(resp.Results); got != want {
+		t.Fatalf("results\n got %q\nwant %q", got, want)
+	}
+	for _, r := range resp.Results {
+		if strings.Contains(r.Error, "yesterday") || strings.Contains(r.Error, "9223372036854775808") {
+			t.Fatalf("the error quotes the value: %q", r.Error)
+		}
+	}
+	d, ok := e.store.get("typed")
+	if !ok {
+		t.Fatal("the typed document was not written")
+	}
+	raw, _ := json.Marshal(d.Metadata)
+	const wantMD = `{"at":{"$time":"2024-05-01T10:00:00.250000Z"},"big":1000000000000000000000.0,"draft":false,"page":3,"score":0.5,"tags":["a",2]}`
+	if string(raw) != wantMD {
+		t.Fatalf("metadata written as %s, want %s", raw, wantMD)
+	}
+}
+
 func TestUpsertIDConflictAppliesToUnboundKeys(t *testing.T) {
 	e := newEnv(t, nil)
 	e.store.docs["x"] = spi.Document{ID: "x", Tenant: "acme"}
@@ -243,13 +283,13 @@ func TestUpsertDeadlineBeforeAnyWriteIs504(t *testing.T) {
 
 func TestGetDocument(t *testing.T) {
 	e := newEnv(t, nil)
-	e.store.docs["a"] = spi.Document{ID: "a", Title: "A", Text: "alpha", Vector: []float32{1, 2, 3, 4}, Metadata: map[string]string{"k": "v"}}
+	e.store.docs["a"] = spi.Document{ID: "a", Title: "A", Text: "alpha", Vector: []float32{1, 2, 3, 4}, Metadata: spi.Strings(map[string]string{"k": "v"})}
 	e.store.docs["a/b"] = spi.Document{ID: "a/b", Text: "slash"}
 	e.store.docs["acme-doc"] = spi.Document{ID: "acme-doc", Tenant: "acme"}
 	e.store.docs["delete"] = spi.Document{ID: "delete", Text: "named delete"}
 
 	d := decodeAs[spi.Document](t, e.do(http.MethodGet, "/v1/documents/a", nil, "Authorization", "Bearer "+queryKey), http.StatusOK)
-	if d.ID != "a" || d.Text != "alpha" || d.Metadata["k"] != "v" || d.Vector != nil {
+	if d.ID != "a" || d.Text != "alpha" || !d.Metadata["k"].Equal(spi.String("v")) || d.Vector != nil {
 		t.Fatalf("document %+v (the vector must not be returned)", d)
 	}
 	if d := decodeAs[spi.Document](t, e.do(http.MethodGet, "/v1/documents/a%2Fb", nil), http.StatusOK); d.Text != "slash" {
@@ -411,7 +451,7 @@ func TestUpsertPerDocumentDecodeFailures(t *testing.T) {
 	e := newEnv(t, func(c *api.Config) { c.Ingest.MaxDocsPerRequest = 20 })
 	docs := []string{
 		`{"id":"a","text":"ok"}`,
-		`{"id":"b","text":"x","metadata":{"n":1}}`,
+		`{"id":"b","text":"x","metadata":[1]}`,
 		// Issue 18 item 16: parses, but in UTC it is the year 10000,
 		// which no store keeps.
 		`{"id":"c","text":"x","updated_at":"9999-12-31T23:59:59-23:59"}`,
@@ -437,7 +477,7 @@ func TestUpsertPerDocumentDecodeFailures(t *testing.T) {
 	if resp.OK != 2 || resp.Failed != len(docs)-2 || resp.Total != len(docs) {
 		t.Fatalf("counts %+v", resp)
 	}
-	for i, path := range map[int]string{1: "documents[1].metadata.n", 3: "documents[3].updated_at", 4: "documents[4].txt", 5: "documents[5].ID",
+	for i, path := range map[int]string{1: "documents[1].metadata", 3: "documents[3].updated_at", 4: "documents[4].txt", 5: "documents[5].ID",
 		6: "documents[6].vector[0]", 7: "documents[7].entities[0]", 10: "documents[10]", 12: "documents[12].id"} {
 		if msg := resp.Results[i].Error; !strings.HasPrefix(msg, path+": ") || strings.Contains(msg, "Go ") || strings.Contains(msg, "spi.Document") {
 			t.Errorf("result %d: error %q, want it to name %s and no Go type", i, msg, path)

@@ -27,7 +27,7 @@ func TestLogsNeverContainQueryTextOrDocumentBodies(t *testing.T) {
 		metaValue = "confidential-metadata"
 	)
 	e := newEnv(t, nil)
-	e.store.docs["stored"] = spi.Document{ID: "stored", Title: docTitle, Text: docText, Metadata: map[string]string{"m": metaValue}}
+	e.store.docs["stored"] = spi.Document{ID: "stored", Title: docTitle, Text: docText, Metadata: spi.Strings(map[string]string{"m": metaValue})}
 
 	mode := ""
 	e.searcher.RetrieveFn = func(_ context.Context, q retriever.Query) (*retriever.Result, error) {

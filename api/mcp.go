@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -35,10 +36,10 @@ const (
 
 // mcpSearchInput is the search tool's input.
 type mcpSearchInput struct {
-	Text   string     `json:"text" jsonschema:"what to search for: a question or keywords"`
-	Limit  int        `json:"limit,omitempty" jsonschema:"number of hits, 1 to 20 (default 5)"`
-	Filter spi.Filter `json:"filter,omitempty" jsonschema:"metadata filter: every key must have one of its listed values"`
-	Tenant string     `json:"tenant,omitempty" jsonschema:"search this tenant's documents (keys bound to a tenant always search their own)"`
+	Text   string          `json:"text" jsonschema:"what to search for: a question or keywords"`
+	Limit  int             `json:"limit,omitempty" jsonschema:"number of hits, 1 to 20 (default 5)"`
+	Filter json.RawMessage `json:"filter,omitempty"` // spi.ParseFilter, so a bad filter is the tool error invalid_filter
+	Tenant string          `json:"tenant,omitempty" jsonschema:"search this tenant's documents (keys bound to a tenant always search their own)"`
 }
 
 // mcpHit is one search hit, cut to MCP's bounds.
@@ -50,8 +51,8 @@ type mcpHit struct {
 	Score     float64 `json:"score"`
 	Truncated bool    `json:"truncated,omitempty" jsonschema:"the snippet is the start of a longer text: get_document reads more"`
 	// Metadata is the document's metadata, cut to MCPHitMetadataBytes.
-	Metadata          map[string]string `json:"metadata,omitempty" jsonschema:"the document's metadata (up to 1 KiB of it: get_document reads all)"`
-	MetadataTruncated bool              `json:"metadata_truncated,omitempty" jsonschema:"keys of the metadata were left out: get_document reads all"`
+	Metadata          spi.Metadata `json:"metadata,omitempty" jsonschema:"the document's metadata (up to 1 KiB of it: get_document reads all)"`
+	MetadataTruncated bool         `json:"metadata_truncated,omitempty" jsonschema:"keys of the metadata were left out: get_document reads all"`
 }
 
 // mcpSource is one retrieval source's part in an answer.
@@ -78,12 +79,21 @@ type mcpGetInput struct {
 
 // mcpDocument is the get_document tool's answer.
 type mcpDocument struct {
-	ID        string            `json:"id"`
-	Title     string            `json:"title,omitempty"`
-	Text      string            `json:"text,omitempty"`
-	Truncated bool              `json:"truncated,omitempty" jsonschema:"text is the start of the document, cut at 8000 characters"`
-	Metadata  map[string]string `json:"metadata,omitempty"`
-	Tenant    string            `json:"tenant,omitempty"`
+	ID        string       `json:"id"`
+	Title     string       `json:"title,omitempty"`
+	Text      string       `json:"text,omitempty"`
+	Truncated bool         `json:"truncated,omitempty" jsonschema:"text is the start of the document, cut at 8000 characters"`
+	Metadata  spi.Metadata `json:"metadata,omitempty"`
+	Tenant    string       `json:"tenant,omitempty"`
+}
+
+// mcpTypeSchemas are the schemas inference cannot see: a filter
+// (docs/api.md "Filters") and a metadata value (a string, number,
+// boolean, {"$time": "RFC 3339"} or a list of those) are JSON of their
+// own, not Go structs.
+var mcpTypeSchemas = map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[json.RawMessage](): {Type: "object", Description: `metadata filter in the operator form of MongoDB/Chroma: {"lang": "en", "page": {"$gte": 3}, "$or": [{"dept": {"$in": ["a", "b"]}}, {"public": true}]}; operators $eq $ne $in $nin $gt $gte $lt $lte $exists $not $and $or; times as {"$time": "2024-01-01T00:00:00Z"} or, in a range, an RFC 3339 string; {"key": ["a", "b"]} is $in`},
+	reflect.TypeFor[spi.Value]():       {Description: `a string, number, boolean, {"$time": "RFC 3339"} or a list of those`},
 }
 
 // mcpSchemas are the tools' JSON Schemas, inferred once from their Go
@@ -94,7 +104,7 @@ var mcpSchemas = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
 		"search.in": reflect.TypeFor[mcpSearchInput](), "search.out": reflect.TypeFor[mcpSearchOutput](),
 		"get_document.in": reflect.TypeFor[mcpGetInput](), "get_document.out": reflect.TypeFor[mcpDocument](),
 	} {
-		sc, err := jsonschema.ForType(t, &jsonschema.ForOptions{})
+		sc, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: mcpTypeSchemas})
 		if err != nil {
 			return nil, fmt.Errorf("api: mcp schema %s: %w", name, err)
 		}
@@ -228,7 +238,19 @@ func (s *Server) mcpSearch(ctx context.Context, p *Principal, in mcpSearchInput)
 	if strings.TrimSpace(in.Text) == "" {
 		return mcpSearchOutput{}, fieldError(CodeEmptyQuery, "text", "text is required")
 	}
-	q := retriever.Query{Text: in.Text, Limit: limit, Filter: in.Filter, Tenant: in.Tenant}
+	var filter spi.Filter
+	if len(in.Filter) > 0 {
+		f, err := spi.ParseFilter(in.Filter)
+		var fe *spi.FilterError
+		switch {
+		case errors.As(err, &fe):
+			return mcpSearchOutput{}, toolError(filterError(fe))
+		case err != nil:
+			return mcpSearchOutput{}, toolError(newError(http.StatusBadRequest, "invalid_filter", "filter: malformed JSON"))
+		}
+		filter = f
+	}
+	q := retriever.Query{Text: in.Text, Limit: limit, Filter: filter, Tenant: in.Tenant}
 	if err := p.scopeQuery(&q); err != nil {
 		return mcpSearchOutput{}, err
 	}

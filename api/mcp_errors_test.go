@@ -75,8 +75,8 @@ func TestMCPHitMetadataAndStatuses(t *testing.T) {
 	}
 	big := map[string]string{"a": "first", "b": strings.Repeat("x", 2000), "c": "after the big one"}
 	docs := []spi.Document{
-		{ID: "m-1", Title: "Wing flutter", Text: "flutter of swept wings", Metadata: map[string]string{"dept": "aero", "page": "3"}},
-		{ID: "m-2", Title: "Panel flutter", Text: "panel flutter of wings", Metadata: big},
+		{ID: "m-1", Title: "Wing flutter", Text: "flutter of swept wings", Metadata: spi.Strings(map[string]string{"dept": "aero", "page": "3"})},
+		{ID: "m-2", Title: "Panel flutter", Text: "panel flutter of wings", Metadata: spi.Strings(big)},
 	}
 	if res, err := admin.Upsert(ctx, docs, &client.WriteOptions{Wait: 10e9}); err != nil || res.OK != 2 {
 		t.Fatalf("Upsert = %+v, %v", res, err)

@@ -105,12 +105,12 @@ func TestMCPQueryBounds(t *testing.T) {
 	wantMCPRefusal(t, mcpPost(t, e, big), http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
 
 	for _, tc := range []struct{ name, args, code string }{
-		{"filter keys", strings.TrimSuffix(strings.TrimPrefix(filterOf(spi.MaxFilterKeys+1, 1, 0, 1), `{"text":"a",`), "}"), "invalid_filter"},
+		{"filter keys", strings.TrimSuffix(strings.TrimPrefix(filterOf(spi.MaxFilterConditions+1, 1, 0, 1), `{"text":"a",`), "}"), "invalid_filter"},
 		{"filter values", strings.TrimSuffix(strings.TrimPrefix(filterOf(1, spi.MaxFilterValues+1, 0, 1), `{"text":"a",`), "}"), "invalid_filter"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			msg := mcpToolError(t, mcpPost(t, e, toolCall("search", `{"text":"a",`+tc.args+`}`)))
-			if !strings.HasPrefix(msg, tc.code+": filter: ") || !strings.Contains(msg, "at byte") {
+			if !strings.HasPrefix(msg, tc.code+": filter.k") || !strings.Contains(msg, "at byte") {
 				t.Fatalf("tool error %q, want %s with the byte", msg, tc.code)
 			}
 		})
@@ -146,7 +146,8 @@ func TestMCPToolErrorsArePlain(t *testing.T) {
 		{"limit beyond int64 before the text", "search", `{"limit":99999999999999999999,"text":"` + secret + `"}`, "invalid_limit: limit: "},
 		{"oversized limit", "search", `{"text":"` + secret + `","limit":500}`, "invalid_limit: "},
 		{"limit of the wrong type", "search", `{"text":"` + secret + `","limit":"5"}`, "invalid_limit: limit: got string, want an integer"},
-		{"filter of the wrong type", "search", `{"text":"` + secret + `","filter":{"lang":"en"}}`, "invalid_filter: filter.lang: "},
+		{"filter of the wrong type", "search", `{"text":"` + secret + `","filter":{"lang":null}}`, "invalid_filter: filter.lang: "},
+		{"filter with an unknown operator", "search", `{"text":"` + secret + `","filter":{"lang":{"$regex":"` + secret + `"}}}`, "invalid_filter: filter.lang.$regex: "},
 		{"unknown argument", "search", `{"text":"` + secret + `","limt":5}`, `unknown_field: unknown field "limt"`},
 		{"argument in another case", "search", `{"Text":"` + secret + `"}`, `unknown_field: `},
 		{"arguments not an object", "search", `["` + secret + `"]`, "invalid_body: "},
@@ -184,7 +185,7 @@ func TestMCPToolErrorsArePlain(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &ok); err != nil || ok.Result.IsError || len(ok.Result.StructuredContent.Hits) != 1 {
 		t.Fatalf("valid search: %d %s", rec.Code, rec.Body)
 	}
-	if q := e.searcher.calls(); len(q) != 1 || q[0].Limit != 3 || q[0].Filter["lang"][0] != "en" {
+	if q := e.searcher.calls(); len(q) != 1 || q[0].Limit != 3 || !q[0].Filter.Match(spi.Metadata{"lang": spi.String("en")}) || q[0].Filter.Match(spi.Metadata{"lang": spi.String("de")}) {
 		t.Fatalf("searcher saw %+v", q)
 	}
 }
@@ -251,12 +252,12 @@ func TestMCPIDRoundTrips(t *testing.T) {
 		}
 	}
 	// A tool error answered before the SDK keeps the id too.
-	rec := mcpPost(t, e, strings.Replace(toolCall("search", filterOf(spi.MaxFilterKeys+1, 1, 0, 1)), `"id":1`, `"id":1e40`, 1))
+	rec := mcpPost(t, e, strings.Replace(toolCall("search", filterOf(spi.MaxFilterConditions+1, 1, 0, 1)), `"id":1`, `"id":1e40`, 1))
 	if !bytes.Contains(rec.Body.Bytes(), []byte(`"id":1e40`)) {
 		t.Errorf("bounds error: %s", rec.Body)
 	}
 	// The id after the arguments is found too.
-	late := `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"search","arguments":` + filterOf(spi.MaxFilterKeys+1, 1, 0, 1) + `},"id":"late"}`
+	late := `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"search","arguments":` + filterOf(spi.MaxFilterConditions+1, 1, 0, 1) + `},"id":"late"}`
 	if msg := mcpToolError(t, mcpPost(t, e, late)); !strings.HasPrefix(msg, "invalid_filter") {
 		t.Errorf("bounds error with the id last: %q", msg)
 	}

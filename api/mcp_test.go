@@ -90,10 +90,11 @@ type searchOut struct {
 }
 
 type docOut struct {
-	ID        string `json:"id"`
-	Title     string `json:"title"`
-	Text      string `json:"text"`
-	Truncated bool   `json:"truncated"`
+	ID        string         `json:"id"`
+	Title     string         `json:"title"`
+	Text      string         `json:"text"`
+	Truncated bool           `json:"truncated"`
+	Metadata  map[string]any `json:"metadata"`
 }
 
 func TestMCP(t *testing.T) {
@@ -106,7 +107,7 @@ func TestMCP(t *testing.T) {
 	long := strings.Repeat("transonic flutter of swept wings ", 400) // ~13,000 runes
 	docs := []spi.Document{
 		{ID: "wing-1", Title: "Wing flutter", Text: long},
-		{ID: "heat-1", Title: "Heat transfer", Text: "heat transfer in a laminar boundary layer"},
+		{ID: "heat-1", Title: "Heat transfer", Text: "heat transfer in a laminar boundary layer", Metadata: spi.Metadata{"page": spi.Int(4), "id_hint": spi.String("heat")}},
 		{ID: "acme-1", Tenant: apptest.Tenant, Title: "Acme wing", Text: "acme wing flutter report"},
 	}
 	if res, err := admin.Upsert(ctx, docs, &client.WriteOptions{Wait: 10e9}); err != nil || res.OK != 3 {
@@ -164,6 +165,21 @@ func TestMCP(t *testing.T) {
 	}
 	if msg := callTool(t, s, "search", map[string]any{"text": "  "}, &out); !strings.HasPrefix(msg, "empty_query") {
 		t.Errorf("search without text: %q, want empty_query", msg)
+	}
+	// The filter language (issue 30): typed filters select, a bad one is
+	// the tool error invalid_filter naming the place.
+	if msg := callTool(t, s, "search", map[string]any{"text": "wing flutter heat", "filter": map[string]any{"$or": []any{
+		map[string]any{"page": map[string]any{"$gte": 3}}, map[string]any{"id_hint": "heat"}}}}, &out); msg != "" {
+		t.Fatalf("search with a typed filter failed: %s", msg)
+	}
+	if len(out.Hits) != 1 || out.Hits[0].ID != "heat-1" {
+		t.Errorf("search with page >= 3 or id_hint=heat = %+v, want heat-1 only", out.Hits)
+	}
+	if msg := callTool(t, s, "search", map[string]any{"text": "wing", "filter": map[string]any{"page": map[string]any{"$regex": "x"}}}, &out); !strings.HasPrefix(msg, "invalid_filter") || !strings.Contains(msg, "filter.page.$regex") {
+		t.Errorf("search with $regex: %q, want invalid_filter naming filter.page.$regex", msg)
+	}
+	if msg := callTool(t, s, "get_document", map[string]any{"id": "heat-1"}, &d); msg != "" || d.Metadata["page"] != float64(4) {
+		t.Errorf("get_document of typed metadata: %q, metadata %v; want page 4", msg, d.Metadata)
 	}
 
 	// A source taken out: the agent sees a partial answer and why.

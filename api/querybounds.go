@@ -10,8 +10,9 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// maxQueryDepth bounds the nesting of a query body. The deepest a valid
-// query goes is 3 (sources → vector → weight, filter → key → values).
+// maxQueryDepth bounds the nesting of a query body outside the filter
+// (which spi.ReadFilter bounds). The deepest a valid query goes there is
+// 3 (sources → vector → weight).
 const maxQueryDepth = 8
 
 // errQueryShape stops the walk at input decodeBody will refuse anyway
@@ -20,7 +21,7 @@ var errQueryShape = errors.New("api: leave it to the decoder")
 
 // checkQueryBounds walks a query body's tokens once, before it is decoded,
 // and refuses it at the first token past a bound: the nesting, the
-// filter's keys, values and string sizes (spi.MaxFilter*) and the number
+// filter's bounds (spi.MaxFilter*, read by spi.ReadFilter) and the number
 // of per-source options. Decoding would otherwise build the whole value
 // first (a 525,694-key filter cost 2.6 s and 155 MB of allocations before
 // validation refused it). The walk allocates only the strings of the
@@ -76,60 +77,32 @@ func (w *boundsWalk) query() error {
 	return nil
 }
 
-// filter bounds an object of arrays of strings.
+// filter reads the filter with spi.ReadFilter, which refuses it at the
+// first token past one of its bounds (depth, conditions, values, key and
+// string sizes) or against the language, with the place. Malformed JSON
+// is left to the decoder.
 func (w *boundsWalk) filter() error {
-	d := w.d
-	if d.PeekKind() != '{' {
-		return w.skipValue()
+	_, err := spi.ReadFilter(w.d)
+	var fe *spi.FilterError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fe):
+		return filterError(fe)
 	}
-	if _, err := d.ReadToken(); err != nil {
-		return errQueryShape
+	return errQueryShape
+}
+
+// filterError is the 400 of a filter that breaks the language or a bound.
+func filterError(fe *spi.FilterError) *apiError {
+	field := "filter"
+	if fe.Path != "" {
+		field += "." + fe.Path
 	}
-	for keys := 1; d.PeekKind() == '"'; keys++ {
-		off := d.InputOffset()
-		key, err := d.ReadToken()
-		if err != nil {
-			return errQueryShape
-		}
-		if keys > spi.MaxFilterKeys {
-			return boundError("invalid_filter", "filter", off, "more than %d keys", spi.MaxFilterKeys)
-		}
-		if n := len(key.String()); n > spi.MaxFilterKeyBytes {
-			return boundError("invalid_filter", "filter", off, "a key of %d bytes, at most %d allowed", n, spi.MaxFilterKeyBytes)
-		}
-		if d.PeekKind() != '[' {
-			if err := w.skipValue(); err != nil {
-				return err
-			}
-			continue
-		}
-		if _, err := d.ReadToken(); err != nil {
-			return errQueryShape
-		}
-		for values := 1; d.PeekKind() != ']'; values++ {
-			off := d.InputOffset()
-			if values > spi.MaxFilterValues {
-				return boundError("invalid_filter", "filter", off, "a key with more than %d values", spi.MaxFilterValues)
-			}
-			if d.PeekKind() != '"' {
-				if err := w.skipValue(); err != nil {
-					return err
-				}
-				continue
-			}
-			v, err := d.ReadToken()
-			if err != nil {
-				return errQueryShape
-			}
-			if n := len(v.String()); n > spi.MaxFilterValueBytes {
-				return boundError("invalid_filter", "filter", off, "a value of %d bytes, at most %d allowed", n, spi.MaxFilterValueBytes)
-			}
-		}
-		if _, err := d.ReadToken(); err != nil {
-			return errQueryShape
-		}
+	if fe.Offset < 0 {
+		return fieldError("invalid_filter", field, "%s", fe.Error())
 	}
-	return w.skipValue() // the closing brace, or whatever the decoder will refuse
+	return boundError("invalid_filter", field, fe.Offset, "%s", fe.Msg)
 }
 
 // sources bounds the number of per-source options: one per source.

@@ -40,10 +40,13 @@ func TestQueryBoundsWhileDecoding(t *testing.T) {
 	cases := []struct {
 		name, body, code, field string
 	}{
-		{"filter keys", filterOf(spi.MaxFilterKeys+1, 1, 0, 1), "invalid_filter", "filter"},
-		{"filter values", filterOf(1, spi.MaxFilterValues+1, 0, 1), "invalid_filter", "filter"},
+		{"filter conditions", filterOf(spi.MaxFilterConditions+1, 1, 0, 1), "invalid_filter", "filter.k64"},
+		{"filter values", filterOf(1, spi.MaxFilterValues+1, 0, 1), "invalid_filter", "filter.k0[1024]"},
 		{"filter key bytes", filterOf(1, 1, spi.MaxFilterKeyBytes+1, 1), "invalid_filter", "filter"},
-		{"filter value bytes", filterOf(1, 1, 0, spi.MaxFilterValueBytes+1), "invalid_filter", "filter"},
+		{"filter value bytes", filterOf(1, 1, 0, spi.MaxFilterValueBytes+1), "invalid_filter", "filter.k0[0]"},
+		{"filter depth", `{"text":"a","filter":` + strings.Repeat(`{"$not":`, spi.MaxFilterDepth+1) + `{"a":1}` + strings.Repeat("}", spi.MaxFilterDepth+1) + `}`,
+			"invalid_filter", "filter" + strings.Repeat(".$not", spi.MaxFilterDepth+1)},
+		{"filter operator", `{"text":"a","filter":{"$or":[{"a":1},{"b":{"$regex":"x"}}]}}`, "invalid_filter", "filter.$or[1].b.$regex"},
 		{"sources", `{"text":"a","sources":{"vector":{},"keyword":{},"graph":{},"graph_expand":{},"x":{}}}`, "invalid_sources", "sources"},
 		{"nesting", deep, api.CodeInvalidBody, ""},
 	}
@@ -58,16 +61,18 @@ func TestQueryBoundsWhileDecoding(t *testing.T) {
 	}
 	// At the bounds: accepted and passed on.
 	for _, body := range []string{
-		filterOf(spi.MaxFilterKeys, spi.MaxFilterValues, 0, 1),
+		filterOf(16, 64, 0, 1), // the largest filter of earlier releases
+		filterOf(spi.MaxFilterConditions, spi.MaxFilterValues/spi.MaxFilterConditions, 0, 1),
 		filterOf(1, 1, spi.MaxFilterKeyBytes, spi.MaxFilterValueBytes),
+		`{"text":"a","filter":` + strings.Repeat(`{"$not":`, spi.MaxFilterDepth) + `{"a":{"$gte":1,"$lt":{"$time":"2024-01-01T00:00:00Z"}}}` + strings.Repeat("}", spi.MaxFilterDepth) + `}`,
 		`{"text":"a","sources":{"vector":{"k":5},"keyword":{},"graph":{},"graph_expand":{}}}`,
 	} {
 		if rec := e.do(http.MethodPost, "/v1/query", body); rec.Code != http.StatusOK {
 			t.Fatalf("a query at the bounds: %d %s", rec.Code, rec.Body.String())
 		}
 	}
-	if n := len(e.searcher.calls()); n != 3 {
-		t.Fatalf("the searcher was called %d times, want 3 (the queries at the bounds)", n)
+	if n := len(e.searcher.calls()); n != 5 {
+		t.Fatalf("the searcher was called %d times, want 5 (the queries at the bounds)", n)
 	}
 }
 
@@ -77,7 +82,7 @@ func TestQueryBoundsWhileDecoding(t *testing.T) {
 // the machine's load.
 func TestHostileFilterRefusedCheaply(t *testing.T) {
 	e := newEnv(t, func(c *api.Config) { c.Logger = nil; c.Server.BodyLimitBytes = 1 << 20 })
-	small, big := []byte(filterOf(spi.MaxFilterKeys+1, 1, 0, 1)), hostileFilter(16000)
+	small, big := []byte(filterOf(spi.MaxFilterConditions+1, 1, 0, 1)), hostileFilter(16000)
 	allocs := func(body []byte) float64 {
 		return testing.AllocsPerRun(5, func() {
 			if rec := serve(t, e.h, http.MethodPost, "/v1/query", body, "Authorization", "Bearer "+queryKey); rec.Code != http.StatusBadRequest {

@@ -2,9 +2,11 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -60,6 +62,50 @@ func TestLive(t *testing.T) {
 	d, err := admin.Document(ctx, "heat-1")
 	if err != nil || d.Title != "Heat transfer" {
 		t.Fatalf("Document(heat-1) = %+v, %v", d, err)
+	}
+
+	// Typed metadata and the filter language, end to end (issue 30): a
+	// loader's page numbers and dates are stored typed, read back typed,
+	// and range filters select on them in every source.
+	pub := func(day int) spi.Value { return spi.MustTime(time.Date(2024, 5, day, 12, 0, 0, 0, time.UTC)) }
+	typed := []spi.Document{
+		{ID: "page-3", Title: "Flutter page 3", Text: "flutter page three", Metadata: spi.Metadata{"page": spi.Int(3), "published": pub(1), "tags": spi.List(spi.String("a"), spi.Int(7))}},
+		{ID: "page-9", Title: "Flutter page 9", Text: "flutter page nine", Metadata: spi.Metadata{"page": spi.Float(9), "published": pub(20), "draft": spi.Bool(true)}},
+		{ID: "page-s", Title: "Flutter page s", Text: "flutter page string", Metadata: spi.Metadata{"page": spi.String("3")}},
+	}
+	if up, err := admin.Upsert(ctx, typed, wait); err != nil || up.OK != 3 {
+		t.Fatalf("Upsert typed = %+v, %v", up, err)
+	}
+	if d, err := admin.Document(ctx, "page-3"); err != nil || !d.Metadata.Equal(typed[0].Metadata) {
+		t.Fatalf("Document(page-3) metadata = %v, %v; want %v", d.Metadata, err, typed[0].Metadata)
+	}
+	for _, c := range []struct {
+		filter spi.Filter
+		want   []string
+	}{
+		{spi.Gte("page", spi.Int(3)), []string{"page-3", "page-9"}},
+		{spi.And(spi.Gt("page", spi.Float(3.5)), spi.Lt("published", pub(30))), []string{"page-9"}},
+		{spi.Eq("page", spi.String("3")), []string{"page-s"}},
+		{spi.Eq("tags", spi.Int(7)), []string{"page-3"}},
+		{spi.And(spi.Exists("page"), spi.Not(spi.Exists("draft"))), []string{"page-3", "page-s"}},
+		{spi.Or(spi.Eq("draft", spi.Bool(true)), spi.Lt("published", pub(2))), []string{"page-3", "page-9"}},
+	} {
+		res, err := admin.Query(ctx, retriever.Query{Text: "flutter page", Limit: 10, Filter: c.filter})
+		if err != nil {
+			t.Fatalf("Query with filter %v: %v", c.filter.Keys(), err)
+		}
+		var got []string
+		for _, h := range res.Hits {
+			got = append(got, h.ID)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) || res.Partial {
+			raw, _ := json.Marshal(c.filter)
+			t.Fatalf("Query with filter %s = %v (partial %v, sources %+v), want %v", raw, got, res.Partial, res.Sources, c.want)
+		}
+	}
+	if _, err := admin.Delete(ctx, []string{"page-3", "page-9", "page-s"}, wait); err != nil {
+		t.Fatal(err)
 	}
 
 	// The tenant's key sees its tenant only: another tenant's document is

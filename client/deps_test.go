@@ -14,6 +14,14 @@ import (
 // (echo, the MCP SDK, Prometheus, OpenTelemetry, ...). Grow this list only
 // on purpose: every entry ends up in every user's binary.
 var clientDeps = []string{
+	// spi.ParseFilter reads a filter token by token with its bounds
+	// (issue 30 item 1): jsontext and its internals, one module already
+	// in go.mod, pure Go.
+	"github.com/go-json-experiment/json/internal",
+	"github.com/go-json-experiment/json/internal/jsonflags",
+	"github.com/go-json-experiment/json/internal/jsonopts",
+	"github.com/go-json-experiment/json/internal/jsonwire",
+	"github.com/go-json-experiment/json/jsontext",
 	"github.com/ragd/ragd/breaker",             // breaker.Snapshot in the status bodies
 	"github.com/ragd/ragd/client",              //
 	"github.com/ragd/ragd/internal/atomicfile", // imported by events

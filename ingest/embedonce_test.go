@@ -75,7 +75,7 @@ func TestMetadataChangeKeepsTheVector(t *testing.T) {
 	first := r.p.Upsert(ctx, []spi.Document{a, b}, none)
 	stored := hydrate(t, r, "a")
 
-	a.Metadata = map[string]string{"lang": "en"}
+	a.Metadata = spi.Strings(map[string]string{"lang": "en"})
 	b.Text = "aerodynamics of a different wing"
 	res := r.p.Upsert(ctx, []spi.Document{a, b}, none)
 	if got := statuses(res); got != "a:ok b:ok" {
@@ -89,7 +89,7 @@ func TestMetadataChangeKeepsTheVector(t *testing.T) {
 		t.Fatalf("embedder calls = %q, want the first batch and then b's new text alone", calls)
 	}
 	got := hydrate(t, r, "a")
-	if got.Metadata["lang"] != "en" || !slices.Equal(got.Vector, stored.Vector) {
+	if !got.Metadata["lang"].Equal(spi.String("en")) || !slices.Equal(got.Vector, stored.Vector) {
 		t.Fatalf("a = %+v, want the new metadata with the stored vector %v", got, stored.Vector)
 	}
 }

@@ -276,7 +276,7 @@ func TestInvalidDocumentsFailIndividually(t *testing.T) {
 		{ID: "bad-utf8-\xff", Text: "invalid id"},
 		{ID: "nul-text", Text: "a\x00b"},
 		{ID: "nul-title", Title: "a\x00b", Text: "t"},
-		{ID: "nul-meta", Text: "t", Metadata: map[string]string{"k": "v\x00"}},
+		{ID: "nul-meta", Text: "t", Metadata: spi.Strings(map[string]string{"k": "v\x00"})},
 		{ID: "bad-text-utf8", Text: "\xffabc"},
 		{ID: "zero-vector", Text: "t", Vector: []float32{0, 0, 0, 0}},
 		{ID: "nan-vector", Text: "t", Vector: []float32{1, float32(math.NaN()), 0, 0}},

@@ -45,6 +45,7 @@ type Limits struct {
 	MaxMetadataKeys       int `yaml:"max_metadata_keys" json:"max_metadata_keys"`
 	MaxMetadataKeyBytes   int `yaml:"max_metadata_key_bytes" json:"max_metadata_key_bytes"`
 	MaxMetadataValueBytes int `yaml:"max_metadata_value_bytes" json:"max_metadata_value_bytes"`
+	MaxMetadataListItems  int `yaml:"max_metadata_list_items" json:"max_metadata_list_items"`
 	MaxEntities           int `yaml:"max_entities" json:"max_entities"`
 	MaxLinks              int `yaml:"max_links" json:"max_links"`
 	MaxEntityBytes        int `yaml:"max_entity_bytes" json:"max_entity_bytes"`
@@ -58,6 +59,7 @@ const (
 	DefaultMaxMetadataKeys       = 64
 	DefaultMaxMetadataKeyBytes   = 128
 	DefaultMaxMetadataValueBytes = 4 << 10
+	DefaultMaxMetadataListItems  = 64
 	DefaultMaxEntities           = 256
 	DefaultMaxLinks              = 256
 	DefaultMaxEntityBytes        = 256
@@ -76,6 +78,7 @@ func (l Limits) WithDefaults() Limits {
 	def(&l.MaxMetadataKeys, DefaultMaxMetadataKeys)
 	def(&l.MaxMetadataKeyBytes, DefaultMaxMetadataKeyBytes)
 	def(&l.MaxMetadataValueBytes, DefaultMaxMetadataValueBytes)
+	def(&l.MaxMetadataListItems, DefaultMaxMetadataListItems)
 	def(&l.MaxEntities, DefaultMaxEntities)
 	def(&l.MaxLinks, DefaultMaxLinks)
 	def(&l.MaxEntityBytes, DefaultMaxEntityBytes)
@@ -90,7 +93,8 @@ func (l Limits) Validate() error {
 	}{
 		{"max_id_bytes", l.MaxIDBytes}, {"max_title_bytes", l.MaxTitleBytes}, {"max_text_bytes", l.MaxTextBytes},
 		{"max_metadata_keys", l.MaxMetadataKeys}, {"max_metadata_key_bytes", l.MaxMetadataKeyBytes},
-		{"max_metadata_value_bytes", l.MaxMetadataValueBytes}, {"max_entities", l.MaxEntities},
+		{"max_metadata_value_bytes", l.MaxMetadataValueBytes}, {"max_metadata_list_items", l.MaxMetadataListItems},
+		{"max_entities", l.MaxEntities},
 		{"max_links", l.MaxLinks}, {"max_entity_bytes", l.MaxEntityBytes},
 	} {
 		if f.v < 0 {
@@ -188,8 +192,21 @@ func validate(d *spi.Document, l Limits, dim int) *docError {
 	if len(d.Metadata) > l.MaxMetadataKeys {
 		return invalid(CodeInvalidMetadata, "metadata has %d keys, at most %d allowed", len(d.Metadata), l.MaxMetadataKeys)
 	}
+	if err := d.Metadata.Validate(); err != nil {
+		return invalid(CodeInvalidMetadata, "%s", strings.TrimPrefix(err.Error(), spi.ErrInvalidMetadata.Error()+": "))
+	}
 	for _, k := range slices.Sorted(maps.Keys(d.Metadata)) {
 		v := d.Metadata[k]
+		var strs []string
+		for _, it := range v.Scalars() {
+			if it.Kind() == spi.KindString {
+				strs = append(strs, it.Str())
+			}
+		}
+		size := 0
+		for _, s := range strs {
+			size += len(s)
+		}
 		switch {
 		case k == "":
 			return invalid(CodeInvalidMetadata, "metadata key must not be empty")
@@ -197,10 +214,17 @@ func validate(d *spi.Document, l Limits, dim int) *docError {
 			return invalid(CodeInvalidMetadata, "metadata key is %d bytes, at most %d allowed", len(k), l.MaxMetadataKeyBytes)
 		case hasControl(k) || !utf8.ValidString(k):
 			return invalid(CodeInvalidMetadata, "metadata key contains control characters or invalid UTF-8")
-		case len(v) > l.MaxMetadataValueBytes:
-			return invalid(CodeInvalidMetadata, "metadata value of key %q is %d bytes, at most %d allowed", k, len(v), l.MaxMetadataValueBytes)
-		case !utf8.ValidString(v) || hasNUL(v):
-			return invalid(CodeInvalidMetadata, "metadata value of key %q is not valid UTF-8 or holds a NUL byte", k)
+		case k[0] == '$':
+			return invalid(CodeInvalidMetadata, "metadata key %q starts with $, which the filter language reserves for operators", k)
+		case size > l.MaxMetadataValueBytes:
+			return invalid(CodeInvalidMetadata, "metadata value of key %q is %d bytes, at most %d allowed", k, size, l.MaxMetadataValueBytes)
+		case v.Kind() == spi.KindList && len(v.Items()) > l.MaxMetadataListItems:
+			return invalid(CodeInvalidMetadata, "metadata list of key %q has %d items, at most %d allowed", k, len(v.Items()), l.MaxMetadataListItems)
+		}
+		for _, s := range strs {
+			if !utf8.ValidString(s) || hasNUL(s) {
+				return invalid(CodeInvalidMetadata, "metadata value of key %q is not valid UTF-8 or holds a NUL byte", k)
+			}
 		}
 	}
 	if len(d.Vector) > 0 {

@@ -623,7 +623,7 @@ func TestStageTwo(t *testing.T) {
 		s := newStack()
 		s.gr.expand = fault{Refs: refs("graph_expand", "f", "c")}
 		r := mustNew(t, s.config())
-		filter := spi.Filter{"lang": {"en", "de"}, "kind": {"paper"}}
+		filter := spi.StringFilter(map[string][]string{"lang": {"en", "de"}, "kind": {"paper"}})
 		res := mustRetrieve(t, r, retriever.Query{Text: "q", Tenant: "t1", Filter: filter})
 		if st := res.Sources[spi.SourceGraphExpand]; st.Status != retriever.StatusOK || st.Returned != 2 || s.gr.expandProbe.calls.Load() != 1 {
 			t.Errorf("graph_expand = %+v, %d calls; want ok with 2 refs after one call", st, s.gr.expandProbe.calls.Load())
@@ -921,7 +921,7 @@ func TestJSONShape(t *testing.T) {
 	if q.Limit != 5 || q.Offset != 1 || q.Window != 50 || q.Tenant != "x" || kw.Enabled == nil || *kw.Enabled || kw.K != 10 ||
 		kw.Weight != 0.5 || kw.TimeoutMS != 20 || q.Fusion.Mode != "score" || q.Fusion.K != 30 || !*q.Expand.Enabled ||
 		q.Expand.Seeds != 3 || q.Expand.Hops != 2 || q.Expand.Limit != 7 || q.Expand.Weight != 0.2 || q.MinSources != 2 ||
-		!q.Explain || q.BudgetMS != 900 || q.Filter["lang"][0] != "en" {
+		!q.Explain || q.BudgetMS != 900 || !q.Filter.Match(spi.Metadata{"lang": spi.String("en")}) || q.Filter.Match(spi.Metadata{"lang": spi.String("de")}) {
 		t.Errorf("decoded %+v", q)
 	}
 

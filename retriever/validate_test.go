@@ -3,6 +3,7 @@ package retriever_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -17,10 +18,11 @@ import (
 
 func TestQueryValidate(t *testing.T) {
 	lim := retriever.Limits{VectorDimension: 3}
-	manyKeys := spi.Filter{}
-	for i := 0; i <= spi.MaxFilterKeys; i++ {
-		manyKeys[string(rune('a'+i))] = []string{"v"}
+	many := map[string][]string{}
+	for i := 0; i <= spi.MaxFilterConditions; i++ {
+		many[fmt.Sprint("k", i)] = []string{"v"}
 	}
+	manyKeys := spi.StringFilter(many)
 	ok := retriever.Query{Text: "q"}
 	tests := []struct {
 		name  string
@@ -39,7 +41,7 @@ func TestQueryValidate(t *testing.T) {
 		{"offset too big", retriever.Query{Text: "q", Offset: retriever.DefaultMaxOffset + 1}, "offset"},
 		{"negative window", retriever.Query{Text: "q", Window: -5}, "window"},
 		{"window too big", retriever.Query{Text: "q", Window: retriever.DefaultMaxWindow + 1}, "window"},
-		{"bad filter", retriever.Query{Text: "q", Filter: spi.Filter{"lang": {}}}, "filter"},
+		{"bad filter", retriever.Query{Text: "q", Filter: spi.StringFilter(map[string][]string{"lang": {}})}, "filter"},
 		{"filter too many keys", retriever.Query{Text: "q", Filter: manyKeys}, "filter"},
 		{"unknown source", retriever.Query{Text: "q", Sources: map[string]retriever.SourceOptions{"sparse": {}}}, "sources"},
 		{"negative weight", retriever.Query{Text: "q", Sources: map[string]retriever.SourceOptions{"keyword": {Weight: -1}}}, "sources.keyword.weight"},

@@ -31,7 +31,7 @@ type KeywordRequest struct {
 // belongs to it.
 //
 // Filter, when non-empty, restricts the returned documents by metadata with
-// the semantics of Filter.Match (AND across keys, OR within a key). It applies
+// the semantics of Filter.Match (docs/api.md, "Filters"). It applies
 // to returned documents only: seeds and the intermediate documents a path
 // passes through need not satisfy it, and a document that fails it is not
 // returned but still connects the documents beyond it. Filtering does not

@@ -271,7 +271,16 @@ func ContentHash(d Document) [32]byte {
 	h.Write(n[:])
 	for _, k := range keys {
 		str(k)
-		str(d.Metadata[k])
+		v := d.Metadata[k]
+		if v.Kind() == KindString {
+			str(v.Str()) // as before typed metadata: stored hashes stay valid
+			continue
+		}
+		// A typed value: a length no string has, then its JSON.
+		binary.LittleEndian.PutUint64(n[:], math.MaxUint64)
+		h.Write(n[:])
+		raw, _ := v.MarshalJSON() // a stored value always marshals
+		str(string(raw))
 	}
 	binary.LittleEndian.PutUint64(n[:], uint64(len(d.Vector)))
 	h.Write(n[:])

@@ -4,70 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/ragd/ragd/spi"
 )
-
-func TestFilterValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		f    spi.Filter
-		ok   bool
-	}{
-		{"nil", nil, true},
-		{"one", spi.Filter{"lang": {"en"}}, true},
-		{"empty key", spi.Filter{"": {"x"}}, false},
-		{"no values", spi.Filter{"lang": {}}, false},
-		{"longest key", spi.Filter{strings.Repeat("k", spi.MaxFilterKeyBytes): {"x"}}, true},
-		{"key too long", spi.Filter{strings.Repeat("k", spi.MaxFilterKeyBytes+1): {"x"}}, false},
-		{"longest value", spi.Filter{"k": {strings.Repeat("v", spi.MaxFilterValueBytes)}}, true},
-		{"value too long", spi.Filter{"k": {"x", strings.Repeat("v", spi.MaxFilterValueBytes+1)}}, false},
-	}
-	many := spi.Filter{}
-	for i := 0; i <= spi.MaxFilterKeys; i++ {
-		many[fmt.Sprint("k", i)] = []string{"v"}
-	}
-	tests = append(tests, struct {
-		name string
-		f    spi.Filter
-		ok   bool
-	}{"too many keys", many, false})
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.f.Validate()
-			if tt.ok != (err == nil) {
-				t.Fatalf("Validate() = %v, want ok=%v", err, tt.ok)
-			}
-			if err != nil && !errors.Is(err, spi.ErrInvalidQuery) {
-				t.Fatalf("error %v does not wrap ErrInvalidQuery", err)
-			}
-		})
-	}
-}
-
-func TestFilterMatch(t *testing.T) {
-	f := spi.Filter{"lang": {"en", "de"}, "kind": {"paper"}}
-	cases := []struct {
-		md   map[string]string
-		want bool
-	}{
-		{map[string]string{"lang": "en", "kind": "paper"}, true},
-		{map[string]string{"lang": "de", "kind": "paper", "x": "y"}, true},
-		{map[string]string{"lang": "fr", "kind": "paper"}, false},
-		{map[string]string{"lang": "en"}, false},
-		{nil, false},
-	}
-	for _, c := range cases {
-		if got := f.Match(c.md); got != c.want {
-			t.Errorf("Match(%v) = %v, want %v", c.md, got, c.want)
-		}
-	}
-	if !spi.Filter(nil).Match(nil) {
-		t.Error("empty filter must match everything")
-	}
-}
 
 func TestValidateVector(t *testing.T) {
 	if err := spi.ValidateVector([]float32{1, 2, 3}, 3); err != nil {

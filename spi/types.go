@@ -2,8 +2,6 @@ package spi
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 )
 
@@ -56,20 +54,20 @@ type Ref struct {
 }
 
 // Document is the unit ragd stores and returns. ID is globally unique across
-// tenants. Metadata values are strings so every backend can filter on them
-// the same way. Vector, Entities and Links are inputs for the vector and
+// tenants. Metadata values are typed (Value); every backend filters on
+// them with the semantics of Filter.Match. Vector, Entities and Links are inputs for the vector and
 // graph stores; a backend that does not keep them returns them empty from
 // Hydrate.
 type Document struct {
-	ID        string            `json:"id"`
-	Tenant    string            `json:"tenant,omitempty"`
-	Title     string            `json:"title,omitempty"`
-	Text      string            `json:"text,omitempty"`
-	Metadata  map[string]string `json:"metadata,omitempty"`
-	Vector    []float32         `json:"vector,omitempty"`
-	Entities  []string          `json:"entities,omitempty"`
-	Links     []string          `json:"links,omitempty"`
-	UpdatedAt time.Time         `json:"updated_at,omitzero"`
+	ID        string    `json:"id"`
+	Tenant    string    `json:"tenant,omitempty"`
+	Title     string    `json:"title,omitempty"`
+	Text      string    `json:"text,omitempty"`
+	Metadata  Metadata  `json:"metadata,omitempty"`
+	Vector    []float32 `json:"vector,omitempty"`
+	Entities  []string  `json:"entities,omitempty"`
+	Links     []string  `json:"links,omitempty"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
 }
 
 // ValidateUpdatedAt reports an UpdatedAt no store can keep: outside the
@@ -85,71 +83,6 @@ func ValidateUpdatedAt(t time.Time) error {
 		return fmt.Errorf("%w: updated_at must lie between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z (in UTC)", ErrInvalidQuery)
 	}
 	return nil
-}
-
-// Filter restricts retrieval to documents whose metadata matches. Each key
-// names a metadata field; the document must carry, for every key, one of the
-// listed values (AND across keys, OR within a key). A nil or empty Filter
-// matches everything.
-type Filter map[string][]string
-
-// MaxFilterKeys and MaxFilterValues bound a Filter so that a backend never
-// builds an unbounded query from user input; MaxFilterKeyBytes and
-// MaxFilterValueBytes bound its strings (well above the ingest defaults
-// for metadata keys and values, 128 bytes and 4 KiB, so that any value a
-// document may carry under those defaults can be asked for).
-const (
-	MaxFilterKeys       = 16
-	MaxFilterValues     = 64
-	MaxFilterKeyBytes   = 1 << 10
-	MaxFilterValueBytes = 16 << 10
-)
-
-// Validate reports a filter that no backend should run: empty keys, keys
-// with no values, or more keys, values or bytes than the limits above. The
-// error wraps ErrInvalidQuery.
-func (f Filter) Validate() error {
-	if len(f) > MaxFilterKeys {
-		return fmt.Errorf("%w: filter has %d keys, at most %d allowed", ErrInvalidQuery, len(f), MaxFilterKeys)
-	}
-	for _, k := range f.Keys() {
-		vs := f[k]
-		if k == "" {
-			return fmt.Errorf("%w: filter key must not be empty", ErrInvalidQuery)
-		}
-		if len(k) > MaxFilterKeyBytes {
-			return fmt.Errorf("%w: a filter key has %d bytes, at most %d allowed", ErrInvalidQuery, len(k), MaxFilterKeyBytes)
-		}
-		if len(vs) == 0 {
-			return fmt.Errorf("%w: filter key %q has no values", ErrInvalidQuery, k)
-		}
-		if len(vs) > MaxFilterValues {
-			return fmt.Errorf("%w: filter key %q has %d values, at most %d allowed", ErrInvalidQuery, k, len(vs), MaxFilterValues)
-		}
-		for _, v := range vs {
-			if len(v) > MaxFilterValueBytes {
-				return fmt.Errorf("%w: a value of filter key %q has %d bytes, at most %d allowed", ErrInvalidQuery, k, len(v), MaxFilterValueBytes)
-			}
-		}
-	}
-	return nil
-}
-
-// Keys returns the filter's keys in sorted order, so backends build
-// deterministic queries.
-func (f Filter) Keys() []string {
-	return slices.Sorted(maps.Keys(f))
-}
-
-// Match reports whether metadata satisfies the filter. Backends that filter
-// in memory use it so every implementation agrees on the semantics.
-func (f Filter) Match(metadata map[string]string) bool {
-	for k, vs := range f {
-		if v, ok := metadata[k]; !ok || !slices.Contains(vs, v) {
-			return false
-		}
-	}
-	return true
 }
 
 // HealthStatus is a component's roll-up state.

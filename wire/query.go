@@ -27,7 +27,7 @@ type Query struct {
 	// Window is the number of candidates asked from each source and the
 	// length of the fused ranking that pages are cut from (default 100).
 	Window int        `json:"window,omitempty"`
-	Filter spi.Filter `json:"filter,omitempty"`
+	Filter spi.Filter `json:"filter,omitzero"`
 	Tenant string     `json:"tenant,omitempty"`
 	// Sources holds per-source options keyed by spi.Source* name. Sources
 	// not listed keep their defaults (enabled when configured).

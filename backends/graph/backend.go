@@ -229,6 +229,7 @@ func (r sessionRunner) Run(ctx context.Context, cypher string, params map[string
 // run executes one statement and collects all its records; r is a
 // session (auto-commit, no retries) or a managed transaction.
 func run(ctx context.Context, r runner, cypher string, params map[string]any) ([]*neo4j.Record, error) {
+	cypher, params = withFilter(cypher, params)
 	res, err := r.Run(ctx, cypher, params)
 	if err != nil {
 		return nil, err

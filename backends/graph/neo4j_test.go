@@ -100,7 +100,7 @@ func TestQueryPlainValues(t *testing.T) {
 	ctx := context.Background()
 	p := uniq(t)
 	docs := []spi.Document{
-		{ID: p + "-a", Tenant: p, Title: "Alpha", Metadata: map[string]string{"lang": "en"}, Entities: []string{"Wing " + p}, Links: []string{p + "-b"}},
+		{ID: p + "-a", Tenant: p, Title: "Alpha", Metadata: spi.Strings(map[string]string{"lang": "en"}), Entities: []string{"Wing " + p}, Links: []string{p + "-b"}},
 		{ID: p + "-b", Tenant: p, Title: "Beta", Entities: []string{"wing " + p}},
 	}
 	if err := b.Upsert(ctx, docs); err != nil {

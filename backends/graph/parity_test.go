@@ -47,7 +47,7 @@ func TestParityCranfield(t *testing.T) {
 	for i := range docs {
 		docs[i].ID = p + docs[i].ID
 		ids[i] = docs[i].ID
-		docs[i].Metadata = map[string]string{"third": fmt.Sprint(i % 3)}
+		docs[i].Metadata = spi.Strings(map[string]string{"third": fmt.Sprint(i % 3)})
 		for j, e := range docs[i].Entities {
 			docs[i].Entities[j] = ns(e)
 		}
@@ -76,7 +76,7 @@ func TestParityCranfield(t *testing.T) {
 		for _, c := range []struct {
 			hops   int
 			filter spi.Filter
-		}{{1, nil}, {2, nil}, {1, spi.Filter{"third": {"0"}}}, {2, spi.Filter{"third": {"0"}}}} {
+		}{{1, spi.Filter{}}, {2, spi.Filter{}}, {1, spi.StringFilter(map[string][]string{"third": {"0"}})}, {2, spi.StringFilter(map[string][]string{"third": {"0"}})}} {
 			opts := spi.ExpandOptions{Hops: c.hops, Limit: 25, Tenant: p + "cran", Filter: c.filter}
 			seeds := []string{docs[i].ID, docs[(i*7)%len(docs)].ID}
 			a, err := neo.Expand(ctx, seeds, opts)
@@ -91,7 +91,7 @@ func TestParityCranfield(t *testing.T) {
 				t.Fatalf("Expand(%v, %+v) differs:\n neo4j    %v\n embedded %v", seeds, opts, a, b)
 			}
 			compared += len(a)
-			if c.filter != nil {
+			if !c.filter.IsEmpty() {
 				filtered += len(a)
 			}
 		}

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -14,15 +15,9 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// metaPrefix prefixes the node properties holding Document.Metadata.
-const metaPrefix = "meta."
-
-// filterCypher is true when document d passes the metadata filter $filter
-// (a map of key to allowed values; every key must hold one of its values).
-// A missing property makes the comparison null, which coalesce turns into
-// a failed match, as spi.Filter.Match has it. MatchEntities uses the same
-// predicate in a WHERE clause, where null already fails.
-const filterCypher = `coalesce(all(k IN keys($filter) WHERE d[$metaPrefix + k] IN $filter[k]), false)`
+// filterCypher marks where a query's metadata predicate goes: run
+// replaces it with the filter's Cypher (filter.go), "true" without one.
+const filterCypher = filterMarker
 
 // degreeCypher is entity e's degree within the request's tenant: its
 // relationship degree (O(1)) for a request of no tenant, the count the
@@ -136,14 +131,14 @@ func (b *Backend) Expand(ctx context.Context, seeds []string, opts spi.ExpandOpt
 	if len(seeds) == 0 {
 		return nil, fmt.Errorf("graph: expand: %w: no seeds", spi.ErrNothingToSearch)
 	}
-	filter := filterParam(opts.Filter)
+	filter := opts.Filter
 	var refs []spi.Ref
 	if opts.Hops == 1 {
 		seeds = graphspec.Dedupe(seeds)
 		err := b.read(ctx, "expand", func(r runner) error {
 			recs, err := run(ctx, r, expand1Cypher, map[string]any{
 				"from": seeds, "tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree, "degKey": degKey(opts.Tenant),
-				"filter": filter, "metaPrefix": metaPrefix, "limit": opts.Limit,
+				filterKey: filter, "limit": opts.Limit,
 			})
 			if err != nil {
 				return err
@@ -162,7 +157,7 @@ func (b *Backend) Expand(ctx context.Context, seeds []string, opts spi.ExpandOpt
 		adj := func(ctx context.Context, from []string) ([]graphspec.Edge, error) {
 			recs, err := run(ctx, r, adjacencyCypher, map[string]any{
 				"from": from, "tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree, "degKey": degKey(opts.Tenant),
-				"filter": filter, "metaPrefix": metaPrefix,
+				filterKey: filter,
 			})
 			if err != nil {
 				return nil, err
@@ -185,7 +180,7 @@ func (b *Backend) Expand(ctx context.Context, seeds []string, opts spi.ExpandOpt
 			recs, err := run(ctx, r, secondHopCypher, map[string]any{
 				"frontier": frontier, "exclude": exclude, "limit": limit,
 				"tenant": opts.Tenant, "maxDegree": b.cfg.MaxDegree, "degKey": degKey(opts.Tenant),
-				"filter": filter, "metaPrefix": metaPrefix,
+				filterKey: filter,
 			})
 			if err != nil {
 				return nil, err
@@ -244,7 +239,7 @@ func (b *Backend) MatchEntities(ctx context.Context, req spi.KeywordRequest) ([]
 	} else if strings.TrimSpace(lucene) == "" {
 		return nil, fmt.Errorf("graph: match entities: %w: empty query", spi.ErrNothingToSearch)
 	}
-	filter := filterParam(req.Filter)
+	filter := req.Filter
 	if tokens == nil {
 		tokens = []string{}
 	}
@@ -253,7 +248,7 @@ func (b *Backend) MatchEntities(ctx context.Context, req spi.KeywordRequest) ([]
 		recs, err := run(ctx, r, matchCypher, map[string]any{
 			"index": FulltextEntityTerms, "lucene": lucene, "syntax": req.Syntax, "tokens": tokens,
 			"candidates": b.cfg.MaxEntityCandidates, "maxDegree": b.cfg.MaxDegree, "degKey": degKey(req.Tenant), "maxEntities": b.cfg.MaxMatchEntities,
-			"tenant": req.Tenant, "filter": filter, "metaPrefix": metaPrefix, "k": req.K,
+			"tenant": req.Tenant, filterKey: filter, "k": req.K,
 		})
 		if err != nil {
 			return err
@@ -267,16 +262,6 @@ func (b *Backend) MatchEntities(ctx context.Context, req spi.KeywordRequest) ([]
 		return nil
 	})
 	return refs, err
-}
-
-// filterParam turns f into the $filter parameter of filterCypher: never
-// nil, so keys($filter) is empty rather than null without a filter.
-func filterParam(f spi.Filter) map[string]any {
-	m := make(map[string]any, len(f))
-	for k, vs := range f {
-		m[k] = vs
-	}
-	return m
 }
 
 // LuceneTerms builds a Lucene query matching any of terms literally: each
@@ -365,9 +350,17 @@ func docFromProps(p map[string]any) spi.Document {
 			}
 		case strings.HasPrefix(k, metaPrefix):
 			if d.Metadata == nil {
-				d.Metadata = map[string]string{}
+				d.Metadata = spi.Metadata{}
 			}
-			d.Metadata[strings.TrimPrefix(k, metaPrefix)] = s
+			d.Metadata[strings.TrimPrefix(k, metaPrefix)] = spi.String(s)
+		case strings.HasPrefix(k, metaJSONPrefix):
+			var v spi.Value
+			if json.Unmarshal([]byte(s), &v) == nil {
+				if d.Metadata == nil {
+					d.Metadata = spi.Metadata{}
+				}
+				d.Metadata[strings.TrimPrefix(k, metaJSONPrefix)] = v
+			}
 		}
 	}
 	return d

@@ -219,7 +219,9 @@ func docProps(d spi.Document) map[string]any {
 		p["updated_at"] = d.UpdatedAt
 	}
 	for k, v := range d.Metadata {
-		p[metaPrefix+k] = v
+		for name, x := range metaProps(k, v) {
+			p[name] = x
+		}
 	}
 	return p
 }

@@ -125,7 +125,7 @@ func filler(n int) []spi.Document {
 			Tenant:   fmt.Sprintf("t%d", i%3),
 			Title:    words[i%len(words)] + " " + words[(i+5)%len(words)],
 			Text:     strings.Join(text, " "),
-			Metadata: map[string]string{"kind": fmt.Sprintf("k%d", i%4)},
+			Metadata: spi.Strings(map[string]string{"kind": fmt.Sprintf("k%d", i%4)}),
 		}
 	}
 	return docs

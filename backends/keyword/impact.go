@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 
@@ -103,6 +104,8 @@ type impactIndex struct {
 
 	pairs    map[pair]uint32
 	pairBits []*roaring.Bitmap
+	pairVal  []spi.Value             // pair p's scalar (zero for a presence pair)
+	keyPairs map[string]*sortedPairs // each key's number and time pairs in value order, for ranges
 
 	tags    map[[8]byte]uint32
 	tagOf   [][8]byte // tagOf[0] is unused (no version)
@@ -120,15 +123,79 @@ type impactIndex struct {
 	writeHook   func() // tests: runs as a write is about to take the write lock
 }
 
-// pair is one metadata key with one value.
+// pair is one metadata key with one value's spi.Value.EqualityKey, or
+// with "" for the key's presence: a slot holds the pairs rowPairs gives
+// its metadata.
 type pair struct{ key, val string }
+
+// rowPairs returns the pairs metadata md holds (each once), with the
+// scalar each equality pair stands for.
+func rowPairs(md spi.Metadata) map[pair]spi.Value {
+	out := make(map[pair]spi.Value, 2*len(md))
+	for k, v := range md {
+		out[pair{k, ""}] = spi.Value{}
+		for _, it := range v.Scalars() {
+			out[pair{k, it.EqualityKey()}] = it
+		}
+	}
+	return out
+}
+
+// sortedPairs is one key's pairs holding numbers and those holding times,
+// each ascending by value (spi.Compare). Pairs are never dropped (their
+// bitmaps may empty), so it only grows, like pairs.
+type sortedPairs struct {
+	nums, times []uint32
+}
+
+func (sp *sortedPairs) slot(v spi.Value) *[]uint32 {
+	if v.Kind() == spi.KindTime {
+		return &sp.times
+	}
+	return &sp.nums
+}
+
+// search returns the index of the first pair of ids whose value is not
+// below v.
+func searchPairs(ids []uint32, vals []spi.Value, v spi.Value) int {
+	return sort.Search(len(ids), func(i int) bool {
+		c, _ := spi.Compare(vals[ids[i]], v)
+		return c >= 0
+	})
+}
+
+func (sp *sortedPairs) insert(vals []spi.Value, p uint32) {
+	sl := sp.slot(vals[p])
+	*sl = slices.Insert(*sl, searchPairs(*sl, vals, vals[p]), p)
+}
+
+// inRange returns the pairs whose value satisfies op against v.
+func (sp *sortedPairs) inRange(vals []spi.Value, op spi.CmpOp, v spi.Value) []uint32 {
+	sl := *sp.slot(v)
+	ge := searchPairs(sl, vals, v)
+	gt := ge
+	if gt < len(sl) {
+		if c, _ := spi.Compare(vals[sl[gt]], v); c == 0 {
+			gt++
+		}
+	}
+	switch op {
+	case spi.OpGt:
+		return sl[gt:]
+	case spi.OpGte:
+		return sl[ge:]
+	case spi.OpLt:
+		return sl[:ge]
+	}
+	return sl[:gt]
+}
 
 func newImpactIndex() *impactIndex {
 	return &impactIndex{
 		ids: newIDTable(), metaOff: []uint32{0},
 		termIdx: map[string]uint32{}, tdf: map[uint64]int32{},
 		tenants: map[string]uint32{"": 0}, tLive: []int{0}, tTotT: []int64{0}, tTotX: []int64{0},
-		tBits: []*roaring.Bitmap{roaring.New()}, pairs: map[pair]uint32{},
+		tBits: []*roaring.Bitmap{roaring.New()}, pairs: map[pair]uint32{}, keyPairs: map[string]*sortedPairs{},
 		tags: map[[8]byte]uint32{}, tagOf: [][8]byte{{}},
 	}
 }
@@ -161,7 +228,7 @@ func tdfKey(t, tid uint32) uint64 { return uint64(t)<<32 | uint64(tid) }
 // put adds or replaces a document. old is the replaced document's
 // analysed terms, when the caller has them (nil: found in the postings,
 // slowly). The caller holds no lock and is the index's one writer.
-func (x *impactIndex) put(id, tenant string, meta map[string]string, lens docLens, f fieldFreqs, old *fieldFreqs) {
+func (x *impactIndex) put(id, tenant string, meta spi.Metadata, lens docLens, f fieldFreqs, old *fieldFreqs) {
 	if x.writeHook != nil {
 		x.writeHook()
 	}
@@ -171,7 +238,7 @@ func (x *impactIndex) put(id, tenant string, meta map[string]string, lens docLen
 	x.compactWhenDue()
 }
 
-func (x *impactIndex) putLocked(id, tenant string, meta map[string]string, lens docLens, ver []byte, f fieldFreqs, old *fieldFreqs) {
+func (x *impactIndex) putLocked(id, tenant string, meta spi.Metadata, lens docLens, ver []byte, f fieldFreqs, old *fieldFreqs) {
 	x.removeLocked(id, old)
 	slot := x.ids.appendSlot(id)
 	t, ok := x.tenants[tenant]
@@ -191,12 +258,21 @@ func (x *impactIndex) putLocked(id, tenant string, meta map[string]string, lens 
 	x.lenX = append(x.lenX, lx)
 	tag, seq := x.version(ver)
 	x.verTag, x.verSeq = append(x.verTag, tag), append(x.verSeq, seq)
-	for k, v := range meta {
-		p, ok := x.pairs[pair{k, v}]
+	for pk, v := range rowPairs(meta) {
+		p, ok := x.pairs[pk]
 		if !ok {
 			p = uint32(len(x.pairBits))
-			x.pairs[pair{k, v}] = p
+			x.pairs[pk] = p
 			x.pairBits = append(x.pairBits, roaring.New())
+			x.pairVal = append(x.pairVal, v)
+			if pk.val != "" && (v.IsNumber() || v.Kind() == spi.KindTime) {
+				sp := x.keyPairs[pk.key]
+				if sp == nil {
+					sp = &sortedPairs{}
+					x.keyPairs[pk.key] = sp
+				}
+				sp.insert(x.pairVal, p)
+			}
 		}
 		x.pairBits[p].Add(slot)
 		x.metaIDs = append(x.metaIDs, p)
@@ -617,7 +693,7 @@ func loadImpact(ctx context.Context, idx bleve.Index) (*impactIndex, error) {
 			return nil, fmt.Errorf("document %q: %v", ext, err)
 		}
 		var tenant string
-		var meta map[string]string
+		var meta spi.Metadata
 		var lens docLens
 		var ver []byte
 		var bad []string

@@ -104,7 +104,7 @@ func BenchmarkImpactSearch(b *testing.B) {
 				d.Tenant = "acme"
 				if layout == "3tenants" {
 					d.Tenant = fmt.Sprint("t", n%3)
-					d.Metadata = map[string]string{"part": strconv.Itoa(n % 20)}
+					d.Metadata = spi.Strings(map[string]string{"part": strconv.Itoa(n % 20)})
 				}
 				n++
 				batch = append(batch, d)
@@ -136,7 +136,7 @@ func BenchmarkImpactSearch(b *testing.B) {
 			}
 			runs := []run{{tenant: "acme"}}
 			if layout == "3tenants" {
-				runs = []run{{tenant: "t1"}, {}, {filter: spi.Filter{"part": {"7"}}}}
+				runs = []run{{tenant: "t1"}, {}, {filter: spi.StringFilter(map[string][]string{"part": {"7"}})}}
 			}
 			for _, r := range runs {
 				for _, k := range []int{10, 100} {
@@ -145,7 +145,7 @@ func BenchmarkImpactSearch(b *testing.B) {
 							continue
 						}
 						name := fmt.Sprintf("%s/%s/tenant=%s/k=%d/%s", corp.name, layout, cmp.Or(r.tenant, "any"), k, mode)
-						if r.filter != nil {
+						if !r.filter.IsEmpty() {
 							name = fmt.Sprintf("%s/%s/filter=5%%/k=%d/%s", corp.name, layout, k, mode)
 						}
 						b.Run(name, func(b *testing.B) {

@@ -12,12 +12,13 @@ import (
 	"github.com/blevesearch/bleve/v2/document"
 
 	"github.com/ragd/ragd/spi"
+	"github.com/ragd/ragd/spi/spitest"
 )
 
 // refDoc is a document of the reference model.
 type refDoc struct {
 	id, tenant  string
-	meta        map[string]string
+	meta        spi.Metadata
 	title, text map[string]int
 }
 
@@ -67,7 +68,7 @@ func bruteBM25(all map[string]refDoc, tokens []string, tenant string, filter spi
 	}
 	var out []spi.Ref
 	for _, d := range docs {
-		if (tenant != "" && d.tenant != tenant) || (len(filter) > 0 && !filter.Match(d.meta)) {
+		if (tenant != "" && d.tenant != tenant) || !filter.Match(d.meta) {
 			continue
 		}
 		l := d.lens()
@@ -131,14 +132,22 @@ func TestImpactIndexMatchesTheFormula(t *testing.T) {
 	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1.5}
 	check := func(step int) {
 		t.Helper()
+		x.checkInvariants(t)
 		for q := range 20 {
 			tokens := []string{vocab[rng.IntN(len(vocab))], vocab[rng.IntN(len(vocab))], vocab[rng.IntN(8)], "unknown"}
-			tenant, filter := "", spi.Filter(nil)
+			tenant, filter := "", spi.Filter{}
 			switch q % 4 {
 			case 1:
 				tenant = "t1"
 			case 2:
-				filter = spi.Filter{"lang": {"en"}}
+				filter = spi.StringFilter(map[string][]string{"lang": {"en"}})
+			case 3:
+				// Typed filters against typed metadata: the bitmaps'
+				// answer equals spi.Filter.Match by brute force.
+				filter = spitest.RandomFilter(rng)
+				if q%8 == 7 {
+					tenant = "t2"
+				}
 			}
 			got, err := x.search(context.Background(), tokens, 10, tenant, filter, p)
 			if err != nil {
@@ -171,7 +180,10 @@ func TestImpactIndexMatchesTheFormula(t *testing.T) {
 		} else {
 			d := refDoc{id: id, tenant: []string{"", "t1", "t2"}[rng.IntN(3)], title: freqs(rng.IntN(4)), text: freqs(1 + rng.IntN(30))}
 			if rng.IntN(2) == 0 {
-				d.meta = map[string]string{"lang": []string{"en", "de"}[rng.IntN(2)]}
+				d.meta = spi.Metadata{"lang": spi.String([]string{"en", "de"}[rng.IntN(2)])}
+			}
+			if rng.IntN(3) > 0 {
+				d.meta = spitest.TypedMetadata(rng, rng.IntN(300), d.meta)
 			}
 			x.put(d.id, d.tenant, d.meta, d.lens(), fieldFreqs{title: d.title, text: d.text}, nil)
 			model[id] = d
@@ -188,11 +200,11 @@ func TestImpactIndexMatchesTheFormula(t *testing.T) {
 func TestImpactIndexEmptyAndCancelled(t *testing.T) {
 	x := newImpactIndex()
 	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1}
-	if refs, err := x.search(context.Background(), []string{"a"}, 5, "", nil, p); err != nil || len(refs) != 0 || refs == nil {
+	if refs, err := x.search(context.Background(), []string{"a"}, 5, "", spi.Filter{}, p); err != nil || len(refs) != 0 || refs == nil {
 		t.Fatalf("empty index: %v, %v", refs, err)
 	}
 	x.put("a", "", nil, docLens{text: 1}, fieldFreqs{text: map[string]int{"a": 1}}, nil)
-	if refs, _ := x.search(context.Background(), []string{"a"}, 5, "nobody", nil, p); len(refs) != 0 {
+	if refs, _ := x.search(context.Background(), []string{"a"}, 5, "nobody", spi.Filter{}, p); len(refs) != 0 {
 		t.Fatalf("unknown tenant: %v", refs)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -201,7 +213,7 @@ func TestImpactIndexEmptyAndCancelled(t *testing.T) {
 	for i := range many {
 		many[i] = "a"
 	}
-	if _, err := x.search(ctx, many, 5, "", nil, p); err != nil {
+	if _, err := x.search(ctx, many, 5, "", spi.Filter{}, p); err != nil {
 		t.Fatalf("one distinct term needs no cancellation check: %v", err)
 	}
 }
@@ -216,7 +228,7 @@ func TestImpactIndexLoadsFromBleve(t *testing.T) {
 	defer b.Close()
 	docs := []spi.Document{
 		{ID: "a", Title: "Shock waves", Text: "The shock wave of a blunt body in supersonic flow.", Tenant: "t1"},
-		{ID: "b", Title: "Boundary layers", Text: "Laminar boundary layer flow, boundary layer transition.", Metadata: map[string]string{"lang": "en"}},
+		{ID: "b", Title: "Boundary layers", Text: "Laminar boundary layer flow, boundary layer transition.", Metadata: spi.Strings(map[string]string{"lang": "en"})},
 		{ID: "c", Title: "Flutter", Text: "Panel flutter at supersonic speeds; shock interaction."},
 		{ID: "d", Text: "Gone soon."},
 	}
@@ -242,16 +254,16 @@ func TestImpactIndexLoadsFromBleve(t *testing.T) {
 	}
 	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1}
 	for _, q := range [][]string{{"shock"}, {"boundari", "layer", "flow"}, {"supersonic", "flutter", "flutter"}} {
-		got, err1 := loaded.search(ctx, q, 10, "", nil, p)
-		want, err2 := put.search(ctx, q, 10, "", nil, p)
+		got, err1 := loaded.search(ctx, q, 10, "", spi.Filter{}, p)
+		want, err2 := put.search(ctx, q, 10, "", spi.Filter{}, p)
 		if err1 != nil || err2 != nil || !slices.Equal(got, want) || len(want) == 0 {
 			t.Fatalf("query %v: loaded %v (%v), put %v (%v)", q, got, err1, want, err2)
 		}
 	}
-	if got, _ := loaded.search(ctx, []string{"shock"}, 10, "t1", nil, p); len(got) != 1 || got[0].ID != "a" {
+	if got, _ := loaded.search(ctx, []string{"shock"}, 10, "t1", spi.Filter{}, p); len(got) != 1 || got[0].ID != "a" {
 		t.Fatalf("tenant t1: %v", got)
 	}
-	if got, _ := loaded.search(ctx, []string{"flow"}, 10, "", spi.Filter{"lang": {"en"}}, p); len(got) != 1 || got[0].ID != "b" {
+	if got, _ := loaded.search(ctx, []string{"flow"}, 10, "", spi.StringFilter(map[string][]string{"lang": {"en"}}), p); len(got) != 1 || got[0].ID != "b" {
 		t.Fatalf("filter: %v", got)
 	}
 }
@@ -270,8 +282,8 @@ func TestCompactionDoesNotBlockSearches(t *testing.T) {
 	same := func(when string) {
 		for _, q := range [][]string{{"w3"}, {"common", "w3"}, {"common", "w1", "w2"}} {
 			for _, k := range []int{1, 10, 1000} {
-				got, err := x.search(context.Background(), q, k, "", nil, p)
-				if want := x.searchExhaustive(q, k, "", nil, p); err != nil || !slices.Equal(got, want) || len(got) == 0 {
+				got, err := x.search(context.Background(), q, k, "", spi.Filter{}, p)
+				if want := x.searchExhaustive(q, k, "", spi.Filter{}, p); err != nil || !slices.Equal(got, want) || len(got) == 0 {
 					t.Errorf("%s: %v k=%d: pruned %v (%v), exhaustive %v", when, q, k, got[:min(3, len(got))], err, want[:min(3, len(want))])
 				}
 			}
@@ -295,7 +307,7 @@ func TestCompactionDoesNotBlockSearches(t *testing.T) {
 	}
 	x.checkInvariants(t)
 	same("after the compaction")
-	refs, err := x.search(context.Background(), []string{"w3"}, 1000, "", nil, p)
+	refs, err := x.search(context.Background(), []string{"w3"}, 1000, "", spi.Filter{}, p)
 	if err != nil || len(refs) != 200 {
 		t.Fatalf("after the compaction: %d refs for w3, %v; want 200", len(refs), err)
 	}
@@ -318,7 +330,7 @@ func TestSearchAnswersOneStateWhileAWriteWaits(t *testing.T) {
 	}
 	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1}
 	q := []string{"alpha", "beta", "w7"}
-	before := x.searchExhaustive(q, 10, "", nil, p)
+	before := x.searchExhaustive(q, 10, "", spi.Filter{}, p)
 	if before[0].ID != "top0" {
 		t.Fatalf("the best document is %v, want top0", before[0])
 	}
@@ -340,14 +352,14 @@ func TestSearchAnswersOneStateWhileAWriteWaits(t *testing.T) {
 		}()
 		<-writing // the writer is at the lock
 	}
-	got, err := x.search(context.Background(), q, 10, "", nil, p)
+	got, err := x.search(context.Background(), q, 10, "", spi.Filter{}, p)
 	if err != nil || !slices.Equal(got, before) {
 		t.Fatalf("search while a write waited: %v (%v), want the state before it %v", got, err, before)
 	}
 	<-wrote
 	x.checkInvariants(t)
-	got, _ = x.search(context.Background(), q, 10, "", nil, p)
-	if after := x.searchExhaustive(q, 10, "", nil, p); !slices.Equal(got, after) || !strings.HasPrefix(got[0].ID, "new") {
+	got, _ = x.search(context.Background(), q, 10, "", spi.Filter{}, p)
+	if after := x.searchExhaustive(q, 10, "", spi.Filter{}, p); !slices.Equal(got, after) || !strings.HasPrefix(got[0].ID, "new") {
 		t.Fatalf("after the write: %v, exhaustive %v", got, after)
 	}
 }
@@ -367,7 +379,7 @@ func TestLoadImpactRejectsUndecodableFields(t *testing.T) {
 			}
 			defer idx.Close()
 			an := idx.Mapping().AnalyzerNamed("en")
-			good, _ := buildDoc(spi.Document{ID: "good", Text: "fine", Metadata: map[string]string{"lang": "en"}}, an)
+			good, _ := buildDoc(spi.Document{ID: "good", Text: "fine", Metadata: spi.Strings(map[string]string{"lang": "en"})}, an)
 			bad := document.NewDocument("bad")
 			bad.AddField(document.NewTextFieldCustom(fieldText, nil, []byte("broken"), optsText, an))
 			bad.AddField(document.NewTextFieldCustom(field.name, nil, []byte(field.value), optsStored, nil))

@@ -29,14 +29,18 @@ const (
 	fieldTenant   = "tenant"    // indexed verbatim, stored
 	fieldTitle    = "title"     // analysed, stored, term vectors (phrases)
 	fieldText     = "text"      // analysed, stored, term vectors (phrases)
-	fieldMetaPref = "metadata." // "metadata.<key>": indexed verbatim
+	fieldMetaPref = "metadata." // "metadata.<key>": each string (a list's too), indexed verbatim
+	fieldMetaEq   = "metaeq."   // "metaeq.<key>": each other scalar's spi.Value.EqualityKey
+	fieldMetaNum  = "metanum."  // "metanum.<key>": each number, a bleve numeric field (ranges)
+	fieldMetaTime = "metatime." // "metatime.<key>": each time in spi.TimeLayout (fixed width: term ranges)
+	fieldMetaKeys = "_metakeys" // each metadata key, indexed verbatim ($exists)
 	fieldMetaJSON = "_metadata" // JSON of the metadata map, stored only
 	fieldUpdated  = "_updated"  // RFC 3339 UpdatedAt, stored only
 )
 
 // schemaVersion changes whenever the field layout above changes; an index
 // of another version is rebuilt rather than misread.
-const schemaVersion = 1
+const schemaVersion = 2
 
 // schemaKey is the bleve internal key holding the schema record.
 var schemaKey = []byte("ragd.keyword.schema")
@@ -155,9 +159,24 @@ func buildDoc(d spi.Document, textAn analysis.Analyzer) (*document.Document, doc
 	doc.AddField(document.NewTextFieldCustom(fieldLens, nil, lens.encode(), optsStored, nil))
 	if len(d.Metadata) > 0 {
 		for _, k := range slices.Sorted(maps.Keys(d.Metadata)) {
-			doc.AddField(document.NewTextFieldCustom(fieldMetaPref+k, nil, []byte(d.Metadata[k]), optsFilter, nil))
+			doc.AddField(document.NewTextFieldCustom(fieldMetaKeys, nil, []byte(k), optsFilter, nil))
+			for _, it := range d.Metadata[k].Scalars() {
+				if it.Kind() == spi.KindString {
+					doc.AddField(document.NewTextFieldCustom(fieldMetaPref+k, nil, []byte(it.Str()), optsFilter, nil))
+				} else {
+					doc.AddField(document.NewTextFieldCustom(fieldMetaEq+k, nil, []byte(it.EqualityKey()), optsFilter, nil))
+				}
+				switch it.Kind() {
+				case spi.KindInt:
+					doc.AddField(document.NewNumericFieldWithIndexingOptions(fieldMetaNum+k, nil, float64(it.IntValue()), optsFilter))
+				case spi.KindFloat:
+					doc.AddField(document.NewNumericFieldWithIndexingOptions(fieldMetaNum+k, nil, it.FloatValue(), optsFilter))
+				case spi.KindTime:
+					doc.AddField(document.NewTextFieldCustom(fieldMetaTime+k, nil, []byte(it.TimeValue().Format(spi.TimeLayout)), optsFilter, nil))
+				}
+			}
 		}
-		md, _ := json.Marshal(d.Metadata) // map[string]string cannot fail
+		md, _ := json.Marshal(d.Metadata) // validated values always marshal
 		doc.AddField(document.NewTextFieldCustom(fieldMetaJSON, nil, md, optsStored, nil))
 	}
 	if !d.UpdatedAt.IsZero() {

@@ -20,7 +20,7 @@ func corpus() []spi.Document { return append(filler(300), handMade()...) }
 var probes = []spi.KeywordRequest{
 	{Text: "running river", K: 10},
 	{Text: "alpha omega", K: 20, Tenant: "t1"},
-	{Text: "widget", K: 10, Filter: spi.Filter{"lang": {"en", "fr"}}},
+	{Text: "widget", K: 10, Filter: spi.StringFilter(map[string][]string{"lang": {"en", "fr"}})},
 }
 
 // snapshot records the probe results, to compare an index before and after
@@ -99,7 +99,7 @@ func TestRestartKeepsData(t *testing.T) {
 		t.Fatalf("DocCount after restart = %d", n)
 	}
 	docs, missing, err := b.Hydrate(context.Background(), []string{"w-en"})
-	if err != nil || len(missing) != 0 || docs[0].Metadata["lang"] != "en" {
+	if err != nil || len(missing) != 0 || !docs[0].Metadata["lang"].Equal(spi.String("en")) {
 		t.Fatalf("Hydrate after restart = %v, %v, %v", docs, missing, err)
 	}
 	if live, aside := generations(t, dir); len(live) != 1 || len(aside) != 0 {

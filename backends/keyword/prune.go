@@ -193,35 +193,21 @@ func (x *impactIndex) plan(tokens []string, tenant string, filter spi.Filter, p 
 	}
 
 	allowed := x.alive
-	if scoped || len(filter) > 0 {
+	if scoped || !filter.IsEmpty() {
 		var set *roaring.Bitmap
 		if scoped {
 			set = x.tBits[t]
 		}
-		for _, k := range filter.Keys() {
-			var alts []*roaring.Bitmap
-			for _, v := range filter[k] {
-				if pid, ok := x.pairs[pair{k, v}]; ok {
-					alts = append(alts, x.pairBits[pid])
-				}
-			}
-			var or *roaring.Bitmap
-			switch len(alts) {
-			case 0:
-				return plan{}, false
-			case 1:
-				or = alts[0] // read only
-			default:
-				or = roaring.FastOr(alts...)
-			}
+		if e := filter.Root(); e != nil {
+			f := x.filterBits(e)
 			if set == nil {
-				set = or
+				set = f
 			} else {
-				set = roaring.And(set, or)
+				set = roaring.And(set, f)
 			}
-			if set.IsEmpty() {
-				return plan{}, false
-			}
+		}
+		if set.IsEmpty() {
+			return plan{}, false
 		}
 		words := len(x.alive)
 		if cap(st.allowed) < words {
@@ -230,8 +216,62 @@ func (x *impactIndex) plan(tokens []string, tenant string, filter spi.Filter, p 
 		allowed = st.allowed[:words]
 		clear(allowed)
 		set.WriteDenseTo(allowed)
+		for w := range allowed {
+			allowed[w] &= x.alive[w] // a $not's complement holds dead slots
+		}
 	}
 	return plan{terms: kept, sc: sc, allowed: allowed}, true
+}
+
+// filterBits returns the slots matching e, from the pairs' bitmaps: $in
+// is the union of its values' pairs, a range the union of the key's pairs
+// whose scalar is in range (a binary search in the key's sorted numbers or
+// times), $exists
+// the presence pair, $not the complement over every slot (dead ones
+// included: the caller keeps only live slots). The bitmaps of the index
+// are only read. The caller holds mu for reading.
+func (x *impactIndex) filterBits(e *spi.Expr) *roaring.Bitmap {
+	all := func() *roaring.Bitmap { return roaring.Flip(roaring.New(), 0, uint64(x.slots())) }
+	switch e.Kind {
+	case spi.ExprAnd:
+		if len(e.Args) == 0 {
+			return all()
+		}
+		set := x.filterBits(e.Args[0])
+		for _, a := range e.Args[1:] {
+			set = roaring.And(set, x.filterBits(a))
+		}
+		return set
+	case spi.ExprOr:
+		subs := make([]*roaring.Bitmap, len(e.Args))
+		for i, a := range e.Args {
+			subs[i] = x.filterBits(a)
+		}
+		return roaring.FastOr(subs...)
+	case spi.ExprNot:
+		return roaring.Flip(x.filterBits(e.Args[0]), 0, uint64(x.slots()))
+	case spi.ExprExists:
+		if p, ok := x.pairs[pair{e.Key, ""}]; ok {
+			return x.pairBits[p].Clone()
+		}
+	case spi.ExprIn:
+		var alts []*roaring.Bitmap
+		for _, v := range e.Values {
+			if p, ok := x.pairs[pair{e.Key, v.EqualityKey()}]; ok {
+				alts = append(alts, x.pairBits[p])
+			}
+		}
+		return roaring.FastOr(alts...)
+	case spi.ExprCmp:
+		var alts []*roaring.Bitmap
+		if sp := x.keyPairs[e.Key]; sp != nil {
+			for _, p := range sp.inRange(x.pairVal, e.Op, e.Values[0]) {
+				alts = append(alts, x.pairBits[p])
+			}
+		}
+		return roaring.FastOr(alts...)
+	}
+	return roaring.New()
 }
 
 // hit is a scored slot.

@@ -64,6 +64,31 @@ func (x *impactIndex) checkInvariants(t *testing.T) {
 	if len(x.alive) != (n+63)/64 {
 		t.Fatalf("alive has %d words for %d slots", len(x.alive), n)
 	}
+	// Every number or time pair sits once in its key's sorted values, in
+	// ascending order.
+	ranged := 0
+	for pk, p := range x.pairs {
+		if v := x.pairVal[p]; pk.val != "" && (v.IsNumber() || v.Kind() == spi.KindTime) {
+			ranged++
+			if sp := x.keyPairs[pk.key]; sp == nil || !slices.Contains(*sp.slot(v), p) {
+				t.Fatalf("pair %v is not in its key's sorted values", pk)
+			}
+		}
+	}
+	sorted := 0
+	for k, sp := range x.keyPairs {
+		for _, sl := range [][]uint32{sp.nums, sp.times} {
+			sorted += len(sl)
+			for i := 1; i < len(sl); i++ {
+				if c, ok := spi.Compare(x.pairVal[sl[i-1]], x.pairVal[sl[i]]); !ok || c >= 0 {
+					t.Fatalf("key %q: sorted values out of order at %d", k, i)
+				}
+			}
+		}
+	}
+	if sorted != ranged {
+		t.Fatalf("sorted values hold %d pairs, %d are numbers or times", sorted, ranged)
+	}
 	live := 0
 	for i, w := range x.alive {
 		if i == len(x.alive)-1 && n%64 != 0 && w>>(n%64) != 0 {
@@ -190,7 +215,9 @@ func (b *bound) dominates(e posting, lt, lx uint32) bool {
 // The pruned search answers exactly what exhaustive scoring answers (ids,
 // scores to the bit, order on ties) and what the formula answers, over
 // random corpora with skewed vocabularies, random queries, tenants,
-// metadata filters, replacements, deletes and compactions, at several k;
+// metadata filters (strings, and ranges and negations over typed values),
+// replacements, deletes, compactions and rebuilds in clustered order
+// (which renumber the slots of the typed pairs' bitmaps), at several k;
 // the index's invariants hold after every step.
 func TestPrunedSearchEqualsExhaustive(t *testing.T) {
 	for seed := range uint64(4) {
@@ -235,13 +262,19 @@ func prunedEqualsExhaustive(t *testing.T, seed uint64) {
 			}
 			tenant := tenants[rng.IntN(len(tenants))]
 			var filter spi.Filter
-			switch rng.IntN(4) {
+			switch rng.IntN(7) {
 			case 1:
-				filter = spi.Filter{"lang": {"en"}}
+				filter = spi.StringFilter(map[string][]string{"lang": {"en"}})
 			case 2:
-				filter = spi.Filter{"lang": {"de", "fr"}, "rare": {"yes"}}
+				filter = spi.StringFilter(map[string][]string{"lang": {"de", "fr"}, "rare": {"yes"}})
 			case 3:
-				filter = spi.Filter{"lang": {"none"}}
+				filter = spi.StringFilter(map[string][]string{"lang": {"none"}})
+			case 4:
+				filter = spi.Cmp("n", []spi.CmpOp{spi.OpGt, spi.OpGte, spi.OpLt, spi.OpLte}[rng.IntN(4)], spi.Float(float64(rng.IntN(20))/2))
+			case 5:
+				filter = spi.Or(spi.Gte("n", spi.Int(7)), spi.Not(spi.Exists("lang")))
+			case 6:
+				filter = spi.And(spi.Ne("lang", spi.String("en")), spi.In("n", spi.Int(int64(rng.IntN(10))), spi.Float(2.5)))
 			}
 			p := params[rng.IntN(len(params))]
 			k := []int{1, 2, 5, 10, 50}[rng.IntN(5)]
@@ -292,9 +325,23 @@ func prunedEqualsExhaustive(t *testing.T, seed uint64) {
 			}
 			switch rng.IntN(4) {
 			case 0:
-				d.meta = map[string]string{"lang": []string{"en", "de", "fr"}[rng.IntN(3)]}
+				d.meta = spi.Strings(map[string]string{"lang": []string{"en", "de", "fr"}[rng.IntN(3)]})
 			case 1:
-				d.meta = map[string]string{"lang": "de", "rare": "yes"}
+				d.meta = spi.Strings(map[string]string{"lang": "de", "rare": "yes"})
+			}
+			switch rng.IntN(3) { // typed: an integer, or a float (2.0 equals 2)
+			case 0:
+				d.meta = d.meta.Clone()
+				if d.meta == nil {
+					d.meta = spi.Metadata{}
+				}
+				d.meta["n"] = spi.Int(int64(rng.IntN(10)))
+			case 1:
+				d.meta = d.meta.Clone()
+				if d.meta == nil {
+					d.meta = spi.Metadata{}
+				}
+				d.meta["n"] = spi.Float(float64(rng.IntN(20)) / 2)
 			}
 			var old *fieldFreqs
 			if o, ok := model[id]; ok && rng.IntN(2) == 0 {
@@ -348,16 +395,16 @@ func TestPrunedSearchKeepsTiesByID(t *testing.T) {
 	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1}
 	for _, q := range [][]string{{"alpha"}, {"alpha", "beta"}, {"beta"}} {
 		for _, k := range []int{1, 10, 100} {
-			got, err := x.search(context.Background(), q, k, "", nil, p)
+			got, err := x.search(context.Background(), q, k, "", spi.Filter{}, p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := x.searchExhaustive(q, k, "", nil, p); !slices.Equal(got, want) {
+			if want := x.searchExhaustive(q, k, "", spi.Filter{}, p); !slices.Equal(got, want) {
 				t.Fatalf("%v k=%d:\npruned     %v\nexhaustive %v", q, k, got, want)
 			}
 		}
 	}
-	got, _ := x.search(context.Background(), []string{"alpha"}, 3, "", nil, p)
+	got, _ := x.search(context.Background(), []string{"alpha"}, 3, "", spi.Filter{}, p)
 	if len(got) != 3 || got[0].ID != "c00000" || got[2].ID != "c00002" {
 		t.Fatalf("alpha, k=3: %v, want c00000..c00002", got)
 	}

@@ -41,7 +41,7 @@ func TestRebuildLive(t *testing.T) {
 	wantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "obsolete"}), "stale")
 	during := spi.Document{ID: "during", Tenant: "t0", Text: "written while the rebuild ran"}
 	newer := spi.Document{ID: "w-en", Tenant: "t1", Title: "widget", Text: "widget manual second edition",
-		Metadata: map[string]string{"lang": "en"}} // sorts after the pause: the scan still sees the old version
+		Metadata: spi.Strings(map[string]string{"lang": "en"})} // sorts after the pause: the scan still sees the old version
 	mustUpsert(t, b, during, newer)
 	if err := b.Delete(context.Background(), []string{"f0001", "run"}); err != nil {
 		t.Fatal(err)

@@ -81,10 +81,7 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.R
 	}
 	// Every term query of a Syntax search (the expansions of a wildcard
 	// included) and every filter value counts against bleve's limit.
-	limit := 2*b.cfg.MaxTerms + 1
-	for _, vs := range req.Filter {
-		limit += len(vs)
-	}
+	limit := 2*b.cfg.MaxTerms + 1 + filterSearchers(req.Filter.Root())
 	sctx := context.WithValue(ctx, search.MaxTermSearchersKey, limit)
 	if f := filterQuery(req.Tenant, req.Filter); f != nil {
 		bq := query.NewBooleanQuery([]query.Query{q}, nil, nil)
@@ -121,9 +118,8 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.R
 	return refs, nil
 }
 
-// filterQuery is the non-scoring restriction: the tenant term AND, per
-// metadata key, any of the allowed values. Nil when there is nothing to
-// restrict.
+// filterQuery is the non-scoring restriction: the tenant term AND the
+// metadata filter. Nil when there is nothing to restrict.
 func filterQuery(tenant string, f spi.Filter) query.Query {
 	var conj []query.Query
 	if tenant != "" {
@@ -131,16 +127,8 @@ func filterQuery(tenant string, f spi.Filter) query.Query {
 		t.SetField(fieldTenant)
 		conj = append(conj, t)
 	}
-	for _, k := range f.Keys() {
-		var alts []query.Query
-		for _, v := range f[k] {
-			t := query.NewTermQuery(v)
-			t.SetField(fieldMetaPref + k)
-			alts = append(alts, t)
-		}
-		dq := query.NewDisjunctionQuery(alts)
-		dq.SetMin(1)
-		conj = append(conj, dq)
+	if e := f.Root(); e != nil {
+		conj = append(conj, exprQuery(e))
 	}
 	switch len(conj) {
 	case 0:
@@ -150,4 +138,103 @@ func filterQuery(tenant string, f spi.Filter) query.Query {
 	default:
 		return query.NewConjunctionQuery(conj)
 	}
+}
+
+// exprQuery is e in bleve's terms (mapping.go's fields): $in a
+// disjunction of terms (strings verbatim, other values by equality key), a numeric range on the numeric field
+// (bleve's numbers are float64: integers beyond 2^53 compare rounded
+// there, exactly in the impact path), a time range a term range over
+// fixed-width times, $exists the key's term, $not everything but.
+func exprQuery(e *spi.Expr) query.Query {
+	switch e.Kind {
+	case spi.ExprAnd:
+		if len(e.Args) == 0 {
+			return query.NewMatchAllQuery()
+		}
+		qs := make([]query.Query, len(e.Args))
+		for i, a := range e.Args {
+			qs[i] = exprQuery(a)
+		}
+		return query.NewConjunctionQuery(qs)
+	case spi.ExprOr:
+		qs := make([]query.Query, len(e.Args))
+		for i, a := range e.Args {
+			qs[i] = exprQuery(a)
+		}
+		dq := query.NewDisjunctionQuery(qs)
+		dq.SetMin(1)
+		return dq
+	case spi.ExprNot:
+		return query.NewBooleanQuery([]query.Query{query.NewMatchAllQuery()}, nil, []query.Query{exprQuery(e.Args[0])})
+	case spi.ExprExists:
+		t := query.NewTermQuery(e.Key)
+		t.SetField(fieldMetaKeys)
+		return t
+	case spi.ExprIn:
+		alts := make([]query.Query, len(e.Values))
+		for i, v := range e.Values {
+			if v.Kind() == spi.KindString {
+				alts[i] = fieldTerm(fieldMetaPref+e.Key, v.Str())
+			} else {
+				alts[i] = fieldTerm(fieldMetaEq+e.Key, v.EqualityKey())
+			}
+		}
+		dq := query.NewDisjunctionQuery(alts)
+		dq.SetMin(1)
+		return dq
+	case spi.ExprCmp:
+		v := e.Values[0]
+		lower := e.Op == spi.OpGt || e.Op == spi.OpGte
+		incl := e.Op == spi.OpGte || e.Op == spi.OpLte
+		if v.Kind() == spi.KindTime {
+			s := v.TimeValue().Format(spi.TimeLayout)
+			var q *query.TermRangeQuery
+			if lower {
+				q = query.NewTermRangeInclusiveQuery(s, "", &incl, nil)
+			} else {
+				q = query.NewTermRangeInclusiveQuery("", s, nil, &incl)
+			}
+			q.SetField(fieldMetaTime + e.Key)
+			return q
+		}
+		n := v.FloatValue()
+		if v.Kind() == spi.KindInt {
+			n = float64(v.IntValue())
+		}
+		var q *query.NumericRangeQuery
+		if lower {
+			q = query.NewNumericRangeInclusiveQuery(&n, nil, &incl, nil)
+		} else {
+			q = query.NewNumericRangeInclusiveQuery(nil, &n, nil, &incl)
+		}
+		q.SetField(fieldMetaNum + e.Key)
+		return q
+	}
+	return query.NewMatchNoneQuery()
+}
+
+func fieldTerm(field, term string) query.Query {
+	t := query.NewTermQuery(term)
+	t.SetField(field)
+	return t
+}
+
+// rangeSearchers is what one range may add to bleve's term-searcher
+// count: a numeric range expands to at most a few hundred prefix-coded
+// terms, a time range to the distinct times in it.
+const rangeSearchers = 4096
+
+// filterSearchers bounds the term searchers e's query opens.
+func filterSearchers(e *spi.Expr) int {
+	if e == nil {
+		return 0
+	}
+	n := len(e.Values) + 1
+	if e.Kind == spi.ExprCmp {
+		n += rangeSearchers
+	}
+	for _, a := range e.Args {
+		n += filterSearchers(a)
+	}
+	return n
 }

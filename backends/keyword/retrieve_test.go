@@ -24,9 +24,9 @@ func handMade() []spi.Document {
 		{ID: "tie-a", Tenant: "t0", Title: "identical", Text: "propeller slipstream measurements"},
 		{ID: "stop", Tenant: "t0", Title: "the the", Text: "the of and the of and to be or not to be"},
 		{ID: "special", Tenant: "t0", Title: "paper", Text: "the title of an unbalanced paper about AND gates"},
-		{ID: "w-en", Tenant: "t1", Title: "widget", Text: "widget manual", Metadata: map[string]string{"lang": "en", "year": "2024-01-01"}},
-		{ID: "w-de", Tenant: "t1", Title: "widget", Text: "widget handbuch", Metadata: map[string]string{"lang": "de", "year": "2023"}},
-		{ID: "w-fr", Tenant: "t1", Title: "widget", Text: "widget manuel", Metadata: map[string]string{"lang": "fr"}},
+		{ID: "w-en", Tenant: "t1", Title: "widget", Text: "widget manual", Metadata: spi.Strings(map[string]string{"lang": "en", "year": "2024-01-01"})},
+		{ID: "w-de", Tenant: "t1", Title: "widget", Text: "widget handbuch", Metadata: spi.Strings(map[string]string{"lang": "de", "year": "2023"})},
+		{ID: "w-fr", Tenant: "t1", Title: "widget", Text: "widget manuel", Metadata: spi.Strings(map[string]string{"lang": "fr"})},
 		{ID: "w-none", Tenant: "t1", Title: "widget", Text: "widget"},
 	}
 }
@@ -102,14 +102,14 @@ func TestRetrieveFilters(t *testing.T) {
 		filter spi.Filter
 		want   []string
 	}{
-		{"no filter", "", nil, []string{"w-de", "w-en", "w-fr", "w-none"}},
-		{"one key, two values", "", spi.Filter{"lang": {"en", "de"}}, []string{"w-de", "w-en"}},
-		{"two keys AND", "", spi.Filter{"lang": {"en", "de"}, "year": {"2024-01-01"}}, []string{"w-en"}},
-		{"date-like value is a plain string", "", spi.Filter{"year": {"2023"}}, []string{"w-de"}},
-		{"values are exact", "", spi.Filter{"lang": {"EN", "e"}}, nil},
-		{"unknown key", "", spi.Filter{"colour": {"red"}}, nil},
-		{"tenant and filter", "t1", spi.Filter{"lang": {"fr"}}, []string{"w-fr"}},
-		{"other tenant", "t0", spi.Filter{"lang": {"fr"}}, nil},
+		{"no filter", "", spi.Filter{}, []string{"w-de", "w-en", "w-fr", "w-none"}},
+		{"one key, two values", "", spi.StringFilter(map[string][]string{"lang": {"en", "de"}}), []string{"w-de", "w-en"}},
+		{"two keys AND", "", spi.StringFilter(map[string][]string{"lang": {"en", "de"}, "year": {"2024-01-01"}}), []string{"w-en"}},
+		{"date-like value is a plain string", "", spi.StringFilter(map[string][]string{"year": {"2023"}}), []string{"w-de"}},
+		{"values are exact", "", spi.StringFilter(map[string][]string{"lang": {"EN", "e"}}), nil},
+		{"unknown key", "", spi.StringFilter(map[string][]string{"colour": {"red"}}), nil},
+		{"tenant and filter", "t1", spi.StringFilter(map[string][]string{"lang": {"fr"}}), []string{"w-fr"}},
+		{"other tenant", "t0", spi.StringFilter(map[string][]string{"lang": {"fr"}}), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,7 +126,7 @@ func TestRetrieveFilters(t *testing.T) {
 	t.Run("filters do not change scores", func(t *testing.T) {
 		for _, tenant := range []string{"", "t1"} {
 			all := mustRetrieve(t, b, spi.KeywordRequest{Text: "widget manual", Tenant: tenant})
-			one := mustRetrieve(t, b, spi.KeywordRequest{Text: "widget manual", Tenant: tenant, Filter: spi.Filter{"lang": {"en"}}})
+			one := mustRetrieve(t, b, spi.KeywordRequest{Text: "widget manual", Tenant: tenant, Filter: spi.StringFilter(map[string][]string{"lang": {"en"}})})
 			if len(one) != 1 || all[0].ID != "w-en" || one[0] != all[0] {
 				t.Fatalf("tenant %q: filtered %v, unfiltered top %v", tenant, one, all[0])
 			}
@@ -232,8 +232,8 @@ func TestRetrieveInvalid(t *testing.T) {
 		{Text: "x", K: 0},
 		{Text: "x", K: -1},
 		{Text: "x", K: 51},
-		{Text: "x", K: 5, Filter: spi.Filter{"": {"v"}}},
-		{Text: "x", K: 5, Filter: spi.Filter{"k": {}}},
+		{Text: "x", K: 5, Filter: spi.StringFilter(map[string][]string{"": {"v"}})},
+		{Text: "x", K: 5, Filter: spi.StringFilter(map[string][]string{"k": {}})},
 	} {
 		if _, err := b.Retrieve(context.Background(), req); !isInvalid(err) {
 			t.Errorf("Retrieve(%+v) err = %v, want ErrInvalidQuery", req, err)

@@ -19,7 +19,7 @@ func TestHydrate(t *testing.T) {
 	when := time.Date(2026, 3, 1, 12, 30, 0, 123, time.FixedZone("x", 3600))
 	full := spi.Document{
 		ID: "full", Tenant: "acme", Title: "Full Title", Text: "Body text, with punctuation!",
-		Metadata: map[string]string{"lang": "en", "year": "2024-01-01", "a.b": "dotted key", "empty": ""},
+		Metadata: spi.Strings(map[string]string{"lang": "en", "year": "2024-01-01", "a.b": "dotted key", "empty": ""}),
 		Vector:   []float32{1, 2}, Entities: []string{"e"}, Links: []string{"l"},
 		UpdatedAt: when,
 	}
@@ -41,11 +41,11 @@ func TestHydrate(t *testing.T) {
 	if !reflect.DeepEqual(docs[0], want) {
 		t.Fatalf("hydrated\n%#v\nwant\n%#v", docs[0], want)
 	}
-	if f := filler(8)[7]; docs[1].Title != f.Title || docs[1].Text != f.Text || docs[1].Tenant != f.Tenant || docs[1].Metadata["kind"] != f.Metadata["kind"] {
+	if f := filler(8)[7]; docs[1].Title != f.Title || docs[1].Text != f.Text || docs[1].Tenant != f.Tenant || !docs[1].Metadata["kind"].Equal(f.Metadata["kind"]) {
 		t.Fatalf("hydrated %+v, want %+v", docs[1], f)
 	}
 	// The empty metadata value is a filterable value like any other.
-	refs := mustRetrieve(t, b, spi.KeywordRequest{Text: "punctuation", Filter: spi.Filter{"empty": {""}, "a.b": {"dotted key"}}})
+	refs := mustRetrieve(t, b, spi.KeywordRequest{Text: "punctuation", Filter: spi.StringFilter(map[string][]string{"empty": {""}, "a.b": {"dotted key"}})})
 	wantIDs(t, refs, "full")
 
 	docs, missing, err = b.Hydrate(context.Background(), nil)
@@ -61,11 +61,11 @@ func TestUpsertReplaces(t *testing.T) {
 	wantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "turbine"}), "doc")
 
 	mustUpsert(t, b, spi.Document{ID: "doc", Tenant: "t1", Title: "new", Text: "nozzle flow separation",
-		Metadata: map[string]string{"v": "2"}})
+		Metadata: spi.Strings(map[string]string{"v": "2"})})
 	if refs := mustRetrieve(t, b, spi.KeywordRequest{Text: "turbine vibration old"}); len(refs) != 0 {
 		t.Fatalf("old version still matches: %v", refs)
 	}
-	wantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "nozzle", Tenant: "t1", Filter: spi.Filter{"v": {"2"}}}), "doc")
+	wantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "nozzle", Tenant: "t1", Filter: spi.StringFilter(map[string][]string{"v": {"2"}})}), "doc")
 	if refs := mustRetrieve(t, b, spi.KeywordRequest{Text: "nozzle", Tenant: "t0"}); len(refs) != 0 {
 		t.Fatalf("old tenant still sees the document: %v", refs)
 	}
@@ -86,7 +86,7 @@ func TestUpsertInvalid(t *testing.T) {
 	b := mustOpen(t, keyword.Config{})
 	for _, docs := range [][]spi.Document{
 		{{ID: "ok", Text: "fine"}, {ID: "", Text: "no id"}},
-		{{ID: "ok", Text: "fine"}, {ID: "k", Metadata: map[string]string{"": "v"}}},
+		{{ID: "ok", Text: "fine"}, {ID: "k", Metadata: spi.Strings(map[string]string{"": "v"})}},
 	} {
 		if err := b.Upsert(context.Background(), docs); !isInvalid(err) {
 			t.Fatalf("Upsert(%v) err = %v, want ErrInvalidQuery", docs, err)

@@ -254,7 +254,7 @@ func TestFilteredQueryFillsK(t *testing.T) {
 	docs := make([]spi.Document, n)
 	for i := range docs {
 		docs[i] = spi.Document{ID: fmt.Sprintf("d%04d", i), Vector: randVec(r, dim),
-			Metadata: map[string]string{"bucket": fmt.Sprint(i % 20)}}
+			Metadata: spi.Strings(map[string]string{"bucket": fmt.Sprint(i % 20)})}
 	}
 	if err := b.Upsert(context.Background(), docs); err != nil {
 		t.Fatal(err)
@@ -269,7 +269,7 @@ func TestFilteredQueryFillsK(t *testing.T) {
 	if !strings.Contains(plan, fmt.Sprintf("Index Scan using ragd_documents_cosine_hnsw_v%d", rep.V)) {
 		t.Fatalf("the forced plan does not use the HNSW index:\n%s", plan)
 	}
-	filter := spi.Filter{"bucket": {"3"}}
+	filter := spi.StringFilter(map[string][]string{"bucket": {"3"}})
 	queries := make([][]float32, 20)
 	for i := range queries {
 		queries[i] = randVec(r, dim)
@@ -283,7 +283,7 @@ func TestFilteredQueryFillsK(t *testing.T) {
 			t.Fatalf("query %d: %d results for k=10 with 100 matching documents", i, len(refs))
 		}
 		for _, ref := range refs {
-			if docs[idx(ref.ID)].Metadata["bucket"] != "3" {
+			if !docs[idx(ref.ID)].Metadata["bucket"].Equal(spi.String("3")) {
 				t.Fatalf("query %d: %s does not match the filter", i, ref.ID)
 			}
 		}

@@ -42,7 +42,7 @@ func BenchmarkCommitWriters(b *testing.B) {
 			v := randVec(r, dim)
 			ws[i] = spi.Write{Op: spi.OpUpsert, KeepTenant: true, Doc: spi.Document{
 				ID: fmt.Sprintf("d%08d", n), Tenant: fmt.Sprintf("t%d", n%3), Title: "doc " + strconv.FormatInt(n, 10), Text: text,
-				Metadata: map[string]string{"lang": "en"}, Entities: ents, Vector: v,
+				Metadata: spi.Strings(map[string]string{"lang": "en"}), Entities: ents, Vector: v,
 			}}
 		}
 		return ws

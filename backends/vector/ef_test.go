@@ -16,8 +16,8 @@ func TestFilteredQueriesSearchWider(t *testing.T) {
 	}{
 		{spi.VectorRequest{}, 400},
 		{spi.VectorRequest{Tenant: "t1"}, 800},
-		{spi.VectorRequest{Filter: spi.Filter{"lang": {"en"}}}, 800},
-		{spi.VectorRequest{Tenant: "t1", Filter: spi.Filter{"lang": {"en"}}}, 800},
+		{spi.VectorRequest{Filter: spi.StringFilter(map[string][]string{"lang": {"en"}})}, 800},
+		{spi.VectorRequest{Tenant: "t1", Filter: spi.StringFilter(map[string][]string{"lang": {"en"}})}, 800},
 	} {
 		if got := vector.EfFor(400, tc.req); got != tc.want {
 			t.Errorf("efFor(400, tenant %q, filter %v) = %d, want %d", tc.req.Tenant, tc.req.Filter, got, tc.want)

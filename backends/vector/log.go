@@ -249,7 +249,7 @@ func (b *Backend) commitTx(ctx context.Context, batch *pgx.Batch, hasUps, hasDel
 type upsertArgs struct {
 	ord                            []int32
 	id, tenant, title, text, scope []string
-	metadata                       []map[string]string
+	metadata                       []spi.Metadata
 	es, ee, ls, le                 []int32
 	embedding                      []pgvector.Vector
 	updatedAt                      []time.Time
@@ -261,7 +261,7 @@ type upsertArgs struct {
 func (u *upsertArgs) add(i int, d spi.Document, keep bool, scope string) {
 	md := d.Metadata
 	if md == nil {
-		md = map[string]string{}
+		md = spi.Metadata{}
 	}
 	h := spi.ContentHash(d)
 	u.ord = append(u.ord, int32(i))

@@ -32,7 +32,7 @@ const filteredEf = 2
 // efFor is the hnsw.ef_search of req (before the floor of its limit and
 // pgvector's ceiling).
 func efFor(ef int, req spi.VectorRequest) int {
-	if req.Tenant != "" || len(req.Filter) > 0 {
+	if req.Tenant != "" || !req.Filter.IsEmpty() {
 		return ef * filteredEf
 	}
 	return ef
@@ -156,9 +156,8 @@ func isZero(v []float32) bool {
 }
 
 // retrieveSQL builds the top-k query. Only placeholders carry request
-// values; the SQL text depends on nothing but the number of filter keys
-// and the index state. Each filter key becomes "metadata @> ANY($n::jsonb[])"
-// over one-pair JSON objects, which the GIN jsonb_path_ops index can serve.
+// values (keys included); the SQL text depends on nothing but the shape of
+// the filter (filterSQL) and the index state.
 // With a partial index the query is the union of the rows it covers
 // (searched through it) and the tail (searched exactly), which together
 // are every row (index.go).
@@ -169,15 +168,10 @@ func (b *Backend) retrieveSQL(req spi.VectorRequest, limit int, st indexState) (
 		args = append(args, req.Tenant)
 		where = append(where, fmt.Sprintf("tenant = $%d", len(args)))
 	}
-	for _, key := range req.Filter.Keys() {
-		vals := req.Filter[key]
-		objs := make([]string, len(vals))
-		for i, v := range vals {
-			raw, _ := json.Marshal(map[string]string{key: v}) // cannot fail for strings
-			objs[i] = string(raw)
-		}
-		args = append(args, objs)
-		where = append(where, fmt.Sprintf("metadata @> ANY($%d::jsonb[])", len(args)))
+	if e := req.Filter.Root(); e != nil {
+		var cond string
+		cond, args = filterSQL(e, args)
+		where = append(where, cond)
 	}
 	part := func(cond string) string {
 		w := where

@@ -63,8 +63,16 @@ func validateDoc(d *spi.Document) error {
 		return fmt.Errorf("%w: document id must not be empty", spi.ErrInvalidQuery)
 	}
 	check := []string{d.ID, d.Tenant, d.Title, d.Text}
+	if err := d.Metadata.Validate(); err != nil {
+		return fmt.Errorf("%w: document %q: %v", spi.ErrInvalidQuery, d.ID, err)
+	}
 	for k, v := range d.Metadata {
-		check = append(check, k, v)
+		check = append(check, k)
+		for _, it := range v.Scalars() {
+			if it.Kind() == spi.KindString {
+				check = append(check, it.Str())
+			}
+		}
 	}
 	check = append(check, d.Entities...)
 	check = append(check, d.Links...)

@@ -46,7 +46,7 @@ func TestIngestSkipsEmptyDocuments(t *testing.T) {
 		spi.Document{ID: "a", Text: "fine"},
 		spi.Document{ID: "empty-1"},
 		spi.Document{ID: "b", Title: "also fine"},
-		spi.Document{ID: "empty-2", Metadata: map[string]string{"lang": "en"}},
+		spi.Document{ID: "empty-2", Metadata: spi.Strings(map[string]string{"lang": "en"})},
 	)
 	code, stdout, stderr := runRagd(t, "ingest", file, "--server", srv.URL)
 	if code != 0 {

@@ -44,7 +44,7 @@ func TestIngestDirRepositoryDocsWithTheModel(t *testing.T) {
 	chunks := srv.storedChunks(t, "docs")
 	files := map[string]bool{}
 	for _, d := range chunks {
-		files[d.Metadata["file"]] = true
+		files[d.Metadata["file"].Str()] = true
 	}
 	if len(files) < 10 || !files["operations.md"] || !files["ingest.md"] || len(chunks) < 100 {
 		t.Fatalf("%d chunks of %d files: %v", len(chunks), len(files), slices.Sorted(func(yield func(string) bool) {
@@ -78,7 +78,7 @@ func TestIngestDirRepositoryDocsWithTheModel(t *testing.T) {
 			continue
 		}
 		m := h.Document.Metadata
-		got = append(got, m["file"]+": "+m["heading"])
+		got = append(got, m["file"].Str()+": "+m["heading"].Str())
 		if isSlowRunbook(h.Document) {
 			found = true
 		}
@@ -99,7 +99,7 @@ func TestIngestDirRepositoryDocsWithTheModel(t *testing.T) {
 	}
 	got, found = nil, false
 	for _, h := range readme.Hits[:min(3, len(readme.Hits))] {
-		got = append(got, h.Document.Metadata["file"]+": "+h.Document.Metadata["heading"])
+		got = append(got, h.Document.Metadata["file"].Str()+": "+h.Document.Metadata["heading"].Str())
 		found = found || isSlowRunbook(h.Document)
 	}
 	if !found {
@@ -117,7 +117,7 @@ func TestIngestDirRepositoryDocsWithTheModel(t *testing.T) {
 // isSlowRunbook reports whether d is a chunk of operations.md's runbook
 // for a slow service.
 func isSlowRunbook(d *spi.Document) bool {
-	return d != nil && d.Metadata["file"] == "operations.md" && strings.HasSuffix(d.Metadata["heading"], "Runbooks > Everything is slow")
+	return d != nil && d.Metadata["file"].Str() == "operations.md" && strings.HasSuffix(d.Metadata["heading"].Str(), "Runbooks > Everything is slow")
 }
 
 var docsBlock = regexp.MustCompile("(?s)<!-- quickstart:docs -->\\s*```[a-z]*\\n(.*?)\\n```")

@@ -48,7 +48,7 @@ func (s *liveRagd) storedChunks(t *testing.T, source string) map[string]spi.Docu
 	}
 	out := map[string]spi.Document{}
 	err := sc.Scan(context.Background(), func(d spi.Document) error {
-		if d.Metadata["source"] == source {
+		if d.Metadata["source"].Str() == source {
 			out[d.ID] = d
 		}
 		return nil
@@ -101,7 +101,7 @@ func (s *liveRagd) sameChunks(t *testing.T, source string, want map[string]spi.D
 	}
 	for id, w := range want {
 		g := got[id]
-		if g.Title != w.Title || g.Text != w.Text || !maps.Equal(g.Metadata, w.Metadata) {
+		if g.Title != w.Title || g.Text != w.Text || !g.Metadata.Equal(w.Metadata) {
 			t.Fatalf("chunk %s: got %q %q %v, want %q %q %v", id, g.Title, g.Text, g.Metadata, w.Title, w.Text, w.Metadata)
 		}
 	}
@@ -154,8 +154,8 @@ func TestIngestDirFirstRunAndMetadata(t *testing.T) {
 	files := map[string]int{}
 	var install []spi.Document
 	for _, d := range want {
-		files[d.Metadata["file"]]++
-		if d.Metadata["heading"] == "Guide > Install" {
+		files[d.Metadata["file"].Str()]++
+		if d.Metadata["heading"].Str() == "Guide > Install" {
 			install = append(install, d)
 		}
 		if strings.Contains(d.Text, "menu") || strings.Contains(d.Text, "x()") || strings.Contains(d.Text, "not read") {
@@ -168,14 +168,16 @@ func TestIngestDirFirstRunAndMetadata(t *testing.T) {
 	if len(install) < 2 {
 		t.Fatalf("the Install section (4 long paragraphs) made %d chunks, want at least 2", len(install))
 	}
-	slices.SortFunc(install, func(a, b spi.Document) int { return strings.Compare(a.Metadata["chunk"], b.Metadata["chunk"]) })
+	slices.SortFunc(install, func(a, b spi.Document) int {
+		return strings.Compare(a.Metadata["chunk"].Str(), b.Metadata["chunk"].Str())
+	})
 	first := install[0]
-	if first.Title != "Guide > Install" || first.Metadata["format"] != "markdown" || first.Metadata["line"] != "5" ||
+	if first.Title != "Guide > Install" || first.Metadata["format"].Str() != "markdown" || first.Metadata["line"].Str() != "5" ||
 		!strings.HasPrefix(first.ID, "docs:guide.md#") || !strings.HasPrefix(first.Text, "## Install") && !strings.HasPrefix(first.Text, "install") {
 		t.Fatalf("first Install chunk: %+v", first)
 	}
 	for _, d := range want {
-		if d.Metadata["file"] == "site/index.html" && (d.Metadata["heading"] != "Welcome" || d.Metadata["format"] != "html") {
+		if d.Metadata["file"].Str() == "site/index.html" && (d.Metadata["heading"].Str() != "Welcome" || d.Metadata["format"].Str() != "html") {
 			t.Fatalf("HTML chunk: %+v", d)
 		}
 	}
@@ -298,7 +300,7 @@ func (p *dirProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func idsOf(docs map[string]spi.Document, rel string) []string {
 	var ids []string
 	for id, d := range docs {
-		if d.Metadata["file"] == rel {
+		if d.Metadata["file"].Str() == rel {
 			ids = append(ids, id)
 		}
 	}
@@ -370,8 +372,8 @@ func TestIngestDirRerunSendsOnlyWhatChanged(t *testing.T) {
 		if !ok {
 			d = v1[id]
 		}
-		if d.Metadata["heading"] != "Guide > Configure" {
-			t.Fatalf("chunk %s of section %q changed; only Configure did", id, d.Metadata["heading"])
+		if d.Metadata["heading"].Str() != "Guide > Configure" {
+			t.Fatalf("chunk %s of section %q changed; only Configure did", id, d.Metadata["heading"].Str())
 		}
 	}
 	sentAre("changed file", newIDs, goneIDs)
@@ -444,7 +446,7 @@ func TestIngestDirBadFilesFailAloneWithClearErrors(t *testing.T) {
 	srv.sameChunks(t, "docs", want)
 	files := map[string]bool{}
 	for _, d := range want {
-		files[d.Metadata["file"]] = true
+		files[d.Metadata["file"].Str()] = true
 	}
 	for _, f := range []string{"guide.md", "notes.txt", "site/index.html", "sub/faq.md", "bom.md"} {
 		if !files[f] {
@@ -457,7 +459,7 @@ func TestIngestDirBadFilesFailAloneWithClearErrors(t *testing.T) {
 		}
 	}
 	for _, d := range want {
-		if d.Metadata["file"] == "bom.md" && d.Title != "With a byte order mark" {
+		if d.Metadata["file"].Str() == "bom.md" && d.Title != "With a byte order mark" {
 			t.Errorf("bom.md's chunk is titled %q: the byte order mark was not dropped", d.Title)
 		}
 	}

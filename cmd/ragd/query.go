@@ -95,7 +95,7 @@ func newQueryCmd(a *app) *cobra.Command {
 	fl.StringVar(&f.tenant, "tenant", "", "query this tenant's documents (a tenant-bound key sets it)")
 	fl.StringSliceVar(&f.sources, "sources", nil, "sources to use, of "+strings.Join(querySources, ", ")+" (default: the server's)")
 	fl.StringVar(&f.fusion, "fusion", "", "fusion: rrf, score or dbsf (default: the server's)")
-	fl.StringArrayVar(&f.filters, "filter", nil, "metadata filter key=value; repeat for more (same key: any value, different keys: all)")
+	fl.StringArrayVar(&f.filters, "filter", nil, "metadata filter key=value, or a JSON filter ({\"page\": {\"$gte\": 3}}, docs/api.md); repeat for more (same key: any value, different keys and JSON filters: all)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the server's JSON answer")
 	cf = addClientFlags(cmd)
 	return cmd
@@ -127,18 +127,26 @@ func (f *queryFlags) query(text string) (retriever.Query, error) {
 	default:
 		return q, usageError{fmt.Errorf("--fusion must be rrf, score or dbsf, got %q", f.fusion)}
 	}
+	strs := map[string][]string{}
+	var parts []spi.Filter
 	for _, kv := range f.filters {
+		if strings.HasPrefix(strings.TrimSpace(kv), "{") {
+			jf, err := spi.ParseFilter([]byte(kv))
+			if err != nil {
+				return q, usageError{fmt.Errorf("--filter: %w", err)}
+			}
+			parts = append(parts, jf)
+			continue
+		}
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || strings.TrimSpace(k) == "" {
-			return q, usageError{fmt.Errorf("--filter %q is not key=value", kv)}
+			return q, usageError{fmt.Errorf("--filter %q is neither key=value nor a JSON filter", kv)}
 		}
-		if q.Filter == nil {
-			q.Filter = spi.Filter{}
-		}
-		if !slices.Contains(q.Filter[k], v) {
-			q.Filter[k] = append(q.Filter[k], v)
+		if !slices.Contains(strs[k], v) {
+			strs[k] = append(strs[k], v)
 		}
 	}
+	q.Filter = spi.And(append([]spi.Filter{spi.StringFilter(strs)}, parts...)...)
 	return q, nil
 }
 

@@ -17,10 +17,10 @@ import (
 func loadCorpus(t *testing.T, url string, extra ...string) {
 	t.Helper()
 	file := writeJSONL(t, t.TempDir(), "corpus.jsonl",
-		spi.Document{ID: "bl", Title: "Boundary layer transition on a flat plate", Text: "Transition of the laminar boundary layer to turbulence.", Metadata: map[string]string{"topic": "flow"}},
-		spi.Document{ID: "ht", Title: "Heat transfer in hypersonic flow", Text: "Stagnation point heat transfer measured in a shock tube.", Metadata: map[string]string{"topic": "heat"}},
-		spi.Document{ID: "wf", Title: "Wing flutter", Text: "Flutter of swept wings at transonic speeds.", Metadata: map[string]string{"topic": "structures"}},
-		spi.Document{ID: "sw", Title: "Shock waves and boundary layers", Text: "Interaction of an oblique shock wave with a turbulent boundary layer.", Metadata: map[string]string{"topic": "flow"}},
+		spi.Document{ID: "bl", Title: "Boundary layer transition on a flat plate", Text: "Transition of the laminar boundary layer to turbulence.", Metadata: spi.Strings(map[string]string{"topic": "flow"})},
+		spi.Document{ID: "ht", Title: "Heat transfer in hypersonic flow", Text: "Stagnation point heat transfer measured in a shock tube.", Metadata: spi.Strings(map[string]string{"topic": "heat"})},
+		spi.Document{ID: "wf", Title: "Wing flutter", Text: "Flutter of swept wings at transonic speeds.", Metadata: spi.Strings(map[string]string{"topic": "structures"})},
+		spi.Document{ID: "sw", Title: "Shock waves and boundary layers", Text: "Interaction of an oblique shock wave with a turbulent boundary layer.", Metadata: spi.Strings(map[string]string{"topic": "flow"})},
 	)
 	// Queries follow at once: wait for the keyword and graph stores.
 	args := append([]string{"ingest", file, "--server", url, "--wait", "30s"}, extra...)
@@ -80,6 +80,26 @@ func TestQueryExplainFilterFusion(t *testing.T) {
 	if !regexp.MustCompile(`keyword: rank \d+, raw score [\d.]+, contribution [\d.]+`).MatchString(stdout) ||
 		!strings.Contains(stdout, "vector: rank") || !strings.Contains(stdout, "fusion score") {
 		t.Fatalf("explain or fusion missing:\n%s", stdout)
+	}
+}
+
+// A JSON filter of the filter language, ANDed with a key=value one.
+func TestQueryJSONFilter(t *testing.T) {
+	srv := startTestRagd(t, nil)
+	loadCorpus(t, srv.URL)
+	code, stdout, stderr := runRagd(t, "query", "boundary layer", "--server", srv.URL, "--sources", "keyword",
+		"--filter", `{"topic": {"$in": ["flow", "heat"]}, "$not": {"topic": "heat"}}`)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	ids := hitIDs(stdout)
+	if len(ids) != 2 || strings.Join(ids, ",") != "bl,sw" && strings.Join(ids, ",") != "sw,bl" {
+		t.Fatalf("JSON filter topic in (flow, heat), not heat: hits %v, want bl and sw:\n%s", ids, stdout)
+	}
+	code, stdout, _ = runRagd(t, "query", "boundary layer", "--server", srv.URL, "--sources", "keyword",
+		"--filter", `{"topic": {"$exists": true}}`, "--filter", "topic=nothing")
+	if code != 0 || len(hitIDs(stdout)) != 0 {
+		t.Fatalf("JSON filter AND topic=nothing: exit %d, hits %v, want none", code, hitIDs(stdout))
 	}
 }
 
@@ -225,13 +245,14 @@ func TestQueryServerErrors(t *testing.T) {
 
 func TestQueryUsageErrors(t *testing.T) {
 	for name, args := range map[string][]string{
-		"no text":        {"query"},
-		"two texts":      {"query", "a", "b"},
-		"blank text":     {"query", "  "},
-		"unknown source": {"query", "x", "--sources", "vector,sql"},
-		"bad fusion":     {"query", "x", "--fusion", "max"},
-		"bad filter":     {"query", "x", "--filter", "novalue"},
-		"zero limit":     {"query", "x", "--limit", "0"},
+		"no text":         {"query"},
+		"two texts":       {"query", "a", "b"},
+		"blank text":      {"query", "  "},
+		"unknown source":  {"query", "x", "--sources", "vector,sql"},
+		"bad fusion":      {"query", "x", "--fusion", "max"},
+		"bad filter":      {"query", "x", "--filter", "novalue"},
+		"bad JSON filter": {"query", "x", "--filter", `{"topic": {"$regex": "f"}}`},
+		"zero limit":      {"query", "x", "--limit", "0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if code, _, stderr := runRagd(t, args...); code != exitUsage {

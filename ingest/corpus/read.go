@@ -227,9 +227,9 @@ func parseLine(line []byte, format Format) (spi.Document, error) {
 				continue
 			}
 			if doc.Metadata == nil {
-				doc.Metadata = make(map[string]string, len(b.Metadata))
+				doc.Metadata = make(spi.Metadata, len(b.Metadata))
 			}
-			doc.Metadata[k] = v
+			doc.Metadata[k] = spi.String(v)
 		}
 		return doc, nil
 	default:

@@ -34,7 +34,7 @@ func TestReadJSONL(t *testing.T) {
 
 {"id":"b","txt":"typo"}
 not json
-{"id":"c","metadata":{"n":1}}
+{"id":"c","metadata":5}
 {"id":"d"}`
 	items := readAll(strings.NewReader(in), corpus.ReadOptions{Format: corpus.FormatJSONL})
 	if len(items) != 5 {
@@ -44,7 +44,7 @@ not json
 	if a.err != nil || a.line.Number != 1 || a.line.Offset != 0 {
 		t.Fatalf("first item = %+v", a)
 	}
-	want := spi.Document{ID: "a", Title: "T", Text: "x", Metadata: map[string]string{"lang": "en"}, Vector: []float32{1, 2},
+	want := spi.Document{ID: "a", Title: "T", Text: "x", Metadata: spi.Strings(map[string]string{"lang": "en"}), Vector: []float32{1, 2},
 		Entities: []string{"e"}, Links: []string{"b"}, UpdatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	if fmt.Sprintf("%+v", a.line.Doc) != fmt.Sprintf("%+v", want) {
 		t.Fatalf("doc = %+v\nwant %+v", a.line.Doc, want)
@@ -80,7 +80,7 @@ func TestReadBEIRAndAuto(t *testing.T) {
 		if d.ID != "1" || d.Title != "t1" || d.Text != "body" {
 			t.Fatalf("doc = %+v", d)
 		}
-		wantMD := map[string]string{"url": "http://x", "year": "1968", "tags": `["a","b"]`}
+		wantMD := spi.Strings(map[string]string{"url": "http://x", "year": "1968", "tags": `["a","b"]`})
 		if fmt.Sprint(d.Metadata) != fmt.Sprint(wantMD) {
 			t.Fatalf("metadata = %v, want %v", d.Metadata, wantMD)
 		}
@@ -306,7 +306,7 @@ func TestReadIsAsStrictAsTheAPI(t *testing.T) {
 		{corpus.FormatJSONL, `{"id":"a","text":"x","metadata":{"k":"1","k":"2"}}`, `"metadata.k" appears twice`},
 		{corpus.FormatJSONL, `{"id":"a","Text":"x"}`, `field names are case-sensitive`},
 		{corpus.FormatJSONL, `{"id":"a\ud800","text":"x"}`, `lone surrogate`},
-		{corpus.FormatJSONL, `{"id":"a","metadata":{"n":1}}`, `metadata.n: got number, want a string`},
+		{corpus.FormatJSONL, `{"id":"a","metadata":[1]}`, `metadata: got array, want an object`},
 		{corpus.FormatJSONL, `{"id":"a","text":"x"} {}`, `unexpected data after the JSON object`},
 		// Parses, but is the year 10000 in UTC: no store keeps it, and the
 		// client could not even encode the batch holding it.
@@ -339,14 +339,13 @@ func TestReadIsAsStrictAsTheAPI(t *testing.T) {
 // words them, strictjson).
 func TestReadTypeErrorsArePlain(t *testing.T) {
 	for line, want := range map[string]string{
-		`{"id":"a","metadata":{"lang":1}}`: `metadata.lang: got number, want a string`,
-		`{"id":"a","metadata":[1]}`:        `metadata: got array, want an object`,
-		`{"id":5}`:                         `id: got number, want a string`,
-		`{"id":"a","vector":[1,"x"]}`:      `vector[1]: got string, want a finite 32-bit number`,
-		`{"id":"a","vector":[1e300]}`:      `vector[0]: a number out of range`,
-		`{"id":"a","links":"b"}`:           `links: got string, want an array of strings`,
-		`[1]`:                              `the line must be a JSON object, got array`,
-		`{"id":"a","txt":"x"}`:             `unknown field "txt"`,
+		`{"id":"a","metadata":[1]}`:   `metadata: got array, want an object`,
+		`{"id":5}`:                    `id: got number, want a string`,
+		`{"id":"a","vector":[1,"x"]}`: `vector[1]: got string, want a finite 32-bit number`,
+		`{"id":"a","vector":[1e300]}`: `vector[0]: a number out of range`,
+		`{"id":"a","links":"b"}`:      `links: got string, want an array of strings`,
+		`[1]`:                         `the line must be a JSON object, got array`,
+		`{"id":"a","txt":"x"}`:        `unknown field "txt"`,
 	} {
 		items := readAll(strings.NewReader(line), corpus.ReadOptions{Format: corpus.FormatJSONL})
 		if len(items) != 1 || items[0].err == nil {

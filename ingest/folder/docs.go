@@ -173,7 +173,7 @@ func (c *Chunker) Documents(f File, content []byte) ([]spi.Document, error) {
 			Tenant:   c.Tenant,
 			Title:    ch.Title,
 			Text:     ch.Text,
-			Metadata: meta,
+			Metadata: spi.Strings(meta),
 		})
 	}
 	return docs, nil

@@ -133,7 +133,7 @@ func docsOf(t *testing.T, c *Chunker, rel, content string) []spi.Document {
 func idsByHeading(docs []spi.Document) map[string][]string {
 	out := map[string][]string{}
 	for _, d := range docs {
-		out[d.Metadata[KeyHeading]] = append(out[d.Metadata[KeyHeading]], d.ID)
+		out[d.Metadata[KeyHeading].Str()] = append(out[d.Metadata[KeyHeading].Str()], d.ID)
 	}
 	return out
 }
@@ -176,8 +176,8 @@ func TestChunkIDs(t *testing.T) {
 	// A path too long for an id is replaced by its hash.
 	long := strings.Repeat("d/", 150) + "f.md"
 	for _, d := range docsOf(t, c, long, v1) {
-		if err := spi.ValidateName(d.ID, spi.MaxNameBytes); err != nil || strings.Contains(d.ID, "d/d/") || d.Metadata[KeyFile] != long {
-			t.Fatalf("long path: id %q (%v), file %q", d.ID, err, d.Metadata[KeyFile])
+		if err := spi.ValidateName(d.ID, spi.MaxNameBytes); err != nil || strings.Contains(d.ID, "d/d/") || d.Metadata[KeyFile].Str() != long {
+			t.Fatalf("long path: id %q (%v), file %q", d.ID, err, d.Metadata[KeyFile].Str())
 		}
 	}
 	// Paths are NFC: "é" composed and decomposed is one file.

@@ -147,7 +147,7 @@ func (s *logSuite) testUnchanged(t *testing.T) {
 	if n := len(changes(t, st, 0)); n != 1 {
 		t.Fatalf("identical upsert appended: %d entries, want 1", n)
 	}
-	d.Metadata = map[string]string{"k": "v"}
+	d.Metadata = spi.Strings(map[string]string{"k": "v"})
 	if o := commit(t, st, up(d))[0]; !o.Changed || o.Version <= first.Version {
 		t.Fatalf("changed upsert = %+v, want a new version", o)
 	}

@@ -2,10 +2,12 @@ package spitest
 
 import (
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"sort"
 	"strings"
@@ -85,7 +87,7 @@ type graphFixture struct {
 func newGraphFixture(t *testing.T, h GraphHarness) *graphFixture {
 	t.Helper()
 	var b [5]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	if _, err := crand.Read(b[:]); err != nil {
 		t.Fatal(err)
 	}
 	g := &graphFixture{t: t, s: h.Open(t), ns: "z" + hex.EncodeToString(b[:]), ids: map[string]bool{}}
@@ -142,10 +144,14 @@ type gdoc struct {
 	ents       []string
 	links      []string
 	meta       map[string]string
+	typed      spi.Metadata // when set, the metadata instead of meta
 }
 
 func (g *graphFixture) doc(d gdoc) spi.Document {
-	out := spi.Document{ID: g.id(d.id), Tenant: g.tenant(d.tenant), Title: "title " + d.id, Text: "text of " + d.id, Metadata: d.meta}
+	out := spi.Document{ID: g.id(d.id), Tenant: g.tenant(d.tenant), Title: "title " + d.id, Text: "text of " + d.id, Metadata: spi.Strings(d.meta)}
+	if d.typed != nil {
+		out.Metadata = d.typed
+	}
 	for _, e := range d.ents {
 		out.Entities = append(out.Entities, g.ent(e))
 	}
@@ -184,7 +190,7 @@ type scored struct {
 
 func (g *graphFixture) expand(seeds []string, hops, limit int, tenant string) []spi.Ref {
 	g.t.Helper()
-	return g.expandFiltered(seeds, hops, limit, tenant, nil)
+	return g.expandFiltered(seeds, hops, limit, tenant, spi.Filter{})
 }
 
 func (g *graphFixture) expandFiltered(seeds []string, hops, limit int, tenant string, f spi.Filter) []spi.Ref {
@@ -265,7 +271,7 @@ func (g *graphFixture) expandGraph() {
 		{id: "z", tenant: "T", ents: []string{"zz"}},
 	}
 	for i := range ds {
-		ds[i].meta = expandGraphMeta[ds[i].id]
+		ds[i].typed = expandGraphTyped(ds[i].id)
 	}
 	g.upsert(ds...)
 }
@@ -280,6 +286,13 @@ var expandGraphMeta = map[string]map[string]string{
 	"j": {"lang": "de", "doc.type": "paper", "topic": "flow"},
 	"k": {"lang": "en"},
 	"m": {"lang": "de"},
+}
+
+// expandGraphTyped is a document's expandGraphMeta with the typed values
+// of TypedMetadata (the same for the same id).
+func expandGraphTyped(id string) spi.Metadata {
+	n := int(id[0]) * 7
+	return TypedMetadata(rand.New(rand.NewPCG(uint64(n), 9)), n, spi.Strings(expandGraphMeta[id]))
 }
 
 func graphExpandRanking(t *testing.T, h GraphHarness) {
@@ -348,7 +361,7 @@ func graphExpandFilter(t *testing.T, h GraphHarness) {
 	g := newGraphFixture(t, h)
 	g.expandGraph()
 	src := spi.SourceGraphExpand
-	en, de := spi.Filter{"lang": {"en"}}, spi.Filter{"lang": {"de"}}
+	en, de := spi.StringFilter(map[string][]string{"lang": {"en"}}), spi.StringFilter(map[string][]string{"lang": {"de"}})
 	// Unfiltered, hops 2: c 3, b 2, h 1, then j 2, i 1 (see graphExpandRanking).
 	g.wantRefs("en, hops 1", g.expandFiltered([]string{"a"}, 1, 10, "T", en), []scored{one("h", 1)}, src)
 	// i is reached through c, which fails the filter: its paths still count.
@@ -360,14 +373,14 @@ func graphExpandFilter(t *testing.T, h GraphHarness) {
 	g.wantRefs("en, limit 1", g.expandFiltered([]string{"a"}, 2, 1, "T", en), []scored{one("h", 1)}, src)
 	g.wantRefs("de, limit 2", g.expandFiltered([]string{"a"}, 2, 2, "T", de), []scored{one("c", 3), one("b", 2)}, src)
 	// No distance-1 document matches; j is reached through b and c anyway.
-	g.wantRefs("only at distance 2", g.expandFiltered([]string{"a"}, 2, 1, "T", spi.Filter{"topic": {"flow"}}), []scored{two("j", 2)}, src)
-	g.wantRefs("only at distance 2, hops 1", g.expandFiltered([]string{"a"}, 1, 10, "T", spi.Filter{"topic": {"flow"}}), nil, src)
-	g.wantRefs("any of", g.expandFiltered([]string{"a"}, 2, 10, "T", spi.Filter{"lang": {"en", "de"}}),
+	g.wantRefs("only at distance 2", g.expandFiltered([]string{"a"}, 2, 1, "T", spi.StringFilter(map[string][]string{"topic": {"flow"}})), []scored{two("j", 2)}, src)
+	g.wantRefs("only at distance 2, hops 1", g.expandFiltered([]string{"a"}, 1, 10, "T", spi.StringFilter(map[string][]string{"topic": {"flow"}})), nil, src)
+	g.wantRefs("any of", g.expandFiltered([]string{"a"}, 2, 10, "T", spi.StringFilter(map[string][]string{"lang": {"en", "de"}})),
 		[]scored{one("c", 3), one("b", 2), one("h", 1), two("j", 2), two("i", 1)}, src)
-	g.wantRefs("and", g.expandFiltered([]string{"a"}, 2, 10, "T", spi.Filter{"lang": {"de"}, "doc.type": {"paper"}}),
+	g.wantRefs("and", g.expandFiltered([]string{"a"}, 2, 10, "T", spi.StringFilter(map[string][]string{"lang": {"de"}, "doc.type": {"paper"}})),
 		[]scored{one("b", 2), two("j", 2)}, src)
-	g.wantRefs("missing key", g.expandFiltered([]string{"a"}, 2, 10, "T", spi.Filter{"nokey": {"x"}}), nil, src)
-	g.wantRefs("no value matches", g.expandFiltered([]string{"a"}, 2, 10, "T", spi.Filter{"lang": {"fr"}}), nil, src)
+	g.wantRefs("missing key", g.expandFiltered([]string{"a"}, 2, 10, "T", spi.StringFilter(map[string][]string{"nokey": {"x"}})), nil, src)
+	g.wantRefs("no value matches", g.expandFiltered([]string{"a"}, 2, 10, "T", spi.StringFilter(map[string][]string{"lang": {"fr"}})), nil, src)
 	// The tenant still bounds every document on a path: m matches "de" but
 	// is reached only through k of tenant U.
 	g.wantRefs("de, no tenant", g.expandFiltered([]string{"a"}, 2, 10, "", de),
@@ -379,14 +392,19 @@ func graphExpandFilter(t *testing.T, h GraphHarness) {
 	}
 	// In general: the filtered result is the unfiltered ranking without the
 	// documents failing the filter, cut at the limit.
-	for _, f := range []spi.Filter{en, de, {"doc.type": {"paper"}}, {"lang": {"en"}, "doc.type": {"paper"}}, {"topic": {"flow", "x"}}} {
+	fs := []spi.Filter{en, de}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 40 {
+		fs = append(fs, RandomFilter(r)) // typed filters on typed metadata
+	}
+	for _, f := range append(fs, spi.StringFilter(map[string][]string{"doc.type": {"paper"}}), spi.StringFilter(map[string][]string{"lang": {"en"}, "doc.type": {"paper"}}), spi.StringFilter(map[string][]string{"topic": {"flow", "x"}})) {
 		for _, tenant := range []string{"T", ""} {
 			for _, hops := range []int{1, 2} {
 				all := g.expand([]string{"a", "i"}, hops, 100, tenant)
 				var kept []scored
 				for _, r := range all {
 					short := strings.TrimPrefix(r.ID, g.ns+"-")
-					if f.Match(expandGraphMeta[short]) {
+					if f.Match(expandGraphTyped(short)) {
 						kept = append(kept, scored{short, r.Score})
 					}
 				}
@@ -398,14 +416,14 @@ func graphExpandFilter(t *testing.T, h GraphHarness) {
 			}
 		}
 	}
-	many := spi.Filter{}
-	for i := 0; i <= spi.MaxFilterKeys; i++ {
+	many := map[string][]string{}
+	for i := 0; i <= spi.MaxFilterConditions; i++ {
 		many[fmt.Sprint("k", i)] = []string{"v"}
 	}
-	for _, f := range []spi.Filter{{"": {"en"}}, {"lang": nil}, {"lang": {}}, many} {
+	for _, f := range []spi.Filter{spi.StringFilter(map[string][]string{"": {"en"}}), spi.StringFilter(map[string][]string{"lang": nil}), spi.StringFilter(many)} {
 		_, err := g.s.Expand(context.Background(), g.idsOf("a"), spi.ExpandOptions{Hops: 1, Limit: 5, Filter: f})
 		if !errors.Is(err, spi.ErrInvalidQuery) {
-			t.Errorf("Expand(filter with %d keys %v) = %v, want ErrInvalidQuery", len(f), f.Keys(), err)
+			t.Errorf("Expand(filter %v) = %v, want ErrInvalidQuery", f.Keys(), err)
 		}
 	}
 }
@@ -614,15 +632,42 @@ func graphMatch(t *testing.T, h GraphHarness) {
 	match("one term", spi.KeywordRequest{Text: g.word("plate"), K: 10, Tenant: T}, []scored{{"s", 1}})
 	lucene := fmt.Sprintf(`%s && (%s] "%s ~*^:\ title:(`, g.word("boundary"), g.word("layer"), g.word("flow"))
 	match("query syntax is plain text", spi.KeywordRequest{Text: lucene, K: 10, Tenant: T}, []scored{{"p", 4}, {"r", 3}, {"q", 2}})
-	match("filter", spi.KeywordRequest{Text: q, K: 10, Tenant: T, Filter: spi.Filter{"lang": {"de"}}}, []scored{{"q", 2}})
-	match("filter any of", spi.KeywordRequest{Text: q, K: 10, Tenant: T, Filter: spi.Filter{"lang": {"en", "de"}}}, []scored{{"p", 4}, {"r", 3}, {"q", 2}})
-	match("filter and", spi.KeywordRequest{Text: q, K: 10, Tenant: T, Filter: spi.Filter{"lang": {"en"}, "kind": {"paper"}}}, []scored{{"r", 3}})
-	match("filter missing key", spi.KeywordRequest{Text: q, K: 10, Tenant: T, Filter: spi.Filter{"nokey": {"x"}}}, nil)
+	match("filter", spi.KeywordRequest{Text: q, K: 10, Tenant: T, Filter: spi.StringFilter(map[string][]string{"lang": {"de"}})}, []scored{{"q", 2}})
+	match("filter any of", spi.KeywordRequest{Text: q, K: 10, Tenant: T, Filter: spi.StringFilter(map[string][]string{"lang": {"en", "de"}})}, []scored{{"p", 4}, {"r", 3}, {"q", 2}})
+	match("filter and", spi.KeywordRequest{Text: q, K: 10, Tenant: T, Filter: spi.StringFilter(map[string][]string{"lang": {"en"}, "kind": {"paper"}})}, []scored{{"r", 3}})
+	match("filter missing key", spi.KeywordRequest{Text: q, K: 10, Tenant: T, Filter: spi.StringFilter(map[string][]string{"nokey": {"x"}})}, nil)
+	// Typed filters: typed metadata on the same documents, random filters;
+	// the answer is the unfiltered ranking without the documents failing
+	// the filter (spi.Filter.Match).
+	typed := map[string]spi.Metadata{}
+	var ds []gdoc
+	for i, d := range []gdoc{
+		{id: "p", tenant: "T", ents: []string{"boundary layer", "layer flow"}, meta: map[string]string{"lang": "en"}},
+		{id: "q", tenant: "T", ents: []string{"boundary layer"}, meta: map[string]string{"lang": "de"}},
+		{id: "r", tenant: "T", ents: []string{"layer flow", "boundary"}, meta: map[string]string{"lang": "en", "kind": "paper"}},
+	} {
+		d.typed = TypedMetadata(rand.New(rand.NewPCG(uint64(i), 3)), i*17+3, spi.Strings(d.meta))
+		typed[d.id] = d.typed
+		ds = append(ds, d)
+	}
+	g.upsert(ds...)
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 40 {
+		f := RandomFilter(r)
+		var want []scored
+		for _, w := range []scored{{"p", 4}, {"r", 3}, {"q", 2}} {
+			if f.Match(typed[w.id]) {
+				want = append(want, w)
+			}
+		}
+		raw, _ := json.Marshal(f)
+		match(fmt.Sprintf("typed filter %s", raw), spi.KeywordRequest{Text: q, K: 10, Tenant: T, Filter: f}, want)
+	}
 	match("unknown word", spi.KeywordRequest{Text: g.word("unknown"), K: 10, Tenant: T}, nil)
 	if _, err := g.s.MatchEntities(ctx, spi.KeywordRequest{Text: q, K: 0}); !errors.Is(err, spi.ErrInvalidQuery) {
 		t.Fatalf("K=0: %v, want ErrInvalidQuery", err)
 	}
-	if _, err := g.s.MatchEntities(ctx, spi.KeywordRequest{Text: q, K: 1, Filter: spi.Filter{"lang": nil}}); !errors.Is(err, spi.ErrInvalidQuery) {
+	if _, err := g.s.MatchEntities(ctx, spi.KeywordRequest{Text: q, K: 1, Filter: spi.StringFilter(map[string][]string{"lang": nil})}); !errors.Is(err, spi.ErrInvalidQuery) {
 		t.Fatalf("bad filter: %v, want ErrInvalidQuery", err)
 	}
 }
@@ -643,7 +688,7 @@ func graphNothingToSearch(t *testing.T, h GraphHarness) {
 	nothing := []spi.KeywordRequest{
 		{Text: "", K: 10, Tenant: T},
 		{Text: ` "(:)* `, K: 10, Tenant: T},
-		{Text: "!!!", K: 10, Filter: spi.Filter{"lang": {"en"}}},
+		{Text: "!!!", K: 10, Filter: spi.StringFilter(map[string][]string{"lang": {"en"}})},
 	}
 	check := func(when string) {
 		t.Helper()

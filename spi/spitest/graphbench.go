@@ -121,9 +121,9 @@ func BenchGraph(b *testing.B, open func(b *testing.B) GraphStore, prefix string)
 	docs, queries := CranfieldGraph(b, dir, tenant)
 	for i := range docs {
 		docs[i].ID = prefix + docs[i].ID
-		docs[i].Metadata = map[string]string{"third": fmt.Sprint(i % 3)}
+		docs[i].Metadata = spi.Strings(map[string]string{"third": fmt.Sprint(i % 3)})
 	}
-	third := spi.Filter{"third": {"0"}}
+	third := spi.StringFilter(map[string][]string{"third": {"0"}})
 	ctx := context.Background()
 	ingest := func(s GraphStore) {
 		for i := 0; i < len(docs); i += 200 {
@@ -182,7 +182,7 @@ func BenchGraph(b *testing.B, open func(b *testing.B) GraphStore, prefix string)
 			limit  int
 			filter spi.Filter
 			name   string
-		}{{10, nil, ""}, {100, nil, ""}, {100, third, "/filter=third"}} {
+		}{{10, spi.Filter{}, ""}, {100, spi.Filter{}, ""}, {100, third, "/filter=third"}} {
 			b.Run(fmt.Sprintf("expand/hops=%d/limit=%d%s", hops, c.limit, c.name), func(b *testing.B) {
 				latency(b, func(i int) int {
 					refs, err := s.Expand(ctx, []string{docs[(i*37)%len(docs)].ID}, spi.ExpandOptions{Hops: hops, Limit: c.limit, Tenant: tenant, Filter: c.filter})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -163,7 +162,7 @@ func KeywordFiller(n int) []spi.Document {
 			Tenant:   fmt.Sprintf("t%d", i%3),
 			Title:    words[i%len(words)] + " " + words[(i+5)%len(words)],
 			Text:     strings.Join(text, " "),
-			Metadata: map[string]string{"kind": fmt.Sprintf("k%d", i%4)},
+			Metadata: spi.Strings(map[string]string{"kind": fmt.Sprintf("k%d", i%4)}),
 		}
 	}
 	return docs
@@ -179,9 +178,9 @@ func keywordHandMade() []spi.Document {
 		{ID: "tie-b", Tenant: "t0", Title: "identical", Text: "propeller slipstream measurements"},
 		{ID: "tie-a", Tenant: "t0", Title: "identical", Text: "propeller slipstream measurements"},
 		{ID: "stop", Tenant: "t0", Title: "the the", Text: "the of and the of and to be or not to be"},
-		{ID: "w-en", Tenant: "t1", Title: "widget", Text: "widget manual", Metadata: map[string]string{"lang": "en", "year": "2024-01-01"}},
-		{ID: "w-de", Tenant: "t1", Title: "widget", Text: "widget handbuch", Metadata: map[string]string{"lang": "de", "year": "2023"}},
-		{ID: "w-fr", Tenant: "t1", Title: "widget", Text: "widget manuel", Metadata: map[string]string{"lang": "fr", "a.b": "dotted", "2:x": "y"}},
+		{ID: "w-en", Tenant: "t1", Title: "widget", Text: "widget manual", Metadata: spi.Strings(map[string]string{"lang": "en", "year": "2024-01-01"})},
+		{ID: "w-de", Tenant: "t1", Title: "widget", Text: "widget handbuch", Metadata: spi.Strings(map[string]string{"lang": "de", "year": "2023"})},
+		{ID: "w-fr", Tenant: "t1", Title: "widget", Text: "widget manuel", Metadata: spi.Strings(map[string]string{"lang": "fr", "a.b": "dotted", "2:x": "y"})},
 		{ID: "w-none", Tenant: "t1", Title: "widget", Text: "widget"},
 	}
 }
@@ -259,16 +258,16 @@ func (s *keywordSuite) testFilters(t *testing.T) {
 		filter spi.Filter
 		want   []string
 	}{
-		{"no filter", "", nil, []string{"w-de", "w-en", "w-fr", "w-none"}},
-		{"one key, two values", "", spi.Filter{"lang": {"en", "de"}}, []string{"w-de", "w-en"}},
-		{"two keys AND", "", spi.Filter{"lang": {"en", "de"}, "year": {"2024-01-01"}}, []string{"w-en"}},
-		{"date-like value is a plain string", "", spi.Filter{"year": {"2023"}}, []string{"w-de"}},
-		{"values are exact", "", spi.Filter{"lang": {"EN", "e"}}, nil},
-		{"unknown key", "", spi.Filter{"colour": {"red"}}, nil},
-		{"dotted key", "", spi.Filter{"a.b": {"dotted"}}, []string{"w-fr"}},
-		{"key and value cannot be mixed up", "", spi.Filter{"2": {"x=y"}}, nil},
-		{"tenant and filter", "t1", spi.Filter{"lang": {"fr"}}, []string{"w-fr"}},
-		{"other tenant", "t0", spi.Filter{"lang": {"fr"}}, nil},
+		{"no filter", "", spi.Filter{}, []string{"w-de", "w-en", "w-fr", "w-none"}},
+		{"one key, two values", "", spi.StringFilter(map[string][]string{"lang": {"en", "de"}}), []string{"w-de", "w-en"}},
+		{"two keys AND", "", spi.StringFilter(map[string][]string{"lang": {"en", "de"}, "year": {"2024-01-01"}}), []string{"w-en"}},
+		{"date-like value is a plain string", "", spi.StringFilter(map[string][]string{"year": {"2023"}}), []string{"w-de"}},
+		{"values are exact", "", spi.StringFilter(map[string][]string{"lang": {"EN", "e"}}), nil},
+		{"unknown key", "", spi.StringFilter(map[string][]string{"colour": {"red"}}), nil},
+		{"dotted key", "", spi.StringFilter(map[string][]string{"a.b": {"dotted"}}), []string{"w-fr"}},
+		{"key and value cannot be mixed up", "", spi.StringFilter(map[string][]string{"2": {"x=y"}}), nil},
+		{"tenant and filter", "t1", spi.StringFilter(map[string][]string{"lang": {"fr"}}), []string{"w-fr"}},
+		{"other tenant", "t0", spi.StringFilter(map[string][]string{"lang": {"fr"}}), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -282,7 +281,7 @@ func (s *keywordSuite) testFilters(t *testing.T) {
 	t.Run("filters do not change scores", func(t *testing.T) {
 		for _, tenant := range []string{"", "t1"} {
 			all := k.search(t, spi.KeywordRequest{Text: "widget manual", Tenant: tenant})
-			one := k.search(t, spi.KeywordRequest{Text: "widget manual", Tenant: tenant, Filter: spi.Filter{"lang": {"en"}}})
+			one := k.search(t, spi.KeywordRequest{Text: "widget manual", Tenant: tenant, Filter: spi.StringFilter(map[string][]string{"lang": {"en"}})})
 			if len(one) != 1 || all[0].ID != "w-en" || one[0] != all[0] {
 				t.Fatalf("tenant %q: filtered %v, unfiltered top %v", tenant, one, all[0])
 			}
@@ -385,8 +384,8 @@ func (s *keywordSuite) testInvalid(t *testing.T) {
 		{Text: "alpha", K: 0},
 		{Text: "alpha", K: -1},
 		{Text: "alpha", K: 51},
-		{Text: "alpha", K: 5, Filter: spi.Filter{"": {"v"}}},
-		{Text: "alpha", K: 5, Filter: spi.Filter{"k": {}}},
+		{Text: "alpha", K: 5, Filter: spi.StringFilter(map[string][]string{"": {"v"}})},
+		{Text: "alpha", K: 5, Filter: spi.StringFilter(map[string][]string{"k": {}})},
 	} {
 		if _, err := k.Retrieve(context.Background(), req); !errors.Is(err, spi.ErrInvalidQuery) {
 			t.Errorf("Retrieve(K %d filter %v) err = %v, want ErrInvalidQuery", req.K, req.Filter, err)
@@ -412,7 +411,7 @@ func (s *keywordSuite) testHydrate(t *testing.T) {
 	at := time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)
 	long := strings.Repeat("x", 600) // longer than some stores' own ids
 	in := []spi.Document{
-		{ID: "h1", Tenant: "ta", Title: "one", Text: "first text", Metadata: map[string]string{"k": "v", "a.b": "c"}, UpdatedAt: at},
+		{ID: "h1", Tenant: "ta", Title: "one", Text: "first text", Metadata: spi.Strings(map[string]string{"k": "v", "a.b": "c"}), UpdatedAt: at},
 		{ID: "h2", Title: "two", Text: "second text"},
 		{ID: long, Tenant: "tb", Title: "long", Text: "a long id"},
 		{ID: "~h3", Tenant: "tb", Title: "tilde", Text: "tilde id"},
@@ -432,7 +431,7 @@ func (s *keywordSuite) testHydrate(t *testing.T) {
 	for i, d := range docs {
 		w := want[i]
 		if d.ID != w.ID || d.Tenant != w.Tenant || d.Title != w.Title || d.Text != w.Text ||
-			!maps.Equal(d.Metadata, w.Metadata) || !d.UpdatedAt.Equal(w.UpdatedAt) {
+			!d.Metadata.Equal(w.Metadata) || !d.UpdatedAt.Equal(w.UpdatedAt) {
 			t.Fatalf("document %d = %+v, want %+v", i, d, w)
 		}
 	}
@@ -525,7 +524,7 @@ func (s *keywordSuite) testContext(t *testing.T) {
 // without and with a filter both match.
 func (s *keywordSuite) testWriteWhileSearch(t *testing.T) {
 	k := s.open(t, KeywordOptions{})
-	md := map[string]string{"lang": "en"}
+	md := spi.Metadata{"lang": spi.String("en")}
 	k.put(t, KeywordFiller(20)...)
 	k.put(t, spi.Document{ID: "a", Tenant: "w", Title: "note", Text: "quasar quasar survey", Metadata: md})
 	k.put(t, spi.Document{ID: "b", Tenant: "w", Title: "note", Text: "quasar survey of the sky", Metadata: md})
@@ -541,7 +540,7 @@ func (s *keywordSuite) testWriteWhileSearch(t *testing.T) {
 			kk := 1 + r%2
 			req := spi.KeywordRequest{Text: "quasar", K: kk, Tenant: "w"}
 			if r >= 2 {
-				req.Filter = spi.Filter{"lang": {"en"}}
+				req.Filter = spi.StringFilter(map[string][]string{"lang": {"en"}})
 			}
 			for ctx.Err() == nil {
 				refs, err := k.Retrieve(ctx, req)

@@ -2,6 +2,7 @@ package spitest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -276,15 +277,16 @@ func newCorpus(n, dim int, seed uint64) *corpus {
 			Tenant: fmt.Sprintf("t%d", i%3),
 			Title:  fmt.Sprintf("title %d", i),
 			Text:   fmt.Sprintf("text of document %d with ünïcode", i),
-			Metadata: map[string]string{
+			Metadata: spi.Strings(map[string]string{
 				"lang": langs[r.IntN(len(langs))],
 				"kind": kinds[r.IntN(len(kinds))],
-			},
+			}),
 			Vector: randVec(r, dim),
 		}
 		if i%20 == 7 {
-			d.Metadata["rare"] = "yes" // 5%
+			d.Metadata["rare"] = spi.String("yes") // 5%
 		}
+		d.Metadata = TypedMetadata(r, i, d.Metadata)
 		if i%2 == 0 {
 			d.Entities = []string{"entity " + fmt.Sprint(i%7), "entity x"}
 			d.Links = []string{fmt.Sprintf("doc-%04d", (i+1)%n)}
@@ -425,23 +427,40 @@ func (s *vectorSuite) testCorpusDistance(t *testing.T, dist string) {
 		run("plain", spi.VectorRequest{Vector: q, K: 10}, 10)
 		run("k=1", spi.VectorRequest{Vector: q, K: 1}, 1)
 		run("k=50", spi.VectorRequest{Vector: q, K: 50}, 45)
-		run("or filter", spi.VectorRequest{Vector: q, K: 10, Filter: spi.Filter{"lang": {"en", "de"}}}, 10)
-		run("and filter", spi.VectorRequest{Vector: q, K: 10, Filter: spi.Filter{"lang": {"en"}, "kind": {"paper", "book"}}}, 10)
+		run("or filter", spi.VectorRequest{Vector: q, K: 10, Filter: spi.StringFilter(map[string][]string{"lang": {"en", "de"}})}, 10)
+		run("and filter", spi.VectorRequest{Vector: q, K: 10, Filter: spi.StringFilter(map[string][]string{"lang": {"en"}, "kind": {"paper", "book"}})}, 10)
 		// 15 of 300 documents carry rare=yes: the filtered query must still fill k.
-		run("rare filter", spi.VectorRequest{Vector: q, K: 10, Filter: spi.Filter{"rare": {"yes"}}}, 10)
+		run("rare filter", spi.VectorRequest{Vector: q, K: 10, Filter: spi.StringFilter(map[string][]string{"rare": {"yes"}})}, 10)
 		tenant := fmt.Sprintf("t%d", i%3)
 		run("tenant", spi.VectorRequest{Vector: q, K: 10, Tenant: tenant}, 10)
-		run("tenant+filter", spi.VectorRequest{Vector: q, K: 5, Tenant: tenant, Filter: spi.Filter{"kind": {"note"}}}, 5)
+		run("tenant+filter", spi.VectorRequest{Vector: q, K: 5, Tenant: tenant, Filter: spi.StringFilter(map[string][]string{"kind": {"note"}})}, 5)
 	}
 	q := randVec(r, dim)
-	if got := retrieve(t, st, spi.VectorRequest{Vector: q, K: 10, Filter: spi.Filter{"absent": {"x"}}}); len(got) != 0 {
+	if got := retrieve(t, st, spi.VectorRequest{Vector: q, K: 10, Filter: spi.StringFilter(map[string][]string{"absent": {"x"}})}); len(got) != 0 {
 		t.Errorf("filter on an absent key returned %v", ids(got))
 	}
-	if got := retrieve(t, st, spi.VectorRequest{Vector: q, K: 10, Filter: spi.Filter{"lang": {"xx"}}}); len(got) != 0 {
+	if got := retrieve(t, st, spi.VectorRequest{Vector: q, K: 10, Filter: spi.StringFilter(map[string][]string{"lang": {"xx"}})}); len(got) != 0 {
 		t.Errorf("filter on an absent value returned %v", ids(got))
 	}
 	if got := retrieve(t, st, spi.VectorRequest{Vector: q, K: 10, Tenant: "nobody"}); len(got) != 0 {
 		t.Errorf("unknown tenant returned %v", ids(got))
+	}
+	// Typed filters: selective (about 5 %), half the corpus, ranges over
+	// numbers and times, and random expressions, each checked against
+	// spi.Filter.Match by brute force (check).
+	for range 5 {
+		q := randVec(r, dim)
+		run("5% range", spi.VectorRequest{Vector: q, K: 10, Filter: spi.And(spi.Gte("page", spi.Int(10)), spi.Lt("page", spi.Float(12.5)))}, 0)
+		run("50% bool", spi.VectorRequest{Vector: q, K: 10, Filter: spi.Eq("public", spi.Bool(true))}, 0)
+		run("time range", spi.VectorRequest{Vector: q, K: 10, Filter: spi.Lt("published", spi.MustTime(typedBase.Add(30*time.Hour)))}, 0)
+		run("list item", spi.VectorRequest{Vector: q, K: 10, Filter: spi.Eq("tags", spi.String("a"))}, 0)
+		run("ne", spi.VectorRequest{Vector: q, K: 10, Filter: spi.Ne("page", spi.Int(3))}, 0)
+	}
+	for range 60 {
+		q := randVec(r, dim)
+		f := RandomFilter(r)
+		raw, _ := json.Marshal(f)
+		run(fmt.Sprintf("random filter %s", raw), spi.VectorRequest{Vector: q, K: 10, Filter: f}, 0)
 	}
 	// k beyond the tenant's size returns exactly its documents.
 	big := spi.VectorRequest{Vector: q, K: 500, Tenant: "t1"}
@@ -513,7 +532,7 @@ func sameDoc(t *testing.T, got, want spi.Document) {
 	if got.ID != want.ID || got.Tenant != want.Tenant || got.Title != want.Title || got.Text != want.Text {
 		t.Errorf("%s: got tenant/title/text %q/%q/%q, want %q/%q/%q", want.ID, got.Tenant, got.Title, got.Text, want.Tenant, want.Title, want.Text)
 	}
-	if !mapsEqual(got.Metadata, want.Metadata) {
+	if !got.Metadata.Equal(want.Metadata) {
 		t.Errorf("%s: metadata %v, want %v", want.ID, got.Metadata, want.Metadata)
 	}
 	if !slices.Equal(got.Vector, want.Vector) {
@@ -527,18 +546,6 @@ func sameDoc(t *testing.T, got, want spi.Document) {
 	}
 }
 
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
 func (s *vectorSuite) testUpsertReplaces(t *testing.T) {
 	const dim = 8
 	c := newCorpus(100, dim, 4)
@@ -547,14 +554,14 @@ func (s *vectorSuite) testUpsertReplaces(t *testing.T) {
 	target := c.docs[17]
 	q := pad(dim, 0, 0, 0, 0, 0, 0, 0, 1)
 	repl := spi.Document{ID: target.ID, Tenant: "t9", Title: "replaced", Vector: q,
-		Metadata: map[string]string{"lang": "la"}}
+		Metadata: spi.Strings(map[string]string{"lang": "la"})}
 	upsert(t, st, []spi.Document{repl})
 
 	refs := retrieve(t, st, spi.VectorRequest{Vector: q, K: 1})
 	if len(refs) != 1 || refs[0].ID != target.ID || math.Abs(refs[0].Score-1) > 1e-4 {
 		t.Fatalf("after replace, nearest to the new vector = %+v, want %s with score 1", refs, target.ID)
 	}
-	if got := retrieve(t, st, spi.VectorRequest{Vector: q, K: 5, Filter: spi.Filter{"lang": {"la"}}, Tenant: "t9"}); !slices.Equal(ids(got), []string{target.ID}) {
+	if got := retrieve(t, st, spi.VectorRequest{Vector: q, K: 5, Filter: spi.StringFilter(map[string][]string{"lang": {"la"}}), Tenant: "t9"}); !slices.Equal(ids(got), []string{target.ID}) {
 		t.Errorf("new tenant+metadata filter returned %v", ids(got))
 	}
 	if got := retrieve(t, st, spi.VectorRequest{Vector: target.Vector, K: 100, Tenant: target.Tenant}); slices.Contains(ids(got), target.ID) {
@@ -630,8 +637,8 @@ func (s *vectorSuite) testInvalid(t *testing.T) {
 		"k=0":            {Vector: good, K: 0},
 		"k<0":            {Vector: good, K: -1},
 		"k absurd":       {Vector: good, K: 1 << 40},
-		"empty key":      {Vector: good, K: 5, Filter: spi.Filter{"": {"x"}}},
-		"key, no values": {Vector: good, K: 5, Filter: spi.Filter{"lang": {}}},
+		"empty key":      {Vector: good, K: 5, Filter: spi.StringFilter(map[string][]string{"": {"x"}})},
+		"key, no values": {Vector: good, K: 5, Filter: spi.StringFilter(map[string][]string{"lang": {}})},
 	}
 	for name, req := range queries {
 		if _, err := st.Retrieve(context.Background(), req); !errors.Is(err, spi.ErrInvalidQuery) {
@@ -793,7 +800,7 @@ func (s *vectorSuite) testWriteWhileSearch(t *testing.T) {
 	const dim = 8
 	st := s.open(t, dim, DistanceCosine)
 	q := pad(dim, 1)
-	md := func() map[string]string { return map[string]string{"lang": "en"} }
+	md := func() spi.Metadata { return spi.Metadata{"lang": spi.String("en")} }
 	b := spi.Document{ID: "b", Tenant: "w", Vector: pad(dim, 0.6, 0.8), Metadata: md()}
 	near := pad(dim, 1, 0.05)
 	far := pad(dim, 0, 0, 1)
@@ -830,7 +837,7 @@ func (s *vectorSuite) testWriteWhileSearch(t *testing.T) {
 			k := r%2 + 1
 			req := spi.VectorRequest{Vector: q, K: k, Tenant: "w"}
 			if r >= 2 {
-				req.Filter = spi.Filter{"lang": {"en"}}
+				req.Filter = spi.StringFilter(map[string][]string{"lang": {"en"}})
 			}
 			for !done.Load() {
 				refs, err := st.Retrieve(ctx, req)
@@ -911,9 +918,9 @@ func (s *vectorSuite) testRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := c.docs[42].Vector
-	before := retrieve(t, st, spi.VectorRequest{Vector: q, K: 10, Filter: spi.Filter{"lang": {"en", "fr"}}})
+	before := retrieve(t, st, spi.VectorRequest{Vector: q, K: 10, Filter: spi.StringFilter(map[string][]string{"lang": {"en", "fr"}})})
 	st = s.h.Reopen(t, st)
-	after := retrieve(t, st, spi.VectorRequest{Vector: q, K: 10, Filter: spi.Filter{"lang": {"en", "fr"}}})
+	after := retrieve(t, st, spi.VectorRequest{Vector: q, K: 10, Filter: spi.StringFilter(map[string][]string{"lang": {"en", "fr"}})})
 	if !slices.Equal(ids(before), ids(after)) {
 		t.Errorf("after reopen: %v, before: %v", ids(after), ids(before))
 	}

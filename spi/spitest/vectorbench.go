@@ -23,7 +23,7 @@ func CranfieldVectors(tb testing.TB) (docs []spi.Document, queries [][]float32) 
 	var texts, qtexts []string
 	readJSONL(tb, filepath.Join(dir, "corpus.jsonl"), func(r map[string]string) {
 		docs = append(docs, spi.Document{ID: r["_id"], Title: r["title"], Text: r["text"],
-			Metadata: map[string]string{"corpus": "cranfield"}})
+			Metadata: spi.Strings(map[string]string{"corpus": "cranfield"})})
 		texts = append(texts, r["title"]+". "+r["text"])
 	})
 	readJSONL(tb, filepath.Join(dir, "queries.jsonl"), func(r map[string]string) { qtexts = append(qtexts, r["text"]) })
@@ -84,11 +84,21 @@ func BenchmarkPercentiles(b *testing.B, lat []time.Duration) {
 //	retrieve/k=N  one Retrieve per op with the 225 query vectors in turn,
 //	              after one untimed warm-up pass: p50/p99 latency in µs, and
 //	              recall@N against an exact scan
+//	filtered/F    the same at k=10 with a typed metadata filter F (every
+//	              document carries "n", an integer i mod 100, and "at", a
+//	              time i mod 100 hours after 2024-01-01): range5pct (n < 5),
+//	              range50pct (n < 50), in5pct (n in 0..4), time5pct (at
+//	              before the 5th hour); recall against an exact scan of the
+//	              matching documents
 //
 // open returns an empty cosine store of the given dimension.
 func BenchVector(b *testing.B, open func(b *testing.B, dim int) VectorStore) {
 	docs, queries := CranfieldVectors(b)
 	dim := len(queries[0])
+	for i := range docs {
+		docs[i].Metadata["n"] = spi.Int(int64(i % 100))
+		docs[i].Metadata["at"] = spi.MustTime(typedBase.Add(time.Duration(i%100) * time.Hour))
+	}
 	ingest := func(b *testing.B, st VectorStore) {
 		for i := 0; i < len(docs); i += 100 {
 			if err := st.Upsert(context.Background(), docs[i:min(i+100, len(docs))]); err != nil {
@@ -149,6 +159,61 @@ func BenchVector(b *testing.B, open func(b *testing.B, dim int) VectorStore) {
 			}
 			BenchmarkPercentiles(b, lat)
 			b.ReportMetric(float64(hits)/float64(want), "recall")
+		})
+	}
+	filters := []struct {
+		name string
+		f    spi.Filter
+	}{
+		{"range5pct", spi.Lt("n", spi.Int(5))},
+		{"range50pct", spi.Lt("n", spi.Int(50))},
+		{"in5pct", spi.In("n", spi.Int(0), spi.Int(1), spi.Int(2), spi.Int(3), spi.Float(4))},
+		{"time5pct", spi.Lt("at", spi.MustTime(typedBase.Add(5*time.Hour)))},
+	}
+	for _, fc := range filters {
+		b.Run("filtered/"+fc.name, func(b *testing.B) {
+			const k = 10
+			st := open(b, dim)
+			ingest(b, st)
+			var matching []spi.Document
+			for _, d := range docs {
+				if fc.f.Match(d.Metadata) {
+					matching = append(matching, d)
+				}
+			}
+			hits, want := 0, 0
+			for _, vec := range queries {
+				refs, err := st.Retrieve(context.Background(), spi.VectorRequest{Vector: vec, K: k, Filter: fc.f})
+				if err != nil {
+					b.Fatal(err)
+				}
+				got := map[string]bool{}
+				for _, r := range refs {
+					got[r.ID] = true
+				}
+				exact := exactCosine(matching, vec, k)
+				for _, id := range exact {
+					if got[id] {
+						hits++
+					}
+				}
+				want += len(exact)
+			}
+			var lat []time.Duration
+			i := 0
+			b.ResetTimer()
+			for b.Loop() {
+				start := time.Now()
+				_, err := st.Retrieve(context.Background(), spi.VectorRequest{Vector: queries[i%len(queries)], K: k, Filter: fc.f})
+				lat = append(lat, time.Since(start))
+				if err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			BenchmarkPercentiles(b, lat)
+			b.ReportMetric(float64(hits)/float64(want), "recall")
+			b.ReportMetric(float64(len(matching))/float64(len(docs)), "selectivity")
 		})
 	}
 }

@@ -37,7 +37,7 @@ type memDoc struct {
 	id     string
 	exists bool
 	tenant string
-	meta   map[string]string
+	meta   spi.Metadata
 	ents   []int32 // entities mentioned, sorted by slot
 	out    []int32 // link targets (which may not exist yet)
 	in     []int32 // link sources
@@ -287,7 +287,7 @@ func (v *view) inTenant(d int32) bool {
 }
 
 func (v *view) matches(d int32) bool {
-	return len(v.filter) == 0 || v.filter.Match(v.g.docs[d].meta)
+	return v.filter.Match(v.g.docs[d].meta)
 }
 
 // degree is the number of the view's tenant's documents mentioning e (of

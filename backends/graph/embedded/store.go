@@ -282,11 +282,11 @@ func (s *Store) run(ctx context.Context, op string, write bool, fn func(*bolt.Tx
 // record is the stored form of a document; entities and links live in
 // their own buckets.
 type record struct {
-	Tenant    string            `json:"tenant,omitempty"`
-	Title     string            `json:"title,omitempty"`
-	Text      string            `json:"text,omitempty"`
-	Metadata  map[string]string `json:"metadata,omitempty"`
-	UpdatedAt time.Time         `json:"updated_at,omitzero"`
+	Tenant    string       `json:"tenant,omitempty"`
+	Title     string       `json:"title,omitempty"`
+	Text      string       `json:"text,omitempty"`
+	Metadata  spi.Metadata `json:"metadata,omitempty"`
+	UpdatedAt time.Time    `json:"updated_at,omitzero"`
 }
 
 func key(a, b string) []byte {
@@ -317,9 +317,9 @@ func seconds(b *bolt.Bucket, a string) []string {
 }
 
 // decodeMetadata reads only a record's metadata, for filter checks.
-func decodeMetadata(v []byte) (map[string]string, error) {
+func decodeMetadata(v []byte) (spi.Metadata, error) {
 	var r struct {
-		Metadata map[string]string `json:"metadata"`
+		Metadata spi.Metadata `json:"metadata"`
 	}
 	if err := json.Unmarshal(v, &r); err != nil {
 		return nil, fmt.Errorf("%w: document record: %v", ErrCorrupt, err)

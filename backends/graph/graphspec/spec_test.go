@@ -259,7 +259,7 @@ func TestExpandFilter(t *testing.T) {
 		}
 	}
 	var calls [][]string
-	for _, f := range []spi.Filter{{"": {"x"}}, {"lang": nil}} {
+	for _, f := range []spi.Filter{spi.StringFilter(map[string][]string{"": {"x"}}), spi.StringFilter(map[string][]string{"lang": nil})} {
 		if _, err := graphspec.Expand(ctx, seeds, spi.ExpandOptions{Hops: 1, Limit: 1, Filter: f}, g.adj(&calls), nil); !errors.Is(err, spi.ErrInvalidQuery) {
 			t.Errorf("Expand(filter %v) = %v, want ErrInvalidQuery", f, err)
 		}
@@ -282,7 +282,7 @@ func TestTopEntitiesAndDocs(t *testing.T) {
 	if _, err := graphspec.ValidateMatch(spi.KeywordRequest{Text: "x", K: 0}); !errors.Is(err, spi.ErrInvalidQuery) {
 		t.Fatalf("K=0: %v", err)
 	}
-	if _, err := graphspec.ValidateMatch(spi.KeywordRequest{Text: "x", K: 1, Filter: spi.Filter{"": {"a"}}}); !errors.Is(err, spi.ErrInvalidQuery) {
+	if _, err := graphspec.ValidateMatch(spi.KeywordRequest{Text: "x", K: 1, Filter: spi.StringFilter(map[string][]string{"": {"a"}})}); !errors.Is(err, spi.ErrInvalidQuery) {
 		t.Fatalf("bad filter: %v", err)
 	}
 }

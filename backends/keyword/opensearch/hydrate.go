@@ -12,13 +12,13 @@ import (
 
 // source is a tenant document as stored (schema.go).
 type source struct {
-	ID        string            `json:"id"`
-	Tenant    string            `json:"tenant"`
-	Title     string            `json:"title"`
-	Text      string            `json:"text"`
-	Meta      []string          `json:"meta,omitempty"`
-	Metadata  map[string]string `json:"metadata,omitempty"`
-	UpdatedAt string            `json:"updated_at,omitempty"`
+	ID        string       `json:"id"`
+	Tenant    string       `json:"tenant"`
+	Title     string       `json:"title"`
+	Text      string       `json:"text"`
+	Meta      []string     `json:"meta,omitempty"`
+	Metadata  spi.Metadata `json:"metadata,omitempty"`
+	UpdatedAt string       `json:"updated_at,omitempty"`
 }
 
 func toSource(d spi.Document) source {

@@ -36,6 +36,11 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.R
 	if err := req.Filter.Validate(); err != nil {
 		return nil, fmt.Errorf("keyword/opensearch: retrieve: %w", err)
 	}
+	if e := req.Filter.Root(); e != nil {
+		if _, err := filterQuery(e); err != nil {
+			return nil, fmt.Errorf("keyword/opensearch: retrieve: %w", err)
+		}
+	}
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, fmt.Errorf("keyword/opensearch: retrieve: %w: empty text", spi.ErrNothingToSearch)
 	}
@@ -89,12 +94,9 @@ func (b *Backend) searchBody(req spi.KeywordRequest) map[string]any {
 		}}
 	}
 	filters := []any{}
-	for _, k := range req.Filter.Keys() {
-		terms := make([]string, len(req.Filter[k]))
-		for i, v := range req.Filter[k] {
-			terms[i] = metaTerm(k, v)
-		}
-		filters = append(filters, map[string]any{"terms": map[string]any{"meta": terms}})
+	if e := req.Filter.Root(); e != nil {
+		fq, _ := filterQuery(e) // Retrieve refused what filterQuery cannot answer
+		filters = append(filters, fq)
 	}
 	q := map[string]any{"bool": map[string]any{"must": []any{match}, "filter": filters}}
 	return map[string]any{

@@ -14,6 +14,8 @@ import (
 	_ "github.com/blevesearch/bleve/v2/analysis/analyzer/standard" // registers "standard"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/registry"
+
+	"github.com/ragd/ragd/spi"
 )
 
 // Indexes and their layout.
@@ -95,12 +97,65 @@ func metaTerm(k, v string) string {
 	return strconv.Itoa(len(k)) + ":" + k + "=" + v
 }
 
-func metaTerms(m map[string]string) []string {
-	out := make([]string, 0, len(m))
+// metaTerms are the meta field's terms of metadata m: per key its
+// presence (metaTerm(k, "\x00")), each string (a list's too) as itself, as
+// before typed metadata, and each other scalar as "\x00" and its
+// spi.Value.EqualityKey, which no string starts with (ingest refuses NUL
+// in metadata), so a string never matches a number.
+func metaTerms(m spi.Metadata) []string {
+	out := make([]string, 0, 2*len(m))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		out = append(out, metaTerm(k, m[k]))
+		out = append(out, metaTerm(k, "\x00"))
+		for _, it := range m[k].Scalars() {
+			out = append(out, metaTerm(k, valueTerm(it)))
+		}
 	}
-	return out
+	return slices.Compact(out)
+}
+
+// valueTerm is the part of a meta term that stands for scalar v.
+func valueTerm(v spi.Value) string {
+	if v.Kind() == spi.KindString {
+		return v.Str()
+	}
+	return "\x00" + v.EqualityKey()
+}
+
+// filterQuery is e as an OpenSearch query over the meta terms: $in a terms
+// query, $exists the presence term, $and/$or/$not bool queries. Ranges
+// are not answered here (the meta field holds terms, not numbers or
+// times): a filter with one wraps spi.ErrInvalidQuery.
+func filterQuery(e *spi.Expr) (map[string]any, error) {
+	switch e.Kind {
+	case spi.ExprAnd, spi.ExprOr:
+		subs := make([]any, len(e.Args))
+		for i, a := range e.Args {
+			q, err := filterQuery(a)
+			if err != nil {
+				return nil, err
+			}
+			subs[i] = q
+		}
+		if e.Kind == spi.ExprAnd {
+			return map[string]any{"bool": map[string]any{"filter": subs}}, nil
+		}
+		return map[string]any{"bool": map[string]any{"should": subs, "minimum_should_match": 1}}, nil
+	case spi.ExprNot:
+		q, err := filterQuery(e.Args[0])
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"bool": map[string]any{"must_not": []any{q}}}, nil
+	case spi.ExprExists:
+		return map[string]any{"terms": map[string]any{"meta": []string{metaTerm(e.Key, "\x00")}}}, nil
+	case spi.ExprIn:
+		terms := make([]string, len(e.Values))
+		for i, v := range e.Values {
+			terms[i] = metaTerm(e.Key, valueTerm(v))
+		}
+		return map[string]any{"terms": map[string]any{"meta": terms}}, nil
+	}
+	return nil, fmt.Errorf("%w: the OpenSearch keyword store does not answer range filters ($gt, $gte, $lt, $lte)", spi.ErrInvalidQuery)
 }
 
 // analyzers maps each supported analyzer name to its OpenSearch

@@ -43,14 +43,14 @@ func (d *annData) vec() []float32 {
 }
 
 // docs makes n new documents in three tenants, with a metadata key of
-// three values and a rarer one.
+// three values, a rarer one and a number of ten values.
 func (d *annData) docs(n int) []spi.Document {
 	out := make([]spi.Document, n)
 	for i := range out {
 		d.next++
-		md := map[string]string{"c": fmt.Sprint(d.r.IntN(3))}
+		md := spi.Metadata{"c": spi.String(fmt.Sprint(d.r.IntN(3))), "n": spi.Int(int64(d.r.IntN(10)))}
 		if d.r.IntN(10) == 0 {
-			md["rare"] = "yes"
+			md["rare"] = spi.String("yes")
 		}
 		out[i] = spi.Document{ID: fmt.Sprintf("d%05d", d.next), Tenant: fmt.Sprint("t", d.r.IntN(3)), Metadata: md, Vector: d.vec()}
 	}
@@ -62,13 +62,17 @@ func annRequests(d *annData, n int) []spi.VectorRequest {
 	var reqs []spi.VectorRequest
 	for i := range n {
 		req := spi.VectorRequest{Vector: d.vec(), K: []int{1, 10, 50}[i%3]}
-		switch i % 4 {
+		switch i % 6 {
 		case 1:
 			req.Tenant = "t1"
 		case 2:
-			req.Filter = spi.Filter{"c": {"0", "2"}}
+			req.Filter = spi.StringFilter(map[string][]string{"c": {"0", "2"}})
 		case 3:
-			req.Tenant, req.Filter = "t2", spi.Filter{"rare": {"yes"}}
+			req.Tenant, req.Filter = "t2", spi.StringFilter(map[string][]string{"rare": {"yes"}})
+		case 4:
+			req.Filter = spi.And(spi.Gte("n", spi.Int(3)), spi.Ne("c", spi.String("1")))
+		case 5:
+			req.Tenant, req.Filter = "t0", spi.Or(spi.Lt("n", spi.Float(1.5)), spi.Exists("rare"))
 		}
 		reqs = append(reqs, req)
 	}
@@ -260,7 +264,7 @@ func TestIVFInstallBetweenCandidatesAndRescore(t *testing.T) {
 	if err := s.Upsert(ctx, d.docs(3000)); err != nil {
 		t.Fatal(err)
 	}
-	req := spi.VectorRequest{Vector: d.vec(), K: 20, Tenant: "t1", Filter: spi.Filter{"c": {"0", "1"}}}
+	req := spi.VectorRequest{Vector: d.vec(), K: 20, Tenant: "t1", Filter: spi.StringFilter(map[string][]string{"c": {"0", "1"}})}
 	want, err := embedded.FullScan(s, req)
 	if err != nil {
 		t.Fatal(err)

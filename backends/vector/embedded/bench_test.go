@@ -55,9 +55,9 @@ func syntheticStore(b *testing.B, n int) string {
 	batch := make([]spi.Document, 0, 2000)
 	for i := range n {
 		d := spi.Document{ID: fmt.Sprintf("d%07d", i), Tenant: fmt.Sprint("t", i%3), Vector: randVec(r, benchDim),
-			Metadata: map[string]string{"lang": "en"}}
+			Metadata: spi.Strings(map[string]string{"lang": "en"})}
 		if i%20 == 0 {
-			d.Metadata["rare"] = "yes"
+			d.Metadata["rare"] = spi.String("yes")
 		}
 		batch = append(batch, d)
 		if len(batch) == cap(batch) || i == n-1 {
@@ -114,7 +114,7 @@ func BenchmarkRetrieve(b *testing.B) {
 					{"k=10", spi.VectorRequest{K: 10}},
 					{"k=100", spi.VectorRequest{K: 100}}, // the retriever's window
 					{"k=10/tenant", spi.VectorRequest{K: 10, Tenant: "t1"}},
-					{"k=10/filter5pct", spi.VectorRequest{K: 10, Filter: spi.Filter{"rare": {"yes"}}}},
+					{"k=10/filter5pct", spi.VectorRequest{K: 10, Filter: spi.StringFilter(map[string][]string{"rare": {"yes"}})}},
 				}
 				for _, c := range cases {
 					b.Run(c.name, func(b *testing.B) {
@@ -212,7 +212,7 @@ func BenchmarkRetrieveBesideWrites(b *testing.B) {
 					for j := range batch {
 						i := w.IntN(n)
 						batch[j] = spi.Document{ID: fmt.Sprintf("d%07d", i), Tenant: fmt.Sprint("t", i%3),
-							Vector: randVec(w, benchDim), Metadata: map[string]string{"lang": "en"}}
+							Vector: randVec(w, benchDim), Metadata: spi.Strings(map[string]string{"lang": "en"})}
 					}
 					if err := s.Upsert(context.Background(), batch); err != nil {
 						b.Error(err)
@@ -355,10 +355,10 @@ func benchANN(b *testing.B, s *embedded.Synth, n int) {
 		{"tenant50", spi.VectorRequest{Tenant: "t0"}},
 		{"tenant5", spi.VectorRequest{Tenant: "t3"}},
 		{"tenant1", spi.VectorRequest{Tenant: "t4"}},
-		{"half50", spi.VectorRequest{Filter: spi.Filter{"half": {"yes"}}}},
-		{"rare5", spi.VectorRequest{Filter: spi.Filter{"rare": {"yes"}}}},
-		{"topic5", spi.VectorRequest{Filter: spi.Filter{"topic": {"k3"}}}},
-		{"tenant50+half50", spi.VectorRequest{Tenant: "t0", Filter: spi.Filter{"half": {"yes"}}}},
+		{"half50", spi.VectorRequest{Filter: spi.StringFilter(map[string][]string{"half": {"yes"}})}},
+		{"rare5", spi.VectorRequest{Filter: spi.StringFilter(map[string][]string{"rare": {"yes"}})}},
+		{"topic5", spi.VectorRequest{Filter: spi.StringFilter(map[string][]string{"topic": {"k3"}})}},
+		{"tenant50+half50", spi.VectorRequest{Tenant: "t0", Filter: spi.StringFilter(map[string][]string{"half": {"yes"}})}},
 	}
 	if v := os.Getenv("RAG_BENCH_ANN_CASES"); v != "" {
 		cases = slices.DeleteFunc(cases, func(c struct {

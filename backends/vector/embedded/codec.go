@@ -15,12 +15,17 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// The first byte of every record: version 1 records hold their vector,
-// version 2 records name it in the vectors file (vecfile.go). Stores
-// write version 2 and read both.
+// The first byte of every record: version 1 records hold their vector
+// and string metadata values; version 2 records name their vector in the
+// vectors file (vecfile.go), with string metadata values; version 3
+// records name it too, with every metadata value written as its JSON
+// (spi.Value). Stores write version 2 when all of a document's values are
+// strings (readable by the releases before typed values) and 3 otherwise,
+// and read all three.
 const (
-	recordInline = 1
-	recordVid    = 2
+	recordInline   = 1
+	recordVid      = 2
+	recordVidTyped = 3
 )
 
 // A record is
@@ -28,8 +33,9 @@ const (
 //	version byte
 //	uvarint len, tenant
 //	uvarint n, then n × (uvarint len, key, uvarint len, value)   metadata
+//	    (versions 1 and 2: the string; version 3: the value's JSON)
 //	version 1: dim × float32 little-endian                       raw vector
-//	version 2: uvarint vid                                       its entry in the vectors file
+//	versions 2, 3: uvarint vid                                   its entry in the vectors file
 //	JSON body: title, text, entities, links, updated_at
 //
 // The header holds what the in-memory index needs, so Open decodes no JSON.
@@ -57,17 +63,33 @@ func encodeRecord(d *spi.Document) (encodedRecord, error) {
 	if err != nil {
 		return encodedRecord{}, err
 	}
+	version := byte(recordVid)
+	vals := make(map[string]string, len(d.Metadata))
+	for _, v := range d.Metadata {
+		if v.Kind() != spi.KindString {
+			version = recordVidTyped
+		}
+	}
 	n := 1 + 10 + len(d.Tenant) + 10
 	for k, v := range d.Metadata {
-		n += 20 + len(k) + len(v)
+		s := v.Str()
+		if version == recordVidTyped {
+			raw, err := v.MarshalJSON()
+			if err != nil {
+				return encodedRecord{}, err
+			}
+			s = string(raw)
+		}
+		vals[k] = s
+		n += 20 + len(k) + len(s)
 	}
 	buf := make([]byte, 0, n)
-	buf = append(buf, recordVid)
+	buf = append(buf, version)
 	buf = appendString(buf, d.Tenant)
 	buf = binary.AppendUvarint(buf, uint64(len(d.Metadata)))
-	for _, k := range slices.Sorted(maps.Keys(d.Metadata)) {
+	for _, k := range slices.Sorted(maps.Keys(vals)) {
 		buf = appendString(buf, k)
-		buf = appendString(buf, d.Metadata[k])
+		buf = appendString(buf, vals[k])
 	}
 	return encodedRecord{head: buf, body: js}, nil
 }
@@ -117,18 +139,19 @@ func (r *reader) string() string {
 // header is the part of a record the index keeps in memory.
 type header struct {
 	tenant   string
-	metadata map[string]string
-	vid      uint64 // a version 2 record's vector entry; 0 in version 1
+	metadata spi.Metadata
+	vid      uint64 // a version 2 or 3 record's vector entry; 0 in version 1
 	rest     []byte // the JSON body, aliasing the input
 }
 
 // decodeHeader parses a record's header, appending its vector to vec when
-// the record holds it (version 1; version 2 records give h.vid, see
+// the record holds it (version 1; versions 2 and 3 give h.vid, see
 // Store.vector).
 func decodeHeader(rec []byte, dim int, vec []float32) (header, []float32, error) {
-	if len(rec) == 0 || (rec[0] != recordInline && rec[0] != recordVid) {
+	if len(rec) == 0 || rec[0] < recordInline || rec[0] > recordVidTyped {
 		return header{}, vec, fmt.Errorf("unknown record version")
 	}
+	typed, inline := rec[0] == recordVidTyped, rec[0] == recordInline
 	r := &reader{b: rec[1:]}
 	var h header
 	h.tenant = r.string()
@@ -137,19 +160,27 @@ func decodeHeader(rec []byte, dim int, vec []float32) (header, []float32, error)
 		r.err = errShort
 	}
 	if r.err == nil && n > 0 {
-		h.metadata = make(map[string]string, n)
+		h.metadata = make(spi.Metadata, n)
 		for range n {
-			k := r.string()
-			h.metadata[k] = r.string()
+			k, s := r.string(), r.string()
+			if !typed {
+				h.metadata[k] = spi.String(s)
+				continue
+			}
+			var v spi.Value
+			if r.err == nil && (json.Unmarshal([]byte(s), &v) != nil || (spi.Metadata{k: v}).Validate() != nil) {
+				r.err = errors.New("record metadata: not a value")
+			}
+			h.metadata[k] = v
 		}
 	}
-	if r.err == nil && rec[0] == recordVid {
+	if r.err == nil && !inline {
 		if h.vid = r.uvarint(); r.err == nil && h.vid == 0 {
 			r.err = errors.New("record names vector entry 0")
 		}
 		h.rest = r.b
 	}
-	if r.err != nil || rec[0] == recordVid {
+	if r.err != nil || !inline {
 		return h, vec, r.err
 	}
 	if len(r.b) < 4*dim {
@@ -183,7 +214,7 @@ func (s *Store) decodeDocument(g *vecGen, id string, rec []byte) (spi.Document, 
 	}, nil
 }
 
-// vector appends the vector of a version 2 record's header to vec (a
+// vector appends the vector of a version 2 or 3 record's header to vec (a
 // version 1 record's is there already), read from g, the vectors file
 // generation taken with the transaction the record comes from (readTx).
 func (s *Store) vector(g *vecGen, h header, vec []float32) ([]float32, error) {

@@ -345,7 +345,7 @@ func checkModel(t *testing.T, s *Store, model map[string]spi.Document, r *rand.R
 	for i := range 20 {
 		req := spi.VectorRequest{Vector: vfDocs(r, 1, 8, "q")[0].Vector, K: 10}
 		if i%2 == 1 {
-			req.Filter = spi.Filter{"k": {"1"}}
+			req.Filter = spi.StringFilter(map[string][]string{"k": {"1"}})
 		}
 		got, err := s.Retrieve(context.Background(), req)
 		if err != nil {

@@ -41,7 +41,7 @@ func BenchmarkDiskPerDocument(b *testing.B) {
 					for j := range v {
 						v[j] = float32(r.NormFloat64())
 					}
-					batch = append(batch, spi.Document{ID: fmt.Sprintf("doc-%07d", id), Tenant: "t1", Metadata: map[string]string{"lang": "en"},
+					batch = append(batch, spi.Document{ID: fmt.Sprintf("doc-%07d", id), Tenant: "t1", Metadata: spi.Metadata{"lang": spi.String("en")},
 						Title: "a title of some words", Text: strings.Repeat("word ", 100+r.IntN(100)), Vector: v})
 					if len(batch) == 500 || i == n-1 {
 						if err := s.Upsert(context.Background(), batch); err != nil {

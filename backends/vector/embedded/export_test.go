@@ -23,10 +23,9 @@ func FullScan(s *Store, req spi.VectorRequest) ([]spi.Ref, error) {
 	if s.cfg.Distance == Cosine {
 		normalizeInPlace(q)
 	}
-	filter := compileFilter(req.Filter)
 	t := newHits(req.K)
 	err := s.Scan(context.Background(), func(d spi.Document) error {
-		if (req.Tenant != "" && d.Tenant != req.Tenant) || !matchTerms(filter, d.Metadata) {
+		if (req.Tenant != "" && d.Tenant != req.Tenant) || !req.Filter.Match(d.Metadata) {
 			return nil
 		}
 		row := d.Vector
@@ -126,7 +125,7 @@ func CheckIndex(s *Store) error {
 // ExactRetrieve answers req as Retrieve does with the IVF bypassed: the
 // exact search, the reference of the recall figures.
 func ExactRetrieve(s *Store, req spi.VectorRequest) ([]spi.Ref, error) {
-	q := query{k: req.K, filter: compileFilter(req.Filter), l2: s.cfg.Distance == L2,
+	q := query{k: req.K, filter: req.Filter, l2: s.cfg.Distance == L2,
 		anyTen: req.Tenant == "", tenantName: req.Tenant, exact: true}
 	q.vec = append([]float32(nil), req.Vector...)
 	if s.cfg.Distance == Cosine {

@@ -28,7 +28,7 @@ type index struct {
 	normalize   bool
 	ids         []string
 	tenants     []uint32
-	meta        []map[string]string // interned in metas
+	meta        []spi.Metadata // interned in metas
 	metas       metaSet
 	codes       []int8
 	quant       []rowQuant
@@ -43,13 +43,22 @@ type index struct {
 }
 
 func newIndex(dim int, normalize bool) *index {
-	return &index{dim: dim, normalize: normalize, pos: map[string]int{}, post: postings{}, metas: metaSet{},
+	return &index{dim: dim, normalize: normalize, pos: map[string]int{}, post: newPostings(), metas: metaSet{},
 		tenantIDs: map[string]uint32{"": 0}, tenantNames: []string{""}, ann: defaultANN}
 }
 
-// tenantKey is the key of the tenant postings: pair{tenantKey, t} holds
-// the rows of tenant t. Metadata keys cannot hold a NUL byte.
+// tenantKey is the key of the tenant postings: tenantPair(t) holds the
+// rows of tenant t. Metadata keys cannot hold a NUL byte.
 const tenantKey = "\x00tenant"
+
+// tenantPair is the pair of tenant t's postings: t as a string value of
+// key tenantKey, so that tenantExpr(t) selects its rows.
+func tenantPair(t string) pair { return pair{tenantKey, spi.String(t).EqualityKey()} }
+
+// tenantExpr is the expression of tenant t's rows on the postings.
+func tenantExpr(t string) *spi.Expr {
+	return &spi.Expr{Kind: spi.ExprIn, Key: tenantKey, Values: []spi.Value{spi.String(t)}}
+}
 
 func (ix *index) len() int { return len(ix.ids) }
 
@@ -77,7 +86,7 @@ func (ix *index) tenantID(t string) uint32 {
 
 // put inserts or replaces a row: vec's codes are computed (from vec
 // normalised, for cosine) and vec itself is not kept.
-func (ix *index) put(id, tenant string, md map[string]string, vec []float32) {
+func (ix *index) put(id, tenant string, md spi.Metadata, vec []float32) {
 	i, ok := ix.pos[id]
 	nrows := len(ix.ids)
 	if !ok {
@@ -89,26 +98,27 @@ func (ix *index) put(id, tenant string, md map[string]string, vec []float32) {
 		ix.meta = append(ix.meta, nil)
 		ix.codes = append(ix.codes, make([]int8, ix.dim)...)
 		ix.quant = append(ix.quant, rowQuant{})
-		ix.post.add(i, tenantKey, tenant, nrows)
+		ix.post.add(i, tenantPair(tenant), spi.Value{}, nrows)
 		ix.tenants[i] = ix.tenantID(tenant)
 	} else if t := ix.tenantID(tenant); t != ix.tenants[i] {
-		ix.post.del(i, tenantKey, ix.tenantNames[ix.tenants[i]], nrows)
-		ix.post.add(i, tenantKey, tenant, nrows)
+		ix.post.del(i, tenantPair(ix.tenantNames[ix.tenants[i]]), nrows)
+		ix.post.add(i, tenantPair(tenant), spi.Value{}, nrows)
 		ix.tenants[i] = t
 	}
-	old := ix.meta[i]
-	for k, v := range old {
-		if nv, ok := md[k]; !ok || nv != v {
-			ix.post.del(i, k, v, nrows)
+	oldMeta := ix.meta[i]
+	old, now := rowPairs(oldMeta), rowPairs(md)
+	for pk := range old {
+		if _, ok := now[pk]; !ok {
+			ix.post.del(i, pk, nrows)
 		}
 	}
-	for k, v := range md {
-		if ov, ok := old[k]; !ok || ov != v {
-			ix.post.add(i, k, v, nrows)
+	for pk, v := range now {
+		if _, ok := old[pk]; !ok {
+			ix.post.add(i, pk, v, nrows)
 		}
 	}
 	ix.meta[i] = ix.metas.intern(md)
-	ix.metas.release(old)
+	ix.metas.release(oldMeta)
 	if ix.normalize {
 		ix.scratch = append(ix.scratch[:0], vec...)
 		normalizeInPlace(ix.scratch)
@@ -131,11 +141,11 @@ func (ix *index) remove(id string) {
 		return
 	}
 	last := len(ix.ids) - 1
-	for k, v := range ix.meta[i] {
-		ix.post.del(i, k, v, len(ix.ids))
+	for pk := range rowPairs(ix.meta[i]) {
+		ix.post.del(i, pk, len(ix.ids))
 	}
 	ix.metas.release(ix.meta[i])
-	ix.post.del(i, tenantKey, ix.tenantNames[ix.tenants[i]], len(ix.ids))
+	ix.post.del(i, tenantPair(ix.tenantNames[ix.tenants[i]]), len(ix.ids))
 	ivfs := []*ivf{ix.ivf, ix.next}
 	for _, v := range ivfs {
 		if v != nil {
@@ -144,7 +154,7 @@ func (ix *index) remove(id string) {
 	}
 	if i != last {
 		ix.post.move(last, i, ix.meta[last])
-		ix.post[pair{tenantKey, ix.tenantNames[ix.tenants[last]]}].move(last, i)
+		ix.post.m[tenantPair(ix.tenantNames[ix.tenants[last]])].move(last, i)
 		ix.ids[i] = ix.ids[last]
 		ix.tenants[i] = ix.tenants[last]
 		ix.meta[i] = ix.meta[last]
@@ -251,37 +261,25 @@ type query struct {
 	tenant     uint32
 	tenantName string
 	anyTen     bool
-	filter     []term
+	filter     spi.Filter
 	rows       []uint64 // the rows filter matches (candidates sets it)
 	l2         bool
 	exact      bool // scan every eligible row even with an ivf (tests)
 }
 
-// term is one filter key with its accepted values. A compiled filter is
-// spi.Filter.Match without the per-row map iteration.
-type term struct {
-	key  string
-	vals []string
-}
-
-func compileFilter(f spi.Filter) []term {
-	terms := make([]term, 0, len(f))
-	for _, k := range f.Keys() {
-		terms = append(terms, term{key: k, vals: f[k]})
+// eligibleExpr is the expression of the rows q may return on the
+// postings: its filter's, and its tenant's unless it searches them all;
+// nil when every row is eligible.
+func (q *query) eligibleExpr() *spi.Expr {
+	e := q.filter.Root()
+	if q.anyTen {
+		return e
 	}
-	return terms
-}
-
-// matchTerms checks a record's metadata; rescore.go checks each candidate
-// again with it, the scan having taken the matching rows from the
-// postings.
-func matchTerms(terms []term, md map[string]string) bool {
-	for _, t := range terms {
-		if v, ok := md[t.key]; !ok || !slices.Contains(t.vals, v) {
-			return false
-		}
+	t := tenantExpr(q.tenantName)
+	if e == nil {
+		return t
 	}
-	return true
+	return &spi.Expr{Kind: spi.ExprAnd, Args: []*spi.Expr{t, e}}
 }
 
 // minParallelWork is the number of multiply-adds below which a search runs
@@ -301,14 +299,10 @@ const ctxCheckEvery = 4096
 func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]string, error) {
 	n := ix.len()
 	qq := newQuantQuery(q.vec)
-	terms := q.filter
-	if !q.anyTen {
-		terms = append([]term{{key: tenantKey, vals: []string{q.tenantName}}}, terms...)
-	}
 	q.rows = nil
 	eligible := n
-	if len(terms) > 0 {
-		q.rows = ix.post.rows(terms, n)
+	if e := q.eligibleExpr(); e != nil {
+		q.rows = ix.post.rows(e, n)
 		eligible = popcount(q.rows)
 	}
 	if eligible == 0 {

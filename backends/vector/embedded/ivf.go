@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+
+	"github.com/ragd/ragd/spi"
 )
 
 // ivf is an inverted-file index over the rows: nlist centroids, trained by
@@ -231,7 +233,7 @@ func popcount(b []uint64) int {
 type regrouped struct {
 	ids     []string
 	tenants []uint32
-	meta    []map[string]string
+	meta    []spi.Metadata
 	codes   []int8
 	quant   []rowQuant
 	post    postings
@@ -247,10 +249,10 @@ func (ix *index) regroup(v *ivf) *regrouped {
 	g := &regrouped{
 		ids:     make([]string, 0, n),
 		tenants: make([]uint32, 0, n),
-		meta:    make([]map[string]string, 0, n),
+		meta:    make([]spi.Metadata, 0, n),
 		codes:   make([]int8, 0, n*dim),
 		quant:   make([]rowQuant, 0, n),
-		post:    postings{},
+		post:    newPostings(),
 		ivf: &ivf{dim: v.dim, l2: v.l2, cent: v.cent, cs: v.cs, cn2: v.cn2, lists: make([][]int32, len(v.lists)),
 			of: make([]int32, n), at: make([]int32, n), trained: v.trained, cursor: n, wide: v.wide},
 	}
@@ -265,9 +267,9 @@ func (ix *index) regroup(v *ivf) *regrouped {
 			g.meta = append(g.meta, ix.meta[old])
 			g.codes = append(g.codes, ix.codes[int(old)*dim:(int(old)+1)*dim]...)
 			g.quant = append(g.quant, ix.quant[old])
-			g.post.add(r, tenantKey, ix.tenantNames[ix.tenants[old]], n)
-			for k, val := range ix.meta[old] {
-				g.post.add(r, k, val, n)
+			g.post.add(r, tenantPair(ix.tenantNames[ix.tenants[old]]), spi.Value{}, n)
+			for pk, val := range rowPairs(ix.meta[old]) {
+				g.post.add(r, pk, val, n)
 			}
 			ix.pos[ix.ids[old]] = r
 		}

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/ragd/ragd/spi"
 )
 
 // A probe that visits a part of the lists (the default probe, without the
@@ -37,7 +39,7 @@ func TestIVFRecallPartialProbe(t *testing.T) {
 	for i := range n {
 		id := fmt.Sprintf("d%05d", i)
 		v := point()
-		ix.put(id, fmt.Sprint("t", i%3), map[string]string{"c": fmt.Sprint(i % 10)}, v)
+		ix.put(id, fmt.Sprint("t", i%3), spi.Strings(map[string]string{"c": fmt.Sprint(i % 10)}), v)
 		normalizeInPlace(v)
 		vecs[id] = v
 	}
@@ -57,11 +59,11 @@ func TestIVFRecallPartialProbe(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		tenant string
-		filter []term
+		filter spi.Filter
 	}{
-		{"unfiltered", "", nil},
-		{"tenant", "t1", nil},
-		{"filter 30%", "", []term{{key: "c", vals: []string{"1", "4", "7"}}}},
+		{"unfiltered", "", spi.Filter{}},
+		{"tenant", "t1", spi.Filter{}},
+		{"filter 30%", "", spi.In("c", spi.String("1"), spi.String("4"), spi.String("7"))},
 	} {
 		hits, total, seenAll := 0, 0, 0
 		for range 200 {
@@ -86,8 +88,8 @@ func TestIVFRecallPartialProbe(t *testing.T) {
 			// How much of the index the probe visited.
 			eligible := n
 			q.rows = nil
-			if terms := append(ixTenantTerm(q), q.filter...); len(terms) > 0 {
-				q.rows = ix.post.rows(terms, n)
+			if e := q.eligibleExpr(); e != nil {
+				q.rows = ix.post.rows(e, n)
 				eligible = popcount(q.rows)
 			}
 			minLists, need := ix.ann.probe(n, ix.ivf.nlist(), eligible, q.k)
@@ -108,11 +110,4 @@ func TestIVFRecallPartialProbe(t *testing.T) {
 			t.Errorf("%s: the probe visited %.0f rows of %d: not a partial probe, the test proves nothing", c.name, visited, n)
 		}
 	}
-}
-
-func ixTenantTerm(q query) []term {
-	if q.anyTen {
-		return nil
-	}
-	return []term{{key: tenantKey, vals: []string{q.tenantName}}}
 }

@@ -197,7 +197,7 @@ func (s *Store) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResu
 		if len(md) == 0 {
 			md = nil
 		} else {
-			md = cloneMap(md)
+			md = md.Clone()
 		}
 		s.idx.put(d.ID, d.Tenant, md, d.Vector)
 	}

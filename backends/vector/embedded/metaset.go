@@ -5,7 +5,10 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/ragd/ragd/spi"
 )
 
 // metaSet interns the rows' metadata maps: rows with the same metadata
@@ -20,26 +23,45 @@ import (
 type metaSet map[string]*metaEntry
 
 type metaEntry struct {
-	m    map[string]string
+	m    spi.Metadata
 	refs int
 }
 
-// metaKey is md's pairs in key order, each key and value followed by a
-// NUL byte (which neither can hold).
-func metaKey(md map[string]string) string {
+// metaKey is md's pairs in key order, each key followed by a NUL byte
+// (which no key can hold) and its value's metaValueKey: two maps share a
+// key exactly when they hold the same keys with values of the same kinds
+// and the same JSON (3 and 3.0, equal as filters see them, stay apart, so
+// an interned map is the row's metadata as written).
+func metaKey(md spi.Metadata) string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(md)) {
 		b.WriteString(k)
 		b.WriteByte(0)
-		b.WriteString(md[k])
-		b.WriteByte(0)
+		writeValueKey(&b, md[k])
 	}
 	return b.String()
 }
 
+// writeValueKey writes v's kind as a byte, then a list's items each so
+// written and a NUL byte, or a scalar's JSON length and JSON.
+func writeValueKey(b *strings.Builder, v spi.Value) {
+	b.WriteByte(byte(v.Kind()))
+	if v.Kind() == spi.KindList {
+		for _, it := range v.Items() {
+			writeValueKey(b, it)
+		}
+		b.WriteByte(0)
+		return
+	}
+	js := v.String()
+	b.WriteString(strconv.Itoa(len(js)))
+	b.WriteByte(':')
+	b.WriteString(js)
+}
+
 // intern returns the shared map equal to md (md itself when none is),
 // counted once more; nil for an empty md.
-func (s metaSet) intern(md map[string]string) map[string]string {
+func (s metaSet) intern(md spi.Metadata) spi.Metadata {
 	if len(md) == 0 {
 		return nil
 	}
@@ -53,7 +75,7 @@ func (s metaSet) intern(md map[string]string) map[string]string {
 }
 
 // release counts one row fewer holding md, an interned map (or nil).
-func (s metaSet) release(md map[string]string) {
+func (s metaSet) release(md spi.Metadata) {
 	if len(md) == 0 {
 		return
 	}

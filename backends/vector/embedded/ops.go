@@ -29,7 +29,7 @@ func (s *Store) Retrieve(ctx context.Context, req spi.VectorRequest) ([]spi.Ref,
 	if err := s.checkOpen(ctx, "retrieve"); err != nil {
 		return nil, err
 	}
-	q := query{k: req.K, filter: compileFilter(req.Filter), l2: s.cfg.Distance == L2,
+	q := query{k: req.K, filter: req.Filter, l2: s.cfg.Distance == L2,
 		anyTen: req.Tenant == "", tenantName: req.Tenant}
 	q.vec = append([]float32(nil), req.Vector...)
 	if s.cfg.Distance == Cosine {
@@ -216,8 +216,16 @@ func validateDoc(d *spi.Document) error {
 	}
 	bad := func(s string) bool { return !utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0 }
 	check := []string{d.ID, d.Tenant, d.Title, d.Text}
+	if err := d.Metadata.Validate(); err != nil {
+		return fmt.Errorf("%w: document %q: %v", spi.ErrInvalidQuery, d.ID, err)
+	}
 	for k, v := range d.Metadata {
-		check = append(check, k, v)
+		check = append(check, k)
+		for _, it := range v.Scalars() {
+			if it.Kind() == spi.KindString {
+				check = append(check, it.Str())
+			}
+		}
 	}
 	check = append(check, d.Entities...)
 	check = append(check, d.Links...)
@@ -285,14 +293,6 @@ func (s *Store) readErr(op string, err error) error {
 		return fmt.Errorf("vector/embedded: %s: %w: %v", op, spi.ErrUnavailable, err)
 	}
 	return fmt.Errorf("vector/embedded: %s: %w", op, err)
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	c := make(map[string]string, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
 }
 
 // Delete removes documents by id in one durable transaction, through

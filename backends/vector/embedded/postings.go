@@ -3,6 +3,9 @@ package embedded
 import (
 	"math/bits"
 	"slices"
+	"sort"
+
+	"github.com/ragd/ragd/spi"
 )
 
 // pair is one metadata key with one value.
@@ -28,9 +31,10 @@ type pair struct{ key, val string }
 //     posting, and a bitset sized for the larger index would then run past
 //     the filter's (issue 29).
 type posting struct {
-	n    int      // rows in the set
-	rows []int32  // the rows while bits is nil
-	bits []uint64 // bit r is row r; nil while the set is a list
+	val  spi.Value // the scalar of an equality pair (zero for presence)
+	n    int       // rows in the set
+	rows []int32   // the rows while bits is nil
+	bits []uint64  // bit r is row r; nil while the set is a list
 }
 
 // minDense is the fewest rows a bitset posting holds.
@@ -125,62 +129,180 @@ func (p *posting) orInto(dst []uint64) {
 	}
 }
 
-// postings maps each pair held by some row to its rows.
-type postings map[pair]*posting
+// postings indexes rows by metadata: m maps each pair held by some row
+// to its rows, ranged each key to the postings of its numbers and of its
+// times in ascending order (for ranges).
+//
+// The pairs a row holds are rowPairs(its metadata): for each key, the
+// presence pair {key, ""} and one pair {key, v.EqualityKey()} per distinct
+// scalar (a list's items, each once), so that equal values (3 and 3.0)
+// share a posting. Invariant, besides each posting's: m holds exactly the
+// pairs some row holds; ranged[k].nums holds exactly the postings of m
+// with key k whose value is a number, ranged[k].times those whose value
+// is a time, each strictly ascending by value (spi.Compare; two postings
+// of one key never hold equal values, which share an equality key), and
+// ranged has no key without one.
+type postings struct {
+	m      map[pair]*posting
+	ranged map[string]*sortedVals
+}
 
-// add records that row r holds the pair k=v; nrows counts r.
-func (ps postings) add(r int, k, v string, nrows int) {
-	p := ps[pair{k, v}]
+// sortedVals is one key's numeric and time postings in value order.
+type sortedVals struct {
+	nums, times []*posting
+}
+
+func newPostings() postings {
+	return postings{m: map[pair]*posting{}, ranged: map[string]*sortedVals{}}
+}
+
+// slot returns the sorted slice v belongs in (nil for a string or a
+// boolean).
+func (sv *sortedVals) slot(v spi.Value) *[]*posting {
+	switch {
+	case v.IsNumber():
+		return &sv.nums
+	case v.Kind() == spi.KindTime:
+		return &sv.times
+	}
+	return nil
+}
+
+// search returns the index of the first posting of ps whose value is not
+// below v.
+func search(ps []*posting, v spi.Value) int {
+	return sort.Search(len(ps), func(i int) bool {
+		c, _ := spi.Compare(ps[i].val, v)
+		return c >= 0
+	})
+}
+
+// rowPairs returns the pairs metadata md holds, with the scalar each
+// equality pair stands for (a zero Value for the presence pair).
+func rowPairs(md spi.Metadata) map[pair]spi.Value {
+	out := make(map[pair]spi.Value, 2*len(md))
+	for k, v := range md {
+		out[pair{k, ""}] = spi.Value{}
+		for _, it := range v.Scalars() {
+			out[pair{k, it.EqualityKey()}] = it
+		}
+	}
+	return out
+}
+
+// add records that row r holds pair pk, standing for scalar v; nrows
+// counts r.
+func (ps postings) add(r int, pk pair, v spi.Value, nrows int) {
+	p := ps.m[pk]
 	if p == nil {
-		p = &posting{}
-		ps[pair{k, v}] = p
+		p = &posting{val: v}
+		ps.m[pk] = p
+		if pk.val != "" && (v.IsNumber() || v.Kind() == spi.KindTime) {
+			sv := ps.ranged[pk.key]
+			if sv == nil {
+				sv = &sortedVals{}
+				ps.ranged[pk.key] = sv
+			}
+			sl := sv.slot(v)
+			*sl = slices.Insert(*sl, search(*sl, v), p)
+		}
 	}
 	p.add(r, nrows)
 }
 
-// del forgets that row r holds the pair k=v; nrows counts r.
-func (ps postings) del(r int, k, v string, nrows int) {
-	pk := pair{k, v}
-	p := ps[pk]
+// del forgets that row r holds pair pk; nrows counts r.
+func (ps postings) del(r int, pk pair, nrows int) {
+	p := ps.m[pk]
 	p.del(r, nrows)
 	if p.n == 0 {
-		delete(ps, pk)
+		delete(ps.m, pk)
+		if sv := ps.ranged[pk.key]; sv != nil && pk.val != "" {
+			if sl := sv.slot(p.val); sl != nil {
+				i := search(*sl, p.val)
+				*sl = slices.Delete(*sl, i, i+1)
+			}
+			if len(sv.nums) == 0 && len(sv.times) == 0 {
+				delete(ps.ranged, pk.key)
+			}
+		}
 	}
 }
 
 // move renames row from, holding md's pairs, as row to.
-func (ps postings) move(from, to int, md map[string]string) {
-	for k, v := range md {
-		ps[pair{k, v}].move(from, to)
+func (ps postings) move(from, to int, md spi.Metadata) {
+	for pk := range rowPairs(md) {
+		ps.m[pk].move(from, to)
 	}
 }
 
-// rows returns the bitset of the nrows rows matching terms (AND across
-// terms, OR within a term's values).
-func (ps postings) rows(terms []term, nrows int) []uint64 {
+// rows returns the bitset of the nrows rows matching e, evaluated on the
+// postings: $in is the union of its values' postings, a range the union
+// of the postings of the key's values in range (a binary search in the
+// key's sorted numbers or times, then the run on one side of it), $exists the presence posting,
+// $not the complement within the nrows rows.
+func (ps postings) rows(e *spi.Expr, nrows int) []uint64 {
 	words := (nrows + 63) >> 6
 	out := make([]uint64, words)
-	var tmp []uint64
-	for i, t := range terms {
-		dst := out
-		if i > 0 {
-			if tmp == nil {
-				tmp = make([]uint64, words)
-			} else {
-				clear(tmp)
-			}
-			dst = tmp
-		}
-		for _, v := range t.vals {
-			if p := ps[pair{t.key, v}]; p != nil {
-				p.orInto(dst)
-			}
-		}
-		if i > 0 {
+	switch e.Kind {
+	case spi.ExprAnd:
+		fill(out, nrows)
+		for _, a := range e.Args {
+			sub := ps.rows(a, nrows)
 			for w := range out {
-				out[w] &= tmp[w]
+				out[w] &= sub[w]
 			}
+		}
+	case spi.ExprOr:
+		for _, a := range e.Args {
+			sub := ps.rows(a, nrows)
+			for w := range out {
+				out[w] |= sub[w]
+			}
+		}
+	case spi.ExprNot:
+		sub := ps.rows(e.Args[0], nrows)
+		fill(out, nrows)
+		for w := range out {
+			out[w] &^= sub[w]
+		}
+	case spi.ExprExists:
+		if p := ps.m[pair{e.Key, ""}]; p != nil {
+			p.orInto(out)
+		}
+	case spi.ExprIn:
+		for _, v := range e.Values {
+			if p := ps.m[pair{e.Key, v.EqualityKey()}]; p != nil {
+				p.orInto(out)
+			}
+		}
+	case spi.ExprCmp:
+		sv := ps.ranged[e.Key]
+		if sv == nil {
+			break
+		}
+		v := e.Values[0]
+		sl := *sv.slot(v)
+		ge := search(sl, v) // sl[ge:] are ≥ v
+		gt := ge            // sl[gt:] are > v
+		if gt < len(sl) {
+			if c, _ := spi.Compare(sl[gt].val, v); c == 0 {
+				gt++
+			}
+		}
+		run := map[spi.CmpOp][]*posting{spi.OpGt: sl[gt:], spi.OpGte: sl[ge:], spi.OpLt: sl[:ge], spi.OpLte: sl[:gt]}[e.Op]
+		for _, p := range run {
+			p.orInto(out)
 		}
 	}
 	return out
+}
+
+// fill sets the bits of rows 0 to nrows-1.
+func fill(b []uint64, nrows int) {
+	for w := range b {
+		b[w] = ^uint64(0)
+	}
+	if r := nrows & 63; r != 0 {
+		b[len(b)-1] = 1<<r - 1
+	}
 }

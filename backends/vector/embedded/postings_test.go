@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/ragd/ragd/spi"
 )
@@ -31,25 +32,39 @@ func TestIndexFollowsRows(t *testing.T) {
 	const dim = 4
 	r := rand.New(rand.NewPCG(1, 2))
 	ix := newIndex(dim, true)
-	model := map[string]map[string]string{}
+	model := map[string]spi.Metadata{}
 	tenant := map[string]string{}
 	nextID, nextUnique := 0, 0
 	tenants := []string{"", "t1", "t2", "t2", "t2"}
 
-	randMeta := func() map[string]string {
+	randMeta := func() spi.Metadata {
 		if r.IntN(10) == 0 {
 			return nil
 		}
-		md := map[string]string{"c": []string{"a", "b", "c"}[r.IntN(3)], "ver": "1"} // dense postings
+		md := spi.Metadata{"c": spi.String([]string{"a", "b", "c"}[r.IntN(3)]), "ver": spi.String("1")} // dense postings
 		if r.IntN(20) == 0 {
-			md["rare"] = "yes"
+			md["rare"] = spi.String("yes")
 		}
 		if r.IntN(2) == 0 {
-			md["m"] = fmt.Sprint("v", r.IntN(20)) // lists
+			md["m"] = spi.String(fmt.Sprint("v", r.IntN(20))) // lists
 		}
 		if r.IntN(3) == 0 {
 			nextUnique++
-			md["u"] = fmt.Sprint("u", nextUnique) // one row each
+			md["u"] = spi.String(fmt.Sprint("u", nextUnique)) // one row each
+		}
+		// Typed values: numbers (an integral float equals its integer),
+		// a list with repeated items, a time.
+		switch r.IntN(3) {
+		case 0:
+			md["n"] = spi.Int(int64(r.IntN(10)))
+		case 1:
+			md["n"] = spi.Float(float64(r.IntN(20)) / 2)
+		}
+		if r.IntN(2) == 0 {
+			md["l"] = spi.List(spi.Int(int64(r.IntN(3))), spi.String("x"), spi.Int(int64(r.IntN(3))))
+		}
+		if r.IntN(4) == 0 {
+			md["t"] = spi.MustTime(time.Unix(int64(r.IntN(5))*3600, 0))
 		}
 		return md
 	}
@@ -59,7 +74,7 @@ func TestIndexFollowsRows(t *testing.T) {
 		}
 		return tenants[r.IntN(len(tenants))]
 	}
-	put := func(id, ten string, md map[string]string) {
+	put := func(id, ten string, md spi.Metadata) {
 		vec := make([]float32, dim)
 		for i := range vec {
 			vec[i] = float32(r.NormFloat64())
@@ -79,19 +94,32 @@ func TestIndexFollowsRows(t *testing.T) {
 		return ix.ids[r.IntN(len(ix.ids))]
 	}
 	filters := func() []spi.Filter {
-		fs := []spi.Filter{
-			nil, {"c": {"a"}}, {"c": {"b", "c"}}, {"rare": {"yes"}}, {"rare": {"no"}},
+		fs := []spi.Filter{{}} // the empty filter: every row (of the tenant)
+		for _, m := range []map[string][]string{
+			{"c": {"a"}}, {"c": {"b", "c"}}, {"rare": {"yes"}}, {"rare": {"no"}},
 			{"nokey": {"x"}}, {"c": {"a"}, "rare": {"yes"}}, {"c": {"a", "b"}, "m": {"v1", "v2", "v3"}},
 			{"m": {fmt.Sprint("v", r.IntN(21))}}, {"u": {fmt.Sprint("u", r.IntN(nextUnique+2))}},
 			{"c": {"c"}, "m": {"v0", "v19"}, "rare": {"yes"}},
 			{"ver": {"2"}}, {"ver": {"1", "2"}}, {"ver": {"2"}, "c": {"a"}},
+		} {
+			fs = append(fs, spi.StringFilter(m))
 		}
+		ops := []spi.CmpOp{spi.OpGt, spi.OpGte, spi.OpLt, spi.OpLte}
+		fs = append(fs,
+			spi.Eq("n", spi.Int(int64(r.IntN(10)))), spi.Eq("n", spi.Float(float64(r.IntN(20))/2)),
+			spi.Cmp("n", ops[r.IntN(4)], spi.Float(float64(r.IntN(20))/2)),
+			spi.Cmp("l", ops[r.IntN(4)], spi.Int(1)), spi.In("l", spi.String("x")), spi.Eq("l", spi.Int(2)),
+			spi.Cmp("t", ops[r.IntN(4)], spi.MustTime(time.Unix(int64(r.IntN(5))*3600, 0))),
+			spi.Exists("n"), spi.Not(spi.Exists("l")), spi.Ne("c", spi.String("a")),
+			spi.Or(spi.Eq("rare", spi.String("yes")), spi.Lt("n", spi.Int(2))),
+			spi.Not(spi.And(spi.Exists("t"), spi.Gte("n", spi.Int(5)))),
+		)
 		if id := randID(); model[id] != nil {
-			f := spi.Filter{}
+			var parts []spi.Filter
 			for k, v := range model[id] {
-				f[k] = []string{v, "other"}
+				parts = append(parts, spi.In(k, append(v.Scalars(), spi.String("other"))...))
 			}
-			fs = append(fs, f)
+			fs = append(fs, spi.And(parts...))
 		}
 		return fs
 	}
@@ -119,17 +147,17 @@ func TestIndexFollowsRows(t *testing.T) {
 		// Every posting holds exactly the rows carrying its pair.
 		want := map[pair][]int{}
 		for i, id := range ix.ids {
-			for k, v := range model[id] {
-				want[pair{k, v}] = append(want[pair{k, v}], i)
+			for pk := range rowPairs(model[id]) {
+				want[pk] = append(want[pk], i)
 			}
-			tp := pair{tenantKey, tenant[id]}
+			tp := tenantPair(tenant[id])
 			want[tp] = append(want[tp], i)
 		}
-		if len(ix.post) != len(want) {
-			t.Fatalf("%s: %d postings, want %d", step, len(ix.post), len(want))
+		if len(ix.post.m) != len(want) {
+			t.Fatalf("%s: %d postings, want %d", step, len(ix.post.m), len(want))
 		}
 		for pk, rows := range want {
-			p := ix.post[pk]
+			p := ix.post.m[pk]
 			if p == nil {
 				t.Fatalf("%s: no posting for %v", step, pk)
 			}
@@ -149,15 +177,10 @@ func TestIndexFollowsRows(t *testing.T) {
 					matching = append(matching, i)
 				}
 			}
-			terms := compileFilter(f)
-			q := query{vec: make([]float32, dim), k: n + 1, anyTen: anyTen, tenantName: ten, filter: terms}
+			q := query{vec: make([]float32, dim), k: n + 1, anyTen: anyTen, tenantName: ten, filter: f}
 			q.tenant = ix.tenantIDs[ten]
-			all := terms
-			if !anyTen {
-				all = append([]term{{key: tenantKey, vals: []string{ten}}}, terms...)
-			}
-			if len(all) > 0 {
-				q.rows = ix.post.rows(all, n)
+			if e := q.eligibleExpr(); e != nil {
+				q.rows = ix.post.rows(e, n)
 				if got := bitsRows(q.rows); !slices.Equal(got, matching) {
 					t.Fatalf("%s: filter %v tenant %q: rows %v, want %v", step, f, ten, got, matching)
 				}
@@ -254,9 +277,9 @@ func TestIndexFollowsRows(t *testing.T) {
 						id := ix.ids[r.IntN(n/4+1)]
 						md := maps.Clone(model[id])
 						if md == nil {
-							md = map[string]string{}
+							md = spi.Metadata{}
 						}
-						md["ver"] = "2"
+						md["ver"] = spi.String("2")
 						put(id, tenant[id], md)
 					}
 				}
@@ -310,8 +333,8 @@ func TestIndexFollowsRows(t *testing.T) {
 			do("delete", func() { del(randID()) })
 		}
 	}
-	if len(ix.post) != 0 {
-		t.Fatalf("empty index keeps %d postings", len(ix.post))
+	if len(ix.post.m) != 0 || len(ix.post.ranged) != 0 {
+		t.Fatalf("empty index keeps %d postings, %d ranged keys", len(ix.post.m), len(ix.post.ranged))
 	}
 }
 
@@ -373,7 +396,34 @@ func checkIVF(ix *index, v *ivf, nrows, assigned int) error {
 // checkPostings checks the invariant written beside posting (postings.go)
 // for an index of nrows rows.
 func checkPostings(ps postings, nrows int) error {
-	for pk, p := range ps {
+	ranged := 0
+	for pk, p := range ps.m {
+		if pk.val != "" && (p.val.IsNumber() || p.val.Kind() == spi.KindTime) {
+			ranged++
+			sv := ps.ranged[pk.key]
+			if sv == nil || !slices.Contains(*sv.slot(p.val), p) {
+				return fmt.Errorf("posting %v (a number or time) is not in its key's sorted values", pk)
+			}
+		}
+	}
+	n := 0
+	for k, sv := range ps.ranged {
+		if len(sv.nums) == 0 && len(sv.times) == 0 {
+			return fmt.Errorf("ranged keeps key %q without values", k)
+		}
+		for _, sl := range [][]*posting{sv.nums, sv.times} {
+			n += len(sl)
+			for i := 1; i < len(sl); i++ {
+				if c, ok := spi.Compare(sl[i-1].val, sl[i].val); !ok || c >= 0 {
+					return fmt.Errorf("key %q: sorted values %v then %v", k, sl[i-1].val, sl[i].val)
+				}
+			}
+		}
+	}
+	if n != ranged {
+		return fmt.Errorf("ranged holds %d postings, m %d numbers and times", n, ranged)
+	}
+	for pk, p := range ps.m {
 		if p.bits != nil && p.rows != nil {
 			return fmt.Errorf("posting %v holds both a list and a bitset", pk)
 		}
@@ -430,15 +480,15 @@ func bitsRows(b []uint64) []int {
 func TestPostingsTurnDenseAndBack(t *testing.T) {
 	ix := newIndex(2, false)
 	for i := range 700 {
-		ix.put(fmt.Sprint(i), "", map[string]string{"c": fmt.Sprint(i % 3)}, []float32{1, 0})
+		ix.put(fmt.Sprint(i), "", spi.Strings(map[string]string{"c": fmt.Sprint(i % 3)}), []float32{1, 0})
 	}
-	if p := ix.post[pair{"c", "0"}]; p.bits == nil || p.n != 234 {
+	if p := ix.post.m[pair{"c", spi.String("0").EqualityKey()}]; p.bits == nil || p.n != 234 {
 		t.Fatalf("c=0 with 234 of 700 rows: bits %v, n %d", p.bits != nil, p.n)
 	}
 	for i := range 650 {
 		ix.remove(fmt.Sprint(i))
 	}
-	if p := ix.post[pair{"c", "0"}]; p.bits != nil || p.n != 17 || len(p.rows) != 17 {
+	if p := ix.post.m[pair{"c", spi.String("0").EqualityKey()}]; p.bits != nil || p.n != 17 || len(p.rows) != 17 {
 		t.Fatalf("c=0 with 17 of 50 rows: bits %v, n %d, %d listed", p.bits != nil, p.n, len(p.rows))
 	}
 }

@@ -112,7 +112,7 @@ func TestSearchMatchesFullScan(t *testing.T) {
 		docs := make([]spi.Document, n)
 		for i := range docs {
 			docs[i] = spi.Document{ID: fmt.Sprintf("d%04d", i), Tenant: fmt.Sprint("t", i%3),
-				Metadata: map[string]string{"m": fmt.Sprint(i % 4)}, Vector: vec()}
+				Metadata: spi.Strings(map[string]string{"m": fmt.Sprint(i % 4)}), Vector: vec()}
 			if i > 0 && r.IntN(10) == 0 {
 				docs[i].Vector = docs[r.IntN(i)].Vector
 			}
@@ -136,7 +136,7 @@ func TestSearchMatchesFullScan(t *testing.T) {
 			case 1:
 				req.Tenant = "t1"
 			case 2:
-				req.Filter = spi.Filter{"m": {"2", "3"}}
+				req.Filter = spi.StringFilter(map[string][]string{"m": {"2", "3"}})
 			}
 			got, err := s.Retrieve(context.Background(), req)
 			if err != nil {

@@ -35,7 +35,7 @@ func (s *Store) rescore(ctx context.Context, tx *bolt.Tx, g *vecGen, q query, id
 			return nil, fmt.Errorf("vector/embedded: retrieve: %w: record %q: %v", ErrCorrupt, id, err)
 		}
 		vec = v
-		if (!q.anyTen && h.tenant != q.tenantName) || !matchTerms(q.filter, h.metadata) {
+		if (!q.anyTen && h.tenant != q.tenantName) || !q.filter.Match(h.metadata) {
 			continue
 		}
 		var key float32

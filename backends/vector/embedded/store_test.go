@@ -64,7 +64,7 @@ func TestParallelSearchAgrees(t *testing.T) {
 			v[j] = float32(r.NormFloat64())
 		}
 		docs[i] = spi.Document{ID: fmt.Sprintf("d%05d", i), Tenant: fmt.Sprint("t", i%2),
-			Metadata: map[string]string{"m": fmt.Sprint(i % 5)}, Vector: v}
+			Metadata: spi.Strings(map[string]string{"m": fmt.Sprint(i % 5)}), Vector: v}
 	}
 	// Exact duplicates across the split, to check the tie rule when merging.
 	docs[n-1].Vector = docs[0].Vector
@@ -82,7 +82,7 @@ func TestParallelSearchAgrees(t *testing.T) {
 	reqs := []spi.VectorRequest{
 		{Vector: docs[0].Vector, K: 5},
 		{Vector: docs[7].Vector, K: 50, Tenant: "t1"},
-		{Vector: docs[123].Vector, K: 20, Filter: spi.Filter{"m": {"1", "3"}}},
+		{Vector: docs[123].Vector, K: 20, Filter: spi.StringFilter(map[string][]string{"m": {"1", "3"}})},
 	}
 	want := make([][]spi.Ref, len(reqs))
 	for i, req := range reqs {
@@ -359,13 +359,13 @@ func TestFilteredSearchAfterShrink(t *testing.T) {
 	}
 	docs := make([]spi.Document, n)
 	for i := range docs {
-		docs[i] = spi.Document{ID: fmt.Sprintf("d%05d", i), Metadata: map[string]string{"version": "1"}, Vector: vec()}
+		docs[i] = spi.Document{ID: fmt.Sprintf("d%05d", i), Metadata: spi.Strings(map[string]string{"version": "1"}), Vector: vec()}
 	}
 	if err := s.Upsert(ctx, docs); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 400 {
-		docs[i].Metadata = map[string]string{"version": "2"}
+		docs[i].Metadata = spi.Strings(map[string]string{"version": "2"})
 	}
 	if err := s.Upsert(ctx, docs[:400]); err != nil {
 		t.Fatal(err)
@@ -377,7 +377,7 @@ func TestFilteredSearchAfterShrink(t *testing.T) {
 	if err := s.Delete(ctx, gone); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []spi.Filter{{"version": {"2"}}, {"version": {"1", "2"}}, {"version": {"1"}}} {
+	for _, f := range []spi.Filter{spi.StringFilter(map[string][]string{"version": {"2"}}), spi.StringFilter(map[string][]string{"version": {"1", "2"}}), spi.StringFilter(map[string][]string{"version": {"1"}})} {
 		req := spi.VectorRequest{Vector: vec(), K: 10, Filter: f}
 		got, err := s.Retrieve(ctx, req)
 		if err != nil {

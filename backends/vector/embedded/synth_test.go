@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ragd/ragd/internal/vecgen"
+	"github.com/ragd/ragd/spi"
 )
 
 // Synth makes vectors with the structure of real embeddings for the
@@ -184,7 +185,7 @@ func (s *Synth) Point(i int, dst []float32) int {
 // 10%, rare=yes on 5%, vrare=yes on 0.5%, independent of the vector;
 // topic (20 values, 5% each) from Point's top, so correlated with the
 // vector.
-func SynthMeta(i, top int) (string, map[string]string) {
+func SynthMeta(i, top int) (string, spi.Metadata) {
 	h := uint64(i)*0x9e3779b97f4a7c15 + 1
 	h ^= h >> 29
 	pct := int(h % 1000)
@@ -215,5 +216,5 @@ func SynthMeta(i, top int) (string, map[string]string) {
 	if (h>>24)%200 == 0 {
 		md["vrare"] = "yes"
 	}
-	return tenant, md
+	return tenant, spi.Strings(md)
 }
