@@ -147,7 +147,8 @@
 # documents per ingest request). scale servers only: BENCH_WRITERS (8),
 # BENCH_TENANTS (3), BENCH_PG_SHARED_BUFFERS (2GB), BENCH_NEO4J_HEAP (1g),
 # BENCH_NEO4J_PAGECACHE (2g), BENCH_INDEX_MEM_MB (2048: memory
-# for a bulk build of the HNSW index).
+# for a bulk build of the HNSW index). scale only: BENCH_WRITES_ONLY (set:
+# stop after the ingest row, for the write rate alone).
 # replicas only: BENCH_DOCS (0: Cranfield; else synthetic documents, with
 # scale's BENCH_CACHE, BENCH_VECTORS, BENCH_TENANTS), BENCH_WRITE_RATE (200),
 # BENCH_WRITE_BATCH (100), BENCH_WARMUP (10s, both replicas), BENCH_DRAIN_S
@@ -487,6 +488,18 @@ graph_built() {
   done
 }
 
+# ingest_row prints the ingest row of scale's table (the variables scale
+# set: the times t0..t5, the CPU readings, how and dormant).
+ingest_row() {
+  awk -v n="$docs" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t5" -v how="$how" -v servers="$([ "$mode" = servers ] && echo 1)" \
+      -v c0="$c0" -v c2="$c2" -v pg0="$pg0" -v pg2="$pg2" -v neo0="$neo0" -v neo2="$neo2" -v cl="$(awk -v u0="$cu0" -v s0="$cs0" -v u="$cu" -v s="$cs" 'BEGIN{print u+s-u0-s0}')" -v dormant="$dormant" 'BEGIN {
+    printf "| ingest (%s) | %.0f s, %.0f docs/s; every store kept caught up after %.0f s (**%.0f docs/s**)%s", how, b-a, n/(b-a), c-a, n/(c-a), (dormant == "" ? "" : " (" dormant " dormant: nothing reads it)")
+    if (servers) printf "; every row in the HNSW index after %.0f s (%.0f docs/s)", d-a, n/(d-a)
+    printf "; ragd CPU %.0f s (%.2f ms per document), the clients %.0f s", c2-c0, (c2-c0)*1000/n, cl
+    if (servers) printf "; until every store was current PostgreSQL %.0f s (%.2f ms per document), Neo4j %.0f s (%.2f ms per document): %.2f ms of CPU per document in all", pg2-pg0, (pg2-pg0)*1000/n, neo2-neo0, (neo2-neo0)*1000/n, (c2-c0+cl+pg2-pg0+neo2-neo0)*1000/n
+    printf " |\n" }'
+}
+
 scale() {
   local t0 t1 t2 t3 t4 t5 b c0 c2 c3 c4 cu0 cs0 cu cs pg0=0 pg2=0 neo0=0 neo2=0
   echo "== ingesting $corpus" >&2
@@ -507,6 +520,14 @@ scale() {
   if [ "$mode" = servers ]; then
     indexed
     t5=$(date +%s.%N)
+  fi
+  if [ -n "${BENCH_WRITES_ONLY:-}" ]; then
+    local how="${BENCH_WRITERS:-1} concurrent ragd ingest, batches of $batch"
+    [ "$mode" = servers ] && how="${BENCH_WRITERS:-8} concurrent ragd ingest, batches of $batch"
+    echo "## ragd writes: $docs documents, $mode, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo
+    ingest_row
+    return
   fi
   rss_ingest=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
   anon_ingest=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
@@ -596,13 +617,7 @@ scale() {
   echo
   echo "| measure | ragd |"
   echo "|---|---|"
-  awk -v n="$docs" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t5" -v how="$how" -v servers="$([ "$mode" = servers ] && echo 1)" \
-      -v c0="$c0" -v c2="$c2" -v pg0="$pg0" -v pg2="$pg2" -v neo0="$neo0" -v neo2="$neo2" -v cl="$(awk -v u0="$cu0" -v s0="$cs0" -v u="$cu" -v s="$cs" 'BEGIN{print u+s-u0-s0}')" -v dormant="$dormant" 'BEGIN {
-    printf "| ingest (%s) | %.0f s, %.0f docs/s; every store kept caught up after %.0f s (**%.0f docs/s**)%s", how, b-a, n/(b-a), c-a, n/(c-a), (dormant == "" ? "" : " (" dormant " dormant: nothing reads it)")
-    if (servers) printf "; every row in the HNSW index after %.0f s (%.0f docs/s)", d-a, n/(d-a)
-    printf "; ragd CPU %.0f s (%.2f ms per document), the clients %.0f s", c2-c0, (c2-c0)*1000/n, cl
-    if (servers) printf "; until every store was current PostgreSQL %.0f s (%.2f ms per document), Neo4j %.0f s (%.2f ms per document): %.2f ms of CPU per document in all", pg2-pg0, (pg2-pg0)*1000/n, neo2-neo0, (neo2-neo0)*1000/n, (c2-c0+cl+pg2-pg0+neo2-neo0)*1000/n
-    printf " |\n" }'
+  ingest_row
   awk -v a="$t3" -v b="$t4" -v c0="$c3" -v c1="$c4" 'BEGIN {
     printf "| the graph, built when a query first asks for it | answering after %.0f s (ragd CPU %.0f s) |\n", b-a, c1-c0 }'
   row() { grep -F "| $1 |" "$out" | awk -F'|' '{ gsub(/ /, "", $5); gsub(/ /, "", $6); gsub(/ /, "", $4); gsub(/ /, "", $9); gsub(/ /, "", $7); print $5 " / " $6 " ms (" $4 " req/s, " $7 " CPU ms/query, " $9 " partial)" }'; }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -31,6 +33,19 @@ type Backend struct {
 	pending atomic.Int64
 	// leases are the apply leases this process holds or asks for (lease.go).
 	leases leases
+	// head is the change log's head as this process's index steps last
+	// saw it change (index.go, headQuiet).
+	head struct {
+		mu   sync.Mutex
+		seen bool
+		seq  int64
+		at   time.Time
+	}
+	// buildHook and commitHook are for interleaving tests only: called
+	// before a bulk build's CREATE INDEX (with its V) and before a
+	// commit's COMMIT.
+	buildHook  func(v int64)
+	commitHook func()
 }
 
 // Interface guards.

@@ -248,7 +248,7 @@ func TestConcurrentOpen(t *testing.T) {
 func TestFilteredQueryFillsK(t *testing.T) {
 	const n, dim = 2000, 32
 	dsn := withParams(t, testenv.Postgres(t), "enable_seqscan", "off", "enable_bitmapscan", "off")
-	cfg := vector.Config{DSN: dsn, Dimension: dim, HNSW: vector.HNSW{EfSearch: 40}, Index: vector.IndexConfig{RebuildMin: 1}}
+	cfg := vector.Config{DSN: dsn, Dimension: dim, HNSW: vector.HNSW{EfSearch: 40}, Index: vector.IndexConfig{RebuildMin: 1, DeferMax: 1}}
 	b := mustOpen(t, cfg)
 	r := rand.New(rand.NewPCG(1, 2))
 	docs := make([]spi.Document, n)

@@ -232,6 +232,9 @@ func (b *Backend) commitTx(ctx context.Context, batch *pgx.Batch, hasUps, hasDel
 		}
 		return commitErr(ctx, err)
 	}
+	if b.commitHook != nil {
+		b.commitHook()
+	}
 	if err := tx.Commit(ctx); err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) {

@@ -291,6 +291,11 @@ func (f *recallFlags) loadCorpus(ctx context.Context, w io.Writer, dim int) erro
 		if err != nil {
 			return err
 		}
+		if r.Deferred {
+			// The build waits for the log to stand still (Index.Quiet).
+			time.Sleep(vector.DefaultIndexQuiet / 4)
+			continue
+		}
 		if r.Tail == 0 || (!r.Rebuilt && r.Absorbed == 0 && !r.Skipped) {
 			break
 		}
