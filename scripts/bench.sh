@@ -521,6 +521,9 @@ scale() {
     indexed
     t5=$(date +%s.%N)
   fi
+  rss_ingest=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
+  anon_ingest=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
+  dormant=$(health | jq -r '[.log.stores[]? | select(.dormant) | .store] | join(", ")')
   if [ -n "${BENCH_WRITES_ONLY:-}" ]; then
     local how="${BENCH_WRITERS:-1} concurrent ragd ingest, batches of $batch"
     [ "$mode" = servers ] && how="${BENCH_WRITERS:-8} concurrent ragd ingest, batches of $batch"
@@ -529,9 +532,6 @@ scale() {
     ingest_row
     return
   fi
-  rss_ingest=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
-  anon_ingest=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
-  dormant=$(health | jq -r '[.log.stores[]? | select(.dormant) | .store] | join(", ")')
 
   # What each row sends: the sources off in it, and -send (vector: no text).
   off() { jq -nc '{sources: ($ARGS.positional | map({(.): {enabled: false}}) | add)}' --args "$@"; }
