@@ -3,6 +3,7 @@ package vector_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -120,5 +121,51 @@ func waitLeaseFree(t *testing.T, conn *pgx.Conn, name string) {
 			t.Fatalf("the lease %s is still held 10 s after its holder's session ended", name)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestApplyLeaseRace: two replicas ask for the same leases at once (each
+// pair released together from a barrier): exactly one holds each lease,
+// and the winner keeps it at its next check while the loser stays
+// refused.
+func TestApplyLeaseRace(t *testing.T) {
+	ctx := context.Background()
+	dsn := testenv.Postgres(t)
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	reps := []*vector.Backend{
+		mustOpen(t, vector.Config{DSN: dsn, Dimension: 2, Table: "raced", Now: clk.now}),
+		mustOpen(t, vector.Config{DSN: dsn, Dimension: 2, Table: "raced", Now: clk.now}),
+	}
+	for i := range 20 {
+		name := fmt.Sprintf("graph@log%d", i)
+		start := make(chan struct{})
+		held := make([]bool, 2)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for r := range reps {
+			wg.Go(func() {
+				<-start
+				held[r], errs[r] = reps[r].ApplyLease(ctx, name)
+			})
+		}
+		close(start)
+		wg.Wait()
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatalf("%s: %v, %v", name, errs[0], errs[1])
+		}
+		if held[0] == held[1] {
+			t.Fatalf("%s: held %v by both racers; want exactly one", name, held)
+		}
+		winner := 0
+		if held[1] {
+			winner = 1
+		}
+		clk.add(2 * time.Second)
+		for r := range reps {
+			got, err := reps[r].ApplyLease(ctx, name)
+			if err != nil || got != (r == winner) {
+				t.Fatalf("%s at the next check: replica %d holds %v (%v); the winner was %d", name, r, got, err, winner)
+			}
+		}
 	}
 }
