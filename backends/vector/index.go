@@ -63,7 +63,7 @@ const (
 	DefaultIndexInterval = time.Second
 	DefaultIndexGrace    = 30 * time.Second
 	DefaultIndexQuiet    = 2 * time.Second
-	DefaultDeferMax      = 50000
+	DefaultDeferMax      = 20000
 	// indexRefresh is how often a process re-reads which index is current.
 	indexRefresh = time.Second
 )
