@@ -126,9 +126,9 @@ func TestIndexBuildDeferredWhileWriting(t *testing.T) {
 }
 
 // TestCommitDuringBuild interleaves writes with a bulk build at two
-// points, with hooks: a commit between the build reading its V and its
-// CREATE INDEX, and a commit that holds its rows uncommitted while the
-// build reads V and starts. Either way every written row is found by its
+// points, with hooks: a commit (and a derived store's read of the log)
+// between the build reading its V and its CREATE INDEX, and a commit that
+// holds its rows uncommitted while the build reads V and starts. Either way every written row is found by its
 // own vector, rewritten rows never by their old vector, deleted rows not
 // at all, and after the next steps nothing is left outside the index.
 func TestCommitDuringBuild(t *testing.T) {
@@ -196,6 +196,23 @@ func TestCommitDuringBuild(t *testing.T) {
 	}
 	delete(ref, "a050")
 	delete(ref, "a051")
+	// A derived store's apply reads the log while the build waits: every
+	// entry, in order, with its document's current state.
+	changes, err := writer.Changes(ctx, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 127 {
+		t.Fatalf("Changes during the build: %d entries, want 127", len(changes))
+	}
+	for i, c := range changes {
+		if c.Seq != uint64(i+1) {
+			t.Fatalf("entry %d has seq %d", i, c.Seq)
+		}
+	}
+	if last := changes[126]; last.ID != "a051" || last.Doc != nil {
+		t.Fatalf("last entry %+v, want the delete of a051", last)
+	}
 	close(release)
 	wg.Wait()
 	if stepErr != nil || !rep.Rebuilt || rep.V != 100 {
