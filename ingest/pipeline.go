@@ -24,7 +24,7 @@ const (
 	DefaultBatchSize    = 64
 	DefaultEmbedBatch   = 64
 	DefaultRecordName   = spi.SourceVector
-	DefaultApplyBatch   = 256
+	DefaultApplyBatch   = 1000
 	DefaultPoll         = 250 * time.Millisecond
 	DefaultApplyTimeout = 30 * time.Second
 	DefaultRetention    = 7 * 24 * time.Hour
@@ -105,7 +105,11 @@ type Config struct {
 	// Limits bound each document.
 	Limits Limits
 	// ApplyBatch bounds the log entries a derived store applies at once;
-	// default 256.
+	// default 1000 (a store that cannot apply a batch in ApplyTimeout gets
+	// smaller ones, tailer.fit). Against 256, Neo4j spent 0.21 instead of
+	// 0.28 ms of CPU per document (BenchmarkApplyChanges), and a servers
+	// bulk load reached every store current sooner (README, "Writes in
+	// servers mode").
 	ApplyBatch int
 	// Poll is how often a derived store looks for entries appended by other
 	// processes (replicas); this pipeline's own writes wake it at once.
