@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/backends/keyword/opensearch"
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/embedder/vcache"
@@ -332,7 +333,11 @@ func (a *App) wirePipeline() error {
 		// Neo4j is one store for every replica: the replica holding its
 		// apply lease applies the log to it, the others follow.
 		_, shared := st.store.(*lazyGraph)
-		pc.Derived = append(pc.Derived, ingest.NamedApplier{Name: st.name, Applier: ap, Dormant: waking, Shared: shared})
+		batch := 0
+		if _, remote := st.store.(*lazyKeyword); remote {
+			batch = opensearch.ApplyBatch
+		}
+		pc.Derived = append(pc.Derived, ingest.NamedApplier{Name: st.name, Applier: ap, Dormant: waking, Shared: shared, ApplyBatch: batch})
 	}
 	if c.ExtractEntities {
 		x, err := keyphrase.New(keyphrase.Config{})
