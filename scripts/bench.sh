@@ -82,7 +82,9 @@
 #                                    `ragd-bench -pg-load`, for sizes whose
 #                                    ingest through the API takes too long) the
 #                                    bench starts no PostgreSQL or Neo4j, runs
-#                                    with the graph off, writes nothing, and its
+#                                    with the graph off (it loads the corpus
+#                                    itself first when the table is empty),
+#                                    writes nothing through ragd, and its
 #                                    ingest row is the keyword store applying the
 #                                    record's change log from empty (what a new
 #                                    replica does; so no second replica is run).
@@ -145,7 +147,8 @@
 # breaker must have closed), servers: BENCH_NEO4J_JAVA_OPTS (Neo4j's JVM flags; scale
 # and replicas: -XX:+UseParallelGC, the full JIT of a long-running server; load: the test
 # servers' C1-only flags, which start faster, as its restart phase needs).
-# scale only: BENCH_CACHE (a directory keeping the generated corpora between
+# scale only: BENCH_LOCK (a file: the query and recall phases run under
+# flock on it, the ingest and the waits for the stores do not), BENCH_CACHE (a directory keeping the generated corpora between
 # runs, the pool of real vectors, the queries and their exact answers;
 # default a temporary one), BENCH_VECTORS (mixed: documents carry vectors
 # mixed from all-MiniLM-L6-v2 vectors of real sentences, queries their own
@@ -532,6 +535,11 @@ scale() {
   vsend=vector; hsend=both
   if [ "$vecs" = none ]; then vsend=text; hsend=text; fi
   common=(-server "http://127.0.0.1:$port" -queries "$qfile" -pid "$ragd_pid" -duration "$phase")
+  if [ -n "${BENCH_LOCK:-}" ]; then
+    echo "== waiting for $BENCH_LOCK" >&2
+    exec 8>"$BENCH_LOCK"
+    flock 8
+  fi
   echo "== warming up" >&2
   "$work/ragd-bench" "${common[@]}" -clients "$clients" -send "$hsend" -duration 3s >/dev/null
   out=$work/scale.md
@@ -587,6 +595,7 @@ scale() {
     [ -n "$exact" ] && embed=(-exact "$exact")
     "$work/ragd-bench" -queries "$qfile" -pg-recall "$RAGD_PG_DSN" -recall-queries "${BENCH_RECALL_QUERIES:-200}" -tenant t1 "${embed[@]}" \
       -ef-shipped "$(sed -n 's/^    ef_search: \([0-9]*\).*/\1/p' "$work/rag.yaml")" -ef "40,100,200,400,800" -tenant-every-ef > "$work/recall.md"
+    [ -n "${BENCH_LOCK:-}" ] && flock -u 8
     if [ -z "$preloaded" ]; then
       replica
       kill "$replica_pid" && wait "$replica_pid" 2>/dev/null
@@ -612,6 +621,7 @@ scale() {
   fi
   if [ "$mode" = servers ]; then
     if [ -n "$preloaded" ]; then
+      [ -n "$pgload" ] && echo "The bench loaded the record first (ragd-bench -pg-load, one writer, batches of 1,000, then the HNSW index in bulk): $pgload."
       echo "Documents spread over ${BENCH_TENANTS:-3} tenants (queries search them all). PostgreSQL of BENCH_PG_DSN, shared_buffers $(psql -X -At "$RAGD_PG_DSN" -c 'SHOW shared_buffers'), loaded beforehand (ragd-bench -pg-load); graph off (no Neo4j); nothing written during the run."
     else
       echo "Documents spread over ${BENCH_TENANTS:-3} tenants (queries search them all). PostgreSQL shared_buffers $PG_SB; Neo4j heap $NEO_HEAP, page cache $NEO_PC, JVM flags \`$NEO_OPTS\`; HNSW bulk builds with maintenance_work_mem ${BENCH_INDEX_MEM_MB:-2048} MB."
@@ -879,7 +889,7 @@ else
   sdir=$work/services
   [ "$(id -u)" = 0 ] && sdir=/var/lib/ragd-services/bench-$port
   export RAG_SERVICES_DIR=$sdir RAG_SERVICES_PORT_BASE=$((port + 1))
-  echo "== starting PostgreSQL and Neo4j in $RAG_SERVICES_DIR" >&2
+  echo "== starting the servers in $RAG_SERVICES_DIR" >&2
   services_up=1
   # scale and replicas: Neo4j with its full JIT, as a long-running
   # production server (the test servers stop at C1 to start faster; load
@@ -966,6 +976,14 @@ if [ "$mode" = semantic ]; then
   exit
 fi
 echo "== starting ragd ($mode, $embedder embedder) on 127.0.0.1:$port" >&2
+pgload=
+if [ -n "$preloaded" ] && { [ "$(psql -X -At "$RAGD_PG_DSN" -c "SELECT to_regclass('ragd_documents') IS NOT NULL")" != t ] ||
+    [ "$(psql -X -At "$RAGD_PG_DSN" -c "SELECT EXISTS (SELECT 1 FROM ragd_documents)")" != t ]; }; then
+  echo "== loading $corpus into $(echo "$RAGD_PG_DSN" | sed -E 's#//[^@]*@#//#') (ragd-bench -pg-load)" >&2
+  "$work/ragd-bench" -queries "$qfile" -pg-recall "$RAGD_PG_DSN" -pg-load "$corpus" -pg-build-mem-mb "${BENCH_INDEX_MEM_MB:-2048}" \
+    -recall-queries 1 -ef 100 > "$work/pgload.md"
+  pgload=$(grep '^loaded' "$work/pgload.md")
+fi
 ragd_t0=$(date +%s.%N)
 RAGD_DATA_DIR="$work/data" RAGD_LISTEN="127.0.0.1:$port" "$work/ragd" serve -c "$work/rag.yaml" 2>"$work/ragd.log" &
 ragd_pid=$!
