@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ragd/ragd/api"
+	"github.com/ragd/ragd/backends/keyword/opensearch"
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/embedder/vcache"
@@ -329,10 +330,16 @@ func (a *App) wirePipeline() error {
 			return fmt.Errorf("app: the %s store cannot apply the change log", st.name)
 		}
 		_, waking := st.store.(*wakingGraph)
-		// Neo4j is one store for every replica: the replica holding its
-		// apply lease applies the log to it, the others follow.
-		_, shared := st.store.(*lazyGraph)
-		pc.Derived = append(pc.Derived, ingest.NamedApplier{Name: st.name, Applier: ap, Dormant: waking, Shared: shared})
+		// Neo4j and OpenSearch are one store for every replica: the
+		// replica holding its apply lease applies the log to it, the
+		// others follow. OpenSearch takes larger batches.
+		_, neo4j := st.store.(*lazyGraph)
+		_, search := st.store.(*lazyKeyword)
+		shared, batch := neo4j || search, 0
+		if search {
+			batch = opensearch.ApplyBatch
+		}
+		pc.Derived = append(pc.Derived, ingest.NamedApplier{Name: st.name, Applier: ap, Dormant: waking, Shared: shared, ApplyBatch: batch})
 	}
 	if c.ExtractEntities {
 		x, err := keyphrase.New(keyphrase.Config{})

@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ragd/ragd/app"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/internal/testenv"
@@ -131,5 +133,67 @@ func TestOpenSearchCheckRepairs(t *testing.T) {
 	}
 	if got := top(t, a, only); len(got.Hits) != 1 || got.Hits[0].ID != "d1" {
 		t.Fatalf("after the repair: %+v", got.Hits)
+	}
+}
+
+// Two replicas on one PostgreSQL share the cluster as they share Neo4j:
+// the replica holding the keyword store's apply lease applies each write,
+// the other follows the cluster's checkpoint, and both see the writes
+// current (before, every replica applied every write again).
+func TestOpenSearchAppliedOncePerWrite(t *testing.T) {
+	host := testenv.OpenSearch(t)
+	dsn := testenv.Postgres(t)
+	cfgA := openSearchConfig(t, host)
+	cfgA.Backends.Vector = config.VectorConfig{Kind: config.KindPgvector, DSN: dsn, Table: "ragd_documents", Distance: "cosine", ConnectTimeoutMS: 2000, MaxConns: 4, EFSearch: 40}
+	// No check at start: a check applies what it finds behind on its own
+	// (ingest's tailer.check), lease or not, so a check racing A's writes
+	// in B would apply them a second time (harmless: external versions).
+	cfgA.Ingest.CheckAtStart = false
+	cfgB := *cfgA
+	cfgB.DataDir = t.TempDir()
+	a := newApp(t, cfgA)
+	defer a.Close()
+	b := newApp(t, &cfgB)
+	defer b.Close()
+	ctx := context.Background()
+	docs := make([]spi.Document, 40)
+	for i := range docs {
+		docs[i] = spi.Document{ID: fmt.Sprintf("d%02d", i), Tenant: "acme", Title: "zeppelin mooring", Text: fmt.Sprintf("mast %d", i)}
+	}
+	for _, r := range a.Pipeline.Upsert(ctx, docs, ingest.WriteOptions{Wait: 60 * time.Second}) {
+		if r.Status != "ok" || r.Stores[spi.SourceKeyword] != "current" {
+			t.Fatalf("upsert through A: %+v, want ok and the keyword store current", r)
+		}
+	}
+	eventually(t, "B to see the keyword store current", func() bool {
+		st, err := b.Pipeline.Status(ctx)
+		return err == nil && len(st.Stores) == 1 && st.Stores[0].Behind == 0
+	})
+	applied := func(x *app.App) float64 {
+		mfs, err := x.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "ragd_log_applied_entries_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "store" && l.GetValue() == spi.SourceKeyword {
+						return m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return 0
+	}
+	na, nb := applied(a), applied(b)
+	if na+nb != float64(len(docs)) || min(na, nb) != 0 {
+		t.Fatalf("keyword entries applied: A %v, B %v; want all %d by one replica", na, nb, len(docs))
+	}
+	got := top(t, b, retriever.Query{Text: "zeppelin mooring", Limit: 50, Tenant: "acme", Sources: retriever.Only(spi.SourceKeyword)})
+	if len(got.Hits) != len(docs) {
+		t.Fatalf("B's keyword answer: %d hits, want %d", len(got.Hits), len(docs))
 	}
 }

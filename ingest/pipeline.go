@@ -64,6 +64,11 @@ type NamedApplier struct {
 	// the log to it; the others follow its checkpoint (for status and
 	// waits), so each write is applied once, not once per replica.
 	Shared bool
+	// ApplyBatch bounds the log entries this store applies at once (0:
+	// Config.ApplyBatch). A remote store whose every apply pays a fixed
+	// cost (OpenSearch waits for a refresh) takes larger batches; a batch
+	// that runs out of time still halves (tailer.fit).
+	ApplyBatch int
 }
 
 // EntityExtractor finds entity names in a document that carries none.
@@ -267,7 +272,7 @@ func New(cfg Config) (*Pipeline, error) {
 	for _, d := range cfg.Derived {
 		t := &tailer{
 			p: p, name: d.Name, store: d.Applier, shared: d.Shared,
-			batch:   cmp.Or(cfg.ApplyBatch, DefaultApplyBatch),
+			batch:   cmp.Or(d.ApplyBatch, cfg.ApplyBatch, DefaultApplyBatch),
 			poll:    cmp.Or(cfg.Poll, DefaultPoll),
 			timeout: cmp.Or(cfg.ApplyTimeout, DefaultApplyTimeout),
 			wake:    make(chan struct{}, 1),

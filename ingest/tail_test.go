@@ -146,3 +146,34 @@ func TestCheckLetsTheApplierRunBetweenPages(t *testing.T) {
 		t.Fatalf("the keyword applier was locked out during %d of the %d record reads", held, visits)
 	}
 }
+
+// A store's own ApplyBatch (NamedApplier.ApplyBatch) replaces the
+// pipeline's for that store alone: the keyword store applies 7 entries at
+// a time while the graph keeps Config.ApplyBatch's 3.
+func TestPerStoreApplyBatch(t *testing.T) {
+	r := newRig(t, rigOpts{noRun: true, config: func(c *ingest.Config) {
+		c.ApplyBatch = 3
+		c.Derived[0].ApplyBatch = 7
+	}})
+	ctx := context.Background()
+	docs := make([]spi.Document, 20)
+	for i := range docs {
+		docs[i] = doc(fmt.Sprintf("d%02d", i))
+	}
+	r.p.Upsert(ctx, docs, none)
+	for _, store := range []string{spi.SourceKeyword, spi.SourceGraph} {
+		for range 20 {
+			if n, err := r.p.Step(ctx, store); err != nil {
+				t.Fatalf("%s: %v", store, err)
+			} else if n == 0 {
+				break
+			}
+		}
+	}
+	if got, want := r.kw.sizes, []int{7, 7, 6}; !slices.Equal(got[:min(len(got), 3)], want) {
+		t.Errorf("keyword batch sizes %v, want %v", got, want)
+	}
+	if got := r.graph.sizes; len(got) < 7 || slices.Max(got) != 3 {
+		t.Errorf("graph batch sizes %v, want batches of 3 (20 entries in 7)", got)
+	}
+}

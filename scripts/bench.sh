@@ -77,6 +77,17 @@
 #                                    (deploy/rag.opensearch.yaml; heap
 #                                    BENCH_OPENSEARCH_HEAP, default 1g); adds its
 #                                    RSS and disk. --keyword bleve is the default.
+#                                    With BENCH_PG_DSN (a PostgreSQL of your own
+#                                    holding the corpus already, loaded with
+#                                    `ragd-bench -pg-load`, for sizes whose
+#                                    ingest through the API takes too long) the
+#                                    bench starts no PostgreSQL or Neo4j, runs
+#                                    with the graph off (it loads the corpus
+#                                    itself first when the table is empty),
+#                                    writes nothing through ragd, and its
+#                                    ingest row is the keyword store applying the
+#                                    record's change log from empty (what a new
+#                                    replica does; so no second replica is run).
 #
 #   scripts/bench.sh replicas        two ragd replicas on PostgreSQL + pgvector + Neo4j
 #                                    of the benchmark's own (deploy/rag.servers.yaml,
@@ -136,7 +147,8 @@
 # breaker must have closed), servers: BENCH_NEO4J_JAVA_OPTS (Neo4j's JVM flags; scale
 # and replicas: -XX:+UseParallelGC, the full JIT of a long-running server; load: the test
 # servers' C1-only flags, which start faster, as its restart phase needs).
-# scale only: BENCH_CACHE (a directory keeping the generated corpora between
+# scale only: BENCH_LOCK (a file: the query and recall phases run under
+# flock on it, the ingest and the waits for the stores do not), BENCH_CACHE (a directory keeping the generated corpora between
 # runs, the pool of real vectors, the queries and their exact answers;
 # default a temporary one), BENCH_VECTORS (mixed: documents carry vectors
 # mixed from all-MiniLM-L6-v2 vectors of real sentences, queries their own
@@ -489,10 +501,14 @@ graph_built() {
 }
 
 # ingest_row prints the ingest row of scale's table (the variables scale
-# set: the times t0..t5, the CPU readings, how and dormant).
+# set: the times t0..t5, the CPU readings, how, dormant and preloaded).
 ingest_row() {
   awk -v n="$docs" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t5" -v how="$how" -v servers="$([ "$mode" = servers ] && echo 1)" \
-      -v c0="$c0" -v c2="$c2" -v pg0="$pg0" -v pg2="$pg2" -v neo0="$neo0" -v neo2="$neo2" -v cl="$(awk -v u0="$cu0" -v s0="$cs0" -v u="$cu" -v s="$cs" 'BEGIN{print u+s-u0-s0}')" -v dormant="$dormant" 'BEGIN {
+      -v c0="$c0" -v c2="$c2" -v pg0="$pg0" -v pg2="$pg2" -v neo0="$neo0" -v neo2="$neo2" -v cl="$(awk -v u0="$cu0" -v s0="$cs0" -v u="$cu" -v s="$cs" 'BEGIN{print u+s-u0-s0}')" -v dormant="$dormant" -v pre="$preloaded" 'BEGIN {
+    if (pre != "") {
+      printf "| keyword store current from empty (%s) | %.0f s from ragd'"'"'s start (**%.0f docs/s**); ragd CPU %.0f s (%.2f ms per document), PostgreSQL %.0f s |\n", how, c-a, n/(c-a), c2-c0, (c2-c0)*1000/n, pg2-pg0
+      exit
+    }
     printf "| ingest (%s) | %.0f s, %.0f docs/s; every store kept caught up after %.0f s (**%.0f docs/s**)%s", how, b-a, n/(b-a), c-a, n/(c-a), (dormant == "" ? "" : " (" dormant " dormant: nothing reads it)")
     if (servers) printf "; every row in the HNSW index after %.0f s (%.0f docs/s)", d-a, n/(d-a)
     printf "; ragd CPU %.0f s (%.2f ms per document), the clients %.0f s", c2-c0, (c2-c0)*1000/n, cl
@@ -502,12 +518,17 @@ ingest_row() {
 
 scale() {
   local t0 t1 t2 t3 t4 t5 b c0 c2 c3 c4 cu0 cs0 cu cs pg0=0 pg2=0 neo0=0 neo2=0
-  echo "== ingesting $corpus" >&2
   c0=$(cpu_s "$ragd_pid")
-  if [ "$mode" = servers ]; then pg0=$(pg_cpu); neo0=$(cpu_s "$neo"); fi
+  if [ "$mode" = servers ]; then pg0=$(pg_cpu); [ -n "$neo" ] && neo0=$(cpu_s "$neo"); fi
   t0=$(date +%s.%N)
   children_cpu > "$work/cpu0"
-  ingest_corpus
+  if [ -n "$preloaded" ]; then
+    echo "== the keyword store applies the preloaded record's change log" >&2
+    t0=$ragd_t0 c0=0
+  else
+    echo "== ingesting $corpus" >&2
+    ingest_corpus
+  fi
   children_cpu > "$work/cpu1"
   read -r cu0 cs0 < "$work/cpu0"
   read -r cu cs < "$work/cpu1"
@@ -515,7 +536,7 @@ scale() {
   caught_up
   t2=$(date +%s.%N)
   c2=$(cpu_s "$ragd_pid")
-  if [ "$mode" = servers ]; then pg2=$(pg_cpu); neo2=$(cpu_s "$neo"); fi
+  if [ "$mode" = servers ]; then pg2=$(pg_cpu); [ -n "$neo" ] && neo2=$(cpu_s "$neo"); fi
   t5=$t2
   if [ "$mode" = servers ]; then
     indexed
@@ -539,6 +560,11 @@ scale() {
   vsend=vector; hsend=both
   if [ "$vecs" = none ]; then vsend=text; hsend=text; fi
   common=(-server "http://127.0.0.1:$port" -queries "$qfile" -pid "$ragd_pid" -duration "$phase")
+  if [ -n "${BENCH_LOCK:-}" ]; then
+    echo "== waiting for $BENCH_LOCK" >&2
+    exec 8>"$BENCH_LOCK"
+    flock 8
+  fi
   echo "== warming up" >&2
   "$work/ragd-bench" "${common[@]}" -clients "$clients" -send "$hsend" -duration 3s >/dev/null
   out=$work/scale.md
@@ -570,30 +596,36 @@ scale() {
 
   # The graph: built when a query first asks for it (unless rag.yaml reads
   # it), then measured.
-  echo "== asking for the graph" >&2
   c3=$(cpu_s "$ragd_pid")
   t3=$(date +%s.%N)
-  graph_built
+  if [ -z "$preloaded" ]; then
+    echo "== asking for the graph" >&2
+    graph_built
+  fi
   t4=$(date +%s.%N)
   c4=$(cpu_s "$ragd_pid")
-  "$work/ragd-bench" "${common[@]}" -clients 1 -label "hybrid with graph and expansion, 1 client" -send "$hsend" -body "$graph" -took >> "$out"
+  [ -z "$preloaded" ] && "$work/ragd-bench" "${common[@]}" -clients 1 -label "hybrid with graph and expansion, 1 client" -send "$hsend" -body "$graph" -took >> "$out"
   grss=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
   ganon=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
   gb=$(du -sb "$work/data" | cut -f1)
 
   if [ "$mode" = servers ]; then
     pgpss=$(pss "$pm" $(pgrep -P "$pm"))
-    neorss=$(awk '/VmRSS/{print $2}' "/proc/$neo/status")
+    neorss=0
+    [ -n "$neo" ] && neorss=$(awk '/VmRSS/{print $2}' "/proc/$neo/status")
     [ -n "$osn" ] && osrss=$(awk '/VmRSS/{print $2}' "/proc/$osn/status")
     echo "== pgvector recall" >&2
     embed=()
     [ "$vecs" = none ] && embed=(-embed-dim 384)
     [ -n "$exact" ] && embed=(-exact "$exact")
     "$work/ragd-bench" -queries "$qfile" -pg-recall "$RAGD_PG_DSN" -recall-queries "${BENCH_RECALL_QUERIES:-200}" -tenant t1 "${embed[@]}" \
-      -ef-shipped "$(sed -n 's/^    ef_search: \([0-9]*\).*/\1/p' "$work/rag.yaml")" -ef "40,100,200,400,800" > "$work/recall.md"
-    replica
-    kill "$replica_pid" && wait "$replica_pid" 2>/dev/null
-    replica_pid=
+      -ef-shipped "$(sed -n 's/^    ef_search: \([0-9]*\).*/\1/p' "$work/rag.yaml")" -ef "40,100,200,400,800" -tenant-every-ef > "$work/recall.md"
+    [ -n "${BENCH_LOCK:-}" ] && flock -u 8
+    if [ -z "$preloaded" ]; then
+      replica
+      kill "$replica_pid" && wait "$replica_pid" 2>/dev/null
+      replica_pid=
+    fi
   fi
 
   local what="embedded default" how="ragd ingest, batches of $batch"
@@ -601,6 +633,7 @@ scale() {
     what="PostgreSQL $("$PG_BIN_DIR/postgres" --version | awk '{print $3}') + pgvector $(psql -X -At "$RAGD_PG_DSN" -c "SELECT extversion FROM pg_extension WHERE extname = 'vector'") (HNSW) + Neo4j, deploy/rag.servers.yaml"
     [ -n "$osn" ] && what="PostgreSQL $("$PG_BIN_DIR/postgres" --version | awk '{print $3}') + pgvector (HNSW) + Neo4j + OpenSearch $(curl -fsS "$RAGD_OPENSEARCH_URL" | jq -r .version.number) (heap ${BENCH_OPENSEARCH_HEAP:-1g}, keyword), deploy/rag.opensearch.yaml"
     how="${BENCH_WRITERS:-8} concurrent ragd ingest, batches of $batch"
+    [ -n "$preloaded" ] && how="record preloaded with ragd-bench -pg-load; the row times ragd's keyword store applying its change log from empty, ragd started with it"
   fi
   echo "## ragd at scale: $docs documents, $what, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
   echo
@@ -612,30 +645,39 @@ scale() {
     echo "The $embedder embedder embeds documents and queries."
   fi
   if [ "$mode" = servers ]; then
-    echo "Documents spread over ${BENCH_TENANTS:-3} tenants (queries search them all). PostgreSQL shared_buffers $PG_SB; Neo4j heap $NEO_HEAP, page cache $NEO_PC, JVM flags \`$NEO_OPTS\`; HNSW bulk builds with maintenance_work_mem ${BENCH_INDEX_MEM_MB:-2048} MB."
+    if [ -n "$preloaded" ]; then
+      [ -n "$pgload" ] && echo "The bench loaded the record first (ragd-bench -pg-load, one writer, batches of 1,000, then the HNSW index in bulk): $pgload."
+      echo "Documents spread over ${BENCH_TENANTS:-3} tenants (queries search them all). PostgreSQL of BENCH_PG_DSN, shared_buffers $(psql -X -At "$RAGD_PG_DSN" -c 'SHOW shared_buffers'), loaded beforehand (ragd-bench -pg-load); graph off (no Neo4j); nothing written during the run."
+    else
+      echo "Documents spread over ${BENCH_TENANTS:-3} tenants (queries search them all). PostgreSQL shared_buffers $PG_SB; Neo4j heap $NEO_HEAP, page cache $NEO_PC, JVM flags \`$NEO_OPTS\`; HNSW bulk builds with maintenance_work_mem ${BENCH_INDEX_MEM_MB:-2048} MB."
+    fi
   fi
   echo
   echo "| measure | ragd |"
   echo "|---|---|"
   ingest_row
-  awk -v a="$t3" -v b="$t4" -v c0="$c3" -v c1="$c4" 'BEGIN {
+  [ -z "$preloaded" ] && awk -v a="$t3" -v b="$t4" -v c0="$c3" -v c1="$c4" 'BEGIN {
     printf "| the graph, built when a query first asks for it | answering after %.0f s (ragd CPU %.0f s) |\n", b-a, c1-c0 }'
   row() { grep -F "| $1 |" "$out" | awk -F'|' '{ gsub(/ /, "", $5); gsub(/ /, "", $6); gsub(/ /, "", $4); gsub(/ /, "", $9); gsub(/ /, "", $7); print $5 " / " $6 " ms (" $4 " req/s, " $7 " CPU ms/query, " $9 " partial)" }'; }
   echo "| keyword-only p50 / p99, 1 client | $(row 'keyword only, 1 client') |"
   echo "| vector-only p50 / p99, 1 client | $(row 'vector only, 1 client') |"
   echo "| hybrid p50 / p99, 1 client | $(row 'hybrid, 1 client') |"
   echo "| hybrid, $clients clients | $(row "hybrid, $clients clients") |"
-  echo "| hybrid with graph and expansion on, p50 / p99, 1 client | $(row 'hybrid with graph and expansion, 1 client') |"
+  [ -z "$preloaded" ] && echo "| hybrid with graph and expansion on, p50 / p99, 1 client | $(row 'hybrid with graph and expansion, 1 client') |"
   took() { grep -F "($1):" "$out" | cut -d: -f2- | sed 's/^ //'; }
   echo "| inside hybrid answers, took_ms p50 / p99 (1 client) | $(took 'hybrid, 1 client') |"
-  echo "| inside hybrid answers with graph and expansion on (1 client) | $(took 'hybrid with graph and expansion, 1 client') |"
+  [ -z "$preloaded" ] && echo "| inside hybrid answers with graph and expansion on (1 client) | $(took 'hybrid with graph and expansion, 1 client') |"
   echo "| RSS of ragd after ingest / after the runs / peak | $((rss_ingest / 1024)) / $((rss / 1024)) / $((hwm / 1024)) MiB, of which anonymous (heap) $((anon_ingest / 1024)) / $((anon / 1024)) MiB, the rest mapped store files |"
-  echo "| RSS / on disk of ragd with the graph asked for | $((grss / 1024)) MiB, of which anonymous $((ganon / 1024)) MiB / $((gb / 1048576)) MiB |"
+  [ -z "$preloaded" ] && echo "| RSS / on disk of ragd with the graph asked for | $((grss / 1024)) MiB, of which anonymous $((ganon / 1024)) MiB / $((gb / 1048576)) MiB |"
   if [ "$mode" = servers ]; then
     echo "| PostgreSQL (PSS of all its processes) / Neo4j RSS after the runs | $(mib "$pgpss") / $(mib "$neorss") MiB |"
-    echo "| on disk | ragd $((b / 1048576)) MiB ($disk), PostgreSQL $(dir_mib "$RAG_SERVICES_DIR/postgres/data") MiB, Neo4j $(dir_mib "$RAG_SERVICES_DIR/neo4j/data") MiB |"
+    if [ -n "$preloaded" ]; then
+      echo "| on disk | ragd $((b / 1048576)) MiB ($disk), PostgreSQL $(( $(psql -X -At "$RAGD_PG_DSN" -c 'SELECT pg_database_size(current_database())') / 1048576 )) MiB (the database) |"
+    else
+      echo "| on disk | ragd $((b / 1048576)) MiB ($disk), PostgreSQL $(dir_mib "$RAG_SERVICES_DIR/postgres/data") MiB, Neo4j $(dir_mib "$RAG_SERVICES_DIR/neo4j/data") MiB |"
+    fi
     [ -n "$osn" ] && echo "| OpenSearch RSS after the runs / on disk | $(mib "$osrss") MiB / $(dir_mib "$RAG_SERVICES_DIR/opensearch/data") MiB |"
-    echo "| a second replica joining (empty data dir) | $replica_line; RSS then $((replica_rss / 1024)) MiB; meanwhile: $replica_states |"
+    [ -z "$preloaded" ] && echo "| a second replica joining (empty data dir) | $replica_line; RSS then $((replica_rss / 1024)) MiB; meanwhile: $replica_states |"
   else
     echo "| on disk | $((b / 1048576)) MiB ($disk) |"
   fi
@@ -849,6 +891,8 @@ go build -o "$work/ragd-vectors" ./cmd/ragd-vectors
 # The bench config: the shipped file of the mode with a short breaker
 # cooldown (recovery is measured against it), pprof for profiling the run,
 # and the fault-injection endpoints (embedded).
+preloaded=
+[ "$1" = scale ] && [ "$mode" = servers ] && preloaded=${BENCH_PG_DSN:-}
 if [ "$mode" != servers ]; then
   src=rag.yaml
 else
@@ -860,7 +904,7 @@ else
   sdir=$work/services
   [ "$(id -u)" = 0 ] && sdir=/var/lib/ragd-services/bench-$port
   export RAG_SERVICES_DIR=$sdir RAG_SERVICES_PORT_BASE=$((port + 1))
-  echo "== starting PostgreSQL and Neo4j in $RAG_SERVICES_DIR" >&2
+  echo "== starting the servers in $RAG_SERVICES_DIR" >&2
   services_up=1
   # scale and replicas: Neo4j with its full JIT, as a long-running
   # production server (the test servers stop at C1 to start faster; load
@@ -878,8 +922,10 @@ else
     export RAG_PG_SHARED_BUFFERS=${BENCH_PG_SHARED_BUFFERS:-2GB} RAG_NEO4J_HEAP=${BENCH_NEO4J_HEAP:-1g} \
       RAG_NEO4J_PAGECACHE=${BENCH_NEO4J_PAGECACHE:-2g}
     PG_SB=$RAG_PG_SHARED_BUFFERS NEO_HEAP=$RAG_NEO4J_HEAP NEO_PC=$RAG_NEO4J_PAGECACHE
-    scripts/services.sh start postgres >&2
-    scripts/services.sh start neo4j >&2
+    if [ -z "$preloaded" ]; then
+      scripts/services.sh start postgres >&2
+      scripts/services.sh start neo4j >&2
+    fi
     if [ "$keyword" = opensearch ]; then
       RAG_OPENSEARCH_HEAP=${BENCH_OPENSEARCH_HEAP:-1g} scripts/services.sh start opensearch >&2
     fi
@@ -892,9 +938,15 @@ else
   eval "$(scripts/services.sh env)"
   PG_BIN_DIR=$RAG_TEST_PG_BIN
   listener() { ss -ltnpH "sport = :$1" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2; }
-  neo=$(listener "${RAGD_NEO4J_URI##*:}")
+  neo=
+  if [ -n "$preloaded" ]; then
+    export RAGD_PG_DSN=$BENCH_PG_DSN
+  else
+    neo=$(listener "${RAGD_NEO4J_URI##*:}")
+    [ -n "$neo" ] || { echo "bench: no Neo4j listening (scripts/services.sh)" >&2; exit 1; }
+  fi
   pm=$(listener "$(echo "$RAGD_PG_DSN" | sed -E 's#.*:([0-9]+)/.*#\1#')")
-  [ -n "$neo" ] && [ -n "$pm" ] || { echo "bench: no Neo4j or PostgreSQL listening (scripts/services.sh)" >&2; exit 1; }
+  [ -n "$pm" ] || { echo "bench: no PostgreSQL listening (scripts/services.sh, BENCH_PG_DSN)" >&2; exit 1; }
   osn=
   if [ "${keyword:-bleve}" = opensearch ]; then
     osn=$(listener "${RAGD_OPENSEARCH_URL##*:}")
@@ -924,6 +976,12 @@ if [ "$mode" = servers ] && [ "$1" = scale ]; then
   fi
   grep -q "index_build_mem_mb: ${BENCH_INDEX_MEM_MB:-2048}" "$work/rag.yaml" || { echo "bench: could not set index_build_mem_mb in $src" >&2; exit 1; }
 fi
+if [ -n "$preloaded" ]; then
+  # No Neo4j: the graph off (the file's graph section replaced).
+  awk '/^  graph:$/ { print "  graph:\n    kind: none"; skip = 1; next } skip && /^    / { next } { skip = 0; print }' "$work/rag.yaml" > "$work/rag.yaml.tmp"
+  mv "$work/rag.yaml.tmp" "$work/rag.yaml"
+  grep -q "^    kind: none" "$work/rag.yaml" || { echo "bench: could not switch the graph off in $src" >&2; exit 1; }
+fi
 if [ "$mode" = servers ] && [ "$1" = load ] && ! grep -q "graph:   {weight: 1.0," "$work/rag.yaml"; then
   echo "bench: could not switch the graph on in $src" >&2; exit 1
 fi
@@ -933,6 +991,15 @@ if [ "$mode" = semantic ]; then
   exit
 fi
 echo "== starting ragd ($mode, $embedder embedder) on 127.0.0.1:$port" >&2
+pgload=
+if [ -n "$preloaded" ] && { [ "$(psql -X -At "$RAGD_PG_DSN" -c "SELECT to_regclass('ragd_documents') IS NOT NULL")" != t ] ||
+    [ "$(psql -X -At "$RAGD_PG_DSN" -c "SELECT EXISTS (SELECT 1 FROM ragd_documents)")" != t ]; }; then
+  echo "== loading $corpus into $(echo "$RAGD_PG_DSN" | sed -E 's#//[^@]*@#//#') (ragd-bench -pg-load)" >&2
+  "$work/ragd-bench" -queries "$qfile" -pg-recall "$RAGD_PG_DSN" -pg-load "$corpus" -pg-build-mem-mb "${BENCH_INDEX_MEM_MB:-2048}" \
+    -recall-queries 1 -ef 100 > "$work/pgload.md"
+  pgload=$(grep '^loaded' "$work/pgload.md")
+fi
+ragd_t0=$(date +%s.%N)
 RAGD_DATA_DIR="$work/data" RAGD_LISTEN="127.0.0.1:$port" "$work/ragd" serve -c "$work/rag.yaml" 2>"$work/ragd.log" &
 ragd_pid=$!
 for _ in $(seq 1 300); do

@@ -74,6 +74,16 @@ func logKey(log string) string {
 	return hex.EncodeToString(h[:12])
 }
 
+// ApplyBatch is how many change-log entries ragd hands this backend per
+// ApplyChanges (ingest.NamedApplier.ApplyBatch; the bleve backend takes
+// ingest.DefaultApplyBatch). Every apply waits for a refresh (up to
+// Config.RefreshInterval) and pays four round trips whatever its size, so
+// batches of 256 held the apply to about 190 documents a second; a batch
+// of 2,000 documents of about 1 KiB is a _bulk body of about 3 MiB, well
+// under OpenSearch's 100 MiB http.max_content_length. A batch that runs
+// out of the apply's deadline is halved by the applier.
+const ApplyBatch = 2000
+
 // ApplyChanges implements spi.ChangeApplier: the tenant indexes in one
 // bulk request that returns once its writes are searchable, then the
 // records and the checkpoint in a second.

@@ -1,10 +1,12 @@
 package opensearch
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,22 +68,47 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.R
 	if req.Tenant == "" || b.cfg.Shards > 1 {
 		params.Set("search_type", "dfs_query_then_fetch")
 	}
-	r, err := b.c.do(ctx, http.MethodPost, "/"+index+"/_search", params, b.searchBody(req))
+	search := func(body map[string]any) ([]spi.Ref, error) {
+		r, err := b.c.do(ctx, http.MethodPost, "/"+index+"/_search", params, body)
+		if err != nil {
+			return nil, fmt.Errorf("keyword/opensearch: retrieve: %w", err)
+		}
+		if r.status != http.StatusOK {
+			return nil, fmt.Errorf("keyword/opensearch: retrieve: %w", failure(r))
+		}
+		refs, err := parseHits(r.body)
+		if err != nil {
+			return nil, fmt.Errorf("keyword/opensearch: retrieve: %w", err)
+		}
+		return refs, nil
+	}
+	// First by score alone, one more than K: Lucene then skips the
+	// documents that cannot enter the top (block-max WAND), which a sort
+	// with a tie-breaking field rules out. When the one past K scores below
+	// the K-th, no document left out ties with the answer's last, and
+	// ordering the K by (score, id) here is exact; otherwise the ties at
+	// the cut are resolved by asking again with the id as tie-breaker.
+	refs, err := search(b.searchBody(req, false))
 	if err != nil {
-		return nil, fmt.Errorf("keyword/opensearch: retrieve: %w", err)
+		return nil, err
 	}
-	if r.status != http.StatusOK {
-		return nil, fmt.Errorf("keyword/opensearch: retrieve: %w", failure(r))
+	if len(refs) > req.K && refs[req.K].Score >= refs[req.K-1].Score {
+		return search(b.searchBody(req, true))
 	}
-	refs, err := parseHits(r.body)
-	if err != nil {
-		return nil, fmt.Errorf("keyword/opensearch: retrieve: %w", err)
-	}
+	refs = refs[:min(len(refs), req.K)]
+	slices.SortFunc(refs, func(x, y spi.Ref) int {
+		if c := cmp.Compare(y.Score, x.Score); c != 0 {
+			return c
+		}
+		return strings.Compare(x.ID, y.ID)
+	})
 	return refs, nil
 }
 
 // searchBody is the search request: the query, the filter, the order.
-func (b *Backend) searchBody(req spi.KeywordRequest) map[string]any {
+// byID asks for req.K hits ordered by score, then id; otherwise req.K+1
+// in the cluster's score order (ties in index order).
+func (b *Backend) searchBody(req spi.KeywordRequest, byID bool) map[string]any {
 	var match map[string]any
 	if req.Syntax {
 		match = map[string]any{"query_string": map[string]any{
@@ -99,17 +126,24 @@ func (b *Backend) searchBody(req spi.KeywordRequest) map[string]any {
 		filters = append(filters, fq)
 	}
 	q := map[string]any{"bool": map[string]any{"must": []any{match}, "filter": filters}}
-	return map[string]any{
-		"size":             req.K,
+	body := map[string]any{
 		"query":            q,
 		"_source":          false,
 		"track_total_hits": false,
-		"sort":             []any{map[string]any{"_score": "desc"}, map[string]any{"id": "asc"}},
 	}
+	if byID {
+		body["size"] = req.K
+		body["sort"] = []any{map[string]any{"_score": "desc"}, map[string]any{"id": "asc"}}
+	} else {
+		body["size"] = req.K + 1
+		body["docvalue_fields"] = []string{"id"}
+	}
+	return body
 }
 
 // parseHits reads a search answer's hits as refs: the score and the id
-// are the sort values (the _id may be a hash of the id, schema.go).
+// are the sort values or, unsorted, _score and the id field's doc value
+// (the _id may be a hash of the id, schema.go).
 func parseHits(body []byte) ([]spi.Ref, error) {
 	var res struct {
 		TimedOut bool `json:"timed_out"`
@@ -118,7 +152,11 @@ func parseHits(body []byte) ([]spi.Ref, error) {
 		} `json:"_shards"`
 		Hits struct {
 			Hits []struct {
-				Sort []json.RawMessage `json:"sort"`
+				Sort   []json.RawMessage `json:"sort"`
+				Score  *float64          `json:"_score"`
+				Fields struct {
+					ID []string `json:"id"`
+				} `json:"fields"`
 			} `json:"hits"`
 		} `json:"hits"`
 	}
@@ -130,6 +168,10 @@ func parseHits(body []byte) ([]spi.Ref, error) {
 	}
 	refs := make([]spi.Ref, 0, len(res.Hits.Hits))
 	for _, h := range res.Hits.Hits {
+		if h.Sort == nil && h.Score != nil && len(h.Fields.ID) == 1 {
+			refs = append(refs, spi.Ref{ID: h.Fields.ID[0], Score: *h.Score, Source: spi.SourceKeyword})
+			continue
+		}
 		if len(h.Sort) != 2 {
 			return nil, fmt.Errorf("%w: a hit without its sort values", spi.ErrUnavailable)
 		}
