@@ -17,7 +17,7 @@ from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import MetadataMode
 from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
 
-from ragd_client import Client, RagdAPIError, RagdWriteError, RetryPolicy
+from ragd_client import Client, RagdAPIError, RagdError, RagdWriteError, RetryPolicy
 from ragd_client.langchain import RagdRetriever as LCRetriever
 from ragd_client.langchain import RagdVectorStore as LCStore
 from ragd_client.langchain import mmr_select
@@ -328,3 +328,45 @@ def test_llama_index_typed_metadata_and_range_filter(ragd):
         assert got[0].node.metadata["published"] == dt.datetime(2024, 2, 1, tzinfo=dt.timezone.utc)
     finally:
         store.delete("li-typed")
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_llama_index_by_filter_past_one_search(ragd, use_async):
+    """delete_nodes by filter deletes every node it selects, also more than
+    one search can show (ragd has no listing endpoint: a search pages
+    through one fused window of at most 1,000): here 1,125 of 1,250.
+    get_nodes by filter reads every node across pages (125 here), and
+    refuses, rather than cuts short, a selection larger than a window."""
+    from llama_index.core.schema import TextNode
+
+    tenant = f"{LI_TENANT}-bulk-{int(use_async)}"
+    store = LIStore(base_url=ragd.url, api_key=ragd.admin_key, tenant=tenant, wait=60)
+    n = 1250
+    bulk = MetadataFilters(filters=[MetadataFilter(key="batch", value="bulk")])
+    other = MetadataFilters(filters=[MetadataFilter(key="batch", value="other")])
+    nodes = [TextNode(id_=f"bulk-{i:04d}", text=f"bulk node {i} about item {i % 37}",
+                      metadata={"batch": "bulk" if i % 10 else "other"}) for i in range(n)]
+    others = {nd.node_id for nd in nodes if nd.metadata["batch"] == "other"}
+
+    async def call(name, *args, **kwargs):
+        if use_async:
+            return await getattr(store, "a" + name)(*args, **kwargs)
+        return getattr(store, name)(*args, **kwargs)
+
+    try:
+        if use_async:
+            await store.async_add(nodes)
+        else:
+            store.add(nodes)
+        assert {nd.node_id for nd in await call("get_nodes", filters=other)} == others
+        with pytest.raises(RagdError, match="more than 1000 nodes match"):
+            await call("get_nodes", filters=bulk)
+        await call("delete_nodes", filters=bulk)
+        left = await call("get_nodes", node_ids=[nd.node_id for nd in nodes])
+        assert {nd.node_id for nd in left} == others
+        assert {nd.node_id for nd in await call("get_nodes", filters=other)} == others
+    finally:
+        with Client(ragd.url, api_key=ragd.admin_key) as c:
+            for i in range(0, n, 500):
+                c.delete([nd.node_id for nd in nodes[i:i + 500]], wait=60)
+        store.close()
