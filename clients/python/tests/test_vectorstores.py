@@ -86,13 +86,35 @@ def test_langchain_scores_and_ids(lc_store):
 
 
 def test_langchain_score_threshold(lc_store):
-    """Relevance is the vector similarity: a query equal to a document's
-    text finds that document at ~1.0, the others below the threshold."""
+    """Relevance is the fused score as a fraction of the best a hit could
+    have (first in every list that returned candidates): a query equal to
+    a document's text ranks that document first in every list, well above
+    the others (this ragd fuses with dbsf, keyword weight 1, vector 0.1)."""
+    pairs = lc_store.similarity_search_with_relevance_scores(LC_DOCS[4].page_content, k=5)
+    assert pairs[0][0].id == "lc-s2" and pairs[0][1] > 0.3 and all(s < 0.1 for _, s in pairs[1:])
     r = lc_store.as_retriever(search_type="similarity_score_threshold",
-                              search_kwargs={"k": 5, "score_threshold": 0.99})
+                              search_kwargs={"k": 5, "score_threshold": 0.3})
     assert [d.id for d in r.invoke(LC_DOCS[4].page_content)] == ["lc-s2"]
     rel = lc_store.similarity_search_with_relevance_scores("invoice dispute", k=5)
     assert rel and all(0.0 <= s <= 1.0 for _, s in rel)
+    st = rel[0][0].metadata["ragd"]
+    assert abs(rel[0][1] * 1.1 - st["score"]) < 1e-9, "dbsf: the fused score over the sum of the weights"
+
+
+def test_langchain_score_threshold_keeps_keyword_only_hits(lc_store):
+    """A hit only the keyword source found has a relevance on the same
+    scale as the others (it was 0 when relevance was the vector
+    similarity, so any threshold dropped it), and relevance keeps ragd's
+    order."""
+    one_vector = {"vector": {"k": 1}}
+    pairs = lc_store.similarity_search_with_relevance_scores("invoice dispute", k=5, sources=one_vector)
+    rel = [s for _, s in pairs]
+    assert len(pairs) >= 3 and rel == sorted(rel, reverse=True) and 0 < rel[-1] <= rel[0] <= 1
+    keyword_only = [d.id for d, _ in pairs if d.metadata["ragd"]["rank"] > 1]
+    assert keyword_only, "the vector source returned one candidate: the rest are the keyword source's"
+    r = lc_store.as_retriever(search_type="similarity_score_threshold",
+                              search_kwargs={"k": 5, "score_threshold": rel[-1], "sources": one_vector})
+    assert [d.id for d in r.invoke("invoice dispute")] == [d.id for d, _ in pairs]
 
 
 def test_langchain_mmr(lc_store):
