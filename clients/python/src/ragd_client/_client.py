@@ -421,6 +421,28 @@ class Connections:
             c = self._async[loop] = AsyncClient(*self._args, **self._options)
         return c
 
+    def found(self, ids: Iterable[str]) -> list[Document]:
+        """The stored documents of ``ids``, each id once, in order; ids
+        that do not exist are left out."""
+        out = []
+        for id_ in dict.fromkeys(ids):
+            try:
+                out.append(self.sync().get(id_))
+            except RagdAPIError as e:
+                if e.code != "not_found":
+                    raise
+        return out
+
+    async def afound(self, ids: Iterable[str]) -> list[Document]:
+        out = []
+        for id_ in dict.fromkeys(ids):
+            try:
+                out.append(await self.aio().get(id_))
+            except RagdAPIError as e:
+                if e.code != "not_found":
+                    raise
+        return out
+
     def close(self) -> None:
         """Close the clients this object made (not the ones passed in)."""
         if self._owned and self._client is not None:

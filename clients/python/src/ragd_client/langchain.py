@@ -30,7 +30,6 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, PrivateAttr
 
 from ._client import DEFAULT_BASE_URL, DEFAULT_DEADLINE, DEFAULT_TIMEOUT, AsyncClient, Client, Connections, RetryPolicy
-from ._errors import RagdAPIError
 from ._metadata import RAGD_KEY, hit_metadata, hit_status, hit_text
 from .models import Document, QueryResult
 
@@ -298,24 +297,10 @@ class RagdVectorStore(VectorStore):
     def get_by_ids(self, ids: Sequence[str], /) -> list[LCDocument]:
         """The stored documents of ``ids`` with exactly their own metadata;
         missing ids are left out."""
-        out = []
-        for id_ in dict.fromkeys(ids):
-            try:
-                out.append(self._stored(self._conn.sync().get(id_)))
-            except RagdAPIError as e:
-                if e.code != "not_found":
-                    raise
-        return out
+        return [self._stored(d) for d in self._conn.found(ids)]
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[LCDocument]:
-        out = []
-        for id_ in dict.fromkeys(ids):
-            try:
-                out.append(self._stored(await self._conn.aio().get(id_)))
-            except RagdAPIError as e:
-                if e.code != "not_found":
-                    raise
-        return out
+        return [self._stored(d) for d in await self._conn.afound(ids)]
 
     # ---- searching --------------------------------------------------
 

@@ -38,7 +38,7 @@ from llama_index.core.vector_stores.types import (
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from ._client import DEFAULT_BASE_URL, DEFAULT_DEADLINE, DEFAULT_TIMEOUT, AsyncClient, Client, Connections, RetryPolicy
-from ._errors import RagdAPIError, RagdError, RagdFilterError
+from ._errors import RagdError, RagdFilterError
 from ._metadata import RAGD_KEY, STATUS_KEYS, hit_metadata, hit_status, hit_text
 from .models import Document, QueryResult
 
@@ -315,25 +315,11 @@ class RagdVectorStore(BasePydanticVectorStore):
     def get_nodes(self, node_ids: Optional[List[str]] = None,
                   filters: Optional[MetadataFilters] = None) -> List[BaseNode]:
         """Nodes by id (missing ids are left out), or every node ``filters`` select."""
-        out: List[BaseNode] = []
-        for id_ in dict.fromkeys(self._select(node_ids, filters)):
-            try:
-                out.append(self._stored(self._conn.sync().get(id_)))
-            except RagdAPIError as e:
-                if e.code != "not_found":
-                    raise
-        return out
+        return [self._stored(d) for d in self._conn.found(self._select(node_ids, filters))]
 
     async def aget_nodes(self, node_ids: Optional[List[str]] = None,
                          filters: Optional[MetadataFilters] = None) -> List[BaseNode]:
-        out: List[BaseNode] = []
-        for id_ in dict.fromkeys(await self._aselect(node_ids, filters)):
-            try:
-                out.append(self._stored(await self._conn.aio().get(id_)))
-            except RagdAPIError as e:
-                if e.code != "not_found":
-                    raise
-        return out
+        return [self._stored(d) for d in await self._conn.afound(await self._aselect(node_ids, filters))]
 
     # ---- searching --------------------------------------------------
 
