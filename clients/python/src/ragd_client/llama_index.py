@@ -425,8 +425,9 @@ def _listed(res: QueryResult, ids: list[str]) -> bool:
     if len(res.hits) == _PAGE and len(ids) < res.total:
         return False
     if _cut(res):
-        raise RagdError(f"more than {len(ids)} nodes match the filters, more than one ragd search can list "
-                        "(ragd has no listing endpoint): narrow the filters, or select nodes by id")
+        raise RagdError(f"{len(ids)} or more nodes match the filters, as many as one ragd search can list "
+                        "(ragd has no listing endpoint), so some may be left out: narrow the filters, "
+                        "or select nodes by id")
     return True
 
 
