@@ -367,11 +367,12 @@ stop_postgres() {
 # ---- Maven Central installs (Neo4j, OpenSearch) ---------------------------------
 # maven_copy TMP M2 ARTIFACT...: download each artifact (group:id:version:type[:classifier])
 # from Maven Central into TMP/dl, through the local repository M2; mvn's output
-# goes to TMP/mvn.log.
+# goes to TMP/mvn.log. -C (strict checksums): a file whose checksum does not
+# match the one Central serves beside it fails the install instead of a warning.
 maven_copy() {
   local tmp=$1 m2=$2 a; shift 2
   for a in "$@"; do
-    (cd "$tmp" && mvn -B -q -Dmaven.repo.local="$m2" dependency:copy \
+    (cd "$tmp" && mvn -B -q -C -Dmaven.repo.local="$m2" dependency:copy \
         -Dartifact="$a" -DoutputDirectory="$tmp/dl" >>"$tmp/mvn.log" 2>&1) || return 1
   done
 }
@@ -414,7 +415,7 @@ fetch_neo4j_jars() {
   </dependencies>
 </project>
 EOF
-  (cd "$tmp" && mvn -B -q -Dmaven.repo.local="$m2" dependency:copy-dependencies \
+  (cd "$tmp" && mvn -B -q -C -Dmaven.repo.local="$m2" dependency:copy-dependencies \
       -DincludeScope=runtime -DoutputDirectory="$tmp/home/lib" >"$tmp/mvn.log" 2>&1) || { tail -n 20 "$tmp/mvn.log" >&2; return 1; }
   ls "$tmp"/home/lib/neo4j-"$NEO4J_VERSION".jar >/dev/null 2>&1
 }
