@@ -392,3 +392,25 @@ async def test_llama_index_by_filter_past_one_search(ragd, use_async):
             for i in range(0, n, 500):
                 c.delete([nd.node_id for nd in nodes[i:i + 500]], wait=60)
         store.close()
+
+
+async def test_deletes_by_id_past_one_request(lc_store, ragd):
+    """A delete of more ids than one request may carry (1,000) is sent in
+    batches; no ids is no request."""
+    from llama_index.core.schema import TextNode
+
+    ids = ["lc-many-0", "lc-many-1"] + [f"lc-missing-{i}" for i in range(1200)]
+    lc_store.add_documents([LCDocument(id=i, page_content=f"many deletes {i}") for i in ids[:2]])
+    assert len(lc_store.get_by_ids(ids[:2])) == 2
+    assert lc_store.delete(ids) is True
+    assert lc_store.get_by_ids(ids[:2]) == []
+    assert await lc_store.adelete(ids) is True and lc_store.delete([]) is True
+
+    li = LIStore(base_url=ragd.url, api_key=ragd.admin_key, tenant=LI_TENANT, batch_size=5000)
+    try:
+        li.add([TextNode(id_="li-many-0", text="many deletes")])
+        li.delete_nodes(node_ids=["li-many-0"] + [f"li-missing-{i}" for i in range(1200)])
+        assert li.get_nodes(node_ids=["li-many-0"]) == []
+        await li.adelete_nodes(node_ids=[f"li-missing-{i}" for i in range(1200)])
+    finally:
+        li.close()

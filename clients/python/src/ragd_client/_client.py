@@ -139,6 +139,18 @@ def _query_body(
     return body
 
 
+# The most ids one delete request may carry (the server's bound).
+MAX_DELETE_IDS = 1000
+
+
+def id_batches(ids: Sequence[str], size: int) -> Iterable[list[str]]:
+    """``ids`` in batches of ``size``, at most MAX_DELETE_IDS each; none for
+    no ids."""
+    size = max(1, min(size, MAX_DELETE_IDS))
+    for i in range(0, len(ids), size):
+        yield list(ids[i:i + size])
+
+
 def _wait_param(wait: float | None) -> dict[str, str]:
     return {"wait": f"{wait}s"} if wait else {}
 

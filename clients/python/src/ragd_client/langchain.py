@@ -29,7 +29,8 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, PrivateAttr
 
-from ._client import DEFAULT_BASE_URL, DEFAULT_DEADLINE, DEFAULT_TIMEOUT, AsyncClient, Client, Connections, RetryPolicy
+from ._client import (DEFAULT_BASE_URL, DEFAULT_DEADLINE, DEFAULT_TIMEOUT, AsyncClient, Client, Connections, RetryPolicy,
+                      id_batches)
 from ._metadata import RAGD_KEY, hit_metadata, hit_status, hit_text
 from .models import Document, QueryResult
 
@@ -271,14 +272,18 @@ class RagdVectorStore(VectorStore):
     def delete(self, ids: Optional[list[str]] = None, **kwargs: Any) -> Optional[bool]:
         """Delete documents by id; ids that do not exist count as deleted.
         ragd has no "delete everything": ``ids=None`` is refused."""
-        ids = self._delete_ids(ids, kwargs)
-        res = self._conn.sync().delete(ids, wait=self.wait)
-        return all(r.status in ("ok", "not_found") for r in res.results)
+        ok = True
+        for batch in id_batches(self._delete_ids(ids, kwargs), self.batch_size):
+            res = self._conn.sync().delete(batch, wait=self.wait)
+            ok = ok and all(r.status in ("ok", "not_found") for r in res.results)
+        return ok
 
     async def adelete(self, ids: Optional[list[str]] = None, **kwargs: Any) -> Optional[bool]:
-        ids = self._delete_ids(ids, kwargs)
-        res = await self._conn.aio().delete(ids, wait=self.wait)
-        return all(r.status in ("ok", "not_found") for r in res.results)
+        ok = True
+        for batch in id_batches(self._delete_ids(ids, kwargs), self.batch_size):
+            res = await self._conn.aio().delete(batch, wait=self.wait)
+            ok = ok and all(r.status in ("ok", "not_found") for r in res.results)
+        return ok
 
     @staticmethod
     def _delete_ids(ids: Optional[list[str]], kwargs: dict[str, Any]) -> list[str]:

@@ -37,7 +37,8 @@ from llama_index.core.vector_stores.types import (
 )
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from ._client import DEFAULT_BASE_URL, DEFAULT_DEADLINE, DEFAULT_TIMEOUT, AsyncClient, Client, Connections, RetryPolicy
+from ._client import (DEFAULT_BASE_URL, DEFAULT_DEADLINE, DEFAULT_TIMEOUT, AsyncClient, Client, Connections, RetryPolicy,
+                      id_batches)
 from ._errors import RagdError, RagdFilterError
 from ._metadata import RAGD_KEY, STATUS_KEYS, hit_metadata, hit_status, hit_text
 from .models import Document, QueryResult
@@ -264,10 +265,6 @@ class RagdVectorStore(BasePydanticVectorStore):
                 return
             (await self._conn.aio().delete(ids, wait=self.wait or _ROUND_WAIT)).raise_for_failures()
 
-    def _id_batches(self, ids: List[str]) -> Iterable[List[str]]:
-        for i in range(0, len(ids), self.batch_size):
-            yield ids[i:i + self.batch_size]
-
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Delete every node of the document ``ref_doc_id``."""
         self._delete_matching({REF_DOC_KEY: ref_doc_id}, ref_doc_id)
@@ -283,7 +280,7 @@ class RagdVectorStore(BasePydanticVectorStore):
         if wire is not None:
             self._delete_matching(wire, "*")
             return
-        for batch in self._id_batches(list(node_ids or [])):
+        for batch in id_batches(list(node_ids or []), self.batch_size):
             self._conn.sync().delete(batch, wait=self.wait)
 
     async def adelete_nodes(self, node_ids: Optional[List[str]] = None, filters: Optional[MetadataFilters] = None,
@@ -292,7 +289,7 @@ class RagdVectorStore(BasePydanticVectorStore):
         if wire is not None:
             await self._adelete_matching(wire, "*")
             return
-        for batch in self._id_batches(list(node_ids or [])):
+        for batch in id_batches(list(node_ids or []), self.batch_size):
             await self._conn.aio().delete(batch, wait=self.wait)
 
     def _select(self, node_ids: Optional[List[str]], filters: Optional[MetadataFilters]) -> list[str]:
