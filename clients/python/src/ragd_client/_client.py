@@ -139,7 +139,8 @@ def _query_body(
     return body
 
 
-# The most ids one delete request may carry (the server's bound).
+# The most ids one delete request may carry: the server's default
+# ingest.max_ids_per_request (a store's batch_size goes lower).
 MAX_DELETE_IDS = 1000
 
 
