@@ -414,3 +414,20 @@ async def test_deletes_by_id_past_one_request(lc_store, ragd):
         await li.adelete_nodes(node_ids=[f"li-missing-{i}" for i in range(1200)])
     finally:
         li.close()
+
+
+def test_llama_index_by_filter_on_a_smaller_window(ragd):
+    """A server whose max_window is below the window the store asks for
+    (here: the store asks for more than this server's 1,000) answers
+    invalid_window; the store then searches with the server's default."""
+    from llama_index.core.schema import TextNode
+
+    store = LIStore(base_url=ragd.url, api_key=ragd.admin_key, tenant=LI_TENANT + "-win")
+    store._window = 5000  # above this server's max_window
+    try:
+        store.add([TextNode(id_=f"win-{i}", text=f"window node {i}", metadata={"w": "yes"}) for i in range(3)])
+        got = store.get_nodes(filters=MetadataFilters(filters=[MetadataFilter(key="w", value="yes")]))
+        assert sorted(n.node_id for n in got) == ["win-0", "win-1", "win-2"] and store._window is None
+    finally:
+        store.delete_nodes(node_ids=[f"win-{i}" for i in range(3)])
+        store.close()

@@ -39,7 +39,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from ._client import (DEFAULT_BASE_URL, DEFAULT_DEADLINE, DEFAULT_TIMEOUT, AsyncClient, Client, Connections, RetryPolicy,
                       id_batches)
-from ._errors import RagdError, RagdFilterError
+from ._errors import RagdAPIError, RagdError, RagdFilterError
 from ._metadata import RAGD_KEY, STATUS_KEYS, hit_metadata, hit_status, hit_text
 from .models import Document, QueryResult
 
@@ -179,6 +179,7 @@ class RagdVectorStore(BasePydanticVectorStore):
     send_embeddings: bool = False
 
     _conn: Connections = PrivateAttr()
+    _window: Optional[int] = PrivateAttr(default=_WINDOW)
 
     def __init__(self, *, client: Optional[Client] = None, async_client: Optional[AsyncClient] = None,
                  **data: Any) -> None:
@@ -225,22 +226,46 @@ class RagdVectorStore(BasePydanticVectorStore):
         return [n.node_id for n in nodes]
 
     def _page(self, wire: dict[str, Any], q: str, offset: int) -> dict[str, Any]:
-        return {"text": q, "limit": _PAGE, "offset": offset, "filter": wire, "tenant": self.tenant,
-                "extra": {"window": _WINDOW}}
+        extra = {"window": self._window} if self._window else None
+        return {"text": q, "limit": _PAGE, "offset": offset, "filter": wire, "tenant": self.tenant, "extra": extra}
+
+    def _narrower(self, e: RagdAPIError) -> bool:
+        """Whether ``e`` refuses the window (a server whose max_window is
+        below _WINDOW): the store then asks for the server's default."""
+        if e.code == "invalid_window" and self._window:
+            self._window = None
+            return True
+        return False
+
+    def _search(self, wire: dict[str, Any], q: str, offset: int) -> QueryResult:
+        while True:
+            try:
+                return self._conn.sync().query(**self._page(wire, q, offset))
+            except RagdAPIError as e:
+                if not self._narrower(e):
+                    raise
+
+    async def _asearch(self, wire: dict[str, Any], q: str, offset: int) -> QueryResult:
+        while True:
+            try:
+                return await self._conn.aio().query(**self._page(wire, q, offset))
+            except RagdAPIError as e:
+                if not self._narrower(e):
+                    raise
 
     def _matching(self, wire: dict[str, Any], q: str) -> list[str]:
         """The ids of every node ``wire`` selects: the pages of one search
         (see ``_listed``)."""
         ids: list[str] = []
         while True:
-            res = self._conn.sync().query(**self._page(wire, q, len(ids)))
+            res = self._search(wire, q, len(ids))
             if _listed(res, ids):
                 return ids
 
     async def _amatching(self, wire: dict[str, Any], q: str) -> list[str]:
         ids: list[str] = []
         while True:
-            res = await self._conn.aio().query(**self._page(wire, q, len(ids)))
+            res = await self._asearch(wire, q, len(ids))
             if _listed(res, ids):
                 return ids
 
@@ -250,7 +275,7 @@ class RagdVectorStore(BasePydanticVectorStore):
         search finds none (see ``_deleting``)."""
         gone: set[str] = set()
         while True:
-            res = self._conn.sync().query(**self._page(wire, q, 0))
+            res = self._search(wire, q, 0)
             ids = _deleting(res, gone)
             if not ids:
                 return
@@ -259,7 +284,7 @@ class RagdVectorStore(BasePydanticVectorStore):
     async def _adelete_matching(self, wire: dict[str, Any], q: str) -> None:
         gone: set[str] = set()
         while True:
-            res = await self._conn.aio().query(**self._page(wire, q, 0))
+            res = await self._asearch(wire, q, 0)
             ids = _deleting(res, gone)
             if not ids:
                 return
