@@ -16,6 +16,7 @@ import (
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/internal/syncbuf"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -260,25 +261,7 @@ type env struct {
 	searcher *fakeSearcher
 	store    *fakeStore
 	writer   *fakeWriter
-	logs     *syncBuffer
-}
-
-// syncBuffer collects log output from concurrent requests.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs     *syncbuf.Buffer
 }
 
 func testConfig(store *fakeStore, searcher *fakeSearcher, writer *fakeWriter, logs io.Writer) api.Config {
@@ -314,7 +297,7 @@ func testConfig(store *fakeStore, searcher *fakeSearcher, writer *fakeWriter, lo
 func newEnv(t testing.TB, mutate func(*api.Config)) *env {
 	t.Helper()
 	store := newFakeStore()
-	e := &env{t: t, store: store, searcher: &fakeSearcher{}, writer: newFakeWriter(t, store), logs: &syncBuffer{}}
+	e := &env{t: t, store: store, searcher: &fakeSearcher{}, writer: newFakeWriter(t, store), logs: &syncbuf.Buffer{}}
 	e.cfg = testConfig(store, e.searcher, e.writer, e.logs)
 	if mutate != nil {
 		mutate(&e.cfg)

@@ -53,6 +53,12 @@ func mcpToolError(t *testing.T, rec *httptest.ResponseRecorder) string {
 // "code: message (request id …)".
 func mcpRefusalOf(t testing.TB, rec *httptest.ResponseRecorder) api.ErrorDetail {
 	t.Helper()
+	return mcpRefusal(t, rec.Code, rec.Header(), rec.Body.Bytes())
+}
+
+// mcpRefusal is mcpRefusalOf for an answer's status, header and body.
+func mcpRefusal(t testing.TB, status int, h http.Header, raw []byte) api.ErrorDetail {
+	t.Helper()
 	var body struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
@@ -62,20 +68,20 @@ func mcpRefusalOf(t testing.TB, rec *httptest.ResponseRecorder) api.ErrorDetail 
 			Data    api.ErrorDetail `json:"data"`
 		} `json:"error"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(rec.Body.Bytes()))
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil {
-		t.Fatalf("status %d: not a JSON-RPC error: %v: %s", rec.Code, err, rec.Body)
+		t.Fatalf("status %d: not a JSON-RPC error: %v: %s", status, err, raw)
 	}
 	d := body.Error.Data
 	if body.JSONRPC != "2.0" || string(body.ID) != "null" || body.Error.Code != -32001 || d.Code == "" || d.Message == "" ||
 		body.Error.Message != d.Code+": "+d.Message+" (request id "+d.RequestID+")" {
-		t.Fatalf("status %d: JSON-RPC error %s", rec.Code, rec.Body)
+		t.Fatalf("status %d: JSON-RPC error %s", status, raw)
 	}
-	if d.RequestID == "" || d.RequestID != rec.Header().Get("X-Request-ID") {
-		t.Fatalf("request_id %q, X-Request-ID header %q", d.RequestID, rec.Header().Get("X-Request-ID"))
+	if d.RequestID == "" || d.RequestID != h.Get("X-Request-ID") {
+		t.Fatalf("request_id %q, X-Request-ID header %q", d.RequestID, h.Get("X-Request-ID"))
 	}
-	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+	if ct := h.Get("Content-Type"); ct != "application/json" {
 		t.Fatalf("Content-Type %q", ct)
 	}
 	return d

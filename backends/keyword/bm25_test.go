@@ -10,6 +10,7 @@ import (
 
 	"github.com/ragd/ragd/backends/keyword"
 	"github.com/ragd/ragd/spi"
+	"github.com/ragd/ragd/spi/spitest"
 )
 
 // refIndex is an independent, brute-force implementation of the scoring
@@ -98,7 +99,7 @@ func (r *refIndex) scores(query, tenant string, titleW, k1, b float64) map[strin
 // title weight and BM25 parameters, over every tenant and over one tenant
 // (whose own documents are then the collection).
 func TestBM25MatchesReference(t *testing.T) {
-	docs := append(filler(120),
+	docs := append(spitest.KeywordFiller(120),
 		spi.Document{ID: "rep", Tenant: "t0", Title: "alpha alpha", Text: "alpha beta alpha gamma alpha"},
 		spi.Document{ID: "long", Tenant: "t1", Title: "a rather long title about beta and delta and more", Text: "beta"},
 		spi.Document{ID: "notitle", Tenant: "t2", Text: "omega omega psi"},
@@ -139,10 +140,10 @@ func TestBM25MatchesReference(t *testing.T) {
 // A word repeated in the query weighs more (query term frequency).
 func TestBM25QueryTermFrequency(t *testing.T) {
 	b := mustOpen(t, keyword.Config{})
-	mustUpsert(t, b, append(filler(50),
+	mustUpsert(t, b, append(spitest.KeywordFiller(50),
 		spi.Document{ID: "a", Title: "notes", Text: "turbine blade cooling"},
 		spi.Document{ID: "b", Title: "notes", Text: "turbine nozzle erosion"},
 	)...)
-	wantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "cooling erosion erosion", K: 2}), "b", "a")
-	wantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "cooling cooling erosion", K: 2}), "a", "b")
+	spitest.WantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "cooling erosion erosion", K: 2}), "b", "a")
+	spitest.WantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "cooling cooling erosion", K: 2}), "a", "b")
 }

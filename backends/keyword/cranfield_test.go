@@ -31,7 +31,7 @@ func meanNDCG10(tb testing.TB, b *keyword.Backend, c *eval.Dataset) float64 {
 		if err != nil {
 			tb.Fatalf("query %s: %v", q.ID, err)
 		}
-		sum += eval.NDCG(ids(refs), c.Qrels[q.ID], 10)
+		sum += eval.NDCG(spitest.IDs(refs), c.Qrels[q.ID], 10)
 	}
 	return sum / float64(len(c.Queries))
 }

@@ -13,9 +13,10 @@ import (
 
 	"github.com/ragd/ragd/backends/keyword"
 	"github.com/ragd/ragd/spi"
+	"github.com/ragd/ragd/spi/spitest"
 )
 
-func corpus() []spi.Document { return append(filler(300), handMade()...) }
+func corpus() []spi.Document { return append(spitest.KeywordFiller(300), handMade()...) }
 
 var probes = []spi.KeywordRequest{
 	{Text: "running river", K: 10},
@@ -310,7 +311,7 @@ func TestIncompatibleAnalyzerIsRebuilt(t *testing.T) {
 	if refs := mustRetrieve(t, b, spi.KeywordRequest{Text: "running"}); len(refs) != 0 {
 		t.Fatalf("unstemmed index matched %v", refs)
 	}
-	wantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "run"}), "run")
+	spitest.WantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "run"}), "run")
 }
 
 func TestLockedIndexIsNotRepaired(t *testing.T) {

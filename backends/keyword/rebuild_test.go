@@ -8,6 +8,7 @@ import (
 
 	"github.com/ragd/ragd/backends/keyword"
 	"github.com/ragd/ragd/spi"
+	"github.com/ragd/ragd/spi/spitest"
 )
 
 // Rebuild swaps in an index built from the system of record while the old
@@ -38,7 +39,7 @@ func TestRebuildLive(t *testing.T) {
 	}()
 	<-paused
 	// Mid-rebuild: the old index answers, and takes writes.
-	wantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "obsolete"}), "stale")
+	spitest.WantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "obsolete"}), "stale")
 	during := spi.Document{ID: "during", Tenant: "t0", Text: "written while the rebuild ran"}
 	newer := spi.Document{ID: "w-en", Tenant: "t1", Title: "widget", Text: "widget manual second edition",
 		Metadata: spi.Strings(map[string]string{"lang": "en"})} // sorts after the pause: the scan still sees the old version
@@ -55,8 +56,8 @@ func TestRebuildLive(t *testing.T) {
 	if refs := mustRetrieve(t, b, spi.KeywordRequest{Text: "obsolete"}); len(refs) != 0 {
 		t.Fatalf("document absent from the system of record survived: %v", refs)
 	}
-	wantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "rebuild ran"}), "during")
-	wantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "second edition"}), "w-en")
+	spitest.WantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "rebuild ran"}), "during")
+	spitest.WantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "second edition"}), "w-en")
 	_, missing, err := b.Hydrate(context.Background(), []string{"f0001", "run", "f0002"})
 	if err != nil || !slices.Equal(missing, []string{"f0001", "run"}) {
 		t.Fatalf("missing = %v, %v; want the ids deleted during the rebuild", missing, err)
@@ -73,7 +74,7 @@ func TestRebuildLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	b2 := mustOpen(t, keyword.Config{Dir: dir})
-	wantIDs(t, mustRetrieve(t, b2, spi.KeywordRequest{Text: "rebuild ran"}), "during")
+	spitest.WantIDs(t, mustRetrieve(t, b2, spi.KeywordRequest{Text: "rebuild ran"}), "during")
 }
 
 func TestRebuildCancelledKeepsOldIndex(t *testing.T) {
@@ -84,7 +85,7 @@ func TestRebuildCancelledKeepsOldIndex(t *testing.T) {
 	gen := currentGen(t, dir)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	src := &sliceScanner{docs: filler(200), onDoc: func(i int) {
+	src := &sliceScanner{docs: spitest.KeywordFiller(200), onDoc: func(i int) {
 		if i == 50 {
 			cancel()
 		}
@@ -98,7 +99,7 @@ func TestRebuildCancelledKeepsOldIndex(t *testing.T) {
 	}
 	// Writes after the failed rebuild are not recorded for a replay.
 	mustUpsert(t, b, spi.Document{ID: "after", Text: "later write"})
-	wantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "later write"}), "after")
+	spitest.WantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "later write"}), "after")
 }
 
 func TestRebuildInvalidDocumentFails(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ragd/ragd/backends/keyword"
 	"github.com/ragd/ragd/spi"
+	"github.com/ragd/ragd/spi/spitest"
 )
 
 // A tenant's scores are computed from its own documents only: another
@@ -40,7 +41,7 @@ func TestTenantScoresIgnoreOtherTenants(t *testing.T) {
 // in one tenant, a query for that tenant gets the same refs, bit for bit,
 // as a query for every tenant.
 func TestSingleTenantScoresUnchanged(t *testing.T) {
-	docs := append(filler(200),
+	docs := append(spitest.KeywordFiller(200),
 		spi.Document{ID: "rep", Title: "alpha alpha", Text: "alpha beta alpha gamma alpha"},
 		spi.Document{ID: "long", Title: "a rather long title about beta and delta and more", Text: "beta"})
 	for i := range docs {

@@ -65,7 +65,7 @@ func TestTypedFiltersMatchTheReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := ids(refs)
+			got := spitest.IDs(refs)
 			slices.Sort(got)
 			if !slices.Equal(got, want) {
 				raw, _ := json.Marshal(f)

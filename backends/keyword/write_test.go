@@ -12,6 +12,7 @@ import (
 
 	"github.com/ragd/ragd/backends/keyword"
 	"github.com/ragd/ragd/spi"
+	"github.com/ragd/ragd/spi/spitest"
 )
 
 func TestHydrate(t *testing.T) {
@@ -23,7 +24,7 @@ func TestHydrate(t *testing.T) {
 		Vector:   []float32{1, 2}, Entities: []string{"e"}, Links: []string{"l"},
 		UpdatedAt: when,
 	}
-	mustUpsert(t, b, append(filler(200), full)...)
+	mustUpsert(t, b, append(spitest.KeywordFiller(200), full)...)
 
 	docs, missing, err := b.Hydrate(context.Background(), []string{"nope-1", "full", "f0007", "full", "nope-2", "f0003"})
 	if err != nil {
@@ -41,12 +42,12 @@ func TestHydrate(t *testing.T) {
 	if !reflect.DeepEqual(docs[0], want) {
 		t.Fatalf("hydrated\n%#v\nwant\n%#v", docs[0], want)
 	}
-	if f := filler(8)[7]; docs[1].Title != f.Title || docs[1].Text != f.Text || docs[1].Tenant != f.Tenant || !docs[1].Metadata["kind"].Equal(f.Metadata["kind"]) {
+	if f := spitest.KeywordFiller(8)[7]; docs[1].Title != f.Title || docs[1].Text != f.Text || docs[1].Tenant != f.Tenant || !docs[1].Metadata["kind"].Equal(f.Metadata["kind"]) {
 		t.Fatalf("hydrated %+v, want %+v", docs[1], f)
 	}
 	// The empty metadata value is a filterable value like any other.
 	refs := mustRetrieve(t, b, spi.KeywordRequest{Text: "punctuation", Filter: spi.StringFilter(map[string][]string{"empty": {""}, "a.b": {"dotted key"}})})
-	wantIDs(t, refs, "full")
+	spitest.WantIDs(t, refs, "full")
 
 	docs, missing, err = b.Hydrate(context.Background(), nil)
 	if err != nil || len(docs) != 0 || len(missing) != 0 {
@@ -56,16 +57,16 @@ func TestHydrate(t *testing.T) {
 
 func TestUpsertReplaces(t *testing.T) {
 	b := mustOpen(t, keyword.Config{})
-	mustUpsert(t, b, filler(100)...)
+	mustUpsert(t, b, spitest.KeywordFiller(100)...)
 	mustUpsert(t, b, spi.Document{ID: "doc", Tenant: "t0", Title: "old", Text: "turbine blade vibration"})
-	wantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "turbine"}), "doc")
+	spitest.WantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "turbine"}), "doc")
 
 	mustUpsert(t, b, spi.Document{ID: "doc", Tenant: "t1", Title: "new", Text: "nozzle flow separation",
 		Metadata: spi.Strings(map[string]string{"v": "2"})})
 	if refs := mustRetrieve(t, b, spi.KeywordRequest{Text: "turbine vibration old"}); len(refs) != 0 {
 		t.Fatalf("old version still matches: %v", refs)
 	}
-	wantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "nozzle", Tenant: "t1", Filter: spi.StringFilter(map[string][]string{"v": {"2"}})}), "doc")
+	spitest.WantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "nozzle", Tenant: "t1", Filter: spi.StringFilter(map[string][]string{"v": {"2"}})}), "doc")
 	if refs := mustRetrieve(t, b, spi.KeywordRequest{Text: "nozzle", Tenant: "t0"}); len(refs) != 0 {
 		t.Fatalf("old tenant still sees the document: %v", refs)
 	}
@@ -103,7 +104,7 @@ func TestUpsertInvalid(t *testing.T) {
 
 func TestDelete(t *testing.T) {
 	b := mustOpen(t, keyword.Config{BatchSize: 7})
-	docs := filler(120)
+	docs := spitest.KeywordFiller(120)
 	mustUpsert(t, b, docs...)
 	var del []string
 	for i := 0; i < 120; i += 3 {
@@ -136,7 +137,7 @@ func TestDelete(t *testing.T) {
 func TestScoresIndependentOfHistory(t *testing.T) {
 	// Words unique to each document grow the term dictionaries, which is
 	// what bleve's own average-length estimate is sensitive to.
-	docs := filler(150)
+	docs := spitest.KeywordFiller(150)
 	for i := range docs {
 		docs[i].Text += fmt.Sprintf(" u%da u%db u%dc", i, i, i)
 	}
@@ -144,7 +145,7 @@ func TestScoresIndependentOfHistory(t *testing.T) {
 	mustUpsert(t, fresh, docs...)
 
 	worked := mustOpen(t, keyword.Config{BatchSize: 9})
-	junk := filler(60)
+	junk := spitest.KeywordFiller(60)
 	for i := range junk {
 		junk[i].ID = fmt.Sprintf("junk%d", i)
 		junk[i].Text += fmt.Sprintf(" extra words j%da j%db j%dc j%dd", i, i, i, i)
@@ -157,7 +158,7 @@ func TestScoresIndependentOfHistory(t *testing.T) {
 	}
 	mustUpsert(t, worked, changed...)
 	mustUpsert(t, worked, docs[100:]...)
-	if err := worked.Delete(context.Background(), ids(refsOf(junk))); err != nil {
+	if err := worked.Delete(context.Background(), spitest.IDs(refsOf(junk))); err != nil {
 		t.Fatal(err)
 	}
 
@@ -183,7 +184,7 @@ func TestClosed(t *testing.T) {
 	if h := b.Health(context.Background()); h.Status != spi.StatusUp || h.Detail != "0 documents" {
 		t.Fatalf("Health = %+v", h)
 	}
-	mustUpsert(t, b, filler(3)...)
+	mustUpsert(t, b, spitest.KeywordFiller(3)...)
 	if h := b.Health(context.Background()); h.Status != spi.StatusUp || h.Detail != "3 documents" {
 		t.Fatalf("Health = %+v", h)
 	}
@@ -199,7 +200,7 @@ func TestClosed(t *testing.T) {
 	ctx := context.Background()
 	_, rerr := b.Retrieve(ctx, spi.KeywordRequest{Text: "alpha", K: 1})
 	_, _, herr := b.Hydrate(ctx, []string{"f0000"})
-	for _, err := range []error{rerr, herr, b.Upsert(ctx, filler(1)), b.Delete(ctx, []string{"x"})} {
+	for _, err := range []error{rerr, herr, b.Upsert(ctx, spitest.KeywordFiller(1)), b.Delete(ctx, []string{"x"})} {
 		if !errors.Is(err, spi.ErrUnavailable) || !errors.Is(err, keyword.ErrClosed) {
 			t.Fatalf("after Close err = %v, want ErrUnavailable and ErrClosed", err)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/ragd/ragd/api"
 	"github.com/ragd/ragd/ingest/chunk"
 	"github.com/ragd/ragd/ingest/folder"
+	"github.com/ragd/ragd/internal/syncbuf"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -475,12 +476,12 @@ func TestIngestDirBadFilesFailAloneWithClearErrors(t *testing.T) {
 
 // startRagdChild runs ragd with args in a child process (the test binary,
 // see TestMain) and returns it with its combined output.
-func startRagdChild(t *testing.T, args ...string) (*exec.Cmd, *syncBuffer) {
+func startRagdChild(t *testing.T, args ...string) (*exec.Cmd, *syncbuf.Buffer) {
 	t.Helper()
 	raw, _ := json.Marshal(args)
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), envMainArgs+"="+string(raw))
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

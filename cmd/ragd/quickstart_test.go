@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -11,10 +10,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ragd/ragd/internal/syncbuf"
 )
 
 // The quickstart test runs the exact command README.md gives for starting
@@ -54,14 +54,14 @@ type quickstart struct {
 // start runs the README command and waits until /readyz answers 200. It
 // returns the process's stderr so far and a stop func that sends SIGINT
 // and expects a clean exit.
-func (q *quickstart) start() (stderr *syncBuffer, stop func()) {
+func (q *quickstart) start() (stderr *syncbuf.Buffer, stop func()) {
 	t := q.t
 	t.Helper()
 	cmd := exec.Command("sh", "-c", "exec "+q.command)
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), "RAGD_DATA_DIR="+q.dataDir, "RAGD_LISTEN="+q.addr)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stderr = &syncBuffer{}
+	stderr = &syncbuf.Buffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %q: %v", q.command, err)
@@ -222,23 +222,4 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// syncBuffer lets the test read the process's stderr while exec's copying
-// goroutine writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -31,7 +31,7 @@ const (
 	// "_id" key is BEIR, anything else JSONL.
 	FormatAuto Format = ""
 	// FormatJSONL is one spi.Document JSON object per line ("id", "tenant",
-	// "title", "text", "metadata" (string values), "vector", "entities",
+	// "title", "text", "metadata" (typed values), "vector", "entities",
 	// "links", "updated_at"), read as POST /v1/documents reads one. Unknown
 	// keys are an error, so a typo such as "txt" is caught instead of
 	// ingesting empty documents.

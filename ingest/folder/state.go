@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -31,11 +34,48 @@ type State struct {
 	db *bolt.DB
 }
 
-// StateKey is what a State belongs to.
+// StateKey is what a State belongs to. Server is compared as
+// NormalServer has it, so one server typed two ways shares a State.
 type StateKey struct {
 	Server string `json:"server"`
 	Tenant string `json:"tenant"`
 	Source string `json:"source"`
+}
+
+// normal returns k with its Server in the form NormalServer gives.
+func (k StateKey) normal() StateKey {
+	k.Server = NormalServer(k.Server)
+	return k
+}
+
+// NormalServer is the form of a server's base URL that a State is keyed
+// by: the scheme (http when none is typed) and host in lower case, the
+// scheme's default port left out, no trailing slash, no user info, query
+// or fragment. "LOCALHOST:8080/", "http://localhost:8080" and
+// "HTTP://localhost:8080//" are one server; a name and its address
+// (localhost, 127.0.0.1) stay two, as the URLs differ. A value that does
+// not parse as a URL is kept as it is.
+func NormalServer(raw string) string {
+	s := strings.TrimSpace(raw)
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return raw
+	}
+	scheme := strings.ToLower(u.Scheme)
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == map[string]string{"http": "80", "https": "443"}[scheme] {
+		port = ""
+	}
+	if strings.Contains(host, ":") { // an IPv6 address
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host = net.JoinHostPort(strings.Trim(host, "[]"), port)
+	}
+	return (&url.URL{Scheme: scheme, Host: host, Path: strings.TrimRight(u.Path, "/")}).String()
 }
 
 // FileEntry is what the State holds for one file.
@@ -62,14 +102,14 @@ var (
 var ErrStateInUse = errors.New("folder: the state is in use by another run")
 
 // DefaultStatePath is where the State of key lives unless the caller says:
-// ragd/ingest/<16 hex digits of the key's SHA-256>.db under the user's
-// cache directory.
+// ragd/ingest/<16 hex digits of the SHA-256 of the key, its server
+// normalised>.db under the user's cache directory.
 func DefaultStatePath(key StateKey) (string, error) {
 	base, err := os.UserCacheDir()
 	if err != nil {
 		return "", fmt.Errorf("folder: no cache directory for the state (pass its path): %w", err)
 	}
-	b, _ := json.Marshal(key)
+	b, _ := json.Marshal(key.normal())
 	sum := sha256.Sum256(b)
 	return filepath.Join(base, "ragd", "ingest", hex.EncodeToString(sum[:8])+".db"), nil
 }
@@ -87,7 +127,7 @@ func OpenState(path string, key StateKey) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("folder: state %s: %w", path, err)
 	}
-	want, _ := json.Marshal(key)
+	want, _ := json.Marshal(key.normal())
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 		if err != nil {
@@ -96,7 +136,7 @@ func OpenState(path string, key StateKey) (*State, error) {
 		if _, err := tx.CreateBucketIfNotExists(bucketFiles); err != nil {
 			return err
 		}
-		if got := meta.Get(keyKey); got != nil && string(got) != string(want) {
+		if got := meta.Get(keyKey); got != nil && !sameKey(got, want) {
 			return fmt.Errorf("folder: state %s belongs to %s, not %s", path, got, want)
 		}
 		return meta.Put(keyKey, want)
@@ -106,6 +146,17 @@ func OpenState(path string, key StateKey) (*State, error) {
 		return nil, err
 	}
 	return &State{db: db}, nil
+}
+
+// sameKey reports whether the stored key got (which an older ragd may
+// have written with its server as typed) is the key want.
+func sameKey(got, want []byte) bool {
+	var k StateKey
+	if err := json.Unmarshal(got, &k); err != nil {
+		return false
+	}
+	norm, _ := json.Marshal(k.normal())
+	return string(norm) == string(want)
 }
 
 // Close closes the state file.

@@ -193,21 +193,14 @@ func nativeNeo4j(tb testing.TB, home string) (*Neo4jServer, error) {
 		return nil, err
 	}
 
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		bolt, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		http, err := freePort()
-		if err != nil {
-			return nil, err
-		}
+	var conn Neo4jConn
+	p, err := startOnFreePorts(tb, 2, func(ports []int) (*process, error) {
+		bolt, http := ports[0], ports[1]
 		if err := writeNeo4jConf(confDir, base, bolt, http); err != nil {
 			return nil, err
 		}
-		conn := Neo4jConn{URI: fmt.Sprintf("bolt://127.0.0.1:%d", bolt), User: "neo4j", Password: dedicatedNeo4jPassword}
-		p := &process{
+		conn = Neo4jConn{URI: fmt.Sprintf("bolt://127.0.0.1:%d", bolt), User: "neo4j", Password: dedicatedNeo4jPassword}
+		return &process{
 			name: fmt.Sprintf("neo4j on bolt port %d", bolt),
 			// C1-only JIT: starts 2-4x faster on a busy two-core machine.
 			argv: slices.Concat([]string{java, "-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
@@ -218,21 +211,12 @@ func nativeNeo4j(tb testing.TB, home string) (*Neo4jServer, error) {
 			logPath: logPath,
 			stopSig: syscall.SIGTERM,
 			ready:   pingNeo4j(conn),
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-		lastErr = p.start(ctx)
-		cancel()
-		if lastErr != nil {
-			continue // most likely a port was taken meanwhile
-		}
-		tb.Cleanup(func() {
-			if err := p.stop(context.Background()); err != nil {
-				tb.Logf("%v", err)
-			}
-		})
-		return &Neo4jServer{Neo4jConn: conn, ctl: p}, nil
+		}, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, lastErr
+	return &Neo4jServer{Neo4jConn: conn, ctl: p}, nil
 }
 
 // writeNeo4jConf writes a minimal neo4j.conf for a private server.

@@ -202,16 +202,9 @@ func nativeOpenSearch(tb testing.TB, home string) (*OpenSearchServer, error) {
 		"OPENSEARCH_PATH_CONF="+conf,
 		"OPENSEARCH_TMPDIR="+filepath.Join(node, "tmp"))
 
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		httpPort, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		transport, err := freePort()
-		if err != nil {
-			return nil, err
-		}
+	var url string
+	p, err := startOnFreePorts(tb, 2, func(ports []int) (*process, error) {
+		httpPort, transport := ports[0], ports[1]
 		yml := strings.Join([]string{
 			"cluster.name: ragd-test",
 			"node.name: ragd-test",
@@ -232,8 +225,8 @@ func nativeOpenSearch(tb testing.TB, home string) (*OpenSearchServer, error) {
 			}
 			_ = os.Chown(filepath.Join(conf, "opensearch.yml"), owner.uid, owner.gid)
 		}
-		url := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
-		p := &process{
+		url = fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+		return &process{
 			name:    fmt.Sprintf("opensearch on port %d", httpPort),
 			argv:    []string{bin},
 			env:     env,
@@ -241,19 +234,10 @@ func nativeOpenSearch(tb testing.TB, home string) (*OpenSearchServer, error) {
 			user:    owner,
 			stopSig: syscall.SIGTERM,
 			ready:   pingOpenSearch(url),
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-		lastErr = p.start(ctx)
-		cancel()
-		if lastErr != nil {
-			continue // most likely a port was taken meanwhile
-		}
-		tb.Cleanup(func() {
-			if err := p.stop(context.Background()); err != nil {
-				tb.Logf("%v", err)
-			}
-		})
-		return &OpenSearchServer{URL: url, ctl: p}, nil
+		}, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, lastErr
+	return &OpenSearchServer{URL: url, ctl: p}, nil
 }

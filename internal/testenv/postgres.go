@@ -239,14 +239,11 @@ func nativePostgres(tb testing.TB, bin string) (*Server, error) {
 		return nil, err
 	}
 
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-		p := &process{
+	var dsn string
+	p, err := startOnFreePorts(tb, 1, func(ports []int) (*process, error) {
+		port := ports[0]
+		dsn = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+		return &process{
 			name: fmt.Sprintf("postgres on port %d", port),
 			argv: []string{filepath.Join(bin, "postgres"), "-D", data,
 				"-p", fmt.Sprint(port),
@@ -260,26 +257,17 @@ func nativePostgres(tb testing.TB, bin string) (*Server, error) {
 			user:    owner,
 			stopSig: syscall.SIGINT, // "fast" shutdown: disconnects clients
 			ready:   pingPostgres(dsn),
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-		lastErr = p.start(ctx)
-		cancel()
-		if lastErr != nil {
-			continue // most likely the port was taken meanwhile
-		}
-		tb.Cleanup(func() {
-			if err := p.stop(context.Background()); err != nil {
-				tb.Logf("%v", err)
-			}
-		})
-		ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := createVectorExtension(ctx, dsn); err != nil {
-			return nil, err
-		}
-		return &Server{DSN: dsn, ctl: p}, nil
+		}, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, lastErr
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := createVectorExtension(ctx, dsn); err != nil {
+		return nil, err
+	}
+	return &Server{DSN: dsn, ctl: p}, nil
 }
 
 // runOnce runs a short-lived command (initdb) to completion.

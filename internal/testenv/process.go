@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -75,6 +76,42 @@ func (p *process) start(ctx context.Context) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// startAttempts is how many port choices startOnFreePorts tries.
+const startAttempts = 3
+
+// startOnFreePorts starts the server that build describes for nPorts free
+// loopback ports, and stops it when tb's test ends. A start that fails is
+// tried again on new ports (most likely a port was taken between the
+// choice and the server's bind), startAttempts times in all; an error of
+// build itself ends the tries at once.
+func startOnFreePorts(tb testing.TB, nPorts int, build func(ports []int) (*process, error)) (*process, error) {
+	tb.Helper()
+	var lastErr error
+	for range startAttempts {
+		ports, err := freePorts(nPorts)
+		if err != nil {
+			return nil, err
+		}
+		p, err := build(ports)
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+		lastErr = p.start(ctx)
+		cancel()
+		if lastErr != nil {
+			continue
+		}
+		tb.Cleanup(func() {
+			if err := p.stop(context.Background()); err != nil {
+				tb.Logf("%v", err)
+			}
+		})
+		return p, nil
+	}
+	return nil, lastErr
 }
 
 // stop shuts the process down gracefully and waits for it to exit; it kills
@@ -169,4 +206,11 @@ func newCommand(argv []string, out *os.File, u *osUser) *exec.Cmd {
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = sysProcAttr(u)
 	return cmd
+}
+
+// running reports whether the process runs (started and not stopped).
+func (p *process) running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd != nil
 }

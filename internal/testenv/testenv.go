@@ -90,12 +90,27 @@ func randomHex(n int) string {
 
 // freePort asks the kernel for a free TCP port on the loopback interface.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freePorts(1)
 	if err != nil {
-		return 0, fmt.Errorf("testenv: free port: %w", err)
+		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
+}
+
+// freePorts asks the kernel for n distinct free TCP ports on the loopback
+// interface: every listener stays open until all are chosen, so no port
+// is handed out twice.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("testenv: free port: %w", err)
+		}
+		defer l.Close()
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports, nil
 }
 
 // tail returns the last n bytes of the file at path, for error messages.

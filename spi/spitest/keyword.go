@@ -119,31 +119,8 @@ func (k *kwStore) search(t *testing.T, req spi.KeywordRequest) []spi.Ref {
 	if err != nil {
 		t.Fatalf("Retrieve(%q tenant %q filter %v): %v", req.Text, req.Tenant, req.Filter, err)
 	}
-	checkKeywordOrder(t, refs)
+	CheckOrder(t, refs, spi.SourceKeyword)
 	return refs
-}
-
-// checkKeywordOrder: descending score, ties by ascending id, keyword source.
-func checkKeywordOrder(t *testing.T, refs []spi.Ref) {
-	t.Helper()
-	for i, r := range refs {
-		if r.Source != spi.SourceKeyword {
-			t.Fatalf("ref %s has Source %q", r.ID, r.Source)
-		}
-		if i > 0 {
-			p := refs[i-1]
-			if r.Score > p.Score || r.Score == p.Score && r.ID <= p.ID {
-				t.Fatalf("refs out of order at %d: %v", i, refs)
-			}
-		}
-	}
-}
-
-func wantKeywordIDs(t *testing.T, refs []spi.Ref, want ...string) {
-	t.Helper()
-	if got := ids(refs); !slices.Equal(got, want) {
-		t.Fatalf("ids = %v, want %v (refs %v)", got, want, refs)
-	}
 }
 
 // KeywordFiller returns n documents over Greek letter words, spread over
@@ -168,8 +145,10 @@ func KeywordFiller(n int) []spi.Document {
 	return docs
 }
 
-// keywordHandMade are the documents the ranking cases are about.
-func keywordHandMade() []spi.Document {
+// KeywordHandMade are the documents the contract's ranking, filter and
+// term-limit cases are about; they sit among KeywordFiller documents,
+// whose words they do not use.
+func KeywordHandMade() []spi.Document {
 	return []spi.Document{
 		{ID: "run", Tenant: "t0", Title: "morning notes", Text: "we run along the river every day"},
 		{ID: "walk", Tenant: "t0", Title: "evening notes", Text: "we walk along the river every day"},
@@ -188,7 +167,7 @@ func keywordHandMade() []spi.Document {
 func (s *keywordSuite) ranked(t *testing.T, o KeywordOptions) *kwStore {
 	t.Helper()
 	k := s.open(t, o)
-	k.put(t, append(KeywordFiller(300), keywordHandMade()...)...)
+	k.put(t, append(KeywordFiller(300), KeywordHandMade()...)...)
 	return k
 }
 
@@ -211,7 +190,7 @@ func (s *keywordSuite) testRanking(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			wantKeywordIDs(t, k.search(t, spi.KeywordRequest{Text: tt.text, K: tt.k}), tt.want...)
+			WantIDs(t, k.search(t, spi.KeywordRequest{Text: tt.text, K: tt.k}), tt.want...)
 		})
 	}
 	t.Run("tied scores are equal", func(t *testing.T) {
@@ -235,8 +214,8 @@ func (s *keywordSuite) testTitleBoost(t *testing.T) {
 		want  []string
 	}{{3, []string{"tb-title", "tb-text"}}, {0.2, []string{"tb-text", "tb-title"}}} {
 		k := s.open(t, KeywordOptions{TitleBoost: tc.boost})
-		k.put(t, append(KeywordFiller(30), keywordHandMade()...)...)
-		wantKeywordIDs(t, k.search(t, spi.KeywordRequest{Text: "compressor"}), tc.want...)
+		k.put(t, append(KeywordFiller(30), KeywordHandMade()...)...)
+		WantIDs(t, k.search(t, spi.KeywordRequest{Text: "compressor"}), tc.want...)
 	}
 }
 
@@ -271,7 +250,7 @@ func (s *keywordSuite) testFilters(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := ids(k.search(t, spi.KeywordRequest{Text: "widget", Tenant: tt.tenant, Filter: tt.filter}))
+			got := IDs(k.search(t, spi.KeywordRequest{Text: "widget", Tenant: tt.tenant, Filter: tt.filter}))
 			slices.Sort(got)
 			if !slices.Equal(got, tt.want) {
 				t.Fatalf("ids = %v, want %v", got, tt.want)
@@ -314,7 +293,7 @@ func (s *keywordSuite) testTenantIsolation(t *testing.T) {
 		}
 	}
 	// Unscoped, every tenant's documents are found, the tenantless too.
-	if got := ids(k.search(t, spi.KeywordRequest{Text: "shared secret", K: 10})); len(got) != 4 {
+	if got := IDs(k.search(t, spi.KeywordRequest{Text: "shared secret", K: 10})); len(got) != 4 {
 		t.Fatalf("unscoped: %v, want the four shared documents", got)
 	}
 }
@@ -398,7 +377,7 @@ func (s *keywordSuite) testInvalid(t *testing.T) {
 
 func (s *keywordSuite) testTermLimit(t *testing.T) {
 	k := s.open(t, KeywordOptions{MaxTerms: 5})
-	k.put(t, keywordHandMade()...)
+	k.put(t, KeywordHandMade()...)
 	// Five terms are fine, six are not; stop words do not count.
 	k.search(t, spi.KeywordRequest{Text: "the river walk run compressor widget"})
 	if _, err := k.Retrieve(context.Background(), spi.KeywordRequest{Text: "river walk run compressor widget paper", K: 10}); !errors.Is(err, spi.ErrInvalidQuery) {
@@ -435,7 +414,7 @@ func (s *keywordSuite) testHydrate(t *testing.T) {
 			t.Fatalf("document %d = %+v, want %+v", i, d, w)
 		}
 	}
-	wantKeywordIDs(t, k.search(t, spi.KeywordRequest{Text: "long"}), long)
+	WantIDs(t, k.search(t, spi.KeywordRequest{Text: "long"}), long)
 	if docs, missing, err := k.Hydrate(context.Background(), nil); err != nil || len(docs)+len(missing) != 0 {
 		t.Fatalf("Hydrate(nil) = %v, %v, %v", docs, missing, err)
 	}
@@ -455,7 +434,7 @@ func (s *keywordSuite) testApplyIdempotent(t *testing.T) {
 	k.apply(t, batch...)
 	k.apply(t, batch[1:]...)
 	second := k.search(t, spi.KeywordRequest{Text: "engine wing"})
-	wantKeywordIDs(t, second, "i1")
+	WantIDs(t, second, "i1")
 	if fmt.Sprint(first) != fmt.Sprint(second) {
 		t.Fatalf("applying the batch again moved the answer: %v, was %v", second, first)
 	}
@@ -476,7 +455,7 @@ func (s *keywordSuite) testOlderIgnored(t *testing.T) {
 	if refs := k.search(t, spi.KeywordRequest{Text: "subsonic diffuser"}); len(refs) != 0 {
 		t.Fatalf("an older state was applied: %v", refs)
 	}
-	wantKeywordIDs(t, k.search(t, spi.KeywordRequest{Text: "hypersonic", Tenant: "t"}), "o1")
+	WantIDs(t, k.search(t, spi.KeywordRequest{Text: "hypersonic", Tenant: "t"}), "o1")
 	// Deleted at 7: the entry of 6 applied again (a replay) stays deleted.
 	k.apply(t, spi.Change{Seq: 7, Op: spi.OpDelete, ID: "o1", Version: 7})
 	k.apply(t, spi.Change{Seq: 6, Op: spi.OpUpsert, ID: "o1", Doc: &older, Version: 6})
@@ -486,16 +465,16 @@ func (s *keywordSuite) testOlderIgnored(t *testing.T) {
 	// Moved to another tenant at 9: found there only.
 	moved := spi.Document{ID: "o1", Tenant: "u", Title: "moved", Text: "hypersonic inlet"}
 	k.apply(t, spi.Change{Seq: 9, Op: spi.OpUpsert, ID: "o1", Doc: &moved, Version: 9})
-	wantKeywordIDs(t, k.search(t, spi.KeywordRequest{Text: "hypersonic", Tenant: "u"}), "o1")
+	WantIDs(t, k.search(t, spi.KeywordRequest{Text: "hypersonic", Tenant: "u"}), "o1")
 	if refs := k.search(t, spi.KeywordRequest{Text: "hypersonic", Tenant: "t"}); len(refs) != 0 {
 		t.Fatalf("the old tenant still finds a moved document: %v", refs)
 	}
-	wantKeywordIDs(t, k.search(t, spi.KeywordRequest{Text: "hypersonic"}), "o1")
+	WantIDs(t, k.search(t, spi.KeywordRequest{Text: "hypersonic"}), "o1")
 }
 
 func (s *keywordSuite) testContext(t *testing.T) {
 	k := s.open(t, KeywordOptions{})
-	k.put(t, keywordHandMade()...)
+	k.put(t, KeywordHandMade()...)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := k.Retrieve(ctx, spi.KeywordRequest{Text: "river", K: 10}); !errors.Is(err, context.Canceled) {
@@ -514,7 +493,7 @@ func (s *keywordSuite) testContext(t *testing.T) {
 	if err := k.ApplyChanges(ctx, k.log, []spi.Change{{Seq: 1000, Op: spi.OpUpsert, ID: "run", Doc: &d, Version: 1000}}, 1000); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled ApplyChanges err = %v", err)
 	}
-	wantKeywordIDs(t, k.search(t, spi.KeywordRequest{Text: "running"}), "run")
+	WantIDs(t, k.search(t, spi.KeywordRequest{Text: "running"}), "run")
 }
 
 // testWriteWhileSearch: every answer given while applies go on is the
@@ -551,7 +530,7 @@ func (s *keywordSuite) testWriteWhileSearch(t *testing.T) {
 					bad.Store(fmt.Sprintf("Retrieve: %v", err))
 					return
 				}
-				if got := fmt.Sprint(ids(refs)); !slices.Contains(valid[kk], got) {
+				if got := fmt.Sprint(IDs(refs)); !slices.Contains(valid[kk], got) {
 					bad.Store(fmt.Sprintf("k=%d filter %v: answer %s is no state's", kk, req.Filter, got))
 					return
 				}
@@ -575,5 +554,5 @@ func (s *keywordSuite) testWriteWhileSearch(t *testing.T) {
 	if answers.Load() == 0 {
 		t.Fatal("no reader answered while the writes applied")
 	}
-	wantKeywordIDs(t, k.search(t, spi.KeywordRequest{Text: "quasar", K: 2, Tenant: "w"}), "a", "b")
+	WantIDs(t, k.search(t, spi.KeywordRequest{Text: "quasar", K: 2, Tenant: "w"}), "a", "b")
 }

@@ -135,14 +135,6 @@ func retrieve(t *testing.T, st VectorStore, req spi.VectorRequest) []spi.Ref {
 	return refs
 }
 
-func ids(refs []spi.Ref) []string {
-	out := make([]string, len(refs))
-	for i, r := range refs {
-		out[i] = r.ID
-	}
-	return out
-}
-
 func pad(dim int, xs ...float32) []float32 {
 	v := make([]float32, dim)
 	copy(v, xs)
@@ -210,7 +202,7 @@ func (s *vectorSuite) testHandMade(t *testing.T) {
 			}
 			upsert(t, st, docs)
 			refs := retrieve(t, st, spi.VectorRequest{Vector: q, K: 10})
-			if got := ids(refs); !slices.Equal(got, want[dist]) {
+			if got := IDs(refs); !slices.Equal(got, want[dist]) {
 				t.Fatalf("order = %v, want %v", got, want[dist])
 			}
 			for _, r := range refs {
@@ -219,7 +211,7 @@ func (s *vectorSuite) testHandMade(t *testing.T) {
 				}
 			}
 			top := retrieve(t, st, spi.VectorRequest{Vector: q, K: 2})
-			if got := ids(top); !slices.Equal(got, want[dist][:2]) {
+			if got := IDs(top); !slices.Equal(got, want[dist][:2]) {
 				t.Errorf("k=2 returned %v, want %v", got, want[dist][:2])
 			}
 		})
@@ -235,14 +227,14 @@ func (s *vectorSuite) testTies(t *testing.T) {
 		{ID: "far", Vector: pad(dim, -1, -2, -3, -4)},
 	})
 	refs := retrieve(t, st, spi.VectorRequest{Vector: same, K: 2})
-	if got := ids(refs); !slices.Equal(got, []string{"t0", "t1"}) {
+	if got := IDs(refs); !slices.Equal(got, []string{"t0", "t1"}) {
 		t.Fatalf("tied docs returned %v, want [t0 t1] (ties by ascending id)", got)
 	}
 	if refs[0].Score != refs[1].Score {
 		t.Errorf("identical vectors scored differently: %v", refs)
 	}
 	all := retrieve(t, st, spi.VectorRequest{Vector: same, K: 10})
-	if got := ids(all); !slices.Equal(got, []string{"t0", "t1", "t2", "far"}) {
+	if got := IDs(all); !slices.Equal(got, []string{"t0", "t1", "t2", "far"}) {
 		t.Errorf("order = %v, want [t0 t1 t2 far]", got)
 	}
 }
@@ -374,7 +366,7 @@ func (s *vectorSuite) check(t *testing.T, c *corpus, distance string, req spi.Ve
 	}
 	if len(want) == 0 {
 		if len(got) != 0 {
-			t.Fatalf("returned %v, want nothing", ids(got))
+			t.Fatalf("returned %v, want nothing", IDs(got))
 		}
 		return 1
 	}
@@ -389,7 +381,7 @@ func (s *vectorSuite) check(t *testing.T, c *corpus, distance string, req spi.Ve
 		return recall
 	}
 	if len(got) != len(want) {
-		t.Fatalf("returned %d refs, want %d: %v", len(got), len(want), ids(got))
+		t.Fatalf("returned %d refs, want %d: %v", len(got), len(want), IDs(got))
 	}
 	last := got[len(got)-1].Score
 	for _, w := range want {
@@ -437,13 +429,13 @@ func (s *vectorSuite) testCorpusDistance(t *testing.T, dist string) {
 	}
 	q := randVec(r, dim)
 	if got := retrieve(t, st, spi.VectorRequest{Vector: q, K: 10, Filter: spi.StringFilter(map[string][]string{"absent": {"x"}})}); len(got) != 0 {
-		t.Errorf("filter on an absent key returned %v", ids(got))
+		t.Errorf("filter on an absent key returned %v", IDs(got))
 	}
 	if got := retrieve(t, st, spi.VectorRequest{Vector: q, K: 10, Filter: spi.StringFilter(map[string][]string{"lang": {"xx"}})}); len(got) != 0 {
-		t.Errorf("filter on an absent value returned %v", ids(got))
+		t.Errorf("filter on an absent value returned %v", IDs(got))
 	}
 	if got := retrieve(t, st, spi.VectorRequest{Vector: q, K: 10, Tenant: "nobody"}); len(got) != 0 {
-		t.Errorf("unknown tenant returned %v", ids(got))
+		t.Errorf("unknown tenant returned %v", IDs(got))
 	}
 	// Typed filters: selective (about 5 %), half the corpus, ranges over
 	// numbers and times, and random expressions, each checked against
@@ -561,10 +553,10 @@ func (s *vectorSuite) testUpsertReplaces(t *testing.T) {
 	if len(refs) != 1 || refs[0].ID != target.ID || math.Abs(refs[0].Score-1) > 1e-4 {
 		t.Fatalf("after replace, nearest to the new vector = %+v, want %s with score 1", refs, target.ID)
 	}
-	if got := retrieve(t, st, spi.VectorRequest{Vector: q, K: 5, Filter: spi.StringFilter(map[string][]string{"lang": {"la"}}), Tenant: "t9"}); !slices.Equal(ids(got), []string{target.ID}) {
-		t.Errorf("new tenant+metadata filter returned %v", ids(got))
+	if got := retrieve(t, st, spi.VectorRequest{Vector: q, K: 5, Filter: spi.StringFilter(map[string][]string{"lang": {"la"}}), Tenant: "t9"}); !slices.Equal(IDs(got), []string{target.ID}) {
+		t.Errorf("new tenant+metadata filter returned %v", IDs(got))
 	}
-	if got := retrieve(t, st, spi.VectorRequest{Vector: target.Vector, K: 100, Tenant: target.Tenant}); slices.Contains(ids(got), target.ID) {
+	if got := retrieve(t, st, spi.VectorRequest{Vector: target.Vector, K: 100, Tenant: target.Tenant}); slices.Contains(IDs(got), target.ID) {
 		t.Errorf("replaced doc still found under its old tenant")
 	}
 	all := retrieve(t, st, spi.VectorRequest{Vector: q, K: 1000})
@@ -616,8 +608,8 @@ func (s *vectorSuite) testDelete(t *testing.T) {
 	}
 	// Deleted ids can be written again.
 	upsert(t, st, []spi.Document{{ID: "doc-0003", Vector: c.docs[3].Vector}})
-	if got := retrieve(t, st, spi.VectorRequest{Vector: c.docs[3].Vector, K: 1}); !slices.Equal(ids(got), []string{"doc-0003"}) {
-		t.Errorf("re-inserted doc not found: %v", ids(got))
+	if got := retrieve(t, st, spi.VectorRequest{Vector: c.docs[3].Vector, K: 1}); !slices.Equal(IDs(got), []string{"doc-0003"}) {
+		t.Errorf("re-inserted doc not found: %v", IDs(got))
 	}
 }
 
@@ -665,8 +657,8 @@ func (s *vectorSuite) testInvalid(t *testing.T) {
 		}
 	}
 	refs := retrieve(t, st, spi.VectorRequest{Vector: good, K: 50})
-	if !slices.Equal(ids(refs), []string{"ok"}) {
-		t.Errorf("rejected batches left documents behind: %v", ids(refs))
+	if !slices.Equal(IDs(refs), []string{"ok"}) {
+		t.Errorf("rejected batches left documents behind: %v", IDs(refs))
 	}
 }
 
@@ -696,8 +688,8 @@ func (s *vectorSuite) testCancelled(t *testing.T) {
 		check("Scan", sc.Scan(ctx, func(spi.Document) error { return nil }))
 	}
 	refs := retrieve(t, st, spi.VectorRequest{Vector: v, K: 10})
-	if !slices.Equal(ids(refs), []string{"a"}) {
-		t.Errorf("cancelled writes took effect: %v", ids(refs))
+	if !slices.Equal(IDs(refs), []string{"a"}) {
+		t.Errorf("cancelled writes took effect: %v", IDs(refs))
 	}
 }
 
@@ -763,7 +755,7 @@ func (s *vectorSuite) testConcurrent(t *testing.T) {
 					return
 				}
 				if len(refs) == 0 || refs[0].ID != d.ID {
-					errs <- fmt.Errorf("query by %s's own vector returned %v", d.ID, ids(refs))
+					errs <- fmt.Errorf("query by %s's own vector returned %v", d.ID, IDs(refs))
 					return
 				}
 			}
@@ -921,8 +913,8 @@ func (s *vectorSuite) testRestart(t *testing.T) {
 	before := retrieve(t, st, spi.VectorRequest{Vector: q, K: 10, Filter: spi.StringFilter(map[string][]string{"lang": {"en", "fr"}})})
 	st = s.h.Reopen(t, st)
 	after := retrieve(t, st, spi.VectorRequest{Vector: q, K: 10, Filter: spi.StringFilter(map[string][]string{"lang": {"en", "fr"}})})
-	if !slices.Equal(ids(before), ids(after)) {
-		t.Errorf("after reopen: %v, before: %v", ids(after), ids(before))
+	if !slices.Equal(IDs(before), IDs(after)) {
+		t.Errorf("after reopen: %v, before: %v", IDs(after), IDs(before))
 	}
 	docs, missing, err := st.Hydrate(context.Background(), []string{"doc-0042", "doc-0001"})
 	if err != nil || len(docs) != 1 || !slices.Equal(missing, []string{"doc-0001"}) {

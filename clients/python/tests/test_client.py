@@ -50,6 +50,9 @@ def test_errors_carry_code_and_request_id(ragd):
         with pytest.raises(RagdAPIError) as e:
             c.query("x")
     assert e.value.status_code == 401 and e.value.code == "unauthorized" and e.value.request_id
+    # Worded as the Go client words it, the request named once at the end.
+    assert str(e.value).startswith("server answered 401 Unauthorized: unauthorized: ")
+    assert str(e.value).endswith(f"[POST /v1/query, request id {e.value.request_id}]")
     with Client(ragd.url, api_key=ragd.query_key) as c:
         with pytest.raises(RagdAPIError) as e:
             c.query("x", limit=100000)

@@ -17,7 +17,7 @@ from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import MetadataMode
 from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
 
-from ragd_client import Client, RagdAPIError, RagdWriteError, RetryPolicy
+from ragd_client import Client, RagdAPIError, RagdError, RagdWriteError, RetryPolicy
 from ragd_client.langchain import RagdRetriever as LCRetriever
 from ragd_client.langchain import RagdVectorStore as LCStore
 from ragd_client.langchain import mmr_select
@@ -86,13 +86,35 @@ def test_langchain_scores_and_ids(lc_store):
 
 
 def test_langchain_score_threshold(lc_store):
-    """Relevance is the vector similarity: a query equal to a document's
-    text finds that document at ~1.0, the others below the threshold."""
+    """Relevance is the fused score as a fraction of the best a hit could
+    have (first in every list that returned candidates): a query equal to
+    a document's text ranks that document first in every list, well above
+    the others (this ragd fuses with dbsf, keyword weight 1, vector 0.1)."""
+    pairs = lc_store.similarity_search_with_relevance_scores(LC_DOCS[4].page_content, k=5)
+    assert pairs[0][0].id == "lc-s2" and pairs[0][1] > 0.3 and all(s < 0.1 for _, s in pairs[1:])
     r = lc_store.as_retriever(search_type="similarity_score_threshold",
-                              search_kwargs={"k": 5, "score_threshold": 0.99})
+                              search_kwargs={"k": 5, "score_threshold": 0.3})
     assert [d.id for d in r.invoke(LC_DOCS[4].page_content)] == ["lc-s2"]
     rel = lc_store.similarity_search_with_relevance_scores("invoice dispute", k=5)
     assert rel and all(0.0 <= s <= 1.0 for _, s in rel)
+    st = rel[0][0].metadata["ragd"]
+    assert abs(rel[0][1] * 1.1 - st["score"]) < 1e-9, "dbsf: the fused score over the sum of the weights"
+
+
+def test_langchain_score_threshold_keeps_keyword_only_hits(lc_store):
+    """A hit only the keyword source found has a relevance on the same
+    scale as the others (it was 0 when relevance was the vector
+    similarity, so any threshold dropped it), and relevance keeps ragd's
+    order."""
+    one_vector = {"vector": {"k": 1}}
+    pairs = lc_store.similarity_search_with_relevance_scores("invoice dispute", k=5, sources=one_vector)
+    rel = [s for _, s in pairs]
+    assert len(pairs) >= 3 and rel == sorted(rel, reverse=True) and 0 < rel[-1] <= rel[0] <= 1
+    keyword_only = [d.id for d, _ in pairs if d.metadata["ragd"]["rank"] > 1]
+    assert keyword_only, "the vector source returned one candidate: the rest are the keyword source's"
+    r = lc_store.as_retriever(search_type="similarity_score_threshold",
+                              search_kwargs={"k": 5, "score_threshold": rel[-1], "sources": one_vector})
+    assert [d.id for d in r.invoke("invoice dispute")] == [d.id for d, _ in pairs]
 
 
 def test_langchain_mmr(lc_store):
@@ -328,3 +350,84 @@ def test_llama_index_typed_metadata_and_range_filter(ragd):
         assert got[0].node.metadata["published"] == dt.datetime(2024, 2, 1, tzinfo=dt.timezone.utc)
     finally:
         store.delete("li-typed")
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_llama_index_by_filter_past_one_search(ragd, use_async):
+    """delete_nodes by filter deletes every node it selects, also more than
+    one search can show (ragd has no listing endpoint: a search pages
+    through one fused window of at most 1,000): here 1,125 of 1,250.
+    get_nodes by filter reads every node across pages (125 here), and
+    refuses, rather than cuts short, a selection larger than a window."""
+    from llama_index.core.schema import TextNode
+
+    tenant = f"{LI_TENANT}-bulk-{int(use_async)}"
+    store = LIStore(base_url=ragd.url, api_key=ragd.admin_key, tenant=tenant, wait=60)
+    n = 1250
+    bulk = MetadataFilters(filters=[MetadataFilter(key="batch", value="bulk")])
+    other = MetadataFilters(filters=[MetadataFilter(key="batch", value="other")])
+    nodes = [TextNode(id_=f"bulk-{i:04d}", text=f"bulk node {i} about item {i % 37}",
+                      metadata={"batch": "bulk" if i % 10 else "other"}) for i in range(n)]
+    others = {nd.node_id for nd in nodes if nd.metadata["batch"] == "other"}
+
+    async def call(name, *args, **kwargs):
+        if use_async:
+            return await getattr(store, "a" + name)(*args, **kwargs)
+        return getattr(store, name)(*args, **kwargs)
+
+    try:
+        if use_async:
+            await store.async_add(nodes)
+        else:
+            store.add(nodes)
+        assert {nd.node_id for nd in await call("get_nodes", filters=other)} == others
+        with pytest.raises(RagdError, match="1000 or more nodes match"):
+            await call("get_nodes", filters=bulk)
+        await call("delete_nodes", filters=bulk)
+        left = await call("get_nodes", node_ids=[nd.node_id for nd in nodes])
+        assert {nd.node_id for nd in left} == others
+        assert {nd.node_id for nd in await call("get_nodes", filters=other)} == others
+    finally:
+        with Client(ragd.url, api_key=ragd.admin_key) as c:
+            for i in range(0, n, 500):
+                c.delete([nd.node_id for nd in nodes[i:i + 500]], wait=60)
+        store.close()
+
+
+async def test_deletes_by_id_past_one_request(lc_store, ragd):
+    """A delete of more ids than one request may carry (1,000) is sent in
+    batches; no ids is no request."""
+    from llama_index.core.schema import TextNode
+
+    ids = ["lc-many-0", "lc-many-1"] + [f"lc-missing-{i}" for i in range(1200)]
+    lc_store.add_documents([LCDocument(id=i, page_content=f"many deletes {i}") for i in ids[:2]])
+    assert len(lc_store.get_by_ids(ids[:2])) == 2
+    assert lc_store.delete(ids) is True
+    assert lc_store.get_by_ids(ids[:2]) == []
+    assert await lc_store.adelete(ids) is True and lc_store.delete([]) is True
+
+    li = LIStore(base_url=ragd.url, api_key=ragd.admin_key, tenant=LI_TENANT, batch_size=5000)
+    try:
+        li.add([TextNode(id_="li-many-0", text="many deletes")])
+        li.delete_nodes(node_ids=["li-many-0"] + [f"li-missing-{i}" for i in range(1200)])
+        assert li.get_nodes(node_ids=["li-many-0"]) == []
+        await li.adelete_nodes(node_ids=[f"li-missing-{i}" for i in range(1200)])
+    finally:
+        li.close()
+
+
+def test_llama_index_by_filter_on_a_smaller_window(ragd):
+    """A server whose max_window is below the window the store asks for
+    (here: the store asks for more than this server's 1,000) answers
+    invalid_window; the store then searches with the server's default."""
+    from llama_index.core.schema import TextNode
+
+    store = LIStore(base_url=ragd.url, api_key=ragd.admin_key, tenant=LI_TENANT + "-win")
+    store._window = 5000  # above this server's max_window
+    try:
+        store.add([TextNode(id_=f"win-{i}", text=f"window node {i}", metadata={"w": "yes"}) for i in range(3)])
+        got = store.get_nodes(filters=MetadataFilters(filters=[MetadataFilter(key="w", value="yes")]))
+        assert sorted(n.node_id for n in got) == ["win-0", "win-1", "win-2"] and store._window is None
+    finally:
+        store.delete_nodes(node_ids=[f"win-{i}" for i in range(3)])
+        store.close()

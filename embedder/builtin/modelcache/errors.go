@@ -47,6 +47,19 @@ func (e *VerifyError) Error() string {
 
 func (e *VerifyError) Unwrap() error { return ErrMismatch }
 
+// invalidModelError wraps ErrInvalidModel for the importer. Its text leaves
+// out the package prefix the sentinel carries, since Import puts its own in
+// front: "modelcache: import NAME from SRC: not a valid model: WHY".
+type invalidModelError struct{ why string }
+
+func (e *invalidModelError) Error() string { return "not a valid model: " + e.why }
+func (e *invalidModelError) Unwrap() error { return ErrInvalidModel }
+
+// invalidf is an *invalidModelError saying why, as fmt.Sprintf formats it.
+func invalidf(format string, a ...any) error {
+	return &invalidModelError{why: fmt.Sprintf(format, a...)}
+}
+
 // HTTPError is a download that the server refused (any status but 200 or
 // 206), e.g. 404 for a file missing at the pinned revision.
 type HTTPError struct {

@@ -95,8 +95,8 @@ func (c *Cache) Import(src, name string) (string, error) {
 	if err := im.from(src); err != nil {
 		return "", fmt.Errorf("modelcache: import %s from %s: %w", n, src, err)
 	}
-	if _, err := ReadLayout(im.model); err != nil {
-		return "", fmt.Errorf("modelcache: import %s from %s: %w", n, src, err)
+	if _, err := readLayout(im.model); err != nil {
+		return "", fmt.Errorf("modelcache: import %s from %s: %w", n, src, invalidf("%v", err))
 	}
 	slices.SortFunc(im.files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	mk := &marker{Name: n, Source: SourceImported, Origin: origin, InstalledAt: time.Now().UTC(), Files: im.files}
@@ -157,9 +157,9 @@ func (im *importer) from(src string) error {
 	case 1:
 		return im.fromZip(zips[0], false)
 	case 0:
-		return fmt.Errorf("%w: the directory holds no config.json and no model.zip", ErrInvalidModel)
+		return invalidf("the directory holds no config.json and no model.zip")
 	}
-	return fmt.Errorf("%w: the directory holds no config.json and %d model.zip files: name one", ErrInvalidModel, len(zips))
+	return invalidf("the directory holds no config.json and %d model.zip files: name one", len(zips))
 }
 
 // fromDir copies a model directory. src itself may be a symlink (to a
@@ -207,7 +207,7 @@ func (im *importer) copyFile(p, rel string) error {
 		return err
 	}
 	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s is not a regular file (a symlinked directory, device or socket)", ErrInvalidModel, rel)
+		return invalidf("%s is not a regular file (a symlinked directory, device or socket)", rel)
 	}
 	r, err := os.Open(p)
 	if err != nil {
@@ -225,18 +225,18 @@ func (im *importer) fromZip(src string, outer bool) error {
 		if zr != nil {
 			zr.Close()
 		}
-		return fmt.Errorf("%w: the archive has an entry whose path leaves it (zip slip)", ErrInvalidModel)
+		return invalidf("the archive has an entry whose path leaves it (zip slip)")
 	}
 	if err != nil {
-		return fmt.Errorf("%w: not a directory nor a readable zip: %v", ErrInvalidModel, err)
+		return invalidf("not a directory nor a readable zip: %v", err)
 	}
 	defer zr.Close()
 	if len(zr.File) > maxZipEntries {
-		return fmt.Errorf("%w: the archive has %d entries, more than %d", ErrInvalidModel, len(zr.File), maxZipEntries)
+		return invalidf("the archive has %d entries, more than %d", len(zr.File), maxZipEntries)
 	}
 	for _, f := range zr.File {
 		if !localSlashPath(f.Name) {
-			return fmt.Errorf("%w: entry %q leaves the archive (zip slip)", ErrInvalidModel, f.Name)
+			return invalidf("entry %q leaves the archive (zip slip)", f.Name)
 		}
 	}
 	root, ok := zipModelRoot(zr.File)
@@ -245,13 +245,13 @@ func (im *importer) fromZip(src string, outer bool) error {
 		for _, f := range zr.File {
 			if path.Base(f.Name) == "model.zip" && f.Mode().IsRegular() {
 				if inner != nil {
-					return fmt.Errorf("%w: the archive holds more than one model.zip", ErrInvalidModel)
+					return invalidf("the archive holds more than one model.zip")
 				}
 				inner = f
 			}
 		}
 		if inner == nil || !outer {
-			return fmt.Errorf("%w: the archive holds no config.json beside a model.safetensors (nor a model.zip)", ErrInvalidModel)
+			return invalidf("the archive holds no config.json beside a model.safetensors (nor a model.zip)")
 		}
 		nested := filepath.Join(im.work, "model.zip")
 		if err := im.extract(inner, nested); err != nil {
@@ -267,7 +267,7 @@ func (im *importer) fromZip(src string, outer bool) error {
 		}
 		rel = strings.TrimSuffix(rel, "/")
 		if !localSlashPath(rel) { // "folder/../x" is inside the archive but outside the model
-			return fmt.Errorf("%w: entry %q leaves the model's folder", ErrInvalidModel, f.Name)
+			return invalidf("entry %q leaves the model's folder", f.Name)
 		}
 		if skipZipPath(rel) {
 			continue
@@ -279,9 +279,9 @@ func (im *importer) fromZip(src string, outer bool) error {
 				return err
 			}
 		case mode&fs.ModeSymlink != 0:
-			return fmt.Errorf("%w: entry %q is a symlink", ErrInvalidModel, f.Name)
+			return invalidf("entry %q is a symlink", f.Name)
 		case !mode.IsRegular():
-			return fmt.Errorf("%w: entry %q is not a regular file", ErrInvalidModel, f.Name)
+			return invalidf("entry %q is not a regular file", f.Name)
 		case rel == weightsFile:
 			weights = f
 		default:
@@ -316,8 +316,8 @@ func (b *inflation) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.n += int64(n)
 	if b.n > b.limit {
-		return n, fmt.Errorf("%w: entry %q inflates past %d bytes from %d compressed (more than %d times: a zip bomb?)",
-			ErrInvalidModel, b.name, b.limit, b.compressed, maxInflate)
+		return n, invalidf("entry %q inflates past %d bytes from %d compressed (more than %d times: a zip bomb?)",
+			b.name, b.limit, b.compressed, maxInflate)
 	}
 	return n, err
 }
@@ -329,7 +329,7 @@ func (im *importer) unzip(f *zip.File, rel string) error {
 	}
 	r, err := f.Open()
 	if err != nil {
-		return fmt.Errorf("%w: entry %q: %v", ErrInvalidModel, f.Name, err)
+		return invalidf("entry %q: %v", f.Name, err)
 	}
 	defer r.Close()
 	return im.write(rel, newInflation(f, r), int64(f.UncompressedSize64))
@@ -342,7 +342,7 @@ func (im *importer) extract(f *zip.File, dst string) error {
 	}
 	r, err := f.Open()
 	if err != nil {
-		return fmt.Errorf("%w: entry %q: %v", ErrInvalidModel, f.Name, err)
+		return invalidf("entry %q: %v", f.Name, err)
 	}
 	defer r.Close()
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -357,7 +357,7 @@ func (im *importer) extract(f *zip.File, dst string) error {
 		return im.tooBig()
 	}
 	if err != nil {
-		return fmt.Errorf("%w: entry %q: %v", ErrInvalidModel, f.Name, err)
+		return invalidf("entry %q: %v", f.Name, err)
 	}
 	im.budget -= n
 	return nil
@@ -375,7 +375,7 @@ func (im *importer) write(rel string, r io.Reader, size int64) error {
 	if rel == weightsFile {
 		cfg, err := readConfig(im.model)
 		if err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalidModel, err)
+			return invalidf("%v", err)
 		}
 		wc = newWeightsCheck(size, weightsBound(cfg))
 	}
@@ -385,7 +385,7 @@ func (im *importer) write(rel string, r io.Reader, size int64) error {
 	}
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%w: %s appears twice", ErrInvalidModel, rel)
+		return invalidf("%s appears twice", rel)
 	}
 	if err != nil {
 		return err
@@ -414,7 +414,7 @@ func (im *importer) write(rel string, r io.Reader, size int64) error {
 	}
 	if err != nil {
 		if errors.Is(err, zip.ErrChecksum) || errors.Is(err, zip.ErrFormat) || errors.Is(err, errWeights) {
-			return fmt.Errorf("%w: %s: %v", ErrInvalidModel, rel, err)
+			return invalidf("%s: %v", rel, err)
 		}
 		return fmt.Errorf("%s: %w", rel, err)
 	}
@@ -424,8 +424,8 @@ func (im *importer) write(rel string, r io.Reader, size int64) error {
 }
 
 func (im *importer) tooBig() error {
-	return fmt.Errorf("%w: more than %s to unpack or copy (the bound against zip bombs; raise MaxImportBytes)",
-		ErrInvalidModel, FormatSize(im.limit))
+	return invalidf("more than %s to unpack or copy (the bound against zip bombs; raise MaxImportBytes)",
+		FormatSize(im.limit))
 }
 
 // localSlashPath accepts relative, slash-separated paths that stay inside

@@ -243,6 +243,9 @@ func TestImportRejects(t *testing.T) {
 			if !errors.Is(err, modelcache.ErrInvalidModel) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Import: %v, want ErrInvalidModel saying %q", err, tc.want)
 			}
+			if !strings.HasPrefix(err.Error(), "modelcache: import my-model from ") || strings.Count(err.Error(), "modelcache:") != 1 {
+				t.Fatalf("Import: %q, want the package and the import named once, in front", err)
+			}
 			if _, err := c.Path("my-model"); !errors.Is(err, modelcache.ErrNotCached) {
 				t.Fatalf("Path after a failed import: %v", err)
 			}
@@ -272,7 +275,7 @@ func TestImportBoundsWhatItUnpacks(t *testing.T) {
 	c := newCache(t, nil)
 	c.MaxImportBytes = 512 << 10
 	_, err := c.Import(zipPath, "bomb")
-	if !errors.Is(err, modelcache.ErrInvalidModel) || !strings.Contains(err.Error(), "512.0 KiB") {
+	if !errors.Is(err, modelcache.ErrInvalidModel) || !strings.Contains(err.Error(), "512.0 KiB") || strings.Count(err.Error(), "modelcache:") != 1 {
 		t.Fatalf("Import: %v, want the bound", err)
 	}
 	c.MaxImportBytes = 4 << 20

@@ -139,6 +139,19 @@ def _query_body(
     return body
 
 
+# The most ids one delete request may carry: the server's default
+# ingest.max_ids_per_request (a store's batch_size goes lower).
+MAX_DELETE_IDS = 1000
+
+
+def id_batches(ids: Sequence[str], size: int) -> Iterable[list[str]]:
+    """``ids`` in batches of ``size``, at most MAX_DELETE_IDS each; none for
+    no ids."""
+    size = max(1, min(size, MAX_DELETE_IDS))
+    for i in range(0, len(ids), size):
+        yield list(ids[i:i + size])
+
+
 def _wait_param(wait: float | None) -> dict[str, str]:
     return {"wait": f"{wait}s"} if wait else {}
 
@@ -420,6 +433,28 @@ class Connections:
         if c is None:
             c = self._async[loop] = AsyncClient(*self._args, **self._options)
         return c
+
+    def found(self, ids: Iterable[str]) -> list[Document]:
+        """The stored documents of ``ids``, each id once, in order; ids
+        that do not exist are left out."""
+        out = []
+        for id_ in dict.fromkeys(ids):
+            try:
+                out.append(self.sync().get(id_))
+            except RagdAPIError as e:
+                if e.code != "not_found":
+                    raise
+        return out
+
+    async def afound(self, ids: Iterable[str]) -> list[Document]:
+        out = []
+        for id_ in dict.fromkeys(ids):
+            try:
+                out.append(await self.aio().get(id_))
+            except RagdAPIError as e:
+                if e.code != "not_found":
+                    raise
+        return out
 
     def close(self) -> None:
         """Close the clients this object made (not the ones passed in)."""

@@ -1,7 +1,7 @@
 """The errors this package raises, under one base class.
 
     RagdError                      every error below
-    ├── RagdAPIError               ragd answered with a non-2xx status
+    ├── RagdAPIError               the server answered with a non-2xx status
     ├── RagdConnectionError        no answer arrived (refused, broken, timed out)
     │   └── RagdTimeoutError       the call's deadline or an attempt's timeout ran out
     ├── RagdWriteError             documents of a write failed (the others were written)
@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any, Sequence
 
 
@@ -19,7 +20,9 @@ class RagdError(Exception):
 
 
 class RagdAPIError(RagdError):
-    """An answer from ragd with a non-2xx status, after any retries.
+    """An answer from ragd with a non-2xx status, after any retries. Its
+    text reads as the Go client's: ``server answered 404 Not Found:
+    not_found: <message> [GET /v1/documents/x, request id <id>]``.
 
     ``code`` is the API's stable error code (``http_NNN`` when the answer
     was not ragd's error shape), ``request_id`` the id to quote in a
@@ -40,7 +43,12 @@ class RagdAPIError(RagdError):
         self.field: str = err.get("field") or ""
         self.body = body
         self.retry_after = retry_after
-        msg = f"ragd answered {status_code}: {self.code}"
+        msg = f"server answered {status_code}"
+        try:
+            msg += " " + HTTPStatus(status_code).phrase
+        except ValueError:
+            pass
+        msg += f": {self.code}"
         if self.message:
             msg += f": {self.message}"
         msg += f" [{method} {path}"

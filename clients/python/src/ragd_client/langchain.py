@@ -29,8 +29,8 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, PrivateAttr
 
-from ._client import DEFAULT_BASE_URL, DEFAULT_DEADLINE, DEFAULT_TIMEOUT, AsyncClient, Client, Connections, RetryPolicy
-from ._errors import RagdAPIError
+from ._client import (DEFAULT_BASE_URL, DEFAULT_DEADLINE, DEFAULT_TIMEOUT, AsyncClient, Client, Connections, RetryPolicy,
+                      id_batches)
 from ._metadata import RAGD_KEY, hit_metadata, hit_status, hit_text
 from .models import Document, QueryResult
 
@@ -61,15 +61,23 @@ def _search_options(kwargs: dict[str, Any], where: str) -> dict[str, Any]:
     return kwargs
 
 
-def _relevance(hit_explain: Any) -> float:
-    """A hit's relevance in [0, 1]: the vector source's similarity (cosine
-    for the cosine distance, 1/(1+d) for l2), clipped; 0 for a hit only
-    another source found."""
-    v = (hit_explain or {}).get("vector") if isinstance(hit_explain, dict) else None
-    raw = v.get("raw_score") if isinstance(v, dict) else None
-    if not isinstance(raw, (int, float)) or not math.isfinite(raw):
+def _relevance(score: float, res: QueryResult) -> float:
+    """A hit's relevance in [0, 1], what ``similarity_score_threshold``
+    compares: its fused score as a fraction of the highest fused score a
+    hit of this answer could have, first in every list that returned
+    candidates (RRF: the sum of those lists' weights over k + 1; score and
+    dbsf fusion: the sum of their weights). Every hit has one on the same
+    scale, whichever sources found it (a keyword-only hit too), and it
+    keeps ragd's order; a hit first in every list has 1.0."""
+    fusion = res.raw.get("fusion") if isinstance(res.raw.get("fusion"), dict) else {}
+    weights = fusion.get("weights") if isinstance(fusion.get("weights"), dict) else {}
+    best = sum(float(w) for name, w in weights.items()
+               if isinstance(w, (int, float)) and w > 0 and name in res.sources and res.sources[name].returned > 0)
+    if fusion.get("mode", "rrf") == "rrf":
+        best /= (fusion.get("k") or 60) + 1
+    if best <= 0 or not math.isfinite(score):
         return 0.0
-    return min(1.0, max(0.0, float(raw)))
+    return min(1.0, max(0.0, score / best))
 
 
 def _words(text: str) -> Counter[str]:
@@ -264,14 +272,18 @@ class RagdVectorStore(VectorStore):
     def delete(self, ids: Optional[list[str]] = None, **kwargs: Any) -> Optional[bool]:
         """Delete documents by id; ids that do not exist count as deleted.
         ragd has no "delete everything": ``ids=None`` is refused."""
-        ids = self._delete_ids(ids, kwargs)
-        res = self._conn.sync().delete(ids, wait=self.wait)
-        return all(r.status in ("ok", "not_found") for r in res.results)
+        ok = True
+        for batch in id_batches(self._delete_ids(ids, kwargs), self.batch_size):
+            res = self._conn.sync().delete(batch, wait=self.wait)
+            ok = ok and all(r.status in ("ok", "not_found") for r in res.results)
+        return ok
 
     async def adelete(self, ids: Optional[list[str]] = None, **kwargs: Any) -> Optional[bool]:
-        ids = self._delete_ids(ids, kwargs)
-        res = await self._conn.aio().delete(ids, wait=self.wait)
-        return all(r.status in ("ok", "not_found") for r in res.results)
+        ok = True
+        for batch in id_batches(self._delete_ids(ids, kwargs), self.batch_size):
+            res = await self._conn.aio().delete(batch, wait=self.wait)
+            ok = ok and all(r.status in ("ok", "not_found") for r in res.results)
+        return ok
 
     @staticmethod
     def _delete_ids(ids: Optional[list[str]], kwargs: dict[str, Any]) -> list[str]:
@@ -290,24 +302,10 @@ class RagdVectorStore(VectorStore):
     def get_by_ids(self, ids: Sequence[str], /) -> list[LCDocument]:
         """The stored documents of ``ids`` with exactly their own metadata;
         missing ids are left out."""
-        out = []
-        for id_ in dict.fromkeys(ids):
-            try:
-                out.append(self._stored(self._conn.sync().get(id_)))
-            except RagdAPIError as e:
-                if e.code != "not_found":
-                    raise
-        return out
+        return [self._stored(d) for d in self._conn.found(ids)]
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[LCDocument]:
-        out = []
-        for id_ in dict.fromkeys(ids):
-            try:
-                out.append(self._stored(await self._conn.aio().get(id_)))
-            except RagdAPIError as e:
-                if e.code != "not_found":
-                    raise
-        return out
+        return [self._stored(d) for d in await self._conn.afound(ids)]
 
     # ---- searching --------------------------------------------------
 
@@ -359,21 +357,21 @@ class RagdVectorStore(VectorStore):
 
     @classmethod
     def _relevant(cls, res: QueryResult) -> list[tuple[LCDocument, float]]:
-        return [(d, _relevance(h.explain)) for (d, _), h in zip(cls._found(res), res.hits)]
+        return [(d, _relevance(score, res)) for d, score in cls._found(res)]
 
     def _similarity_search_with_relevance_scores(self, query: str, k: int = 4, **kwargs: Any
                                                  ) -> list[tuple[LCDocument, float]]:
-        """Relevance in [0, 1] for ``similarity_score_threshold``: the
-        vector source's similarity of each hit (a hit only the keyword or
-        graph source found has 0, and a threshold leaves it out)."""
+        """Relevance in [0, 1] for ``similarity_score_threshold``: each
+        hit's fused score over the best a hit of the answer could have
+        (see ``_relevance``), so hits any source found compare alike."""
         filter = kwargs.pop("filter", None)
-        args = self._query_args(k, filter, kwargs, "similarity_search_with_relevance_scores", explain=True)
+        args = self._query_args(k, filter, kwargs, "similarity_search_with_relevance_scores")
         return self._relevant(self._conn.sync().query(query, **args))
 
     async def _asimilarity_search_with_relevance_scores(self, query: str, k: int = 4, **kwargs: Any
                                                         ) -> list[tuple[LCDocument, float]]:
         filter = kwargs.pop("filter", None)
-        args = self._query_args(k, filter, kwargs, "asimilarity_search_with_relevance_scores", explain=True)
+        args = self._query_args(k, filter, kwargs, "asimilarity_search_with_relevance_scores")
         return self._relevant(await self._conn.aio().query(query, **args))
 
     @classmethod

@@ -37,7 +37,8 @@ from llama_index.core.vector_stores.types import (
 )
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from ._client import DEFAULT_BASE_URL, DEFAULT_DEADLINE, DEFAULT_TIMEOUT, AsyncClient, Client, Connections, RetryPolicy
+from ._client import (DEFAULT_BASE_URL, DEFAULT_DEADLINE, DEFAULT_TIMEOUT, AsyncClient, Client, Connections, RetryPolicy,
+                      id_batches)
 from ._errors import RagdAPIError, RagdError, RagdFilterError
 from ._metadata import RAGD_KEY, STATUS_KEYS, hit_metadata, hit_status, hit_text
 from .models import Document, QueryResult
@@ -49,8 +50,14 @@ __all__ = ["RagdRetriever", "RagdVectorStore", "ServerSideEmbedding", "filters_t
 REF_DOC_KEY = "ref_doc_id"
 
 # The page size of the searches that find nodes by filter (ragd's largest
-# limit as shipped is 100).
+# limit as shipped is 100), and the fused window they ask for (ragd's
+# largest max_window as shipped): ragd has no listing endpoint, so one
+# search (pages of one fused window) is all get_nodes can read.
 _PAGE = 100
+_WINDOW = 1000
+# How long a delete by filter waits for each round to be applied when the
+# store's own wait is off: the next round's search must not find it again.
+_ROUND_WAIT = 10.0
 
 _RANGE = {
     FilterOperator.GT: "$gt",
@@ -145,6 +152,11 @@ class RagdVectorStore(BasePydanticVectorStore):
     status under ``metadata["ragd"]`` (score, rank, partial, degraded,
     sources), kept out of what the LLM and the embedder see.
 
+    ``delete`` and ``delete_nodes(filters=...)`` delete every node they
+    select, however many, in rounds of one search page; ``get_nodes(filters=...)``
+    reads the pages of one search and raises ``RagdError`` when more nodes
+    match than its window holds (ragd has no listing endpoint).
+
     ``send_embeddings=True`` sends node and query embeddings to ragd as
     vectors; only for an embedding model that is ragd's own.
     """
@@ -167,6 +179,7 @@ class RagdVectorStore(BasePydanticVectorStore):
     send_embeddings: bool = False
 
     _conn: Connections = PrivateAttr()
+    _window: Optional[int] = PrivateAttr(default=_WINDOW)
 
     def __init__(self, *, client: Optional[Client] = None, async_client: Optional[AsyncClient] = None,
                  **data: Any) -> None:
@@ -212,72 +225,105 @@ class RagdVectorStore(BasePydanticVectorStore):
             (await self._conn.aio().upsert(batch, wait=self.wait)).raise_for_failures()
         return [n.node_id for n in nodes]
 
-    def _matching(self, wire: dict[str, Any], q: str) -> list[str]:
-        """The ids of every node ``wire`` selects, page by page."""
-        ids: list[str] = []
-        offset = 0
+    def _page(self, wire: dict[str, Any], q: str, offset: int) -> dict[str, Any]:
+        extra = {"window": self._window} if self._window else None
+        return {"text": q, "limit": _PAGE, "offset": offset, "filter": wire, "tenant": self.tenant, "extra": extra}
+
+    def _narrower(self, e: RagdAPIError) -> bool:
+        """Whether ``e`` refuses the window (a server whose max_window is
+        below _WINDOW): the store then asks for the server's default."""
+        if e.code == "invalid_window" and self._window:
+            self._window = None
+            return True
+        return False
+
+    def _search(self, wire: dict[str, Any], q: str, offset: int) -> QueryResult:
         while True:
-            res = self._conn.sync().query(q, limit=_PAGE, offset=offset, filter=wire, tenant=self.tenant)
-            _complete(res)
-            ids.extend(h.id for h in res.hits)
-            if len(res.hits) < _PAGE:
+            try:
+                return self._conn.sync().query(**self._page(wire, q, offset))
+            except RagdAPIError as e:
+                if not self._narrower(e):
+                    raise
+
+    async def _asearch(self, wire: dict[str, Any], q: str, offset: int) -> QueryResult:
+        while True:
+            try:
+                return await self._conn.aio().query(**self._page(wire, q, offset))
+            except RagdAPIError as e:
+                if not self._narrower(e):
+                    raise
+
+    def _matching(self, wire: dict[str, Any], q: str) -> list[str]:
+        """The ids of every node ``wire`` selects: the pages of one search
+        (see ``_listed``)."""
+        ids: list[str] = []
+        while True:
+            res = self._search(wire, q, len(ids))
+            if _listed(res, ids):
                 return ids
-            offset += _PAGE
 
     async def _amatching(self, wire: dict[str, Any], q: str) -> list[str]:
         ids: list[str] = []
-        offset = 0
         while True:
-            res = await self._conn.aio().query(q, limit=_PAGE, offset=offset, filter=wire, tenant=self.tenant)
-            _complete(res)
-            ids.extend(h.id for h in res.hits)
-            if len(res.hits) < _PAGE:
+            res = await self._asearch(wire, q, len(ids))
+            if _listed(res, ids):
                 return ids
-            offset += _PAGE
+
+    def _delete_matching(self, wire: dict[str, Any], q: str) -> None:
+        """Delete every node ``wire`` selects, however many: in rounds of
+        one page, each deleted and applied before the next search, until a
+        search finds none (see ``_deleting``)."""
+        gone: set[str] = set()
+        while True:
+            res = self._search(wire, q, 0)
+            ids = _deleting(res, gone)
+            if not ids:
+                return
+            self._conn.sync().delete(ids, wait=self.wait or _ROUND_WAIT).raise_for_failures()
+
+    async def _adelete_matching(self, wire: dict[str, Any], q: str) -> None:
+        gone: set[str] = set()
+        while True:
+            res = await self._asearch(wire, q, 0)
+            ids = _deleting(res, gone)
+            if not ids:
+                return
+            (await self._conn.aio().delete(ids, wait=self.wait or _ROUND_WAIT)).raise_for_failures()
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Delete every node of the document ``ref_doc_id``."""
-        ids = self._matching({REF_DOC_KEY: ref_doc_id}, ref_doc_id)
-        if ids:
-            self._conn.sync().delete(ids, wait=self.wait)
+        self._delete_matching({REF_DOC_KEY: ref_doc_id}, ref_doc_id)
 
     async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
-        ids = await self._amatching({REF_DOC_KEY: ref_doc_id}, ref_doc_id)
-        if ids:
-            await self._conn.aio().delete(ids, wait=self.wait)
+        await self._adelete_matching({REF_DOC_KEY: ref_doc_id}, ref_doc_id)
 
     def delete_nodes(self, node_ids: Optional[List[str]] = None, filters: Optional[MetadataFilters] = None,
                      **delete_kwargs: Any) -> None:
-        """Delete nodes by id, or (with ``filters`` alone) every node they select."""
-        ids = self._select(node_ids, filters)
-        if ids:
-            self._conn.sync().delete(ids, wait=self.wait)
+        """Delete nodes by id, or (with ``filters`` alone) every node they
+        select, however many."""
+        wire = _selection(node_ids, filters)
+        if wire is not None:
+            self._delete_matching(wire, "*")
+            return
+        for batch in id_batches(list(node_ids or []), self.batch_size):
+            self._conn.sync().delete(batch, wait=self.wait)
 
     async def adelete_nodes(self, node_ids: Optional[List[str]] = None, filters: Optional[MetadataFilters] = None,
                             **delete_kwargs: Any) -> None:
-        ids = await self._aselect(node_ids, filters)
-        if ids:
-            await self._conn.aio().delete(ids, wait=self.wait)
+        wire = _selection(node_ids, filters)
+        if wire is not None:
+            await self._adelete_matching(wire, "*")
+            return
+        for batch in id_batches(list(node_ids or []), self.batch_size):
+            await self._conn.aio().delete(batch, wait=self.wait)
 
     def _select(self, node_ids: Optional[List[str]], filters: Optional[MetadataFilters]) -> list[str]:
-        if node_ids is not None:
-            if filters is not None and filters.filters:
-                raise ValueError("pass node_ids or filters, not both")
-            return list(node_ids)
-        wire = filters_to_wire(filters)
-        if not wire:
-            raise ValueError("ragd selects nodes by id or by filter; neither was given")
-        return self._matching(wire, "*")
+        wire = _selection(node_ids, filters)
+        return list(node_ids or []) if wire is None else self._matching(wire, "*")
 
     async def _aselect(self, node_ids: Optional[List[str]], filters: Optional[MetadataFilters]) -> list[str]:
-        if node_ids is not None:
-            if filters is not None and filters.filters:
-                raise ValueError("pass node_ids or filters, not both")
-            return list(node_ids)
-        wire = filters_to_wire(filters)
-        if not wire:
-            raise ValueError("ragd selects nodes by id or by filter; neither was given")
-        return await self._amatching(wire, "*")
+        wire = _selection(node_ids, filters)
+        return list(node_ids or []) if wire is None else await self._amatching(wire, "*")
 
     # ---- reading ----------------------------------------------------
 
@@ -291,25 +337,11 @@ class RagdVectorStore(BasePydanticVectorStore):
     def get_nodes(self, node_ids: Optional[List[str]] = None,
                   filters: Optional[MetadataFilters] = None) -> List[BaseNode]:
         """Nodes by id (missing ids are left out), or every node ``filters`` select."""
-        out: List[BaseNode] = []
-        for id_ in dict.fromkeys(self._select(node_ids, filters)):
-            try:
-                out.append(self._stored(self._conn.sync().get(id_)))
-            except RagdAPIError as e:
-                if e.code != "not_found":
-                    raise
-        return out
+        return [self._stored(d) for d in self._conn.found(self._select(node_ids, filters))]
 
     async def aget_nodes(self, node_ids: Optional[List[str]] = None,
                          filters: Optional[MetadataFilters] = None) -> List[BaseNode]:
-        out: List[BaseNode] = []
-        for id_ in dict.fromkeys(await self._aselect(node_ids, filters)):
-            try:
-                out.append(self._stored(await self._conn.aio().get(id_)))
-            except RagdAPIError as e:
-                if e.code != "not_found":
-                    raise
-        return out
+        return [self._stored(d) for d in await self._conn.afound(await self._aselect(node_ids, filters))]
 
     # ---- searching --------------------------------------------------
 
@@ -379,12 +411,59 @@ class RagdVectorStore(BasePydanticVectorStore):
         await self._conn.aclose()
 
 
+def _selection(node_ids: Optional[List[str]], filters: Optional[MetadataFilters]) -> Optional[dict[str, Any]]:
+    """The filter that selects nodes, or None when ``node_ids`` name them."""
+    if node_ids is not None:
+        if filters is not None and filters.filters:
+            raise ValueError("pass node_ids or filters, not both")
+        return None
+    wire = filters_to_wire(filters)
+    if not wire:
+        raise ValueError("ragd selects nodes by id or by filter; neither was given")
+    return wire
+
+
 def _complete(res: QueryResult) -> None:
     """A search that selects nodes to delete or read must not miss any: a
     partial answer (a source left out) is an error here."""
     if res.partial:
         raise RagdError(f"ragd's answer was partial ({', '.join(sorted(res.dropped))} left out): "
                         "cannot be sure every matching node was found; try again")
+
+
+def _cut(res: QueryResult) -> bool:
+    """Whether a source returned as many candidates as the fused window
+    holds, so that more nodes may match than the search could show."""
+    window = (res.raw.get("fusion") or {}).get("window") or _WINDOW
+    return any(s.status == "ok" and s.returned >= window for s in res.sources.values())
+
+
+def _listed(res: QueryResult, ids: list[str]) -> bool:
+    """Adds a page's ids to ``ids``; True once the search has no more.
+    ragd has no listing endpoint: when more nodes match than one search's
+    window holds, reading them all is refused rather than cut short."""
+    _complete(res)
+    ids.extend(h.id for h in res.hits)
+    if len(res.hits) == _PAGE and len(ids) < res.total:
+        return False
+    if _cut(res):
+        raise RagdError(f"{len(ids)} or more nodes match the filters, as many as one ragd search can list "
+                        "(ragd has no listing endpoint), so some may be left out: narrow the filters, "
+                        "or select nodes by id")
+    return True
+
+
+def _deleting(res: QueryResult, gone: set[str]) -> list[str]:
+    """The ids of a delete round's page, noted in ``gone``; a node found
+    again after its delete was applied is an error, not a loop."""
+    _complete(res)
+    ids = [h.id for h in res.hits]
+    again = gone.intersection(ids)
+    if again:
+        raise RagdError(f"{len(again)} deleted nodes are still found (e.g. {min(again)!r}): "
+                        "their deletes were not applied; try again")
+    gone.update(ids)
+    return ids
 
 
 class RagdRetriever(BaseRetriever):
