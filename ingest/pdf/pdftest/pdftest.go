@@ -1,0 +1,48 @@
+// Package pdftest writes real PDF files for tests, with
+// codeberg.org/go-pdf/fpdf: the tests make the PDFs they read, and no
+// binary fixture made elsewhere is kept in the repository.
+package pdftest
+
+import (
+	"bytes"
+	"testing"
+
+	"codeberg.org/go-pdf/fpdf"
+)
+
+// Spec describes a PDF.
+type Spec struct {
+	// Title is the document's metadata title ("" sets none).
+	Title string
+	// Pages holds each page's text (ASCII, written in Helvetica and
+	// wrapped at the page's width); "" makes a page without text.
+	Pages []string
+	// UserPassword, when set, encrypts the file so that it opens only
+	// with that password; OwnerPassword alone encrypts it with
+	// permissions but opens without one.
+	UserPassword, OwnerPassword string
+}
+
+// Make returns the bytes of the PDF s describes.
+func Make(t testing.TB, s Spec) []byte {
+	t.Helper()
+	p := fpdf.New("P", "mm", "A4", "")
+	if s.Title != "" {
+		p.SetTitle(s.Title, true)
+	}
+	if s.UserPassword != "" || s.OwnerPassword != "" {
+		p.SetProtection(fpdf.CnProtectPrint, s.UserPassword, s.OwnerPassword)
+	}
+	p.SetFont("Helvetica", "", 12)
+	for _, text := range s.Pages {
+		p.AddPage()
+		if text != "" {
+			p.MultiCell(0, 6, text, "", "", false)
+		}
+	}
+	var b bytes.Buffer
+	if err := p.Output(&b); err != nil {
+		t.Fatalf("pdftest: writing a PDF: %v", err)
+	}
+	return b.Bytes()
+}
