@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +68,24 @@ type Options struct {
 	// CacheDir keeps the compiled PDFium module across runs ("" compiles
 	// it in every process).
 	CacheDir string
+}
+
+// EnvCache names the environment variable that sets DefaultCacheDir.
+const EnvCache = "RAGD_PDF_CACHE"
+
+// DefaultCacheDir is where `ragd ingest` keeps PDFium's compiled code:
+// $RAGD_PDF_CACHE, else the "ragd/pdfium" directory under the user's cache
+// directory ("" when there is none). Its files are native code for this
+// machine, keyed by the runtime's version and the module's hash.
+func DefaultCacheDir() string {
+	if d := os.Getenv(EnvCache); d != "" {
+		return d
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(base, "ragd", "pdfium")
 }
 
 // Text is the text of a PDF.

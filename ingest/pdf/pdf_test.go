@@ -3,7 +3,6 @@ package pdf
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,24 +10,9 @@ import (
 	"github.com/ragd/ragd/ingest/pdf/pdftest"
 )
 
-// cacheDir keeps PDFium's compiled code for every engine of the test
-// binary, so that it is compiled once.
-var cacheDir string
-
-func TestMain(m *testing.M) {
-	d, err := os.MkdirTemp("", "ragd-pdf-cache-")
-	if err != nil {
-		panic(err)
-	}
-	cacheDir = d
-	code := m.Run()
-	_ = os.RemoveAll(d)
-	os.Exit(code)
-}
-
 func newEngine(t *testing.T, o Options) *Engine {
 	t.Helper()
-	o.CacheDir = cacheDir
+	o.CacheDir = pdftest.CacheDir()
 	e := New(o)
 	t.Cleanup(func() { _ = e.Close() })
 	return e

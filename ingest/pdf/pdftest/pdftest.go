@@ -5,6 +5,8 @@ package pdftest
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"codeberg.org/go-pdf/fpdf"
@@ -45,4 +47,15 @@ func Make(t testing.TB, s Spec) []byte {
 		t.Fatalf("pdftest: writing a PDF: %v", err)
 	}
 	return b.Bytes()
+}
+
+// CacheDir is the directory tests keep PDFium's compiled code in, shared by
+// every test binary and run so that it is compiled once (a minute and more
+// with -race on a busy machine): $RAG_CACHE_DIR/pdfium when RAG_CACHE_DIR
+// is set (CI), else ragd-pdfium-cache in the temporary directory.
+func CacheDir() string {
+	if d := os.Getenv("RAG_CACHE_DIR"); d != "" {
+		return filepath.Join(d, "pdfium")
+	}
+	return filepath.Join(os.TempDir(), "ragd-pdfium-cache")
 }
