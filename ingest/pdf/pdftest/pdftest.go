@@ -59,3 +59,20 @@ func CacheDir() string {
 	}
 	return filepath.Join(os.TempDir(), "ragd-pdfium-cache")
 }
+
+// Heavy returns a one-page PDF of n tiny text objects ("ab" each, 2 pt
+// Helvetica): PDFium takes seconds to minutes to extract its text.
+func Heavy(t testing.TB, n int) []byte {
+	t.Helper()
+	p := fpdf.New("P", "mm", "A4", "")
+	p.SetFont("Helvetica", "", 2)
+	p.AddPage()
+	for i := range n {
+		p.Text(float64(i%200), float64(i/200%290), "ab")
+	}
+	var b bytes.Buffer
+	if err := p.Output(&b); err != nil {
+		t.Fatalf("pdftest: writing a PDF: %v", err)
+	}
+	return b.Bytes()
+}
