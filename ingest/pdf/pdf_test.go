@@ -7,8 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/ragd/ragd/ingest/pdf/pdftest"
 )
+
+// TestMain fails the package when a goroutine outlives the tests: a closed
+// Engine, or a file stopped by its timeout, leaves nothing running.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func newEngine(t *testing.T, o Options) *Engine {
 	t.Helper()
