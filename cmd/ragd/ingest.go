@@ -56,20 +56,26 @@ func newIngestCmd(a *app) *cobra.Command {
 	var cf *clientFlags
 	cmd := &cobra.Command{
 		Use:   "ingest FILE|DIR",
-		Short: "Send a folder of Markdown, text and HTML files, or a JSONL or BEIR corpus, to a running ragd server",
+		Short: "Send a folder of Markdown, text, HTML and PDF files, or a JSONL or BEIR corpus, to a running ragd server",
 		Long: "ingest reads documents from FILE (one JSON object per line) or from a BEIR\n" +
 			"dataset directory DIR (DIR/corpus.jsonl) and sends them in batches to\n" +
 			"POST /v1/documents of a running server (an admin key when auth is on).\n\n" +
 			"Any other directory is a folder of files (docs/ingest.md, \"Folders of\n" +
-			"files\"): its Markdown (.md), text (.txt) and HTML (.html) files, hidden\n" +
-			"ones and symbolic links left out, are cut at headings and paragraphs into\n" +
-			"chunks of at most --chunk-tokens tokens with --overlap-tokens of overlap,\n" +
-			"each with its file, heading path, position and line as metadata and an id\n" +
-			"SOURCE:PATH#HASH that stays the same while its text does. A rerun sends\n" +
-			"only the chunks that changed and deletes those of changed, shrunk and\n" +
-			"deleted files (--state remembers what was sent). A file that cannot be\n" +
-			"read (binary, not UTF-8, over --max-file-bytes) fails alone with a line\n" +
-			"saying why; an interrupted run is finished by running it again.\n\n" +
+			"files\"): its Markdown (.md), text (.txt), HTML (.html) and PDF (.pdf)\n" +
+			"files, hidden ones and symbolic links left out, are cut at headings and\n" +
+			"paragraphs into chunks of at most --chunk-tokens tokens with\n" +
+			"--overlap-tokens of overlap, each with its file, heading path, position and\n" +
+			"line (a PDF: its page, an integer) as metadata and an id SOURCE:PATH#HASH\n" +
+			"that stays the same while its text does. A rerun sends only the chunks\n" +
+			"that changed and deletes those of changed, shrunk and deleted files\n" +
+			"(--state remembers what was sent). A file that cannot be read (binary, not\n" +
+			"UTF-8, over --max-file-bytes; a PDF broken, encrypted, over --max-pdf-pages\n" +
+			"or not read within --pdf-timeout) fails alone with a line saying why; an\n" +
+			"interrupted run is finished by running it again.\n\n" +
+			"PDFs are read by PDFium compiled to WebAssembly, in-process (no cgo, nothing\n" +
+			"to install), started at the first PDF to read: compiling it takes seconds\n" +
+			"the first time on a machine, then its code is kept in ~/.cache/ragd/pdfium\n" +
+			"($RAGD_PDF_CACHE). Scanned pages without text make no chunk (no OCR).\n\n" +
 			"Formats: jsonl lines are ragd documents {\"id\",\"tenant\",\"title\",\"text\",\n" +
 			"\"metadata\",\"vector\",\"entities\",\"links\"} (unknown keys are errors);\n" +
 			"beir lines are {\"_id\",\"title\",\"text\",\"metadata\"}. auto picks beir when the\n" +
@@ -90,7 +96,8 @@ func newIngestCmd(a *app) *cobra.Command {
 			"Exits 1 when any document failed or the run stopped early. Documents\n" +
 			"stored but not yet applied by a derived index (keyword, graph) count as\n" +
 			"ok: the server applies its change log to them on its own.",
-		Example: "  ragd ingest docs/                      # a folder of Markdown, text and HTML files\n" +
+		Example: "  ragd ingest docs/                      # a folder of Markdown, text, HTML and PDF files\n" +
+			"  ragd ingest papers/ --max-pdf-pages 500 --pdf-timeout 30s\n" +
 			"  ragd ingest docs/ --include '*.md' --exclude 'drafts/**'\n" +
 			"  ragd ingest docs.jsonl\n" +
 			"  ragd ingest ../shared/data/cranfield --batch 500\n" +

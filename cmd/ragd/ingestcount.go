@@ -171,5 +171,11 @@ func (f *folderFlags) validate(cmd *cobra.Command) error {
 	if f.maxFileBytes < 1 {
 		return usageError{fmt.Errorf("--max-file-bytes must be positive, got %d", f.maxFileBytes)}
 	}
+	if f.maxPDFPages < 1 {
+		return usageError{fmt.Errorf("--max-pdf-pages must be positive, got %d", f.maxPDFPages)}
+	}
+	if f.pdfTimeout <= 0 {
+		return usageError{fmt.Errorf("--pdf-timeout must be positive, got %s", f.pdfTimeout)}
+	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/ingest/chunk"
 	"github.com/ragd/ragd/ingest/folder"
+	"github.com/ragd/ragd/ingest/pdf"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -29,6 +30,8 @@ const (
 	maxDefaultChunkToken = 512
 	defaultOverlapTokens = 32
 	defaultMaxFileBytes  = 32 << 20
+	defaultMaxPDFPages   = 2000
+	defaultPDFTimeout    = 2 * time.Minute
 	// maxDoneFiles bounds the files waiting for their deletes and their
 	// state entry.
 	maxDoneFiles = 256
@@ -45,6 +48,8 @@ type folderFlags struct {
 	state        string
 	resend       bool
 	maxFileBytes int64
+	maxPDFPages  int
+	pdfTimeout   time.Duration
 }
 
 func addFolderFlags(fl *pflag.FlagSet, f *folderFlags) {
@@ -56,11 +61,14 @@ func addFolderFlags(fl *pflag.FlagSet, f *folderFlags) {
 	fl.StringVar(&f.tokenizer, "tokenizer", "auto", "folder of files: how tokens are counted: auto (the server's built-in model from the local model cache, else approx), approx, or a model directory")
 	fl.StringVar(&f.state, "state", "", "folder of files: the file remembering what earlier runs sent (default under the user's cache directory, one per server, tenant and source)")
 	fl.BoolVar(&f.resend, "resend", false, "folder of files: send every chunk, also those an earlier run sent unchanged (the server still embeds only what changed)")
-	fl.Int64Var(&f.maxFileBytes, "max-file-bytes", defaultMaxFileBytes, "folder of files: larger files are skipped with an error")
+	fl.Int64Var(&f.maxFileBytes, "max-file-bytes", defaultMaxFileBytes, "folder of files: larger files, and PDFs with more text than this, are skipped with an error")
+	fl.IntVar(&f.maxPDFPages, "max-pdf-pages", defaultMaxPDFPages, "folder of files: PDFs with more pages are skipped with an error")
+	fl.DurationVar(&f.pdfTimeout, "pdf-timeout", defaultPDFTimeout, "folder of files: the most time to read one PDF; a slower one is stopped and skipped with an error")
 }
 
 // folderOnlyFlags may only be given with a folder of files.
-var folderOnlyFlags = []string{"source", "include", "exclude", "chunk-tokens", "overlap-tokens", "tokenizer", "state", "resend", "max-file-bytes"}
+var folderOnlyFlags = []string{"source", "include", "exclude", "chunk-tokens", "overlap-tokens", "tokenizer", "state", "resend", "max-file-bytes",
+	"max-pdf-pages", "pdf-timeout"}
 
 // folderInput reports whether arg is a folder of files: a directory read
 // with --format files, or with auto when it holds no corpus.jsonl (a BEIR
@@ -117,10 +125,14 @@ type dirIngester struct {
 	flags   ingestFlags
 	root    string
 	chunker folder.Chunker
-	state   *folder.State
-	filter  folder.Filter
-	resend  bool
-	seen    map[string]bool
+	// pdf reads PDFs; it starts PDFium at the first PDF that needs
+	// reading and stops it when the walk is over.
+	pdf          *pdf.Engine
+	pdfAnnounced bool
+	state        *folder.State
+	filter       folder.Filter
+	resend       bool
+	seen         map[string]bool
 	// unread are the directories (with a trailing "/") the walk could
 	// not read: the sweep keeps the chunks of the files under them.
 	unread []string
@@ -208,6 +220,9 @@ func runIngestDir(ctx context.Context, a *app, cf *clientFlags, f ingestFlags, r
 	in.stats.filesTotal, in.stats.bytesTotal = in.count()
 	in.began = time.Now()
 	in.prog = newDirProgress(a.rawStderr, f.progress, in.stats.bytesTotal)
+	in.pdf = pdf.New(pdf.Options{MaxPages: ff.maxPDFPages, MaxTextBytes: ff.maxFileBytes, Timeout: ff.pdfTimeout,
+		CacheDir: pdf.DefaultCacheDir()})
+	defer in.pdf.Close()
 	runErr := in.walk(ctx)
 	in.prog.finish()
 	in.printSummary(a.stdout, runErr == nil, source)
@@ -308,6 +323,8 @@ func (in *dirIngester) walk(ctx context.Context) error {
 		}
 		return in.file(ctx, f)
 	})
+	// The PDFs are read: stop PDFium (its memory goes with it).
+	_ = in.pdf.Close()
 	if err == nil {
 		err = in.flush(ctx)
 	}
@@ -353,7 +370,15 @@ func (in *dirIngester) file(ctx context.Context, f folder.File) error {
 		in.stats.notSent += len(old.Chunks)
 		return nil
 	}
-	docs, err := in.chunker.Documents(f, content)
+	var docs []spi.Document
+	if f.Format == folder.PDF {
+		docs, err = in.pdfDocuments(ctx, f, content)
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	} else {
+		docs, err = in.chunker.Documents(f, content)
+	}
 	if err != nil {
 		in.fileError(f.Rel, err)
 		return nil
@@ -397,6 +422,20 @@ func (in *dirIngester) file(ctx context.Context, f folder.File) error {
 		}
 	}
 	return nil
+}
+
+// pdfDocuments reads a PDF's text and cuts it into chunks.
+func (in *dirIngester) pdfDocuments(ctx context.Context, f folder.File, content []byte) ([]spi.Document, error) {
+	if !in.pdfAnnounced {
+		in.pdfAnnounced = true
+		in.prog.clear()
+		fmt.Fprintf(in.app.stderr, "ingest: starting the PDF reader (PDFium in WebAssembly; compiling it takes seconds the first time on a machine)\n")
+	}
+	text, err := in.pdf.Extract(ctx, content)
+	if err != nil {
+		return nil, err
+	}
+	return in.chunker.PageDocuments(f, text.Title, text.Pages)
 }
 
 // flush sends the batch (at most --batch chunks), halving a request the

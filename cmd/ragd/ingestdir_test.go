@@ -147,6 +147,9 @@ func TestIngestDirFirstRunAndMetadata(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
+	if strings.Contains(stderr, "PDF reader") {
+		t.Errorf("a folder without PDFs started the PDF reader:\n%s", stderr)
+	}
 	want := expectChunks(t, dir, "docs", dirChunkTokens, 8)
 	srv.sameChunks(t, "docs", want)
 	if ingestCount(t, stdout, "files") != 4 || ingestCount(t, stdout, "chunks") != len(want) || ingestCount(t, stdout, "ok") != len(want) {

@@ -76,6 +76,9 @@ func checkChunks(t testing.TB, d chunk.Doc, o chunk.Options, cs []chunk.Chunk) {
 		if c.End > d.Sections[sec].End {
 			t.Fatalf("chunk %d [%d,%d) crosses the end of section %d at %d", i, c.Start, c.End, sec, d.Sections[sec].End)
 		}
+		if c.Page != d.Sections[sec].Page {
+			t.Fatalf("chunk %d is on page %d, its section on %d", i, c.Page, d.Sections[sec].Page)
+		}
 		if !equal(c.Headings, d.Sections[sec].Headings) {
 			t.Fatalf("chunk %d has headings %q, its section %q", i, c.Headings, d.Sections[sec].Headings)
 		}

@@ -16,6 +16,9 @@
 //     same section;
 //   - Count(Title) + Count(Text) <= Options.MaxTokens for every chunk.
 //
+// A Doc of pages (Pages, for a PDF) has a section per page, so that every
+// chunk lies on one page.
+//
 // Tokens are counted by a Counter: the embedding model's own WordPiece
 // tokenizer (WordPiece) when it is at hand, else Approx, a conservative
 // estimate from the characters.
@@ -43,7 +46,7 @@ type Doc struct {
 	// to any finer cut.
 	Breaks []int
 	// Name is the title of a chunk whose section has no heading (the
-	// file's name, an HTML <title>).
+	// file's name, an HTML <title>, a PDF's title).
 	Name string
 }
 
@@ -54,6 +57,9 @@ type Section struct {
 	// heading.
 	Headings   []string
 	Start, End int
+	// Page is the page the section is, from 1, in a Doc of pages (Pages);
+	// 0 otherwise.
+	Page int
 }
 
 // Chunk is one piece of a Doc.
@@ -69,6 +75,9 @@ type Chunk struct {
 	// Text is Doc.Text[Start:End], without white space at either end.
 	Text       string
 	Start, End int
+	// Page is the section's Page: the page the chunk lies on in a Doc of
+	// pages, 0 otherwise.
+	Page int
 	// Tokens is Count(Title) + Count(Text).
 	Tokens int
 }
@@ -209,6 +218,7 @@ func (s *splitter) chunk(title string, sec Section, start, end int) (Chunk, bool
 		Text:     text,
 		Start:    start,
 		End:      start + len(text),
+		Page:     sec.Page,
 		Tokens:   s.count(title, 0) + s.count(text, 0),
 	}, true
 }

@@ -85,6 +85,48 @@ func TestPlainBreaksAtParagraphs(t *testing.T) {
 	}
 }
 
+// TestPages: a section per page with text, numbered from 1, blank pages
+// folded into the white space around them, and no chunk across a page.
+func TestPages(t *testing.T) {
+	pages := []string{"", "alpha beta gamma\n\ndelta", " \n", "epsilon zeta eta theta iota kappa lambda mu", ""}
+	d := chunk.Pages(pages, "Report")
+	checkDoc(t, d)
+	var got []int
+	for _, s := range d.Sections {
+		got = append(got, s.Page)
+	}
+	if len(got) != 2 || got[0] != 2 || got[1] != 4 {
+		t.Fatalf("section pages %v, want [2 4]", got)
+	}
+	o := chunk.Options{MaxTokens: chunk.MinMaxTokens, Overlap: 2, Counter: words{}}
+	cs := chunk.Split(d, o)
+	checkChunks(t, d, o, cs)
+	pageOf := map[string]int{"alpha": 2, "delta": 2, "epsilon": 4, "mu": 4}
+	seen := 0
+	for _, c := range cs {
+		if c.Title != "Report" {
+			t.Errorf("chunk %d titled %q, want the doc's name", c.Ordinal, c.Title)
+		}
+		for w, p := range pageOf {
+			if strings.Contains(c.Text, w) {
+				seen++
+				if c.Page != p {
+					t.Errorf("chunk %q is on page %d, want %d", c.Text, c.Page, p)
+				}
+			}
+		}
+		if strings.Contains(c.Text, "delta") && strings.Contains(c.Text, "epsilon") {
+			t.Errorf("chunk %q crosses a page", c.Text)
+		}
+	}
+	if seen < len(pageOf) {
+		t.Errorf("only %d of %d words found in chunks %+v", seen, len(pageOf), cs)
+	}
+	if d := chunk.Pages([]string{"", " "}, "x"); len(chunk.Split(d, o)) != 0 {
+		t.Errorf("pages without text made chunks")
+	}
+}
+
 func TestSplit(t *testing.T) {
 	para := func(word string, n int) string { return strings.TrimSpace(strings.Repeat(word+" ", n)) }
 	tests := []struct {

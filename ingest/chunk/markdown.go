@@ -132,9 +132,16 @@ func frontMatterEnd(src string) int {
 func Plain(src, name string) Doc {
 	d := Doc{Text: src, Name: name}
 	d.addSection(nil, 0, len(src))
+	plainBreaks(&d, 0, len(src))
+	return d
+}
+
+// plainBreaks adds a break at every line of d.Text[from:to] that follows a
+// blank line.
+func plainBreaks(d *Doc, from, to int) {
 	blank := false
-	for at := 0; at < len(src); {
-		line, _, found := strings.Cut(src[at:], "\n")
+	for at := from; at < to; {
+		line, _, found := strings.Cut(d.Text[at:to], "\n")
 		isBlank := strings.TrimSpace(line) == ""
 		if blank && !isBlank && at > 0 {
 			d.Breaks = append(d.Breaks, at)
@@ -144,6 +151,50 @@ func Plain(src, name string) Doc {
 			break
 		}
 		at += len(line) + 1
+	}
+}
+
+// PageSeparator ends each page but the last in the Text of a Doc of pages.
+const PageSeparator = "\n\n"
+
+// Pages builds the Doc of a paged text (a PDF's pages, the first first):
+// one section per page with Page set, from 1, and no heading, so that no
+// chunk crosses a page; breaks where a line follows a blank line, as in
+// Plain. A page without text makes no section.
+func Pages(pages []string, name string) Doc {
+	var b strings.Builder
+	starts := make([]int, len(pages))
+	for i, p := range pages {
+		starts[i] = b.Len()
+		b.WriteString(p)
+		if i < len(pages)-1 {
+			b.WriteString(PageSeparator)
+		}
+	}
+	d := Doc{Text: b.String(), Name: name}
+	for i := range pages {
+		end := len(d.Text)
+		if i+1 < len(pages) {
+			end = starts[i+1]
+		}
+		if strings.TrimSpace(d.Text[starts[i]:end]) == "" {
+			continue
+		}
+		if len(d.Sections) > 0 {
+			// The previous section ends where this one starts.
+			d.Sections[len(d.Sections)-1].End = starts[i]
+		} else if starts[i] > 0 {
+			// Blank pages before the first page with text: white space
+			// of this section.
+			starts[i] = 0
+		}
+		d.Sections = append(d.Sections, Section{Start: starts[i], End: end, Page: i + 1})
+		plainBreaks(&d, starts[i], end)
+	}
+	if len(d.Sections) > 0 {
+		d.Sections[len(d.Sections)-1].End = len(d.Text)
+	} else if d.Text != "" {
+		d.addSection(nil, 0, len(d.Text)) // white space only: no chunk
 	}
 	return d
 }

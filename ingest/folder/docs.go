@@ -19,8 +19,8 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// Metadata keys of a chunk document. Values are strings (positions as
-// decimal numbers) until metadata is typed.
+// Metadata keys of a chunk document. Values are strings (chunk and line
+// positions as decimal numbers), but KeyPage, an integer.
 const (
 	// KeySource names the folder ingest that made the chunk (Chunker.Source):
 	// the scope of its deletes, and a filter for queries.
@@ -33,9 +33,12 @@ const (
 	// KeyChunk is the chunk's position in its file, from 0.
 	KeyChunk = "chunk"
 	// KeyLine is the line of the file the chunk starts on, from 1
-	// (Markdown and text; HTML chunks are of the extracted text).
+	// (Markdown and text; HTML and PDF chunks are of the extracted text).
 	KeyLine = "line"
-	// KeyFormat is markdown, text or html.
+	// KeyPage is the page of a PDF the chunk lies on, from 1, an integer
+	// (a filter can ask for {"page": {"$gte": 3}}).
+	KeyPage = "page"
+	// KeyFormat is markdown, text, html or pdf.
 	KeyFormat = "format"
 )
 
@@ -47,12 +50,14 @@ var (
 	ErrBinary   = errors.New("binary file (it holds NUL bytes)")
 	ErrNotUTF8  = errors.New("not UTF-8 text")
 	ErrTooLarge = errors.New("file too large")
+	ErrNotPDF   = errors.New("not a PDF (no %PDF- header in its first 1024 bytes)")
 )
 
 // ReadFile reads f, at most max bytes (0: no bound), and returns its
 // content and SHA-256 in hex. Markdown and text must be UTF-8 (a UTF-8
-// byte order mark is dropped) and, like any file, hold no NUL byte in
-// their first 8,000 bytes (git's test for a binary file).
+// byte order mark is dropped) and, like HTML, hold no NUL byte in their
+// first 8,000 bytes (git's test for a binary file); a PDF must have its
+// header in its first 1024 bytes (where PDF readers look for it).
 func ReadFile(f File, max int64) ([]byte, string, error) {
 	fh, err := os.Open(f.Path)
 	if err != nil {
@@ -71,6 +76,12 @@ func ReadFile(f File, max int64) ([]byte, string, error) {
 		return nil, "", fmt.Errorf("%w: over %d bytes (--max-file-bytes)", ErrTooLarge, max)
 	}
 	sum := sha256.Sum256(b)
+	if f.Format == PDF {
+		if !bytes.Contains(b[:min(len(b), 1024)], []byte("%PDF-")) {
+			return nil, "", ErrNotPDF
+		}
+		return b, hex.EncodeToString(sum[:]), nil
+	}
 	if bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0 {
 		return nil, "", ErrBinary
 	}
@@ -115,7 +126,8 @@ func ValidateSource(s string) error {
 	return nil
 }
 
-// Documents cuts a file's content into chunk documents, in order.
+// Documents cuts a file's content into chunk documents, in order. A PDF is
+// read by the caller and chunked by PageDocuments.
 //
 // A chunk's id is "SOURCE:PATH#HASH", HASH the first 16 hex digits of the
 // SHA-256 of the source, the path, the chunk's title and text, and how
@@ -146,6 +158,26 @@ func (c *Chunker) Documents(f File, content []byte) ([]spi.Document, error) {
 	default:
 		return nil, fmt.Errorf("unknown format %q", f.Format)
 	}
+	return c.documents(f, rel, d), nil
+}
+
+// PageDocuments cuts the text of a paged file (a PDF: its pages, the first
+// first) into chunk documents, in order, as Documents does, each on one
+// page with KeyPage set. The chunks' title is title (the PDF's own) when
+// it is not empty, else the file's path.
+func (c *Chunker) PageDocuments(f File, title string, pages []string) ([]spi.Document, error) {
+	rel := norm.NFC.String(f.Rel)
+	if !utf8.ValidString(rel) || strings.ContainsRune(rel, 0) {
+		return nil, fmt.Errorf("the file name is not UTF-8")
+	}
+	if title == "" {
+		title = rel
+	}
+	return c.documents(f, rel, chunk.Pages(pages, title)), nil
+}
+
+// documents makes the chunk documents of d, the Doc of file f.
+func (c *Chunker) documents(f File, rel string, d chunk.Doc) []spi.Document {
 	chunks := chunk.Split(d, c.Options)
 	docs := make([]spi.Document, 0, len(chunks))
 	seen := map[[32]byte]int{}
@@ -163,20 +195,24 @@ func (c *Chunker) Documents(f File, content []byte) ([]spi.Document, error) {
 		if len(ch.Headings) > 0 {
 			meta[KeyHeading] = truncate(strings.Join(ch.Headings, chunk.TitleSeparator))
 		}
-		if f.Format != HTML {
+		if f.Format == Markdown || f.Format == Text {
 			line += strings.Count(d.Text[lineAt:ch.Start], "\n")
 			lineAt = ch.Start
 			meta[KeyLine] = strconv.Itoa(line)
+		}
+		md := spi.Strings(meta)
+		if ch.Page > 0 {
+			md[KeyPage] = spi.Int(int64(ch.Page))
 		}
 		docs = append(docs, spi.Document{
 			ID:       c.id(rel, ch, dup),
 			Tenant:   c.Tenant,
 			Title:    ch.Title,
 			Text:     ch.Text,
-			Metadata: spi.Strings(meta),
+			Metadata: md,
 		})
 	}
-	return docs, nil
+	return docs
 }
 
 func (c *Chunker) id(rel string, ch chunk.Chunk, dup int) string {

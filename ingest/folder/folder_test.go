@@ -63,13 +63,13 @@ func TestWalk(t *testing.T) {
 		filter Filter
 		want   []string
 	}{
-		{"all", Filter{}, []string{"a.md:markdown", "b.TXT:text", "c.htm:html", "drafts/h.md:markdown", "link:link.md", "link:loop",
+		{"all", Filter{}, []string{"a.md:markdown", "b.TXT:text", "c.htm:html", "drafts/h.md:markdown", "e.pdf:pdf", "link:link.md", "link:loop",
 			"sub/drafts/g.md:markdown", "sub/f.markdown:markdown", "sub/i.xhtml:html"}},
 		// A pattern without "/" matches a name at any depth, one with
 		// "/" the path from the root.
-		{"exclude name", Filter{Exclude: []string{"drafts", "link*"}}, []string{"a.md:markdown", "b.TXT:text", "c.htm:html", "link:loop",
+		{"exclude name", Filter{Exclude: []string{"drafts", "link*"}}, []string{"a.md:markdown", "b.TXT:text", "c.htm:html", "e.pdf:pdf", "link:loop",
 			"sub/f.markdown:markdown", "sub/i.xhtml:html"}},
-		{"exclude path", Filter{Exclude: []string{"drafts/**"}}, []string{"a.md:markdown", "b.TXT:text", "c.htm:html", "link:link.md", "link:loop",
+		{"exclude path", Filter{Exclude: []string{"drafts/**"}}, []string{"a.md:markdown", "b.TXT:text", "c.htm:html", "e.pdf:pdf", "link:link.md", "link:loop",
 			"sub/drafts/g.md:markdown", "sub/f.markdown:markdown", "sub/i.xhtml:html"}},
 		{"include", Filter{Include: []string{"*.md"}, Exclude: []string{"loop"}}, []string{"a.md:markdown", "drafts/h.md:markdown", "link:link.md",
 			"sub/drafts/g.md:markdown"}},
@@ -100,6 +100,7 @@ func TestReadFile(t *testing.T) {
 	write(t, dir, map[string]string{
 		"ok.md": "\xef\xbb\xbf# Title\n", "nul.txt": "a\x00b", "latin1.md": "caf\xe9",
 		"latin1.html": "<meta charset=latin1><p>caf\xe9", "big.txt": strings.Repeat("x", 101),
+		"bin.pdf": "%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\x00\x01", "fake.pdf": "plain text named .pdf",
 	})
 	read := func(rel string, max int64) (string, error) {
 		b, _, err := ReadFile(File{Rel: rel, Path: filepath.Join(dir, rel), Format: FormatOf(rel)}, max)
@@ -108,7 +109,10 @@ func TestReadFile(t *testing.T) {
 	if b, err := read("ok.md", 0); err != nil || b != "# Title\n" {
 		t.Fatalf("ok.md: %q %v (the byte order mark must go)", b, err)
 	}
-	for rel, want := range map[string]error{"nul.txt": ErrBinary, "latin1.md": ErrNotUTF8, "big.txt": ErrTooLarge} {
+	if b, err := read("bin.pdf", 100); err != nil || !strings.HasPrefix(b, "%PDF-1.7") {
+		t.Errorf("a PDF (binary, not UTF-8) must be read whole: %q %v", b, err)
+	}
+	for rel, want := range map[string]error{"nul.txt": ErrBinary, "latin1.md": ErrNotUTF8, "big.txt": ErrTooLarge, "fake.pdf": ErrNotPDF} {
 		if _, err := read(rel, 100); !errors.Is(err, want) {
 			t.Errorf("%s: %v, want %v", rel, err, want)
 		}
@@ -183,6 +187,59 @@ func TestChunkIDs(t *testing.T) {
 	// Paths are NFC: "é" composed and decomposed is one file.
 	if a, b := docsOf(t, c, "caf\u00e9.md", v1), docsOf(t, c, "cafe\u0301.md", v1); a[0].ID != b[0].ID {
 		t.Fatalf("NFC: %s != %s", a[0].ID, b[0].ID)
+	}
+}
+
+// TestPageDocuments: a PDF's chunks each carry their page as an integer,
+// the PDF's title (else the path) as their title, no line, and ids that
+// stay while the page's text does.
+func TestPageDocuments(t *testing.T) {
+	c := &Chunker{Source: "s", Options: chunk.Options{MaxTokens: 32, Overlap: 4, Counter: chunk.Approx{}}}
+	pages := []string{strings.Repeat("alpha ", 30), "", strings.Repeat("gamma ", 10) + "\n\n" + strings.Repeat("delta ", 10)}
+	f := File{Rel: "r/report.pdf", Format: PDF}
+	docs, err := c.PageDocuments(f, "Annual report", pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pagesSeen := map[int64]bool{}
+	for _, d := range docs {
+		p := d.Metadata[KeyPage]
+		if p.Kind() != spi.KindInt {
+			t.Fatalf("chunk %s: page %v is not an integer", d.ID, p)
+		}
+		pagesSeen[p.IntValue()] = true
+		want := int64(1)
+		if strings.Contains(d.Text, "gamma") || strings.Contains(d.Text, "delta") {
+			want = 3
+		}
+		if p.IntValue() != want || strings.Contains(d.Text, "alpha") && want == 3 {
+			t.Errorf("chunk %q on page %d, want %d", d.Text, p.IntValue(), want)
+		}
+		if d.Title != "Annual report" || d.Metadata[KeyFormat].Str() != "pdf" || d.Metadata[KeyFile].Str() != "r/report.pdf" {
+			t.Errorf("chunk %s: title %q, metadata %v", d.ID, d.Title, d.Metadata)
+		}
+		if _, ok := d.Metadata[KeyLine]; ok {
+			t.Errorf("chunk %s of a PDF has a line", d.ID)
+		}
+		if err := d.Metadata.Validate(); err != nil {
+			t.Errorf("chunk %s: %v", d.ID, err)
+		}
+	}
+	if len(docs) < 3 || !pagesSeen[1] || !pagesSeen[3] || pagesSeen[2] {
+		t.Fatalf("pages %v in %d chunks", pagesSeen, len(docs))
+	}
+	// An edit of page 3 keeps page 1's ids; no title falls back to the path.
+	pages[2] = "epsilon"
+	again, err := c.PageDocuments(f, "Annual report", pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again[0].ID != docs[0].ID || again[len(again)-1].ID == docs[len(docs)-1].ID {
+		t.Errorf("ids after an edit of page 3: %s %s, before %s %s", again[0].ID, again[len(again)-1].ID, docs[0].ID, docs[len(docs)-1].ID)
+	}
+	untitled, err := c.PageDocuments(f, "", pages)
+	if err != nil || untitled[0].Title != "r/report.pdf" {
+		t.Errorf("untitled: %+v %v", untitled, err)
 	}
 }
 

@@ -1,5 +1,5 @@
-// Package folder turns a folder of Markdown, plain text and HTML files into
-// chunk documents for `ragd ingest DIR`: it walks the folder (hidden files
+// Package folder turns a folder of Markdown, plain text, HTML and PDF files
+// into chunk documents for `ragd ingest DIR`: it walks the folder (hidden files
 // and directories, symbolic links and other file types left out, --include
 // and --exclude globs applied), reads and chunks each file (package
 // ingest/chunk), gives every chunk an id that stays the same while its
@@ -28,6 +28,9 @@ const (
 	Markdown Format = "markdown" // .md, .markdown, .mdown, .mkd
 	Text     Format = "text"     // .txt, .text
 	HTML     Format = "html"     // .html, .htm, .xhtml
+	// PDF files are read by the caller (package ingest/pdf) and chunked
+	// with Chunker.PageDocuments.
+	PDF Format = "pdf" // .pdf
 )
 
 // FormatOf returns the format of a file name, "" when it is none of them.
@@ -39,6 +42,8 @@ func FormatOf(name string) Format {
 		return Text
 	case ".html", ".htm", ".xhtml":
 		return HTML
+	case ".pdf":
+		return PDF
 	}
 	return ""
 }
