@@ -144,7 +144,8 @@
 # scripts/model.sh; none: the embedder embeds texts), BENCH_RECALL_QUERIES
 # (200: queries of the recall measures), BENCH_CATCHUP_S (3600: the longest wait after the
 # ingest for the derived stores to apply the change log), BENCH_BATCH (256:
-# documents per ingest request). scale servers only: BENCH_WRITERS (8),
+# documents per ingest request), BENCH_LOCK (a file: the timed query phases
+# wait for an exclusive flock on it, the ingest does not). scale servers only: BENCH_WRITERS (8),
 # BENCH_TENANTS (3), BENCH_PG_SHARED_BUFFERS (2GB), BENCH_NEO4J_HEAP (1g),
 # BENCH_NEO4J_PAGECACHE (2g), BENCH_INDEX_MEM_MB (2048: memory
 # for a bulk build of the HNSW index).
@@ -487,6 +488,25 @@ graph_built() {
   done
 }
 
+# timed_lock / timed_unlock: with BENCH_LOCK (a file), the timed query
+# phases hold an exclusive flock on it (the ingest and the graph's build do
+# not), with ragd and this script at niceness 0 meanwhile, so that a
+# machine shared by several benchmarks runs one timed phase at a time.
+timed_lock() {
+  [ -n "${BENCH_LOCK:-}" ] || return 0
+  exec 9>"$BENCH_LOCK"
+  echo "== waiting for $BENCH_LOCK" >&2
+  flock 9
+  renice -n 0 -p "$ragd_pid" $$ >/dev/null 2>&1 || true
+  echo "== timed phase (load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+}
+timed_unlock() {
+  [ -n "${BENCH_LOCK:-}" ] || return 0
+  renice -n 10 -p "$ragd_pid" $$ >/dev/null 2>&1 || true
+  flock -u 9
+  exec 9>&-
+}
+
 scale() {
   local t0 t1 t2 t3 t4 t5 b c0 c2 c3 c4 cu0 cs0 cu cs pg0=0 pg2=0 neo0=0 neo2=0
   echo "== ingesting $corpus" >&2
@@ -518,6 +538,7 @@ scale() {
   vsend=vector; hsend=both
   if [ "$vecs" = none ]; then vsend=text; hsend=text; fi
   common=(-server "http://127.0.0.1:$port" -queries "$qfile" -pid "$ragd_pid" -duration "$phase")
+  timed_lock
   echo "== warming up" >&2
   "$work/ragd-bench" "${common[@]}" -clients "$clients" -send "$hsend" -duration 3s >/dev/null
   out=$work/scale.md
@@ -539,6 +560,7 @@ scale() {
         -label "tenant t1 of $tenants, $rq queries" -body "$(off keyword graph graph_expand)" >> "$work/recall-api.md"
     fi
   fi
+  timed_unlock
   # Memory and disk of the shipped configuration, before anything asks
   # for the graph.
   rss=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
@@ -555,7 +577,9 @@ scale() {
   graph_built
   t4=$(date +%s.%N)
   c4=$(cpu_s "$ragd_pid")
+  timed_lock
   "$work/ragd-bench" "${common[@]}" -clients 1 -label "hybrid with graph and expansion, 1 client" -send "$hsend" -body "$graph" -took >> "$out"
+  timed_unlock
   grss=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
   ganon=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
   gb=$(du -sb "$work/data" | cut -f1)
