@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -308,6 +309,11 @@ func TestIVFCloseDuringBuild(t *testing.T) {
 	<-trained
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
+	// The build goes on only once Close has cancelled it: released
+	// before, it could finish (and install) ahead of the cancel.
+	for !embedded.BuildsStopped(s) {
+		runtime.Gosched()
+	}
 	close(release)
 	if err := <-closed; err != nil {
 		t.Fatal(err)

@@ -161,3 +161,14 @@ func SetFilterGrowth(s *Store, g float64) {
 	defer s.mu.Unlock()
 	s.idx.ann.filterGrowth = g
 }
+
+// Incompressible is incompressible for the external tests.
+var Incompressible = incompressible
+
+// BuildsStopped reports whether Close has stopped s's builds (and
+// cancelled a running one).
+func BuildsStopped(s *Store) bool {
+	s.build.mu.Lock()
+	defer s.build.mu.Unlock()
+	return s.build.stopped
+}
