@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -308,6 +309,11 @@ func TestIVFCloseDuringBuild(t *testing.T) {
 	<-trained
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
+	// The build goes on only once Close has cancelled it: released
+	// before, it could finish (and install) ahead of the cancel.
+	for !embedded.BuildsStopped(s) {
+		runtime.Gosched()
+	}
 	close(release)
 	if err := <-closed; err != nil {
 		t.Fatal(err)
@@ -338,4 +344,55 @@ func TestContractWithIVF(t *testing.T) {
 			return open(t, filepath.Dir(es.Path()), spitest.VectorOptions{Dimension: es.Dimension(), Distance: string(es.Distance())})
 		},
 	})
+}
+
+// Rows written after a build go to the end of the arrays; once they are a
+// quarter more than the last regroup laid out, the store regroups them
+// by list without training: the rows of each list are consecutive again,
+// no build is counted, and searches (every list probed) still give the
+// exact answers, before and after a reopen.
+func TestRegroupAfterGrowth(t *testing.T) {
+	ctx := context.Background()
+	d := newANNData(9)
+	dir := t.TempDir()
+	s := openANN(t, dir, 1e6)
+	if err := s.Upsert(ctx, d.docs(1200)); err != nil {
+		t.Fatal(err)
+	}
+	builds := mustBuilt(t, s)
+	grouped, rows, contiguous, _ := embedded.Layout(s)
+	if grouped != 1200 || rows != 1200 || !contiguous {
+		t.Fatalf("after the build: %d of %d rows laid out, contiguous %v; want all", grouped, rows, contiguous)
+	}
+	// 300 more rows: a quarter, not more; nothing regroups.
+	for range 3 {
+		if err := s.Upsert(ctx, d.docs(100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b := mustBuilt(t, s); b != builds {
+		t.Fatalf("%d builds after 300 rows, want %d", b, builds)
+	}
+	if grouped, rows, _, _ = embedded.Layout(s); grouped != 1200 || rows != 1500 {
+		t.Fatalf("after 300 rows: %d of %d rows laid out, want 1200 of 1500", grouped, rows)
+	}
+	sameAsFullScan(t, s, annRequests(d, 30))
+	// One more row passes the quarter: a regroup, not a build.
+	if err := s.Upsert(ctx, d.docs(1)); err != nil {
+		t.Fatal(err)
+	}
+	if b := mustBuilt(t, s); b != builds {
+		t.Fatalf("%d builds after the regroup, want %d (no training)", b, builds)
+	}
+	grouped, rows, contiguous, _ = embedded.Layout(s)
+	if grouped != 1501 || rows != 1501 || !contiguous {
+		t.Fatalf("after the regroup: %d of %d rows laid out, contiguous %v; want all", grouped, rows, contiguous)
+	}
+	sameAsFullScan(t, s, annRequests(d, 30))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openANN(t, dir, 1e6)
+	mustBuilt(t, s)
+	sameAsFullScan(t, s, annRequests(d, 30))
 }

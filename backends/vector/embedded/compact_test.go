@@ -117,7 +117,7 @@ func TestCompactionBesideSearchesWritesAndBuild(t *testing.T) {
 	filler := vfDocs(r, 40, 8, "filler")
 	fillerIDs := make([]string, len(filler))
 	for i := range filler {
-		filler[i].Text = strings.Repeat("x", 50_000)
+		filler[i].Text = incompressible(r, 50_000)
 		fillerIDs[i] = filler[i].ID
 	}
 	if err := s.Upsert(ctx, filler); err != nil {

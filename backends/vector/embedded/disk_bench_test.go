@@ -15,7 +15,8 @@ import (
 )
 
 // BenchmarkDiskPerDocument writes RAG_BENCH_DISK_N documents (20,000 by
-// default) of 384 dimensions with 500–1,000 bytes of text, in batches of
+// default) of 384 dimensions with 100–200 words of text (vocabulary),
+// in batches of
 // 500, with ids in ascending and in random order, and reports the bytes
 // per document of the pages the buckets use, of the bbolt file (which
 // bbolt grows 16 MiB at a time) and of the vectors file.
@@ -30,6 +31,7 @@ func BenchmarkDiskPerDocument(b *testing.B) {
 					b.Fatal(err)
 				}
 				r := rand.New(rand.NewPCG(1, 1))
+				vocab := newVocabulary(r)
 				perm := r.Perm(n)
 				batch := []spi.Document{}
 				for i := range n {
@@ -42,7 +44,7 @@ func BenchmarkDiskPerDocument(b *testing.B) {
 						v[j] = float32(r.NormFloat64())
 					}
 					batch = append(batch, spi.Document{ID: fmt.Sprintf("doc-%07d", id), Tenant: "t1", Metadata: spi.Metadata{"lang": spi.String("en")},
-						Title: "a title of some words", Text: strings.Repeat("word ", 100+r.IntN(100)), Vector: v})
+						Title: prose(vocab, 5), Text: prose(vocab, 100+r.IntN(100)), Vector: v})
 					if len(batch) == 500 || i == n-1 {
 						if err := s.Upsert(context.Background(), batch); err != nil {
 							b.Fatal(err)
@@ -69,4 +71,35 @@ func BenchmarkDiskPerDocument(b *testing.B) {
 			}
 		})
 	}
+}
+
+// vocabulary is words of 2–10 letters drawn with Zipf's law, the way
+// words of prose are: text that compresses about as prose does.
+type vocabulary struct {
+	words []string
+	zipf  *rand.Zipf
+}
+
+func newVocabulary(r *rand.Rand) vocabulary {
+	words := make([]string, 5000)
+	for i := range words {
+		b := make([]byte, 2+r.IntN(9))
+		for j := range b {
+			b[j] = byte('a' + r.IntN(26))
+		}
+		words[i] = string(b)
+	}
+	return vocabulary{words: words, zipf: rand.NewZipf(r, 1.1, 2, uint64(len(words)-1))}
+}
+
+// prose is n words of the vocabulary.
+func prose(v vocabulary, n int) string {
+	var sb strings.Builder
+	for i := range n {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.WriteString(v.words[v.zipf.Uint64()])
+	}
+	return sb.String()
 }

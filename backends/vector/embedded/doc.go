@@ -6,9 +6,9 @@
 // the float32 vectors beside it in an append-only file, <Dir>/vectors.vec
 // (vecfile.go). Each document is one record (tenant, metadata and the
 // number of its vector's entry in a compact binary header, the rest as
-// JSON) written in one fsynced transaction per Upsert or Delete, after
-// the vectors it names are durable, so a crash leaves either the old or
-// the new state. At Open every record is decoded into memory; a file,
+// JSON, zstd-compressed when that makes it smaller: codec.go) written in
+// one fsynced transaction per Upsert or Delete, after the vectors it
+// names are durable, so a crash leaves either the old or the new state. At Open every record is decoded into memory; a file,
 // record or vector that does not decode is reported as ErrCorrupt, a file
 // held by another process as ErrLocked.
 //

@@ -161,3 +161,40 @@ func SetFilterGrowth(s *Store, g float64) {
 	defer s.mu.Unlock()
 	s.idx.ann.filterGrowth = g
 }
+
+// Incompressible is incompressible for the external tests.
+var Incompressible = incompressible
+
+// BuildsStopped reports whether Close has stopped s's builds (and
+// cancelled a running one).
+func BuildsStopped(s *Store) bool {
+	s.build.mu.Lock()
+	defer s.build.mu.Unlock()
+	return s.build.stopped
+}
+
+// Layout is the live ivf's rows laid out by its last regroup, the rows
+// of the index, and whether every list's rows below that count are
+// consecutive; ok is false without an ivf.
+func Layout(s *Store) (grouped, rows int, contiguous, ok bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v := s.idx.ivf
+	if v == nil {
+		return 0, s.idx.len(), false, false
+	}
+	contiguous = true
+	next := 0
+	for _, l := range v.lists {
+		for _, r := range l {
+			if int(r) >= v.grouped {
+				continue
+			}
+			if int(r) != next {
+				contiguous = false
+			}
+			next++
+		}
+	}
+	return v.grouped, s.idx.len(), contiguous && next == v.grouped, true
+}

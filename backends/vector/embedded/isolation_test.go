@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
+	"math/rand/v2"
 	"sync"
 	"testing"
 
@@ -25,9 +25,10 @@ func isolationStore(t *testing.T) (*embedded.Store, spi.VectorRequest) {
 	s := mustOpen(t, embedded.Config{Dir: t.TempDir(), Dimension: 4, NoSync: true})
 	filler := make([]spi.Document, 256)
 	ids := make([]string, len(filler))
+	r := rand.New(rand.NewPCG(1, 2))
 	for i := range filler {
 		ids[i] = fmt.Sprintf("filler-%03d", i)
-		filler[i] = spi.Document{ID: ids[i], Title: strings.Repeat("x", 200), Vector: []float32{0, 0, 0, 1}}
+		filler[i] = spi.Document{ID: ids[i], Title: embedded.Incompressible(r, 200), Vector: []float32{0, 0, 0, 1}}
 	}
 	if err := s.Upsert(ctx, filler); err != nil {
 		t.Fatal(err)

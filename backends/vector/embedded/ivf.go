@@ -43,6 +43,7 @@ type ivf struct {
 	at    []int32   // row -> its position in lists[of[row]]
 
 	trained int // rows the index held when the sample was drawn
+	grouped int // rows the last regroup laid out by list
 	cursor  int // a build: rows below are assigned
 	wide    []int16
 }
@@ -229,7 +230,9 @@ func popcount(b []uint64) int {
 // are consecutive, in list order: a probe then reads each list's codes
 // in one sweep of memory instead of a row here and there (a row read at
 // random costs about ten times a row read in sequence). Rows written
-// later go to the end and into their list; a build regroups again.
+// later go to the end and into their list; a build regroups again, and
+// so does the Store, without training, once a quarter more rows than
+// the last regroup laid out have been written (annbuild.go).
 type regrouped struct {
 	ids     []string
 	tenants []uint32
@@ -254,7 +257,7 @@ func (ix *index) regroup(v *ivf) *regrouped {
 		quant:   make([]rowQuant, 0, n),
 		post:    newPostings(),
 		ivf: &ivf{dim: v.dim, l2: v.l2, cent: v.cent, cs: v.cs, cn2: v.cn2, lists: make([][]int32, len(v.lists)),
-			of: make([]int32, n), at: make([]int32, n), trained: v.trained, cursor: n, wide: v.wide},
+			of: make([]int32, n), at: make([]int32, n), trained: v.trained, grouped: n, cursor: n, wide: v.wide},
 	}
 	for c, l := range v.lists {
 		rows := make([]int32, len(l))

@@ -138,11 +138,15 @@ func (s *Store) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResu
 		return nil, err
 	}
 	// The vectors first, durable before the transaction that names them
-	// (vecfile.go).
+	// (vecfile.go); none for an upsert that will write nothing.
+	keep, err := s.writesRecord(preps)
+	if err != nil {
+		return nil, s.writeErr("commit", err)
+	}
 	var vecs [][]float32
 	for i := range preps {
-		if p := &preps[i]; p.err == nil && p.w.Op == spi.OpUpsert {
-			vecs = append(vecs, p.w.Doc.Vector)
+		if keep[i] {
+			vecs = append(vecs, preps[i].w.Doc.Vector)
 		}
 	}
 	vids, err := s.vecs.appendVectors(vecs)
@@ -150,8 +154,8 @@ func (s *Store) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResu
 		return nil, s.writeErr("commit", err)
 	}
 	for i := range preps {
-		if p := &preps[i]; p.err == nil && p.w.Op == spi.OpUpsert {
-			p.val, vids = p.rec.withVid(vids[0]), vids[1:]
+		if keep[i] {
+			preps[i].val, vids = preps[i].rec.withVid(vids[0]), vids[1:]
 		}
 	}
 	var seq uint64
@@ -204,6 +208,60 @@ func (s *Store) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResu
 	s.maybeBuild()
 	s.maybeCompact()
 	return out, nil
+}
+
+// writesRecord reports which of preps are upserts that may write their
+// record: all valid upserts but those of an id written once in the batch
+// that apply will find unchanged or refuse for its tenant, judged on the
+// state the commit's transaction will start from (the caller holds the
+// writers' mutex). A repeated ingest of the same documents then appends
+// no vector, where it used to append one garbage entry per document
+// (compacted away only once garbage outnumbered the live vectors).
+func (s *Store) writesRecord(preps []prepared) ([]bool, error) {
+	keep := make([]bool, len(preps))
+	seen := make(map[string]int, len(preps))
+	for i := range preps {
+		if p := &preps[i]; p.err == nil && p.w.Op == spi.OpUpsert {
+			keep[i] = true
+			seen[p.w.Doc.ID]++
+		}
+	}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		for i := range preps {
+			p := &preps[i]
+			if !keep[i] || seen[p.w.Doc.ID] > 1 {
+				continue
+			}
+			id := p.w.Doc.ID
+			if id == "" || len(id) > bolt.MaxKeySize {
+				keep[i] = false
+				continue
+			}
+			cur, exists, err := s.lookup(tx, []byte(id))
+			if err != nil {
+				return err
+			}
+			_, keep[i] = judge(p, cur, exists)
+		}
+		return nil
+	})
+	return keep, err
+}
+
+// judge decides whether upsert p of a valid id writes its record over the
+// state cur (exists: the id has a record); when it does not, the result
+// says why (refused for its tenant, or unchanged at cur's version).
+func judge(p *prepared, cur state, exists bool) (spi.WriteResult, bool) {
+	d := &p.w.Doc
+	switch {
+	case p.w.Scope != "" && d.Tenant != p.w.Scope:
+		return spi.WriteResult{Err: spi.ErrTenantConflict}, false
+	case exists && p.w.KeepTenant && cur.tenant != d.Tenant:
+		return spi.WriteResult{Err: spi.ErrTenantConflict}, false
+	case exists && cur.version > 0 && cur.hash == p.hash:
+		return spi.WriteResult{Version: cur.version}, false
+	}
+	return spi.WriteResult{}, true
 }
 
 // prepare validates and encodes an upsert.
@@ -263,13 +321,13 @@ func (s *Store) apply(tx *bolt.Tx, p *prepared, now time.Time) (spi.WriteResult,
 		return spi.WriteResult{Version: seq, Changed: true}, log.Put(seqKey(seq), encodeEntry(spi.OpDelete, now, id))
 	}
 	d := p.w.Doc
-	switch {
-	case p.w.Scope != "" && d.Tenant != p.w.Scope:
-		return spi.WriteResult{Err: spi.ErrTenantConflict}, nil
-	case exists && p.w.KeepTenant && cur.tenant != d.Tenant:
-		return spi.WriteResult{Err: spi.ErrTenantConflict}, nil
-	case exists && cur.version > 0 && cur.hash == p.hash:
-		return spi.WriteResult{Version: cur.version}, nil
+	if o, ok := judge(p, cur, exists); !ok {
+		return o, nil
+	}
+	if p.val == nil {
+		// writesRecord judged this write on the same state and gave it
+		// no vector: a bug, and nothing of the batch is written.
+		return spi.WriteResult{}, fmt.Errorf("document %q would be written without its vector", id)
 	}
 	seq, err := log.NextSequence()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +30,18 @@ func vfDocs(r *rand.Rand, n, dim int, prefix string) []spi.Document {
 			Metadata: spi.Metadata{"k": spi.String(fmt.Sprint(i % 3))}}
 	}
 	return docs
+}
+
+// incompressible is n bytes of random letters and digits: text that
+// compression cannot shrink to much less than 3/4, for tests that need
+// records of a size on disk (records' bodies are compressed).
+func incompressible(r *rand.Rand, n int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[r.IntN(len(alphabet))]
+	}
+	return string(b)
 }
 
 func vfOpen(t *testing.T, dir string) *Store {
@@ -367,4 +380,144 @@ func TestRecordVersions(t *testing.T) {
 			t.Fatalf("filter %v: %v, want %v", c.f, ids, c.want)
 		}
 	}
+}
+
+// A record whose body compresses is written as version 4 (string
+// metadata) or 5 (typed); one whose body would not shrink (a short title
+// alone) stays version 2 or 3. All four read back the same document after
+// a reopen, and a compressed body that is damaged fails the read (and
+// Scan, which ragd check runs) with ErrCorrupt instead of answering with
+// a wrong document.
+func TestCompressedRecords(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := vfOpen(t, dir)
+	prose := strings.Repeat("the spanwise distribution of the lift increase due to the slipstream ", 12)
+	when := spi.MustTime(time.Date(2026, 12, 5, 1, 0, 0, 0, time.UTC))
+	docs := []spi.Document{
+		{ID: "short-str", Tenant: "t", Title: "x", Vector: []float32{1, 0, 0, 0, 0, 0, 0, 0},
+			Metadata: spi.Metadata{"k": spi.String("a")}},
+		{ID: "short-typed", Tenant: "t", Title: "x", Vector: []float32{0, 1, 0, 0, 0, 0, 0, 0},
+			Metadata: spi.Metadata{"n": spi.Int(1)}},
+		{ID: "long-str", Tenant: "t", Title: "wing", Text: prose, Entities: []string{"slipstream", "lift"},
+			Links: []string{"short-str"}, Vector: []float32{0, 0, 1, 0, 0, 0, 0, 0}, Metadata: spi.Metadata{"k": spi.String("a")}},
+		{ID: "long-typed", Tenant: "u", Text: prose + "é ü ∂", Vector: []float32{0, 0, 0, 1, 0, 0, 0, 0},
+			Metadata: spi.Metadata{"at": when, "n": spi.Float(2.5)}},
+	}
+	if err := s.Upsert(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	raw := func(s *Store, id string) []byte {
+		var v []byte
+		_ = s.db.View(func(tx *bolt.Tx) error {
+			v = slices.Clone(tx.Bucket(bucketDocs).Get([]byte(id)))
+			return nil
+		})
+		return v
+	}
+	for id, want := range map[string]byte{"short-str": recordVid, "short-typed": recordVidTyped, "long-str": recordVidZ, "long-typed": recordVidTypedZ} {
+		if v := raw(s, id)[0]; v != want {
+			t.Fatalf("%s: record version %d, want %d", id, v, want)
+		}
+	}
+	if n := len(raw(s, "long-str")); n >= len(prose)/2 {
+		t.Fatalf("long-str: record of %d bytes for %d bytes of text, want under half", n, len(prose))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = vfOpen(t, dir)
+	ids := []string{"short-str", "short-typed", "long-str", "long-typed"}
+	got, missing, err := s.Hydrate(ctx, ids)
+	if err != nil || len(missing) > 0 || len(got) != len(docs) {
+		t.Fatalf("Hydrate = %+v, %v, %v", got, missing, err)
+	}
+	for i, d := range got {
+		w := docs[i]
+		if d.ID != w.ID || d.Title != w.Title || d.Text != w.Text || d.Tenant != w.Tenant || !slices.Equal(d.Entities, w.Entities) ||
+			!slices.Equal(d.Links, w.Links) || !slices.Equal(d.Vector, w.Vector) || !d.Metadata.Equal(w.Metadata) || d.UpdatedAt.IsZero() {
+			t.Fatalf("%s came back as %+v, want %+v", w.ID, d, w)
+		}
+	}
+	// Damage the compressed body's last byte (its checksum): the read
+	// fails as corrupt.
+	rec := raw(s, "long-str")
+	rec[len(rec)-1] ^= 0xff
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketDocs).Put([]byte("long-str"), rec) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Hydrate(ctx, []string{"long-str"}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Hydrate of a damaged body: %v, want ErrCorrupt", err)
+	}
+	if err := s.Scan(ctx, func(spi.Document) error { return nil }); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Scan over a damaged body: %v, want ErrCorrupt", err)
+	}
+}
+
+// An upsert that writes nothing appends no vector: the same documents
+// again (unchanged), or a document refused for its tenant; a batch that
+// names an id twice still writes the last one with its own vector.
+func TestNoVectorForWritesThatWriteNothing(t *testing.T) {
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(3, 3))
+	s := vfOpen(t, t.TempDir())
+	noOnlineCompaction(s)
+	docs := vfDocs(r, 200, 8, "d")
+	if err := s.Upsert(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.Commit(ctx, writesOf(docs, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range out {
+		if o.Err != nil || o.Changed {
+			t.Fatalf("write %d of the same documents: %+v, want unchanged", i, o)
+		}
+	}
+	if n := entries(s); n != 200 {
+		t.Fatalf("%d vector entries after writing the same 200 documents twice, want 200", n)
+	}
+	// Another tenant's write of the same ids, kept to its tenant: refused.
+	other := slices.Clone(docs[:10])
+	for i := range other {
+		other[i].Tenant = "other"
+	}
+	out, err = s.Commit(ctx, writesOf(other, "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range out {
+		if !errors.Is(o.Err, spi.ErrTenantConflict) {
+			t.Fatalf("write %d into another tenant's id: %+v, want ErrTenantConflict", i, o)
+		}
+	}
+	if n := entries(s); n != 200 {
+		t.Fatalf("%d vector entries after refused writes, want 200", n)
+	}
+	// One id twice in a batch, the second time its old content: the
+	// first write changes it, the second changes it back.
+	changed := docs[5]
+	changed.Vector = slices.Clone(changed.Vector)
+	changed.Vector[0] += 1
+	out, err = s.Commit(ctx, writesOf([]spi.Document{changed, docs[5], docs[6]}, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out[0].Changed || !out[1].Changed || out[2].Changed {
+		t.Fatalf("outcomes %+v, want changed, changed, unchanged", out)
+	}
+	if n := entries(s); n != 202 {
+		t.Fatalf("%d vector entries, want 202 (one per write of the repeated id)", n)
+	}
+	sameDocs(t, s, docs)
+}
+
+// writesOf makes upserts of docs, kept to tenant scope when it is given.
+func writesOf(docs []spi.Document, scope string) []spi.Write {
+	ws := make([]spi.Write, len(docs))
+	for i, d := range docs {
+		ws[i] = spi.Write{Op: spi.OpUpsert, Doc: d, Scope: scope, KeepTenant: scope != ""}
+	}
+	return ws
 }
