@@ -217,8 +217,9 @@ func (b *bound) dominates(e posting, lt, lx uint32) bool {
 // random corpora with skewed vocabularies, random queries, tenants,
 // metadata filters (strings, and ranges and negations over typed values),
 // replacements, deletes, compactions and rebuilds in clustered order
-// (which renumber the slots of the typed pairs' bitmaps), at several k;
-// the index's invariants hold after every step.
+// (which renumber the slots of the typed pairs' bitmaps) with writes made
+// while they build and catch up, at several k; the index's invariants
+// hold after every step.
 func TestPrunedSearchEqualsExhaustive(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { prunedEqualsExhaustive(t, seed) })
@@ -243,8 +244,19 @@ func prunedEqualsExhaustive(t *testing.T, seed uint64) {
 	}
 	x := newImpactIndex()
 	// Rebuilds in clustered order (renumbering every slot) every few
-	// hundred writes, besides the compactions of dead slots.
+	// hundred writes, besides the compactions of dead slots. Each is held
+	// once built while up to 60 more writes go on (logged, then replayed
+	// in rounds of 1 to 8 writes doubling), then waited for.
 	x.reorderMin = 100 + rng.IntN(400)
+	x.roundOps = 1 + rng.IntN(8)
+	built, release := make(chan struct{}), make(chan struct{})
+	x.rebuildHook = func(stage string) {
+		if stage == "built" {
+			built <- struct{}{}
+			<-release
+		}
+	}
+	held, left, rebuilds := false, 0, 0
 	model := map[string]refDoc{}
 	tenants := []string{"", "t1", "t2", "t3"}
 	ids := 600 + rng.IntN(1500)
@@ -350,9 +362,29 @@ func prunedEqualsExhaustive(t *testing.T, seed uint64) {
 			x.put(d.id, d.tenant, d.meta, d.lens(), fieldFreqs{title: d.title, text: d.text}, old)
 			model[id] = d
 		}
+		switch {
+		case held && left == 0:
+			release <- struct{}{}
+			x.waitRebuild()
+			held = false
+		case held:
+			left--
+		case x.rebuilding():
+			<-built
+			held, left = true, rng.IntN(60)
+			rebuilds++
+		}
 		if step%(steps/6) == steps/6-1 {
 			check(step)
 		}
+	}
+	if held {
+		release <- struct{}{}
+		x.waitRebuild()
+	}
+	check(steps)
+	if rebuilds < 2 {
+		t.Fatalf("%d rebuilds in %d writes", rebuilds, steps)
 	}
 }
 
