@@ -124,9 +124,10 @@ type impactIndex struct {
 	totX   int64
 	states sync.Pool // *searchState
 
-	rb         *rebuild // a rebuild running beside writes (reorder.go); guarded by wmu
-	reorderMin int      // tests: overrides reorderMin when > 0
-	roundOps   int      // tests: overrides roundOps when > 0
+	rb          *rebuild // a rebuild running beside writes (reorder.go); guarded by wmu
+	reorderMin  int      // tests: overrides reorderMin when > 0
+	roundOps    int      // tests: overrides roundOps when > 0
+	parallelMin int      // tests: overrides parallelMin when > 0
 
 	rebuildHook func(stage string) // tests: runs on a rebuild's goroutine once built ("built") and between rounds ("round")
 	searchHook  func()             // tests: runs inside a search, after its first window

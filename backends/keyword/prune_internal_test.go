@@ -218,8 +218,8 @@ func (b *bound) dominates(e posting, lt, lx uint32) bool {
 // metadata filters (strings, and ranges and negations over typed values),
 // replacements, deletes, compactions and rebuilds in clustered order
 // (which renumber the slots of the typed pairs' bitmaps) with writes made
-// while they build and catch up, at several k; the index's invariants
-// hold after every step.
+// while they build and catch up, at several k, searched whole or in parts
+// at once (odd seeds); the index's invariants hold after every step.
 func TestPrunedSearchEqualsExhaustive(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { prunedEqualsExhaustive(t, seed) })
@@ -249,6 +249,9 @@ func prunedEqualsExhaustive(t *testing.T, seed uint64) {
 	// in rounds of 1 to 8 writes doubling), then waited for.
 	x.reorderMin = 100 + rng.IntN(400)
 	x.roundOps = 1 + rng.IntN(8)
+	if seed%2 == 1 { // searches split into parts searched at once (prune.go)
+		x.parallelMin = 64 + rng.IntN(256)
+	}
 	built, release := make(chan struct{}), make(chan struct{})
 	x.rebuildHook = func(stage string) {
 		if stage == "built" {
