@@ -77,8 +77,9 @@ import (
 //     term, and tdf[t<<32|tid] the same for tenant t's (absent when 0);
 //   - each postings list holds every live slot holding its term (and may
 //     hold dead ones), with bounds that dominate its postings;
-//   - ordered ≤ the number of slots; while a rebuild runs (rb), its log
-//     holds every write since its frozen view, in order.
+//   - ordered ≤ the number of slots, and tenant[:ordered] ascends (a
+//     rebuild orders slots by tenant first); while a rebuild runs (rb),
+//     its log holds every write since its frozen view, in order.
 type impactIndex struct {
 	// wmu serialises the index's writers (put, remove, apply) and a
 	// rebuild's catch-up (reorder.go); taken before mu. mu guards what

@@ -475,6 +475,11 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 		if shared != nil {
 			theta = max(theta, shared.load())
 		}
+		// Slots no candidate holds are passed over: another tenant's run
+		// of slots (a rebuild orders them by tenant), dead ones.
+		if upTo = nextAllowed(allowed, upTo, hi); upTo >= hi {
+			break
+		}
 		// The window: from upTo to the end of the first current block
 		// (at most w slots, not past hi).
 		act := st.act[:0]
@@ -625,6 +630,24 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 		}
 	}
 	return nil
+}
+
+// nextAllowed returns the first slot from s that allowed holds, or hi
+// when none below hi does.
+func nextAllowed(allowed []uint64, s, hi uint64) uint64 {
+	wi := s >> 6
+	if wi >= uint64(len(allowed)) {
+		return hi
+	}
+	if b := allowed[wi] >> (s & 63); b != 0 {
+		return min(s+uint64(bits.TrailingZeros64(b)), hi)
+	}
+	for wi++; wi < uint64(len(allowed)) && wi<<6 < hi; wi++ {
+		if b := allowed[wi]; b != 0 {
+			return min(wi<<6+uint64(bits.TrailingZeros64(b)), hi)
+		}
+	}
+	return hi
 }
 
 // cursor walks one term's postings.

@@ -64,6 +64,9 @@ func (x *impactIndex) checkInvariants(t *testing.T) {
 	if len(x.alive) != (n+63)/64 {
 		t.Fatalf("alive has %d words for %d slots", len(x.alive), n)
 	}
+	if x.ordered > n || !slices.IsSorted(x.tenant[:x.ordered]) {
+		t.Fatalf("the %d slots of the last rebuild (of %d) are not in tenant order", x.ordered, n)
+	}
 	// Every number or time pair sits once in its key's sorted values, in
 	// ascending order.
 	ranged := 0
@@ -442,5 +445,18 @@ func TestPrunedSearchKeepsTiesByID(t *testing.T) {
 	got, _ := x.search(context.Background(), []string{"alpha"}, 3, "", spi.Filter{}, p)
 	if len(got) != 3 || got[0].ID != "c00000" || got[2].ID != "c00002" {
 		t.Fatalf("alpha, k=3: %v, want c00000..c00002", got)
+	}
+}
+
+// nextAllowed finds the first allowed slot from s below hi, across words.
+func TestNextAllowed(t *testing.T) {
+	allowed := []uint64{1 << 5, 0, 0, 1<<63 | 1<<2}
+	for _, c := range []struct{ s, hi, want uint64 }{
+		{0, 256, 5}, {5, 256, 5}, {6, 256, 194}, {6, 194, 194}, {6, 195, 194},
+		{195, 256, 255}, {255, 256, 255}, {256, 300, 300}, {6, 100, 100},
+	} {
+		if got := nextAllowed(allowed, c.s, c.hi); got != c.want {
+			t.Errorf("nextAllowed(from %d, below %d) = %d, want %d", c.s, c.hi, got, c.want)
+		}
 	}
 }

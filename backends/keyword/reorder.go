@@ -365,9 +365,11 @@ func (x *impactIndex) compacted(ctx context.Context) (*impactIndex, []uint32, er
 // terms group nothing, common ones group everything). A slot's key is its
 // rarest such term, then its second rarest (fewest documents first, ties
 // by a hash of the term), then the least hash over its terms (MinHash);
-// slots sort by their keys, then by slot. Documents that share their
-// rarest term are most often about the same thing; near-copies of a
-// document keep it unless they lose it. x as for compacted.
+// slots sort by tenant, then by their keys, then by slot. Documents that
+// share their rarest term are most often about the same thing;
+// near-copies of a document keep it unless they lose it. Each tenant's
+// slots are one run, so a search restricted to a tenant skips the others'
+// (prune skips slots no candidate holds). x as for compacted.
 func (x *impactIndex) clusterOrder(ctx context.Context) ([]uint32, error) {
 	const none = math.MaxUint32
 	hi := int32(max(2, x.live/8))
@@ -417,6 +419,9 @@ func (x *impactIndex) clusterOrder(ctx context.Context) ([]uint32, error) {
 		}
 	}
 	slices.SortFunc(order, func(a, b uint32) int {
+		if c := cmp.Compare(x.tenant[a], x.tenant[b]); c != 0 {
+			return c
+		}
 		if c := slices.Compare(sig[a][:], sig[b][:]); c != 0 {
 			return c
 		}
