@@ -114,6 +114,7 @@ type searchState struct {
 	cands   []uint32
 	part    []float64
 	bounds  []float64 // the cursors' block bounds, computed once per query (cursor.ubs)
+	cuts    []uint64  // the bounds of a parallel search's parts
 	seen    [window / 64]uint64
 }
 
@@ -298,25 +299,26 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 		return []spi.Ref{}, nil
 	}
 	h := topk.NewHeap(k, x.below)
-	parts := 1
-	if n := x.slots(); n >= x.parallelAt() {
-		parts = min(runtime.GOMAXPROCS(0), maxParts, n/(x.parallelAt()/2))
+	var cuts []uint64
+	if x.slots() >= x.parallelAt() && runtime.GOMAXPROCS(0) > 1 {
+		cuts = x.cuts(pl.allowed, st)
 	}
-	if parts <= 1 {
+	if len(cuts) <= 2 {
 		if err := x.prune(ctx, pl, h, st, 0, math.MaxUint32, nil); err != nil {
 			return nil, err
 		}
 		return x.refs(h), nil
 	}
-	if err := x.pruneParts(ctx, pl, h, k, st, parts); err != nil {
+	if err := x.pruneParts(ctx, pl, h, k, st, cuts); err != nil {
 		return nil, err
 	}
 	return x.refs(h), nil
 }
 
-// Intra-query parallelism: a search of a large index splits the slots
-// into parts (one per core, at most maxParts, each at least half of
-// parallelMin slots) searched at once, each part with its own heap, as
+// Intra-query parallelism: a search of a large index splits its
+// candidates into parts (one per core, at most maxParts, each at least
+// half of parallelMin candidates, cut where the candidates before make
+// equal shares) searched at once, each part with its own heap, as
 // Lucene searches an index's slices on an executor. The parts share θ
 // (sharedTheta): the greatest k-th best score any part holds is below the
 // k-th best of all, so every part may prune with it; a document of the
@@ -336,16 +338,40 @@ func (x *impactIndex) parallelAt() int {
 	return parallelMin
 }
 
-// pruneParts runs prune on parts ranges of the slots at once, the first
-// on the caller's goroutine, and offers the parts' best to h.
-func (x *impactIndex) pruneParts(ctx context.Context, pl plan, h *topk.Heap[hit], k int, st *searchState, parts int) error {
-	n := uint64(x.slots())
+// cuts returns the bounds of the parts of a search whose candidates are
+// allowed: 0, the cuts, the number of slots. The candidates are split
+// into equal shares, on word boundaries.
+func (x *impactIndex) cuts(allowed []uint64, st *searchState) []uint64 {
+	total := 0
+	for _, w := range allowed {
+		total += bits.OnesCount64(w)
+	}
+	parts := min(runtime.GOMAXPROCS(0), maxParts, total/(x.parallelAt()/2))
+	cuts := append(st.cuts[:0], 0)
+	if parts > 1 {
+		seen := 0
+		for wi, w := range allowed {
+			seen += bits.OnesCount64(w)
+			if seen*parts >= total*len(cuts) && len(cuts) < parts {
+				cuts = append(cuts, uint64(wi+1)<<6)
+			}
+		}
+	}
+	cuts = append(cuts, uint64(x.slots()))
+	st.cuts = cuts
+	return cuts
+}
+
+// pruneParts runs prune on the parts of the slots between cuts at once,
+// the first on the caller's goroutine, and offers the parts' best to h.
+func (x *impactIndex) pruneParts(ctx context.Context, pl plan, h *topk.Heap[hit], k int, st *searchState, cuts []uint64) error {
+	parts := len(cuts) - 1
 	var shared sharedTheta
 	heaps := make([]*topk.Heap[hit], parts)
 	errs := make([]error, parts)
 	var wg sync.WaitGroup
 	for i := range parts {
-		lo, hi := n*uint64(i)/uint64(parts), n*uint64(i+1)/uint64(parts)
+		lo, hi := cuts[i], cuts[i+1]
 		heaps[i] = topk.NewHeap(k, x.below)
 		if i == 0 {
 			continue
@@ -356,7 +382,7 @@ func (x *impactIndex) pruneParts(ctx context.Context, pl plan, h *topk.Heap[hit]
 			errs[i] = x.prune(ctx, pl, heaps[i], pst, lo, hi, &shared)
 		})
 	}
-	errs[0] = x.prune(ctx, pl, heaps[0], st, 0, n/uint64(parts), &shared)
+	errs[0] = x.prune(ctx, pl, heaps[0], st, cuts[0], cuts[1], &shared)
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return err
