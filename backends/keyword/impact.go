@@ -130,7 +130,7 @@ type impactIndex struct {
 	roundOps    int      // tests: overrides roundOps when > 0
 	parallelMin int      // tests: overrides parallelMin when > 0
 
-	rebuildHook func(stage string) // tests: runs on a rebuild's goroutine once built ("built") and between rounds ("round")
+	rebuildHook func(stage string) // tests: runs on a rebuild's goroutine before it builds ("start"), once built ("built") and between rounds ("round")
 	searchHook  func()             // tests: runs inside a search, after its first window
 	writeHook   func()             // tests: runs as a write is about to take the write lock
 }

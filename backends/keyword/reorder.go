@@ -124,6 +124,7 @@ func (x *impactIndex) rebuildNow() {
 func (x *impactIndex) runRebuild(ctx context.Context, f *impactIndex, rb *rebuild) {
 	defer close(rb.done)
 	defer rb.cancel()
+	x.hook("start")
 	c, remap, err := f.compacted(ctx)
 	f = nil
 	x.hook("built")

@@ -240,9 +240,12 @@ func rebuildBesideWrites(t *testing.T, seed uint64) {
 
 	built, round, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	x.rebuildHook = func(stage string) {
-		if stage == "built" {
+		switch stage {
+		case "start":
+			return
+		case "built":
 			built <- struct{}{}
-		} else {
+		default:
 			round <- struct{}{}
 		}
 		<-release
@@ -349,7 +352,12 @@ func TestStopRebuild(t *testing.T) {
 	}
 	m.write(ids, nil)
 	built, release := make(chan struct{}), make(chan struct{})
-	x.rebuildHook = func(string) { built <- struct{}{}; <-release }
+	x.rebuildHook = func(stage string) {
+		if stage == "built" {
+			built <- struct{}{}
+			<-release
+		}
+	}
 	x.reorderMin = 100
 	m.write([]string{"d000"}, nil)
 	<-built
@@ -361,4 +369,43 @@ func TestStopRebuild(t *testing.T) {
 	}
 	x.checkInvariants(t)
 	m.check("after stop", ids)
+}
+
+// The build reads the frozen view with no lock while writes change the
+// live index: nothing orders the writes below after the build (the hook
+// only says it has started), so the race detector checks every access of
+// the build against them. After the swap the index holds the model.
+func TestRebuildBuildsBesideWrites(t *testing.T) {
+	x := newImpactIndex()
+	x.reorderMin = 1 << 30
+	m := &rebuildModel{t: t, x: x, docs: map[string]refDoc{}, ver: map[string]uint64{}, rng: rand.New(rand.NewPCG(7, 8))}
+	var known []string
+	for b := range 10 {
+		var put []string
+		for i := range 100 {
+			put = append(put, fmt.Sprintf("old%04d", b*100+i))
+		}
+		known = append(known, put...)
+		m.write(put, nil)
+	}
+	started := make(chan struct{})
+	x.rebuildHook = func(stage string) {
+		if stage == "start" {
+			close(started)
+		}
+	}
+	x.reorderMin = 500
+	m.write([]string{"old0000"}, nil)
+	<-started
+	for i := range 60 { // new documents, new versions, deletes
+		id := fmt.Sprintf("new%03d", i)
+		known = append(known, id)
+		m.write([]string{id, known[m.rng.IntN(1000)]}, []string{known[m.rng.IntN(1000)]})
+	}
+	x.waitRebuild()
+	x.checkInvariants(t)
+	if x.ordered == 0 {
+		t.Fatal("no rebuild swapped in")
+	}
+	m.check("after a rebuild beside writes", known)
 }
