@@ -300,17 +300,16 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 	}
 	h := topk.NewHeap(k, x.below)
 	var cuts []uint64
-	parts := 1
 	if x.slots() >= x.parallelAt() && runtime.GOMAXPROCS(0) > 1 {
-		cuts, parts = x.cuts(pl.allowed, st)
+		cuts = x.cuts(pl.allowed, st)
 	}
-	if parts <= 1 {
+	if len(cuts) <= 2 {
 		if err := x.prune(ctx, pl, h, st, 0, math.MaxUint32, nil); err != nil {
 			return nil, err
 		}
 		return x.refs(h), nil
 	}
-	if err := x.pruneParts(ctx, pl, h, k, st, cuts, parts); err != nil {
+	if err := x.pruneParts(ctx, pl, h, k, st, cuts); err != nil {
 		return nil, err
 	}
 	return x.refs(h), nil
@@ -339,11 +338,10 @@ func (x *impactIndex) parallelAt() int {
 	return parallelMin
 }
 
-// cuts returns the bounds of the pieces of a search whose candidates are
-// allowed (0, the cuts, the number of slots) and how many goroutines
-// search them (1: no parallel search). The candidates are cut into
-// piecesPerPart pieces a goroutine, of equal shares, on word boundaries.
-func (x *impactIndex) cuts(allowed []uint64, st *searchState) ([]uint64, int) {
+// cuts returns the bounds of the parts of a search whose candidates are
+// allowed: 0, the cuts, the number of slots. The candidates are split
+// into equal shares, on word boundaries.
+func (x *impactIndex) cuts(allowed []uint64, st *searchState) []uint64 {
 	total := 0
 	for _, w := range allowed {
 		total += bits.OnesCount64(w)
@@ -351,54 +349,40 @@ func (x *impactIndex) cuts(allowed []uint64, st *searchState) ([]uint64, int) {
 	parts := min(runtime.GOMAXPROCS(0), maxParts, total/(x.parallelAt()/2))
 	cuts := append(st.cuts[:0], 0)
 	if parts > 1 {
-		pieces, seen := parts*piecesPerPart, 0
+		seen := 0
 		for wi, w := range allowed {
 			seen += bits.OnesCount64(w)
-			if seen*pieces >= total*len(cuts) && len(cuts) < pieces {
+			if seen*parts >= total*len(cuts) && len(cuts) < parts {
 				cuts = append(cuts, uint64(wi+1)<<6)
 			}
 		}
 	}
 	cuts = append(cuts, uint64(x.slots()))
 	st.cuts = cuts
-	return cuts, max(1, parts)
+	return cuts
 }
 
-// piecesPerPart is how many pieces a parallel search cuts per goroutine:
-// each goroutine takes the next piece left until none is, so a goroutine
-// that waits for a core (a loaded machine) leaves its pieces to the
-// others instead of holding the answer back.
-const piecesPerPart = 4
-
-// pruneParts runs prune on the pieces between cuts with parts goroutines
-// at once, the caller's one of them, each taking the next piece left with
-// a heap of its own, and offers their best to h.
-func (x *impactIndex) pruneParts(ctx context.Context, pl plan, h *topk.Heap[hit], k int, st *searchState, cuts []uint64, parts int) error {
+// pruneParts runs prune on the parts of the slots between cuts at once,
+// the first on the caller's goroutine, and offers the parts' best to h.
+func (x *impactIndex) pruneParts(ctx context.Context, pl plan, h *topk.Heap[hit], k int, st *searchState, cuts []uint64) error {
+	parts := len(cuts) - 1
 	var shared sharedTheta
-	var next atomic.Int64
 	heaps := make([]*topk.Heap[hit], parts)
 	errs := make([]error, parts)
-	work := func(i int, pst *searchState) {
-		for errs[i] == nil {
-			c := int(next.Add(1) - 1)
-			if c+1 >= len(cuts) {
-				return
-			}
-			errs[i] = x.prune(ctx, pl, heaps[i], pst, cuts[c], cuts[c+1], &shared)
-		}
-	}
 	var wg sync.WaitGroup
 	for i := range parts {
+		lo, hi := cuts[i], cuts[i+1]
 		heaps[i] = topk.NewHeap(k, x.below)
-		if i > 0 {
-			wg.Go(func() {
-				pst := x.state()
-				defer x.states.Put(pst)
-				work(i, pst)
-			})
+		if i == 0 {
+			continue
 		}
+		wg.Go(func() {
+			pst := x.state()
+			defer x.states.Put(pst)
+			errs[i] = x.prune(ctx, pl, heaps[i], pst, lo, hi, &shared)
+		})
 	}
-	work(0, st)
+	errs[0] = x.prune(ctx, pl, heaps[0], st, cuts[0], cuts[1], &shared)
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -503,11 +487,7 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 	sc := &pl.sc
 	allowed := pl.allowed
 	lenT, lenX := x.lenT, x.lenX
-	theta := 0.0  // the k-th best score held, 0 until k are
-	if h.Full() { // a piece of a parallel search after another
-		worst, _ := h.Worst()
-		theta = worst.score
-	}
+	theta := 0.0 // the k-th best score held, 0 until k are
 	upTo := lo
 	for win := 0; upTo < hi; win++ {
 		if win%64 == 63 {
