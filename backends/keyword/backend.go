@@ -155,7 +155,7 @@ func OpenOrRebuild(ctx context.Context, cfg Config, src spi.Scanner) (*Backend, 
 		return nil, fmt.Errorf("keyword: rebuild: %w", err)
 	}
 	if err := writeCurrent(cfg.Dir, name); err != nil {
-		_ = st.idx.Close()
+		_ = st.close()
 		return nil, fmt.Errorf("keyword: rebuild: commit: %w", err)
 	}
 	// A fresh install (no index, empty system of record) is not news.
@@ -177,7 +177,7 @@ func (b *Backend) Close() error {
 	if b.st == nil {
 		return nil
 	}
-	err := b.st.idx.Close()
+	err := b.st.close()
 	b.st = nil
 	if err != nil {
 		return fmt.Errorf("keyword: close: %w", err)

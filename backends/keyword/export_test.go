@@ -52,3 +52,14 @@ func SetInternal(b *Backend, key string, val []byte) error {
 
 // TaggedVersion is the value a version or checkpoint of log is stored as.
 func TaggedVersion(log string, v uint64) []byte { return taggedValue(logTag(log), v) }
+
+// WaitRebuild waits for a rebuild of the postings running beside writes
+// (reorder.go), if one runs.
+func WaitRebuild(b *Backend) {
+	b.mu.RLock()
+	st := b.st
+	b.mu.RUnlock()
+	if st != nil {
+		st.impact.waitRebuild()
+	}
+}

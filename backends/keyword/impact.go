@@ -1,7 +1,6 @@
 package keyword
 
 import (
-	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -60,8 +59,9 @@ import (
 // (similar documents in neighbouring slots, so block bounds are tight)
 // once dead slots make up a quarter of the slots, or the slots appended
 // since the last rebuild a quarter of those it ordered, and after the
-// load at open; it builds the copy while searches go on and swaps it in
-// under the write lock.
+// load at open; it builds the copy on a goroutine of its own while
+// searches and writes go on, replays the writes made meanwhile and swaps
+// it in (reorder.go).
 //
 // Invariants (checkInvariants in the tests checks each after every
 // operation of the model test):
@@ -76,9 +76,17 @@ import (
 //   - post[tid].df is the number of live slots whose document holds the
 //     term, and tdf[t<<32|tid] the same for tenant t's (absent when 0);
 //   - each postings list holds every live slot holding its term (and may
-//     hold dead ones), with bounds that dominate its postings.
+//     hold dead ones), with bounds that dominate its postings;
+//   - ordered ≤ the number of slots, and tenant[:ordered] ascends (a
+//     rebuild orders slots by tenant first); while a rebuild runs (rb),
+//     its log holds every write since its frozen view, in order.
 type impactIndex struct {
-	mu sync.RWMutex
+	// wmu serialises the index's writers (put, remove, apply) and a
+	// rebuild's catch-up (reorder.go); taken before mu. mu guards what
+	// searches read: held for reading by a search, for writing by a
+	// write's changes and a rebuild's swap.
+	wmu sync.Mutex
+	mu  sync.RWMutex
 
 	// per slot
 	ids     idTable
@@ -113,14 +121,18 @@ type impactIndex struct {
 	dead    int
 	ordered int // slots [0, ordered) are in the clustered order of the last rebuild
 
-	reorderMin int // tests: overrides reorderMin when > 0
-	totT       int64
-	totX       int64
-	states     sync.Pool // *searchState
+	totT   int64
+	totX   int64
+	states sync.Pool // *searchState
 
-	compactHook func() // tests: runs while a compaction has built its copy
-	searchHook  func() // tests: runs inside a search, after its first window
-	writeHook   func() // tests: runs as a write is about to take the write lock
+	rb          *rebuild // a rebuild running beside writes (reorder.go); guarded by wmu
+	reorderMin  int      // tests: overrides reorderMin when > 0
+	roundOps    int      // tests: overrides roundOps when > 0
+	parallelMin int      // tests: overrides parallelMin when > 0
+
+	rebuildHook func(stage string) // tests: runs on a rebuild's goroutine before it builds ("start"), once built ("built") and between rounds ("round")
+	searchHook  func()             // tests: runs inside a search, after its first window
+	writeHook   func()             // tests: runs as a write is about to take the write lock
 }
 
 // pair is one metadata key with one value's spi.Value.EqualityKey, or
@@ -227,8 +239,10 @@ func tdfKey(t, tid uint32) uint64 { return uint64(t)<<32 | uint64(tid) }
 
 // put adds or replaces a document. old is the replaced document's
 // analysed terms, when the caller has them (nil: found in the postings,
-// slowly). The caller holds no lock and is the index's one writer.
+// slowly). The caller holds no lock of the index.
 func (x *impactIndex) put(id, tenant string, meta spi.Metadata, lens docLens, f fieldFreqs, old *fieldFreqs) {
+	x.wmu.Lock()
+	defer x.wmu.Unlock()
 	if x.writeHook != nil {
 		x.writeHook()
 	}
@@ -285,12 +299,21 @@ func (x *impactIndex) putLocked(id, tenant string, meta spi.Metadata, lens docLe
 	x.live++
 	x.totT += int64(lt)
 	x.totX += int64(lx)
+	lo := 0
+	if x.rb != nil {
+		lo = len(x.rb.post)
+	}
 	f.terms(func(term string) {
 		tid := x.termID(term)
-		x.post[tid].add(posting{slot, cap16(f.title[term]), cap16(f.text[term])}, lt, lx, x.lensOf)
+		e := posting{slot, cap16(f.title[term]), cap16(f.text[term])}
+		x.post[tid].add(e, lt, lx, x.lensOf)
 		x.post[tid].df++
 		x.tdf[tdfKey(t, tid)]++
+		if x.rb != nil {
+			x.rb.post = append(x.rb.post, termFreq{tid, e.tfT, e.tfX})
+		}
 	})
+	x.logPut(slot, lo)
 }
 
 func (x *impactIndex) termID(term string) uint32 {
@@ -326,8 +349,10 @@ func cap16(n int) uint16 { return uint16(min(n, math.MaxUint16)) }
 // deleted ids. gone holds the analysed terms of the live documents the
 // batch replaces or deletes, by id (an id missing is found in the
 // postings, slowly). The caller serialises writes (the store's writer
-// lock).
+// lock), so gone describes the index as this apply finds it.
 func (x *impactIndex) apply(docs []spi.Document, built []*document.Document, lens []docLens, vers [][]byte, del []string, gone map[string]fieldFreqs) {
+	x.wmu.Lock()
+	defer x.wmu.Unlock()
 	if x.writeHook != nil {
 		x.writeHook()
 	}
@@ -352,6 +377,8 @@ func (x *impactIndex) apply(docs []spi.Document, built []*document.Document, len
 
 // remove deletes a document if present; old as for put.
 func (x *impactIndex) remove(id string, old *fieldFreqs) {
+	x.wmu.Lock()
+	defer x.wmu.Unlock()
 	if x.writeHook != nil {
 		x.writeHook()
 	}
@@ -393,6 +420,7 @@ func (x *impactIndex) removeLocked(id string, old *fieldFreqs) {
 			dropTerm(tid)
 		}
 	}
+	x.logKill(slot)
 	x.ids.kill(slot)
 	x.alive[slot>>6] &^= 1 << (slot & 63)
 	x.live--
@@ -445,179 +473,6 @@ func (x *impactIndex) termsOf(slot uint32) []uint32 {
 		}
 	}
 	return out
-}
-
-// compactWhenDue rebuilds the index (compacted() below) once dead slots
-// make up a quarter of them (and at least 1024), or once the slots
-// appended since the last rebuild, in arrival order, make up a quarter of
-// the slots ordered by it (and at least reorderMin). The rebuilt copy is
-// built under the read lock, so searches go on meanwhile; only the swap
-// takes the write lock. The caller is the index's one writer (writes are
-// serialised by the store's writer lock) and holds no lock of the index.
-func (x *impactIndex) compactWhenDue() {
-	unordered := x.slots() - x.ordered
-	if (x.dead < 1024 || x.dead <= x.slots()/4) && (unordered < x.reorderAt() || 4*unordered < x.ordered) {
-		return
-	}
-	x.mu.RLock()
-	c := x.compacted()
-	if x.compactHook != nil {
-		x.compactHook()
-	}
-	x.mu.RUnlock()
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.ids, x.tenant, x.lenT, x.lenX = c.ids, c.tenant, c.lenT, c.lenX
-	x.verTag, x.verSeq, x.metaOff, x.metaIDs, x.alive = c.verTag, c.verSeq, c.metaOff, c.metaIDs, c.alive
-	x.post, x.tBits, x.pairBits = c.post, c.tBits, c.pairBits
-	x.dead, x.ordered = 0, c.slots()
-	x.states = sync.Pool{} // states sized for the old slot count
-}
-
-// reorderMin is the fewest slots appended in arrival order that make a
-// rebuild in clustered order due (compactWhenDue).
-const reorderMin = 1 << 14
-
-func (x *impactIndex) reorderAt() int {
-	if x.reorderMin > 0 {
-		return x.reorderMin
-	}
-	return reorderMin
-}
-
-// compacted returns the live slots renumbered in clustered order
-// (clusterOrder), with every postings list and bitmap rebuilt without the
-// dead ones, in new arrays. Statistics, term ids, tenants and pairs keep
-// their numbers. The caller holds mu for reading.
-func (x *impactIndex) compacted() *impactIndex {
-	n := x.live
-	c := &impactIndex{
-		ids: newIDTable(), tenant: make([]uint32, 0, n), lenT: make([]uint32, 0, n), lenX: make([]uint32, 0, n),
-		verTag: make([]uint32, 0, n), verSeq: make([]uint64, 0, n), metaOff: make([]uint32, 1, n+1),
-		alive: make([]uint64, (n+63)/64), post: make([]postings, len(x.post)),
-		tBits: make([]*roaring.Bitmap, len(x.tBits)), pairBits: make([]*roaring.Bitmap, len(x.pairBits)),
-	}
-	c.ids.arena = make([]byte, 0, len(x.ids.arena)*n/max(1, x.slots()))
-	c.ids.off = make([]uint64, 1, n+1)
-	for i := range c.tBits {
-		c.tBits[i] = roaring.New()
-	}
-	for i := range c.pairBits {
-		c.pairBits[i] = roaring.New()
-	}
-	remap := make([]uint32, x.slots())
-	for _, s := range x.clusterOrder() {
-		ns := c.ids.appendSlot(string(x.ids.bytesOf(s)))
-		remap[s] = ns
-		t := x.tenant[s]
-		c.tenant, c.lenT, c.lenX = append(c.tenant, t), append(c.lenT, x.lenT[s]), append(c.lenX, x.lenX[s])
-		c.verTag, c.verSeq = append(c.verTag, x.verTag[s]), append(c.verSeq, x.verSeq[s])
-		for _, p := range x.metaIDs[x.metaOff[s]:x.metaOff[s+1]] {
-			c.metaIDs = append(c.metaIDs, p)
-			c.pairBits[p].Add(ns)
-		}
-		c.metaOff = append(c.metaOff, uint32(len(c.metaIDs)))
-		c.tBits[t].Add(ns)
-		c.alive[ns>>6] |= 1 << (ns & 63)
-	}
-	var buf []posting
-	for tid := range x.post {
-		p := &x.post[tid]
-		q := &c.post[tid]
-		q.df = p.df
-		q.data = make([]uint64, 0, len(p.data)*int(p.df)/max(1, p.count()))
-		buf = buf[:0]
-		p.each(func(e posting) {
-			if x.isAlive(e.slot) {
-				e.slot = remap[e.slot]
-				buf = append(buf, e)
-			}
-		})
-		slices.SortFunc(buf, func(a, b posting) int { return cmp.Compare(a.slot, b.slot) })
-		for _, e := range buf {
-			q.add(e, c.lenT[e.slot], c.lenX[e.slot], c.lensOf)
-		}
-		q.trim()
-	}
-	for _, b := range c.tBits {
-		b.RunOptimize()
-	}
-	for _, b := range c.pairBits {
-		b.RunOptimize()
-	}
-	return c
-}
-
-// clusterOrder returns the live slots in an order that puts documents
-// sharing their distinctive terms next to each other, so that a term's
-// blocks hold documents of similar scores and block bounds separate them
-// (document reordering, as Lucene's BPIndexReorderer and the literature
-// on docid assignment do; here a cheaper sort). Only terms held by at
-// least two live documents and at most an eighth of them count (rare
-// terms group nothing, common ones group everything). A slot's key is its
-// rarest such term, then its second rarest (fewest documents first, ties
-// by a hash of the term), then the least hash over its terms (MinHash);
-// slots sort by their keys, then by slot. Documents that share their
-// rarest term are most often about the same thing; near-copies of a
-// document keep it unless they lose it. The caller holds mu for reading.
-func (x *impactIndex) clusterOrder() []uint32 {
-	const none = math.MaxUint32
-	hi := int32(max(2, x.live/8))
-	type rank struct {
-		tid uint32
-		df  int32
-		h   uint64
-	}
-	var rs []rank
-	for tid := range x.post {
-		if df := x.post[tid].df; df >= 2 && df <= hi {
-			rs = append(rs, rank{uint32(tid), df, mix64(uint64(tid) + 1)})
-		}
-	}
-	slices.SortFunc(rs, func(a, b rank) int {
-		if a.df != b.df {
-			return cmp.Compare(a.df, b.df)
-		}
-		return cmp.Compare(a.h, b.h)
-	})
-	sig := make([][3]uint32, x.slots())
-	for i := range sig {
-		sig[i] = [3]uint32{none, none, none}
-	}
-	for r, t := range rs {
-		h := uint32(t.h >> 32)
-		x.post[t.tid].each(func(e posting) {
-			s := &sig[e.slot]
-			switch {
-			case s[0] == none:
-				s[0] = uint32(r)
-			case s[1] == none:
-				s[1] = uint32(r)
-			}
-			s[2] = min(s[2], h)
-		})
-	}
-	order := make([]uint32, 0, x.live)
-	for s := range uint32(x.slots()) {
-		if x.isAlive(s) {
-			order = append(order, s)
-		}
-	}
-	slices.SortFunc(order, func(a, b uint32) int {
-		if c := slices.Compare(sig[a][:], sig[b][:]); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
-	})
-	return order
-}
-
-// mix64 is SplitMix64's finaliser: a well-spread 64-bit hash of v.
-func mix64(v uint64) uint64 {
-	v += 0x9e3779b97f4a7c15
-	v = (v ^ v>>30) * 0xbf58476d1ce4e5b9
-	v = (v ^ v>>27) * 0x94d049bb133111eb
-	return v ^ v>>31
 }
 
 // versionOf returns live document id's version field (nil when it was
@@ -739,7 +594,9 @@ func loadImpact(ctx context.Context, idx bleve.Index) (*impactIndex, error) {
 	for term, ps := range titles {
 		x.addPostings(term, ps, nil)
 	}
-	x.compactWhenDue() // slots in clustered order, once there are enough
+	if x.rebuildDue() {
+		x.rebuildNow() // slots in clustered order, once there are enough
+	}
 	return x, nil
 }
 

@@ -268,16 +268,18 @@ func TestImpactIndexLoadsFromBleve(t *testing.T) {
 	}
 }
 
-// A compaction of the postings does not stop searches: while it builds
-// the compacted copy (the hook runs then), a search runs and answers as
-// the index stands, pruned as exhaustive scoring answers; after the swap
-// the rebuilt blocks and bounds answer the same.
+// A compaction of the postings stops neither searches nor writes: while
+// its copy is built (the rebuild held by its hook once built), searches
+// answer as the index stands, pruned as exhaustive scoring answers, and
+// writes go on; after the swap the rebuilt blocks and bounds answer the
+// same, the writes made meanwhile included.
 func TestCompactionDoesNotBlockSearches(t *testing.T) {
 	x := newImpactIndex()
 	for i := range 4000 {
 		f := fieldFreqs{text: map[string]int{"common": 1 + i%4, fmt.Sprintf("w%d", i%10): 1 + i%3}}
 		x.put(fmt.Sprintf("d%04d", i), "", nil, docLens{text: 2 + i%37}, f, nil)
 	}
+	x.waitRebuild() // the clustered order of the first 4000
 	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1}
 	same := func(when string) {
 		for _, q := range [][]string{{"w3"}, {"common", "w3"}, {"common", "w1", "w2"}} {
@@ -289,27 +291,32 @@ func TestCompactionDoesNotBlockSearches(t *testing.T) {
 			}
 		}
 	}
-	hooked := 0
-	x.compactHook = func() {
-		hooked++
-		if !x.mu.TryRLock() {
-			t.Error("a compaction holds the postings' write lock while it builds: searches wait")
-			return
+	built, release := make(chan struct{}), make(chan struct{})
+	held := false
+	x.rebuildHook = func(stage string) {
+		if stage == "built" && !held { // the first rebuild, once built
+			held = true
+			built <- struct{}{}
+			<-release
 		}
-		x.mu.RUnlock()
-		same("during a compaction")
 	}
-	for i := range 2000 {
+	for i := range 2000 { // a compaction starts after 1024: the rest go on beside it
 		x.remove(fmt.Sprintf("d%04d", i), nil)
 	}
-	if hooked == 0 {
-		t.Fatal("2000 of 4000 documents removed and no compaction ran")
+	<-built // the compaction has built its copy and waits
+	same("during a compaction")
+	for i := range 100 { // writes go on
+		f := fieldFreqs{text: map[string]int{"w3": 9}}
+		x.put(fmt.Sprintf("n%03d", i), "", nil, docLens{text: 9}, f, nil)
 	}
+	same("during a compaction, after writes")
+	close(release)
+	x.waitRebuild()
 	x.checkInvariants(t)
 	same("after the compaction")
 	refs, err := x.search(context.Background(), []string{"w3"}, 1000, "", spi.Filter{}, p)
-	if err != nil || len(refs) != 200 {
-		t.Fatalf("after the compaction: %d refs for w3, %v; want 200", len(refs), err)
+	if err != nil || len(refs) != 300 || x.dead >= 1024 || x.ordered == 0 {
+		t.Fatalf("after the compaction: %d refs for w3, %v, %d dead slots; want 300 and the dead slots dropped", len(refs), err, x.dead)
 	}
 }
 

@@ -3,9 +3,13 @@ package keyword
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
 	"math/bits"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2"
 
@@ -109,6 +113,8 @@ type searchState struct {
 	held    []uint64         // per term, the window's slots holding it
 	cands   []uint32
 	part    []float64
+	bounds  []float64 // the cursors' block bounds, computed once per query (cursor.ubs)
+	cuts    []uint64  // the bounds of a parallel search's parts
 	seen    [window / 64]uint64
 }
 
@@ -293,10 +299,117 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 		return []spi.Ref{}, nil
 	}
 	h := topk.NewHeap(k, x.below)
-	if err := x.prune(ctx, pl, h, st); err != nil {
+	var cuts []uint64
+	if x.slots() >= x.parallelAt() && runtime.GOMAXPROCS(0) > 1 {
+		cuts = x.cuts(pl.allowed, st)
+	}
+	if len(cuts) <= 2 {
+		if err := x.prune(ctx, pl, h, st, 0, math.MaxUint32, nil); err != nil {
+			return nil, err
+		}
+		return x.refs(h), nil
+	}
+	if err := x.pruneParts(ctx, pl, h, k, st, cuts); err != nil {
 		return nil, err
 	}
 	return x.refs(h), nil
+}
+
+// Intra-query parallelism: a search of a large index splits its
+// candidates into parts (one per core, at most maxParts, each at least
+// half of parallelMin candidates, cut where the candidates before make
+// equal shares) searched at once, each part with its own heap, as
+// Lucene searches an index's slices on an executor. The parts share θ
+// (sharedTheta): the greatest k-th best score any part holds is below the
+// k-th best of all, so every part may prune with it; a document of the
+// k best overall is among its own part's k best, so merging the parts'
+// heaps gives the answer of one search (TestPrunedSearchEqualsExhaustive
+// runs the parts on small indexes too). It buys latency, not CPU: the
+// parts do about the work of one search between them.
+const (
+	parallelMin = 1 << 17
+	maxParts    = 4
+)
+
+func (x *impactIndex) parallelAt() int {
+	if x.parallelMin > 0 {
+		return x.parallelMin
+	}
+	return parallelMin
+}
+
+// cuts returns the bounds of the parts of a search whose candidates are
+// allowed: 0, the cuts, the number of slots. The candidates are split
+// into equal shares, on word boundaries.
+func (x *impactIndex) cuts(allowed []uint64, st *searchState) []uint64 {
+	total := 0
+	for _, w := range allowed {
+		total += bits.OnesCount64(w)
+	}
+	parts := min(runtime.GOMAXPROCS(0), maxParts, total/(x.parallelAt()/2))
+	cuts := append(st.cuts[:0], 0)
+	if parts > 1 {
+		seen := 0
+		for wi, w := range allowed {
+			seen += bits.OnesCount64(w)
+			if seen*parts >= total*len(cuts) && len(cuts) < parts {
+				cuts = append(cuts, uint64(wi+1)<<6)
+			}
+		}
+	}
+	cuts = append(cuts, uint64(x.slots()))
+	st.cuts = cuts
+	return cuts
+}
+
+// pruneParts runs prune on the parts of the slots between cuts at once,
+// the first on the caller's goroutine, and offers the parts' best to h.
+func (x *impactIndex) pruneParts(ctx context.Context, pl plan, h *topk.Heap[hit], k int, st *searchState, cuts []uint64) error {
+	parts := len(cuts) - 1
+	var shared sharedTheta
+	heaps := make([]*topk.Heap[hit], parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for i := range parts {
+		lo, hi := cuts[i], cuts[i+1]
+		heaps[i] = topk.NewHeap(k, x.below)
+		if i == 0 {
+			continue
+		}
+		wg.Go(func() {
+			pst := x.state()
+			defer x.states.Put(pst)
+			errs[i] = x.prune(ctx, pl, heaps[i], pst, lo, hi, &shared)
+		})
+	}
+	errs[0] = x.prune(ctx, pl, heaps[0], st, cuts[0], cuts[1], &shared)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, ph := range heaps {
+		for _, e := range ph.Kept() {
+			h.Offer(e)
+		}
+	}
+	return nil
+}
+
+// sharedTheta is the greatest k-th best score the parts of a search hold
+// (the bits of a float64 ≥ 0, which order as the floats do).
+type sharedTheta struct{ bits atomic.Uint64 }
+
+func (t *sharedTheta) load() float64 { return math.Float64frombits(t.bits.Load()) }
+
+// raise makes θ at least v.
+func (t *sharedTheta) raise(v float64) {
+	nb := math.Float64bits(v)
+	for {
+		old := t.bits.Load()
+		if old >= nb || t.bits.CompareAndSwap(old, nb) {
+			return
+		}
+	}
 }
 
 // below is ragd's order on hits: a lower score, or on a tie the larger id.
@@ -332,14 +445,30 @@ const (
 // non-essential terms are then looked up for the candidates left, largest
 // bound first, dropping candidates as the bounds left shrink. A candidate
 // left is scored by summing its terms' parts in query order.
-func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st *searchState) error {
+//
+// Only the slots in [lo, hi) are searched. shared, when not nil, is the θ
+// of the other parts of a parallel search: read at each window, raised
+// whenever this part's heap is full.
+func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st *searchState, lo, hi uint64, shared *sharedTheta) error {
 	m := len(pl.terms)
 	if cap(st.curs) < m {
 		st.curs = make([]cursor, m)
 	}
 	curs := st.curs[:m]
+	nb := 0
+	for _, t := range pl.terms {
+		nb += len(t.p.blocks) + 1
+	}
+	if cap(st.bounds) < nb {
+		st.bounds = make([]float64, nb, nb+nb/4)
+	}
+	bounds := st.bounds[:nb]
+	for i := range bounds {
+		bounds[i] = -1
+	}
 	for i, t := range pl.terms {
-		curs[i].reset(t.p, t.w, i)
+		curs[i].reset(t.p, t.w, i, bounds)
+		bounds = bounds[curs[i].nb:]
 	}
 	w := uint64(window)
 	for w > 64 && uint64(m)*w > maxBuffered {
@@ -358,21 +487,29 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 	sc := &pl.sc
 	allowed := pl.allowed
 	lenT, lenX := x.lenT, x.lenX
-	theta := 0.0
-	var upTo uint64
-	for win := 0; ; win++ {
+	theta := 0.0 // the k-th best score held, 0 until k are
+	upTo := lo
+	for win := 0; upTo < hi; win++ {
 		if win%64 == 63 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		if win == 1 && x.searchHook != nil {
+		if win == 1 && lo == 0 && x.searchHook != nil {
 			x.searchHook()
 		}
+		if shared != nil {
+			theta = max(theta, shared.load())
+		}
+		// Slots no candidate holds are passed over: another tenant's run
+		// of slots (a rebuild orders them by tenant), dead ones.
+		if upTo = nextAllowed(allowed, upTo, hi); upTo >= hi {
+			break
+		}
 		// The window: from upTo to the end of the first current block
-		// (at most w slots).
+		// (at most w slots, not past hi).
 		act := st.act[:0]
-		start, end := upTo, upTo+w
+		start, end := upTo, min(upTo+w, hi)
 		for i := range curs {
 			c := &curs[i]
 			if c.in = c.shallow(uint32(min(upTo, math.MaxUint32))); c.in {
@@ -389,7 +526,7 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 		}
 		// Non-essential terms: the smallest bounds summing below θ.
 		ess, neSum := act, 0.0
-		full := h.Full()
+		full := theta > 0 // scores are > 0: k are held (here or in another part)
 		if full {
 			for i := 1; i < len(act); i++ { // few terms: insertion sort
 				for j := i; j > 0 && act[j].mx < act[j-1].mx; j-- {
@@ -410,7 +547,7 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 			// when the non-essential terms' bounds over it (several of
 			// their blocks) still sum below θ.
 			if split > 0 {
-				e := start + w
+				e := min(start+w, hi)
 				for _, c := range ess {
 					e = min(e, uint64(c.last(c.blk))+1)
 				}
@@ -504,7 +641,12 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 				h.Offer(hit{score, uint32(start + uint64(j))})
 				if h.Full() {
 					worst, _ := h.Worst()
-					theta = worst.score
+					if worst.score > theta {
+						theta = worst.score
+						if shared != nil {
+							shared.raise(theta)
+						}
+					}
 				}
 			}
 		}
@@ -513,35 +655,56 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 			clear(held[uint64(c.qi)*hw : uint64(c.qi)*hw+words])
 		}
 	}
+	return nil
+}
+
+// nextAllowed returns the first slot from s that allowed holds, or hi
+// when none below hi does.
+func nextAllowed(allowed []uint64, s, hi uint64) uint64 {
+	wi := s >> 6
+	if wi >= uint64(len(allowed)) {
+		return hi
+	}
+	if b := allowed[wi] >> (s & 63); b != 0 {
+		return min(s+uint64(bits.TrailingZeros64(b)), hi)
+	}
+	for wi++; wi < uint64(len(allowed)) && wi<<6 < hi; wi++ {
+		if b := allowed[wi]; b != 0 {
+			return min(wi<<6+uint64(bits.TrailingZeros64(b)), hi)
+		}
+	}
+	return hi
 }
 
 // cursor walks one term's postings.
 type cursor struct {
 	p   *postings
-	w   float64 // qtf · idf
-	qi  int     // the term's place in the query
-	nb  int     // blocks, the tail counting as one
-	blk int     // current block (nb: exhausted)
-	dec int     // block whose slots are decoded into the arrays, -1 for none
-	tfd int     // block whose frequencies are, -1 for none
-	n   int     // postings in the decoded block
-	i   int     // position in the decoded block
-	in  bool    // the cursor has a block in the current window
-	mxe float64 // bound over a stretched window
-	ubb int     // block whose bound ub is, -1 for none
-	ub  float64
-	mx  float64 // bound of the current window
+	w   float64   // qtf · idf
+	qi  int       // the term's place in the query
+	nb  int       // blocks, the tail counting as one
+	blk int       // current block (nb: exhausted)
+	dec int       // block whose slots are decoded into the arrays, -1 for none
+	tfd int       // block whose frequencies are, -1 for none
+	n   int       // postings in the decoded block
+	i   int       // position in the decoded block
+	in  bool      // the cursor has a block in the current window
+	mxe float64   // bound over a stretched window
+	ubs []float64 // per block, its bound (w · bound.score · slack) once computed, else −1
+	mx  float64   // bound of the current window
 
 	slots, tfT, tfX [blockSize]uint32
 }
 
-func (c *cursor) reset(p *postings, w float64, qi int) {
+// reset starts a cursor on p; ubs has room for the bounds of its blocks
+// (one more than the sealed blocks), each −1.
+func (c *cursor) reset(p *postings, w float64, qi int, ubs []float64) {
 	c.p, c.w, c.qi = p, w, qi
 	c.nb = len(p.blocks)
 	if len(p.tail) > 0 {
 		c.nb++
 	}
-	c.blk, c.dec, c.tfd, c.ubb = 0, -1, -1, -1
+	c.ubs = ubs[:c.nb]
+	c.blk, c.dec, c.tfd = 0, -1, -1
 }
 
 // last returns the last slot of block b.
@@ -583,25 +746,27 @@ func (c *cursor) shallow(target uint32) bool {
 func (c *cursor) rangeMax(sc *scorer, end uint64) float64 {
 	m := c.blockMax(sc)
 	for b := c.blk + 1; b < c.nb && uint64(c.last(b-1))+1 < end; b++ {
-		bd := &c.p.tailB
-		if b < len(c.p.blocks) {
-			bd = &c.p.blocks[b].b
-		}
-		m = max(m, c.w*bd.score(sc)*slack)
+		m = max(m, c.bound(sc, b))
 	}
 	return m
 }
 
 // blockMax is the bound of the current block's scores, slack included.
-func (c *cursor) blockMax(sc *scorer) float64 {
-	if c.ubb != c.blk {
-		b := &c.p.tailB
-		if c.blk < len(c.p.blocks) {
-			b = &c.p.blocks[c.blk].b
-		}
-		c.ub, c.ubb = c.w*b.score(sc)*slack, c.blk
+func (c *cursor) blockMax(sc *scorer) float64 { return c.bound(sc, c.blk) }
+
+// bound is the bound of block b's scores, slack included, computed once
+// per query.
+func (c *cursor) bound(sc *scorer, b int) float64 {
+	if v := c.ubs[b]; v >= 0 {
+		return v
 	}
-	return c.ub
+	bd := &c.p.tailB
+	if b < len(c.p.blocks) {
+		bd = &c.p.blocks[b].b
+	}
+	v := c.w * bd.score(sc) * slack
+	c.ubs[b] = v
+	return v
 }
 
 // load decodes the current block, unless it is.

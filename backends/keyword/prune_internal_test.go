@@ -64,6 +64,9 @@ func (x *impactIndex) checkInvariants(t *testing.T) {
 	if len(x.alive) != (n+63)/64 {
 		t.Fatalf("alive has %d words for %d slots", len(x.alive), n)
 	}
+	if x.ordered > n || !slices.IsSorted(x.tenant[:x.ordered]) {
+		t.Fatalf("the %d slots of the last rebuild (of %d) are not in tenant order", x.ordered, n)
+	}
 	// Every number or time pair sits once in its key's sorted values, in
 	// ascending order.
 	ranged := 0
@@ -217,8 +220,9 @@ func (b *bound) dominates(e posting, lt, lx uint32) bool {
 // random corpora with skewed vocabularies, random queries, tenants,
 // metadata filters (strings, and ranges and negations over typed values),
 // replacements, deletes, compactions and rebuilds in clustered order
-// (which renumber the slots of the typed pairs' bitmaps), at several k;
-// the index's invariants hold after every step.
+// (which renumber the slots of the typed pairs' bitmaps) with writes made
+// while they build and catch up, at several k, searched whole or in parts
+// at once (odd seeds); the index's invariants hold after every step.
 func TestPrunedSearchEqualsExhaustive(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { prunedEqualsExhaustive(t, seed) })
@@ -243,8 +247,22 @@ func prunedEqualsExhaustive(t *testing.T, seed uint64) {
 	}
 	x := newImpactIndex()
 	// Rebuilds in clustered order (renumbering every slot) every few
-	// hundred writes, besides the compactions of dead slots.
+	// hundred writes, besides the compactions of dead slots. Each is held
+	// once built while up to 60 more writes go on (logged, then replayed
+	// in rounds of 1 to 8 writes doubling), then waited for.
 	x.reorderMin = 100 + rng.IntN(400)
+	x.roundOps = 1 + rng.IntN(8)
+	if seed%2 == 1 { // searches split into parts searched at once (prune.go)
+		x.parallelMin = 64 + rng.IntN(256)
+	}
+	built, release := make(chan struct{}), make(chan struct{})
+	x.rebuildHook = func(stage string) {
+		if stage == "built" {
+			built <- struct{}{}
+			<-release
+		}
+	}
+	held, left, rebuilds := false, 0, 0
 	model := map[string]refDoc{}
 	tenants := []string{"", "t1", "t2", "t3"}
 	ids := 600 + rng.IntN(1500)
@@ -350,9 +368,29 @@ func prunedEqualsExhaustive(t *testing.T, seed uint64) {
 			x.put(d.id, d.tenant, d.meta, d.lens(), fieldFreqs{title: d.title, text: d.text}, old)
 			model[id] = d
 		}
+		switch {
+		case held && left == 0:
+			release <- struct{}{}
+			x.waitRebuild()
+			held = false
+		case held:
+			left--
+		case x.rebuilding():
+			<-built
+			held, left = true, rng.IntN(60)
+			rebuilds++
+		}
 		if step%(steps/6) == steps/6-1 {
 			check(step)
 		}
+	}
+	if held {
+		release <- struct{}{}
+		x.waitRebuild()
+	}
+	check(steps)
+	if rebuilds < 2 {
+		t.Fatalf("%d rebuilds in %d writes", rebuilds, steps)
 	}
 }
 
@@ -407,5 +445,18 @@ func TestPrunedSearchKeepsTiesByID(t *testing.T) {
 	got, _ := x.search(context.Background(), []string{"alpha"}, 3, "", spi.Filter{}, p)
 	if len(got) != 3 || got[0].ID != "c00000" || got[2].ID != "c00002" {
 		t.Fatalf("alpha, k=3: %v, want c00000..c00002", got)
+	}
+}
+
+// nextAllowed finds the first allowed slot from s below hi, across words.
+func TestNextAllowed(t *testing.T) {
+	allowed := []uint64{1 << 5, 0, 0, 1<<63 | 1<<2}
+	for _, c := range []struct{ s, hi, want uint64 }{
+		{0, 256, 5}, {5, 256, 5}, {6, 256, 194}, {6, 194, 194}, {6, 195, 194},
+		{195, 256, 255}, {255, 256, 255}, {256, 300, 300}, {6, 100, 100},
+	} {
+		if got := nextAllowed(allowed, c.s, c.hi); got != c.want {
+			t.Errorf("nextAllowed(from %d, below %d) = %d, want %d", c.s, c.hi, got, c.want)
+		}
 	}
 }

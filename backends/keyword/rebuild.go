@@ -47,7 +47,7 @@ func buildIndex(ctx context.Context, path string, cfg Config, src spi.Scanner) (
 		err = ctxErr(ctx)
 	}
 	if err != nil {
-		_ = st.idx.Close()
+		_ = st.close()
 		return nil, total, err
 	}
 	return st, total, nil
@@ -110,7 +110,7 @@ func (b *Backend) Rebuild(ctx context.Context, src spi.Scanner) (int, error) {
 		b.mu.Lock()
 		b.pending = nil
 		b.mu.Unlock()
-		_ = st.idx.Close()
+		_ = st.close()
 		_ = os.RemoveAll(path)
 		return 0, fmt.Errorf("keyword: rebuild: replay: %w", err)
 	}
@@ -119,20 +119,20 @@ func (b *Backend) Rebuild(ctx context.Context, src spi.Scanner) (int, error) {
 	old, oldGen := b.st, b.gen
 	if old == nil {
 		b.mu.Unlock()
-		_ = st.idx.Close()
+		_ = st.close()
 		_ = os.RemoveAll(path)
 		return 0, fmt.Errorf("keyword: rebuild: %w: %w", spi.ErrUnavailable, ErrClosed)
 	}
 	if err := writeCurrent(b.cfg.Dir, name); err != nil {
 		b.mu.Unlock()
-		_ = st.idx.Close()
+		_ = st.close()
 		_ = os.RemoveAll(path)
 		return 0, fmt.Errorf("keyword: rebuild: commit: %w", err)
 	}
 	b.st, b.gen = st, name
 	b.mu.Unlock()
 
-	if err := old.idx.Close(); err != nil {
+	if err := old.close(); err != nil {
 		b.cfg.Logger.Warn("keyword: closing replaced index failed", "err", err)
 	}
 	if err := os.RemoveAll(filepath.Join(b.cfg.Dir, oldGen)); err != nil {

@@ -63,6 +63,12 @@ type store struct {
 	tombs map[string][]byte
 }
 
+// close stops the postings' rebuild, if one runs, and closes the index.
+func (s *store) close() error {
+	s.impact.stopRebuild()
+	return s.idx.Close()
+}
+
 func newStore(idx bleve.Index, analyzer string) (*store, error) {
 	an := idx.Mapping().AnalyzerNamed(analyzer)
 	if an == nil {

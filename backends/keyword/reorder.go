@@ -1,0 +1,440 @@
+package keyword
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2"
+)
+
+// Rebuilds of the postings: compaction of dead slots and the clustered
+// order, and how a rebuild runs beside searches and writes.
+//
+// A rebuild renumbers the live slots in clustered order (clusterOrder)
+// and rewrites every per-slot array, postings list and bitmap without the
+// dead slots (compacted): about 12 s of CPU at 1,000,000 documents. It
+// runs on a goroutine of its own, in three steps, and no step makes a
+// search wait, nor a write wait longer than one round of replay:
+//
+//  1. Freeze. The writer that finds a rebuild due (compactWhenDue, holding
+//     wmu, so no write runs) takes a frozen view of the slots (freeze).
+//     Below their lengths the per-slot arrays, the id arena and the
+//     postings' blocks, packed words and tails are never written again
+//     (writes only append, and a sealed tail is replaced, not reused), so
+//     the view copies their slice headers; what a write changes in place
+//     (the alive bits, the versions a removal clears, each list's header)
+//     it copies. From then on every write also appends itself to the
+//     rebuild's log (rebuild.ops): a put with its slot and postings, a
+//     removal with its slot.
+//  2. Build. The goroutine builds the compacted copy from the frozen view,
+//     holding no lock: searches read the live index and writes go on.
+//  3. Catch up. It replays the log on the copy in rounds, each under wmu:
+//     a write waits for at most one round. The first round replays up to
+//     roundOps writes and each next one twice as many, so the log is
+//     emptied even while writes keep coming faster than the rounds replay
+//     them. A round that empties the log swaps the copy in under mu
+//     before it releases wmu, so no write falls between the last one
+//     replayed and the swap. A put is replayed as a new slot at the end
+//     of the copy (in arrival order, as between rebuilds) and a removal
+//     kills the copy's slot of the removed one (remap), in log order: the
+//     copy then holds exactly the live index's documents, and the swap
+//     takes df per term from the live index, whose statistics (counts,
+//     lengths, df per tenant, dictionaries) every write kept current.
+//
+// A search holds mu for reading from its plan to its last window, so it
+// answers from the index before the swap or after it, never a mix.
+
+// roundOps is the most writes the first round of catch-up replays while
+// writes wait (step 3 above); each next round replays twice as many.
+const roundOps = 1024
+
+// rebuild is a rebuild running beside writes. ops and post are appended
+// by writes and read by the catch-up, both under wmu.
+type rebuild struct {
+	ops    []logOp
+	post   []termFreq // the postings of the puts in ops
+	done   chan struct{}
+	cancel context.CancelFunc
+}
+
+// logOp is one write the rebuild must replay: a put of the live index's
+// slot (its postings are post[lo:hi]) or a removal (kill) of it.
+type logOp struct {
+	slot   uint32
+	kill   bool
+	lo, hi uint32
+}
+
+// termFreq is one posting of a logged put.
+type termFreq struct {
+	tid      uint32
+	tfT, tfX uint16
+}
+
+// logPut and logKill record a write in the running rebuild's log, if any.
+// The caller holds wmu.
+func (x *impactIndex) logPut(slot uint32, lo int) {
+	if x.rb != nil {
+		x.rb.ops = append(x.rb.ops, logOp{slot: slot, lo: uint32(lo), hi: uint32(len(x.rb.post))})
+	}
+}
+
+func (x *impactIndex) logKill(slot uint32) {
+	if x.rb != nil {
+		x.rb.ops = append(x.rb.ops, logOp{slot: slot, kill: true})
+	}
+}
+
+// compactWhenDue starts a rebuild (compacted, in clustered order) once
+// dead slots make up a quarter of the slots (and at least 1024), or once
+// the slots appended since the last rebuild, in arrival order, make up a
+// quarter of the slots ordered by it (and at least reorderMin), unless
+// one runs. The caller holds wmu and not mu.
+func (x *impactIndex) compactWhenDue() {
+	if x.rb != nil || !x.rebuildDue() {
+		return
+	}
+	f := x.freeze()
+	ctx, cancel := context.WithCancel(context.Background())
+	rb := &rebuild{done: make(chan struct{}), cancel: cancel}
+	x.rb = rb
+	go x.runRebuild(ctx, f, rb)
+}
+
+func (x *impactIndex) rebuildDue() bool {
+	unordered := x.slots() - x.ordered
+	return (x.dead >= 1024 && x.dead > x.slots()/4) || (unordered >= x.reorderAt() && 4*unordered >= x.ordered)
+}
+
+// rebuildNow rebuilds on the caller's goroutine: at load, before the
+// index is shared (and in benchmarks). The caller holds wmu (or is the
+// index's only user) and not mu.
+func (x *impactIndex) rebuildNow() {
+	c, _, _ := x.compacted(context.Background())
+	x.mu.Lock()
+	x.swap(c)
+	x.mu.Unlock()
+}
+
+// runRebuild is the rebuild's goroutine: build from the frozen view f,
+// then catch up and swap (steps 2 and 3 above).
+func (x *impactIndex) runRebuild(ctx context.Context, f *impactIndex, rb *rebuild) {
+	defer close(rb.done)
+	defer rb.cancel()
+	x.hook("start")
+	c, remap, err := f.compacted(ctx)
+	f = nil
+	x.hook("built")
+	for next, size := 0, x.roundSize(); ; size *= 2 {
+		x.wmu.Lock()
+		if err != nil || ctx.Err() != nil {
+			x.rb = nil
+			x.wmu.Unlock()
+			return
+		}
+		end := min(len(rb.ops), next+size)
+		for _, op := range rb.ops[next:end] {
+			if op.kill {
+				c.replayKill(remap[op.slot])
+				continue
+			}
+			for int(op.slot) >= len(remap) {
+				remap = append(remap, 0)
+			}
+			remap[op.slot] = c.replayPut(x, op.slot, rb.post[op.lo:op.hi])
+		}
+		next = end
+		if next == len(rb.ops) {
+			x.mu.Lock()
+			x.swap(c)
+			x.mu.Unlock()
+			x.rb = nil
+			x.wmu.Unlock()
+			return
+		}
+		x.wmu.Unlock()
+		x.hook("round")
+	}
+}
+
+func (x *impactIndex) roundSize() int {
+	if x.roundOps > 0 {
+		return x.roundOps
+	}
+	return roundOps
+}
+
+func (x *impactIndex) hook(stage string) {
+	if x.rebuildHook != nil {
+		x.rebuildHook(stage)
+	}
+}
+
+// stopRebuild cancels a running rebuild and waits for its goroutine to
+// end; the index stays as it was. The caller holds neither lock.
+func (x *impactIndex) stopRebuild() {
+	x.wmu.Lock()
+	rb := x.rb
+	x.wmu.Unlock()
+	if rb != nil {
+		rb.cancel()
+		<-rb.done
+	}
+}
+
+// freeze returns a view of the slots as they are, for a rebuild to read
+// without a lock while writes go on (step 1 above): the fields compacted
+// and clusterOrder read. The caller holds wmu.
+func (x *impactIndex) freeze() *impactIndex {
+	return &impactIndex{
+		ids:    idTable{arena: x.ids.arena, off: x.ids.off},
+		tenant: x.tenant, lenT: x.lenT, lenX: x.lenX,
+		verTag: slices.Clone(x.verTag), verSeq: slices.Clone(x.verSeq),
+		metaOff: x.metaOff, metaIDs: x.metaIDs,
+		alive: slices.Clone(x.alive),
+		post:  slices.Clone(x.post),
+		tBits: make([]*roaring.Bitmap, len(x.tBits)), pairBits: make([]*roaring.Bitmap, len(x.pairBits)),
+		live: x.live,
+	}
+}
+
+// swap puts the rebuilt copy c in place of the per-slot arrays, postings
+// and bitmaps; df per term comes from the live index (c's are the frozen
+// view's). The caller holds wmu and mu.
+func (x *impactIndex) swap(c *impactIndex) {
+	for len(c.post) < len(x.post) {
+		c.post = append(c.post, postings{})
+	}
+	for tid := range c.post {
+		c.post[tid].df = x.post[tid].df
+	}
+	c.growBitmaps(x)
+	x.ids, x.tenant, x.lenT, x.lenX = c.ids, c.tenant, c.lenT, c.lenX
+	x.verTag, x.verSeq, x.metaOff, x.metaIDs, x.alive = c.verTag, c.verSeq, c.metaOff, c.metaIDs, c.alive
+	x.post, x.tBits, x.pairBits = c.post, c.tBits, c.pairBits
+	x.dead, x.ordered = c.dead, c.ordered
+	x.states = sync.Pool{} // states sized for the old slot count
+}
+
+// growBitmaps adds empty bitmaps for the tenants and pairs x made since
+// c was frozen.
+func (c *impactIndex) growBitmaps(x *impactIndex) {
+	for len(c.tBits) < len(x.tBits) {
+		c.tBits = append(c.tBits, roaring.New())
+	}
+	for len(c.pairBits) < len(x.pairBits) {
+		c.pairBits = append(c.pairBits, roaring.New())
+	}
+}
+
+// replayPut appends to the copy c the live index x's slot s, put after c
+// was frozen, with its postings; it returns c's slot. The caller holds
+// x's wmu.
+func (c *impactIndex) replayPut(x *impactIndex, s uint32, post []termFreq) uint32 {
+	ns := c.ids.appendSlot(string(x.ids.bytesOf(s)))
+	t, lt, lx := x.tenant[s], x.lenT[s], x.lenX[s]
+	c.tenant, c.lenT, c.lenX = append(c.tenant, t), append(c.lenT, lt), append(c.lenX, lx)
+	c.verTag, c.verSeq = append(c.verTag, x.verTag[s]), append(c.verSeq, x.verSeq[s])
+	c.growBitmaps(x)
+	for _, p := range x.metaIDs[x.metaOff[s]:x.metaOff[s+1]] {
+		c.metaIDs = append(c.metaIDs, p)
+		c.pairBits[p].Add(ns)
+	}
+	c.metaOff = append(c.metaOff, uint32(len(c.metaIDs)))
+	c.tBits[t].Add(ns)
+	if int(ns>>6) >= len(c.alive) {
+		c.alive = append(c.alive, 0)
+	}
+	c.alive[ns>>6] |= 1 << (ns & 63)
+	for _, e := range post {
+		for int(e.tid) >= len(c.post) {
+			c.post = append(c.post, postings{})
+		}
+		c.post[e.tid].add(posting{ns, e.tfT, e.tfX}, lt, lx, c.lensOf)
+	}
+	return ns
+}
+
+// replayKill kills the copy's live slot ns (a removal after c was
+// frozen). Its postings stay, dead, as in the live index.
+func (c *impactIndex) replayKill(ns uint32) {
+	c.ids.kill(ns)
+	c.alive[ns>>6] &^= 1 << (ns & 63)
+	c.tBits[c.tenant[ns]].Remove(ns)
+	for _, p := range c.metaIDs[c.metaOff[ns]:c.metaOff[ns+1]] {
+		c.pairBits[p].Remove(ns)
+	}
+	c.verTag[ns], c.verSeq[ns] = 0, 0
+	c.dead++
+}
+
+// reorderMin is the fewest slots appended in arrival order that make a
+// rebuild in clustered order due (compactWhenDue).
+const reorderMin = 1 << 14
+
+func (x *impactIndex) reorderAt() int {
+	if x.reorderMin > 0 {
+		return x.reorderMin
+	}
+	return reorderMin
+}
+
+// compacted returns the live slots renumbered in clustered order
+// (clusterOrder), with every postings list and bitmap rebuilt without the
+// dead ones, in new arrays, and the new slot of each old live slot.
+// Statistics, term ids, tenants and pairs keep their numbers; df per term
+// is x's. x is the index with no writer running, or a frozen view of it.
+// A done ctx stops it with ctx's error.
+func (x *impactIndex) compacted(ctx context.Context) (*impactIndex, []uint32, error) {
+	n := x.live
+	c := &impactIndex{
+		ids: newIDTable(), tenant: make([]uint32, 0, n), lenT: make([]uint32, 0, n), lenX: make([]uint32, 0, n),
+		verTag: make([]uint32, 0, n), verSeq: make([]uint64, 0, n), metaOff: make([]uint32, 1, n+1),
+		alive: make([]uint64, (n+63)/64), post: make([]postings, len(x.post)),
+		tBits: make([]*roaring.Bitmap, len(x.tBits)), pairBits: make([]*roaring.Bitmap, len(x.pairBits)),
+		ordered: n,
+	}
+	c.ids.arena = make([]byte, 0, len(x.ids.arena)*n/max(1, x.slots()))
+	c.ids.off = make([]uint64, 1, n+1)
+	for i := range c.tBits {
+		c.tBits[i] = roaring.New()
+	}
+	for i := range c.pairBits {
+		c.pairBits[i] = roaring.New()
+	}
+	order, err := x.clusterOrder(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	remap := make([]uint32, x.slots())
+	for _, s := range order {
+		ns := c.ids.appendSlot(string(x.ids.bytesOf(s)))
+		remap[s] = ns
+		t := x.tenant[s]
+		c.tenant, c.lenT, c.lenX = append(c.tenant, t), append(c.lenT, x.lenT[s]), append(c.lenX, x.lenX[s])
+		c.verTag, c.verSeq = append(c.verTag, x.verTag[s]), append(c.verSeq, x.verSeq[s])
+		for _, p := range x.metaIDs[x.metaOff[s]:x.metaOff[s+1]] {
+			c.metaIDs = append(c.metaIDs, p)
+			c.pairBits[p].Add(ns)
+		}
+		c.metaOff = append(c.metaOff, uint32(len(c.metaIDs)))
+		c.tBits[t].Add(ns)
+		c.alive[ns>>6] |= 1 << (ns & 63)
+	}
+	var buf []posting
+	for tid := range x.post {
+		if tid%256 == 255 {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+		}
+		p := &x.post[tid]
+		q := &c.post[tid]
+		q.df = p.df
+		q.data = make([]uint64, 0, len(p.data)*int(p.df)/max(1, p.count()))
+		buf = buf[:0]
+		p.each(func(e posting) {
+			if x.isAlive(e.slot) {
+				e.slot = remap[e.slot]
+				buf = append(buf, e)
+			}
+		})
+		slices.SortFunc(buf, func(a, b posting) int { return cmp.Compare(a.slot, b.slot) })
+		for _, e := range buf {
+			q.add(e, c.lenT[e.slot], c.lenX[e.slot], c.lensOf)
+		}
+		q.trim()
+	}
+	for _, b := range c.tBits {
+		b.RunOptimize()
+	}
+	for _, b := range c.pairBits {
+		b.RunOptimize()
+	}
+	return c, remap, nil
+}
+
+// clusterOrder returns the live slots in an order that puts documents
+// sharing their distinctive terms next to each other, so that a term's
+// blocks hold documents of similar scores and block bounds separate them
+// (document reordering, as Lucene's BPIndexReorderer and the literature
+// on docid assignment do; here a cheaper sort). Only terms held by at
+// least two live documents and at most an eighth of them count (rare
+// terms group nothing, common ones group everything). A slot's key is its
+// rarest such term, then its second rarest (fewest documents first, ties
+// by a hash of the term), then the least hash over its terms (MinHash);
+// slots sort by tenant, then by their keys, then by slot. Documents that
+// share their rarest term are most often about the same thing;
+// near-copies of a document keep it unless they lose it. Each tenant's
+// slots are one run, so a search restricted to a tenant skips the others'
+// (prune skips slots no candidate holds). x as for compacted.
+func (x *impactIndex) clusterOrder(ctx context.Context) ([]uint32, error) {
+	const none = math.MaxUint32
+	hi := int32(max(2, x.live/8))
+	type rank struct {
+		tid uint32
+		df  int32
+		h   uint64
+	}
+	var rs []rank
+	for tid := range x.post {
+		if df := x.post[tid].df; df >= 2 && df <= hi {
+			rs = append(rs, rank{uint32(tid), df, mix64(uint64(tid) + 1)})
+		}
+	}
+	slices.SortFunc(rs, func(a, b rank) int {
+		if a.df != b.df {
+			return cmp.Compare(a.df, b.df)
+		}
+		return cmp.Compare(a.h, b.h)
+	})
+	sig := make([][3]uint32, x.slots())
+	for i := range sig {
+		sig[i] = [3]uint32{none, none, none}
+	}
+	for r, t := range rs {
+		if r%256 == 255 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		h := uint32(t.h >> 32)
+		x.post[t.tid].each(func(e posting) {
+			s := &sig[e.slot]
+			switch {
+			case s[0] == none:
+				s[0] = uint32(r)
+			case s[1] == none:
+				s[1] = uint32(r)
+			}
+			s[2] = min(s[2], h)
+		})
+	}
+	order := make([]uint32, 0, x.live)
+	for s := range uint32(x.slots()) {
+		if x.isAlive(s) {
+			order = append(order, s)
+		}
+	}
+	slices.SortFunc(order, func(a, b uint32) int {
+		if c := cmp.Compare(x.tenant[a], x.tenant[b]); c != 0 {
+			return c
+		}
+		if c := slices.Compare(sig[a][:], sig[b][:]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return order, nil
+}
+
+// mix64 is SplitMix64's finaliser: a well-spread 64-bit hash of v.
+func mix64(v uint64) uint64 {
+	v += 0x9e3779b97f4a7c15
+	v = (v ^ v>>30) * 0xbf58476d1ce4e5b9
+	v = (v ^ v>>27) * 0x94d049bb133111eb
+	return v ^ v>>31
+}
