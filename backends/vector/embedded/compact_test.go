@@ -74,15 +74,7 @@ func TestVectorFileCompactsOnline(t *testing.T) {
 			t.Fatalf("temporary file %s left", e.Name())
 		}
 	}
-	more := vfDocs(r, 100, 8, "e")
-	if err := s.Upsert(ctx, more); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = vfOpen(t, dir)
-	sameDocs(t, s, append(slices.Clone(docs), more...))
+	writeAndReopen(t, s, dir, docs, vfDocs(r, 100, 8, "e"))
 }
 
 // The interleavings of a background compaction with searches, writes and

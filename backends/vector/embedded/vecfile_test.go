@@ -112,6 +112,19 @@ func sameDocs(t *testing.T, s *Store, docs []spi.Document) {
 	}
 }
 
+// writeAndReopen upserts more into s, closes it, reopens dir and checks
+// that the store holds docs and more, as written.
+func writeAndReopen(t *testing.T, s *Store, dir string, docs, more []spi.Document) {
+	t.Helper()
+	if err := s.Upsert(context.Background(), more); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sameDocs(t, vfOpen(t, dir), append(slices.Clone(docs), more...))
+}
+
 // The vectors are in the vectors file, and the records name them: a
 // replaced document's vector is the new one, across a reopen; the
 // garbage of replaced vectors is compacted away at Open once it
@@ -157,15 +170,7 @@ func TestVectorFileRoundTripAndCompaction(t *testing.T) {
 		t.Fatalf("%d entries after compaction, want 1500", n)
 	}
 	// Writes after a compaction, and another reopen.
-	more := vfDocs(r, 100, 8, "e")
-	if err := s.Upsert(ctx, more); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = vfOpen(t, dir)
-	sameDocs(t, s, append(slices.Clone(docs), more...))
+	writeAndReopen(t, s, dir, docs, vfDocs(r, 100, 8, "e"))
 }
 
 // A crash after a commit's vectors were appended and synced but before
@@ -210,15 +215,7 @@ func TestVectorFileCrashLeftovers(t *testing.T) {
 	if n := entries(s); n != 55 {
 		t.Fatalf("%d entries, want 55 (the torn one cut)", n)
 	}
-	more := vfDocs(r, 10, 8, "e")
-	if err := s.Upsert(ctx, more); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = vfOpen(t, dir)
-	sameDocs(t, s, append(slices.Clone(docs), more...))
+	writeAndReopen(t, s, dir, docs, vfDocs(r, 10, 8, "e"))
 }
 
 // A vector entry that no longer matches its checksum fails Open with
