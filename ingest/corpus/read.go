@@ -242,6 +242,12 @@ func parseLine(line []byte, format Format) (spi.Document, error) {
 		if err := spi.ValidateUpdatedAt(d.UpdatedAt); err != nil {
 			return spi.Document{}, errors.New(strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": "))
 		}
+		// So is a metadata value no store keeps (a nested list, null, an
+		// integer past 64 bits): the server fails that document alone
+		// (invalid_metadata), and the client could not encode the batch.
+		if err := d.Metadata.Validate(); err != nil {
+			return spi.Document{}, errors.New(strings.TrimPrefix(err.Error(), spi.ErrInvalidMetadata.Error()+": "))
+		}
 		return d, nil
 	}
 }

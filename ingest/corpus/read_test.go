@@ -311,6 +311,16 @@ func TestReadIsAsStrictAsTheAPI(t *testing.T) {
 		// Parses, but is the year 10000 in UTC: no store keeps it, and the
 		// client could not even encode the batch holding it.
 		{corpus.FormatJSONL, `{"id":"a","text":"x","updated_at":"9999-12-31T23:59:59-23:59"}`, `updated_at must lie between`},
+		// Parses, but holds a metadata value no store keeps (a nested
+		// list, null, an integer past 64 bits, an object other than
+		// $time): the server fails such a document alone (invalid_metadata),
+		// and the client cannot encode it, so `ragd ingest` stopped the
+		// whole run with "json: error calling MarshalJSON for type
+		// spi.Value" and sent none of the good lines (issue 29 item 6).
+		{corpus.FormatJSONL, `{"id":"a","text":"x","metadata":{"k":[1,[2]]}}`, `metadata key "k": a list may not hold a list`},
+		{corpus.FormatJSONL, `{"id":"a","text":"x","metadata":{"k":null}}`, `metadata key "k": null is not a value`},
+		{corpus.FormatJSONL, `{"id":"a","text":"x","metadata":{"k":99999999999999999999}}`, `metadata key "k": an integer outside 64 bits`},
+		{corpus.FormatJSONL, `{"id":"a","text":"x","metadata":{"k":{"a":1}}}`, `metadata key "k": the only object value`},
 		{corpus.FormatBEIR, `{"_id":"a","_id":"b","text":"x"}`, `"_id" appears twice`},
 		{corpus.FormatBEIR, `{"_id":"a\udc00","text":"x"}`, `lone surrogate`},
 	} {
