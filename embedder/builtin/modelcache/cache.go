@@ -291,10 +291,23 @@ func check(dir, name string) (*marker, error) {
 	if !strings.EqualFold(m.Name, name) {
 		return nil, fmt.Errorf("%w: %s: %s holds %q", ErrNotCached, name, dir, m.Name)
 	}
+	// Every file is looked at through dir as a root: a link is not
+	// followed, neither the file's own nor a directory's on the way
+	// ("evil/passwd" with evil a link to /etc leaves dir as surely as
+	// "../passwd" does).
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrNotCached, name, err)
+	}
+	defer root.Close()
 	for _, f := range m.Files {
-		st, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(f.Path))) // a link is not followed
-		if err != nil {
+		st, err := root.Lstat(filepath.FromSlash(f.Path))
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrNotCached, name, err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %s leaves the model's directory or cannot be read (%v: damaged, pull or import it again)",
+				ErrNotCached, name, f.Path, err)
 		}
 		if !st.Mode().IsRegular() {
 			return nil, fmt.Errorf("%w: %s: %s is not a regular file (damaged: pull or import it again)", ErrNotCached, name, f.Path)

@@ -137,6 +137,22 @@ func TestMalformedMarkersAreDamaged(t *testing.T) {
 				t.Skipf("no symlinks here: %v", err)
 			}
 		}},
+		{"a file under a directory that became a link out", "leaves the model's directory", func(t *testing.T, dir string) {
+			// "evil/secret.txt" is a clean relative path, but evil links
+			// to a directory outside the model, whose file has the
+			// recorded size: List looked at it and found nothing wrong.
+			out := t.TempDir()
+			if err := os.WriteFile(filepath.Join(out, "secret.txt"), outside, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(out, filepath.Join(dir, "evil")); err != nil {
+				t.Skipf("no symlinks here: %v", err)
+			}
+			editMarker(t, dir, func(m map[string]any) {
+				m["files"] = append(m["files"].([]any), map[string]any{"path": "evil/secret.txt", "size": len(outside),
+					"sha256": strings.Repeat("0", 64)})
+			})
+		}},
 		{"not JSON", "malformed", func(t *testing.T, dir string) {
 			if err := os.WriteFile(filepath.Join(dir, ".ragd-model.json"), []byte("{\"name\": "), 0o644); err != nil {
 				t.Fatal(err)
