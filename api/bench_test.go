@@ -134,15 +134,24 @@ func BenchmarkRefuseHugeFilter(b *testing.B) {
 	for n := 0; n < limit-200; n += len(keys[len(keys)-1]) + 1 {
 		keys = append(keys, fmt.Sprintf(`"k%d":["v"]`, len(keys)))
 	}
-	args := `{"text":"a","filter":{` + strings.Join(keys, ",") + `}}`
+	obj := `{` + strings.Join(keys, ",") + `}`
+	args := `{"text":"a","filter":` + obj + `}`
+	mcpHeaders := []string{"Accept", "application/json, text/event-stream"}
 	for _, tc := range []struct {
 		name, path, body string
 		headers          []string
 		want             int
+		says             string
 	}{
-		{"query", "/v1/query", args, nil, http.StatusBadRequest},
+		{"query", "/v1/query", args, nil, http.StatusBadRequest, "invalid_filter"},
 		{"mcp", api.PathMCP, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":` + args + `}}`,
-			[]string{"Accept", "application/json, text/event-stream"}, http.StatusOK},
+			mcpHeaders, http.StatusOK, "invalid_filter"},
+		// The same keys elsewhere: under an unknown member (refused at
+		// its name), in fusion, in an MCP message's _meta (params bound).
+		{"query-unknown", "/v1/query", `{"text":"a","zzz":` + obj + `}`, nil, http.StatusBadRequest, "unknown_field"},
+		{"query-fusion", "/v1/query", `{"text":"a","fusion":` + obj + `}`, nil, http.StatusBadRequest, "unknown_field"},
+		{"mcp-meta", api.PathMCP, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":` + obj + `}}`,
+			mcpHeaders, http.StatusBadRequest, "invalid_body"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			if len(tc.body) > limit {
@@ -154,7 +163,7 @@ func BenchmarkRefuseHugeFilter(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
 				rec := serve(b, e.h, http.MethodPost, tc.path, body, h...)
-				if rec.Code != tc.want || !strings.Contains(rec.Body.String(), "invalid_filter") {
+				if rec.Code != tc.want || !strings.Contains(rec.Body.String(), tc.says) {
 					b.Fatalf("%d %s", rec.Code, rec.Body)
 				}
 			}

@@ -41,6 +41,9 @@ func checkQueryBounds(body []byte) error {
 type boundsWalk struct {
 	d        *jsontext.Decoder
 	maxDepth int
+	// tokens, when not nil, counts down the tokens skipValue may read:
+	// the bound on an MCP message's parameters outside its arguments.
+	tokens *int
 }
 
 func newBoundsWalk(body []byte, maxDepth int) *boundsWalk {
@@ -140,6 +143,11 @@ func (w *boundsWalk) skipValue() error {
 		if err != nil {
 			return errQueryShape
 		}
+		if w.tokens != nil {
+			if *w.tokens--; *w.tokens < 0 {
+				return paramsTooLarge(off)
+			}
+		}
 		if d.StackDepth() > w.maxDepth {
 			e := newError(http.StatusBadRequest, CodeInvalidBody, "the body nests deeper than %d levels at byte %d", w.maxDepth, off)
 			e.Detail.Offset = &off
@@ -233,21 +241,44 @@ func (w *boundsWalk) message(peek *mcpPeek) error {
 	return nil
 }
 
-// params walks the params object, bounding its arguments, through its
-// closing brace.
+// maxMCPParamsTokens bounds the JSON tokens (names, scalars, brackets) of
+// an MCP message's params outside a tool call's arguments, which the
+// query's bounds cover: the SDK decodes the rest (_meta, capabilities,
+// clientInfo; a dozen tokens in practice) into maps and slices, and
+// 256 KiB of them (a 17,000-key _meta) cost 19-39 MB of allocations and
+// 30-60 ms before the answer.
+const maxMCPParamsTokens = 1024
+
+// paramsTooLarge is the 400 of params past maxMCPParamsTokens at byte off.
+func paramsTooLarge(off int64) *apiError {
+	e := newError(http.StatusBadRequest, CodeInvalidBody,
+		"params holds more than %d JSON tokens besides the arguments (at byte %d): an MCP message's parameters are small", maxMCPParamsTokens, off)
+	e.Detail.Field, e.Detail.Offset = "params", &off
+	return e
+}
+
+// params walks the params object, bounding its arguments (the query's
+// bounds) and the rest (maxMCPParamsTokens), through its closing brace.
 func (w *boundsWalk) params(peek *mcpPeek) error {
 	d := w.d
 	if _, err := d.ReadToken(); err != nil {
 		return errQueryShape
 	}
+	left := maxMCPParamsTokens
 	depth := d.StackDepth()
 	for d.PeekKind() == '"' {
+		if left--; left < 0 {
+			return paramsTooLarge(d.InputOffset())
+		}
 		tok, err := d.ReadToken()
 		if err != nil {
 			return errQueryShape
 		}
 		if tok.String() != "arguments" || d.PeekKind() != '{' || peek.argsErr != nil {
-			if err := w.skipValue(); err != nil {
+			w.tokens = &left
+			err := w.skipValue()
+			w.tokens = nil
+			if err != nil {
 				return err
 			}
 			continue

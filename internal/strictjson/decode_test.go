@@ -74,3 +74,38 @@ func FuzzLoneSurrogates(f *testing.F) {
 		}
 	})
 }
+
+// An unknown member is refused at its name, before its value is read:
+// encoding/json's DisallowUnknownFields said the same only after
+// decoding the rest of the body (a 17,000-key object under an unknown
+// name cost 14 MB and 15 ms of a 176 KB POST /v1/query, against 0.4 MB
+// and 0.5 ms for a filter of as many keys, which the bounds walk
+// refuses). A duplicate name inside the unknown member's value shows
+// whether it was read: Check finds it when it reads the value.
+func TestUnknownFieldIsRefusedBeforeItsValue(t *testing.T) {
+	for _, tc := range []struct{ text, field string }{
+		{`{"id":"a","zzz":{"k":1,"k":2}}`, "zzz"},
+		{`{"zzz":[{"k":1,"k":2}],"id":"a"}`, "zzz"},
+		{`{"id":"a","metadata":{"m":"v"},"extra":{"k":1,"k":2}}`, "extra"},
+	} {
+		var d doc
+		e := strictjson.Decode([]byte(tc.text), &d, "body")
+		if e == nil || e.Code != strictjson.CodeUnknownField || e.Field != tc.field || e.Message != `unknown field "`+tc.field+`"` {
+			t.Errorf("%s: %+v, want unknown_field %q", tc.text, e, tc.field)
+		}
+	}
+	// A member of a nested struct: its path.
+	var q struct {
+		Fusion struct {
+			Mode string `json:"mode"`
+		} `json:"fusion"`
+	}
+	e := strictjson.Decode([]byte(`{"fusion":{"mode":"rrf","k0":{"a":1,"a":2}}}`), &q, "body")
+	if e == nil || e.Code != strictjson.CodeUnknownField || e.Field != "fusion.k0" {
+		t.Errorf("nested: %+v, want unknown_field fusion.k0", e)
+	}
+	// Map keys are data, not members: any name is known.
+	if e := strictjson.Decode([]byte(`{"id":"a","metadata":{"zzz":"v"}}`), new(doc), "body"); e != nil {
+		t.Errorf("a metadata key: %v", e)
+	}
+}

@@ -19,7 +19,10 @@ import (
 //   - a member name that matches a struct field only in another case
 //     ({"Text": "x"} would fill Text): names are case-sensitive;
 //   - a name twice in one object, at any depth and in maps too (encoding/json
-//     keeps the last value): 400 duplicate_field.
+//     keeps the last value): 400 duplicate_field;
+//   - a member name a struct does not have, at once (unknown_field, as
+//     encoding/json's DisallowUnknownFields would say after decoding the
+//     rest of the body).
 //
 // Anything else it leaves to encoding/json, which reports syntax and type
 // errors as before: Check returns nil on them. Subtrees whose type
@@ -61,14 +64,21 @@ func Check(body []byte, t reflect.Type) *Error {
 			var known bool
 			next, known = fieldType(top.typ, name)
 			if !known {
+				path := pointerPath(dec.StackPointer(), t)
 				if field := foldedField(top.typ, name); field != "" {
-					path := pointerPath(dec.StackPointer(), t)
 					e := newError(CodeUnknownField, nil,
 						"unknown field %q: field names are case-sensitive (did you mean %q?)", Truncate(path, 64), field)
 					e.Field = Truncate(path, 256)
 					e.Reason = fmt.Sprintf("unknown field: field names are case-sensitive (did you mean %q?)", field)
 					return e
 				}
+				// Refused here, before its value is read: encoding/json
+				// would decode the rest of the body first (a 17,000-key
+				// object under an unknown name cost 14 MB and 15 ms
+				// before the same answer).
+				e := newError(CodeUnknownField, nil, "unknown field %q", Truncate(path, 64))
+				e.Field, e.Reason = Truncate(path, 256), "unknown field"
+				return e
 			}
 			top.wantName = false
 			continue
