@@ -71,6 +71,9 @@ func (s *Server) upsertDocuments() echo.HandlerFunc {
 		if !ok {
 			return errors.New("api: upsert without readBody")
 		}
+		if err := checkBatchSize(body, "documents", s.cfg.Ingest.MaxDocsPerRequest, CodeTooManyDocuments); err != nil {
+			return err
+		}
 		all, failed, err := decodeUpsert(body)
 		if err != nil {
 			return err
@@ -386,8 +389,15 @@ func deleteFailure(ctx context.Context, r ingest.Result) error {
 // deleteDocuments serves POST /v1/documents/delete, the batch delete.
 func (s *Server) deleteDocuments() echo.HandlerFunc {
 	return func(c echo.Context) error {
+		body, ok := c.Get(ctxBody).([]byte)
+		if !ok {
+			return errors.New("api: delete without readBody")
+		}
+		if err := checkBatchSize(body, "ids", s.cfg.Ingest.MaxIDsPerRequest, CodeTooManyIDs); err != nil {
+			return err
+		}
 		var req DeleteRequest
-		if err := s.decodeJSON(c, &req); err != nil {
+		if err := decodeBody(body, &req); err != nil {
 			return err
 		}
 		ids := req.IDs

@@ -506,3 +506,34 @@ func TestUpsertPerDocumentDecodeFailures(t *testing.T) {
 		}
 	}
 }
+
+// A batch past its size is refused at the first item past the limit,
+// before anything is decoded: decoding built every item first (300,000
+// documents in an 8 MB body cost 347 MB of allocations and 1.2 s before
+// too_many_documents). What follows the item past the limit is not read:
+// a duplicate name in it, which a decoder reports, does not change the
+// answer, and the offset is that item's byte.
+func TestBatchSizeIsCheckedBeforeDecoding(t *testing.T) {
+	e := newEnv(t, nil)
+	docs := make([]string, testMaxDocs)
+	for i := range docs {
+		docs[i] = fmt.Sprintf(`{"id":"d%d","text":"x"}`, i)
+	}
+	head := `{"documents":[` + strings.Join(docs, ",") + `,`
+	body := head + `{"id":"a","id":"b"}]}`
+	d := wantError(t, e.do(http.MethodPost, "/v1/documents", body), http.StatusBadRequest, api.CodeTooManyDocuments)
+	if d.Field != "documents" || d.Offset == nil || *d.Offset != int64(len(head)) {
+		t.Fatalf("%+v (offset %v), want documents at byte %d", d, d.Offset, len(head))
+	}
+	ids := make([]string, testMaxIDs)
+	for i := range ids {
+		ids[i] = fmt.Sprintf(`"id%d"`, i)
+	}
+	head = `{"ids":[` + strings.Join(ids, ",") + `,`
+	d = wantError(t, e.do(http.MethodPost, "/v1/documents/delete", head+`{"a":1,"a":2}]}`), http.StatusBadRequest, api.CodeTooManyIDs)
+	if d.Field != "ids" || d.Offset == nil || *d.Offset != int64(len(head)) {
+		t.Fatalf("%+v (offset %v), want ids at byte %d", d, d.Offset, len(head))
+	}
+	// At the limit, the decoder has its say as before.
+	wantError(t, e.do(http.MethodPost, "/v1/documents/delete", `{"ids":["a",{"a":1,"a":2}]}`), http.StatusBadRequest, api.CodeDuplicateField)
+}
