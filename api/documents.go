@@ -74,9 +74,23 @@ func (s *Server) upsertDocuments() echo.HandlerFunc {
 		if err := checkBatchSize(body, "documents", s.cfg.Ingest.MaxDocsPerRequest, CodeTooManyDocuments); err != nil {
 			return err
 		}
+		// A document failing on a count is not decoded: what stands in
+		// for it keeps its id (for duplicate_id) and fails it alone.
+		over := findOversized(body, s.docLimits())
+		if over != nil {
+			body = standIn(body, over)
+		}
 		all, failed, err := decodeUpsert(body)
 		if err != nil {
 			return err
+		}
+		for i, o := range over {
+			if o.result != nil && i < len(all) {
+				if failed == nil {
+					failed = make([]*ingest.Result, len(all))
+				}
+				failed[i] = o.result
+			}
 		}
 		n := len(all)
 		if n == 0 {
@@ -90,16 +104,18 @@ func (s *Server) upsertDocuments() echo.HandlerFunc {
 		at := make([]int, 0, n) // docs[k] is document at[k] of the batch
 		seen := make(map[string]int, n)
 		for i, d := range all {
-			if failed != nil && failed[i] != nil {
-				results[i] = *failed[i]
-				continue
-			}
+			// A document that failed to decode has no id; one that
+			// failed on a count keeps it, and still may not repeat one.
 			if d.ID != "" {
 				if j, ok := seen[d.ID]; ok {
 					return fieldError(CodeDuplicateID, fmt.Sprintf("documents[%d].id", i),
 						"documents[%d].id repeats documents[%d].id", i, j)
 				}
 				seen[d.ID] = i
+			}
+			if failed != nil && failed[i] != nil {
+				results[i] = *failed[i]
+				continue
 			}
 			docs, at = append(docs, d), append(at, i)
 		}

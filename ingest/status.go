@@ -71,6 +71,10 @@ func (p *Pipeline) Compact(ctx context.Context) (int, error) {
 	return n, err
 }
 
+// Limits returns the limits Upsert validates documents by (the API counts
+// a batch's members against them before decoding it).
+func (p *Pipeline) Limits() Limits { return p.limits }
+
 // Status reports the log's head and every derived store's lag. It reads
 // the record (two small queries per lagging store).
 func (p *Pipeline) Status(ctx context.Context) (LogStatus, error) {

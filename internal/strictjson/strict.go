@@ -258,3 +258,11 @@ func holdsStruct(t reflect.Type) bool {
 	structCache.Store(t, v)
 	return v
 }
+
+// HasMember reports whether a JSON object decoded into struct type t may
+// hold a member called name (exactly, as Decode matches names). It is
+// true for any name when t is not a struct decoded member by member.
+func HasMember(t reflect.Type, name string) bool {
+	_, known := fieldType(t, name)
+	return known
+}
