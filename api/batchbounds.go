@@ -98,8 +98,9 @@ var documentType = reflect.TypeFor[spi.Document]()
 
 // findOversized walks the documents of a POST /v1/documents body (no
 // more than the batch limit: checkBatchSize ran first) and returns, by
-// index, those that pass a count of the ingest limits (metadata keys,
-// entities, links), or hold a member a document does not have: decoding
+// index, those that pass a count of the ingest limits (metadata keys, a
+// metadata list's items, entities, links), or hold a member a document
+// does not have: decoding
 // them would build the whole value before the failure is known. nil when
 // there are none, or when the body is not well-formed enough to walk.
 func findOversized(body []byte, lim ingest.Limits) map[int]*oversized {
@@ -178,12 +179,14 @@ func walkDocument(d *jsontext.Decoder, body []byte, lim ingest.Limits) (o *overs
 			id = bytes.Clone(v)
 			continue
 		case name == "metadata" && kind == '{':
-			n, ok := countMembers(d, '{')
-			if !ok {
+			n, list, items, ok := walkMetadata(d, body, lim.MaxMetadataListItems)
+			switch {
+			case !ok:
 				return nil, false
-			}
-			if n > lim.MaxMetadataKeys {
+			case n > lim.MaxMetadataKeys:
 				fail(ingest.CodeInvalidMetadata, "metadata has %d keys, at most %d allowed", n, lim.MaxMetadataKeys)
+			case list != "":
+				fail(ingest.CodeInvalidMetadata, "metadata list of key %q has %d items, at most %d allowed", list, items, lim.MaxMetadataListItems)
 			}
 			continue
 		case (name == "entities" || name == "links") && kind == '[':
@@ -239,6 +242,43 @@ func walkDocument(d *jsontext.Decoder, body []byte, lim ingest.Limits) (o *overs
 		why.ID = probeID(stand)
 	}
 	return &oversized{start: start, end: d.InputOffset(), stand: stand, result: why}, true
+}
+
+// walkMetadata reads the metadata object d is at and returns how many
+// keys it holds, and the first key whose list holds more than maxItems
+// items, with their number. A key is unquoted only then: nothing is
+// built for the others.
+func walkMetadata(d *jsontext.Decoder, body []byte, maxItems int) (keys int, list string, items int, ok bool) {
+	if _, err := d.ReadToken(); err != nil {
+		return 0, "", 0, false
+	}
+	for d.PeekKind() == '"' {
+		start := itemStart(d, body)
+		if _, err := d.ReadToken(); err != nil {
+			return 0, "", 0, false
+		}
+		end := d.InputOffset()
+		keys++
+		if d.PeekKind() != '[' || list != "" {
+			if d.SkipValue() != nil {
+				return 0, "", 0, false
+			}
+			continue
+		}
+		n, ok := countMembers(d, '[')
+		if !ok {
+			return 0, "", 0, false
+		}
+		if n > maxItems {
+			name, err := jsontext.AppendUnquote(nil, body[start:end])
+			if err != nil {
+				return 0, "", 0, false
+			}
+			list, items = string(name), n
+		}
+	}
+	_, err := d.ReadToken() // '}'
+	return keys, list, items, err == nil
 }
 
 // countMembers reads the object or array d is at and returns how many

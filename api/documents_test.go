@@ -538,8 +538,9 @@ func TestBatchSizeIsCheckedBeforeDecoding(t *testing.T) {
 	wantError(t, e.do(http.MethodPost, "/v1/documents/delete", `{"ids":["a",{"a":1,"a":2}]}`), http.StatusBadRequest, api.CodeDuplicateField)
 }
 
-// A document whose metadata keys, entities or links pass the write
-// path's count, or that has a member no document has, fails alone
+// A document whose metadata keys, a metadata list's items, entities or
+// links pass the write path's count, or that has a member no document
+// has, fails alone
 // without being decoded: decoding built the whole value before the
 // count was looked at (one document of 600,000 metadata keys in a 7 MB
 // body cost 357 MB of allocations and 1.7 s before its invalid_metadata;
@@ -569,11 +570,12 @@ func TestOversizedDocumentsAreNotDecoded(t *testing.T) {
 		`{"id":"e","text":"x","zz":{` + keys + `}}`,
 		`{"ID":"f","text":"x","metadata":{` + keys + `}}`,
 		`7`,
+		`{"id":"h","text":"x","metadata":{"a":[1],"l\u00e9":[` + many(lim.MaxMetadataListItems+1, func(i int) string { return "1" }) + `]}}`,
 		`{"id":"g","text":"fine","metadata":{` + many(lim.MaxMetadataKeys, func(i int) string { return fmt.Sprintf(`"k%d":%d`, i, i) }) + `}}`,
 	}
 	resp := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", `{"documents":[`+strings.Join(docs, ",")+`]}`), http.StatusMultiStatus)
 	want := "a:ok b:failed:invalid_metadata c:failed:invalid_entities d:failed:invalid_entities e:failed:unknown_field " +
-		"f:failed:unknown_field :failed:invalid_document g:ok"
+		"f:failed:unknown_field :failed:invalid_document h:failed:invalid_metadata g:ok"
 	if got := statuses(resp.Results); got != want {
 		t.Fatalf("results\n got %q\nwant %q", got, want)
 	}
@@ -584,6 +586,7 @@ func TestOversizedDocumentsAreNotDecoded(t *testing.T) {
 		3: fmt.Sprintf("%d links, at most %d allowed", lim.MaxLinks+1, lim.MaxLinks),
 		4: "documents[4].zz: unknown field",
 		5: `documents[5].ID: unknown field: field names are case-sensitive (did you mean "id"?)`,
+		7: fmt.Sprintf(`metadata list of key "lé" has %d items, at most %d allowed`, lim.MaxMetadataListItems+1, lim.MaxMetadataListItems),
 	} {
 		if got := resp.Results[i].Error; got != msg {
 			t.Errorf("result %d: %q, want %q", i, got, msg)
