@@ -39,6 +39,7 @@ const (
 	CodeNotFound              = "not_found"
 	CodeUnknownBreaker        = "unknown_breaker"
 	CodeMethodNotAllowed      = "method_not_allowed"
+	CodeMethodNotFound        = "method_not_found" // /mcp only: a JSON-RPC method the MCP server does not serve
 	CodeBodyTooLarge          = "body_too_large"
 	CodeUnsupportedMedia      = "unsupported_media_type"
 	CodeUnsupportedEncoding   = "unsupported_content_encoding"

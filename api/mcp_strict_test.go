@@ -351,3 +351,37 @@ func TestMCPParamsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// A request for a method the MCP server does not serve is answered in
+// JSON-RPC with the client's id (-32601, method not found), as docs/mcp.md
+// says of a message the MCP layer reads. The SDK refused it in plain text
+// before MCP 2026-07-28, which /mcp answered as 400 invalid_request with
+// a null id, quoting the method back ("JSON RPC not handled:
+// \"...\" unsupported").
+func TestMCPUnknownMethodIsMethodNotFound(t *testing.T) {
+	e := newEnv(t, nil)
+	const secret = "Zq-secret/method"
+	for _, id := range []string{`7`, `"abc"`, `1e40`} {
+		rec := mcpPost(t, e, `{"jsonrpc":"2.0","id":`+id+`,"method":"`+secret+`","params":{}}`)
+		var resp struct {
+			ID    json.RawMessage `json:"id"`
+			Error struct {
+				Code    int             `json:"code"`
+				Message string          `json:"message"`
+				Data    api.ErrorDetail `json:"data"`
+			} `json:"error"`
+		}
+		if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &resp) != nil {
+			t.Fatalf("id %s: %d %s, want 200 with a JSON-RPC error", id, rec.Code, rec.Body)
+		}
+		if string(resp.ID) != id || resp.Error.Code != -32601 || resp.Error.Data.Code != "method_not_found" || resp.Error.Data.RequestID == "" {
+			t.Fatalf("id %s: %s, want -32601 method_not_found with the client's id", id, rec.Body)
+		}
+		if strings.Contains(rec.Body.String(), "Zq-") || strings.Contains(rec.Body.String(), "JSON RPC") {
+			t.Fatalf("the answer quotes the method or the SDK: %s", rec.Body)
+		}
+	}
+	// A notification of an unknown method has no id to answer: it stays
+	// the body's 400.
+	wantMCPRefusal(t, mcpPost(t, e, `{"jsonrpc":"2.0","method":"`+secret+`"}`), http.StatusBadRequest, api.CodeInvalidRequest)
+}

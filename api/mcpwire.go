@@ -151,6 +151,9 @@ func answerMCP(c echo.Context, rec *mcpRecorder, id []byte) error {
 	}
 	ct := rec.header.Get(echo.HeaderContentType)
 	if status >= 400 && !strings.HasPrefix(ct, echo.MIMEApplicationJSON) {
+		if id != nil && status == http.StatusBadRequest && strings.HasPrefix(rec.body.String(), sdkNotHandled) {
+			return writeMCPMethodNotFound(c, id)
+		}
 		return sdkRefusal(status, rec.body.String())
 	}
 	for k, v := range rec.header {
@@ -194,6 +197,33 @@ func replaceID(msg, id []byte) []byte {
 	}
 	return msg
 }
+
+// sdkNotHandled starts the SDK's plain-text refusal of a method it does
+// not serve (jsonrpc2.ErrNotHandled), before MCP 2026-07-28; from that
+// version on it answers -32601 in JSON-RPC itself.
+const sdkNotHandled = "JSON RPC not handled"
+
+// writeMCPMethodNotFound answers a request for a method the MCP server
+// does not serve as JSON-RPC wants, with the client's id: -32601, and
+// ragd's error object as data. The method is not quoted back.
+func writeMCPMethodNotFound(c echo.Context, id []byte) error {
+	var out mcpRPCError
+	out.JSONRPC, out.ID = "2.0", json.RawMessage(id)
+	out.Error.Code = mcpMethodNotFound
+	out.Error.Data = ErrorDetail{Code: CodeMethodNotFound, Message: "this MCP server does not serve that method (tools/list names its tools)",
+		RequestID: requestID(c)}
+	out.Error.Message = out.Error.Data.Code + ": " + out.Error.Data.Message + " (request id " + out.Error.Data.RequestID + ")"
+	c.Set(ctxErrorCode, CodeMethodNotFound)
+	b, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
+}
+
+// mcpMethodNotFound is JSON-RPC's code for a method the server does not
+// serve.
+const mcpMethodNotFound = -32601
 
 // sdkRefusal is the API's error for a request the SDK refused in plain
 // text (an Accept header without text/event-stream, an unsupported
