@@ -144,6 +144,19 @@ func (a *App) observeConsole(t breaker.Transition) {
 	}
 }
 
+// apiBreakers is the breakers the API acts on (nil when breakers are
+// disabled): the registry, whose holds and releases are saved before they
+// return when the holds are kept (savedBreakers).
+func (a *App) apiBreakers() api.Breakers {
+	switch {
+	case a.Breakers == nil:
+		return nil
+	case a.console.holds == nil:
+		return a.Breakers
+	}
+	return savedBreakers{Registry: a.Breakers, holds: a.console.holds}
+}
+
 // restoreHolds holds again the breakers held when the last process
 // stopped, with their operator, reason and start: the hold's duration
 // counts from when it was placed, and the restore is no new trip

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -219,6 +221,87 @@ func TestConcurrentHoldSavesKeepTheLatestState(t *testing.T) {
 				t.Errorf("keyword after the restart: %+v %+v, want closed (its hold was released)", s, s.Hold)
 			}
 		}
+	}
+}
+
+// TestReleaseReturnsOnceSaved is issue 29 item 2's other interleaving:
+// two actions on one breaker. A breaker's transitions are delivered by
+// whichever goroutine finds its queue idle, so a release made while a
+// hold of the same breaker was still being saved returned at once, its
+// own transition (and save) left to the other goroutine: a kill -9 then
+// found holds.json naming the released hold, which came back at the
+// restart. The API's hold and release return only once the file says
+// what they did.
+func TestReleaseReturnsOnceSaved(t *testing.T) {
+	cfg := embeddedConfig(t)
+	a := newKeptApp(t, cfg)
+	defer a.Close()
+	b := a.APIBreakers()
+	if _, err := b.Hold("vector", breaker.Manual{By: "ops", Note: "rebuild"}); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu      sync.Mutex
+		parkOne = true
+		parked  = make(chan struct{})
+		resume  = make(chan struct{})
+		waiting = make(chan struct{}, 1)
+		armed   bool
+	)
+	restore := app.SetHoldsSaveHook(func(step string) {
+		mu.Lock()
+		switch {
+		case step == app.HoldsRead && parkOne: // the second hold's save: stop it with the file unchanged
+			parkOne = false
+			mu.Unlock()
+			close(parked)
+			<-resume
+			return
+		case step == app.HoldsWaiting && armed: // the release saves too: let the hold's save finish
+			armed = false
+			waiting <- struct{}{}
+		}
+		mu.Unlock()
+	})
+	defer restore()
+	held := make(chan error, 1)
+	go func() {
+		_, err := b.Hold("vector", breaker.Manual{By: "ops", Note: "rebuild, again"})
+		held <- err
+	}()
+	<-parked
+	mu.Lock()
+	armed = true
+	mu.Unlock()
+	released := make(chan error, 1)
+	go func() {
+		_, err := b.ForceCloseBy("vector", breaker.Manual{By: "ops"})
+		released <- err
+	}()
+	select {
+	case err := <-released: // returned while the hold's save was parked
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := os.ReadFile(filepath.Join(cfg.DataDir, app.HoldsFile))
+		close(resume)
+		<-held
+		t.Fatalf("the release returned while holds.json still said %s", raw)
+	case <-waiting:
+		close(resume)
+	}
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(cfg.DataDir, app.HoldsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), "vector") {
+		t.Fatalf("holds.json after the release returned: %s", raw)
 	}
 }
 

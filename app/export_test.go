@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"github.com/ragd/ragd/api"
 	"log/slog"
 	"time"
 
@@ -74,3 +75,6 @@ func SetHoldsSaveHook(f func(step string)) (restore func()) {
 	holdsSaveHook = f
 	return func() { holdsSaveHook = nil }
 }
+
+// APIBreakers is the breakers the API acts on.
+func (a *App) APIBreakers() api.Breakers { return a.apiBreakers() }

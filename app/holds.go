@@ -83,3 +83,38 @@ func (h *holdFile) load() (map[string]breaker.Hold, error) {
 	}
 	return held, nil
 }
+
+// savedBreakers is the breakers as the API acts on them: a hold or a
+// release returns once holds.json says what it did. A breaker's
+// transitions are delivered (and saved, by observeConsole) by whichever
+// goroutine finds its queue idle, so an action made while another action
+// on the same breaker was being delivered returned before its own save,
+// and a kill -9 then lost an acknowledged release (issue 29 item 2). The
+// save after the action reads the state current then, under the writers'
+// lock: it is never older than the action.
+type savedBreakers struct {
+	*breaker.Registry
+	holds *holdFile
+}
+
+// Hold holds the breaker and saves the holds.
+func (b savedBreakers) Hold(name string, m breaker.Manual) (breaker.Snapshot, error) {
+	s, err := b.Registry.Hold(name, m)
+	return s, b.save(err)
+}
+
+// ForceCloseBy closes the breaker, ending a hold, and saves the holds.
+func (b savedBreakers) ForceCloseBy(name string, m breaker.Manual) (breaker.Snapshot, error) {
+	s, err := b.Registry.ForceCloseBy(name, m)
+	return s, b.save(err)
+}
+
+func (b savedBreakers) save(err error) error {
+	if err != nil {
+		return err
+	}
+	if serr := b.holds.save(b.Registry.Snapshot); serr != nil {
+		return fmt.Errorf("app: the maintenance holds were not saved (a restart would not see this change): %w", serr)
+	}
+	return nil
+}

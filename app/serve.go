@@ -19,10 +19,7 @@ import (
 
 // API builds the HTTP API over the wired components.
 func (a *App) API() (*api.Server, error) {
-	var breakers api.Breakers
-	if a.Breakers != nil {
-		breakers = a.Breakers
-	}
+	breakers := a.apiBreakers()
 	var docs spi.Hydrator = a.Vector
 	if a.Vector == nil {
 		docs = firstHydrator(a.Keyword, a.Graph)
