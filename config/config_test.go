@@ -76,6 +76,11 @@ func TestBadFiles(t *testing.T) {
 		"tenant-metrics.bad.yaml": {"auth.public", "auth.keys[1] is bound to a tenant", "role metrics", "auth.keys[2].tenant", "cannot be bound"},
 		"key-space.bad.yaml": {"auth.keys[0].key", "auth.keys[1].key", "whitespace", "never authenticate",
 			"auth.keys[2].key", "control character"},
+		// A key beyond ASCII reads as another in rag.yaml (U+200B is
+		// invisible, U+202E reverses what follows) and authenticates
+		// from some clients only: curl sends UTF-8, Python's http.client
+		// Latin-1 or nothing (it refuses U+200B).
+		"key-ascii.bad.yaml":        {"auth.keys[0].key", "U+200B", "auth.keys[1].key", "U+202E", "auth.keys[2].key", "U+00E9", "ASCII"},
 		"not-mapping.bad.yaml":      {"line 1", "mapping"},
 		"syntax.bad.yaml":           {"(file)"},
 		"listen.bad.yaml":           {"server.listen", "host:port"},
@@ -89,6 +94,9 @@ func TestBadFiles(t *testing.T) {
 	// A space inside a key is sent as it is, and works.
 	if _, err := parseFile(t, "testdata/key-space.bad.yaml"); err == nil || strings.Contains(err.Error(), "auth.keys[3]") {
 		t.Errorf("key-space.bad.yaml: %v; want keys 0-2 refused and key 3 (an inner space) accepted", err)
+	}
+	if _, err := parseFile(t, "testdata/key-ascii.bad.yaml"); err == nil || strings.Contains(err.Error(), "auth.keys[3]") {
+		t.Errorf("key-ascii.bad.yaml: %v; want keys 0-2 refused and key 3 accepted", err)
 	}
 	files, _ := filepath.Glob("testdata/*.bad.yaml")
 	if len(files) != len(want) {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/ragd/ragd/embedder/builtin/modelcache"
 	"github.com/ragd/ragd/spi"
@@ -316,6 +317,12 @@ func (c *Config) Validate() error {
 			bad(p+".key", "must not begin or end with whitespace: a request cannot send it, so the key would never authenticate")
 		case strings.ContainsFunc(key.Key, unicode.IsControl):
 			bad(p+".key", "must not hold a control character: an Authorization header cannot carry it")
+		case strings.ContainsFunc(key.Key, func(r rune) bool { return r > unicode.MaxASCII }):
+			// Header bytes beyond ASCII are sent as each client encodes
+			// them (curl UTF-8, Python's http.client Latin-1, or not at
+			// all), and U+200B or U+202E read in rag.yaml as another key.
+			r, _ := utf8.DecodeRuneInString(key.Key[strings.IndexFunc(key.Key, func(r rune) bool { return r > unicode.MaxASCII }):])
+			bad(p+".key", "must be ASCII, got U+%04X: clients send other characters in an Authorization header differently (UTF-8, Latin-1, or not at all), and some are invisible", r)
 		case len(key.Key) < 16:
 			bad(p+".key", "must be at least 16 characters")
 		}
