@@ -79,8 +79,9 @@ func TestBadFiles(t *testing.T) {
 		// A key beyond ASCII reads as another in rag.yaml (U+200B is
 		// invisible, U+202E reverses what follows) and authenticates
 		// from some clients only: curl sends UTF-8, Python's http.client
-		// Latin-1 or nothing (it refuses U+200B).
-		"key-ascii.bad.yaml":        {"auth.keys[0].key", "U+200B", "auth.keys[1].key", "U+202E", "auth.keys[2].key", "U+00E9", "ASCII"},
+		// Latin-1 or nothing (it refuses U+200B). A key's name is shown
+		// as who held a breaker: a hold reason's rule.
+		"key-ascii.bad.yaml":        {"auth.keys[0].key", "U+200B", "auth.keys[1].key", "U+202E", "auth.keys[2].key", "U+00E9", "ASCII", "auth.keys[4].name", "U+202E at byte 2", "auth.keys[5].name", "control character U+001B"},
 		"not-mapping.bad.yaml":      {"line 1", "mapping"},
 		"syntax.bad.yaml":           {"(file)"},
 		"listen.bad.yaml":           {"server.listen", "host:port"},

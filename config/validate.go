@@ -326,6 +326,13 @@ func (c *Config) Validate() error {
 		case len(key.Key) < 16:
 			bad(p+".key", "must be at least 16 characters")
 		}
+		// The name is what the timeline, the console and `ragd status`
+		// show as who held or forced a breaker: the rule of a hold's
+		// reason (no control character, nothing invisible, no
+		// bidirectional override that would reorder what operators read).
+		if err := spi.ValidateNote(key.Name); err != nil {
+			bad(p+".name", "%s", strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": "))
+		}
 		if seen[key.Key] && key.Key != "" {
 			bad(p+".key", "duplicates another key")
 		}
