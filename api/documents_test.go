@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
@@ -602,5 +603,58 @@ func TestOversizedDocumentsAreNotDecoded(t *testing.T) {
 	d := wantError(t, e.do(http.MethodPost, "/v1/documents", body), http.StatusBadRequest, api.CodeDuplicateID)
 	if d.Field != "documents[1].id" {
 		t.Fatalf("duplicate id at %q, want documents[1].id", d.Field)
+	}
+}
+
+// The walk that finds oversized documents and what stands in for them
+// keep every other document as sent, however the body is laid out:
+// random batches, random whitespace between tokens, escaped ids, several
+// oversized documents anywhere; each oversized one fails alone and every
+// other one is stored with its text.
+func TestOversizedDocumentsKeepTheOthers(t *testing.T) {
+	lim := ingest.Limits{}.WithDefaults()
+	rng := rand.New(rand.NewPCG(29, 3))
+	ws := func() string { return []string{"", " ", "\n", "\t ", "\r\n  "}[rng.IntN(5)] }
+	for round := range 40 {
+		e := newEnv(t, func(c *api.Config) { c.Ingest.MaxDocsPerRequest = 20 })
+		n := 1 + rng.IntN(8)
+		var parts []string
+		want := make([]string, n)
+		for i := range n {
+			id := fmt.Sprintf("r%d-d%d-\\u00e9", round, i)
+			members := []string{`"id"` + ws() + ":" + ws() + `"` + id + `"`, `"text"` + ws() + ":" + ws() + fmt.Sprintf(`"text %d"`, i)}
+			want[i] = fmt.Sprintf("r%d-d%d-é:ok", round, i)
+			switch rng.IntN(4) {
+			case 0: // too many metadata keys
+				keys := make([]string, lim.MaxMetadataKeys+1+rng.IntN(3))
+				for k := range keys {
+					keys[k] = fmt.Sprintf(`"k%d"%s:%s%d`, k, ws(), ws(), k)
+				}
+				members = append(members, `"metadata":{`+strings.Join(keys, ","+ws())+`}`)
+				want[i] = fmt.Sprintf("r%d-d%d-é:failed:invalid_metadata", round, i)
+			case 1: // within the bounds
+				members = append(members, `"metadata":{"lang":"en","tags":[1,2,3]}`, `"entities":["a","b"]`)
+			}
+			rng.Shuffle(len(members), func(a, b int) { members[a], members[b] = members[b], members[a] })
+			parts = append(parts, "{"+ws()+strings.Join(members, ws()+","+ws())+ws()+"}")
+		}
+		body := "{" + ws() + `"documents"` + ws() + ":" + ws() + "[" + ws() + strings.Join(parts, ws()+","+ws()) + ws() + "]" + ws() + "}"
+		rec := e.do(http.MethodPost, "/v1/documents", body)
+		var resp api.BatchResponse
+		if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
+			t.Fatalf("round %d: %d %s", round, rec.Code, rec.Body)
+		}
+		if got := statuses(resp.Results); got != strings.Join(want, " ") {
+			t.Fatalf("round %d: body %s\n got %q\nwant %q", round, body, got, strings.Join(want, " "))
+		}
+		for i := range n {
+			if !strings.HasSuffix(want[i], ":ok") {
+				continue
+			}
+			d, ok := e.store.get(fmt.Sprintf("r%d-d%d-é", round, i))
+			if !ok || d.Text != fmt.Sprintf("text %d", i) {
+				t.Fatalf("round %d: document %d stored as %+v (%v)", round, i, d, ok)
+			}
+		}
 	}
 }
