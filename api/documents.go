@@ -75,7 +75,12 @@ func (s *Server) upsertDocuments() echo.HandlerFunc {
 			return err
 		}
 		// A document failing on a count is not decoded: what stands in
-		// for it keeps its id (for duplicate_id) and fails it alone.
+		// for it keeps its id (for duplicate_id) and fails it alone. The
+		// body's text is checked whole first: invalid UTF-8 or a lone
+		// surrogate anywhere fails the request, as before.
+		if e := strictjson.CheckText(body, "request body"); e != nil {
+			return badJSON(e)
+		}
 		over := findOversized(body, s.docLimits())
 		if over != nil {
 			body = standIn(body, over)

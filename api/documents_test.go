@@ -598,6 +598,12 @@ func TestOversizedDocumentsAreNotDecoded(t *testing.T) {
 			t.Errorf("document %s written: %v, want %v", id, ok, want)
 		}
 	}
+	// Text that is not a character anywhere, an oversized document
+	// included, still fails the request.
+	for _, bad := range []string{"\xff", `\ud800`} {
+		body := `{"documents":[{"id":"x","text":"y"},{"id":"z","text":"` + bad + `","metadata":{` + keys + `}}]}`
+		wantError(t, e.do(http.MethodPost, "/v1/documents", body), http.StatusBadRequest, api.CodeMalformedJSON)
+	}
 	// The id of a document that failed on a count still may not repeat.
 	body := `{"documents":[{"id":"x","text":"y"},{"id":"x","metadata":{` + keys + `}}]}`
 	d := wantError(t, e.do(http.MethodPost, "/v1/documents", body), http.StatusBadRequest, api.CodeDuplicateID)

@@ -131,6 +131,11 @@ func Unambiguous(data []byte, subject string) *Error {
 	return Check(data, nil)
 }
 
+// CheckText refuses data that is not valid UTF-8 or holds an escaped lone
+// surrogate (malformed_json, with the byte), as Decode does first: for a
+// caller that reads parts of a text on its own before decoding the rest.
+func CheckText(data []byte, subject string) *Error { return textError(data, subject) }
+
 // textError refuses text that is not valid UTF-8 or holds an escaped lone
 // surrogate, which encoding/json would both read as U+FFFD.
 func textError(data []byte, subject string) *Error {
