@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
-	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -108,7 +107,10 @@ func findOversized(body []byte, lim ingest.Limits) map[int]*oversized {
 	if !openObject(d) {
 		return nil
 	}
-	var out map[int]*oversized
+	var (
+		out     map[int]*oversized
+		scratch []byte // a member's name, reused
+	)
 	for d.PeekKind() == '"' {
 		name, err := d.ReadToken()
 		if err != nil {
@@ -130,7 +132,7 @@ func findOversized(body []byte, lim ingest.Limits) map[int]*oversized {
 				}
 				continue
 			}
-			o, ok := walkDocument(d, body, lim)
+			o, ok := walkDocument(d, body, lim, &scratch)
 			if !ok {
 				return nil
 			}
@@ -148,13 +150,13 @@ func findOversized(body []byte, lim ingest.Limits) map[int]*oversized {
 // walkDocument reads the next document (an object) and returns
 // it as oversized when a count passes its bound; ok is false for input
 // the walk leaves to the decoder.
-func walkDocument(d *jsontext.Decoder, body []byte, lim ingest.Limits) (o *oversized, ok bool) {
+func walkDocument(d *jsontext.Decoder, body []byte, lim ingest.Limits, scratch *[]byte) (o *oversized, ok bool) {
 	start := itemStart(d, body)
 	if _, err := d.ReadToken(); err != nil {
 		return nil, false
 	}
 	var (
-		id      []byte
+		id      []byte // the raw id, within body (nothing is copied)
 		unknown []byte // the first unknown member, as it stands in
 		why     *ingest.Result
 	)
@@ -164,21 +166,31 @@ func walkDocument(d *jsontext.Decoder, body []byte, lim ingest.Limits) (o *overs
 		}
 	}
 	for d.PeekKind() == '"' {
-		tok, err := d.ReadToken()
+		// The name as raw bytes: a token's string would cost an
+		// allocation per member of every document of every batch.
+		raw, err := d.ReadValue()
 		if err != nil {
 			return nil, false
 		}
-		name := tok.String()
+		// Copied: raw is valid until the next read only.
+		name := append((*scratch)[:0], raw[1:len(raw)-1]...)
+		if bytes.IndexByte(name, '\\') >= 0 {
+			if name, err = jsontext.AppendUnquote(name[:0], raw); err != nil {
+				return nil, false
+			}
+		}
+		*scratch = name
 		kind := d.PeekKind()
 		switch {
-		case name == "id" && kind == '"':
+		case string(name) == "id" && kind == '"':
 			v, err := d.ReadValue()
 			if err != nil {
 				return nil, false
 			}
-			id = bytes.Clone(v)
+			end := d.InputOffset()
+			id = body[end-int64(len(v)) : end]
 			continue
-		case name == "metadata" && kind == '{':
+		case string(name) == "metadata" && kind == '{':
 			n, list, items, ok := walkMetadata(d, body, lim.MaxMetadataListItems)
 			switch {
 			case !ok:
@@ -189,19 +201,19 @@ func walkDocument(d *jsontext.Decoder, body []byte, lim ingest.Limits) (o *overs
 				fail(ingest.CodeInvalidMetadata, "metadata list of key %q has %d items, at most %d allowed", list, items, lim.MaxMetadataListItems)
 			}
 			continue
-		case (name == "entities" || name == "links") && kind == '[':
+		case (string(name) == "entities" || string(name) == "links") && kind == '[':
 			n, ok := countMembers(d, '[')
 			if !ok {
 				return nil, false
 			}
-			if max := map[string]int{"entities": lim.MaxEntities, "links": lim.MaxLinks}[name]; n > max {
+			if max := map[string]int{"entities": lim.MaxEntities, "links": lim.MaxLinks}[string(name)]; n > max {
 				fail(ingest.CodeInvalidEntities, "%d %s, at most %d allowed", n, name, max)
 			}
 			continue
-		case !strictjson.HasMember(documentType, name) && unknown == nil: // the decoder names the first one
+		case unknown == nil && !strictjson.HasMember(documentType, string(name)): // the decoder names the first one
 			fail(DocUnknownField, "")
 			unknown, _ = jsontext.AppendQuote(nil, name)
-			if strings.EqualFold(name, "id") && kind == '"' {
+			if bytes.EqualFold(name, []byte("id")) && kind == '"' {
 				// {"ID": "f"}: the result still names the document.
 				v, err := d.ReadValue()
 				if err != nil {
