@@ -2,8 +2,10 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -24,8 +26,8 @@ import (
 // decoder, which reports it.
 
 // newWalk is a token reader over body that builds nothing: no set of
-// names per object (the decoder checks them), invalid UTF-8 left to the
-// decoder too.
+// names per object (the decoder checks them), and no UTF-8 check (the
+// handler checks the whole text first, strictjson.CheckText).
 func newWalk(body []byte) *jsontext.Decoder {
 	return jsontext.NewDecoder(bytes.NewReader(body), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 }
@@ -99,9 +101,9 @@ var documentType = reflect.TypeFor[spi.Document]()
 // more than the batch limit: checkBatchSize ran first) and returns, by
 // index, those that pass a count of the ingest limits (metadata keys, a
 // metadata list's items, entities, links), or hold a member a document
-// does not have: decoding
-// them would build the whole value before the failure is known. nil when
-// there are none, or when the body is not well-formed enough to walk.
+// does not have: decoding them would build the whole value before the
+// failure is known. nil when there are none, or when the body is not
+// well-formed enough to walk (the decoder then says why).
 func findOversized(body []byte, lim ingest.Limits) map[int]*oversized {
 	d := newWalk(body)
 	if !openObject(d) {
@@ -329,12 +331,7 @@ func standIn(body []byte, over map[int]*oversized) []byte {
 	for _, o := range over {
 		spans = append(spans, span{o.start, o.end, o.stand})
 	}
-	// In body order.
-	for i := 1; i < len(spans); i++ {
-		for j := i; j > 0 && spans[j].start < spans[j-1].start; j-- {
-			spans[j], spans[j-1] = spans[j-1], spans[j]
-		}
-	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) }) // in body order
 	out := make([]byte, 0, len(body))
 	var at int64
 	for _, s := range spans {
