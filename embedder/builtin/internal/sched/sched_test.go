@@ -315,11 +315,15 @@ func TestRunFailure(t *testing.T) {
 }
 
 // ServiceTime is a query pass's wall time divided by its queries, averaged
-// over recent passes (fake clock: 8ms a reading, so each pass takes 8ms).
+// over recent passes; the stats count each pass by its size and each query
+// by its wait from Do to its pass's start (a clock the test sets: a query
+// alone waits 0, four queued 3ms into an 8ms pass wait 5ms each).
 func TestServiceTime(t *testing.T) {
 	var mu sync.Mutex
-	now := time.Unix(1e9, 0)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); now = now.Add(8 * time.Millisecond); return now }
+	t0 := time.Unix(1e9, 0)
+	now := t0
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	set := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = t0.Add(d) }
 	h := newHarness(sched.Config{Now: clock})
 	ctx := context.Background()
 	if st := h.s.ServiceTime(); st != 0 {
@@ -327,21 +331,32 @@ func TestServiceTime(t *testing.T) {
 	}
 	a := h.do(ctx, sched.Query, 1)
 	h.pass(t, 1)
+	set(3 * time.Millisecond)
 	var rest []<-chan result
 	for i := range 4 {
 		rest = append(rest, h.do(ctx, sched.Query, int32(2+i)))
 	}
+	set(8 * time.Millisecond)
 	h.f.release <- nil
 	want(t, a, 1)
+	h.pass(t, 2, 3, 4, 5)
 	if st := h.s.ServiceTime(); st != 8*time.Millisecond {
 		t.Fatalf("ServiceTime after a pass of 1 in 8ms = %v, want 8ms", st)
 	}
-	h.pass(t, 2, 3, 4, 5)
+	set(16 * time.Millisecond)
 	h.f.release <- nil
 	for i, ch := range rest {
 		want(t, ch, int32(2+i))
 	}
 	if st := h.s.ServiceTime(); st != 7250*time.Microsecond { // 8ms + (2ms-8ms)/8
 		t.Fatalf("ServiceTime after a pass of 4 in 8ms = %v, want 7.25ms", st)
+	}
+	st := h.s.Stats()
+	var sizes [len(sched.SizeBuckets) + 1]uint64
+	sizes[0], sizes[3] = 1, 1 // a pass of 1, a pass of 4 (bucket ≤ 4)
+	var waits [len(sched.WaitBuckets) + 1]uint64
+	waits[0], waits[4] = 1, 4 // 0 (≤ 100µs), four of 5ms (≤ 5ms)
+	if st.QueryPasses != 2 || st.QuerySeqs != 5 || st.Sizes != sizes || st.Waits != waits || st.Waited != 20*time.Millisecond {
+		t.Fatalf("stats %+v, want 2 query passes of 5 sequences, sizes %v, waits %v, 20ms waited", st, sizes, waits)
 	}
 }
