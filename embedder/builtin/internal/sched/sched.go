@@ -2,25 +2,24 @@
 // that wait together run as one pass (dynamic micro-batching), documents run
 // in short chunks behind them.
 //
-// One pass uses every core (the encoder splits its matrix multiplies across
-// threads), so passes run one at a time (Config.Workers, default 1). A job
-// that finds no pass running starts one at once: a lone query never waits.
-// Jobs that arrive while a pass runs queue; when it ends, the next pass takes
-// every queued query, in arrival order, up to MaxBatch sequences and
-// MaxTokens tokens. The window in which concurrent queries join one pass is
-// therefore the pass before it (no timer: an idle encoder never waits for
-// company). Documents run only when no query waits, one job (a chunk the
-// caller keeps short) a pass, so a query waits behind at most one document
-// chunk.
+// Up to Config.Workers passes run at once (default 1). A job that finds a
+// worker free starts a pass at once: a lone query never waits. Jobs that
+// arrive while every worker runs a pass queue; when a pass ends, the next
+// pass takes every queued query, in arrival order, up to MaxBatch sequences
+// and MaxTokens tokens. The window in which concurrent queries join one
+// pass is therefore the pass before it (no timer: an idle encoder never
+// waits for company). Documents run only when no query waits, one job (a
+// chunk the caller keeps short) a pass, so a query waits behind at most one
+// document chunk.
 //
 // There is no worker while there is no work: the first job starts a
 // goroutine, which runs passes until both queues are empty and then ends.
 // Nothing needs closing.
 //
 // The scheduler measures its passes: ServiceTime is the recent wall time of
-// a query pass divided by the queries in it, the cost of one more queued
-// query under the current batching, from which a guard computes a query's
-// expected wait.
+// a query pass divided by the queries in it and by the workers, the cost of
+// one more queued query under the current batching, from which a guard
+// computes a query's expected wait.
 package sched
 
 import (
@@ -44,9 +43,10 @@ const (
 
 // Config configures a Scheduler.
 type Config struct {
-	// Run runs one forward pass over seqs and returns one vector per
-	// sequence, in order. It is called from one goroutine per worker.
-	Run func(seqs [][]int32) ([][]float32, error)
+	// Run runs one forward pass over seqs, jobs of priority p, and returns
+	// one vector per sequence, in order. It is called from one goroutine
+	// per worker, so up to Workers calls run at once.
+	Run func(seqs [][]int32, p Priority) ([][]float32, error)
 	// MaxBatch is the most query sequences in one pass; 0 means 16.
 	MaxBatch int
 	// MaxTokens is the most tokens in one query pass; 0 means 2048. A single
@@ -253,7 +253,7 @@ func (s *Scheduler) pass(batch []*job, p Priority) {
 			s.observeWait(start.Sub(j.queued))
 		}
 	}
-	out, err := s.run(seqs)
+	out, err := s.run(seqs, p)
 	took := s.cfg.Now().Sub(start)
 	s.passes.Add(1)
 	if p == Query && err == nil {
@@ -276,13 +276,13 @@ func (s *Scheduler) pass(batch []*job, p Priority) {
 
 // run calls Config.Run, turning a panic or a wrong count into an error so
 // that one bad pass fails its jobs, not the process or the worker.
-func (s *Scheduler) run(seqs [][]int32) (out [][]float32, err error) {
+func (s *Scheduler) run(seqs [][]int32, p Priority) (out [][]float32, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			out, err = nil, fmt.Errorf("%w: panic: %v", ErrRun, v)
 		}
 	}()
-	out, err = s.cfg.Run(seqs)
+	out, err = s.cfg.Run(seqs, p)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%w: %w", ErrRun, err)
@@ -344,9 +344,11 @@ func (s *Scheduler) SetTestHooks(queued func(Priority), pass func(p Priority, se
 }
 
 // ServiceTime is what one more queued query adds to the wait, as recently
-// measured: a query pass's wall time divided by its queries (0 before the
-// first pass).
-func (s *Scheduler) ServiceTime() time.Duration { return time.Duration(s.perItem.Load()) }
+// measured: a query pass's wall time divided by its queries and by the
+// workers that run passes side by side (0 before the first pass).
+func (s *Scheduler) ServiceTime() time.Duration {
+	return time.Duration(s.perItem.Load() / int64(s.cfg.Workers))
+}
 
 // Stats are a scheduler's counters.
 type Stats struct {
