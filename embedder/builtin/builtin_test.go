@@ -171,9 +171,10 @@ func TestConcurrentEmbed(t *testing.T) {
 }
 
 // TestEmbedCancelledBetweenBatches: a ctx cancelled while a batch runs stops
-// the call before the next batch, with the ctx's error.
+// the call before the next batch, with the ctx's error (one pass at a
+// time; TestDocumentChunksSideBySide has two).
 func TestEmbedCancelledBetweenBatches(t *testing.T) {
-	m, err := builtin.Open(builtin.Config{Dir: "testdata/tiny"})
+	m, err := builtin.Open(builtin.Config{Dir: "testdata/tiny", Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
