@@ -250,7 +250,7 @@ embed_bench() {
       --queries "$data/queries.jsonl" --docs 4 --rounds 1 --query-runs 1 --threads 2 --clients 1,2,8,32 --client-seconds "${BENCH_ORT_SECONDS:-8}" 2>/dev/null)
     echo "${ortload[$p]}" >&2
   done
-  kern=$(cd embedder/builtin && RAG_TEST_MODEL_DIR="$model" "$tmp/builtin.test" -test.run '^$' -test.bench 'EmbedQueryBatch/int8/threads1/batch1$' -test.benchtime 1x -test.v 2>&1 |
+  kern=$(cd embedder/builtin && RAG_TEST_MODEL_DIR="$model" "$tmp/builtin.test" -test.run '^$' -test.bench 'EmbedQueryBatch/int8/batch1$' -test.benchtime 1x -test.v 2>&1 |
     sed -n 's/.*kernel \([a-z0-9]*\), int8 kernel \([a-z0-9]*\).*/fp32 kernel \1, int8 kernel \2/p' | head -1)
   echo "## built-in embedder vs ONNX Runtime, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
   echo

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -127,33 +126,31 @@ func BenchmarkEmbedQueryBatch(b *testing.B) {
 	queries := benchTexts(b, "RAG_BENCH_QUERIES", 200, 12)
 	ctx := context.Background()
 	for _, prec := range []string{"fp32", "int8"} {
-		for _, threads := range slices.Compact([]int{runtime.GOMAXPROCS(0), 1}) {
-			m, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(b), Precision: prec, Threads: threads})
-			if err != nil {
-				b.Fatal(err)
-			}
-			for _, n := range []int{1, 4, 8, 16} {
-				b.Run(fmt.Sprintf("%s/threads%d/batch%d", prec, threads, n), func(b *testing.B) {
-					b.Logf("kernel %s, int8 kernel %s", kernel.KernelName(), kernel.QKernelName())
-					i := 0
-					cpu0 := cpuTime()
-					for b.Loop() {
-						batch := make([]string, n)
-						for j := range batch {
-							batch[j] = queries[i%len(queries)]
-							i++
-						}
-						if _, err := m.Queries().Embed(ctx, batch); err != nil {
-							b.Fatal(err)
-						}
-					}
-					q := float64(n * b.N)
-					b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/q, "cpu-ms/query")
-					b.ReportMetric(q/b.Elapsed().Seconds(), "queries/s")
-				})
-			}
-			m.Close()
+		m, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(b), Precision: prec})
+		if err != nil {
+			b.Fatal(err)
 		}
+		for _, n := range []int{1, 4, 8, 16} {
+			b.Run(fmt.Sprintf("%s/batch%d", prec, n), func(b *testing.B) {
+				b.Logf("kernel %s, int8 kernel %s", kernel.KernelName(), kernel.QKernelName())
+				i := 0
+				cpu0 := cpuTime()
+				for b.Loop() {
+					batch := make([]string, n)
+					for j := range batch {
+						batch[j] = queries[i%len(queries)]
+						i++
+					}
+					if _, err := m.Queries().Embed(ctx, batch); err != nil {
+						b.Fatal(err)
+					}
+				}
+				q := float64(n * b.N)
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/q, "cpu-ms/query")
+				b.ReportMetric(q/b.Elapsed().Seconds(), "queries/s")
+			})
+		}
+		m.Close()
 	}
 }
 
