@@ -2,12 +2,10 @@ package builtin_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/ragd/ragd/embedder/builtin"
 )
@@ -16,10 +14,10 @@ import (
 // next pass (one forward pass over all their tokens), and each gets the
 // vector it gets alone. The first pass is held by a hook until every other
 // query is queued, so the batch is known, not hoped for. One pass at a time
-// (Threads 1): with more, the next query would start a pass of its own
+// (Passes 1): with more, the next query would start a pass of its own
 // beside the held one (sched's TestWorkers).
 func TestQueriesShareAPass(t *testing.T) {
-	m, err := builtin.Open(builtin.Config{Dir: "testdata/tiny", Threads: 1})
+	m, err := builtin.Open(builtin.Config{Dir: "testdata/tiny", Passes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,60 +127,6 @@ func TestDocumentsChunkedByLength(t *testing.T) {
 		}
 		if c := cosine(got[i], one[0]); c < 0.999999 {
 			t.Fatalf("text %d: vector in a chunk has cosine %v with the text alone (order lost?)", i, c)
-		}
-	}
-}
-
-// TestDocumentChunksSideBySide: with Threads 2 a documents call keeps two
-// chunks running at once: the first chunk's pass is held until a second
-// pass has started beside it (one chunk at a time would never start it,
-// and the test would fail at its bound). The vectors still come back in
-// the caller's order.
-func TestDocumentChunksSideBySide(t *testing.T) {
-	m, err := builtin.Open(builtin.Config{Dir: "testdata/tiny", Threads: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	ctx := context.Background()
-	texts := make([]string, 4*builtin.DocumentBatchTokens/24) // 4 chunks of full texts
-	for i := range texts {
-		texts[i] = fmt.Sprintf("text %d ", i) + strings.Repeat("flow ", 40)
-	}
-	second := make(chan struct{})
-	var mu sync.Mutex
-	passes := 0
-	builtin.SetSchedHooks(m, nil, func(query bool, n int) {
-		mu.Lock()
-		passes++
-		p := passes
-		mu.Unlock()
-		switch p {
-		case 1:
-			select {
-			case <-second:
-			case <-time.After(time.Minute):
-				t.Error("no second document pass started beside the first")
-			}
-		case 2:
-			close(second)
-		}
-	})
-	got, err := m.Documents().Embed(ctx, texts)
-	builtin.SetSchedHooks(m, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if passes < 4 {
-		t.Fatalf("%d passes, want at least 4 chunks", passes)
-	}
-	for _, i := range []int{0, len(texts) / 2, len(texts) - 1} {
-		one, err := m.Documents().Embed(ctx, []string{texts[i]})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c := cosine(got[i], one[0]); c < 0.999999 {
-			t.Fatalf("text %d: vector from side-by-side chunks has cosine %v with the text alone (order lost?)", i, c)
 		}
 	}
 }

@@ -12,11 +12,11 @@
 //
 // Texts are tokenised (in the caller's goroutine), truncated at
 // max_seq_length and run through the encoder by a scheduler (package
-// internal/sched), up to Config.Threads passes at once, each on one
-// goroutine: the queries waiting together run as one forward pass (dynamic
+// internal/sched), up to GOMAXPROCS passes at once: the queries waiting
+// together run as one forward pass on one goroutine (dynamic
 // micro-batching; a lone query starts at once on a free worker), documents
-// in chunks of about DocumentBatchTokens tokens, sorted by length, that run
-// only while no query waits.
+// in chunks of about DocumentBatchTokens tokens, sorted by length, each
+// split over Config.Threads goroutines, that run only while no query waits.
 // A pass concatenates its texts' tokens without padding; vectors are pooled
 // and, when the model says so, L2-normalised.
 package builtin
@@ -29,8 +29,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/ragd/ragd/embedder/builtin/bert"
 	"github.com/ragd/ragd/embedder/builtin/internal/kernel"
@@ -72,16 +70,18 @@ type Config struct {
 	// sentence_bert_config.json's max_seq_length (else the model's
 	// max_position_embeddings).
 	MaxSeqLength int
-	// Threads is the most forward passes that run at once, each on one
-	// goroutine; 0 means runtime.GOMAXPROCS(0). A pass split over
-	// goroutines would wait at every layer for the slowest of them (on a
-	// busy machine, for one the OS or the Go scheduler put aside); passes
-	// side by side do not wait for each other.
+	// Threads is the number of goroutines one document pass uses; 0 means
+	// runtime.GOMAXPROCS(0). A query pass uses one: queries are short, a
+	// pass split over goroutines waits at every layer for the slowest of
+	// them, and up to GOMAXPROCS query passes run side by side instead.
 	Threads int
 	// Precision of the encoder's linear layers: "fp32" (the reference) or
 	// "int8" (dynamic quantisation, package bert); "" means
 	// DefaultPrecision().
 	Precision string
+	// Passes is the most forward passes that run at once; 0 means
+	// runtime.GOMAXPROCS(0).
+	Passes int
 }
 
 // DefaultPrecision is the precision of a Config that leaves it out: "int8"
@@ -105,7 +105,7 @@ func precisionFor(qkernel string) string {
 
 // Model is a loaded built-in model. It is safe for concurrent use.
 type Model struct {
-	cfg       Config // prefixes, MaxSeqLength and Threads resolved
+	cfg       Config // prefixes, MaxSeqLength, Threads and Passes resolved
 	enc       *bert.Model
 	tok       *wordpiece.Tokenizer
 	lay       layout
@@ -130,6 +130,9 @@ func Open(cfg Config) (*Model, error) {
 	if cfg.Threads <= 0 {
 		cfg.Threads = runtime.GOMAXPROCS(0)
 	}
+	if cfg.Passes <= 0 {
+		cfg.Passes = runtime.GOMAXPROCS(0)
+	}
 	if cfg.Precision == "" {
 		cfg.Precision = DefaultPrecision()
 	}
@@ -139,7 +142,7 @@ func Open(cfg Config) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("builtin: %s: %w", cfg.Dir, err)
 	}
-	enc, err := bert.Load(cfg.Dir, bert.Options{Threads: 1, Precision: bert.Precision(cfg.Precision)})
+	enc, err := bert.Load(cfg.Dir, bert.Options{Threads: cfg.Threads, Precision: bert.Precision(cfg.Precision)})
 	if err != nil {
 		return nil, fmt.Errorf("builtin: %w", err)
 	}
@@ -163,14 +166,18 @@ func Open(cfg Config) (*Model, error) {
 	m.documents = roleEmbedder{m: m, prefix: cfg.DocumentPrefix, prio: sched.Document}
 	m.queries = roleEmbedder{m: m, prefix: cfg.QueryPrefix, prio: sched.Query}
 	m.sched = sched.New(sched.Config{
-		Run: func(seqs [][]int32, _ sched.Priority) ([][]float32, error) {
-			return m.enc.Embed(seqs, m.lay.pooling, m.lay.normalize)
+		Run: func(seqs [][]int32, p sched.Priority) ([][]float32, error) {
+			threads := cfg.Threads
+			if p == sched.Query {
+				threads = 1
+			}
+			return m.enc.EmbedThreads(seqs, m.lay.pooling, m.lay.normalize, threads)
 		},
 		MaxBatch:  QueryBatch,
 		MaxTokens: BatchTokens,
-		// Threads passes at once, one goroutine each (docs/embedders.md,
-		// "How the encoder runs").
-		Workers: cfg.Threads,
+		// As many passes at once as there are cores: query passes run on
+		// one goroutine each (docs/embedders.md, "How the encoder runs").
+		Workers: cfg.Passes,
 	})
 	return m, nil
 }
@@ -294,64 +301,32 @@ func (m *Model) embed(ctx context.Context, texts []string, prefix string, prio s
 		slices.SortStableFunc(order, func(a, b int) int { return len(seqs[a]) - len(seqs[b]) })
 	}
 	out := make([][]float32, len(texts))
-	// run embeds order[lo:hi] as one job.
-	run := func(ctx context.Context, lo, hi int) error {
-		chunk := make([][]int32, hi-lo)
-		for k := range chunk {
-			chunk[k] = seqs[order[lo+k]]
+	chunk := make([][]int32, 0, 64)
+	for lo := 0; lo < len(order); {
+		chunk = chunk[:0]
+		hi, tokens := lo, 0
+		for hi < len(order) && (hi == lo || tokens+len(seqs[order[hi]]) <= limit) {
+			chunk = append(chunk, seqs[order[hi]])
+			tokens += len(seqs[order[hi]])
+			hi++
 		}
 		vecs, err := m.sched.Do(ctx, prio, chunk)
 		if err != nil {
-			return err
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			// The tokenizer only makes ids of its vocabulary and the
+			// truncation keeps sequences within the model: an error here is
+			// a model whose files disagree.
+			return nil, fmt.Errorf("builtin: %w", err)
 		}
 		for k, v := range vecs {
 			out[order[lo+k]] = v
 		}
+		lo = hi
 		if testHookBatchDone != nil {
 			testHookBatchDone()
 		}
-		return nil
-	}
-	// Query chunks run one after the other (a query call of more than
-	// BatchTokens is rare); a documents call keeps up to Threads chunks
-	// queued or running, so a bulk ingest fills every worker. ctx (and the
-	// first failure) is checked before each chunk is handed over.
-	var err error
-	if prio == sched.Document && m.cfg.Threads > 1 {
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(m.cfg.Threads)
-		for lo, hi := 0, 0; lo < len(order) && gctx.Err() == nil; lo = hi {
-			hi = m.chunkEnd(seqs, order, lo, limit)
-			g.Go(func() error { return run(gctx, lo, hi) })
-		}
-		err = g.Wait()
-	} else {
-		for lo, hi := 0, 0; lo < len(order) && err == nil; lo = hi {
-			if err = ctx.Err(); err == nil {
-				hi = m.chunkEnd(seqs, order, lo, limit)
-				err = run(ctx, lo, hi)
-			}
-		}
-	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	if err != nil {
-		// The tokenizer only makes ids of its vocabulary and the
-		// truncation keeps sequences within the model: an error here is
-		// a model whose files disagree.
-		return nil, fmt.Errorf("builtin: %w", err)
 	}
 	return out, nil
-}
-
-// chunkEnd is the end of the chunk of order starting at lo: whole texts up
-// to limit tokens, at least one.
-func (m *Model) chunkEnd(seqs [][]int32, order []int, lo, limit int) int {
-	hi, tokens := lo, 0
-	for hi < len(order) && (hi == lo || tokens+len(seqs[order[hi]]) <= limit) {
-		tokens += len(seqs[order[hi]])
-		hi++
-	}
-	return hi
 }

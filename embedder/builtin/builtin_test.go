@@ -171,10 +171,9 @@ func TestConcurrentEmbed(t *testing.T) {
 }
 
 // TestEmbedCancelledBetweenBatches: a ctx cancelled while a batch runs stops
-// the call before the next batch, with the ctx's error (one pass at a
-// time; TestDocumentChunksSideBySide has two).
+// the call before the next batch, with the ctx's error.
 func TestEmbedCancelledBetweenBatches(t *testing.T) {
-	m, err := builtin.Open(builtin.Config{Dir: "testdata/tiny", Threads: 1})
+	m, err := builtin.Open(builtin.Config{Dir: "testdata/tiny"})
 	if err != nil {
 		t.Fatal(err)
 	}
