@@ -53,5 +53,5 @@ func openBuiltin(ctx context.Context, cfg *config.Config, o EmbedderOptions) (*E
 		slog.Int("dimension", m.Dimension()), slog.Int("max_seq_length", m.MaxSeqLength()), slog.String("precision", m.Precision()),
 		slog.Duration("query_service_time", m.QueryServiceTime()))
 	return &Embedders{Document: m.Documents(), Query: m.Queries(), Identity: m.Identity(), CPU: true,
-		ServiceTime: m.QueryServiceTime, closers: []io.Closer{m}}, nil
+		ServiceTime: m.QueryServiceTime, Metrics: builtin.NewCollector(m), closers: []io.Closer{m}}, nil
 }

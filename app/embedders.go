@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/ragd/ragd/config"
@@ -50,7 +51,10 @@ type Embedders struct {
 	// Fallback is set when the hashing embedder stands in for a missing
 	// built-in model (EmbedderOptions.Fallback).
 	Fallback *Fallback
-	closers  []io.Closer
+	// Metrics, when set, exports the model's own figures (the built-in
+	// one's passes, batch sizes and waits).
+	Metrics prometheus.Collector
+	closers []io.Closer
 }
 
 // Kind is the kind of embedder actually running: the configured one, or

@@ -139,7 +139,56 @@ func TestEveryDocumentedMetricIsServed(t *testing.T) {
 	post("/v1/query", `{"text":"circuit breaker","limit":100000}`, http.StatusBadRequest)
 	post("/v1/status/breakers/graph/force-open", "", http.StatusOK)
 	post("/v1/status/breakers/graph/force-close", "", http.StatusOK)
-	if m := missing(docs, scrape(t, ts.URL), "ragd_"); len(m) > 0 {
+	// The built-in model's own metrics: TestBuiltinMetricsServed.
+	m := slices.DeleteFunc(missing(docs, scrape(t, ts.URL), "ragd_"), func(n string) bool { return strings.HasPrefix(n, builtinMetrics) })
+	if len(m) > 0 {
 		t.Errorf("metrics the docs name but the app does not serve:\n%s", strings.Join(m, "\n"))
+	}
+}
+
+// builtinMetrics is the prefix of the metrics only the built-in model
+// serves (its scheduler's).
+const builtinMetrics = "ragd_embedder_"
+
+// TestBuiltinMetricsServed: with the built-in model (the tiny test model
+// of embedder/builtin), every ragd_embedder_ metric the docs name is
+// served once a query and a document went through the model.
+func TestBuiltinMetricsServed(t *testing.T) {
+	cfg := builtinConfig(t)
+	cfg.Embedder.ModelDir = filepath.Join("..", "embedder", "builtin", "testdata", "tiny")
+	a := newApp(t, cfg)
+	defer a.Close()
+	srv, err := a.API()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	for _, r := range []struct{ path, body string }{
+		{"/v1/documents?wait=10s", `{"documents":[{"id":"m1","text":"A circuit breaker opens after failures."}]}`},
+		{"/v1/query", `{"text":"circuit breaker"}`},
+	} {
+		resp, err := http.Post(ts.URL+r.path, "application/json", strings.NewReader(r.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %d: %s", r.path, resp.StatusCode, b)
+		}
+	}
+	docs := docNames(t)
+	var named int
+	for n := range docs {
+		if strings.HasPrefix(n, builtinMetrics) {
+			named++
+		}
+	}
+	if named < 5 {
+		t.Fatalf("the docs name %d %s metrics: is the pattern broken?", named, builtinMetrics)
+	}
+	if m := missing(docs, scrape(t, ts.URL), builtinMetrics); len(m) > 0 {
+		t.Errorf("built-in model metrics the docs name but the app does not serve:\n%s", strings.Join(m, "\n"))
 	}
 }

@@ -49,6 +49,11 @@ func (a *App) openStores(ctx context.Context) error {
 		}
 		return err
 	}
+	if emb.Metrics != nil {
+		if err := a.Registry.Register(emb.Metrics); err != nil {
+			return fmt.Errorf("app: embedder metrics: %w", err)
+		}
+	}
 	if err := a.openVectorCaches(); err != nil {
 		return err
 	}

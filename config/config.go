@@ -150,7 +150,8 @@ type EmbedderConfig struct {
 	// sentence-transformers/all-MiniLM-L6-v2), pulled when missing.
 	Model string `yaml:"model"`
 	// Built-in models only. ModelDir is a model directory to load instead
-	// of the cache's; Threads the goroutines one batch uses (0: GOMAXPROCS);
+	// of the cache's; Threads the goroutines one document pass uses (0:
+	// GOMAXPROCS; a query pass uses one, GOMAXPROCS of them side by side);
 	// MaxSeqLength truncates texts, in tokens (0: the model's own);
 	// PullTimeoutS bounds pulling a missing model at start (0: never pull).
 	ModelDir     string `yaml:"model_dir"`

@@ -12,11 +12,13 @@
 //
 // Texts are tokenised (in the caller's goroutine), truncated at
 // max_seq_length and run through the encoder by a scheduler (package
-// internal/sched): the queries waiting together run as one forward pass
-// (dynamic micro-batching; a lone query starts at once), documents in
-// chunks of about DocumentBatchTokens tokens, sorted by length, that run
-// only while no query waits. A pass concatenates its texts' tokens without
-// padding; vectors are pooled and, when the model says so, L2-normalised.
+// internal/sched), up to GOMAXPROCS passes at once: the queries waiting
+// together run as one forward pass on one goroutine (dynamic
+// micro-batching; a lone query starts at once on a free worker), documents
+// in chunks of about DocumentBatchTokens tokens, sorted by length, each
+// split over Config.Threads goroutines, that run only while no query waits.
+// A pass concatenates its texts' tokens without padding; vectors are pooled
+// and, when the model says so, L2-normalised.
 package builtin
 
 import (
@@ -68,13 +70,18 @@ type Config struct {
 	// sentence_bert_config.json's max_seq_length (else the model's
 	// max_position_embeddings).
 	MaxSeqLength int
-	// Threads is the number of goroutines one batch uses; 0 means
-	// runtime.GOMAXPROCS(0).
+	// Threads is the number of goroutines one document pass uses; 0 means
+	// runtime.GOMAXPROCS(0). A query pass uses one: queries are short, a
+	// pass split over goroutines waits at every layer for the slowest of
+	// them, and up to GOMAXPROCS query passes run side by side instead.
 	Threads int
 	// Precision of the encoder's linear layers: "fp32" (the reference) or
 	// "int8" (dynamic quantisation, package bert); "" means
 	// DefaultPrecision().
 	Precision string
+	// Passes is the most forward passes that run at once; 0 means
+	// runtime.GOMAXPROCS(0).
+	Passes int
 }
 
 // DefaultPrecision is the precision of a Config that leaves it out: "int8"
@@ -98,7 +105,7 @@ func precisionFor(qkernel string) string {
 
 // Model is a loaded built-in model. It is safe for concurrent use.
 type Model struct {
-	cfg       Config // prefixes, MaxSeqLength and Threads resolved
+	cfg       Config // prefixes, MaxSeqLength, Threads and Passes resolved
 	enc       *bert.Model
 	tok       *wordpiece.Tokenizer
 	lay       layout
@@ -122,6 +129,9 @@ func Open(cfg Config) (*Model, error) {
 	}
 	if cfg.Threads <= 0 {
 		cfg.Threads = runtime.GOMAXPROCS(0)
+	}
+	if cfg.Passes <= 0 {
+		cfg.Passes = runtime.GOMAXPROCS(0)
 	}
 	if cfg.Precision == "" {
 		cfg.Precision = DefaultPrecision()
@@ -156,14 +166,18 @@ func Open(cfg Config) (*Model, error) {
 	m.documents = roleEmbedder{m: m, prefix: cfg.DocumentPrefix, prio: sched.Document}
 	m.queries = roleEmbedder{m: m, prefix: cfg.QueryPrefix, prio: sched.Query}
 	m.sched = sched.New(sched.Config{
-		Run: func(seqs [][]int32) ([][]float32, error) {
-			return m.enc.Embed(seqs, m.lay.pooling, m.lay.normalize)
+		Run: func(seqs [][]int32, p sched.Priority) ([][]float32, error) {
+			threads := cfg.Threads
+			if p == sched.Query {
+				threads = 1
+			}
+			return m.enc.EmbedThreads(seqs, m.lay.pooling, m.lay.normalize, threads)
 		},
 		MaxBatch:  QueryBatch,
 		MaxTokens: BatchTokens,
-		// A pass uses Threads cores: as many passes at once as fill the
-		// machine, one with the default Threads.
-		Workers: max(1, runtime.GOMAXPROCS(0)/cfg.Threads),
+		// As many passes at once as there are cores: query passes run on
+		// one goroutine each (docs/embedders.md, "How the encoder runs").
+		Workers: cfg.Passes,
 	})
 	return m, nil
 }

@@ -68,9 +68,13 @@ func TestReferenceVectors(t *testing.T) {
 }
 
 // TestBatchIndependence: a sequence's vector does not depend on what else
-// is in its batch (no padding, no cross-talk between sequences).
+// is in its batch (no padding, no cross-talk between sequences), nor on
+// how many goroutines the pass is split over (EmbedThreads).
 func TestBatchIndependence(t *testing.T) {
-	m := loadMiniLM(t)
+	m, err := bert.Load(testenv.ModelDir(t), bert.Options{Threads: 2}) // split even on one core
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := reference.MustLoad(t, "../testdata/"+reference.File)
 	var seqs [][]int32
 	for _, c := range cases[:24] {
@@ -80,14 +84,28 @@ func TestBatchIndependence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, s := range seqs {
-		one, err := m.Embed([][]int32{s}, bert.PoolCLS, false)
-		if err != nil {
-			t.Fatal(err)
+	for _, threads := range []int{1, m.Threads()} {
+		for i, s := range seqs {
+			one, err := m.EmbedThreads([][]int32{s}, bert.PoolCLS, false, threads)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := range one[0] {
+				if d := math.Abs(float64(one[0][j] - batch[i][j])); d > 1e-4 {
+					t.Fatalf("sequence %d alone on %d goroutines differs from in a batch at [%d]: %v vs %v", i, threads, j, one[0][j], batch[i][j])
+				}
+			}
 		}
-		for j := range one[0] {
-			if d := math.Abs(float64(one[0][j] - batch[i][j])); d > 1e-4 {
-				t.Fatalf("sequence %d alone differs from in a batch at [%d]: %v vs %v", i, j, one[0][j], batch[i][j])
+	}
+	// The whole batch on one goroutine: rows no longer split.
+	one, err := m.EmbedThreads(seqs, bert.PoolCLS, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range seqs {
+		for j := range one[i] {
+			if d := math.Abs(float64(one[i][j] - batch[i][j])); d > 1e-4 {
+				t.Fatalf("sequence %d in a batch on 1 goroutine differs at [%d]: %v vs %v", i, j, one[i][j], batch[i][j])
 			}
 		}
 	}

@@ -27,6 +27,7 @@ var ErrInput = errors.New("bert: invalid input")
 // workspace holds the activations of one forward pass, grown as needed and
 // reused through the Model's pool.
 type workspace struct {
+	threads                int // goroutines of the pass using it, ≤ Model.threads
 	x, qkv, ctx, h1, inter []float32
 	qa                     kernel.QRows // a linear layer's input, quantised (int8)
 	thread                 []threadScratch
@@ -46,8 +47,16 @@ func grow(s []float32, n int) []float32 {
 
 // Embed runs the encoder over seqs (token ids, [CLS] … [SEP] included) and
 // returns one pooled vector per sequence, L2-normalised when normalize is
-// set. All sequences run as one batch; callers bound its size.
+// set. All sequences run as one batch, split over Threads goroutines;
+// callers bound its size.
 func (m *Model) Embed(seqs [][]int32, pool Pooling, normalize bool) ([][]float32, error) {
+	return m.EmbedThreads(seqs, pool, normalize, m.threads)
+}
+
+// EmbedThreads is Embed with the pass split over at most threads
+// goroutines (1 to Threads; others are clamped): 1 runs it on the calling
+// goroutine alone, with no hand-over between goroutines at all.
+func (m *Model) EmbedThreads(seqs [][]int32, pool Pooling, normalize bool, threads int) ([][]float32, error) {
 	H := m.cfg.HiddenSize
 	total := 0
 	for i, s := range seqs {
@@ -67,6 +76,7 @@ func (m *Model) Embed(seqs [][]int32, pool Pooling, normalize bool) ([][]float32
 	}
 	ws := m.pool.Get().(*workspace)
 	defer m.pool.Put(ws)
+	ws.threads = min(max(threads, 1), m.threads)
 	m.forward(ws, seqs, total)
 
 	flat := make([]float32, len(seqs)*H)
@@ -131,39 +141,37 @@ func (m *Model) forward(ws *workspace, seqs [][]int32, T int) {
 			t++
 		}
 	}
-	m.layerNorm(ws.x, T, m.embLNg, m.embLNb)
+	m.layerNorm(ws, ws.x, T, m.embLNg, m.embLNb)
 
 	for li := range m.layers {
 		ly := &m.layers[li]
 		m.linear(ws, T, ws.x, H, ly.qkv, ly.qkvBias, nil, ws.qkv, 3*H, false)
 		m.attention(ws, seqs)
 		m.linear(ws, T, ws.ctx, H, ly.attnOut, ly.attnBias, ws.x, ws.h1, H, false)
-		m.layerNorm(ws.h1, T, ly.ln1g, ly.ln1b)
+		m.layerNorm(ws, ws.h1, T, ly.ln1g, ly.ln1b)
 		m.linear(ws, T, ws.h1, H, ly.inter, ly.interBias, nil, ws.inter, I, true)
 		m.linear(ws, T, ws.inter, I, ly.out, ly.outBias, ws.h1, ws.x, H, false)
-		m.layerNorm(ws.x, T, ly.ln2g, ly.ln2b)
+		m.layerNorm(ws, ws.x, T, ly.ln2g, ly.ln2b)
 	}
 }
 
-// parallel runs fn(w, lo, hi) over [0, n) split into at most m.threads
-// contiguous parts of multiples of align, one goroutine each.
-func (m *Model) parallel(n, align int, fn func(w, lo, hi int)) {
-	parts := min(m.threads, (n+align-1)/align)
+// parallel runs fn(w, lo, hi) over [0, n) split into at most ws.threads
+// contiguous parts of multiples of align, one goroutine each (one part
+// runs on the calling goroutine).
+func (ws *workspace) parallel(n, align int, fn func(w, lo, hi int)) {
+	parts := min(ws.threads, (n+align-1)/align)
 	if parts <= 1 {
 		fn(0, 0, n)
 		return
 	}
 	units := (n + align - 1) / align
 	var wg sync.WaitGroup
-	for w := 0; w < parts; w++ {
+	for w := 1; w < parts; w++ {
 		lo := units * w / parts * align
 		hi := min(units*(w+1)/parts*align, n)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(w, lo, hi)
-		}()
+		wg.Go(func() { fn(w, lo, hi) })
 	}
+	fn(0, 0, min(units/parts*align, n))
 	wg.Wait()
 }
 
@@ -177,7 +185,7 @@ func (m *Model) linear(ws *workspace, T int, x []float32, ldx int, lw weight, bi
 	if q.Data != nil {
 		N = q.N
 		ws.qa.Resize(T, q.K)
-		m.parallel(T, 16, func(_, lo, hi int) { ws.qa.QuantizeRange(x, ldx, lo, hi, q.K) })
+		ws.parallel(T, 16, func(_, lo, hi int) { ws.qa.QuantizeRange(x, ldx, lo, hi, q.K) })
 	}
 	do := func(th, r0, r1, p0, p1 int) {
 		c0, c1 := p0*kernel.NR, min(p1*kernel.NR, N)
@@ -202,16 +210,16 @@ func (m *Model) linear(ws *workspace, T int, x []float32, ldx int, lw weight, bi
 		}
 	}
 	np := kernel.NumPanels(N)
-	if T >= 4*kernel.MR*m.threads {
-		m.parallel(T, kernel.MR, func(th, lo, hi int) { do(th, lo, hi, 0, np) })
+	if T >= 4*kernel.MR*ws.threads {
+		ws.parallel(T, kernel.MR, func(th, lo, hi int) { do(th, lo, hi, 0, np) })
 		return
 	}
-	m.parallel(np, 1, func(th, lo, hi int) { do(th, 0, T, lo, hi) })
+	ws.parallel(np, 1, func(th, lo, hi int) { do(th, 0, T, lo, hi) })
 }
 
-func (m *Model) layerNorm(x []float32, T int, g, b []float32) {
+func (m *Model) layerNorm(ws *workspace, x []float32, T int, g, b []float32) {
 	H := m.cfg.HiddenSize
-	m.parallel(T, 16, func(_, lo, hi int) {
+	ws.parallel(T, 16, func(_, lo, hi int) {
 		kernel.LayerNorm(x[lo*H:], H, hi-lo, g, b, m.eps)
 	})
 }
@@ -230,7 +238,7 @@ func (m *Model) attention(ws *workspace, seqs [][]int32) {
 	clear(ws.ctx[:o*H])
 	var next atomic.Int64
 	tasks := int64(len(seqs) * nh)
-	m.parallel(m.threads, 1, func(th, _, _ int) {
+	ws.parallel(ws.threads, 1, func(th, _, _ int) {
 		sc := &ws.thread[th]
 		for {
 			task := next.Add(1) - 1

@@ -2,25 +2,24 @@
 // that wait together run as one pass (dynamic micro-batching), documents run
 // in short chunks behind them.
 //
-// One pass uses every core (the encoder splits its matrix multiplies across
-// threads), so passes run one at a time (Config.Workers, default 1). A job
-// that finds no pass running starts one at once: a lone query never waits.
-// Jobs that arrive while a pass runs queue; when it ends, the next pass takes
-// every queued query, in arrival order, up to MaxBatch sequences and
-// MaxTokens tokens. The window in which concurrent queries join one pass is
-// therefore the pass before it (no timer: an idle encoder never waits for
-// company). Documents run only when no query waits, one job (a chunk the
-// caller keeps short) a pass, so a query waits behind at most one document
-// chunk.
+// Up to Config.Workers passes run at once (default 1). A job that finds a
+// worker free starts a pass at once: a lone query never waits. Jobs that
+// arrive while every worker runs a pass queue; when a pass ends, the next
+// pass takes every queued query, in arrival order, up to MaxBatch sequences
+// and MaxTokens tokens. The window in which concurrent queries join one
+// pass is therefore the pass before it (no timer: an idle encoder never
+// waits for company). Documents run only when no query waits, one job (a
+// chunk the caller keeps short) a pass, so a query waits behind at most one
+// document chunk.
 //
 // There is no worker while there is no work: the first job starts a
 // goroutine, which runs passes until both queues are empty and then ends.
 // Nothing needs closing.
 //
 // The scheduler measures its passes: ServiceTime is the recent wall time of
-// a query pass divided by the queries in it, the cost of one more queued
-// query under the current batching, from which a guard computes a query's
-// expected wait.
+// a query pass divided by the queries in it and by the workers, the cost of
+// one more queued query under the current batching, from which a guard
+// computes a query's expected wait.
 package sched
 
 import (
@@ -44,9 +43,10 @@ const (
 
 // Config configures a Scheduler.
 type Config struct {
-	// Run runs one forward pass over seqs and returns one vector per
-	// sequence, in order. It is called from one goroutine per worker.
-	Run func(seqs [][]int32) ([][]float32, error)
+	// Run runs one forward pass over seqs, jobs of priority p, and returns
+	// one vector per sequence, in order. It is called from one goroutine
+	// per worker, so up to Workers calls run at once.
+	Run func(seqs [][]int32, p Priority) ([][]float32, error)
 	// MaxBatch is the most query sequences in one pass; 0 means 16.
 	MaxBatch int
 	// MaxTokens is the most tokens in one query pass; 0 means 2048. A single
@@ -75,6 +75,12 @@ type Scheduler struct {
 	qpasses atomic.Uint64 // query passes that succeeded
 	batched atomic.Uint64 // query sequences in them
 	dropped atomic.Uint64 // jobs dropped unrun, their callers gone
+	// sizes counts query passes by sequences (bucket i: at most
+	// SizeBuckets[i], the last also above); waits counts query jobs by
+	// the time from Do to their pass's start (WaitBuckets), waitNs sums it.
+	sizes  [len(SizeBuckets) + 1]atomic.Uint64
+	waits  [len(WaitBuckets) + 1]atomic.Uint64
+	waitNs atomic.Int64
 
 	// testHookQueued, when set, runs after a job is queued (outside the
 	// lock); testHookPass before each pass with its jobs' priorities.
@@ -87,6 +93,7 @@ type job struct {
 	ctx    context.Context
 	seqs   [][]int32
 	tokens int
+	queued time.Time // when Do queued it
 	out    [][]float32
 	err    error
 	done   chan struct{} // closed once out and err are set
@@ -123,7 +130,7 @@ func (s *Scheduler) Do(ctx context.Context, p Priority, seqs [][]int32) ([][]flo
 	if len(seqs) == 0 {
 		return nil, nil
 	}
-	j := &job{ctx: ctx, seqs: seqs, done: make(chan struct{})}
+	j := &job{ctx: ctx, seqs: seqs, queued: s.cfg.Now(), done: make(chan struct{})}
 	for _, sq := range seqs {
 		j.tokens += len(sq)
 	}
@@ -241,12 +248,18 @@ func (s *Scheduler) pass(batch []*job, p Priority) {
 		h(p, len(seqs))
 	}
 	start := s.cfg.Now()
-	out, err := s.run(seqs)
+	if p == Query {
+		for _, j := range batch {
+			s.observeWait(start.Sub(j.queued))
+		}
+	}
+	out, err := s.run(seqs, p)
 	took := s.cfg.Now().Sub(start)
 	s.passes.Add(1)
 	if p == Query && err == nil {
 		s.qpasses.Add(1)
 		s.batched.Add(uint64(len(seqs)))
+		s.sizes[bucket(SizeBuckets[:], len(seqs))].Add(1)
 		s.observe(took, len(seqs))
 	}
 	off := 0
@@ -263,13 +276,13 @@ func (s *Scheduler) pass(batch []*job, p Priority) {
 
 // run calls Config.Run, turning a panic or a wrong count into an error so
 // that one bad pass fails its jobs, not the process or the worker.
-func (s *Scheduler) run(seqs [][]int32) (out [][]float32, err error) {
+func (s *Scheduler) run(seqs [][]int32, p Priority) (out [][]float32, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			out, err = nil, fmt.Errorf("%w: panic: %v", ErrRun, v)
 		}
 	}()
-	out, err = s.cfg.Run(seqs)
+	out, err = s.cfg.Run(seqs, p)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%w: %w", ErrRun, err)
@@ -295,6 +308,33 @@ func (s *Scheduler) observe(d time.Duration, n int) {
 	}
 }
 
+// SizeBuckets are the upper bounds of Stats.Sizes: sequences in a query
+// pass.
+var SizeBuckets = [...]int{1, 2, 3, 4, 6, 8, 12, 16, 32}
+
+// WaitBuckets are the upper bounds of Stats.Waits: how long a query job
+// waited from Do to the start of its pass.
+var WaitBuckets = [...]time.Duration{
+	100 * time.Microsecond, 500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond,
+	10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 500 * time.Millisecond,
+}
+
+// bucket is the index of the first bound ≥ v, len(bounds) above them all.
+func bucket[T int | time.Duration](bounds []T, v T) int {
+	for i, b := range bounds {
+		if v <= b {
+			return i
+		}
+	}
+	return len(bounds)
+}
+
+// observeWait counts a query job that waited d for its pass.
+func (s *Scheduler) observeWait(d time.Duration) {
+	s.waits[bucket(WaitBuckets[:], d)].Add(1)
+	s.waitNs.Add(int64(d))
+}
+
 // SetTestHooks sets hooks for tests (of this package and of the embedder
 // using it): queued runs after a job is queued, pass before each pass with
 // its priority and sequence count. Set them before the first Do; nil
@@ -304,17 +344,30 @@ func (s *Scheduler) SetTestHooks(queued func(Priority), pass func(p Priority, se
 }
 
 // ServiceTime is what one more queued query adds to the wait, as recently
-// measured: a query pass's wall time divided by its queries (0 before the
-// first pass).
-func (s *Scheduler) ServiceTime() time.Duration { return time.Duration(s.perItem.Load()) }
+// measured: a query pass's wall time divided by its queries and by the
+// workers that run passes side by side (0 before the first pass).
+func (s *Scheduler) ServiceTime() time.Duration {
+	return time.Duration(s.perItem.Load() / int64(s.cfg.Workers))
+}
 
 // Stats are a scheduler's counters.
 type Stats struct {
 	Passes         uint64  // passes run, queries and documents
-	QueriesPerPass float64 // mean query sequences per successful query pass
+	QueryPasses    uint64  // query passes that succeeded
+	QuerySeqs      uint64  // query sequences in them
+	QueriesPerPass float64 // QuerySeqs / QueryPasses
 	Dropped        uint64  // jobs dropped unrun, their callers gone
 	QueuedQueries  int     // query jobs waiting now
 	QueuedDocs     int     // document jobs waiting now
+	// Sizes[i] counts the successful query passes of at most
+	// SizeBuckets[i] sequences (and more than the bound before); the last
+	// element those above every bound.
+	Sizes [len(SizeBuckets) + 1]uint64
+	// Waits[i] counts the query jobs that waited at most WaitBuckets[i]
+	// (and more than the bound before) from Do to the start of their pass,
+	// the last element longer; Waited is their total wait.
+	Waits  [len(WaitBuckets) + 1]uint64
+	Waited time.Duration
 }
 
 // Stats returns the scheduler's counters.
@@ -323,8 +376,16 @@ func (s *Scheduler) Stats() Stats {
 	st := Stats{QueuedQueries: len(s.queries), QueuedDocs: len(s.docs)}
 	s.mu.Unlock()
 	st.Passes, st.Dropped = s.passes.Load(), s.dropped.Load()
-	if n := s.qpasses.Load(); n > 0 {
-		st.QueriesPerPass = float64(s.batched.Load()) / float64(n)
+	st.QueryPasses, st.QuerySeqs = s.qpasses.Load(), s.batched.Load()
+	if st.QueryPasses > 0 {
+		st.QueriesPerPass = float64(st.QuerySeqs) / float64(st.QueryPasses)
 	}
+	for i := range s.sizes {
+		st.Sizes[i] = s.sizes[i].Load()
+	}
+	for i := range s.waits {
+		st.Waits[i] = s.waits[i].Load()
+	}
+	st.Waited = time.Duration(s.waitNs.Load())
 	return st
 }

@@ -30,7 +30,7 @@ func newFake() *fakeModel {
 	return &fakeModel{entered: make(chan []int32, 64), release: make(chan error, 64)}
 }
 
-func (f *fakeModel) run(seqs [][]int32) ([][]float32, error) {
+func (f *fakeModel) run(seqs [][]int32, _ sched.Priority) ([][]float32, error) {
 	ids := make([]int32, len(seqs))
 	for i, s := range seqs {
 		ids[i] = s[0]
@@ -315,11 +315,15 @@ func TestRunFailure(t *testing.T) {
 }
 
 // ServiceTime is a query pass's wall time divided by its queries, averaged
-// over recent passes (fake clock: 8ms a reading, so each pass takes 8ms).
+// over recent passes; the stats count each pass by its size and each query
+// by its wait from Do to its pass's start (a clock the test sets: a query
+// alone waits 0, four queued 3ms into an 8ms pass wait 5ms each).
 func TestServiceTime(t *testing.T) {
 	var mu sync.Mutex
-	now := time.Unix(1e9, 0)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); now = now.Add(8 * time.Millisecond); return now }
+	t0 := time.Unix(1e9, 0)
+	now := t0
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	set := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = t0.Add(d) }
 	h := newHarness(sched.Config{Now: clock})
 	ctx := context.Background()
 	if st := h.s.ServiceTime(); st != 0 {
@@ -327,21 +331,74 @@ func TestServiceTime(t *testing.T) {
 	}
 	a := h.do(ctx, sched.Query, 1)
 	h.pass(t, 1)
+	set(3 * time.Millisecond)
 	var rest []<-chan result
 	for i := range 4 {
 		rest = append(rest, h.do(ctx, sched.Query, int32(2+i)))
 	}
+	set(8 * time.Millisecond)
 	h.f.release <- nil
 	want(t, a, 1)
+	h.pass(t, 2, 3, 4, 5)
 	if st := h.s.ServiceTime(); st != 8*time.Millisecond {
 		t.Fatalf("ServiceTime after a pass of 1 in 8ms = %v, want 8ms", st)
 	}
-	h.pass(t, 2, 3, 4, 5)
+	set(16 * time.Millisecond)
 	h.f.release <- nil
 	for i, ch := range rest {
 		want(t, ch, int32(2+i))
 	}
 	if st := h.s.ServiceTime(); st != 7250*time.Microsecond { // 8ms + (2ms-8ms)/8
 		t.Fatalf("ServiceTime after a pass of 4 in 8ms = %v, want 7.25ms", st)
+	}
+	st := h.s.Stats()
+	var sizes [len(sched.SizeBuckets) + 1]uint64
+	sizes[0], sizes[3] = 1, 1 // a pass of 1, a pass of 4 (bucket ≤ 4)
+	var waits [len(sched.WaitBuckets) + 1]uint64
+	waits[0], waits[4] = 1, 4 // 0 (≤ 100µs), four of 5ms (≤ 5ms)
+	if st.QueryPasses != 2 || st.QuerySeqs != 5 || st.Sizes != sizes || st.Waits != waits || st.Waited != 20*time.Millisecond {
+		t.Fatalf("stats %+v, want 2 query passes of 5 sequences, sizes %v, waits %v, 20ms waited", st, sizes, waits)
+	}
+}
+
+// TestWorkers: with two workers a second query starts its own pass beside
+// the first (no wait for company while a worker is free); once both run,
+// later queries queue and share the next pass of whichever ends first.
+// ServiceTime divides a pass's time per query by the workers: 8ms for one
+// query over two workers adds 4ms to a queued query's wait.
+func TestWorkers(t *testing.T) {
+	var mu sync.Mutex
+	t0 := time.Unix(1e9, 0)
+	now := t0
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	h := newHarness(sched.Config{Workers: 2, Now: clock})
+	ctx := context.Background()
+	a := h.do(ctx, sched.Query, 1)
+	h.pass(t, 1)
+	b := h.do(ctx, sched.Query, 2)
+	h.pass(t, 2) // beside a's, not after it
+	c := h.do(ctx, sched.Query, 3)
+	d := h.do(ctx, sched.Query, 4)
+	select {
+	case ids := <-h.f.entered:
+		t.Fatalf("a third pass (%v) started beside two", ids)
+	default:
+	}
+	mu.Lock()
+	now = t0.Add(8 * time.Millisecond)
+	mu.Unlock()
+	h.f.release <- nil // a's or b's pass ends; its worker takes c and d
+	h.pass(t, 3, 4)
+	if st := h.s.ServiceTime(); st != 4*time.Millisecond {
+		t.Fatalf("ServiceTime = %v, want 8ms / 1 query / 2 workers = 4ms", st)
+	}
+	h.f.release <- nil
+	h.f.release <- nil
+	want(t, a, 1)
+	want(t, b, 2)
+	want(t, c, 3)
+	want(t, d, 4)
+	if st := h.s.Stats(); st.QueryPasses != 3 || st.QuerySeqs != 4 {
+		t.Fatalf("stats %+v, want 3 query passes of 4 queries", st)
 	}
 }
