@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -56,6 +57,12 @@ func TestInvalidValuesAreRefusedInPlainWords(t *testing.T) {
 				t.Errorf("error %q names Go (%s)", err, goName)
 			}
 		}
+	}
+	// A vector component that is not finite: encoding/json said "json:
+	// unsupported value: NaN".
+	_, nanErr := c.Upsert(context.Background(), []spi.Document{{ID: "v", Vector: []float32{1, float32(math.NaN())}}}, nil)
+	if nanErr == nil || !strings.Contains(nanErr.Error(), "a number is NaN") || strings.Contains(nanErr.Error(), "json:") {
+		t.Errorf("Upsert of a NaN vector: %v, want it said in plain words", nanErr)
 	}
 	if n := hits.Load(); n != 0 {
 		t.Errorf("%d requests reached the server", n)
