@@ -208,8 +208,12 @@ func walkDocument(d *jsontext.Decoder, body []byte, lim ingest.Limits, scratch *
 			if !ok {
 				return nil, false
 			}
-			if max := map[string]int{"entities": lim.MaxEntities, "links": lim.MaxLinks}[string(name)]; n > max {
-				fail(ingest.CodeInvalidEntities, "%d %s, at most %d allowed", n, name, max)
+			code, max := ingest.CodeInvalidEntities, lim.MaxEntities
+			if string(name) == "links" {
+				code, max = ingest.CodeInvalidLinks, lim.MaxLinks
+			}
+			if n > max {
+				fail(code, "%d %s, at most %d allowed", n, name, max)
 			}
 			continue
 		case unknown == nil && !strictjson.HasMember(documentType, string(name)): // the decoder names the first one

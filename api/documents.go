@@ -238,8 +238,10 @@ func documentCode(e *strictjson.Error) string {
 		return ingest.CodeInvalidMetadata
 	case "vector":
 		return ingest.CodeInvalidVector
-	case "entities", "links":
+	case "entities":
 		return ingest.CodeInvalidEntities
+	case "links":
+		return ingest.CodeInvalidLinks
 	case "updated_at":
 		return ingest.CodeInvalidUpdated
 	}

@@ -470,7 +470,7 @@ func TestUpsertPerDocumentDecodeFailures(t *testing.T) {
 	}
 	resp := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", `{"documents":[`+strings.Join(docs, ",")+`]}`), http.StatusMultiStatus)
 	want := "a:ok b:failed:invalid_metadata c:failed:invalid_updated_at d:failed:invalid_updated_at e:failed:unknown_field " +
-		"f:failed:unknown_field g:failed:invalid_vector h:failed:invalid_entities i:failed:invalid_entities j:failed:invalid_text " +
+		"f:failed:unknown_field g:failed:invalid_vector h:failed:invalid_entities i:failed:invalid_links j:failed:invalid_text " +
 		":failed:invalid_document :failed:invalid_document :failed:invalid_id k:ok"
 	if got := statuses(resp.Results); got != want {
 		t.Fatalf("results\n got %q\nwant %q", got, want)
@@ -575,7 +575,7 @@ func TestOversizedDocumentsAreNotDecoded(t *testing.T) {
 		`{"id":"g","text":"fine","metadata":{` + many(lim.MaxMetadataKeys, func(i int) string { return fmt.Sprintf(`"k%d":%d`, i, i) }) + `}}`,
 	}
 	resp := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", `{"documents":[`+strings.Join(docs, ",")+`]}`), http.StatusMultiStatus)
-	want := "a:ok b:failed:invalid_metadata c:failed:invalid_entities d:failed:invalid_entities e:failed:unknown_field " +
+	want := "a:ok b:failed:invalid_metadata c:failed:invalid_entities d:failed:invalid_links e:failed:unknown_field " +
 		"f:failed:unknown_field :failed:invalid_document h:failed:invalid_metadata g:ok"
 	if got := statuses(resp.Results); got != want {
 		t.Fatalf("results\n got %q\nwant %q", got, want)

@@ -40,6 +40,7 @@ const (
 	CodeUnknownBreaker        = "unknown_breaker"
 	CodeMethodNotAllowed      = "method_not_allowed"
 	CodeMethodNotFound        = "method_not_found" // /mcp only: a JSON-RPC method the MCP server does not serve
+	CodeUnknownTool           = "unknown_tool"     // /mcp only: a tools/call of a tool the MCP server does not have
 	CodeBodyTooLarge          = "body_too_large"
 	CodeUnsupportedMedia      = "unsupported_media_type"
 	CodeUnsupportedEncoding   = "unsupported_content_encoding"

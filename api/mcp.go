@@ -96,13 +96,25 @@ var mcpTypeSchemas = map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[spi.Value]():       {Description: `a string, number, boolean, {"$time": "RFC 3339"} or a list of those`},
 }
 
+// The MCP tools: mcpServer adds these and no other, and readMCP answers
+// a call of any other name itself (mcpToolKnown).
+const (
+	mcpToolSearch      = "search"
+	mcpToolGetDocument = "get_document"
+)
+
+// mcpToolKnown reports whether name is one of the MCP tools.
+func mcpToolKnown(name string) bool {
+	return name == mcpToolSearch || name == mcpToolGetDocument
+}
+
 // mcpSchemas are the tools' JSON Schemas, inferred once from their Go
 // types as the SDK's typed AddTool would.
 var mcpSchemas = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
 	out := map[string]*jsonschema.Schema{}
 	for name, t := range map[string]reflect.Type{
-		"search.in": reflect.TypeFor[mcpSearchInput](), "search.out": reflect.TypeFor[mcpSearchOutput](),
-		"get_document.in": reflect.TypeFor[mcpGetInput](), "get_document.out": reflect.TypeFor[mcpDocument](),
+		mcpToolSearch + ".in": reflect.TypeFor[mcpSearchInput](), mcpToolSearch + ".out": reflect.TypeFor[mcpSearchOutput](),
+		mcpToolGetDocument + ".in": reflect.TypeFor[mcpGetInput](), mcpToolGetDocument + ".out": reflect.TypeFor[mcpDocument](),
 	} {
 		sc, err := jsonschema.ForType(t, &jsonschema.ForOptions{TypeSchemas: mcpTypeSchemas})
 		if err != nil {
@@ -164,11 +176,11 @@ func (s *Server) mcpServer(p *Principal, schemas map[string]*jsonschema.Schema) 
 			"sources says which and why), then get_document to read one.",
 	})
 	srv.AddTool(&mcp.Tool{
-		Name:         "search",
+		Name:         mcpToolSearch,
 		Description:  "Search the document collection (hybrid: semantic, keyword and graph retrieval fused). Returns at most 20 hits with snippets, and each source's status, so a partial answer is visible.",
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
-		InputSchema:  schemas["search.in"],
-		OutputSchema: schemas["search.out"],
+		InputSchema:  schemas[mcpToolSearch+".in"],
+		OutputSchema: schemas[mcpToolSearch+".out"],
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var in mcpSearchInput
 		if err := decodeArgs(req.Params.Arguments, &in); err != nil {
@@ -178,11 +190,11 @@ func (s *Server) mcpServer(p *Principal, schemas map[string]*jsonschema.Schema) 
 		return toolAnswer(out, err)
 	})
 	srv.AddTool(&mcp.Tool{
-		Name:         "get_document",
+		Name:         mcpToolGetDocument,
 		Description:  "Read one document by id: title, metadata and text (cut at 8000 characters).",
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)},
-		InputSchema:  schemas["get_document.in"],
-		OutputSchema: schemas["get_document.out"],
+		InputSchema:  schemas[mcpToolGetDocument+".in"],
+		OutputSchema: schemas[mcpToolGetDocument+".out"],
 	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var in mcpGetInput
 		if err := decodeArgs(req.Params.Arguments, &in); err != nil {

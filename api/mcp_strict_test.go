@@ -385,3 +385,53 @@ func TestMCPUnknownMethodIsMethodNotFound(t *testing.T) {
 	// the body's 400.
 	wantMCPRefusal(t, mcpPost(t, e, `{"jsonrpc":"2.0","method":"`+secret+`"}`), http.StatusBadRequest, api.CodeInvalidRequest)
 }
+
+// A tools/call of a tool the server does not have is answered by ragd
+// before the SDK, in JSON-RPC with the client's id (-32602, invalid
+// params, as MCP says of an unknown tool) and data unknown_tool, without
+// the name: the SDK answered `unknown tool "NAME"`, echoing whatever the
+// client sent. Every tool tools/list names is still called.
+func TestMCPUnknownToolIsNotEchoed(t *testing.T) {
+	e := newEnv(t, nil)
+	const secret = "Zq-secret\u202etool"
+	for _, id := range []string{`7`, `"abc"`, `1e40`} {
+		for _, name := range []string{secret, "Search", ""} {
+			body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "tools/call", "params": map[string]any{"name": name, "arguments": map[string]any{}}})
+			body = append([]byte(`{"id":`+id+`,`), body[1:]...)
+			rec := mcpPost(t, e, string(body))
+			var resp struct {
+				ID    json.RawMessage `json:"id"`
+				Error struct {
+					Code int             `json:"code"`
+					Data api.ErrorDetail `json:"data"`
+				} `json:"error"`
+			}
+			if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &resp) != nil {
+				t.Fatalf("tool %q, id %s: %d %s, want 200 with a JSON-RPC error", name, id, rec.Code, rec.Body)
+			}
+			if string(resp.ID) != id || resp.Error.Code != -32602 || resp.Error.Data.Code != api.CodeUnknownTool || resp.Error.Data.RequestID == "" {
+				t.Fatalf("tool %q, id %s: %s, want -32602 unknown_tool with the client's id", name, id, rec.Body)
+			}
+			if strings.Contains(rec.Body.String(), "Zq-") || strings.Contains(rec.Body.String(), `"Search"`) || strings.Contains(rec.Body.String(), "unknown tool \\\"") {
+				t.Fatalf("the answer quotes the tool name: %s", rec.Body)
+			}
+		}
+	}
+	// The tools tools/list names are not unknown.
+	var list struct {
+		Result struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		} `json:"result"`
+	}
+	if rec := mcpPost(t, e, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); json.Unmarshal(rec.Body.Bytes(), &list) != nil || len(list.Result.Tools) == 0 {
+		t.Fatalf("tools/list: %s", rec.Body)
+	}
+	for _, tool := range list.Result.Tools {
+		rec := mcpPost(t, e, toolCall(tool.Name, `{}`))
+		if strings.Contains(rec.Body.String(), api.CodeUnknownTool) {
+			t.Errorf("tool %s from tools/list is unknown: %s", tool.Name, rec.Body)
+		}
+	}
+}

@@ -46,10 +46,16 @@ type mcpEnvelope struct {
 // mcpIDToken is the id the SDK sees in place of the client's.
 const mcpIDToken = `"ragd"`
 
+// errMCPUnknownTool is readMCP's answer to a tools/call request naming a
+// tool the server does not have: serveMCP answers it (writeMCPUnknownTool)
+// instead of the SDK, which quotes the name back ("unknown tool %q").
+var errMCPUnknownTool = errors.New("api: mcp: unknown tool")
+
 // readMCP checks body and returns the message to hand to the SDK (its id
 // replaced by mcpIDToken), the client's raw id (nil for a notification),
 // and, when the arguments of a tool call pass a bound, the tool error to
-// answer instead.
+// answer instead. A request calling a tool the server does not have is
+// errMCPUnknownTool, with the client's id.
 func readMCP(body []byte) (forward, id []byte, toolErr error, _ error) {
 	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
 		return nil, nil, nil, newError(http.StatusBadRequest, CodeInvalidBody,
@@ -79,6 +85,9 @@ func readMCP(body []byte) (forward, id []byte, toolErr error, _ error) {
 		if c := env.ID[0]; c != '"' && c != '-' && (c < '0' || c > '9') {
 			return nil, nil, nil, fieldError(CodeInvalidBody, "id", "id must be a string or a number")
 		}
+		if name, ok := toolName(env.Params); env.Method == "tools/call" && ok && !mcpToolKnown(name) {
+			return nil, env.ID, nil, errMCPUnknownTool
+		}
 		id, env.ID = env.ID, json.RawMessage(mcpIDToken)
 	}
 	// Without HTML escaping: '<' would grow six-fold on the way, past the
@@ -92,6 +101,18 @@ func readMCP(body []byte) (forward, id []byte, toolErr error, _ error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), id, nil, nil
 }
 
+// toolName is the name a tools/call's params give, ok when it is a
+// string; params without one are the SDK's to refuse.
+func toolName(params json.RawMessage) (name string, ok bool) {
+	var p struct {
+		Name json.RawMessage `json:"name"`
+	}
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p.Name, &name) != nil {
+		return "", false
+	}
+	return name, true
+}
+
 // serveMCP runs the SDK's handler h on the checked message and answers
 // with what it wrote, the client's id put back.
 func (s *Server) serveMCP(h http.Handler) echo.HandlerFunc {
@@ -101,6 +122,9 @@ func (s *Server) serveMCP(h http.Handler) echo.HandlerFunc {
 			return errors.New("api: /mcp without readBody")
 		}
 		forward, id, toolErr, err := readMCP(body)
+		if errors.Is(err, errMCPUnknownTool) {
+			return writeMCPUnknownTool(c, id)
+		}
 		if err != nil {
 			return err
 		}
@@ -207,13 +231,26 @@ const sdkNotHandled = "JSON RPC not handled"
 // does not serve as JSON-RPC wants, with the client's id: -32601, and
 // ragd's error object as data. The method is not quoted back.
 func writeMCPMethodNotFound(c echo.Context, id []byte) error {
+	return writeMCPRPCError(c, id, mcpMethodNotFound, CodeMethodNotFound, "this MCP server does not serve that method (tools/list names its tools)")
+}
+
+// writeMCPUnknownTool answers a tools/call of a tool the server does not
+// have as MCP wants (a JSON-RPC error, -32602), with the client's id and
+// ragd's error object as data. The name is not quoted back.
+func writeMCPUnknownTool(c echo.Context, id []byte) error {
+	return writeMCPRPCError(c, id, mcpInvalidParams, CodeUnknownTool, "this MCP server has no tool of that name (tools/list names its tools)")
+}
+
+// writeMCPRPCError writes a JSON-RPC error answering the request id: code
+// rpcCode, ragd's error object (code, message, request id) as data, HTTP
+// 200 as JSON-RPC over HTTP answers a message it read.
+func writeMCPRPCError(c echo.Context, id []byte, rpcCode int, code, msg string) error {
 	var out mcpRPCError
 	out.JSONRPC, out.ID = "2.0", json.RawMessage(id)
-	out.Error.Code = mcpMethodNotFound
-	out.Error.Data = ErrorDetail{Code: CodeMethodNotFound, Message: "this MCP server does not serve that method (tools/list names its tools)",
-		RequestID: requestID(c)}
+	out.Error.Code = rpcCode
+	out.Error.Data = ErrorDetail{Code: code, Message: msg, RequestID: requestID(c)}
 	out.Error.Message = out.Error.Data.Code + ": " + out.Error.Data.Message + " (request id " + out.Error.Data.RequestID + ")"
-	c.Set(ctxErrorCode, CodeMethodNotFound)
+	c.Set(ctxErrorCode, code)
 	b, err := json.Marshal(out)
 	if err != nil {
 		return err
@@ -221,9 +258,12 @@ func writeMCPMethodNotFound(c echo.Context, id []byte) error {
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
 }
 
-// mcpMethodNotFound is JSON-RPC's code for a method the server does not
-// serve.
-const mcpMethodNotFound = -32601
+// JSON-RPC's codes for a method the server does not serve and for
+// parameters it refuses (MCP's answer to an unknown tool).
+const (
+	mcpMethodNotFound = -32601
+	mcpInvalidParams  = -32602
+)
 
 // sdkRefusal is the API's error for a request the SDK refused in plain
 // text (an Accept header without text/event-stream, an unsupported

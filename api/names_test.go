@@ -37,7 +37,7 @@ func TestTenantAndIDNameRule(t *testing.T) {
 	}
 	res := decodeAs[api.BatchResponse](t, e.do(http.MethodPost, "/v1/documents", map[string]any{"documents": docs}), http.StatusMultiStatus)
 	want := "a\u200bb:failed:invalid_id \u202egnp.exe:failed:invalid_id cafe\u0301:failed:invalid_id " +
-		"ok-1:failed:invalid_tenant ok-2:failed:invalid_entities caf\u00e9:ok"
+		"ok-1:failed:invalid_tenant ok-2:failed:invalid_links caf\u00e9:ok"
 	if got := statuses(res.Results); got != want {
 		t.Fatalf("statuses\n%q, want\n%q", got, want)
 	}

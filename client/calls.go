@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -15,8 +16,14 @@ import (
 // dropped) is a success: Result.Partial and Result.Sources say which source
 // was dropped and why. When fewer sources answered than the query required,
 // the error is an *Error with code not_enough_sources whose Body holds
-// every source's status.
+// every source's status. A filter that cannot be sent (a zero spi.Value
+// as an operand, a nil expression, more conditions than any ragd takes) is
+// refused before sending, with the server's words: a *spi.FilterError
+// wrapping spi.ErrInvalidQuery.
 func (c *Client) Query(ctx context.Context, q wire.Query) (*wire.Result, error) {
+	if err := q.Filter.Validate(); err != nil {
+		return nil, fmt.Errorf("client: query: %w", err)
+	}
 	var res wire.Result
 	if _, err := c.call(ctx, http.MethodPost, "/v1/query", q, &res); err != nil {
 		return nil, err
@@ -40,8 +47,16 @@ func (o *WriteOptions) query() string {
 
 // Upsert writes documents (POST /v1/documents). The answer has one result
 // per document, in order; a document that failed is reported in its result
-// (the HTTP status is then 207), not as an error.
+// (the HTTP status is then 207), not as an error. A metadata value that is
+// not a value (the zero spi.Value) cannot be encoded: the batch is then not
+// sent, and the error, wrapping spi.ErrInvalidMetadata, names the document
+// by its index and the key.
 func (c *Client) Upsert(ctx context.Context, docs []spi.Document, opts *WriteOptions) (*wire.BatchResponse, error) {
+	for i, d := range docs {
+		if err := d.Metadata.Validate(); err != nil {
+			return nil, fmt.Errorf("client: documents[%d]: %w (nothing was sent)", i, err)
+		}
+	}
 	var res wire.BatchResponse
 	if _, err := c.call(ctx, http.MethodPost, "/v1/documents"+opts.query(), wire.UpsertRequest{Documents: docs}, &res); err != nil {
 		return nil, err

@@ -179,6 +179,10 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, kee
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
+			var uv *json.UnsupportedValueError
+			if errors.As(err, &uv) { // NaN or ±Inf in a vector or a weight
+				return 0, fmt.Errorf("client: %s %s: a number is %s, which JSON cannot carry (nothing was sent)", method, path, uv.Str)
+			}
 			return 0, fmt.Errorf("client: encode %s %s: %w", method, path, err)
 		}
 		body = b

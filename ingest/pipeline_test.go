@@ -285,6 +285,9 @@ func TestInvalidDocumentsFailIndividually(t *testing.T) {
 		{ID: "empty"},
 		{ID: "year-10000-utc", Text: "t", UpdatedAt: time.Date(9999, 12, 31, 23, 59, 59, 0, time.FixedZone("", -(23*3600+59*60)))},
 		{ID: "year-0-utc", Text: "t", UpdatedAt: time.Date(1, 1, 1, 0, 0, 0, 0, time.FixedZone("", 3600))},
+		{ID: "bad-entity", Text: "t", Entities: []string{""}},
+		{ID: "bad-link", Text: "t", Links: []string{"a\x00b"}},
+		{ID: "many-links", Text: "t", Links: make([]string, ingest.DefaultMaxLinks+1)},
 		doc("good2"),
 	}
 	res := r.p.Upsert(context.Background(), docs, ingest.WriteOptions{Wait: 30 * time.Second})
@@ -292,7 +295,8 @@ func TestInvalidDocumentsFailIndividually(t *testing.T) {
 		"nul-title:failed/invalid_text nul-meta:failed/invalid_metadata bad-text-utf8:failed/invalid_text " +
 		"zero-vector:failed/invalid_vector nan-vector:failed/invalid_vector short-vector:failed/invalid_vector " +
 		"too-long:failed/too_large empty:failed/empty_document " +
-		"year-10000-utc:failed/invalid_updated_at year-0-utc:failed/invalid_updated_at"
+		"year-10000-utc:failed/invalid_updated_at year-0-utc:failed/invalid_updated_at " +
+		"bad-entity:failed/invalid_entities bad-link:failed/invalid_links many-links:failed/invalid_links"
 	if got := statuses(res); got != "good1:ok "+want+" good2:ok" {
 		t.Fatalf("statuses =\n%q\nwant\n%q", got, "good1:ok "+want+" good2:ok")
 	}

@@ -21,7 +21,8 @@ const (
 	CodeEmptyDocument   = "empty_document"     // no title, no text and no vector
 	CodeInvalidMetadata = "invalid_metadata"   // too many keys, empty or long keys, long values, NUL bytes
 	CodeInvalidVector   = "invalid_vector"     // wrong dimension, NaN or Inf, all zeros
-	CodeInvalidEntities = "invalid_entities"   // too many, empty or long entities or links
+	CodeInvalidEntities = "invalid_entities"   // too many, empty or long entities
+	CodeInvalidLinks    = "invalid_links"      // too many links, or a link that is not a valid document id
 	CodeInvalidUpdated  = "invalid_updated_at" // updated_at outside the years 1-9999 in UTC
 
 	CodeEmbedderUnavailable = "embedder_unavailable" // the embedder failed (down, breaker open, bad output)
@@ -244,11 +245,11 @@ func validate(d *spi.Document, l Limits, dim int) *docError {
 		}
 	}
 	if len(d.Links) > l.MaxLinks {
-		return invalid(CodeInvalidEntities, "%d links, at most %d allowed", len(d.Links), l.MaxLinks)
+		return invalid(CodeInvalidLinks, "%d links, at most %d allowed", len(d.Links), l.MaxLinks)
 	}
 	for i, id := range d.Links {
 		if e := checkID(fmt.Sprintf("link %d", i), id, l.MaxIDBytes); e != nil {
-			e.code = CodeInvalidEntities
+			e.code = CodeInvalidLinks
 			return e
 		}
 	}

@@ -500,7 +500,7 @@ func permanentCode(code string) bool {
 	switch code {
 	case ingest.CodeInvalidID, ingest.CodeDuplicateID, ingest.CodeInvalidTenant, ingest.CodeTooLarge,
 		ingest.CodeInvalidText, ingest.CodeEmptyDocument, ingest.CodeInvalidMetadata,
-		ingest.CodeInvalidVector, ingest.CodeInvalidEntities, ingest.CodeInvalidUpdated, ingest.CodeEmbedderRejected,
+		ingest.CodeInvalidVector, ingest.CodeInvalidEntities, ingest.CodeInvalidLinks, ingest.CodeInvalidUpdated, ingest.CodeEmbedderRejected,
 		ingest.CodeStoreRejected, api.DocTenantForbidden, api.DocIDConflict, api.DocUnknownField, api.DocInvalidDocument,
 		api.CodeBodyTooLarge:
 		return true

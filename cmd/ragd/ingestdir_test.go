@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -173,10 +174,10 @@ func TestIngestDirFirstRunAndMetadata(t *testing.T) {
 		t.Fatalf("the Install section (4 long paragraphs) made %d chunks, want at least 2", len(install))
 	}
 	slices.SortFunc(install, func(a, b spi.Document) int {
-		return strings.Compare(a.Metadata["chunk"].Str(), b.Metadata["chunk"].Str())
+		return cmp.Compare(a.Metadata["chunk"].IntValue(), b.Metadata["chunk"].IntValue())
 	})
 	first := install[0]
-	if first.Title != "Guide > Install" || first.Metadata["format"].Str() != "markdown" || first.Metadata["line"].Str() != "5" ||
+	if first.Title != "Guide > Install" || first.Metadata["format"].Str() != "markdown" || !first.Metadata["line"].Equal(spi.Int(5)) ||
 		!strings.HasPrefix(first.ID, "docs:guide.md#") || !strings.HasPrefix(first.Text, "## Install") && !strings.HasPrefix(first.Text, "install") {
 		t.Fatalf("first Install chunk: %+v", first)
 	}

@@ -37,8 +37,9 @@ const (
 	// ingesting empty documents.
 	FormatJSONL Format = "jsonl"
 	// FormatBEIR is a BEIR corpus.jsonl line: {"_id", "title", "text",
-	// "metadata"}. Other keys are ignored; metadata values that are not
-	// strings are stored as their compact JSON text.
+	// "metadata"}. Other keys are ignored; metadata values are typed by the
+	// JSONL rule (checkMetadata): a line holding a value no store keeps
+	// fails.
 	FormatBEIR Format = "beir"
 )
 
@@ -196,10 +197,10 @@ func detect(line []byte) Format {
 }
 
 type beirDoc struct {
-	ID       json.RawMessage            `json:"_id"`
-	Title    string                     `json:"title"`
-	Text     string                     `json:"text"`
-	Metadata map[string]json.RawMessage `json:"metadata"`
+	ID       json.RawMessage `json:"_id"`
+	Title    string          `json:"title"`
+	Text     string          `json:"text"`
+	Metadata spi.Metadata    `json:"metadata"`
 }
 
 // parseLine reads one line by the API's rule (internal/strictjson): a
@@ -220,16 +221,12 @@ func parseLine(line []byte, format Format) (spi.Document, error) {
 		if err != nil {
 			return spi.Document{}, err
 		}
+		if err := checkMetadata(b.Metadata); err != nil {
+			return spi.Document{}, err
+		}
 		doc := spi.Document{ID: id, Title: b.Title, Text: b.Text}
-		for k, raw := range b.Metadata {
-			v, ok := metadataString(raw)
-			if !ok {
-				continue
-			}
-			if doc.Metadata == nil {
-				doc.Metadata = make(spi.Metadata, len(b.Metadata))
-			}
-			doc.Metadata[k] = spi.String(v)
+		if len(b.Metadata) > 0 {
+			doc.Metadata = b.Metadata
 		}
 		return doc, nil
 	default:
@@ -242,11 +239,8 @@ func parseLine(line []byte, format Format) (spi.Document, error) {
 		if err := spi.ValidateUpdatedAt(d.UpdatedAt); err != nil {
 			return spi.Document{}, errors.New(strings.TrimPrefix(err.Error(), spi.ErrInvalidQuery.Error()+": "))
 		}
-		// So is a metadata value no store keeps (a nested list, null, an
-		// integer past 64 bits): the server fails that document alone
-		// (invalid_metadata), and the client could not encode the batch.
-		if err := d.Metadata.Validate(); err != nil {
-			return spi.Document{}, errors.New(strings.TrimPrefix(err.Error(), spi.ErrInvalidMetadata.Error()+": "))
+		if err := checkMetadata(d.Metadata); err != nil {
+			return spi.Document{}, err
 		}
 		return d, nil
 	}
@@ -268,21 +262,17 @@ func beirID(raw json.RawMessage) (string, error) {
 	return "", errors.New(`"_id" must be a string or a number`)
 }
 
-// metadataString renders a BEIR metadata value as a string; null is dropped.
-func metadataString(raw json.RawMessage) (string, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", false
+// checkMetadata is the one rule of both formats for the metadata a line
+// decoded into typed values (string, integer, float, boolean,
+// {"$time": …}, a list of those): a value no store keeps (a nested list,
+// null, an integer past 64 bits, another object) fails its line, since
+// the server would fail that document alone (invalid_metadata) and the
+// client could not encode the batch holding it.
+func checkMetadata(md spi.Metadata) error {
+	if err := md.Validate(); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), spi.ErrInvalidMetadata.Error()+": "))
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, true
-	}
-	var c bytes.Buffer
-	if json.Compact(&c, raw) == nil {
-		return c.String(), true
-	}
-	return string(raw), true
+	return nil
 }
 
 // jsonError says what is wrong with a line in the input's words, not Go's

@@ -68,7 +68,7 @@ not json
 }
 
 func TestReadBEIRAndAuto(t *testing.T) {
-	in := `{"_id": "1", "title": "t1", "text": "body", "metadata": {"url": "http://x", "year": 1968, "tags": ["a", "b"], "none": null}, "extra": true}
+	in := `{"_id": "1", "title": "t1", "text": "body", "metadata": {"url": "http://x", "year": 1968, "score": 0.5, "open": true, "at": {"$time": "2024-05-01T12:00:00Z"}, "tags": ["a", "b"]}, "extra": true}
 {"_id": 2, "title": "", "text": "numeric id"}
 `
 	for _, f := range []corpus.Format{corpus.FormatBEIR, corpus.FormatAuto} {
@@ -80,8 +80,11 @@ func TestReadBEIRAndAuto(t *testing.T) {
 		if d.ID != "1" || d.Title != "t1" || d.Text != "body" {
 			t.Fatalf("doc = %+v", d)
 		}
-		wantMD := spi.Strings(map[string]string{"url": "http://x", "year": "1968", "tags": `["a","b"]`})
-		if fmt.Sprint(d.Metadata) != fmt.Sprint(wantMD) {
+		// Typed as a JSONL line's metadata (they were strings: "1968",
+		// `["a","b"]`, so {"year": {"$gte": 1960}} matched nothing).
+		wantMD := spi.Metadata{"url": spi.String("http://x"), "year": spi.Int(1968), "score": spi.Float(0.5), "open": spi.Bool(true),
+			"at": spi.MustTime(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)), "tags": spi.List(spi.String("a"), spi.String("b"))}
+		if !d.Metadata.Equal(wantMD) {
 			t.Fatalf("metadata = %v, want %v", d.Metadata, wantMD)
 		}
 		if items[1].line.Doc.ID != "2" {
@@ -321,6 +324,12 @@ func TestReadIsAsStrictAsTheAPI(t *testing.T) {
 		{corpus.FormatJSONL, `{"id":"a","text":"x","metadata":{"k":null}}`, `metadata key "k": null is not a value`},
 		{corpus.FormatJSONL, `{"id":"a","text":"x","metadata":{"k":99999999999999999999}}`, `metadata key "k": an integer outside 64 bits`},
 		{corpus.FormatJSONL, `{"id":"a","text":"x","metadata":{"k":{"a":1}}}`, `metadata key "k": the only object value`},
+		// A BEIR line's metadata follows the same rule (it kept null out
+		// and other values as their JSON text, a string).
+		{corpus.FormatBEIR, `{"_id":"a","text":"x","metadata":{"k":[1,[2]]}}`, `metadata key "k": a list may not hold a list`},
+		{corpus.FormatBEIR, `{"_id":"a","text":"x","metadata":{"k":null}}`, `metadata key "k": null is not a value`},
+		{corpus.FormatBEIR, `{"_id":"a","text":"x","metadata":{"k":99999999999999999999}}`, `metadata key "k": an integer outside 64 bits`},
+		{corpus.FormatBEIR, `{"_id":"a","text":"x","metadata":{"k":{"a":1}}}`, `metadata key "k": the only object value`},
 		{corpus.FormatBEIR, `{"_id":"a","_id":"b","text":"x"}`, `"_id" appears twice`},
 		{corpus.FormatBEIR, `{"_id":"a\udc00","text":"x"}`, `lone surrogate`},
 	} {

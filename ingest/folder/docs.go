@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -19,8 +18,9 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// Metadata keys of a chunk document. Values are strings (chunk and line
-// positions as decimal numbers), but KeyPage, an integer.
+// Metadata keys of a chunk document. The positions (KeyChunk, KeyLine,
+// KeyPage) are integers, so that a filter can ask for a range
+// ({"chunk": {"$gte": 3}}); the others are strings.
 const (
 	// KeySource names the folder ingest that made the chunk (Chunker.Source):
 	// the scope of its deletes, and a filter for queries.
@@ -30,10 +30,11 @@ const (
 	// KeyHeading is the heading path, headings joined by " > "; absent
 	// before a file's first heading.
 	KeyHeading = "heading"
-	// KeyChunk is the chunk's position in its file, from 0.
+	// KeyChunk is the chunk's position in its file, from 0, an integer.
 	KeyChunk = "chunk"
-	// KeyLine is the line of the file the chunk starts on, from 1
-	// (Markdown and text; HTML and PDF chunks are of the extracted text).
+	// KeyLine is the line of the file the chunk starts on, from 1, an
+	// integer (Markdown and text; HTML and PDF chunks are of the extracted
+	// text).
 	KeyLine = "line"
 	// KeyPage is the page of a PDF the chunk lies on, from 1, an integer
 	// (a filter can ask for {"page": {"$gte": 3}}).
@@ -109,9 +110,11 @@ type Chunker struct {
 
 // Fingerprint names what decides the chunks besides a file's content: a
 // file whose content and fingerprint are those of an earlier run has the
-// same chunks.
+// same chunks. chunker=2: the positions became integers (they were
+// strings), so a file chunked by chunker=1 is chunked again once and its
+// chunks sent again, with the same ids, to replace their metadata.
 func (c *Chunker) Fingerprint() string {
-	return fmt.Sprintf("chunker=1 max_tokens=%d overlap=%d counter=%s tenant=%q", c.Options.MaxTokens, c.Options.Overlap, c.CounterName, c.Tenant)
+	return fmt.Sprintf("chunker=2 max_tokens=%d overlap=%d counter=%s tenant=%q", c.Options.MaxTokens, c.Options.Overlap, c.CounterName, c.Tenant)
 }
 
 // ValidateSource checks a source name: a valid document id prefix of at
@@ -186,21 +189,20 @@ func (c *Chunker) documents(f File, rel string, d chunk.Doc) []spi.Document {
 		key := sha256.Sum256([]byte(ch.Title + "\x00" + ch.Text))
 		dup := seen[key]
 		seen[key]++
-		meta := map[string]string{
-			KeySource: c.Source,
-			KeyFile:   truncate(rel),
-			KeyChunk:  strconv.Itoa(ch.Ordinal),
-			KeyFormat: string(f.Format),
+		md := spi.Metadata{
+			KeySource: spi.String(c.Source),
+			KeyFile:   spi.String(truncate(rel)),
+			KeyChunk:  spi.Int(int64(ch.Ordinal)),
+			KeyFormat: spi.String(string(f.Format)),
 		}
 		if len(ch.Headings) > 0 {
-			meta[KeyHeading] = truncate(strings.Join(ch.Headings, chunk.TitleSeparator))
+			md[KeyHeading] = spi.String(truncate(strings.Join(ch.Headings, chunk.TitleSeparator)))
 		}
 		if f.Format == Markdown || f.Format == Text {
 			line += strings.Count(d.Text[lineAt:ch.Start], "\n")
 			lineAt = ch.Start
-			meta[KeyLine] = strconv.Itoa(line)
+			md[KeyLine] = spi.Int(int64(line))
 		}
-		md := spi.Strings(meta)
 		if ch.Page > 0 {
 			md[KeyPage] = spi.Int(int64(ch.Page))
 		}

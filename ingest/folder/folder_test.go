@@ -190,6 +190,44 @@ func TestChunkIDs(t *testing.T) {
 	}
 }
 
+// TestPositionsAreIntegers: a chunk's position and line are integers, as
+// a PDF's page is, so that a range filter selects them ({"chunk": {"$gte":
+// 3}} matched nothing on the strings "3", "4", ... before), and the ids are
+// those the string metadata had (pinned here): an id is a hash of the
+// source, path, title, text and duplicate count, not of the metadata.
+func TestPositionsAreIntegers(t *testing.T) {
+	c := &Chunker{Source: "s", Options: chunk.Options{MaxTokens: 32, Overlap: 4, Counter: chunk.Approx{}}}
+	para := func(w string) string { return strings.Repeat(w+" ", 20) + "\n\n" }
+	v1 := "# A\n\n" + para("alpha") + para("beta") + "# B\n\n" + para("gamma") + para("delta") + "# C\n\n" + para("eps")
+	docs := docsOf(t, c, "f.md", v1)
+	wantIDs := []string{"s:f.md#90f4921f9d9584fe", "s:f.md#c78580c92d2a30c1", "s:f.md#8a1daf54cd64cd2c", "s:f.md#a93c7d40ebf88360",
+		"s:f.md#41f1e48e17b53ead", "s:f.md#2daf729ea36cc0eb", "s:f.md#8dbbd1bea4de4877"}
+	wantLines := []int64{1, 3, 5, 7, 9, 11, 13}
+	if len(docs) != len(wantIDs) {
+		t.Fatalf("%d chunks, want %d", len(docs), len(wantIDs))
+	}
+	f, err := spi.ParseFilter([]byte(`{"chunk": {"$gte": 3}, "line": {"$lt": 13}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var matched []string
+	for i, d := range docs {
+		ch, line := d.Metadata[KeyChunk], d.Metadata[KeyLine]
+		if ch.Kind() != spi.KindInt || ch.IntValue() != int64(i) || line.Kind() != spi.KindInt || line.IntValue() != wantLines[i] {
+			t.Errorf("chunk %d: chunk %v, line %v, want the integers %d and %d", i, ch, line, i, wantLines[i])
+		}
+		if d.ID != wantIDs[i] {
+			t.Errorf("chunk %d: id %s, want %s as before", i, d.ID, wantIDs[i])
+		}
+		if f.Match(d.Metadata) {
+			matched = append(matched, d.ID)
+		}
+	}
+	if !slices.Equal(matched, wantIDs[3:6]) {
+		t.Errorf("chunk >= 3 and line < 13 matched %v, want %v", matched, wantIDs[3:6])
+	}
+}
+
 // TestPageDocuments: a PDF's chunks each carry their page as an integer,
 // the PDF's title (else the path) as their title, no line, and ids that
 // stay while the page's text does.
