@@ -540,13 +540,15 @@ timed_unlock() {
 
 # jit_cpu is the CPU seconds of the Neo4j JVM's JIT compiler threads alive
 # now (C1 and C2; the JVM starts and ends them as it needs, so the
-# difference of two readings is a lower bound).
+# difference of two readings is a lower bound). A thread's own figures are
+# under /proc/PID/task/TID (/proc/TID/stat sums the whole process), after
+# its name, which has a space.
 jit_cpu() {
   [ -n "$neo" ] || { echo 0; return; }
   local t
   for t in /proc/"$neo"/task/*; do
-    case "$(cat "$t/comm" 2>/dev/null)" in C1\ Compiler*|C2\ Compiler*) cpu_s "${t##*/}" 2>/dev/null; echo ;; esac
-  done | awk '{ s += $1 } END { printf "%.2f", s }'
+    case "$(cat "$t/comm" 2>/dev/null)" in C1\ Compiler*|C2\ Compiler*) cat "$t/stat" 2>/dev/null ;; esac
+  done | awk -v t="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); s += $12 + $13 } END { printf "%.2f", s / t }'
 }
 
 # timed_ingest writes corpus $1 and waits for every kept store (and, in

@@ -170,7 +170,12 @@ func procCPU(pid int) time.Duration {
 	if pid <= 0 {
 		return 0
 	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return statCPU(fmt.Sprintf("/proc/%d/stat", pid))
+}
+
+// statCPU is user + system time from a /proc stat file (0 when unreadable).
+func statCPU(path string) time.Duration {
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
@@ -216,8 +221,7 @@ func jitCPU(pid int) time.Duration {
 		if err != nil || !strings.Contains(string(comm), "CompilerThre") {
 			continue
 		}
-		tid, _ := strconv.Atoi(filepath.Base(t))
-		sum += procCPU(tid)
+		sum += statCPU(t + "/stat") // /proc/TID/stat would sum the whole process
 	}
 	return sum
 }
