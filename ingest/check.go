@@ -27,7 +27,9 @@ const (
 )
 
 // Check compares every derived store with the record, by ids and
-// versions, after letting each store catch up with the log. With repair,
+// versions, after letting each store catch up with the log (a store
+// shared by replicas whose apply lease another process holds: after
+// waiting for the holder to catch it up, see follow). With repair,
 // what differs is rewritten from the record's current documents (missing
 // and stale ones written, extra ones deleted) and compared again. Record
 // documents written before the log existed are first given a version
