@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -111,6 +112,9 @@ type App struct {
 
 	Retriever *retriever.HybridRetriever
 	Pipeline  *ingest.Pipeline
+	// pipeline is Pipeline for background work started before it exists
+	// (the pgvector indexer asks whether the derived stores are behind).
+	pipeline atomic.Pointer[ingest.Pipeline]
 
 	// Events is the console's timeline; SourceStats its per-source window
 	// and History its last 15 minutes, fed by the queries and requests
@@ -353,6 +357,7 @@ func (a *App) wirePipeline() error {
 		return fmt.Errorf("app: ingest pipeline: %w", err)
 	}
 	a.Pipeline = p
+	a.pipeline.Store(p)
 	if g, ok := a.Graph.(*wakingGraph); ok {
 		g.attach(p, a.background)
 		if a.readsGraph() {

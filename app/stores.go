@@ -138,13 +138,15 @@ func (a *App) openVector(ctx context.Context, dim int) error {
 		a.closers = append(a.closers, s)
 	case config.KindPgvector:
 		vc := vector.Config{
-			DSN:            c.DSN,
-			Dimension:      dim,
-			Embedder:       a.checkedEmbedder(),
-			Distance:       vector.Distance(c.Distance),
-			Table:          c.Table,
-			HNSW:           vector.HNSW{EfSearch: c.EFSearch},
-			Index:          vector.IndexConfig{BuildMemoryMB: c.IndexBuildMemMB},
+			DSN:       c.DSN,
+			Dimension: dim,
+			Embedder:  a.checkedEmbedder(),
+			Distance:  vector.Distance(c.Distance),
+			Table:     c.Table,
+			HNSW:      vector.HNSW{EfSearch: c.EFSearch},
+			// The bulk index build waits for the derived stores to catch
+			// up: they share the machine's CPU with PostgreSQL.
+			Index:          vector.IndexConfig{BuildMemoryMB: c.IndexBuildMemMB, Busy: a.derivedBehind},
 			MaxConns:       int32(c.MaxConns),
 			ConnectTimeout: config.Millis(c.ConnectTimeoutMS),
 			Now:            a.now,
@@ -297,4 +299,12 @@ func fallbackRefused(err error, fb *Fallback) error {
 			"Fix: %s (do not run `ragd reembed`: it would rebuild the vectors with the stand-in): %w", ec.Path, ec.Recorded, fb.Model, fb.Reason, fb.Fix, ErrModel)
 	}
 	return fmt.Errorf("%w; the built-in model %s is unavailable (%s) and the hashing stand-in does not fit this vector store. Fix: %s", err, fb.Model, fb.Reason, fb.Fix)
+}
+
+// derivedBehind reports whether a derived store this process keeps
+// current is behind the change log's seq (false before the pipeline
+// exists).
+func (a *App) derivedBehind(seq uint64) bool {
+	p := a.pipeline.Load()
+	return p != nil && p.Behind(seq)
 }

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/ragd/ragd/spi"
 )
@@ -26,7 +27,9 @@ const (
 )
 
 // Check compares every derived store with the record, by ids and
-// versions, after letting each store catch up with the log. With repair,
+// versions, after letting each store catch up with the log (a store
+// shared by replicas whose apply lease another process holds: after
+// waiting for the holder to catch it up, see follow). With repair,
 // what differs is rewritten from the record's current documents (missing
 // and stale ones written, extra ones deleted) and compared again. Record
 // documents written before the log existed are first given a version
@@ -112,8 +115,18 @@ func (t *tailer) check(ctx context.Context, repair bool) (StoreCheck, error) {
 	if err != nil {
 		return StoreCheck{Store: t.name}, err
 	}
+	var fw followWait
 	for t.applied() < ls.Last {
 		from := t.applied()
+		if t.shared {
+			follow, err := t.followed(ctx, &fw)
+			if err != nil {
+				return StoreCheck{Store: t.name}, err
+			}
+			if follow {
+				continue
+			}
+		}
 		changes, err := t.next(ctx)
 		if err != nil {
 			return StoreCheck{Store: t.name}, err
@@ -129,6 +142,72 @@ func (t *tailer) check(ctx context.Context, repair bool) (StoreCheck, error) {
 		}
 	}
 	return t.compare(ctx, repair)
+}
+
+// follow is the catch-up of check on a store shared by replicas (Neo4j,
+// OpenSearch) whose apply lease another process holds: that process
+// applies the log, and this one waits for the store's checkpoint instead
+// of applying the same entries a second time (they would be repeats the
+// version guard refuses, but each one costs the store a write
+// transaction, and racing the holder's transactions on the same entities
+// makes both retry). It reports true after one wait, with t's checkpoint
+// refreshed; false when this process is to apply itself: it holds the
+// lease (or the record offers none), or the holder's checkpoint has not
+// moved for the apply timeout (stopped, or cut off from the store), which
+// is as safe as any repeat; the check then applies the rest itself. w
+// carries the wait across calls. Callers hold applyMu; follow releases it
+// while it waits.
+func (t *tailer) follow(ctx context.Context, w *followWait) (bool, error) {
+	if w.stalled {
+		return false, nil
+	}
+	leader, err := t.leads(ctx) // a follower's leads reads the checkpoint
+	if err != nil || leader {
+		return false, err
+	}
+	now := t.p.now()
+	switch {
+	case w.since.IsZero() || t.applied() > w.seen:
+		w.since, w.seen = now, t.applied()
+	case now.Sub(w.since) >= t.timeout:
+		t.p.logger.Warn("ingest: check: the store's lease holder has not moved its checkpoint; applying here",
+			"store", t.name, "applied", t.applied(), "waited", now.Sub(w.since))
+		w.stalled = true
+		return false, nil
+	}
+	if t.p.checkWaitHook != nil {
+		t.p.checkWaitHook(t.name)
+	}
+	t.applyMu.Unlock()
+	defer t.applyMu.Lock()
+	timer := time.NewTimer(t.poll)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-timer.C:
+	}
+	return true, nil
+}
+
+// followed is follow for the check's loop: after a wait, a
+// resynchronisation another step began meanwhile ends the check as check
+// does when it finds one under way.
+func (t *tailer) followed(ctx context.Context, w *followWait) (bool, error) {
+	waited, err := t.follow(ctx, w)
+	if err == nil && waited && t.resyncing {
+		err = fmt.Errorf("ingest: %s: %w: the store is being resynchronised from the record; check again later", t.name, spi.ErrUnavailable)
+	}
+	return waited, err
+}
+
+// followWait is a check's wait for a shared store's lease holder: when
+// the checkpoint was last seen to move, where to, and whether the holder
+// was given up on.
+type followWait struct {
+	since   time.Time
+	seen    uint64
+	stalled bool
 }
 
 // resync repairs the store from the record after compaction removed

@@ -31,3 +31,7 @@ func (p *Pipeline) ApplyLockFree(store string) bool {
 	}
 	return false
 }
+
+// SetCheckWaitHook makes fn run each time a check waits for a shared
+// store's lease holder instead of applying, before it waits.
+func (p *Pipeline) SetCheckWaitHook(fn func(store string)) { p.checkWaitHook = fn }

@@ -184,3 +184,148 @@ func TestUnsharedStoreIgnoresLeases(t *testing.T) {
 		t.Errorf("an unshared store asked for leases %v", lease.names)
 	}
 }
+
+// TestCheckOnAFollowerWaitsForTheLeaseHolder: a check (ragd check, the
+// check at start) on a replica that does not hold a shared store's lease
+// does not apply the entries the store is behind: it waits for the
+// holder's checkpoint (the hook marks each wait, so the test releases the
+// holder only once the check waits) and applies nothing; only a holder
+// whose checkpoint stands still for the apply timeout (on the checking
+// replica's clock) is given up on, and the check applies the rest itself.
+// Both checks end clean.
+func TestCheckOnAFollowerWaitsForTheLeaseHolder(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	vs, err := vectorembedded.Open(ctx, vectorembedded.Config{Dir: dir + "/vector", Dimension: 4, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vs.Close()
+	gr, err := graphembedded.Open(ctx, graphembedded.Config{Dir: dir + "/graph", NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gr.Close()
+	lease := &fakeLease{names: map[string]bool{}}
+	lease.give("a")
+	var clockMu sync.Mutex
+	now := fixedNow
+	bClock := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return now }
+	type replica struct {
+		p     *ingest.Pipeline
+		graph *faultyApplier
+	}
+	var reps []replica
+	for _, who := range []string{"a", "b"} {
+		g := &faultyApplier{ChangeApplier: gr}
+		clock := func() time.Time { return fixedNow }
+		if who == "b" {
+			clock = bClock
+		}
+		p, err := ingest.New(ingest.Config{
+			Record:       &leasedRecord{spitestRecord: vs, who: who, lease: lease},
+			Derived:      []ingest.NamedApplier{{Name: spi.SourceGraph, Applier: g, Shared: true}},
+			Embedder:     &fakeEmbedder{dim: 4},
+			Poll:         5 * time.Millisecond,
+			ApplyTimeout: 30 * time.Second,
+			Now:          clock,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); p.Run(runCtx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		reps = append(reps, replica{p, g})
+	}
+	a, b := reps[0], reps[1]
+	applied := func(g *faultyApplier) int { // applies that carried entries
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		n := 0
+		for _, s := range g.sizes {
+			if s > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	write := func(ids ...string) {
+		var docs []spi.Document
+		for _, id := range ids {
+			docs = append(docs, doc(id))
+		}
+		for _, r := range a.p.Upsert(ctx, docs, none) {
+			if r.Status != ingest.StatusOK {
+				t.Fatalf("upsert %s: %+v", r.ID, r)
+			}
+		}
+	}
+	clean := func(rep ingest.CheckReport, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := rep.Stores[0]
+		if g.Error != "" || g.Differences() != 0 || g.RecordDocuments != g.Documents {
+			t.Fatalf("check: %+v", g)
+		}
+	}
+	type result struct {
+		rep ingest.CheckReport
+		err error
+	}
+
+	// The holder hangs with entries to apply; b's check waits, and once
+	// the holder goes on, ends without applying anything.
+	block := make(chan struct{})
+	a.graph.set(nil, block)
+	write("d1", "d2")
+	waits := make(chan struct{}, 1)
+	b.p.SetCheckWaitHook(func(string) {
+		select {
+		case waits <- struct{}{}:
+		default:
+		}
+	})
+	done := make(chan result, 1)
+	go func() { rep, err := b.p.Check(ctx, true); done <- result{rep, err} }()
+	select {
+	case <-waits:
+	case r := <-done:
+		close(block)
+		t.Fatalf("the follower's check ended without waiting for the holder (applied %d batches): %+v, %v", applied(b.graph), r.rep, r.err)
+	}
+	close(block)
+	r := <-done
+	clean(r.rep, r.err)
+	if n := applied(b.graph); n != 0 {
+		t.Fatalf("the follower's check applied %d batches; want none (the holder applies)", n)
+	}
+
+	// The holder hangs for good: b's check gives up on it after the
+	// apply timeout on b's clock, applies the rest itself, ends clean.
+	block = make(chan struct{})
+	a.graph.set(nil, block)
+	write("d3")
+	b.p.SetCheckWaitHook(func(string) {
+		clockMu.Lock()
+		now = now.Add(31 * time.Second)
+		clockMu.Unlock()
+	})
+	go func() { rep, err := b.p.Check(ctx, false); done <- result{rep, err} }()
+	r = <-done
+	clean(r.rep, r.err)
+	if n := applied(b.graph); n == 0 {
+		t.Fatal("the follower's check did not apply past a stalled holder")
+	}
+	close(block) // the holder's apply is now a repeat
+	b.p.SetCheckWaitHook(nil)
+	clean(b.p.Check(ctx, false))
+	for _, id := range []string{"d1", "d2", "d3"} {
+		if docs, _, err := gr.Hydrate(ctx, []string{id}); err != nil || len(docs) != 1 {
+			t.Errorf("graph lacks %s: %v", id, err)
+		}
+	}
+}

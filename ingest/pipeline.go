@@ -218,6 +218,9 @@ type Pipeline struct {
 	// compactMu makes Compact and Wake take turns, so that a compaction
 	// that left a dormant store out never runs past its waking.
 	compactMu sync.Mutex
+	// checkWaitHook, when set (tests), runs each time a check waits for a
+	// shared store's lease holder (check.go, follow), before it waits.
+	checkWaitHook func(store string)
 }
 
 // New validates cfg and returns a Pipeline. Call Run to start applying the

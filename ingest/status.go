@@ -216,3 +216,23 @@ func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descAge, prometheus.GaugeValue, s.LagSeconds, s.Store)
 	}
 }
+
+// Behind reports whether a derived store this process keeps current has
+// not yet applied the change log up to seq. Dormant stores are left out,
+// and so is a store whose last apply failed: a store that is down must not
+// hold back work that waits for the derived stores (the pgvector record's
+// bulk index build, vector.IndexConfig.Busy).
+func (p *Pipeline) Behind(seq uint64) bool {
+	for _, t := range p.tailers {
+		if t.dormant() {
+			continue
+		}
+		t.mu.Lock()
+		behind := t.seq < seq && t.lastErr == ""
+		t.mu.Unlock()
+		if behind {
+			return true
+		}
+	}
+	return false
+}

@@ -161,7 +161,9 @@
 # BENCH_TENANTS (3), BENCH_PG_SHARED_BUFFERS (2GB), BENCH_NEO4J_HEAP (1g),
 # BENCH_NEO4J_PAGECACHE (2g), BENCH_INDEX_MEM_MB (2048: memory
 # for a bulk build of the HNSW index). scale only: BENCH_WRITES_ONLY (set:
-# stop after the ingest row, for the write rate alone).
+# stop after the ingest row, for the write rate alone), BENCH_WRITES_PASSES (1; with
+# BENCH_WRITES_ONLY: write the corpus that many times, each later pass under
+# new ids on the warm servers, a row each).
 # replicas only: BENCH_DOCS (0: Cranfield; else synthetic documents, with
 # scale's BENCH_CACHE, BENCH_VECTORS, BENCH_TENANTS), BENCH_WRITE_RATE (200),
 # BENCH_WRITE_BATCH (100), BENCH_WARMUP (10s, both replicas), BENCH_DRAIN_S
@@ -506,7 +508,7 @@ graph_built() {
 # set: the times t0..t5, the CPU readings, how, dormant and preloaded).
 ingest_row() {
   awk -v n="$docs" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t5" -v how="$how" -v servers="$([ "$mode" = servers ] && echo 1)" \
-      -v c0="$c0" -v c2="$c2" -v pg0="$pg0" -v pg2="$pg2" -v neo0="$neo0" -v neo2="$neo2" -v cl="$(awk -v u0="$cu0" -v s0="$cs0" -v u="$cu" -v s="$cs" 'BEGIN{print u+s-u0-s0}')" -v dormant="$dormant" -v pre="$preloaded" 'BEGIN {
+      -v c0="$c0" -v c2="$c2" -v pg0="$pg0" -v pg2="$pg2" -v neo0="$neo0" -v neo2="$neo2" -v jit0="$jit0" -v jit2="$jit2" -v cl="$(awk -v u0="$cu0" -v s0="$cs0" -v u="$cu" -v s="$cs" 'BEGIN{print u+s-u0-s0}')" -v dormant="$dormant" -v pre="$preloaded" 'BEGIN {
     if (pre != "") {
       printf "| keyword store current from empty (%s) | %.0f s from ragd'"'"'s start (**%.0f docs/s**); ragd CPU %.0f s (%.2f ms per document), PostgreSQL %.0f s |\n", how, c-a, n/(c-a), c2-c0, (c2-c0)*1000/n, pg2-pg0
       exit
@@ -514,7 +516,7 @@ ingest_row() {
     printf "| ingest (%s) | %.0f s, %.0f docs/s; every store kept caught up after %.0f s (**%.0f docs/s**)%s", how, b-a, n/(b-a), c-a, n/(c-a), (dormant == "" ? "" : " (" dormant " dormant: nothing reads it)")
     if (servers) printf "; every row in the HNSW index after %.0f s (%.0f docs/s)", d-a, n/(d-a)
     printf "; ragd CPU %.0f s (%.2f ms per document), the clients %.0f s", c2-c0, (c2-c0)*1000/n, cl
-    if (servers) printf "; until every store was current PostgreSQL %.0f s (%.2f ms per document), Neo4j %.0f s (%.2f ms per document): %.2f ms of CPU per document in all", pg2-pg0, (pg2-pg0)*1000/n, neo2-neo0, (neo2-neo0)*1000/n, (c2-c0+cl+pg2-pg0+neo2-neo0)*1000/n
+    if (servers) printf "; until every store was current PostgreSQL %.0f s (%.2f ms per document), Neo4j %.0f s (%.2f ms per document, of which its JIT compiler threads at least %.2f ms): %.2f ms of CPU per document in all", pg2-pg0, (pg2-pg0)*1000/n, neo2-neo0, (neo2-neo0)*1000/n, (jit2-jit0)*1000/n, (c2-c0+cl+pg2-pg0+neo2-neo0)*1000/n
     printf " |\n" }'
 }
 
@@ -537,18 +539,32 @@ timed_unlock() {
   exec 9>&-
 }
 
-scale() {
-  local t0 t1 t2 t3 t4 t5 b c0 c2 c3 c4 cu0 cs0 cu cs pg0=0 pg2=0 neo0=0 neo2=0
+# jit_cpu is the CPU seconds of the Neo4j JVM's JIT compiler threads alive
+# now (C1 and C2; the JVM starts and ends them as it needs, so the
+# difference of two readings is a lower bound). A thread's own figures are
+# under /proc/PID/task/TID (/proc/TID/stat sums the whole process), after
+# its name, which has a space.
+jit_cpu() {
+  [ -n "$neo" ] || { echo 0; return; }
+  local t
+  for t in /proc/"$neo"/task/*; do
+    case "$(cat "$t/comm" 2>/dev/null)" in C1\ Compiler*|C2\ Compiler*) cat "$t/stat" 2>/dev/null ;; esac
+  done | awk -v t="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); s += $12 + $13 } END { printf "%.2f", s / t }'
+}
+
+# timed_ingest writes corpus $1 and waits for every kept store (and, in
+# servers mode, the HNSW index), setting scale's times and CPU readings.
+timed_ingest() {
   c0=$(cpu_s "$ragd_pid")
-  if [ "$mode" = servers ]; then pg0=$(pg_cpu); [ -n "$neo" ] && neo0=$(cpu_s "$neo"); fi
+  if [ "$mode" = servers ]; then pg0=$(pg_cpu); [ -n "$neo" ] && neo0=$(cpu_s "$neo") jit0=$(jit_cpu); fi
   t0=$(date +%s.%N)
   children_cpu > "$work/cpu0"
   if [ -n "$preloaded" ]; then
     echo "== the keyword store applies the preloaded record's change log" >&2
     t0=$ragd_t0 c0=0
   else
-    echo "== ingesting $corpus" >&2
-    ingest_corpus
+    echo "== ingesting $1" >&2
+    corpus=$1 ingest_corpus
   fi
   children_cpu > "$work/cpu1"
   read -r cu0 cs0 < "$work/cpu0"
@@ -557,21 +573,34 @@ scale() {
   caught_up
   t2=$(date +%s.%N)
   c2=$(cpu_s "$ragd_pid")
-  if [ "$mode" = servers ]; then pg2=$(pg_cpu); [ -n "$neo" ] && neo2=$(cpu_s "$neo"); fi
+  if [ "$mode" = servers ]; then pg2=$(pg_cpu); [ -n "$neo" ] && neo2=$(cpu_s "$neo") jit2=$(jit_cpu); fi
   t5=$t2
   if [ "$mode" = servers ]; then
     indexed
     t5=$(date +%s.%N)
   fi
+}
+
+scale() {
+  local t0 t1 t2 t3 t4 t5 b c0 c2 c3 c4 cu0 cs0 cu cs pg0=0 pg2=0 neo0=0 neo2=0 jit0=0 jit2=0
+  timed_ingest "$corpus"
   rss_ingest=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
   anon_ingest=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
   dormant=$(health | jq -r '[.log.stores[]? | select(.dormant) | .store] | join(", ")')
   if [ -n "${BENCH_WRITES_ONLY:-}" ]; then
-    local how="${BENCH_WRITERS:-1} concurrent ragd ingest, batches of $batch"
+    local how="${BENCH_WRITERS:-1} concurrent ragd ingest, batches of $batch" pass first=$corpus
     [ "$mode" = servers ] && how="${BENCH_WRITERS:-8} concurrent ragd ingest, batches of $batch"
     echo "## ragd writes: $docs documents, $mode, $(date -u +%Y-%m-%d), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
     echo
     ingest_row
+    # Later passes write the corpus again under new ids (servers warm,
+    # the collection growing by the corpus each pass).
+    for pass in $(seq 2 "${BENCH_WRITES_PASSES:-1}"); do
+      sed -E "s/^(\{(\"tenant\": \"[^\"]*\", )?\"id\": \"[^\"]*)\"/\1~p$pass\"/" "$first" > "$work/pass.jsonl"
+      timed_ingest "$work/pass.jsonl"
+      how="pass $pass: the same documents under new ids, on the servers of the passes before"
+      ingest_row
+    done
     return
   fi
 

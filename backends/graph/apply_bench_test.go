@@ -1,10 +1,13 @@
 package graph_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,10 +23,15 @@ import (
 
 // BenchmarkApplyChanges applies the change log of new documents as the
 // servers deployment does (ragd ingest with keyphrase entities): Cranfield's
-// documents, repeated under new ids until RAG_BENCH_APPLY_DOCS (5,600),
-// in batches of 256 and 500 entries. It reports documents/s and, when the
-// server's process is found (its bolt port's listener), the server's CPU
-// per document: the bound on a servers deployment's "every store current".
+// documents, or those of the JSONL file RAG_BENCH_APPLY_CORPUS (id, title,
+// text: the synthetic corpus of scripts/bench.sh scale, whose copies bring
+// new entities), repeated under new ids until RAG_BENCH_APPLY_DOCS (5,600),
+// iteration i taking the corpus from document i × RAG_BENCH_APPLY_DOCS, in
+// batches of 256, 500, 1,000 and 2,000 entries (RAG_BENCH_APPLY_BATCHES: a
+// comma-separated list). It reports documents/s, ragd's CPU per document
+// and, when the server's process is found (its bolt port's listener), the
+// server's CPU per document and its JIT compiler threads' share of it: the
+// bound on a servers deployment's "every store current".
 // Needs a Neo4j (RAG_TEST_NEO4J_URI); the run's documents are deleted
 // afterwards. The shared test server's CPU counts other tests' work too:
 // RAG_BENCH_NEO4J_DEDICATED=1 starts a server of the benchmark's own
@@ -46,6 +54,9 @@ func BenchmarkApplyChanges(b *testing.B) {
 		}
 	}
 	src, _ := spitest.CranfieldGraph(b, dir, "")
+	if path := os.Getenv("RAG_BENCH_APPLY_CORPUS"); path != "" {
+		src = readCorpus(b, path, 1<<30)
+	}
 	kp, err := keyphrase.New(keyphrase.Config{})
 	if err != nil {
 		b.Fatal(err)
@@ -57,20 +68,31 @@ func BenchmarkApplyChanges(b *testing.B) {
 		}
 	}
 	pid := listenerPID(conn.URI)
-	for _, batch := range []int{256, 500, 1000, 2000} {
+	batches := []int{256, 500, 1000, 2000}
+	if s := os.Getenv("RAG_BENCH_APPLY_BATCHES"); s != "" {
+		batches = nil
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			batches = append(batches, n)
+		}
+	}
+	for _, batch := range batches {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			be := openBackendB(b, conn)
-			for range b.N {
+			for it := range b.N {
 				log := "log-" + uniq(b)
 				cleanupLog(b, conn, log)
 				changes := make([]spi.Change, n)
 				for i := range changes {
-					d := src[i%len(src)]
+					d := src[(it*n+i)%len(src)]
 					d.ID = fmt.Sprintf("%s-%d", log, i)
 					d.Tenant = "t" + strconv.Itoa(i%3)
 					changes[i] = spi.Change{Seq: uint64(i + 1), Op: spi.OpUpsert, ID: d.ID, Doc: &d, Version: uint64(i + 1)}
 				}
-				cpu0 := procCPU(pid)
+				cpu0, jit0, self0 := procCPU(pid), jitCPU(pid), procCPU(os.Getpid())
 				start := time.Now()
 				for lo := 0; lo < n; lo += batch {
 					hi := min(lo+batch, n)
@@ -80,8 +102,10 @@ func BenchmarkApplyChanges(b *testing.B) {
 				}
 				el := time.Since(start)
 				b.ReportMetric(float64(n)/el.Seconds(), "docs/s")
+				b.ReportMetric(float64((procCPU(os.Getpid())-self0).Microseconds())/1000/float64(n), "ragd-cpu-ms/doc")
 				if pid > 0 {
 					b.ReportMetric(float64((procCPU(pid)-cpu0).Microseconds())/1000/float64(n), "server-cpu-ms/doc")
+					b.ReportMetric(float64((jitCPU(pid)-jit0).Microseconds())/1000/float64(n), "server-jit-cpu-ms/doc")
 				}
 			}
 		})
@@ -146,7 +170,12 @@ func procCPU(pid int) time.Duration {
 	if pid <= 0 {
 		return 0
 	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return statCPU(fmt.Sprintf("/proc/%d/stat", pid))
+}
+
+// statCPU is user + system time from a /proc stat file (0 when unreadable).
+func statCPU(path string) time.Duration {
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
@@ -154,4 +183,45 @@ func procCPU(pid int) time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * (time.Second / 100)
+}
+
+// readCorpus reads up to n documents of a JSONL corpus (id, title, text).
+func readCorpus(b *testing.B, path string, n int) []spi.Document {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<26)
+	var out []spi.Document
+	for sc.Scan() && len(out) < n {
+		var d struct{ ID, Title, Text string }
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, spi.Document{ID: d.ID, Title: d.Title, Text: d.Text})
+	}
+	if err := sc.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+// jitCPU is the CPU time of process pid's JIT compiler threads alive now
+// (a JVM's "C1/C2 CompilerThread"s; 0 when unknown).
+func jitCPU(pid int) time.Duration {
+	if pid <= 0 {
+		return 0
+	}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	var sum time.Duration
+	for _, t := range tasks {
+		comm, err := os.ReadFile(t + "/comm")
+		if err != nil || !strings.Contains(string(comm), "CompilerThre") {
+			continue
+		}
+		sum += statCPU(t + "/stat") // /proc/TID/stat would sum the whole process
+	}
+	return sum
 }

@@ -270,3 +270,62 @@ func TestCommitDuringBuild(t *testing.T) {
 	clock.Add(2 * time.Second)
 	check("after linking in")
 }
+
+// TestIndexBuildWaitsWhileBusy: with the log's head standing still, a
+// tail past the rebuild threshold still waits while Index.Busy says work
+// on that head is under way (ragd: a derived store catching up), is built
+// once Busy clears, and is built at once past Index.DeferMax whatever Busy
+// says.
+func TestIndexBuildWaitsWhileBusy(t *testing.T) {
+	const dim = 8
+	dsn := testenv.Postgres(t)
+	clock := &fakeClock{t: time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)}
+	var mu sync.Mutex
+	busy, asked := true, []uint64(nil)
+	isBusy := func(head uint64) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, head)
+		return busy
+	}
+	b := mustOpen(t, vector.Config{DSN: dsn, Dimension: dim, Now: clock.Now,
+		Index: vector.IndexConfig{RebuildMin: 50, RebuildRatio: 0.5, DeferMax: 300, Quiet: 2 * time.Second, Grace: time.Minute, Busy: isBusy}})
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(9, 10))
+	n := 0
+	write := func(count int) {
+		var docs []spi.Document
+		for range count {
+			docs = append(docs, spi.Document{ID: fmt.Sprintf("d%05d", n), Vector: randVec(r, dim)})
+			n++
+		}
+		if err := b.Upsert(ctx, docs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(100)
+	indexStep(t, b) // the first reading of the head counts as a move
+	clock.Add(5 * time.Second)
+	if rep := indexStep(t, b); !rep.Deferred || rep.Rebuilt || rep.Tail != 100 {
+		t.Fatalf("step with a quiet head while busy = %+v, want the 100-row tail deferred", rep)
+	}
+	mu.Lock()
+	if len(asked) == 0 || asked[len(asked)-1] != 100 {
+		t.Errorf("Busy asked with heads %v, want the log's head 100 last", asked)
+	}
+	busy = false
+	mu.Unlock()
+	if rep := indexStep(t, b); !rep.Rebuilt || rep.V != 100 {
+		t.Fatalf("step once no longer busy = %+v, want a rebuild at V=100", rep)
+	}
+	// Busy again, a tail past DeferMax: built anyway.
+	mu.Lock()
+	busy = true
+	mu.Unlock()
+	clock.Add(2 * time.Second)
+	write(301)
+	clock.Add(5 * time.Second)
+	if rep := indexStep(t, b); !rep.Rebuilt || rep.V != 401 {
+		t.Fatalf("step with a tail past DeferMax while busy = %+v, want a rebuild at V=401", rep)
+	}
+}

@@ -42,7 +42,8 @@ import (
 // switch.
 //
 // A bulk build waits while writes go on: a tail past the rebuild threshold
-// is built once the change log's head has stood still for Index.Quiet, or
+// is built once the change log's head has stood still for Index.Quiet (and
+// Index.Busy, when set, says the derived stores have caught up with it), or
 // once it holds more than Index.DeferMax rows. Building whenever the
 // tail passed a tenth of the table rebuilt a table being filled over and
 // over (6-7 builds for 20,000 documents written at once, each row built
@@ -99,6 +100,15 @@ type IndexConfig struct {
 	// rows, whichever comes first; until then queries scan it exactly.
 	Quiet    time.Duration
 	DeferMax int
+	// Busy, when set, reports whether work that should come before a bulk
+	// build is still under way with the change log's head at head: ragd
+	// passes "a derived store this process keeps current is behind head"
+	// (ingest.Pipeline.Behind). A build then waits as while the head
+	// moves, up to DeferMax rows: on a machine the derived stores share
+	// with PostgreSQL, the build took the CPU the graph needed to catch up
+	// (docs/vector.md "Writes"), and queries scan the tail exactly
+	// meanwhile.
+	Busy func(head uint64) bool
 }
 
 func (c IndexConfig) withDefaults() IndexConfig {
@@ -307,8 +317,9 @@ type IndexReport struct {
 	Rebuilt bool
 	V       int64
 	// Deferred: the tail is past the rebuild threshold but the change
-	// log's head moved within Index.Quiet and the tail is within
-	// Index.DeferMax, so the build waits (nothing else was done).
+	// log's head moved within Index.Quiet (or Index.Busy said so) and the
+	// tail is within Index.DeferMax, so the build waits (nothing else was
+	// done).
 	Deferred bool
 	// Dropped indexes: replaced ones past Index.Grace and failed builds.
 	Dropped int
@@ -400,7 +411,7 @@ func (b *Backend) indexStep(ctx context.Context, conn *pgxpool.Conn) (IndexRepor
 		return r, wrapErr(ctx, "index", err)
 	}
 	b.pending.Store(int64(r.Tail))
-	quiet := b.headQuiet(head)
+	quiet := b.headQuiet(head) && (cfg.Busy == nil || !cfg.Busy(uint64(head)))
 	switch {
 	case r.Tail == 0:
 		return r, nil
