@@ -3,6 +3,7 @@ package keyword
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -113,6 +114,18 @@ func TestDecodeTermHashesRejectsDamage(t *testing.T) {
 	for _, bad := range [][]byte{{0x80}, {0xff, 0xff, 0xff, 0xff, 0xff}, {1, 0}} {
 		if _, err := decodeTermHashes(bad); err == nil {
 			t.Errorf("decode(%x) accepted", bad)
+		}
+	}
+}
+
+// termHash is FNV-1a's (the stored hashes must not change between
+// releases).
+func TestTermHashIsFNV1a(t *testing.T) {
+	for _, term := range []string{"", "a", "boundari", "layer", "été", strings.Repeat("x", 300)} {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(term))
+		if got, want := termHash(term), h.Sum32()>>(32-termHashBits); got != want {
+			t.Errorf("termHash(%q) = %#x, want %#x", term, got, want)
 		}
 	}
 }

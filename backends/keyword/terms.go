@@ -3,7 +3,6 @@ package keyword
 import (
 	"encoding/binary"
 	"errors"
-	"hash/fnv"
 	"slices"
 	"sort"
 
@@ -36,10 +35,15 @@ const fieldTerms = "_terms"
 // the tests, which narrow it to force collisions.
 var termHashBits = 20
 
+// termHash is the top termHashBits bits of the term's 32-bit FNV-1a hash
+// (hash/fnv's New32a, inlined: no allocation per term).
 func termHash(term string) uint32 {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(term)) // cannot fail
-	return h.Sum32() >> (32 - termHashBits)
+	h := uint32(2166136261)
+	for i := 0; i < len(term); i++ {
+		h ^= uint32(term[i])
+		h *= 16777619
+	}
+	return h >> (32 - termHashBits)
 }
 
 // encodeTermHashes is the _terms value of a document whose distinct terms
