@@ -14,8 +14,8 @@ import (
 
 // An embedded deployment of a release before the lean keyword index has
 // a full one (title and text stored): the first start of this release
-// refuses it as another layout, moves it aside and builds the lean index
-// from the record, losing nothing; pages hydrate from the record alone.
+// refuses it as another layout, removes it and builds the lean index from
+// the record, losing nothing; pages hydrate from the record alone.
 func TestFullKeywordIndexIsRebuiltLean(t *testing.T) {
 	cfg := embeddedConfig(t)
 	a := newApp(t, cfg)
@@ -57,12 +57,10 @@ func TestFullKeywordIndexIsRebuiltLean(t *testing.T) {
 		t.Errorf("hydrated %+v, want the record's document", d)
 	}
 	entries, _ := os.ReadDir(dir)
-	aside := false
 	for _, e := range entries {
-		aside = aside || strings.HasPrefix(e.Name(), "corrupt-")
-	}
-	if !aside {
-		t.Errorf("the full index was not moved aside: %v", entries)
+		if strings.HasPrefix(e.Name(), "corrupt-") {
+			t.Errorf("the full index was kept aside (%s): it is not damaged, and would hold its disk", e.Name())
+		}
 	}
 	rep, err := a.Pipeline.Check(ctx, false)
 	if err != nil {

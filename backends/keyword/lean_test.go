@@ -11,8 +11,8 @@ import (
 )
 
 // A full index opened as lean, or a lean one as full, is another layout:
-// ErrIncompatible, and OpenOrRebuild makes it anew from the record
-// (nothing accepted is lost: the record holds it).
+// ErrIncompatible, and OpenOrRebuild removes it and makes it anew from the
+// record (nothing accepted is lost: the record holds it).
 func TestLeanAndFullIndexesDoNotMix(t *testing.T) {
 	for _, lean := range []bool{true, false} {
 		dir := t.TempDir()
@@ -30,6 +30,9 @@ func TestLeanAndFullIndexesDoNotMix(t *testing.T) {
 		b, err := keyword.OpenOrRebuild(context.Background(), cfg, &sliceScanner{docs: corpus()})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if live, aside := generations(t, dir); len(live) != 1 || len(aside) != 0 {
+			t.Fatalf("lean %v: generations %v, aside %v: want the old one removed", lean, live, aside)
 		}
 		spitest.WantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "run"}), "run")
 		_, _, err = b.Hydrate(context.Background(), []string{"run"})
