@@ -248,9 +248,7 @@ func (a *App) wireRetriever() error {
 	if a.Vector != nil {
 		hydrators = append(hydrators, retriever.NamedHydrator{Name: spi.SourceVector, Hydrator: a.Vector})
 	}
-	if a.Keyword != nil && !a.keywordLean() {
-		// A lean keyword index keeps no bodies: the embedded record,
-		// first above, hydrates.
+	if a.Keyword != nil {
 		hydrators = append(hydrators, retriever.NamedHydrator{Name: spi.SourceKeyword, Hydrator: a.Keyword})
 	}
 	if a.Graph != nil {

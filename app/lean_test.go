@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ragd/ragd/backends/keyword"
+	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -15,7 +16,7 @@ import (
 // An embedded deployment of a release before the lean keyword index has
 // a full one (title and text stored): the first start of this release
 // refuses it as another layout, removes it and builds the lean index from
-// the record, losing nothing; pages hydrate from the record alone.
+// the record, losing nothing; pages hydrate from the record.
 func TestFullKeywordIndexIsRebuiltLean(t *testing.T) {
 	cfg := embeddedConfig(t)
 	a := newApp(t, cfg)
@@ -50,8 +51,8 @@ func TestFullKeywordIndexIsRebuiltLean(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := res.Hydration[spi.SourceKeyword]; ok || res.Hydration[spi.SourceVector].Status != retriever.StatusOK || len(res.Missing) != 0 {
-		t.Errorf("hydration %+v, missing %v: want the record alone", res.Hydration, res.Missing)
+	if res.Hydration[spi.SourceVector].Status != retriever.StatusOK || len(res.Missing) != 0 {
+		t.Errorf("hydration %+v, missing %v: want the record", res.Hydration, res.Missing)
 	}
 	if d := res.Hits[0].Document; d == nil || strings.Contains(d.Text, "only the old index") || d.Text == "" {
 		t.Errorf("hydrated %+v, want the record's document", d)
@@ -69,6 +70,41 @@ func TestFullKeywordIndexIsRebuiltLean(t *testing.T) {
 	for _, s := range rep.Stores {
 		if s.Store == spi.SourceKeyword && (s.Missing+s.Stale+s.Extra != 0 || s.Documents == 0 || s.Documents != s.RecordDocuments) {
 			t.Errorf("keyword after the rebuild: %+v", s)
+		}
+	}
+}
+
+// The lean keyword index keeps no text, but it still hydrates a page when
+// the vector source's circuit is open (the record skipped as a hydrator):
+// from the record, which its circuit does not guard.
+func TestLeanKeywordIndexHydratesWhileTheVectorCircuitIsOpen(t *testing.T) {
+	a := newApp(t, embeddedConfig(t))
+	defer a.Close()
+	ctx := context.Background()
+	if _, err := a.LoadDemo(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Breakers.Hold(spi.SourceVector, breaker.Manual{By: "test", Note: "vector down"}); err != nil {
+		t.Fatal(err)
+	}
+	q := retriever.Query{Text: "circuit breaker half-open", Limit: 5, Sources: retriever.Only(spi.SourceKeyword)}
+	eventually(t, "the keyword index to hold the demo", func() bool {
+		res, err := a.Retriever.Retrieve(ctx, q)
+		return err == nil && len(res.Hits) > 0
+	})
+	res, err := a.Retriever.Retrieve(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := res.Hydration[spi.SourceVector].Status; st != retriever.StatusCircuitOpen {
+		t.Errorf("record hydration %v with the vector circuit held open, want circuit_open", st)
+	}
+	if kw := res.Hydration[spi.SourceKeyword]; kw.Status != retriever.StatusOK || kw.Returned != len(res.Hits) || len(res.Missing) != 0 {
+		t.Errorf("keyword hydration %+v, missing %v: want the whole page", kw, res.Missing)
+	}
+	for _, h := range res.Hits {
+		if h.Document == nil || h.Document.Text == "" {
+			t.Errorf("hit %s hydrated %+v, want its text", h.ID, h.Document)
 		}
 	}
 }

@@ -176,10 +176,13 @@ func (a *App) openKeyword(ctx context.Context) error {
 	record, derived := a.Vector.(spi.ChangeLog)
 	// Beside the embedded record, on the same disk and in the same
 	// process, the index keeps no second copy of titles and texts (nor
-	// their term positions, which only Syntax phrases use): the record
-	// hydrates (docs/keyword.md, "Disk"). Beside PostgreSQL it keeps them,
-	// to hydrate a page while PostgreSQL is down.
-	kc.Lean = a.keywordLean()
+	// their term positions, which only Syntax phrases use): as a hydrator
+	// it reads the record's, so a page still hydrates while the vector
+	// source's circuit is open (docs/keyword.md, "Lean index"). Beside
+	// PostgreSQL it keeps them, to hydrate a page while PostgreSQL is down.
+	if kc.Lean = a.keywordLean(); kc.Lean {
+		kc.Bodies = a.Vector
+	}
 	if !derived {
 		// The keyword index is the record (or there is none to fill it from).
 		b, err := keyword.Open(kc)

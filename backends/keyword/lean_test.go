@@ -54,3 +54,22 @@ func TestLeanRefusesPhrases(t *testing.T) {
 	}
 	spitest.WantIDs(t, mustRetrieve(t, b, spi.KeywordRequest{Text: "title:compressor", Syntax: true}), "tb-title")
 }
+
+type bodiesFn func(ctx context.Context, ids []string) ([]spi.Document, []string, error)
+
+func (f bodiesFn) Hydrate(ctx context.Context, ids []string) ([]spi.Document, []string, error) {
+	return f(ctx, ids)
+}
+
+// A lean index with Config.Bodies hydrates from it, as it stands.
+func TestLeanHydratesFromBodies(t *testing.T) {
+	var asked []string
+	b := mustOpen(t, keyword.Config{Lean: true, Bodies: bodiesFn(func(_ context.Context, ids []string) ([]spi.Document, []string, error) {
+		asked = ids
+		return []spi.Document{{ID: "a", Text: "from the record"}}, []string{"b"}, nil
+	})})
+	docs, missing, err := b.Hydrate(context.Background(), []string{"a", "b"})
+	if err != nil || len(docs) != 1 || docs[0].Text != "from the record" || len(missing) != 1 || len(asked) != 2 {
+		t.Fatalf("Hydrate = %v, %v, %v (asked %v)", docs, missing, err, asked)
+	}
+}
