@@ -181,6 +181,15 @@ func (a *App) openKeyword(ctx context.Context) error {
 	}
 	kc := keyword.Config{Dir: a.Config.Path(c.Dir), TitleBoost: c.TitleBoost, MaxK: a.Config.Retriever.MaxWindow, Logger: a.Logger, Now: a.now}
 	record, derived := a.Vector.(spi.ChangeLog)
+	// Beside the embedded record, on the same disk and in the same
+	// process, the index keeps no second copy of titles and texts (nor
+	// their term positions, which only Syntax phrases use): as a hydrator
+	// it reads the record's, so a page still hydrates while the vector
+	// source's circuit is open (docs/keyword.md, "Lean index"). Beside
+	// PostgreSQL it keeps them, to hydrate a page while PostgreSQL is down.
+	if kc.Lean = a.keywordLean(); kc.Lean {
+		kc.Bodies = a.Vector
+	}
 	if !derived {
 		// The keyword index is the record (or there is none to fill it from).
 		b, err := keyword.Open(kc)
@@ -215,6 +224,14 @@ func (a *App) openKeyword(ctx context.Context) error {
 	a.Keyword, a.joining = j, j
 	a.background(j.run)
 	return nil
+}
+
+// keywordLean reports whether the bleve keyword index is lean
+// (keyword.Config.Lean): derived from the embedded record.
+func (a *App) keywordLean() bool {
+	b := a.Config.Backends
+	_, derived := a.Vector.(spi.ChangeLog)
+	return derived && b.Keyword.Kind == config.KindBleve && b.Vector.Kind == config.KindEmbedded
 }
 
 func (a *App) openGraph(ctx context.Context) error {

@@ -109,8 +109,9 @@ func newBackend(cfg Config, idx bleve.Index, gen string) (*Backend, error) {
 // OpenOrRebuild opens the index under cfg.Dir like Open, but treats the
 // index as a derived copy of src: when it is missing, corrupt or
 // incompatible, the broken generation is moved aside (to
-// Dir/corrupt-index-N, replacing any earlier one) and a new index is
-// populated from src before OpenOrRebuild returns. ErrLocked and other
+// Dir/corrupt-index-N, replacing any earlier one; an incompatible one, of
+// another layout or analyzer but not damaged, is removed instead) and a
+// new index is populated from src before OpenOrRebuild returns. ErrLocked and other
 // environmental errors (permissions) are returned, never "repaired".
 // A rebuild interrupted by a crash leaves no committed index, so the next
 // call rebuilds again. src must not be nil.
@@ -135,9 +136,20 @@ func OpenOrRebuild(ctx context.Context, cfg Config, src spi.Scanner) (*Backend, 
 		return nil, fmt.Errorf("keyword: open %s: %w", cfg.Dir, err)
 	}
 	reason := err.Error()
+	incompatible := errors.Is(err, ErrIncompatible)
 	aside, err := moveAside(cfg.Dir, broken)
 	if err != nil {
 		return nil, fmt.Errorf("keyword: move broken index aside: %w", err)
+	}
+	if incompatible && aside != "" {
+		// Not damaged, only of another layout or analyzer (an index of an
+		// earlier release, a lean one before the lean layout): nothing to
+		// inspect, and kept it would hold its disk (2 KB a document for a
+		// full index beside a lean one) until the next corruption.
+		if err := os.RemoveAll(aside); err != nil {
+			return nil, fmt.Errorf("keyword: remove the incompatible index: %w", err)
+		}
+		aside = ""
 	}
 	if err := removeStale(cfg.Dir, ""); err != nil {
 		return nil, fmt.Errorf("keyword: rebuild: %w", err)
@@ -160,7 +172,7 @@ func OpenOrRebuild(ctx context.Context, cfg Config, src spi.Scanner) (*Backend, 
 	}
 	// A fresh install (no index, empty system of record) is not news.
 	level := slog.LevelWarn
-	if aside == "" && docs == 0 {
+	if broken == "" && docs == 0 {
 		level = slog.LevelInfo
 	}
 	cfg.Logger.Log(ctx, level, "keyword: rebuilt index from the system of record",

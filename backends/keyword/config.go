@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2/registry"
+
+	"github.com/ragd/ragd/spi"
 )
 
 // Default BM25 parameters: Lucene's and Elasticsearch's defaults.
@@ -53,6 +55,19 @@ type Config struct {
 	// spi.ErrInvalidQuery) and, for Syntax queries, the terms a wildcard,
 	// regexp or fuzzy term may expand to.
 	MaxTerms int
+	// Lean keeps in the index only what plain-text search and the change
+	// log need, for an index derived from a record that holds the
+	// documents (ragd's embedded default): title and text are neither
+	// stored nor indexed with term positions (about 1.4 KB per document
+	// of disk less: docs/keyword.md, "Lean index"). Hydrate then asks
+	// Bodies, or wraps spi.ErrUnsupported without it, and Syntax phrase
+	// queries wrap spi.ErrInvalidQuery. Fixed when the index is created:
+	// opening an index of the other kind fails with ErrIncompatible
+	// (OpenOrRebuild makes it anew).
+	Lean bool
+	// Bodies hydrates in a lean index's place: the record that holds the
+	// documents (ragd's embedded store). Ignored unless Lean.
+	Bodies spi.Hydrator
 	// LockTimeout bounds the wait for the index's file lock at open; an
 	// index held by another process fails with ErrLocked instead of hanging.
 	LockTimeout time.Duration

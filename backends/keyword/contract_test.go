@@ -14,3 +14,14 @@ func TestKeywordContract(t *testing.T) {
 		},
 	})
 }
+
+// The lean index (no title and text kept) answers the same contract, but
+// does not hydrate.
+func TestKeywordContractLean(t *testing.T) {
+	spitest.RunKeyword(t, spitest.KeywordHarness{
+		Open: func(t *testing.T, o spitest.KeywordOptions) spitest.KeywordStore {
+			return mustOpen(t, keyword.Config{TitleBoost: o.TitleBoost, MaxK: o.MaxK, MaxTerms: o.MaxTerms, Lean: true})
+		},
+		NoBodies: true,
+	})
+}

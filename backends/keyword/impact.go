@@ -212,9 +212,12 @@ func newImpactIndex() *impactIndex {
 	}
 }
 
-// fieldFreqs is a document's analysed term frequencies in title and text.
+// fieldFreqs is a document's analysed term frequencies in title and text;
+// or, for a removed document of a lean index (terms.go), the ids of its
+// distinct terms in tids.
 type fieldFreqs struct {
 	title, text map[string]int
+	tids        []uint32
 }
 
 // terms calls fn with each distinct term of f once.
@@ -409,7 +412,11 @@ func (x *impactIndex) removeLocked(id string, old *fieldFreqs) {
 			delete(x.tdf, k)
 		}
 	}
-	if old != nil {
+	if old != nil && old.tids != nil {
+		for _, tid := range old.tids {
+			dropTerm(tid)
+		}
+	} else if old != nil {
 		old.terms(func(term string) {
 			if tid, ok := x.termIdx[term]; ok {
 				dropTerm(tid)

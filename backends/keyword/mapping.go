@@ -27,8 +27,8 @@ import (
 // indexed as the exact string.
 const (
 	fieldTenant   = "tenant"    // indexed verbatim, stored
-	fieldTitle    = "title"     // analysed, stored, term vectors (phrases)
-	fieldText     = "text"      // analysed, stored, term vectors (phrases)
+	fieldTitle    = "title"     // analysed; stored, with term vectors (phrases), unless the index is lean
+	fieldText     = "text"      // analysed; stored, with term vectors (phrases), unless the index is lean
 	fieldMetaPref = "metadata." // "metadata.<key>": each string (a list's too), indexed verbatim
 	fieldMetaEq   = "metaeq."   // "metaeq.<key>": each other scalar's spi.Value.EqualityKey
 	fieldMetaNum  = "metanum."  // "metanum.<key>": each number, a bleve numeric field (ranges)
@@ -39,8 +39,16 @@ const (
 )
 
 // schemaVersion changes whenever the field layout above changes; an index
-// of another version is rebuilt rather than misread.
-const schemaVersion = 2
+// of another version is rebuilt rather than misread. A lean index
+// (Config.Lean: title and text neither stored nor with term vectors, the
+// terms' hashes in _terms instead, terms.go) is leanSchemaVersion, so a
+// release that knows only full indexes refuses it instead of hydrating
+// empty texts; a full index is still version 2, and a lean index opened
+// as a full one (or the reverse) is ErrIncompatible.
+const (
+	schemaVersion     = 2
+	leanSchemaVersion = 3
+)
 
 // schemaKey is the bleve internal key holding the schema record.
 var schemaKey = []byte("ragd.keyword.schema")
@@ -48,6 +56,14 @@ var schemaKey = []byte("ragd.keyword.schema")
 type schema struct {
 	Version  int    `json:"version"`
 	Analyzer string `json:"analyzer"`
+}
+
+// schemaOf is the schema an index made with cfg records.
+func schemaOf(cfg Config) schema {
+	if cfg.Lean {
+		return schema{Version: leanSchemaVersion, Analyzer: cfg.Analyzer}
+	}
+	return schema{Version: schemaVersion, Analyzer: cfg.Analyzer}
 }
 
 func (s schema) encode() []byte {
@@ -79,7 +95,10 @@ func toAny(ss []string) []any {
 
 // newMapping declares the layout above to bleve, so that query-string
 // searches (Syntax) analyse each field as it was indexed and BM25 is used.
-func newMapping(analyzer string) *mapping.IndexMappingImpl {
+func newMapping(analyzer string) *mapping.IndexMappingImpl { return newMappingLayout(analyzer, false) }
+
+// newMappingLayout is newMapping of a lean index when lean is set.
+func newMappingLayout(analyzer string, lean bool) *mapping.IndexMappingImpl {
 	im := bleve.NewIndexMapping()
 	if def, ok := builtinAnalyzers()[analyzer]; ok {
 		if err := im.AddCustomAnalyzer(analyzer, def); err != nil {
@@ -96,8 +115,8 @@ func newMapping(analyzer string) *mapping.IndexMappingImpl {
 	text := func() *mapping.FieldMapping {
 		f := bleve.NewTextFieldMapping()
 		f.Analyzer = analyzer
-		f.Store = true
-		f.IncludeTermVectors = true
+		f.Store = !lean
+		f.IncludeTermVectors = !lean
 		f.IncludeInAll = false
 		f.DocValues = false
 		return f
@@ -117,6 +136,7 @@ func newMapping(analyzer string) *mapping.IndexMappingImpl {
 
 const (
 	optsText    = index.IndexField | index.StoreField | index.IncludeTermVectors
+	optsLean    = index.IndexField // title and text of a lean index
 	optsKeyword = index.IndexField | index.StoreField
 	optsFilter  = index.IndexField
 	optsStored  = index.StoreField
@@ -143,20 +163,40 @@ type analyzedField struct{ *document.TextField }
 
 func (analyzedField) Analyze() {}
 
-// buildDoc turns d into a bleve document with the layout above and returns
-// the token counts of title and text; textAn analyses title and text, a
-// nil analyzer indexes a value as one term.
+// buildDoc turns d into a bleve document with the layout above (of a full
+// index) and returns the token counts of title and text; textAn analyses
+// title and text, a nil analyzer indexes a value as one term.
 func buildDoc(d spi.Document, textAn analysis.Analyzer) (*document.Document, docLens) {
+	return buildDocLayout(d, textAn, false)
+}
+
+// buildDocLayout is buildDoc of a lean index (terms.go) when lean is set.
+func buildDocLayout(d spi.Document, textAn analysis.Analyzer, lean bool) (*document.Document, docLens) {
 	doc := document.NewDocument(d.ID)
 	doc.AddField(document.NewTextFieldCustom(fieldTenant, nil, []byte(d.Tenant), optsKeyword, nil))
-	title := document.NewTextFieldCustom(fieldTitle, nil, []byte(d.Title), optsText, textAn)
-	text := document.NewTextFieldCustom(fieldText, nil, []byte(d.Text), optsText, textAn)
+	opts := optsText
+	if lean {
+		opts = optsLean
+	}
+	title := document.NewTextFieldCustom(fieldTitle, nil, []byte(d.Title), opts, textAn)
+	text := document.NewTextFieldCustom(fieldText, nil, []byte(d.Text), opts, textAn)
 	title.Analyze()
 	text.Analyze()
 	lens := docLens{title: title.AnalyzedLength(), text: text.AnalyzedLength()}
 	doc.AddField(analyzedField{title})
 	doc.AddField(analyzedField{text})
 	doc.AddField(document.NewTextFieldCustom(fieldLens, nil, lens.encode(), optsStored, nil))
+	if lean {
+		terms := encodeTermHashes(func(fn func(string)) {
+			for term := range title.AnalyzedTokenFrequencies() {
+				fn(term)
+			}
+			for term := range text.AnalyzedTokenFrequencies() {
+				fn(term)
+			}
+		})
+		doc.AddField(document.NewTextFieldCustom(fieldTerms, nil, terms, optsStored, nil))
+	}
 	if len(d.Metadata) > 0 {
 		for _, k := range slices.Sorted(maps.Keys(d.Metadata)) {
 			doc.AddField(document.NewTextFieldCustom(fieldMetaKeys, nil, []byte(k), optsFilter, nil))

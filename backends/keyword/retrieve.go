@@ -58,6 +58,9 @@ func (b *Backend) Retrieve(ctx context.Context, req spi.KeywordRequest) ([]spi.R
 		if err != nil {
 			return nil, fmt.Errorf("keyword: retrieve: %w: query syntax: %v", spi.ErrInvalidQuery, err)
 		}
+		if b.cfg.Lean && hasPhrase(parsed) {
+			return nil, fmt.Errorf("keyword: retrieve: %w: a phrase needs term positions, which a lean index does not keep", spi.ErrInvalidQuery)
+		}
 		q = parsed
 	} else {
 		tokens := st.an.Analyze([]byte(req.Text))

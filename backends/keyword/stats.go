@@ -3,6 +3,7 @@ package keyword
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -61,6 +62,10 @@ type store struct {
 	// tombs mirrors the index's tombstones (apply.go): id -> tagged
 	// version. Writers only use it.
 	tombs map[string][]byte
+	// lean: the index keeps no title and text (Config.Lean, terms.go);
+	// hashes resolves its documents' term hashes. Writers only use it.
+	lean   bool
+	hashes termHashes
 }
 
 // close stops the postings' rebuild, if one runs, and closes the index.
@@ -75,7 +80,17 @@ func newStore(idx bleve.Index, analyzer string) (*store, error) {
 		return nil, fmt.Errorf("analyzer %q not available", analyzer)
 	}
 	s := &store{idx: idx, an: an}
-	var err error
+	raw, err := idx.GetInternal(schemaKey)
+	if err != nil {
+		return nil, fmt.Errorf("%w: read schema: %v", ErrCorrupt, err)
+	}
+	var sc schema
+	if raw != nil {
+		if err := json.Unmarshal(raw, &sc); err != nil {
+			return nil, fmt.Errorf("%w: schema record: %v", ErrCorrupt, err)
+		}
+	}
+	s.lean = sc.Version == leanSchemaVersion
 	if s.impact, err = loadImpact(context.Background(), idx); err != nil {
 		return nil, fmt.Errorf("%w: load postings: %v", ErrCorrupt, err)
 	}

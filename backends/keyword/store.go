@@ -170,11 +170,11 @@ func kvConfig(cfg Config) map[string]any {
 // createIndex makes a new, empty bleve index at path with the configured
 // analyzer and records the schema in it.
 func createIndex(path string, cfg Config) (bleve.Index, error) {
-	idx, err := bleve.NewUsing(path, newMapping(cfg.Analyzer), scorch.Name, scorch.Name, kvConfig(cfg))
+	idx, err := bleve.NewUsing(path, newMappingLayout(cfg.Analyzer, cfg.Lean), scorch.Name, scorch.Name, kvConfig(cfg))
 	if err != nil {
 		return nil, err
 	}
-	if err := idx.SetInternal(schemaKey, schema{Version: schemaVersion, Analyzer: cfg.Analyzer}.encode()); err != nil {
+	if err := idx.SetInternal(schemaKey, schemaOf(cfg).encode()); err != nil {
 		_ = idx.Close()
 		return nil, err
 	}
@@ -215,10 +215,10 @@ func openIndex(path string, cfg Config) (idx bleve.Index, err error) {
 		_ = idx.Close()
 		return nil, fmt.Errorf("%w: schema record: %v", ErrCorrupt, err)
 	}
-	if s.Version != schemaVersion || s.Analyzer != cfg.Analyzer {
+	if want := schemaOf(cfg); s != want {
 		_ = idx.Close()
-		return nil, fmt.Errorf("%w: index has schema %d analyzer %q, config wants schema %d analyzer %q",
-			ErrIncompatible, s.Version, s.Analyzer, schemaVersion, cfg.Analyzer)
+		return nil, fmt.Errorf("%w: index has schema %d analyzer %q, config wants schema %d analyzer %q (%d: lean, %d: full)",
+			ErrIncompatible, s.Version, s.Analyzer, want.Version, want.Analyzer, leanSchemaVersion, schemaVersion)
 	}
 	return idx, nil
 }

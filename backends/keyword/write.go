@@ -98,7 +98,7 @@ func writeBatch(s *store, docs []spi.Document, del []string, lw *logWrite) error
 		return fmt.Errorf("%w: read replaced documents: %v", spi.ErrUnavailable, err)
 	}
 	batch := s.idx.NewBatch()
-	built, lens := buildDocs(docs, s.an)
+	built, lens := buildDocsLayout(docs, s.an, s.lean)
 	vers := make([][]byte, len(docs))
 	var gone []string // ids whose tombstone the batch deletes
 	dropTomb := func(id string) {
@@ -148,11 +148,12 @@ func writeBatch(s *store, docs []spi.Document, del []string, lw *logWrite) error
 	return nil
 }
 
-// goneTerms analyses the stored title and text of the live documents that
-// docs replace and del deletes: the postings count df and need each
-// removed document's terms for it. They read them from the index of
-// record rather than keep every document's term list in memory (see
-// docs/keyword.md, Memory).
+// goneTerms finds the terms of the live documents that docs replace and
+// del deletes: the postings count df and need each removed document's
+// terms for it. A full index analyses their stored title and text again;
+// a lean one resolves their stored term hashes (terms.go). They read them
+// from the index of record rather than keep every document's term list in
+// memory (see docs/keyword.md, Memory).
 func (s *store) goneTerms(docs []spi.Document, del []string) (map[string]fieldFreqs, error) {
 	var ids []string
 	for _, d := range docs {
@@ -187,14 +188,28 @@ func (s *store) goneTerms(docs []spi.Document, del []string) (map[string]fieldFr
 			continue // the postings find its terms themselves
 		}
 		var f fieldFreqs
+		var hashes []byte
 		stored.VisitFields(func(fl index.Field) {
 			switch fl.Name() {
 			case fieldTitle:
 				f.title = termCounts(s.an, fl.Value())
 			case fieldText:
 				f.text = termCounts(s.an, fl.Value())
+			case fieldTerms:
+				hashes = fl.Value()
 			}
 		})
+		if s.lean {
+			hs, err := decodeTermHashes(hashes)
+			if err != nil {
+				return nil, fmt.Errorf("%w: document %q: %v", ErrCorrupt, id, err)
+			}
+			tids, ok := s.impact.resolveTerms(&s.hashes, id, hs)
+			if !ok {
+				continue
+			}
+			f = fieldFreqs{tids: tids}
+		}
 		out[id] = f
 	}
 	return out, nil
@@ -212,6 +227,11 @@ func termCounts(an analysis.Analyzer, text []byte) map[string]int {
 // buildDocs analyses docs on up to GOMAXPROCS goroutines (the analysis
 // scorch would otherwise run on its own worker pool).
 func buildDocs(docs []spi.Document, an analysis.Analyzer) ([]*document.Document, []docLens) {
+	return buildDocsLayout(docs, an, false)
+}
+
+// buildDocsLayout is buildDocs of a lean index when lean is set.
+func buildDocsLayout(docs []spi.Document, an analysis.Analyzer, lean bool) ([]*document.Document, []docLens) {
 	built := make([]*document.Document, len(docs))
 	lens := make([]docLens, len(docs))
 	workers := min(runtime.GOMAXPROCS(0), (len(docs)+15)/16)
@@ -219,7 +239,7 @@ func buildDocs(docs []spi.Document, an analysis.Analyzer) ([]*document.Document,
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < len(docs); i += workers {
-				built[i], lens[i] = buildDoc(docs[i], an)
+				built[i], lens[i] = buildDocLayout(docs[i], an, lean)
 			}
 		})
 	}

@@ -230,9 +230,14 @@ func parseLine(line []byte, format Format) (spi.Document, error) {
 		}
 		return doc, nil
 	default:
+		// The fast decoder first (strictjson.TryDecode); a line it does not
+		// take is read again by Decode, whose error names the member.
 		var d spi.Document
-		if e := strictjson.Decode(line, &d, "line"); e != nil {
-			return spi.Document{}, e
+		if !strictjson.TryDecode(line, &d) {
+			d = spi.Document{}
+			if e := strictjson.Decode(line, &d, "line"); e != nil {
+				return spi.Document{}, e
+			}
 		}
 		// A time no store keeps (the year 10000 in UTC) could not even be
 		// sent: it fails its line, as the server would fail its document.

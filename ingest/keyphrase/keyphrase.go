@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/ragd/ragd/ingest"
 	"github.com/ragd/ragd/internal/analysis"
@@ -133,7 +134,14 @@ func (k *Extractor) Phrases(title, text string) []string {
 	}
 	scan := func(s string, weight, budget int) {
 		used := 0
-		for _, clause := range strings.FieldsFunc(s, isClauseBreak) {
+		// Clause by clause, as strings.FieldsFunc(s, isClauseBreak) would
+		// cut them, but lazily: the budget usually ends the scan long
+		// before the text does.
+		for s != "" {
+			var clause string
+			if clause, s = nextClause(s); clause == "" {
+				continue
+			}
 			var prev string
 			for _, tok := range analysis.Tokens(clause) {
 				if budget > 0 && used >= budget {
@@ -198,12 +206,24 @@ func top(m map[string]*candidate, n, minScore int) []string {
 	return out
 }
 
+// nextClause cuts s at its first clause break: the text before it (maybe
+// empty) and the rest after it. Skipping the empty clauses, it yields
+// what strings.FieldsFunc(s, isClauseBreak) returns, one at a time.
+func nextClause(s string) (clause, rest string) {
+	i := strings.IndexFunc(s, isClauseBreak)
+	if i < 0 {
+		return s, ""
+	}
+	_, n := utf8.DecodeRuneInString(s[i:])
+	return s[:i], s[i+n:]
+}
+
 func isClauseBreak(r rune) bool {
 	switch r {
 	case '.', ',', ';', ':', '!', '?', '(', ')', '[', ']', '{', '}', '"', '\n':
 		return true
 	}
-	return unicode.Is(unicode.Pi, r) || unicode.Is(unicode.Pf, r)
+	return r >= utf8.RuneSelf && (unicode.Is(unicode.Pi, r) || unicode.Is(unicode.Pf, r)) // no ASCII rune is Pi or Pf
 }
 
 func isNumber(s string) bool {

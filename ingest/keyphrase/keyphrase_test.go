@@ -3,6 +3,7 @@ package keyphrase_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -72,5 +73,30 @@ func TestKeyphraseLimits(t *testing.T) {
 	}
 	if got := k.Phrases("", ""); len(got) != 0 {
 		t.Fatalf("empty input gave %q", got)
+	}
+}
+
+// The lazy clause cutting yields strings.FieldsFunc's clauses, on texts
+// of clause breaks (ASCII and typographic quotes), invalid UTF-8 and
+// letters.
+func TestNextClauseCutsLikeFieldsFunc(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	parts := []string{"a", "wing", " ", ".", ",", "«", "»", "“", "”", "‘", "\n", "é", "\xff", "(", "x y", ";;", "—"}
+	for range 2000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(parts[rng.IntN(len(parts))])
+		}
+		s := b.String()
+		var got []string
+		for rest := s; rest != ""; {
+			var c string
+			if c, rest = keyphrase.NextClause(rest); c != "" {
+				got = append(got, c)
+			}
+		}
+		if want := strings.FieldsFunc(s, keyphrase.IsClauseBreak); !slices.Equal(got, want) {
+			t.Fatalf("%q: clauses %q, want %q", s, got, want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package strictjson_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -9,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/ragd/ragd/internal/strictjson"
+	"github.com/ragd/ragd/spi"
 )
 
 type doc struct {
@@ -107,5 +109,57 @@ func TestUnknownFieldIsRefusedBeforeItsValue(t *testing.T) {
 	// Map keys are data, not members: any name is known.
 	if e := strictjson.Decode([]byte(`{"id":"a","metadata":{"zzz":"v"}}`), new(doc), "body"); e != nil {
 		t.Errorf("a metadata key: %v", e)
+	}
+}
+
+// TryDecode (go-json-experiment v2 after the checks of the text) decodes
+// what Decode (encoding/json after the same checks) decodes, to the same
+// value, or gives up (then its caller judges the text with Decode): never
+// does it accept a text Decode refuses or read one otherwise.
+func TestTryDecodeAgreesWithDecode(t *testing.T) {
+	type req struct {
+		Documents []spi.Document `json:"documents"`
+	}
+	for _, s := range []string{
+		`{"documents":[{"id":"a","vector":[1e39]}]}`,
+		`{"documents":[{"id":"a","vector":[-1e39]}]}`,
+		`{"documents":[{"id":"a","vector":[3.4028235e38, 1e-46, -0, 0.1, 1E2, 1e+2, 0.0000001, 1.0000000000000000000000000001]}]}`,
+		`{"documents":[{"id":"a","vector":[null, 1]}]}`,
+		`{"documents":[{"id":"a","vector":null}]}`,
+		`{"documents":[{"id":"a","vector":["1"]}]}`,
+		`{"documents":[{"id":"a","vector":[1,]}]}`,
+		`{"documents":[{"id":"a","updated_at":"2024-01-02T03:04:05Z"}]}`,
+		`{"documents":[{"id":"a","updated_at":"2024-01-02T03:04:05.123456789+01:00"}]}`,
+		`{"documents":[{"id":"a","updated_at":"2024-01-02t03:04:05z"}]}`,
+		`{"documents":[{"id":"a","updated_at":"2024-01-02T24:00:00Z"}]}`,
+		`{"documents":[{"id":"a","updated_at":"2024-1-02T03:04:05Z"}]}`,
+		`{"documents":[{"id":"a","updated_at":"2024-01-02T03:04:05,5Z"}]}`,
+		`{"documents":[{"id":"a","updated_at":"2024-01-02T03:04:05+24:00"}]}`,
+		`{"documents":[{"id":"a","updated_at":"0000-01-02T03:04:05Z"}]}`,
+		`{"documents":[{"id":"a","updated_at":null}]}`,
+		`{"documents":[{"id":"a","updated_at":""}]}`,
+		`{"documents":[{"id":"a","metadata":{"k":1,"b":true,"s":"x","l":["a",2],"n":null,"f":1.5,"t":"2024-01-02T03:04:05Z"}}]}`,
+		`{"documents":[{"id":"a","metadata":{"k":{"x":1}}}]}`,
+		`{"documents":[{"id":"a","metadata":null,"entities":null,"links":["x"]}]}`,
+		`{"documents":[{"id":1}]}`,
+		`{"documents":[{"ID":"a"}]}`,
+		`{"documents":[{"id":"a","id":"b"}]}`,
+		`{"documents":[{"id":"a","extra":1}]}`,
+		`{"documents":null}`,
+		`{"documents":[null]}`,
+		`{"documents":[{"id":"a","title":"\u00e9\ud83d\ude00"}]}`,
+		`{"documents":[{"id":"a"}]} x`,
+		`{"documents":[{"id":"a"}]} {}`,
+		`{"documents":[{"id":"a","text":"x\ud800"}]}`,
+	} {
+		var tried, decoded req
+		ok := strictjson.TryDecode([]byte(s), &tried)
+		e := strictjson.Decode([]byte(s), &decoded, "body")
+		if ok && (e != nil || !reflect.DeepEqual(tried, decoded)) {
+			t.Errorf("%s: TryDecode %+v, Decode %+v (%v)", s, tried, decoded, e)
+		}
+		if !ok && e == nil && !strings.Contains(s, "updated_at") {
+			t.Errorf("%s: TryDecode gave up on a text Decode reads", s)
+		}
 	}
 }

@@ -1,0 +1,5 @@
+package keyphrase
+
+var NextClause = nextClause
+
+var IsClauseBreak = isClauseBreak
