@@ -167,7 +167,7 @@ func (ix *index) assignNext(chunk int) bool {
 	end := min(v.cursor+chunk, n)
 	for i := v.cursor; i < end; i++ {
 		if v.of[i] < 0 {
-			v.add(i, v.nearest(ix.codes[i*ix.dim:(i+1)*ix.dim], ix.quant[i].scale))
+			v.add(i, v.nearest(ix.codes.b[i*ix.dim:(i+1)*ix.dim], ix.quant[i].scale))
 		}
 	}
 	v.cursor = end

@@ -12,8 +12,8 @@ import (
 )
 
 // index is the in-memory index: row i holds ids[i], its tenant and
-// metadata, and the int8 codes of its vector codes[i*dim:(i+1)*dim] with
-// quant[i] (quant.go); the float32 vectors stay on disk (the vectors
+// metadata, and the int8 codes of its vector codes.b[i*dim:(i+1)*dim]
+// (outside the Go heap: codes.go) with quant[i] (quant.go); the float32 vectors stay on disk (the vectors
 // file, vecfile.go), which the search reads for the few rows it scores
 // exactly (rescore.go). Deleting a
 // row moves the last row into its place. post indexes the rows by
@@ -30,7 +30,7 @@ type index struct {
 	tenants     []uint32
 	meta        []spi.Metadata // interned in metas
 	metas       metaSet
-	codes       []int8
+	codes       rowCodes
 	quant       []rowQuant
 	pos         map[string]int
 	post        postings
@@ -70,7 +70,7 @@ func (ix *index) reserve(n int) {
 	ix.ids = slices.Grow(ix.ids, n)
 	ix.tenants = slices.Grow(ix.tenants, n)
 	ix.meta = slices.Grow(ix.meta, n)
-	ix.codes = slices.Grow(ix.codes, n*ix.dim)
+	ix.codes.reserve(n * ix.dim)
 	ix.quant = slices.Grow(ix.quant, n)
 }
 
@@ -96,7 +96,7 @@ func (ix *index) put(id, tenant string, md spi.Metadata, vec []float32) {
 		ix.ids = append(ix.ids, id)
 		ix.tenants = append(ix.tenants, 0)
 		ix.meta = append(ix.meta, nil)
-		ix.codes = append(ix.codes, make([]int8, ix.dim)...)
+		ix.codes.extend(ix.dim)
 		ix.quant = append(ix.quant, rowQuant{})
 		ix.post.add(i, tenantPair(tenant), spi.Value{}, nrows)
 		ix.tenants[i] = ix.tenantID(tenant)
@@ -124,12 +124,12 @@ func (ix *index) put(id, tenant string, md spi.Metadata, vec []float32) {
 		normalizeInPlace(ix.scratch)
 		vec = ix.scratch
 	}
-	ix.quant[i] = quantize(vec, ix.codes[i*ix.dim:(i+1)*ix.dim])
+	ix.quant[i] = quantize(vec, ix.codes.b[i*ix.dim:(i+1)*ix.dim])
 	for _, v := range []*ivf{ix.ivf, ix.next} {
 		if v != nil {
 			v.grow(nrows)
 			v.drop(i)
-			v.add(i, v.nearest(ix.codes[i*ix.dim:(i+1)*ix.dim], ix.quant[i].scale))
+			v.add(i, v.nearest(ix.codes.b[i*ix.dim:(i+1)*ix.dim], ix.quant[i].scale))
 		}
 	}
 }
@@ -158,7 +158,7 @@ func (ix *index) remove(id string) {
 		ix.ids[i] = ix.ids[last]
 		ix.tenants[i] = ix.tenants[last]
 		ix.meta[i] = ix.meta[last]
-		copy(ix.codes[i*ix.dim:(i+1)*ix.dim], ix.codes[last*ix.dim:])
+		copy(ix.codes.b[i*ix.dim:(i+1)*ix.dim], ix.codes.b[last*ix.dim:])
 		ix.quant[i] = ix.quant[last]
 		ix.pos[ix.ids[i]] = i
 		for _, v := range ivfs {
@@ -167,7 +167,7 @@ func (ix *index) remove(id string) {
 			}
 			v.move(last, i)
 			if v.of[i] < 0 { // a build had not reached it: assign it now
-				v.add(i, v.nearest(ix.codes[i*ix.dim:(i+1)*ix.dim], ix.quant[i].scale))
+				v.add(i, v.nearest(ix.codes.b[i*ix.dim:(i+1)*ix.dim], ix.quant[i].scale))
 			}
 		}
 	}
@@ -181,7 +181,7 @@ func (ix *index) remove(id string) {
 	ix.tenants = ix.tenants[:last]
 	ix.meta[last] = nil
 	ix.meta = ix.meta[:last]
-	ix.codes = ix.codes[:last*ix.dim]
+	ix.codes.truncate(last * ix.dim)
 	ix.quant = ix.quant[:last]
 }
 
@@ -413,7 +413,7 @@ func (ix *index) scanRange(ctx context.Context, q query, qq *quantQuery, lo, hi 
 		if !q.anyTen && ix.tenants[i] != q.tenant {
 			continue
 		}
-		kLo, kHi := qq.interval(ix.quant[i], dotCodes(qq.codes, ix.codes[i*dim:(i+1)*dim]), q.l2)
+		kLo, kHi := qq.interval(ix.quant[i], dotCodes(qq.codes, ix.codes.b[i*dim:(i+1)*dim]), q.l2)
 		if kHi < floor.min() {
 			continue
 		}

@@ -190,7 +190,7 @@ func (ix *index) probe(ctx context.Context, q query, qq *quantQuery, floor lower
 			if dense {
 				// Every row's codes, read in sequence: cheaper than skipping
 				// when most rows are eligible.
-				d = dotCodes(qq.codes, ix.codes[i*dim:(i+1)*dim])
+				d = dotCodes(qq.codes, ix.codes.b[i*dim:(i+1)*dim])
 			}
 			if rows != nil && rows[i>>6]&(1<<(i&63)) == 0 {
 				continue
@@ -200,7 +200,7 @@ func (ix *index) probe(ctx context.Context, q query, qq *quantQuery, floor lower
 			}
 			seen++
 			if !dense {
-				d = dotCodes(qq.codes, ix.codes[i*dim:(i+1)*dim])
+				d = dotCodes(qq.codes, ix.codes.b[i*dim:(i+1)*dim])
 			}
 			kLo, kHi := qq.interval(ix.quant[i], d, q.l2)
 			if kHi < floor.min() {
@@ -237,7 +237,7 @@ type regrouped struct {
 	ids     []string
 	tenants []uint32
 	meta    []spi.Metadata
-	codes   []int8
+	codes   rowCodes
 	quant   []rowQuant
 	post    postings
 	ivf     *ivf
@@ -253,12 +253,12 @@ func (ix *index) regroup(v *ivf) *regrouped {
 		ids:     make([]string, 0, n),
 		tenants: make([]uint32, 0, n),
 		meta:    make([]spi.Metadata, 0, n),
-		codes:   make([]int8, 0, n*dim),
 		quant:   make([]rowQuant, 0, n),
 		post:    newPostings(),
 		ivf: &ivf{dim: v.dim, l2: v.l2, cent: v.cent, cs: v.cs, cn2: v.cn2, lists: make([][]int32, len(v.lists)),
 			of: make([]int32, n), at: make([]int32, n), trained: v.trained, grouped: n, cursor: n, wide: v.wide},
 	}
+	g.codes.reserve(n * dim)
 	for c, l := range v.lists {
 		rows := make([]int32, len(l))
 		for j, old := range l {
@@ -268,7 +268,7 @@ func (ix *index) regroup(v *ivf) *regrouped {
 			g.ids = append(g.ids, ix.ids[old])
 			g.tenants = append(g.tenants, ix.tenants[old])
 			g.meta = append(g.meta, ix.meta[old])
-			g.codes = append(g.codes, ix.codes[int(old)*dim:(int(old)+1)*dim]...)
+			copy(g.codes.extend(dim), ix.codes.b[int(old)*dim:(int(old)+1)*dim])
 			g.quant = append(g.quant, ix.quant[old])
 			g.post.add(r, tenantPair(ix.tenantNames[ix.tenants[old]]), spi.Value{}, n)
 			for pk, val := range rowPairs(ix.meta[old]) {
@@ -281,9 +281,11 @@ func (ix *index) regroup(v *ivf) *regrouped {
 	return g
 }
 
-// install makes g the index's rows and g.ivf its ivf; the caller holds
-// both of the Store's locks.
+// install makes g the index's rows and g.ivf its ivf, and frees the old
+// rows' codes; the caller holds both of the Store's locks (no search or
+// regroup is reading them).
 func (ix *index) install(g *regrouped) {
+	ix.codes.free()
 	ix.ids, ix.tenants, ix.meta, ix.codes, ix.quant, ix.post = g.ids, g.tenants, g.meta, g.codes, g.quant, g.post
 	ix.ivf, ix.next = g.ivf, nil
 }

@@ -383,7 +383,7 @@ func checkIVF(ix *index, v *ivf, nrows, assigned int) error {
 		if int(c) >= len(v.lists) || int(v.at[r]) >= len(v.lists[c]) || v.lists[c][v.at[r]] != int32(r) {
 			return fmt.Errorf("row %d says list %d at %d, which does not hold it", r, c, v.at[r])
 		}
-		if near := v.nearest(ix.codes[r*ix.dim:(r+1)*ix.dim], ix.quant[r].scale); near != c {
+		if near := v.nearest(ix.codes.b[r*ix.dim:(r+1)*ix.dim], ix.quant[r].scale); near != c {
 			return fmt.Errorf("row %d is in list %d, its nearest centroid is %d", r, c, near)
 		}
 	}
