@@ -26,13 +26,12 @@ import (
 type index struct {
 	dim         int
 	normalize   bool
-	ids         []string
+	ids         rowIDs
 	tenants     []uint32
 	meta        []spi.Metadata // interned in metas
 	metas       metaSet
 	codes       rowCodes
 	quant       []rowQuant
-	pos         map[string]int
 	post        postings
 	tenantIDs   map[string]uint32 // interned tenants; 0 is ""
 	tenantNames []string          // tenantNames[tenantIDs[t]] == t
@@ -43,7 +42,7 @@ type index struct {
 }
 
 func newIndex(dim int, normalize bool) *index {
-	return &index{dim: dim, normalize: normalize, pos: map[string]int{}, post: newPostings(), metas: metaSet{},
+	return &index{dim: dim, normalize: normalize, ids: newRowIDs(), post: newPostings(), metas: metaSet{},
 		tenantIDs: map[string]uint32{"": 0}, tenantNames: []string{""}, ann: defaultANN}
 }
 
@@ -60,14 +59,11 @@ func tenantExpr(t string) *spi.Expr {
 	return &spi.Expr{Kind: spi.ExprIn, Key: tenantKey, Values: []spi.Value{spi.String(t)}}
 }
 
-func (ix *index) len() int { return len(ix.ids) }
+func (ix *index) len() int { return ix.ids.len() }
 
 // reserve makes room for n rows.
 func (ix *index) reserve(n int) {
-	if len(ix.pos) == 0 {
-		ix.pos = make(map[string]int, n)
-	}
-	ix.ids = slices.Grow(ix.ids, n)
+	ix.ids.reserve(n)
 	ix.tenants = slices.Grow(ix.tenants, n)
 	ix.meta = slices.Grow(ix.meta, n)
 	ix.codes.reserve(n * ix.dim)
@@ -87,13 +83,11 @@ func (ix *index) tenantID(t string) uint32 {
 // put inserts or replaces a row: vec's codes are computed (from vec
 // normalised, for cosine) and vec itself is not kept.
 func (ix *index) put(id, tenant string, md spi.Metadata, vec []float32) {
-	i, ok := ix.pos[id]
-	nrows := len(ix.ids)
+	i, ok := ix.ids.find(id)
+	nrows := ix.len()
 	if !ok {
-		i = nrows
+		i = ix.ids.push(id)
 		nrows++
-		ix.pos[id] = i
-		ix.ids = append(ix.ids, id)
 		ix.tenants = append(ix.tenants, 0)
 		ix.meta = append(ix.meta, nil)
 		ix.codes.extend(ix.dim)
@@ -136,16 +130,16 @@ func (ix *index) put(id, tenant string, md spi.Metadata, vec []float32) {
 
 // remove deletes a row if present.
 func (ix *index) remove(id string) {
-	i, ok := ix.pos[id]
+	i, ok := ix.ids.find(id)
 	if !ok {
 		return
 	}
-	last := len(ix.ids) - 1
+	last := ix.len() - 1
 	for pk := range rowPairs(ix.meta[i]) {
-		ix.post.del(i, pk, len(ix.ids))
+		ix.post.del(i, pk, last+1)
 	}
 	ix.metas.release(ix.meta[i])
-	ix.post.del(i, tenantPair(ix.tenantNames[ix.tenants[i]]), len(ix.ids))
+	ix.post.del(i, tenantPair(ix.tenantNames[ix.tenants[i]]), last+1)
 	ivfs := []*ivf{ix.ivf, ix.next}
 	for _, v := range ivfs {
 		if v != nil {
@@ -155,12 +149,10 @@ func (ix *index) remove(id string) {
 	if i != last {
 		ix.post.move(last, i, ix.meta[last])
 		ix.post.m[tenantPair(ix.tenantNames[ix.tenants[last]])].move(last, i)
-		ix.ids[i] = ix.ids[last]
 		ix.tenants[i] = ix.tenants[last]
 		ix.meta[i] = ix.meta[last]
 		copy(ix.codes.b[i*ix.dim:(i+1)*ix.dim], ix.codes.b[last*ix.dim:])
 		ix.quant[i] = ix.quant[last]
-		ix.pos[ix.ids[i]] = i
 		for _, v := range ivfs {
 			if v == nil {
 				continue
@@ -176,8 +168,7 @@ func (ix *index) remove(id string) {
 			v.truncate(last)
 		}
 	}
-	delete(ix.pos, id)
-	ix.ids = ix.ids[:last]
+	ix.ids.remove(i)
 	ix.tenants = ix.tenants[:last]
 	ix.meta[last] = nil
 	ix.meta = ix.meta[:last]
@@ -328,7 +319,7 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 	var ids []string
 	for _, cs := range found {
 		for _, c := range prune(cs, floor.min()) {
-			ids = append(ids, ix.ids[c.row])
+			ids = append(ids, ix.ids.id(c.row))
 		}
 	}
 	return ids, nil

@@ -234,7 +234,7 @@ func popcount(b []uint64) int {
 // so does the Store, without training, once a quarter more rows than
 // the last regroup laid out have been written (annbuild.go).
 type regrouped struct {
-	ids     []string
+	ids     rowIDs
 	tenants []uint32
 	meta    []spi.Metadata
 	codes   rowCodes
@@ -244,13 +244,13 @@ type regrouped struct {
 }
 
 // regroup renumbers ix's rows by the lists of v, which assigns every row,
-// and renumbers ix.pos to match. It reads the other fields without
-// changing them, so searches may run meanwhile; writes must not (the
-// caller holds the writers' mutex until install).
+// into new arrays (the ids' table too). It reads ix without changing it,
+// so searches may run meanwhile; writes must not (the caller holds the
+// writers' mutex until install).
 func (ix *index) regroup(v *ivf) *regrouped {
 	n, dim := ix.len(), ix.dim
 	g := &regrouped{
-		ids:     make([]string, 0, n),
+		ids:     newRowIDs(),
 		tenants: make([]uint32, 0, n),
 		meta:    make([]spi.Metadata, 0, n),
 		quant:   make([]rowQuant, 0, n),
@@ -259,13 +259,13 @@ func (ix *index) regroup(v *ivf) *regrouped {
 			of: make([]int32, n), at: make([]int32, n), trained: v.trained, grouped: n, cursor: n, wide: v.wide},
 	}
 	g.codes.reserve(n * dim)
+	g.ids.reserve(n)
 	for c, l := range v.lists {
 		rows := make([]int32, len(l))
 		for j, old := range l {
-			r := len(g.ids)
+			r := g.ids.pushBytes(ix.ids.bytesOf(int(old)))
 			rows[j] = int32(r)
 			g.ivf.of[r], g.ivf.at[r] = int32(c), int32(j)
-			g.ids = append(g.ids, ix.ids[old])
 			g.tenants = append(g.tenants, ix.tenants[old])
 			g.meta = append(g.meta, ix.meta[old])
 			copy(g.codes.extend(dim), ix.codes.b[int(old)*dim:(int(old)+1)*dim])
@@ -274,7 +274,6 @@ func (ix *index) regroup(v *ivf) *regrouped {
 			for pk, val := range rowPairs(ix.meta[old]) {
 				g.post.add(r, pk, val, n)
 			}
-			ix.pos[ix.ids[old]] = r
 		}
 		g.ivf.lists[c] = rows
 	}
