@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"math/bits"
@@ -282,12 +283,13 @@ const ctxCheckEvery = 4096
 
 // candidates returns the ids of the rows that may be among the best q.k:
 // those whose key's upper bound reaches the k-th best lower bound
-// (quant.go) among the rows it visits; rescore.go scores them. The
+// (quant.go) among the rows it visits, by descending upper bound, with
+// those bounds; rescore.go scores them, best bound first. The
 // eligible rows (the tenant's, matching the filter) come from the
 // postings; with an IVF (ivf.go) and more eligible rows than an exact
 // scan of them would cost (annParams.exact), it visits those of the best
 // lists, otherwise every eligible row.
-func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]string, error) {
+func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]string, []float64, error) {
 	n := ix.len()
 	qq := newQuantQuery(q.vec)
 	q.rows = nil
@@ -297,7 +299,7 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 		eligible = popcount(q.rows)
 	}
 	if eligible == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var found [][]candidate
 	var floor lowerBounds
@@ -307,22 +309,25 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 		dense := float64(eligible) >= ix.ann.denseProbe*float64(n)
 		cands, _, err := ix.probe(ctx, q, &qq, floor, minLists, need, dense)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		found = [][]candidate{cands}
 	} else {
 		var err error
 		if found, floor, err = ix.scan(ctx, q, &qq, parallelism); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	var ids []string
+	var kept []candidate
 	for _, cs := range found {
-		for _, c := range prune(cs, floor.min()) {
-			ids = append(ids, ix.ids.id(c.row))
-		}
+		kept = append(kept, prune(cs, floor.min())...)
 	}
-	return ids, nil
+	slices.SortFunc(kept, func(a, b candidate) int { return cmp.Compare(b.hi, a.hi) })
+	ids, his := make([]string, len(kept)), make([]float64, len(kept))
+	for i, c := range kept {
+		ids[i], his[i] = ix.ids.id(c.row), c.hi
+	}
+	return ids, his, nil
 }
 
 // scan bounds the key of every eligible row, split across parallelism

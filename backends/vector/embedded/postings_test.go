@@ -219,7 +219,7 @@ func TestIndexFollowsRows(t *testing.T) {
 			}
 			// A whole search, as Retrieve runs it (split in three).
 			q.rows = nil
-			ids, err := ix.candidates(context.Background(), q, 3)
+			ids, _, err := ix.candidates(context.Background(), q, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
