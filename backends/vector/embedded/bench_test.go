@@ -372,13 +372,37 @@ func benchANN(b *testing.B, s *embedded.Synth, n int) {
 			return !slices.Contains(strings.Split(v, ","), c.name)
 		})
 	}
-	for _, c := range cases {
-		ks := []int{10}
-		if c.name == "all" {
-			ks = append(ks, 100) // the retriever's window
+	// RAG_BENCH_ANN_KGROWTH: the k = 100 search again at each of these
+	// kGrowth values (comma-separated), the shipped one restored after.
+	var kgrowths []float64
+	if v := os.Getenv("RAG_BENCH_ANN_KGROWTH"); v != "" {
+		for _, f := range strings.Split(v, ",") {
+			x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			kgrowths = append(kgrowths, x)
 		}
-		for _, k := range ks {
-			b.Run(fmt.Sprintf("%s/k=%d", c.name, k), func(b *testing.B) {
+	}
+	for _, c := range cases {
+		type variant struct {
+			k    int
+			name string
+			set  func()
+		}
+		vs := []variant{{10, "k=10", nil}}
+		if c.name == "all" {
+			vs = append(vs, variant{100, "k=100", nil}) // the retriever's window
+			for _, g := range kgrowths {
+				vs = append(vs, variant{100, fmt.Sprintf("k=100/kgrowth=%g", g), func() { embedded.SetKGrowth(st, g) }})
+			}
+		}
+		for _, vr := range vs {
+			k := vr.k
+			if vr.set != nil {
+				vr.set()
+			}
+			b.Run(fmt.Sprintf("%s/%s", c.name, vr.name), func(b *testing.B) {
 				want := make([][]spi.Ref, len(s.Queries))
 				exact0 := cpuTime()
 				for i, q := range s.Queries {
@@ -427,6 +451,7 @@ func benchANN(b *testing.B, s *embedded.Synth, n int) {
 				}
 				spitest.BenchmarkPercentiles(b, lat)
 			})
+			embedded.SetKGrowth(st, embedded.DefaultKGrowth)
 		}
 	}
 }

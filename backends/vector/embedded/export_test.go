@@ -152,6 +152,18 @@ func SetDenseProbe(s *Store, share float64) {
 	s.idx.ann.denseProbe = share
 }
 
+// DefaultKGrowth is the shipped kGrowth.
+var DefaultKGrowth = defaultANN.kGrowth
+
+// SetKGrowth sets how the lists a probe visits grow with k (annParams.kGrowth).
+func SetKGrowth(s *Store, g float64) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idx.ann.kGrowth = g
+}
+
 // SetFilterGrowth sets how the lists a filtered probe visits grow with
 // the filter's selectivity (annParams.filterGrowth), for the benchmarks.
 func SetFilterGrowth(s *Store, g float64) {
