@@ -103,6 +103,9 @@ func (s *Store) runBuild(ctx context.Context) {
 	if v := s.idx.ivf; v != nil && n < 2*v.trained && n > v.trained/2 {
 		if ungrouped(v, n) && ctx.Err() == nil {
 			g := s.idx.regroup(v)
+			if h := s.hooks.regrouped; h != nil {
+				h()
+			}
 			s.mu.Lock()
 			s.idx.install(g)
 			s.mu.Unlock()
@@ -139,6 +142,9 @@ func (s *Store) runBuild(ctx context.Context) {
 		done := s.idx.assignNext(p.chunk)
 		if done {
 			g := s.idx.regroup(s.idx.next)
+			if h := s.hooks.regrouped; h != nil {
+				h()
+			}
 			s.mu.Lock()
 			s.idx.install(g)
 			s.mu.Unlock()

@@ -102,6 +102,7 @@ type testHooks struct {
 	// file and released the writers' mutex.
 	compactCopied, compactInstalled func()
 	readAcquired                    func() // a reader has its vectors file, not yet its transaction
+	regrouped                       func() // a regroup has built the renumbered arrays (writers' mutex held), not yet installed them
 }
 
 // Interface guards.
