@@ -405,7 +405,9 @@ type parking struct {
 	released chan struct{}
 }
 
-func newParking() *parking { return &parking{parked: make(chan struct{}), released: make(chan struct{})} }
+func newParking() *parking {
+	return &parking{parked: make(chan struct{}), released: make(chan struct{})}
+}
 
 // hook stops the first caller after arm; later ones pass.
 func (p *parking) hook() {
