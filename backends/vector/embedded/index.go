@@ -12,12 +12,12 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// index is the in-memory index: row i holds ids[i], its tenant and
-// metadata, and the int8 codes of its vector codes.b[i*dim:(i+1)*dim]
-// (outside the Go heap: codes.go) with quant[i] (quant.go); the float32 vectors stay on disk (the vectors
-// file, vecfile.go), which the search reads for the few rows it scores
-// exactly (rescore.go). Deleting a
-// row moves the last row into its place. post indexes the rows by
+// index is the in-memory index: row i holds the id ids.id(i) (ids.go),
+// its tenant and metadata, and the int8 codes of its vector
+// codes.b[i*dim:(i+1)*dim] (outside the Go heap: codes.go) with quant[i]
+// (quant.go); the float32 vectors stay on disk (the vectors file,
+// vecfile.go), which the search reads for the few rows it scores exactly
+// (rescore.go). Deleting a row moves the last row into its place. post indexes the rows by
 // metadata pair and by tenant (postings.go), for filtered searches; ivf,
 // once the Store has built it (annbuild.go), by nearest centroid, for
 // searches that visit a part of the rows (ivf.go); next is the ivf a build
