@@ -70,6 +70,13 @@ type ServerConfig struct {
 	// the same callers as Pprof, for load drills in the embedded mode (a
 	// source made slow, hung or failing). Never turn it on in production.
 	DebugFaults bool `yaml:"debug_faults"`
+	// MemoryLimitMB is the Go runtime's soft memory limit in MiB
+	// (runtime/debug.SetMemoryLimit), which ragd serve sets at start: the
+	// collector works harder as the heap nears it instead of letting it
+	// reach twice the live heap (GOGC 100). 0: no limit. The GOMEMLIMIT
+	// environment variable, when set, wins (docs/operations.md, "Memory
+	// grows with a large embedded collection").
+	MemoryLimitMB int `yaml:"memory_limit_mb"`
 }
 
 // BackendsConfig selects and configures the three retrieval stores.

@@ -67,6 +67,9 @@ func (c *Config) Validate() error {
 		bad("server.shutdown_grace_s", "must be >= 0, got %d", s.ShutdownGraceS)
 	}
 	positive("server.max_in_flight", s.MaxInFlight)
+	if s.MemoryLimitMB < 0 {
+		bad("server.memory_limit_mb", "must be >= 0 (0: no limit), got %d", s.MemoryLimitMB)
+	}
 
 	v := c.Backends.Vector
 	switch v.Kind {

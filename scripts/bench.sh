@@ -163,7 +163,11 @@
 # for a bulk build of the HNSW index). scale only: BENCH_WRITES_ONLY (set:
 # stop after the ingest row, for the write rate alone), BENCH_WRITES_PASSES (1; with
 # BENCH_WRITES_ONLY: write the corpus that many times, each later pass under
-# new ids on the warm servers, a row each).
+# new ids on the warm servers, a row each), BENCH_PROFILE_DIR
+# (a directory: keep ragd's heap profile taken after the query runs,
+# heap-N-MODE.pprof), BENCH_KEEP_DATA (a path that does not exist: move
+# ragd's data directory there at the end, with the bench's rag.yaml,
+# instead of deleting it; delete it by hand).
 # replicas only: BENCH_DOCS (0: Cranfield; else synthetic documents, with
 # scale's BENCH_CACHE, BENCH_VECTORS, BENCH_TENANTS), BENCH_WRITE_RATE (200),
 # BENCH_WRITE_BATCH (100), BENCH_WARMUP (10s, both replicas), BENCH_DRAIN_S
@@ -319,6 +323,9 @@ cleanup() {
   [ -n "$replica_pid" ] && kill "$replica_pid" 2>/dev/null && wait "$replica_pid" 2>/dev/null
   [ -n "$ragd_pid" ] && kill "$ragd_pid" 2>/dev/null && wait "$ragd_pid" 2>/dev/null
   [ -n "$services_up" ] && scripts/services.sh purge >/dev/null 2>&1
+  if [ -n "${BENCH_KEEP_DATA:-}" ] && [ -d "$work/data" ]; then
+    mv "$work/data" "$BENCH_KEEP_DATA" && cp "$work/rag.yaml" "$BENCH_KEEP_DATA/rag.yaml"
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -414,6 +421,12 @@ indexed() {
   done
   echo "bench: HNSW index still behind after $limit s: $detail" >&2
   exit 1
+}
+
+# go_heap MiB of go_memstats_<$1>_bytes of the ragd on the bench's port.
+go_heap() {
+  curl -sf -H "Authorization: Bearer ${RAGD_API_KEY:-}" "http://127.0.0.1:$port/metrics" |
+    awk -v m="go_memstats_$1_bytes" '$1 == m { printf "%.0f", $2 / 1048576 }'
 }
 
 # pss KB of the processes given: proportional set size, so the shared
@@ -638,6 +651,14 @@ scale() {
   rss=$(awk '/VmRSS/{print $2}' "/proc/$ragd_pid/status")
   anon=$(awk '/RssAnon/{print $2}' "/proc/$ragd_pid/status")
   hwm=$(awk '/VmHWM/{print $2}' "/proc/$ragd_pid/status")
+  # The Go heap: in use as the runs left it, then live (the heap profile
+  # forces a collection first), kept in BENCH_PROFILE_DIR when set.
+  heap_inuse=$(go_heap heap_inuse)
+  curl -sf -o "$work/heap.pprof" "http://127.0.0.1:$port/debug/pprof/heap?gc=1" -H "Authorization: Bearer ${RAGD_API_KEY:-}" || true
+  heap_live=$(go_heap heap_alloc)
+  if [ -n "${BENCH_PROFILE_DIR:-}" ] && [ -s "$work/heap.pprof" ]; then
+    mkdir -p "$BENCH_PROFILE_DIR" && cp "$work/heap.pprof" "$BENCH_PROFILE_DIR/heap-$docs-$mode.pprof"
+  fi
   b=$(du -sb "$work/data" | cut -f1)
   disk=$(for d in "$work"/data/*/; do [ -d "$d" ] || continue; printf '%s %s MiB, ' "$(basename "$d")" $(($(du -sb "$d" | cut -f1) / 1048576)); done | sed 's/, $//')
 
@@ -720,6 +741,7 @@ scale() {
   echo "| inside hybrid answers, took_ms p50 / p99 (1 client) | $(took 'hybrid, 1 client') |"
   [ -z "$preloaded" ] && echo "| inside hybrid answers with graph and expansion on (1 client) | $(took 'hybrid with graph and expansion, 1 client') |"
   echo "| RSS of ragd after ingest / after the runs / peak | $((rss_ingest / 1024)) / $((rss / 1024)) / $((hwm / 1024)) MiB, of which anonymous (heap) $((anon_ingest / 1024)) / $((anon / 1024)) MiB, the rest mapped store files |"
+  echo "| Go heap after the runs: in use / live (after a forced collection) | ${heap_inuse:-?} / ${heap_live:-?} MiB (memory limit: $(curl -sf -H "Authorization: Bearer ${RAGD_API_KEY:-}" "http://127.0.0.1:$port/metrics" | awk '$1 == "go_gc_gomemlimit_bytes" { if ($2 > 1e18) print "none"; else printf "%.0f MiB", $2 / 1048576 }')) |"
   [ -z "$preloaded" ] && echo "| RSS / on disk of ragd with the graph asked for | $((grss / 1024)) MiB, of which anonymous $((ganon / 1024)) MiB / $((gb / 1048576)) MiB |"
   if [ "$mode" = servers ]; then
     echo "| PostgreSQL (PSS of all its processes) / Neo4j RSS after the runs | $(mib "$pgpss") / $(mib "$neorss") MiB |"

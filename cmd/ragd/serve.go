@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -36,6 +37,7 @@ func newServeCmd(a *app) *cobra.Command {
 			if listen != "" {
 				cfg.Server.Listen = listen
 			}
+			ml := ragdapp.SetMemoryLimit(cfg, os.Getenv)
 			inst, err := ragdapp.New(ctx, cfg, ragdapp.Options{Logger: ragdapp.NewLogger(a.stderr, cfg.Log.Level), Version: version,
 				KeepState: true, ModelFallback: true, PullProgress: a.rawStderr})
 			if err != nil {
@@ -59,7 +61,7 @@ func newServeCmd(a *app) *cobra.Command {
 				fmt.Fprintf(a.stderr, "ragd: WARNING: no semantic search: the built-in model %s is unavailable (%s), so the hashing embedder stands in.\n"+
 					"ragd: fix: %s\n", fb.Model, fb.Reason, fb.Fix)
 			}
-			fmt.Fprintf(a.stderr, "ragd: serving on http://%s (data in %s)\n", ln.Addr(), cfg.DataDir)
+			fmt.Fprintf(a.stderr, "ragd: serving on http://%s (data in %s; Go memory limit %s)\n", ln.Addr(), cfg.DataDir, ml)
 			return inst.Serve(ctx, ln)
 		},
 	}

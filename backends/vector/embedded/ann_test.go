@@ -396,3 +396,151 @@ func TestRegroupAfterGrowth(t *testing.T) {
 	mustBuilt(t, s)
 	sameAsFullScan(t, s, annRequests(d, 30))
 }
+
+// parking is a test hook that stops the goroutine running it, once armed,
+// until released; it reports (parked) that it has stopped.
+type parking struct {
+	armed    atomic.Bool
+	parked   chan struct{}
+	released chan struct{}
+}
+
+func newParking() *parking {
+	return &parking{parked: make(chan struct{}), released: make(chan struct{})}
+}
+
+// hook stops the first caller after arm; later ones pass.
+func (p *parking) hook() {
+	if p.armed.CompareAndSwap(true, false) {
+		close(p.parked)
+		<-p.released
+	}
+}
+
+func (p *parking) arm()     { p.armed.Store(true) }
+func (p *parking) release() { close(p.released) }
+
+// A regroup runs beside searches and writes (the IVF's renumbering; its
+// codes are unmapped once the new arrays are installed, codes.go). Hooks
+// stop each side at the exact line: a search between its candidates and
+// its rescoring (memory lock released) across the whole regroup, the old
+// codes unmapped; a search and a write while the regroup holds the
+// renumbered arrays, not installed; a search started as the regroup goes
+// on to install.
+// Every search answers what the full float32 scan of its state does, and
+// afterwards the rows are laid out by list, the index's invariants hold,
+// and the write is found.
+func TestRegroupInterleavings(t *testing.T) {
+	ctx := context.Background()
+	d := newANNData(11)
+	s := openANN(t, t.TempDir(), 1e6)
+	if err := s.Upsert(ctx, d.docs(1200)); err != nil {
+		t.Fatal(err)
+	}
+	builds := mustBuilt(t, s)
+	if err := s.Upsert(ctx, d.docs(300)); err != nil { // a quarter more: not yet a regroup
+		t.Fatal(err)
+	}
+	mustBuilt(t, s)
+	beforeRescore, afterCandidates, regrouped := newParking(), newParking(), newParking()
+	embedded.SetHooks(s, embedded.Hooks{BeforeRescore: beforeRescore.hook, AfterCandidates: afterCandidates.hook, Regrouped: regrouped.hook})
+
+	// The searches see tenant t1; the writes during the test go to t9,
+	// so the answers stay those of one state throughout.
+	reqs := annRequests(d, 6)
+	for i := range reqs {
+		reqs[i].Tenant = "t1"
+	}
+	want := make([][]spi.Ref, len(reqs))
+	for i, req := range reqs {
+		var err error
+		if want[i], err = embedded.FullScan(s, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type answer struct {
+		refs []spi.Ref
+		err  error
+	}
+	search := func(req spi.VectorRequest) chan answer {
+		c := make(chan answer, 1)
+		go func() {
+			refs, err := s.Retrieve(ctx, req)
+			c <- answer{refs, err}
+		}()
+		return c
+	}
+	check := func(what string, i int, a answer) {
+		t.Helper()
+		if a.err != nil || !sameRefs(a.refs, want[i]) {
+			t.Fatalf("%s: %v, %v; want %v", what, a.refs, a.err, want[i])
+		}
+	}
+	t9 := func(n int) []spi.Document {
+		docs := d.docs(n)
+		for i := range docs {
+			docs[i].Tenant = "t9"
+		}
+		return docs
+	}
+
+	// B: candidates from the old arrays, stopped before its rescoring.
+	beforeRescore.arm()
+	b := search(reqs[0])
+	<-beforeRescore.parked
+
+	// One more row passes the quarter: the regroup builds the renumbered
+	// arrays and stops before installing them, holding the writers' mutex.
+	regrouped.arm()
+	if err := s.Upsert(ctx, t9(1)); err != nil {
+		t.Fatal(err)
+	}
+	<-regrouped.parked
+
+	// C searches the old arrays meanwhile; W writes, and waits for the
+	// regroup's writers' mutex.
+	check("a search while the regroup holds its arrays", 1, <-search(reqs[1]))
+	late := t9(1)[0]
+	w := make(chan error, 1)
+	go func() { w <- s.Upsert(ctx, []spi.Document{late}) }()
+
+	// A starts as the regroup goes on to install: it scans either the
+	// old arrays, and the install waits for its memory lock, or the new
+	// ones. Nothing but that lock orders A's reads and the install's
+	// writes (the hooks do not), so the race detector sees a missing lock,
+	// and an unmapping under A's scan faults.
+	afterCandidates.arm()
+	regrouped.release()
+	a := search(reqs[2])
+	<-afterCandidates.parked
+	afterCandidates.release()
+	check("a search beside the install", 2, <-a)
+	if err := <-w; err != nil {
+		t.Fatal(err)
+	}
+	if b := mustBuilt(t, s); b != builds {
+		t.Fatalf("%d builds after the regroup, want %d (no training)", b, builds)
+	}
+
+	// B's rows were renumbered and its codes unmapped; it rescores from
+	// the ids and the file it pinned.
+	beforeRescore.release()
+	check("a search stopped between candidates and rescoring across the regroup", 0, <-b)
+
+	grouped, rows, contiguous, _ := embedded.Layout(s)
+	if rows != 1502 || grouped < 1501 || !contiguous {
+		t.Fatalf("after the regroup: %d of %d rows laid out, contiguous %v; want 1501 or 1502 of 1502", grouped, rows, contiguous)
+	}
+	for i, req := range reqs {
+		got, err := s.Retrieve(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprint("after the regroup, request ", i), i, answer{got, nil})
+	}
+	got, err := s.Retrieve(ctx, spi.VectorRequest{Vector: late.Vector, K: 1, Tenant: "t9"})
+	if err != nil || len(got) != 1 || got[0].ID != late.ID {
+		t.Fatalf("the write made during the regroup: %v, %v; want %s first", got, err, late.ID)
+	}
+	sameAsFullScan(t, s, annRequests(d, 30))
+}

@@ -103,6 +103,9 @@ func (s *Store) runBuild(ctx context.Context) {
 	if v := s.idx.ivf; v != nil && n < 2*v.trained && n > v.trained/2 {
 		if ungrouped(v, n) && ctx.Err() == nil {
 			g := s.idx.regroup(v)
+			if h := s.hooks.regrouped; h != nil {
+				h()
+			}
 			s.mu.Lock()
 			s.idx.install(g)
 			s.mu.Unlock()
@@ -139,6 +142,9 @@ func (s *Store) runBuild(ctx context.Context) {
 		done := s.idx.assignNext(p.chunk)
 		if done {
 			g := s.idx.regroup(s.idx.next)
+			if h := s.hooks.regrouped; h != nil {
+				h()
+			}
 			s.mu.Lock()
 			s.idx.install(g)
 			s.mu.Unlock()
@@ -167,7 +173,7 @@ func (ix *index) assignNext(chunk int) bool {
 	end := min(v.cursor+chunk, n)
 	for i := v.cursor; i < end; i++ {
 		if v.of[i] < 0 {
-			v.add(i, v.nearest(ix.codes[i*ix.dim:(i+1)*ix.dim], ix.quant[i].scale))
+			v.add(i, v.nearest(ix.codes.b[i*ix.dim:(i+1)*ix.dim], ix.quant[i].scale))
 		}
 	}
 	v.cursor = end

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -335,6 +336,9 @@ func benchANN(b *testing.B, s *embedded.Synth, n int) {
 	built := time.Since(start)
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
+	if p := os.Getenv("RAG_BENCH_ANN_HEAPPROFILE"); p != "" {
+		writeHeapProfile(b, p)
+	}
 	fi, err := os.Stat(st.Path())
 	if err != nil {
 		b.Fatal(err)
@@ -368,13 +372,37 @@ func benchANN(b *testing.B, s *embedded.Synth, n int) {
 			return !slices.Contains(strings.Split(v, ","), c.name)
 		})
 	}
-	for _, c := range cases {
-		ks := []int{10}
-		if c.name == "all" {
-			ks = append(ks, 100) // the retriever's window
+	// RAG_BENCH_ANN_KGROWTH: the k = 100 search again at each of these
+	// kGrowth values (comma-separated), the shipped one restored after.
+	var kgrowths []float64
+	if v := os.Getenv("RAG_BENCH_ANN_KGROWTH"); v != "" {
+		for _, f := range strings.Split(v, ",") {
+			x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			kgrowths = append(kgrowths, x)
 		}
-		for _, k := range ks {
-			b.Run(fmt.Sprintf("%s/k=%d", c.name, k), func(b *testing.B) {
+	}
+	for _, c := range cases {
+		type variant struct {
+			k    int
+			name string
+			set  func()
+		}
+		vs := []variant{{10, "k=10", nil}}
+		if c.name == "all" {
+			vs = append(vs, variant{100, "k=100", nil}) // the retriever's window
+			for _, g := range kgrowths {
+				vs = append(vs, variant{100, fmt.Sprintf("k=100/kgrowth=%g", g), func() { embedded.SetKGrowth(st, g) }})
+			}
+		}
+		for _, vr := range vs {
+			k := vr.k
+			if vr.set != nil {
+				vr.set()
+			}
+			b.Run(fmt.Sprintf("%s/%s", c.name, vr.name), func(b *testing.B) {
 				want := make([][]spi.Ref, len(s.Queries))
 				exact0 := cpuTime()
 				for i, q := range s.Queries {
@@ -386,7 +414,7 @@ func benchANN(b *testing.B, s *embedded.Synth, n int) {
 				}
 				exactCPU := float64((cpuTime() - exact0).Microseconds()) / 1e3 / float64(len(s.Queries))
 				var lat []time.Duration
-				hits, total, i := 0, 0, 0
+				hits, total, hits10, total10, i := 0, 0, 0, 0, 0
 				cpu0 := cpuTime()
 				for b.Loop() {
 					req := c.req
@@ -397,19 +425,48 @@ func benchANN(b *testing.B, s *embedded.Synth, n int) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					for _, w := range want[i%len(s.Queries)] {
+					w := want[i%len(s.Queries)]
+					for _, w := range w {
 						if slices.ContainsFunc(refs, func(r spi.Ref) bool { return r.ID == w.ID }) {
 							hits++
 						}
 					}
-					total += len(want[i%len(s.Queries)])
+					total += len(w)
+					// The top 10 of a larger k (the retriever's window):
+					// what recall@10 through the API measures.
+					top, wtop := refs[:min(10, len(refs))], w[:min(10, len(w))]
+					for _, w := range wtop {
+						if slices.ContainsFunc(top, func(r spi.Ref) bool { return r.ID == w.ID }) {
+							hits10++
+						}
+					}
+					total10 += len(wtop)
 					i++
 				}
 				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 				b.ReportMetric(exactCPU, "exact-cpu-ms/op")
 				b.ReportMetric(float64(hits)/float64(max(total, 1)), fmt.Sprintf("recall@%d", k))
+				if k > 10 {
+					b.ReportMetric(float64(hits10)/float64(max(total10, 1)), "recall@10")
+				}
 				spitest.BenchmarkPercentiles(b, lat)
 			})
+			embedded.SetKGrowth(st, embedded.DefaultKGrowth)
 		}
+	}
+}
+
+// writeHeapProfile writes the heap profile (in use after the last GC) to
+// path, for go tool pprof -sample_index=inuse_space.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -68,12 +68,16 @@ type Hooks struct {
 	// before they are installed; BuildChunk after each chunk of rows the
 	// build assigns. Neither holds a lock.
 	BuildTrained, BuildChunk func()
+	// Regrouped runs once a regroup (or a build's last step) has built
+	// the renumbered arrays, holding the writers' mutex, before it
+	// installs them under the memory lock.
+	Regrouped func()
 }
 
 // SetHooks installs h. Call before the store is shared.
 func SetHooks(s *Store, h Hooks) {
 	s.hooks = testHooks{afterCandidates: h.AfterCandidates, moved: h.Moved, afterDiskCommit: h.AfterDiskCommit,
-		buildTrained: h.BuildTrained, buildChunk: h.BuildChunk, beforeRescore: h.BeforeRescore}
+		buildTrained: h.BuildTrained, buildChunk: h.BuildChunk, beforeRescore: h.BeforeRescore, regrouped: h.Regrouped}
 }
 
 // WaitBuild waits for the running IVF build, if any, to end, and returns
@@ -150,6 +154,18 @@ func SetDenseProbe(s *Store, share float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.idx.ann.denseProbe = share
+}
+
+// DefaultKGrowth is the shipped kGrowth.
+var DefaultKGrowth = defaultANN.kGrowth
+
+// SetKGrowth sets how the lists a probe visits grow with k (annParams.kGrowth).
+func SetKGrowth(s *Store, g float64) {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idx.ann.kGrowth = g
 }
 
 // SetFilterGrowth sets how the lists a filtered probe visits grow with

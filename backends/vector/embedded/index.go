@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"math/bits"
@@ -11,12 +12,12 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// index is the in-memory index: row i holds ids[i], its tenant and
-// metadata, and the int8 codes of its vector codes[i*dim:(i+1)*dim] with
-// quant[i] (quant.go); the float32 vectors stay on disk (the vectors
-// file, vecfile.go), which the search reads for the few rows it scores
-// exactly (rescore.go). Deleting a
-// row moves the last row into its place. post indexes the rows by
+// index is the in-memory index: row i holds the id ids.id(i) (ids.go),
+// its tenant and metadata, and the int8 codes of its vector
+// codes.b[i*dim:(i+1)*dim] (outside the Go heap: codes.go) with quant[i]
+// (quant.go); the float32 vectors stay on disk (the vectors file,
+// vecfile.go), which the search reads for the few rows it scores exactly
+// (rescore.go). Deleting a row moves the last row into its place. post indexes the rows by
 // metadata pair and by tenant (postings.go), for filtered searches; ivf,
 // once the Store has built it (annbuild.go), by nearest centroid, for
 // searches that visit a part of the rows (ivf.go); next is the ivf a build
@@ -26,13 +27,12 @@ import (
 type index struct {
 	dim         int
 	normalize   bool
-	ids         []string
+	ids         rowIDs
 	tenants     []uint32
 	meta        []spi.Metadata // interned in metas
 	metas       metaSet
-	codes       []int8
+	codes       rowCodes
 	quant       []rowQuant
-	pos         map[string]int
 	post        postings
 	tenantIDs   map[string]uint32 // interned tenants; 0 is ""
 	tenantNames []string          // tenantNames[tenantIDs[t]] == t
@@ -43,7 +43,7 @@ type index struct {
 }
 
 func newIndex(dim int, normalize bool) *index {
-	return &index{dim: dim, normalize: normalize, pos: map[string]int{}, post: newPostings(), metas: metaSet{},
+	return &index{dim: dim, normalize: normalize, ids: newRowIDs(), post: newPostings(), metas: metaSet{},
 		tenantIDs: map[string]uint32{"": 0}, tenantNames: []string{""}, ann: defaultANN}
 }
 
@@ -60,17 +60,14 @@ func tenantExpr(t string) *spi.Expr {
 	return &spi.Expr{Kind: spi.ExprIn, Key: tenantKey, Values: []spi.Value{spi.String(t)}}
 }
 
-func (ix *index) len() int { return len(ix.ids) }
+func (ix *index) len() int { return ix.ids.len() }
 
 // reserve makes room for n rows.
 func (ix *index) reserve(n int) {
-	if len(ix.pos) == 0 {
-		ix.pos = make(map[string]int, n)
-	}
-	ix.ids = slices.Grow(ix.ids, n)
+	ix.ids.reserve(n)
 	ix.tenants = slices.Grow(ix.tenants, n)
 	ix.meta = slices.Grow(ix.meta, n)
-	ix.codes = slices.Grow(ix.codes, n*ix.dim)
+	ix.codes.reserve(n * ix.dim)
 	ix.quant = slices.Grow(ix.quant, n)
 }
 
@@ -87,16 +84,14 @@ func (ix *index) tenantID(t string) uint32 {
 // put inserts or replaces a row: vec's codes are computed (from vec
 // normalised, for cosine) and vec itself is not kept.
 func (ix *index) put(id, tenant string, md spi.Metadata, vec []float32) {
-	i, ok := ix.pos[id]
-	nrows := len(ix.ids)
+	i, ok := ix.ids.find(id)
+	nrows := ix.len()
 	if !ok {
-		i = nrows
+		i = ix.ids.push(id)
 		nrows++
-		ix.pos[id] = i
-		ix.ids = append(ix.ids, id)
 		ix.tenants = append(ix.tenants, 0)
 		ix.meta = append(ix.meta, nil)
-		ix.codes = append(ix.codes, make([]int8, ix.dim)...)
+		ix.codes.extend(ix.dim)
 		ix.quant = append(ix.quant, rowQuant{})
 		ix.post.add(i, tenantPair(tenant), spi.Value{}, nrows)
 		ix.tenants[i] = ix.tenantID(tenant)
@@ -124,28 +119,28 @@ func (ix *index) put(id, tenant string, md spi.Metadata, vec []float32) {
 		normalizeInPlace(ix.scratch)
 		vec = ix.scratch
 	}
-	ix.quant[i] = quantize(vec, ix.codes[i*ix.dim:(i+1)*ix.dim])
+	ix.quant[i] = quantize(vec, ix.codes.b[i*ix.dim:(i+1)*ix.dim])
 	for _, v := range []*ivf{ix.ivf, ix.next} {
 		if v != nil {
 			v.grow(nrows)
 			v.drop(i)
-			v.add(i, v.nearest(ix.codes[i*ix.dim:(i+1)*ix.dim], ix.quant[i].scale))
+			v.add(i, v.nearest(ix.codes.b[i*ix.dim:(i+1)*ix.dim], ix.quant[i].scale))
 		}
 	}
 }
 
 // remove deletes a row if present.
 func (ix *index) remove(id string) {
-	i, ok := ix.pos[id]
+	i, ok := ix.ids.find(id)
 	if !ok {
 		return
 	}
-	last := len(ix.ids) - 1
+	last := ix.len() - 1
 	for pk := range rowPairs(ix.meta[i]) {
-		ix.post.del(i, pk, len(ix.ids))
+		ix.post.del(i, pk, last+1)
 	}
 	ix.metas.release(ix.meta[i])
-	ix.post.del(i, tenantPair(ix.tenantNames[ix.tenants[i]]), len(ix.ids))
+	ix.post.del(i, tenantPair(ix.tenantNames[ix.tenants[i]]), last+1)
 	ivfs := []*ivf{ix.ivf, ix.next}
 	for _, v := range ivfs {
 		if v != nil {
@@ -155,19 +150,17 @@ func (ix *index) remove(id string) {
 	if i != last {
 		ix.post.move(last, i, ix.meta[last])
 		ix.post.m[tenantPair(ix.tenantNames[ix.tenants[last]])].move(last, i)
-		ix.ids[i] = ix.ids[last]
 		ix.tenants[i] = ix.tenants[last]
 		ix.meta[i] = ix.meta[last]
-		copy(ix.codes[i*ix.dim:(i+1)*ix.dim], ix.codes[last*ix.dim:])
+		copy(ix.codes.b[i*ix.dim:(i+1)*ix.dim], ix.codes.b[last*ix.dim:])
 		ix.quant[i] = ix.quant[last]
-		ix.pos[ix.ids[i]] = i
 		for _, v := range ivfs {
 			if v == nil {
 				continue
 			}
 			v.move(last, i)
 			if v.of[i] < 0 { // a build had not reached it: assign it now
-				v.add(i, v.nearest(ix.codes[i*ix.dim:(i+1)*ix.dim], ix.quant[i].scale))
+				v.add(i, v.nearest(ix.codes.b[i*ix.dim:(i+1)*ix.dim], ix.quant[i].scale))
 			}
 		}
 	}
@@ -176,12 +169,11 @@ func (ix *index) remove(id string) {
 			v.truncate(last)
 		}
 	}
-	delete(ix.pos, id)
-	ix.ids = ix.ids[:last]
+	ix.ids.remove(i)
 	ix.tenants = ix.tenants[:last]
 	ix.meta[last] = nil
 	ix.meta = ix.meta[:last]
-	ix.codes = ix.codes[:last*ix.dim]
+	ix.codes.truncate(last * ix.dim)
 	ix.quant = ix.quant[:last]
 }
 
@@ -291,12 +283,13 @@ const ctxCheckEvery = 4096
 
 // candidates returns the ids of the rows that may be among the best q.k:
 // those whose key's upper bound reaches the k-th best lower bound
-// (quant.go) among the rows it visits; rescore.go scores them. The
+// (quant.go) among the rows it visits, by descending upper bound, with
+// those bounds; rescore.go scores them, best bound first. The
 // eligible rows (the tenant's, matching the filter) come from the
 // postings; with an IVF (ivf.go) and more eligible rows than an exact
 // scan of them would cost (annParams.exact), it visits those of the best
 // lists, otherwise every eligible row.
-func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]string, error) {
+func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]string, []float64, error) {
 	n := ix.len()
 	qq := newQuantQuery(q.vec)
 	q.rows = nil
@@ -306,7 +299,7 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 		eligible = popcount(q.rows)
 	}
 	if eligible == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var found [][]candidate
 	var floor lowerBounds
@@ -316,22 +309,25 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 		dense := float64(eligible) >= ix.ann.denseProbe*float64(n)
 		cands, _, err := ix.probe(ctx, q, &qq, floor, minLists, need, dense)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		found = [][]candidate{cands}
 	} else {
 		var err error
 		if found, floor, err = ix.scan(ctx, q, &qq, parallelism); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	var ids []string
+	var kept []candidate
 	for _, cs := range found {
-		for _, c := range prune(cs, floor.min()) {
-			ids = append(ids, ix.ids[c.row])
-		}
+		kept = append(kept, prune(cs, floor.min())...)
 	}
-	return ids, nil
+	slices.SortFunc(kept, func(a, b candidate) int { return cmp.Compare(b.hi, a.hi) })
+	ids, his := make([]string, len(kept)), make([]float64, len(kept))
+	for i, c := range kept {
+		ids[i], his[i] = ix.ids.id(c.row), c.hi
+	}
+	return ids, his, nil
 }
 
 // scan bounds the key of every eligible row, split across parallelism
@@ -413,7 +409,7 @@ func (ix *index) scanRange(ctx context.Context, q query, qq *quantQuery, lo, hi 
 		if !q.anyTen && ix.tenants[i] != q.tenant {
 			continue
 		}
-		kLo, kHi := qq.interval(ix.quant[i], dotCodes(qq.codes, ix.codes[i*dim:(i+1)*dim]), q.l2)
+		kLo, kHi := qq.interval(ix.quant[i], dotCodes(qq.codes, ix.codes.b[i*dim:(i+1)*dim]), q.l2)
 		if kHi < floor.min() {
 			continue
 		}

@@ -190,7 +190,7 @@ func (ix *index) probe(ctx context.Context, q query, qq *quantQuery, floor lower
 			if dense {
 				// Every row's codes, read in sequence: cheaper than skipping
 				// when most rows are eligible.
-				d = dotCodes(qq.codes, ix.codes[i*dim:(i+1)*dim])
+				d = dotCodes(qq.codes, ix.codes.b[i*dim:(i+1)*dim])
 			}
 			if rows != nil && rows[i>>6]&(1<<(i&63)) == 0 {
 				continue
@@ -200,7 +200,7 @@ func (ix *index) probe(ctx context.Context, q query, qq *quantQuery, floor lower
 			}
 			seen++
 			if !dense {
-				d = dotCodes(qq.codes, ix.codes[i*dim:(i+1)*dim])
+				d = dotCodes(qq.codes, ix.codes.b[i*dim:(i+1)*dim])
 			}
 			kLo, kHi := qq.interval(ix.quant[i], d, q.l2)
 			if kHi < floor.min() {
@@ -234,56 +234,57 @@ func popcount(b []uint64) int {
 // so does the Store, without training, once a quarter more rows than
 // the last regroup laid out have been written (annbuild.go).
 type regrouped struct {
-	ids     []string
+	ids     rowIDs
 	tenants []uint32
 	meta    []spi.Metadata
-	codes   []int8
+	codes   rowCodes
 	quant   []rowQuant
 	post    postings
 	ivf     *ivf
 }
 
 // regroup renumbers ix's rows by the lists of v, which assigns every row,
-// and renumbers ix.pos to match. It reads the other fields without
-// changing them, so searches may run meanwhile; writes must not (the
-// caller holds the writers' mutex until install).
+// into new arrays (the ids' table too). It reads ix without changing it,
+// so searches may run meanwhile; writes must not (the caller holds the
+// writers' mutex until install).
 func (ix *index) regroup(v *ivf) *regrouped {
 	n, dim := ix.len(), ix.dim
 	g := &regrouped{
-		ids:     make([]string, 0, n),
+		ids:     newRowIDs(),
 		tenants: make([]uint32, 0, n),
 		meta:    make([]spi.Metadata, 0, n),
-		codes:   make([]int8, 0, n*dim),
 		quant:   make([]rowQuant, 0, n),
 		post:    newPostings(),
 		ivf: &ivf{dim: v.dim, l2: v.l2, cent: v.cent, cs: v.cs, cn2: v.cn2, lists: make([][]int32, len(v.lists)),
 			of: make([]int32, n), at: make([]int32, n), trained: v.trained, grouped: n, cursor: n, wide: v.wide},
 	}
+	g.codes.reserve(n * dim)
+	g.ids.reserve(n)
 	for c, l := range v.lists {
 		rows := make([]int32, len(l))
 		for j, old := range l {
-			r := len(g.ids)
+			r := g.ids.pushBytes(ix.ids.bytesOf(int(old)))
 			rows[j] = int32(r)
 			g.ivf.of[r], g.ivf.at[r] = int32(c), int32(j)
-			g.ids = append(g.ids, ix.ids[old])
 			g.tenants = append(g.tenants, ix.tenants[old])
 			g.meta = append(g.meta, ix.meta[old])
-			g.codes = append(g.codes, ix.codes[int(old)*dim:(int(old)+1)*dim]...)
+			copy(g.codes.extend(dim), ix.codes.b[int(old)*dim:(int(old)+1)*dim])
 			g.quant = append(g.quant, ix.quant[old])
 			g.post.add(r, tenantPair(ix.tenantNames[ix.tenants[old]]), spi.Value{}, n)
 			for pk, val := range rowPairs(ix.meta[old]) {
 				g.post.add(r, pk, val, n)
 			}
-			ix.pos[ix.ids[old]] = r
 		}
 		g.ivf.lists[c] = rows
 	}
 	return g
 }
 
-// install makes g the index's rows and g.ivf its ivf; the caller holds
-// both of the Store's locks.
+// install makes g the index's rows and g.ivf its ivf, and frees the old
+// rows' codes; the caller holds both of the Store's locks (no search or
+// regroup is reading them).
 func (ix *index) install(g *regrouped) {
+	ix.codes.free()
 	ix.ids, ix.tenants, ix.meta, ix.codes, ix.quant, ix.post = g.ids, g.tenants, g.meta, g.codes, g.quant, g.post
 	ix.ivf, ix.next = g.ivf, nil
 }

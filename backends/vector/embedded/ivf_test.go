@@ -70,12 +70,12 @@ func TestIVFRecallPartialProbe(t *testing.T) {
 			q := query{vec: point(), k: 10, anyTen: c.tenant == "", tenantName: c.tenant, filter: c.filter}
 			normalizeInPlace(q.vec)
 			q.tenant = ix.tenantIDs[c.tenant]
-			got, err := ix.candidates(context.Background(), q, 1)
+			got, _, err := ix.candidates(context.Background(), q, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
 			q.exact = true
-			want, err := ix.candidates(context.Background(), q, 1)
+			want, _, err := ix.candidates(context.Background(), q, 1)
 			if err != nil {
 				t.Fatal(err)
 			}

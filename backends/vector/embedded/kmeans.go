@@ -40,7 +40,7 @@ func (ix *index) drawSample(m int, r *rand.Rand) *sample {
 	s.codes = make([]int8, 0, len(rows)*ix.dim)
 	s.scales = make([]float32, 0, len(rows))
 	for _, i := range rows {
-		s.codes = append(s.codes, ix.codes[i*ix.dim:(i+1)*ix.dim]...)
+		s.codes = append(s.codes, ix.codes.b[i*ix.dim:(i+1)*ix.dim]...)
 		s.scales = append(s.scales, ix.quant[i].scale)
 	}
 	return s

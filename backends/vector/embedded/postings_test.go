@@ -88,10 +88,10 @@ func TestIndexFollowsRows(t *testing.T) {
 		delete(tenant, id)
 	}
 	randID := func() string {
-		if len(ix.ids) == 0 {
+		if ix.len() == 0 {
 			return "absent"
 		}
-		return ix.ids[r.IntN(len(ix.ids))]
+		return ix.ids.id(r.IntN(ix.len()))
 	}
 	filters := func() []spi.Filter {
 		fs := []spi.Filter{{}} // the empty filter: every row (of the tenant)
@@ -126,9 +126,17 @@ func TestIndexFollowsRows(t *testing.T) {
 
 	check := func(step string) {
 		t.Helper()
-		n := len(ix.ids)
+		n := ix.len()
 		if n != len(model) {
 			t.Fatalf("%s: %d rows, model %d", step, n, len(model))
+		}
+		if err := checkRowIDs(&ix.ids); err != nil {
+			t.Fatalf("%s: ids: %v", step, err)
+		}
+		for id := range model {
+			if r, ok := ix.ids.find(id); !ok || ix.ids.id(r) != id {
+				t.Fatalf("%s: id %q not found at its row (%d, %v)", step, id, r, ok)
+			}
 		}
 		if err := checkMetaSet(ix); err != nil {
 			t.Fatalf("%s: %v", step, err)
@@ -146,7 +154,8 @@ func TestIndexFollowsRows(t *testing.T) {
 		}
 		// Every posting holds exactly the rows carrying its pair.
 		want := map[pair][]int{}
-		for i, id := range ix.ids {
+		for i := range n {
+			id := ix.ids.id(i)
 			for pk := range rowPairs(model[id]) {
 				want[pk] = append(want[pk], i)
 			}
@@ -172,8 +181,8 @@ func TestIndexFollowsRows(t *testing.T) {
 		for _, f := range filters() {
 			ten, anyTen := randTenant(), r.IntN(3) == 0
 			var matching []int
-			for i, id := range ix.ids {
-				if f.Match(model[id]) && (anyTen || tenant[id] == ten) {
+			for i := range ix.len() {
+				if id := ix.ids.id(i); f.Match(model[id]) && (anyTen || tenant[id] == ten) {
 					matching = append(matching, i)
 				}
 			}
@@ -210,13 +219,14 @@ func TestIndexFollowsRows(t *testing.T) {
 			}
 			// A whole search, as Retrieve runs it (split in three).
 			q.rows = nil
-			ids, err := ix.candidates(context.Background(), q, 3)
+			ids, _, err := ix.candidates(context.Background(), q, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var searched []int
 			for _, id := range ids {
-				searched = append(searched, ix.pos[id])
+				r, _ := ix.ids.find(id)
+				searched = append(searched, r)
 			}
 			slices.Sort(searched)
 			if !slices.Equal(searched, matching) {
@@ -260,8 +270,8 @@ func TestIndexFollowsRows(t *testing.T) {
 			do("delete", func() { del(randID()) })
 		case k < 9:
 			do("delete last", func() {
-				if n := len(ix.ids); n > 0 {
-					del(ix.ids[n-1])
+				if n := ix.len(); n > 0 {
+					del(ix.ids.id(n - 1))
 				}
 			})
 		default:
@@ -273,8 +283,8 @@ func TestIndexFollowsRows(t *testing.T) {
 				// A few rows of the first quarter take ver=2, enough
 				// for its set to become a bitset sized for every row.
 				for range 1 + r.IntN(40) {
-					if n := len(ix.ids); n > 0 {
-						id := ix.ids[r.IntN(n/4+1)]
+					if n := ix.len(); n > 0 {
+						id := ix.ids.id(r.IntN(n/4 + 1))
 						md := maps.Clone(model[id])
 						if md == nil {
 							md = spi.Metadata{}
@@ -286,10 +296,10 @@ func TestIndexFollowsRows(t *testing.T) {
 			})
 		case 1:
 			// Half the rows go from the end, then as many new rows come.
-			gone := len(ix.ids) / 2
+			gone := ix.len() / 2
 			do("shrink", func() {
 				for range gone {
-					del(ix.ids[len(ix.ids)-1])
+					del(ix.ids.id(ix.len() - 1))
 				}
 			})
 			do("regrow", func() {
@@ -305,7 +315,7 @@ func TestIndexFollowsRows(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					ix.next = newIVF(cent, dim, false, len(ix.ids), len(ix.ids))
+					ix.next = newIVF(cent, dim, false, ix.len(), ix.len())
 				})
 			}
 		case 3, 4, 5:
@@ -326,9 +336,9 @@ func TestIndexFollowsRows(t *testing.T) {
 		t.Fatal("no IVF was ever completed: the test does not reach the searches that probe one")
 	}
 	// Shrink to nothing: the bitsets turn back into lists, then go.
-	for len(ix.ids) > 0 {
+	for ix.len() > 0 {
 		if r.IntN(4) == 0 {
-			do("delete last", func() { del(ix.ids[len(ix.ids)-1]) })
+			do("delete last", func() { del(ix.ids.id(ix.len() - 1)) })
 		} else {
 			do("delete", func() { del(randID()) })
 		}
@@ -383,7 +393,7 @@ func checkIVF(ix *index, v *ivf, nrows, assigned int) error {
 		if int(c) >= len(v.lists) || int(v.at[r]) >= len(v.lists[c]) || v.lists[c][v.at[r]] != int32(r) {
 			return fmt.Errorf("row %d says list %d at %d, which does not hold it", r, c, v.at[r])
 		}
-		if near := v.nearest(ix.codes[r*ix.dim:(r+1)*ix.dim], ix.quant[r].scale); near != c {
+		if near := v.nearest(ix.codes.b[r*ix.dim:(r+1)*ix.dim], ix.quant[r].scale); near != c {
 			return fmt.Errorf("row %d is in list %d, its nearest centroid is %d", r, c, near)
 		}
 	}

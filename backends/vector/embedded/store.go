@@ -102,6 +102,7 @@ type testHooks struct {
 	// file and released the writers' mutex.
 	compactCopied, compactInstalled func()
 	readAcquired                    func() // a reader has its vectors file, not yet its transaction
+	regrouped                       func() // a regroup has built the renumbered arrays (writers' mutex held), not yet installed them
 }
 
 // Interface guards.
@@ -157,7 +158,14 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 			vecs.close()
 		}
 	}()
-	s = &Store{cfg: cfg, path: path, db: db, vecs: vecs, idx: newIndex(cfg.Dimension, cfg.Distance == Cosine)}
+	ix := newIndex(cfg.Dimension, cfg.Distance == Cosine)
+	opened := false
+	defer func() {
+		if !opened {
+			ix.codes.free() // outside the Go heap: codes.go
+		}
+	}()
+	s = &Store{cfg: cfg, path: path, db: db, vecs: vecs, idx: ix}
 	s.idx.ann = cfg.ANN.params()
 	live, err := s.load(ctx)
 	if err != nil {
@@ -174,6 +182,7 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	s.build.ctx, s.build.cancel = context.WithCancel(context.Background())
 	s.compact.ctx, s.compact.cancel = context.WithCancel(context.Background())
 	s.maybeBuild()
+	opened = true
 	return s, nil
 }
 
@@ -346,6 +355,12 @@ func (s *Store) Close() error {
 	if verr := s.vecs.close(); err == nil {
 		err = verr
 	}
+	// The codes are outside the Go heap (codes.go): unmap them. Searches
+	// read them under mu, and none can start now that the file is closed
+	// (readTx fails).
+	s.mu.Lock()
+	s.idx.codes.free()
+	s.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("vector/embedded: close: %w", err)
 	}
