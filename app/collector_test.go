@@ -48,6 +48,10 @@ func (t jaegerTrace) tag(op, key string) (any, bool) {
 // span, and one span per source with the source's status in the query —
 // ok for vector, circuit_open for keyword, forced open beforehand.
 func TestTracesReachACollector(t *testing.T) {
+	// Parallel, the only one of the package: it runs after the others, so
+	// that when CI is still building Jaeger (testenv.EnvCollectorWait) the
+	// wait holds up no other test.
+	t.Parallel()
 	col := testenv.Collector(t)
 	service := fmt.Sprintf("ragd-test-%d", time.Now().UnixNano())
 	srv := apptest.Start(t, func(cfg *config.Config) {

