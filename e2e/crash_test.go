@@ -231,7 +231,9 @@ func readStores(t *testing.T, dataDir, pgDSN string, neo *testenv.Neo4jConn, ids
 		defer gb.Close()
 		rec, gr = vb, gb
 	}
-	kw, err := keyword.Open(keyword.Config{Dir: filepath.Join(dataDir, "keyword")})
+	// Beside the embedded record ragd keeps the keyword index lean
+	// (app's keywordLean); beside PostgreSQL, full.
+	kw, err := keyword.Open(keyword.Config{Dir: filepath.Join(dataDir, "keyword"), Lean: pgDSN == ""})
 	if err != nil {
 		t.Fatal(err)
 	}
