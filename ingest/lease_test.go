@@ -45,6 +45,24 @@ func (r *leasedRecord) ApplyLease(_ context.Context, name string) (bool, error) 
 	return r.lease.holder == r.who, nil
 }
 
+// openRecordAndGraph opens the embedded record and graph the replicas of
+// these tests share, closed when the test ends.
+func openRecordAndGraph(t *testing.T) (*vectorembedded.Store, *graphembedded.Store) {
+	t.Helper()
+	ctx, dir := context.Background(), t.TempDir()
+	vs, err := vectorembedded.Open(ctx, vectorembedded.Config{Dir: dir + "/vector", Dimension: 4, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { vs.Close() })
+	gr, err := graphembedded.Open(ctx, graphembedded.Config{Dir: dir + "/graph", NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gr.Close() })
+	return vs, gr
+}
+
 // TestSharedStoreAppliedOnceByTheLeaseHolder runs two replicas on one
 // record and one shared graph: only the lease holder applies the log to
 // the graph (the other's applier is never called to apply), both report
@@ -52,17 +70,7 @@ func (r *leasedRecord) ApplyLease(_ context.Context, name string) (bool, error) 
 // lease passes to the other replica, that one applies what follows.
 func TestSharedStoreAppliedOnceByTheLeaseHolder(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	vs, err := vectorembedded.Open(ctx, vectorembedded.Config{Dir: dir + "/vector", Dimension: 4, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vs.Close()
-	gr, err := graphembedded.Open(ctx, graphembedded.Config{Dir: dir + "/graph", NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gr.Close()
+	vs, gr := openRecordAndGraph(t)
 	lease := &fakeLease{names: map[string]bool{}}
 	type replica struct {
 		p     *ingest.Pipeline
@@ -146,17 +154,7 @@ func TestSharedStoreAppliedOnceByTheLeaseHolder(t *testing.T) {
 // applies whatever the lease says.
 func TestUnsharedStoreIgnoresLeases(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	vs, err := vectorembedded.Open(ctx, vectorembedded.Config{Dir: dir + "/vector", Dimension: 4, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vs.Close()
-	gr, err := graphembedded.Open(ctx, graphembedded.Config{Dir: dir + "/graph", NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gr.Close()
+	vs, gr := openRecordAndGraph(t)
 	lease := &fakeLease{names: map[string]bool{}, holder: "someone else"}
 	g := &faultyApplier{ChangeApplier: gr}
 	p, err := ingest.New(ingest.Config{
@@ -195,17 +193,7 @@ func TestUnsharedStoreIgnoresLeases(t *testing.T) {
 // Both checks end clean.
 func TestCheckOnAFollowerWaitsForTheLeaseHolder(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	vs, err := vectorembedded.Open(ctx, vectorembedded.Config{Dir: dir + "/vector", Dimension: 4, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer vs.Close()
-	gr, err := graphembedded.Open(ctx, graphembedded.Config{Dir: dir + "/graph", NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer gr.Close()
+	vs, gr := openRecordAndGraph(t)
 	lease := &fakeLease{names: map[string]bool{}}
 	lease.give("a")
 	var clockMu sync.Mutex
