@@ -752,6 +752,10 @@ launch_opensearch() {
     claim_port "opensearch http" "$OPENSEARCH_PORT" RAG_OPENSEARCH_PORT
     claim_port "opensearch transport" "$OPENSEARCH_TRANSPORT_PORT" RAG_OPENSEARCH_TRANSPORT_PORT
     write_opensearch_config
+    # A pid file left by a node that did not stop (the machine restarted, the
+    # node was killed) would read as "exited during start" until the new node
+    # writes its own.
+    rm -f "$OPENSEARCH_PID"
     if is_root; then chown -R "$OPENSEARCH_USER:" "$OPENSEARCH_DIR"; fi
     log "starting opensearch $OPENSEARCH_VERSION on http://127.0.0.1:$OPENSEARCH_PORT (heap $OPENSEARCH_HEAP)"
     # -d daemonises, -p writes the pid. 9>&-: the server must not hold the lock.
