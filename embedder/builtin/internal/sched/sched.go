@@ -9,7 +9,8 @@
 // MaxBatch sequences and MaxTokens tokens. The window in which concurrent
 // queries join one pass is therefore the pass before it (no timer: an idle
 // encoder never waits for company). A second query pass starts beside a
-// running one only when the queued queries fill a pass: side by side, two
+// running one only when the queued queries fill a pass, or when the
+// oldest of them has waited Config.Patience: side by side, two
 // passes of one query each cost the CPU more than one pass of both (the
 // weights are read once per pass, and a pass has fixed costs), so on a
 // busy server the queries batch while the other cores serve the rest of
@@ -63,7 +64,14 @@ type Config struct {
 	// pass (see the package comment); document passes whenever a worker is
 	// free.
 	Workers int
-	// Now is the clock of the service-time measurement; nil means time.Now.
+	// Patience is how long a queued query may have waited behind running
+	// query passes before the next query to arrive starts a pass beside
+	// them (a worker being free), full or not: a pass stalled (its thread
+	// descheduled on a busy machine, a slow model) does not hold every
+	// query behind it while a core could serve them. 0 means 5ms.
+	Patience time.Duration
+	// Now is the clock of the service-time measurement and of Patience;
+	// nil means time.Now.
 	Now func() time.Time
 }
 
@@ -125,6 +133,9 @@ func New(cfg Config) *Scheduler {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 1
 	}
+	if cfg.Patience <= 0 {
+		cfg.Patience = 5 * time.Millisecond
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -152,7 +163,8 @@ func (s *Scheduler) Do(ctx context.Context, p Priority, seqs [][]int32) ([][]flo
 	} else {
 		s.docs = append(s.prune(s.docs), j)
 	}
-	start := s.workers < s.cfg.Workers && (p == Document || s.qrunning == 0 || s.fullPassQueued())
+	start := s.workers < s.cfg.Workers && (p == Document || s.qrunning == 0 || s.fullPassQueued() ||
+		j.queued.Sub(s.queries[0].queued) >= s.cfg.Patience)
 	if start {
 		s.workers++
 	}

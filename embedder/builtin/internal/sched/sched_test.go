@@ -432,3 +432,36 @@ func TestQueryBesideDocument(t *testing.T) {
 	want(t, d, 1)
 	want(t, q, 2)
 }
+
+// TestPatience: a query queued behind a running query pass for
+// Config.Patience gets a pass beside it when the next query arrives (a
+// worker being free), though the queue does not fill a pass; before that,
+// arrivals queue.
+func TestPatience(t *testing.T) {
+	var mu sync.Mutex
+	t0 := time.Unix(1e9, 0)
+	now := t0
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	set := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = t0.Add(d) }
+	h := newHarness(sched.Config{Workers: 2, Patience: 5 * time.Millisecond, Now: clock})
+	ctx := context.Background()
+	a := h.do(ctx, sched.Query, 1)
+	h.pass(t, 1) // held: a stalled pass
+	b := h.do(ctx, sched.Query, 2)
+	set(4 * time.Millisecond)
+	c := h.do(ctx, sched.Query, 3)
+	select {
+	case ids := <-h.f.entered:
+		t.Fatalf("a pass (%v) started before the oldest queued query waited 5ms", ids)
+	default:
+	}
+	set(5 * time.Millisecond)
+	d := h.do(ctx, sched.Query, 4)
+	h.pass(t, 2, 3, 4) // beside the stalled one
+	h.f.release <- nil
+	h.f.release <- nil
+	want(t, a, 1)
+	want(t, b, 2)
+	want(t, c, 3)
+	want(t, d, 4)
+}
