@@ -83,6 +83,9 @@ func (t *Table) Len() int { return len(t.span) }
 // Linked is the number of entries Lookup finds.
 func (t *Table) Linked() int { return t.n }
 
+// IDBytes is the bytes the entries' ids hold together.
+func (t *Table) IDBytes() int { return len(t.arena) - t.dead }
+
 // Bytes returns entry e's id without copying. It is valid until the
 // table next changes; callers read it under the lock that orders the
 // table's writes (its capacity ends with the id, so an append to it
