@@ -91,13 +91,18 @@ func (t *Table) IDBytes() int { return len(t.arena) - t.dead }
 // table's writes (its capacity ends with the id, so an append to it
 // copies).
 func (t *Table) Bytes(e int) []byte {
+	b := t.key(e)
+	return b[:len(b):len(b)]
+}
+
+// key is entry e's id, Bytes without the capacity cut.
+func (t *Table) key(e int) []byte {
 	s := t.span[e]
-	start, end := s>>lenBits, s>>lenBits+s&MaxLen
-	return t.arena[start:end:end]
+	return t.arena[s>>lenBits : s>>lenBits+s&MaxLen]
 }
 
 // String returns entry e's id as a new string.
-func (t *Table) String(e int) string { return string(t.Bytes(e)) }
+func (t *Table) String(e int) string { return string(t.key(e)) }
 
 func (t *Table) home(id []byte) uint64 {
 	return maphash.Bytes(t.seed, id) & uint64(len(t.cells)-1)
@@ -114,7 +119,7 @@ func (t *Table) Lookup(id string) (int, bool) {
 		if c == 0 {
 			return 0, false
 		}
-		if string(t.Bytes(int(c-1))) == id {
+		if string(t.key(int(c-1))) == id {
 			return int(c - 1), true
 		}
 	}
@@ -133,12 +138,12 @@ func (t *Table) AppendBytes(id []byte) int {
 	if len(id) > MaxLen || uint64(len(t.arena))+uint64(len(id)) > maxArena || uint64(len(t.span)) >= MaxEntries {
 		panic(fmt.Sprintf("idtable: append of a %d-byte id to %d entries, %d bytes", len(id), len(t.span), len(t.arena)))
 	}
-	e := len(t.span)
-	t.span = append(t.span, uint64(len(t.arena))<<lenBits|uint64(len(id)))
-	t.arena = append(t.arena, id...)
 	if 2*(t.n+1) > len(t.cells) {
 		t.rehash(max(minCells, 2*len(t.cells)))
 	}
+	e := len(t.span)
+	t.span = append(t.span, uint64(len(t.arena))<<lenBits|uint64(len(id)))
+	t.arena = append(t.arena, id...)
 	t.link(e)
 	return e
 }
@@ -160,7 +165,7 @@ func (t *Table) Reserve(entries, bytes int) {
 // link puts entry e in the first empty cell from its home.
 func (t *Table) link(e int) {
 	mask := uint64(len(t.cells) - 1)
-	i := t.home(t.Bytes(e))
+	i := t.home(t.key(e))
 	for t.cells[i] != 0 {
 		i = (i + 1) & mask
 	}
@@ -169,13 +174,20 @@ func (t *Table) link(e int) {
 }
 
 // rehash rebuilds the cells, size of them (a power of two), from the
-// linked entries.
+// linked entries: in entry order when every entry is linked (reading
+// the spans and the arena in sequence), else in the old cells' order.
 func (t *Table) rehash(size int) {
 	if len(t.cells) == 0 {
 		t.seed = maphash.MakeSeed()
 	}
-	old := t.cells
+	old, all := t.cells, t.n == len(t.span)
 	t.cells, t.n = make([]uint32, size), 0
+	if all {
+		for e := range t.span {
+			t.link(e)
+		}
+		return
+	}
 	for _, c := range old {
 		if c != 0 {
 			t.link(int(c - 1))
@@ -189,7 +201,7 @@ func (t *Table) cell(e int) (uint64, bool) {
 		return 0, false
 	}
 	mask := uint64(len(t.cells) - 1)
-	for i := t.home(t.Bytes(e)); ; i = (i + 1) & mask {
+	for i := t.home(t.key(e)); ; i = (i + 1) & mask {
 		switch t.cells[i] {
 		case uint32(e) + 1:
 			return i, true
@@ -224,7 +236,7 @@ func (t *Table) empty(i uint64) {
 				t.n--
 				return
 			}
-			home := t.home(t.Bytes(int(c - 1)))
+			home := t.home(t.key(int(c - 1)))
 			if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
 				t.cells[i] = c
 				i = j
@@ -260,7 +272,7 @@ func (t *Table) SwapRemove(e int) {
 func (t *Table) compact() {
 	arena := make([]byte, 0, len(t.arena)-t.dead)
 	for e := range t.span {
-		b := t.Bytes(e)
+		b := t.key(e)
 		t.span[e] = uint64(len(arena))<<lenBits | uint64(len(b))
 		arena = append(arena, b...)
 	}
