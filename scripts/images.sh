@@ -78,20 +78,41 @@ engine_answers() { # HOST
   [ -S "$h" ] && curl -fsS -m 3 --unix-socket "$h" http://docker/_ping >/dev/null 2>&1
 }
 
+# engine_pid: the pid of this engine's dockerd, from its pid file, when that
+# process is this dockerd (a machine that restarted, or a dockerd killed,
+# leaves the file behind, and its pid may belong to another process since).
+engine_pid() {
+  local pid
+  [ -f "$ENGINE_PID" ] && pid=$(cat "$ENGINE_PID") && [ -n "$pid" ] &&
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "--pidfile $ENGINE_PID" && echo "$pid"
+}
+
 engine_up() {
   if engine_answers "$ENGINE_SOCK"; then log "engine already answers on unix://$ENGINE_SOCK"; return; fi
   is_root || die "starting a Docker engine needs root"
   command -v dockerd >/dev/null 2>&1 || apt_install docker.io
   command -v curl >/dev/null 2>&1 || apt_install curl
   mkdir -p "$DOCKER_DIR"
+  local pid
+  if pid=$(engine_pid); then
+    die "dockerd (pid $pid) runs on $DOCKER_DIR but does not answer; stop it: scripts/images.sh engine down"
+  fi
+  # A pid file left behind: dockerd refuses to start while the pid in it is
+  # alive, whatever that process is now; so does the containerd it starts.
+  rm -f "$ENGINE_PID"
+  local cpid=$DOCKER_DIR/exec/containerd/containerd.pid
+  if [ -f "$cpid" ] && ! tr '\0' ' ' <"/proc/$(cat "$cpid")/cmdline" 2>/dev/null | grep -qF -- "$DOCKER_DIR/exec/containerd"; then
+    rm -f "$cpid"
+  fi
   log "starting dockerd (data $DOCKER_DIR/data, socket unix://$ENGINE_SOCK)"
   # Its own data root, state (exec root, with its containerd) and socket:
   # nothing shared with an engine someone else runs on this machine.
   setsid dockerd --data-root "$DOCKER_DIR/data" --exec-root "$DOCKER_DIR/exec" \
     -H "unix://$ENGINE_SOCK" --pidfile "$ENGINE_PID" >>"$ENGINE_LOG" 2>&1 </dev/null &
-  local i
+  local i started=$!
   for i in $(seq 1 120); do
     engine_answers "$ENGINE_SOCK" && { log "dockerd answers: $(DOCKER_HOST=unix://$ENGINE_SOCK docker version -f '{{.Server.Version}}' 2>/dev/null)"; return; }
+    kill -0 "$started" 2>/dev/null || { tail -n 30 "$ENGINE_LOG" >&2; die "dockerd exited during start"; }
     sleep 0.5
   done
   tail -n 30 "$ENGINE_LOG" >&2
@@ -100,7 +121,7 @@ engine_up() {
 
 engine_down() {
   local pid i
-  [ -f "$ENGINE_PID" ] && pid=$(cat "$ENGINE_PID") && kill -0 "$pid" 2>/dev/null || { log "engine not running"; return; }
+  pid=$(engine_pid) || { log "engine not running"; return; }
   log "stopping dockerd (pid $pid)"
   kill -TERM "$pid"
   for i in $(seq 1 120); do
