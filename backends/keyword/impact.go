@@ -16,6 +16,7 @@ import (
 	"github.com/blevesearch/bleve/v2/document"
 	index "github.com/blevesearch/bleve_index_api"
 
+	"github.com/ragd/ragd/internal/idtable"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -66,12 +67,13 @@ import (
 // Invariants (checkInvariants in the tests checks each after every
 // operation of the model test):
 //   - every per-slot array (tenant, lenT, lenX, verTag, verSeq, and
-//     ids.off and metaOff less one) has one entry per slot, and alive
-//     has a bit per slot (bits past the last slot are 0);
+//     metaOff less one) has one entry per slot, ids one entry per slot
+//     (internal/idtable: slot s's id is entry s, linked while s is live),
+//     and alive has a bit per slot (bits past the last slot are 0);
 //   - live is the number of set alive bits, dead the rest of the slots;
 //     tLive, tTotT, tTotX are the live count and length totals per tenant
 //     and totT, totX their sums;
-//   - ids finds exactly the live slots; tBits[t] holds exactly tenant t's
+//   - ids finds exactly the live slots (and holds its own invariant); tBits[t] holds exactly tenant t's
 //     live slots and pairBits[p] exactly the live slots holding pair p;
 //   - post[tid].df is the number of live slots whose document holds the
 //     term, and tdf[t<<32|tid] the same for tenant t's (absent when 0);
@@ -89,7 +91,7 @@ type impactIndex struct {
 	mu  sync.RWMutex
 
 	// per slot
-	ids     idTable
+	ids     idtable.Table
 	tenant  []uint32
 	lenT    []uint32
 	lenX    []uint32
@@ -204,7 +206,7 @@ func (sp *sortedPairs) inRange(vals []spi.Value, op spi.CmpOp, v spi.Value) []ui
 
 func newImpactIndex() *impactIndex {
 	return &impactIndex{
-		ids: newIDTable(), metaOff: []uint32{0},
+		metaOff: []uint32{0},
 		termIdx: map[string]uint32{}, tdf: map[uint64]int32{},
 		tenants: map[string]uint32{"": 0}, tLive: []int{0}, tTotT: []int64{0}, tTotX: []int64{0},
 		tBits: []*roaring.Bitmap{roaring.New()}, pairs: map[pair]uint32{}, keyPairs: map[string]*sortedPairs{},
@@ -232,7 +234,7 @@ func (f fieldFreqs) terms(fn func(string)) {
 	}
 }
 
-func (x *impactIndex) slots() int { return x.ids.slots() }
+func (x *impactIndex) slots() int { return x.ids.Len() }
 
 func (x *impactIndex) isAlive(s uint32) bool { return x.alive[s>>6]&(1<<(s&63)) != 0 }
 
@@ -257,7 +259,7 @@ func (x *impactIndex) put(id, tenant string, meta spi.Metadata, lens docLens, f 
 
 func (x *impactIndex) putLocked(id, tenant string, meta spi.Metadata, lens docLens, ver []byte, f fieldFreqs, old *fieldFreqs) {
 	x.removeLocked(id, old)
-	slot := x.ids.appendSlot(id)
+	slot := uint32(x.ids.Append(id))
 	t, ok := x.tenants[tenant]
 	if !ok {
 		t = uint32(len(x.tLive))
@@ -395,15 +397,16 @@ func (x *impactIndex) remove(id string, old *fieldFreqs) {
 func (x *impactIndex) has(id string) bool {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	_, ok := x.ids.find(id)
+	_, ok := x.ids.Lookup(id)
 	return ok
 }
 
 func (x *impactIndex) removeLocked(id string, old *fieldFreqs) {
-	slot, ok := x.ids.find(id)
+	e, ok := x.ids.Lookup(id)
 	if !ok {
 		return
 	}
+	slot := uint32(e)
 	t := x.tenant[slot]
 	dropTerm := func(tid uint32) {
 		x.post[tid].df--
@@ -428,7 +431,7 @@ func (x *impactIndex) removeLocked(id string, old *fieldFreqs) {
 		}
 	}
 	x.logKill(slot)
-	x.ids.kill(slot)
+	x.ids.Unlink(e)
 	x.alive[slot>>6] &^= 1 << (slot & 63)
 	x.live--
 	x.dead++
@@ -487,10 +490,11 @@ func (x *impactIndex) termsOf(slot uint32) []uint32 {
 func (x *impactIndex) versionOf(id string) ([]byte, bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	slot, ok := x.ids.find(id)
+	e, ok := x.ids.Lookup(id)
 	if !ok {
 		return nil, false
 	}
+	slot := uint32(e)
 	if x.verTag[slot] == 0 {
 		return nil, true
 	}

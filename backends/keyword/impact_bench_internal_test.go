@@ -271,9 +271,10 @@ func cpuTime() time.Duration {
 func (x *impactIndex) memoryTable() string {
 	n := float64(max(1, x.live))
 	parts := map[string]float64{}
-	parts["ids: arena"] = float64(cap(x.ids.arena))
-	parts["ids: offsets"] = float64(8 * cap(x.ids.off))
-	parts["ids: hash table"] = float64(4 * cap(x.ids.tab))
+	ids := x.ids.Footprint()
+	parts["ids: arena"] = float64(ids.Arena)
+	parts["ids: spans"] = float64(ids.Spans)
+	parts["ids: hash table"] = float64(ids.Cells)
 	parts["tenant"] = float64(4 * cap(x.tenant))
 	parts["lengths (title, text)"] = float64(4*cap(x.lenT) + 4*cap(x.lenX))
 	parts["version (tag, number)"] = float64(4*cap(x.verTag) + 8*cap(x.verSeq))

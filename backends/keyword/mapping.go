@@ -18,6 +18,7 @@ import (
 	"github.com/blevesearch/bleve/v2/mapping"
 	index "github.com/blevesearch/bleve_index_api"
 
+	"github.com/ragd/ragd/internal/idtable"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -147,6 +148,9 @@ const (
 func validateDoc(d spi.Document) error {
 	if d.ID == "" {
 		return fmt.Errorf("%w: document id must not be empty", spi.ErrInvalidQuery)
+	}
+	if len(d.ID) > idtable.MaxLen {
+		return fmt.Errorf("%w: document id is longer than %d bytes", spi.ErrInvalidQuery, idtable.MaxLen)
 	}
 	for k := range d.Metadata {
 		if k == "" {

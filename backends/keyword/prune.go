@@ -417,14 +417,14 @@ func (x *impactIndex) below(a, b hit) bool {
 	if a.score != b.score {
 		return a.score < b.score
 	}
-	return bytes.Compare(x.ids.bytesOf(a.slot), x.ids.bytesOf(b.slot)) > 0
+	return bytes.Compare(x.ids.Bytes(int(a.slot)), x.ids.Bytes(int(b.slot))) > 0
 }
 
 func (x *impactIndex) refs(h *topk.Heap[hit]) []spi.Ref {
 	hits := h.Sorted()
 	out := make([]spi.Ref, len(hits))
 	for i, e := range hits {
-		out[i] = spi.Ref{ID: x.ids.id(e.slot), Score: e.score, Source: spi.SourceKeyword}
+		out[i] = spi.Ref{ID: x.ids.String(int(e.slot)), Score: e.score, Source: spi.SourceKeyword}
 	}
 	return out
 }

@@ -48,7 +48,7 @@ func (x *impactIndex) searchExhaustive(tokens []string, k int, tenant string, fi
 	return x.refs(h)
 }
 
-// checkInvariants checks what impact.go, postings.go and idtable.go say
+// checkInvariants checks what impact.go, postings.go and internal/idtable say
 // must hold of the index. The caller holds no lock.
 func (x *impactIndex) checkInvariants(t *testing.T) {
 	t.Helper()
@@ -108,13 +108,16 @@ func (x *impactIndex) checkInvariants(t *testing.T) {
 	var totT, totX int64
 	pairSlots := make([][]uint32, len(x.pairBits))
 	tenantSlots := make([][]uint32, len(x.tBits))
-	if x.ids.n != live || 2*x.ids.n > len(x.ids.tab) {
-		t.Fatalf("id table holds %d of %d cells for %d live slots", x.ids.n, len(x.ids.tab), live)
+	if err := x.ids.Check(); err != nil {
+		t.Fatalf("id table: %v", err)
+	}
+	if x.ids.Len() != n || x.ids.Linked() != live {
+		t.Fatalf("id table holds %d slots, %d linked, for %d slots, %d live", x.ids.Len(), x.ids.Linked(), n, live)
 	}
 	for s := range uint32(n) {
-		got, ok := x.ids.find(x.ids.id(s))
-		if x.isAlive(s) != (ok && got == s) {
-			t.Fatalf("slot %d (%q) alive %v, id table finds %d %v", s, x.ids.id(s), x.isAlive(s), got, ok)
+		got, ok := x.ids.Lookup(x.ids.String(int(s)))
+		if x.isAlive(s) != (ok && got == int(s)) {
+			t.Fatalf("slot %d (%q) alive %v, id table finds %d %v", s, x.ids.String(int(s)), x.isAlive(s), got, ok)
 		}
 		if !x.isAlive(s) {
 			continue

@@ -21,10 +21,11 @@ import (
 //
 //  1. Freeze. The writer that finds a rebuild due (compactWhenDue, holding
 //     wmu, so no write runs) takes a frozen view of the slots (freeze).
-//     Below their lengths the per-slot arrays, the id arena and the
-//     postings' blocks, packed words and tails are never written again
-//     (writes only append, and a sealed tail is replaced, not reused), so
-//     the view copies their slice headers; what a write changes in place
+//     Below their lengths the per-slot arrays, the ids (a put appends, a
+//     removal unlinks: idtable.Table.Frozen) and the postings' blocks,
+//     packed words and tails are never written again (writes only
+//     append, and a sealed tail is replaced, not reused), so the view
+//     copies their slice headers; what a write changes in place
 //     (the alive bits, the versions a removal clears, each list's header)
 //     it copies. From then on every write also appends itself to the
 //     rebuild's log (rebuild.ops): a put with its slot and postings, a
@@ -190,7 +191,7 @@ func (x *impactIndex) stopRebuild() {
 // and clusterOrder read. The caller holds wmu.
 func (x *impactIndex) freeze() *impactIndex {
 	return &impactIndex{
-		ids:    idTable{arena: x.ids.arena, off: x.ids.off},
+		ids:    x.ids.Frozen(),
 		tenant: x.tenant, lenT: x.lenT, lenX: x.lenX,
 		verTag: slices.Clone(x.verTag), verSeq: slices.Clone(x.verSeq),
 		metaOff: x.metaOff, metaIDs: x.metaIDs,
@@ -234,7 +235,7 @@ func (c *impactIndex) growBitmaps(x *impactIndex) {
 // was frozen, with its postings; it returns c's slot. The caller holds
 // x's wmu.
 func (c *impactIndex) replayPut(x *impactIndex, s uint32, post []termFreq) uint32 {
-	ns := c.ids.appendSlot(string(x.ids.bytesOf(s)))
+	ns := uint32(c.ids.AppendBytes(x.ids.Bytes(int(s))))
 	t, lt, lx := x.tenant[s], x.lenT[s], x.lenX[s]
 	c.tenant, c.lenT, c.lenX = append(c.tenant, t), append(c.lenT, lt), append(c.lenX, lx)
 	c.verTag, c.verSeq = append(c.verTag, x.verTag[s]), append(c.verSeq, x.verSeq[s])
@@ -261,7 +262,7 @@ func (c *impactIndex) replayPut(x *impactIndex, s uint32, post []termFreq) uint3
 // replayKill kills the copy's live slot ns (a removal after c was
 // frozen). Its postings stay, dead, as in the live index.
 func (c *impactIndex) replayKill(ns uint32) {
-	c.ids.kill(ns)
+	c.ids.Unlink(int(ns))
 	c.alive[ns>>6] &^= 1 << (ns & 63)
 	c.tBits[c.tenant[ns]].Remove(ns)
 	for _, p := range c.metaIDs[c.metaOff[ns]:c.metaOff[ns+1]] {
@@ -291,14 +292,13 @@ func (x *impactIndex) reorderAt() int {
 func (x *impactIndex) compacted(ctx context.Context) (*impactIndex, []uint32, error) {
 	n := x.live
 	c := &impactIndex{
-		ids: newIDTable(), tenant: make([]uint32, 0, n), lenT: make([]uint32, 0, n), lenX: make([]uint32, 0, n),
+		tenant: make([]uint32, 0, n), lenT: make([]uint32, 0, n), lenX: make([]uint32, 0, n),
 		verTag: make([]uint32, 0, n), verSeq: make([]uint64, 0, n), metaOff: make([]uint32, 1, n+1),
 		alive: make([]uint64, (n+63)/64), post: make([]postings, len(x.post)),
 		tBits: make([]*roaring.Bitmap, len(x.tBits)), pairBits: make([]*roaring.Bitmap, len(x.pairBits)),
 		ordered: n,
 	}
-	c.ids.arena = make([]byte, 0, len(x.ids.arena)*n/max(1, x.slots()))
-	c.ids.off = make([]uint64, 1, n+1)
+	c.ids.Reserve(n, x.ids.IDBytes()*n/max(1, x.slots()))
 	for i := range c.tBits {
 		c.tBits[i] = roaring.New()
 	}
@@ -311,7 +311,7 @@ func (x *impactIndex) compacted(ctx context.Context) (*impactIndex, []uint32, er
 	}
 	remap := make([]uint32, x.slots())
 	for _, s := range order {
-		ns := c.ids.appendSlot(string(x.ids.bytesOf(s)))
+		ns := uint32(c.ids.AppendBytes(x.ids.Bytes(int(s))))
 		remap[s] = ns
 		t := x.tenant[s]
 		c.tenant, c.lenT, c.lenX = append(c.tenant, t), append(c.lenT, x.lenT[s]), append(c.lenX, x.lenX[s])

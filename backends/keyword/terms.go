@@ -110,10 +110,11 @@ func (th *termHashes) extend(x *impactIndex) {
 func (x *impactIndex) resolveTerms(th *termHashes, id string, hs []uint32) (tids []uint32, ok bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	slot, ok := x.ids.find(id)
+	e, ok := x.ids.Lookup(id)
 	if !ok {
 		return nil, false
 	}
+	slot := uint32(e)
 	th.extend(x)
 	tids = make([]uint32, 0, len(hs))
 	for _, h := range hs {

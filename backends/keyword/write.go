@@ -22,8 +22,9 @@ type writeOp struct {
 }
 
 // Upsert inserts or replaces documents by id. All documents are validated
-// first: an empty id or an empty metadata key rejects the whole call with
-// an error wrapping spi.ErrInvalidQuery. Documents are written in bleve
+// first: an empty id, an id longer than idtable.MaxLen (16 MiB) or an
+// empty metadata key rejects the whole call with an error wrapping
+// spi.ErrInvalidQuery. Documents are written in bleve
 // batches of Config.BatchSize, each atomic and durable when it returns; a
 // call within one batch is atomic. When a later batch fails, the error is a
 // *spi.BatchError naming the documents not written. Vector, Entities and

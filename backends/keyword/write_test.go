@@ -7,10 +7,12 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ragd/ragd/backends/keyword"
+	"github.com/ragd/ragd/internal/idtable"
 	"github.com/ragd/ragd/spi"
 	"github.com/ragd/ragd/spi/spitest"
 )
@@ -88,9 +90,10 @@ func TestUpsertInvalid(t *testing.T) {
 	for _, docs := range [][]spi.Document{
 		{{ID: "ok", Text: "fine"}, {ID: "", Text: "no id"}},
 		{{ID: "ok", Text: "fine"}, {ID: "k", Metadata: spi.Strings(map[string]string{"": "v"})}},
+		{{ID: "ok", Text: "fine"}, {ID: strings.Repeat("x", idtable.MaxLen+1), Text: "an id the id table cannot hold"}},
 	} {
 		if err := b.Upsert(context.Background(), docs); !isInvalid(err) {
-			t.Fatalf("Upsert(%v) err = %v, want ErrInvalidQuery", docs, err)
+			t.Fatalf("Upsert(%.200v) err = %v, want ErrInvalidQuery", docs, err)
 		}
 	}
 	// Nothing of a rejected call is written.

@@ -8,11 +8,13 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/ragd/ragd/internal/idtable"
 	"github.com/ragd/ragd/internal/topk"
 	"github.com/ragd/ragd/spi"
 )
 
-// index is the in-memory index: row i holds the id ids.id(i) (ids.go),
+// index is the in-memory index: row i holds the id ids.String(i) (one
+// entry of an idtable.Table per row, all linked),
 // its tenant and metadata, and the int8 codes of its vector
 // codes.b[i*dim:(i+1)*dim] (outside the Go heap: codes.go) with quant[i]
 // (quant.go); the float32 vectors stay on disk (the vectors file,
@@ -27,7 +29,7 @@ import (
 type index struct {
 	dim         int
 	normalize   bool
-	ids         rowIDs
+	ids         idtable.Table
 	tenants     []uint32
 	meta        []spi.Metadata // interned in metas
 	metas       metaSet
@@ -43,7 +45,7 @@ type index struct {
 }
 
 func newIndex(dim int, normalize bool) *index {
-	return &index{dim: dim, normalize: normalize, ids: newRowIDs(), post: newPostings(), metas: metaSet{},
+	return &index{dim: dim, normalize: normalize, post: newPostings(), metas: metaSet{},
 		tenantIDs: map[string]uint32{"": 0}, tenantNames: []string{""}, ann: defaultANN}
 }
 
@@ -60,11 +62,11 @@ func tenantExpr(t string) *spi.Expr {
 	return &spi.Expr{Kind: spi.ExprIn, Key: tenantKey, Values: []spi.Value{spi.String(t)}}
 }
 
-func (ix *index) len() int { return ix.ids.len() }
+func (ix *index) len() int { return ix.ids.Len() }
 
 // reserve makes room for n rows.
 func (ix *index) reserve(n int) {
-	ix.ids.reserve(n)
+	ix.ids.Reserve(n, 0)
 	ix.tenants = slices.Grow(ix.tenants, n)
 	ix.meta = slices.Grow(ix.meta, n)
 	ix.codes.reserve(n * ix.dim)
@@ -84,10 +86,10 @@ func (ix *index) tenantID(t string) uint32 {
 // put inserts or replaces a row: vec's codes are computed (from vec
 // normalised, for cosine) and vec itself is not kept.
 func (ix *index) put(id, tenant string, md spi.Metadata, vec []float32) {
-	i, ok := ix.ids.find(id)
+	i, ok := ix.ids.Lookup(id)
 	nrows := ix.len()
 	if !ok {
-		i = ix.ids.push(id)
+		i = ix.ids.Append(id)
 		nrows++
 		ix.tenants = append(ix.tenants, 0)
 		ix.meta = append(ix.meta, nil)
@@ -131,7 +133,7 @@ func (ix *index) put(id, tenant string, md spi.Metadata, vec []float32) {
 
 // remove deletes a row if present.
 func (ix *index) remove(id string) {
-	i, ok := ix.ids.find(id)
+	i, ok := ix.ids.Lookup(id)
 	if !ok {
 		return
 	}
@@ -169,7 +171,7 @@ func (ix *index) remove(id string) {
 			v.truncate(last)
 		}
 	}
-	ix.ids.remove(i)
+	ix.ids.SwapRemove(i)
 	ix.tenants = ix.tenants[:last]
 	ix.meta[last] = nil
 	ix.meta = ix.meta[:last]
@@ -325,7 +327,7 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 	slices.SortFunc(kept, func(a, b candidate) int { return cmp.Compare(b.hi, a.hi) })
 	ids, his := make([]string, len(kept)), make([]float64, len(kept))
 	for i, c := range kept {
-		ids[i], his[i] = ix.ids.id(c.row), c.hi
+		ids[i], his[i] = ix.ids.String(c.row), c.hi
 	}
 	return ids, his, nil
 }

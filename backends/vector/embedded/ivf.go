@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"github.com/ragd/ragd/internal/idtable"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -234,7 +235,7 @@ func popcount(b []uint64) int {
 // so does the Store, without training, once a quarter more rows than
 // the last regroup laid out have been written (annbuild.go).
 type regrouped struct {
-	ids     rowIDs
+	ids     idtable.Table
 	tenants []uint32
 	meta    []spi.Metadata
 	codes   rowCodes
@@ -250,7 +251,6 @@ type regrouped struct {
 func (ix *index) regroup(v *ivf) *regrouped {
 	n, dim := ix.len(), ix.dim
 	g := &regrouped{
-		ids:     newRowIDs(),
 		tenants: make([]uint32, 0, n),
 		meta:    make([]spi.Metadata, 0, n),
 		quant:   make([]rowQuant, 0, n),
@@ -259,11 +259,11 @@ func (ix *index) regroup(v *ivf) *regrouped {
 			of: make([]int32, n), at: make([]int32, n), trained: v.trained, grouped: n, cursor: n, wide: v.wide},
 	}
 	g.codes.reserve(n * dim)
-	g.ids.reserve(n)
+	g.ids.Reserve(n, ix.ids.IDBytes())
 	for c, l := range v.lists {
 		rows := make([]int32, len(l))
 		for j, old := range l {
-			r := g.ids.pushBytes(ix.ids.bytesOf(int(old)))
+			r := g.ids.AppendBytes(ix.ids.Bytes(int(old)))
 			rows[j] = int32(r)
 			g.ivf.of[r], g.ivf.at[r] = int32(c), int32(j)
 			g.tenants = append(g.tenants, ix.tenants[old])

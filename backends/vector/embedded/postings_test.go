@@ -91,7 +91,7 @@ func TestIndexFollowsRows(t *testing.T) {
 		if ix.len() == 0 {
 			return "absent"
 		}
-		return ix.ids.id(r.IntN(ix.len()))
+		return ix.ids.String(r.IntN(ix.len()))
 	}
 	filters := func() []spi.Filter {
 		fs := []spi.Filter{{}} // the empty filter: every row (of the tenant)
@@ -130,11 +130,14 @@ func TestIndexFollowsRows(t *testing.T) {
 		if n != len(model) {
 			t.Fatalf("%s: %d rows, model %d", step, n, len(model))
 		}
-		if err := checkRowIDs(&ix.ids); err != nil {
+		if err := ix.ids.Check(); err != nil {
 			t.Fatalf("%s: ids: %v", step, err)
 		}
+		if ix.ids.Linked() != n {
+			t.Fatalf("%s: %d of %d rows' ids linked", step, ix.ids.Linked(), n)
+		}
 		for id := range model {
-			if r, ok := ix.ids.find(id); !ok || ix.ids.id(r) != id {
+			if r, ok := ix.ids.Lookup(id); !ok || ix.ids.String(r) != id {
 				t.Fatalf("%s: id %q not found at its row (%d, %v)", step, id, r, ok)
 			}
 		}
@@ -155,7 +158,7 @@ func TestIndexFollowsRows(t *testing.T) {
 		// Every posting holds exactly the rows carrying its pair.
 		want := map[pair][]int{}
 		for i := range n {
-			id := ix.ids.id(i)
+			id := ix.ids.String(i)
 			for pk := range rowPairs(model[id]) {
 				want[pk] = append(want[pk], i)
 			}
@@ -182,7 +185,7 @@ func TestIndexFollowsRows(t *testing.T) {
 			ten, anyTen := randTenant(), r.IntN(3) == 0
 			var matching []int
 			for i := range ix.len() {
-				if id := ix.ids.id(i); f.Match(model[id]) && (anyTen || tenant[id] == ten) {
+				if id := ix.ids.String(i); f.Match(model[id]) && (anyTen || tenant[id] == ten) {
 					matching = append(matching, i)
 				}
 			}
@@ -225,7 +228,7 @@ func TestIndexFollowsRows(t *testing.T) {
 			}
 			var searched []int
 			for _, id := range ids {
-				r, _ := ix.ids.find(id)
+				r, _ := ix.ids.Lookup(id)
 				searched = append(searched, r)
 			}
 			slices.Sort(searched)
@@ -271,7 +274,7 @@ func TestIndexFollowsRows(t *testing.T) {
 		case k < 9:
 			do("delete last", func() {
 				if n := ix.len(); n > 0 {
-					del(ix.ids.id(n - 1))
+					del(ix.ids.String(n - 1))
 				}
 			})
 		default:
@@ -284,7 +287,7 @@ func TestIndexFollowsRows(t *testing.T) {
 				// for its set to become a bitset sized for every row.
 				for range 1 + r.IntN(40) {
 					if n := ix.len(); n > 0 {
-						id := ix.ids.id(r.IntN(n/4 + 1))
+						id := ix.ids.String(r.IntN(n/4 + 1))
 						md := maps.Clone(model[id])
 						if md == nil {
 							md = spi.Metadata{}
@@ -299,7 +302,7 @@ func TestIndexFollowsRows(t *testing.T) {
 			gone := ix.len() / 2
 			do("shrink", func() {
 				for range gone {
-					del(ix.ids.id(ix.len() - 1))
+					del(ix.ids.String(ix.len() - 1))
 				}
 			})
 			do("regrow", func() {
@@ -338,7 +341,7 @@ func TestIndexFollowsRows(t *testing.T) {
 	// Shrink to nothing: the bitsets turn back into lists, then go.
 	for ix.len() > 0 {
 		if r.IntN(4) == 0 {
-			do("delete last", func() { del(ix.ids.id(ix.len() - 1)) })
+			do("delete last", func() { del(ix.ids.String(ix.len() - 1)) })
 		} else {
 			do("delete", func() { del(randID()) })
 		}
