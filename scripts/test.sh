@@ -120,7 +120,7 @@ side_pid=$!
 
 phase "go test -race ./... (the arm64 phase and fuzzing, $fuzztime per target, alongside)"
 test_rc=0
-go test -race -p "${RAG_TEST_P:-4}" -timeout 30m "$@" ./... || test_rc=$?
+go test -race -p "${RAG_TEST_P:-4}" -timeout 45m "$@" ./... || test_rc=$?
 phase_done "go test"
 
 phase "python client tests (clients/python)"
