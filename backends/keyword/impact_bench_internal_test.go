@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -29,7 +31,11 @@ import (
 // ../shared/tools/synth_corpus.py), on its first RAG_BENCH_KEYWORD_DOCS
 // documents (default all): Cranfield's 225 queries round-robin (each query
 // new to the index: nothing is cached between queries), k = 10 and 100,
-// reporting latency p50/p99 and process CPU per query. Layouts: "1tenant"
+// reporting latency p50/p99, process CPU per query and the load average
+// (load1, over the last minute, at the end of the run); with
+// RAG_BENCH_KEYWORD_QUERIES naming a JSONL file of {"text"} lines (the
+// queries of scripts/bench.sh scale, queries-mixed.jsonl in its cache),
+// those queries instead of Cranfield's. Layouts: "1tenant"
 // (every document and query in tenant acme, a single-tenant deployment),
 // "3tenants" (document i in tenant t(i mod 3), with metadata part = i mod
 // 20; queries for t1, for every tenant, and for every tenant with the
@@ -39,7 +45,13 @@ import (
 // searched in clustered order, as a rebuild leaves it (reorder.go);
 // with RAG_BENCH_KEYWORD_ARRIVAL set, in arrival order (the corpus's).
 // Each query runs as the index searches it ("pruned": in parts at once
-// from parallelMin slots, prune.go) and in one part ("pruned1"). With
+// from parallelMin slots, prune.go) and in one part ("pruned1").
+// RAG_BENCH_KEYWORD_MODES (comma-separated, repeats allowed, e.g.
+// "pruned1,pruned,pruned1,pruned") picks modes and their order, so that
+// variants compare side by side in one run; RAG_BENCH_KEYWORD_K
+// (comma-separated) picks k; with
+// RAG_BENCH_KEYWORD_CPUPROFILE naming a directory, the timed searches of
+// each corpus and layout are profiled there (cpuProfile). With
 // RAG_BENCH_LOCK naming a lock file, the timed runs hold it (flock) and
 // log the load average; the corpus loads before.
 //
@@ -58,9 +70,16 @@ func BenchmarkImpactSearch(b *testing.B) {
 	}
 	defer idx.Close()
 	an := idx.Mapping().AnalyzerNamed("en")
-	queries := make([][]string, len(ds.Queries))
+	texts := make([]string, len(ds.Queries))
 	for i, q := range ds.Queries {
-		for _, tok := range an.Analyze([]byte(q.Text)) {
+		texts[i] = q.Text
+	}
+	if path := os.Getenv("RAG_BENCH_KEYWORD_QUERIES"); path != "" {
+		texts = readQueries(b, path)
+	}
+	queries := make([][]string, len(texts))
+	for i, t := range texts {
+		for _, tok := range an.Analyze([]byte(t)) {
 			queries[i] = append(queries[i], string(tok.Term))
 		}
 	}
@@ -88,6 +107,21 @@ func BenchmarkImpactSearch(b *testing.B) {
 	layouts := []string{"1tenant", "3tenants"}
 	if v := os.Getenv("RAG_BENCH_KEYWORD_LAYOUTS"); v != "" {
 		layouts = strings.Split(v, ",")
+	}
+	modes := []string{"pruned", "pruned1", "exhaustive"}
+	if v := os.Getenv("RAG_BENCH_KEYWORD_MODES"); v != "" {
+		modes = strings.Split(v, ",")
+	}
+	ks := []int{10, 100}
+	if v := os.Getenv("RAG_BENCH_KEYWORD_K"); v != "" {
+		ks = nil
+		for _, f := range strings.Split(v, ",") {
+			k, err := strconv.Atoi(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ks = append(ks, k)
+		}
 	}
 	p := bm25Params{k1: DefaultK1, b: DefaultB, titleWeight: DefaultTitleBoost}
 	for _, corp := range corpora {
@@ -146,9 +180,10 @@ func BenchmarkImpactSearch(b *testing.B) {
 				runs = []run{{tenant: "t1"}, {}, {filter: spi.StringFilter(map[string][]string{"part": {"7"}})}}
 			}
 			unlock := heavyLock(b)
+			stopProfile := cpuProfile(b, corp.name+"-"+layout)
 			for _, r := range runs {
-				for _, k := range []int{10, 100} {
-					for _, mode := range []string{"pruned", "pruned1", "exhaustive"} {
+				for _, k := range ks {
+					for _, mode := range modes {
 						if mode == "exhaustive" && !exhaustive {
 							continue
 						}
@@ -163,6 +198,8 @@ func BenchmarkImpactSearch(b *testing.B) {
 							name = fmt.Sprintf("%s/%s/filter=5%%/k=%d/%s", corp.name, layout, k, mode)
 						}
 						b.Run(name, func(b *testing.B) {
+							pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("mode", mode)))
+							defer pprof.SetGoroutineLabels(context.Background())
 							var lat []time.Duration
 							i := 0
 							cpu0 := cpuTime()
@@ -181,13 +218,41 @@ func BenchmarkImpactSearch(b *testing.B) {
 							slices.Sort(lat)
 							b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 							b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+							if l, ok := load1(); ok {
+								b.ReportMetric(l, "load1")
+							}
 						})
 					}
 				}
 			}
+			stopProfile()
 			unlock()
 			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "heap-B/doc-"+layout)
 			runtime.KeepAlive(x)
+		}
+	}
+}
+
+// cpuProfile starts a CPU profile of the timed searches when
+// RAG_BENCH_KEYWORD_CPUPROFILE names a directory: name.pprof there, its
+// samples labelled with the mode (pprof -tagfocus mode=pruned1). It
+// returns the stop.
+func cpuProfile(b *testing.B, name string) func() {
+	dir := os.Getenv("RAG_BENCH_KEYWORD_CPUPROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, name+".pprof"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
 		}
 	}
 }
@@ -223,6 +288,20 @@ func loadAvg() string {
 	return "load average " + strings.Join(strings.Fields(string(raw))[:3], " ")
 }
 
+// load1 is the machine's load average over the last minute.
+func load1() (float64, bool) {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return 0, false
+	}
+	l, err := strconv.ParseFloat(f[0], 64)
+	return l, err == nil
+}
+
 func docsName(limit int) string {
 	switch {
 	case limit < 0:
@@ -254,6 +333,36 @@ func readCorpus(tb testing.TB, path string, limit int, fn func(spi.Document)) {
 	if err := sc.Err(); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// readQueries returns the texts of a JSONL file of {"text"} lines (the
+// queries scripts/bench.sh scale sends, e.g. queries-mixed.jsonl in its
+// BENCH_CACHE; other fields are ignored).
+func readQueries(tb testing.TB, path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var texts []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var line struct{ Text string }
+		if err := json.Unmarshal(sc.Bytes(), &line, json.MatchCaseInsensitiveNames(true), json.RejectUnknownMembers(false)); err != nil {
+			tb.Fatal(err)
+		}
+		if strings.TrimSpace(line.Text) != "" {
+			texts = append(texts, line.Text)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	if len(texts) == 0 {
+		tb.Fatalf("%s: no queries", path)
+	}
+	return texts
 }
 
 // cpuTime is the process's user and system CPU time so far.
