@@ -17,6 +17,7 @@ import (
 // 0.385 (0.3924 measured; bm25s with a Snowball stemmer scores 0.3727), and
 // the default hybrid is not below the best single source.
 func TestEvalCranfieldEmbedded(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("ingests 1,400 documents; skipped in -short mode")
 	}
@@ -85,6 +86,7 @@ func TestEvalCranfieldEmbedded(t *testing.T) {
 // sum exactly and quantise to the same bytes. Embedding the corpus takes
 // about 45 CPU seconds in fp32 and 20 in int8.
 func TestEvalCranfieldBuiltin(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("embeds 1,400 documents twice with the real model; skipped in -short mode")
 	}
