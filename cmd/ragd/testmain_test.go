@@ -39,5 +39,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(run(context.Background(), args, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removePlainRagd()
+	os.Exit(code)
 }
