@@ -364,13 +364,19 @@ func randomTag(t *testing.T) string {
 // every other one.
 func TestCrashConvergence(t *testing.T) {
 	startBuild()
-	t.Run("embedded", func(t *testing.T) { crashTrials(t, "", nil, nil) })
+	t.Parallel()
+	t.Run("embedded", func(t *testing.T) {
+		t.Parallel()
+		crashTrials(t, "", nil, nil)
+	})
 	t.Run("servers", func(t *testing.T) {
+		t.Parallel()
 		dsn := testenv.Postgres(t)
 		neo := testenv.Neo4j(t)
 		crashTrials(t, dsn, &neo, nil)
 	})
 	t.Run("servers-postgres-killed", func(t *testing.T) {
+		t.Parallel()
 		srv := testenv.DedicatedPostgres(t)
 		neo := testenv.Neo4j(t)
 		crashTrials(t, srv.DSN, &neo, srv)

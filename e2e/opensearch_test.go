@@ -69,6 +69,7 @@ log:
 // restart may be too short to), the recovery probes close it again once
 // the node answers, and every answer is a 200 from the healthy source.
 func TestOpenSearchFaults(t *testing.T) {
+	t.Parallel()
 	ds := loadCranfield(t)
 	node := testenv.DedicatedOpenSearch(t)
 	dir := t.TempDir()

@@ -82,6 +82,7 @@ func checkStores(t *testing.T, c *client, who string) {
 // catches up once Neo4j answers again.
 func TestHungGraphDoesNotHoldWrites(t *testing.T) {
 	startBuild()
+	t.Parallel()
 	dsn := testenv.Postgres(t)
 	neo := testenv.Neo4j(t)
 	viaProxy, proxy := neo4jViaProxy(t, neo)
@@ -142,6 +143,7 @@ func TestHungGraphDoesNotHoldWrites(t *testing.T) {
 // three every replica's stores equal the record.
 func TestReplicasConverge(t *testing.T) {
 	startBuild()
+	t.Parallel()
 	dsn := testenv.Postgres(t)
 	neo := testenv.Neo4j(t)
 	var cs []*client

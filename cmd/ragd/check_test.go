@@ -12,6 +12,7 @@ import (
 )
 
 func TestCheckFindsAndRepairsADamagedIndex(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	ctx := context.Background()
 	docs := []spi.Document{{ID: "a", Text: "alpha"}, {ID: "b", Text: "beta"}}

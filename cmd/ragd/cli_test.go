@@ -11,6 +11,7 @@ import (
 // open -> half_open transition happens when the cooldown has passed, so it
 // is printed before the probe's outcome, not after it.
 func TestBreakerPrintsHalfOpenBeforeTheProbe(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"breaker", "-f", "2"}, {"breaker", "-f", "2", "--no-recover"}} {
 		_, stdout, _ := runRagd(t, args...)
 		half := strings.Index(stdout, "transition open -> half_open")
@@ -24,6 +25,7 @@ func TestBreakerPrintsHalfOpenBeforeTheProbe(t *testing.T) {
 // TestUsageErrorsPointAtTheSubcommandsHelp: a bad flag of a subcommand
 // points at that subcommand's help.
 func TestUsageErrorsPointAtTheSubcommandsHelp(t *testing.T) {
+	t.Parallel()
 	for args, want := range map[string]string{
 		"breaker -f 0":      "ragd breaker --help",
 		"ingest":            "ragd ingest --help",
@@ -41,6 +43,7 @@ func TestUsageErrorsPointAtTheSubcommandsHelp(t *testing.T) {
 // (Cranfield has two) are counted as skipped in one summary line, not as
 // failures, and the run exits 0.
 func TestIngestSkipsEmptyDocuments(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	file := writeJSONL(t, t.TempDir(), "corpus.jsonl",
 		spi.Document{ID: "a", Text: "fine"},

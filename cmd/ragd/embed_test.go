@@ -45,6 +45,7 @@ func vectorLines(t *testing.T, stdout string) [][]float32 {
 }
 
 func TestEmbedHashing(t *testing.T) {
+	t.Parallel()
 	texts := []string{"boundary layer transition", "", "Überschall wing"}
 	code, stdout, stderr := runEmbed(t, strings.Join(texts, "\r\n")+"\n", "-c", writeConfig(t, t.TempDir(), "  kind: hashing\n  dimension: 64\n"))
 	if code != 0 {
@@ -70,6 +71,7 @@ func TestEmbedHashing(t *testing.T) {
 }
 
 func TestEmbedServerRolesAndBatches(t *testing.T) {
+	t.Parallel()
 	s := fakeembed.New(t, 16)
 	cfg := filepath.Join(t.TempDir(), "rag.yaml")
 	if err := os.WriteFile(cfg, []byte("auth: {enabled: false}\nembedder:\n  kind: openai\n  base_url: "+strconv.Quote(s.URL)+
@@ -106,6 +108,7 @@ func TestEmbedServerRolesAndBatches(t *testing.T) {
 }
 
 func TestEmbedBadInput(t *testing.T) {
+	t.Parallel()
 	cfg := writeConfig(t, t.TempDir(), "  kind: hashing\n")
 	code, stdout, stderr := runEmbed(t, "fine\nbad \xff byte\n", "-c", cfg, "--batch", "1")
 	if code != exitFailure || !strings.Contains(stderr, "line 2: not valid UTF-8") || len(vectorLines(t, stdout)) != 1 {
@@ -119,6 +122,7 @@ func TestEmbedBadInput(t *testing.T) {
 // TestEmbedBuiltin: with the built-in model, ragd embed writes exactly the
 // model's vectors, for each role.
 func TestEmbedBuiltin(t *testing.T) {
+	t.Parallel()
 	dir := testenv.ModelDir(t)
 	cfg := writeConfig(t, t.TempDir(), "  kind: builtin\n  model: all-MiniLM-L6-v2\n  model_dir: "+strconv.Quote(dir)+"\n")
 	m, err := builtin.Open(builtin.Config{Dir: dir, Name: "sentence-transformers/all-MiniLM-L6-v2"})

@@ -17,6 +17,7 @@ import (
 // 0.385 (0.3924 measured; bm25s with a Snowball stemmer scores 0.3727), and
 // the default hybrid is not below the best single source.
 func TestEvalCranfieldEmbedded(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("ingests 1,400 documents; skipped in -short mode")
 	}
@@ -83,8 +84,10 @@ func TestEvalCranfieldEmbedded(t *testing.T) {
 // 0.4295: docs/embedders.md), the bar for int8 being a default at all
 // (builtin.DefaultPrecision). Both runs are deterministic: the int8 kernels
 // sum exactly and quantise to the same bytes. Embedding the corpus takes
-// about 45 CPU seconds in fp32 and 20 in int8.
+// about 45 CPU seconds in fp32 and 20 in int8. It runs ragd built without
+// -race (plainRagd says why).
 func TestEvalCranfieldBuiltin(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("embeds 1,400 documents twice with the real model; skipped in -short mode")
 	}
@@ -93,7 +96,7 @@ func TestEvalCranfieldBuiltin(t *testing.T) {
 	ndcg := map[string]map[string]float64{}
 	for _, prec := range []string{"fp32", "int8"} {
 		cfg := writeConfig(t, t.TempDir(), "  kind: builtin\n  model: sentence-transformers/all-MiniLM-L6-v2\n  model_dir: "+strconv.Quote(model)+"\n  precision: "+prec+"\n")
-		code, stdout, stderr := runRagd(t, "eval", dir, "-c", cfg, "--half", "test", "--modes", "keyword,vector,hybrid", "--vector-cache", t.TempDir())
+		code, stdout, stderr := runPlainRagd(t, "eval", dir, "-c", cfg, "--half", "test", "--modes", "keyword,vector,hybrid", "--vector-cache", t.TempDir())
 		if code != 0 {
 			t.Fatalf("%s: ragd eval exit %d\nstdout:\n%s\nstderr:\n%s", prec, code, stdout, stderr)
 		}

@@ -34,6 +34,7 @@ func fakeEmbedConfig(t *testing.T, s *fakeembed.Server) string {
 // without --data-dir embeds nothing: the corpus and the queries come from
 // the vector cache; a second run on the same --data-dir neither.
 func TestEvalEmbedsOnceWithoutTheServerDeadline(t *testing.T) {
+	t.Parallel()
 	s := fakeembed.New(t, 16)
 	queries := map[string]bool{}
 	for _, q := range paraphrase.queries {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestHoldAndRelease(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	code, stdout, stderr := runRagd(t, "hold", "graph", "--reason", "neo4j upgrade", "--server", srv.URL)
 	if code != 0 || !regexp.MustCompile(`^graph breaker: open, held by anonymous since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \(neo4j upgrade\)\n$`).MatchString(stdout) {
@@ -35,6 +36,7 @@ func TestHoldAndRelease(t *testing.T) {
 }
 
 func TestHoldErrors(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, func(c *config.Config) {
 		on := true
 		c.Auth.Enabled = &on
@@ -60,6 +62,7 @@ func TestHoldErrors(t *testing.T) {
 }
 
 func TestHoldUnknownBreakerAndLongReason(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	for _, c := range []struct {
 		args []string

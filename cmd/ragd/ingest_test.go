@@ -50,6 +50,7 @@ func checkpointLine(t *testing.T, input string) int {
 }
 
 func TestIngestJSONL(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	dir := t.TempDir()
 	lines := numberedDocs(7)
@@ -82,6 +83,7 @@ func TestIngestJSONL(t *testing.T) {
 }
 
 func TestIngestBEIRDir(t *testing.T) {
+	t.Parallel()
 	const n = 12
 	src, err := os.ReadFile(filepath.Join(spitest.CranfieldDir(t), "corpus.jsonl"))
 	if err != nil {
@@ -114,6 +116,7 @@ func TestIngestBEIRDir(t *testing.T) {
 }
 
 func TestIngestMalformedLinesAndRejectedDocuments(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	file := writeJSONL(t, t.TempDir(), "bad.jsonl",
 		spi.Document{ID: "ok1", Text: "fine"},
@@ -220,6 +223,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestIngestResumesAfterTheServerWentAway(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	px, pxURL := newProxy(t, srv.URL)
 	file := writeJSONL(t, t.TempDir(), "docs.jsonl", numberedDocs(10)...)
@@ -271,6 +275,7 @@ func TestIngestResumesAfterTheServerWentAway(t *testing.T) {
 }
 
 func TestIngestRetries5xx(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	px, _ := newProxy(t, srv.URL)
 	file := writeJSONL(t, t.TempDir(), "docs.jsonl", numberedDocs(3)...)
@@ -318,6 +323,7 @@ func (h *healingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestIngestDoesNotRetryClientErrors(t *testing.T) {
+	t.Parallel()
 	fake := apiErrorServer(t, http.StatusBadRequest, api.ErrorDetail{Code: api.CodeMalformedJSON, Message: "the body is not valid JSON", RequestID: "rid-1"})
 	file := writeJSONL(t, t.TempDir(), "docs.jsonl", numberedDocs(3)...)
 	code, _, stderr := runRagd(t, "ingest", file, "--server", fake.URL, "--retry-wait", "1ms")
@@ -368,6 +374,7 @@ func docFailServer(t *testing.T, code string, fail ...string) (*httptest.Server,
 }
 
 func TestIngestTransientDocumentFailureKeepsTheCheckpoint(t *testing.T) {
+	t.Parallel()
 	file := writeJSONL(t, t.TempDir(), "docs.jsonl", numberedDocs(6)...)
 	fake, _ := docFailServer(t, ingest.CodeStoreUnavailable, "d3")
 	code, stdout, stderr := runRagd(t, "ingest", file, "--server", fake.URL, "--batch", "2")
@@ -398,6 +405,7 @@ func TestIngestTransientDocumentFailureKeepsTheCheckpoint(t *testing.T) {
 }
 
 func TestIngestSplitsWhatTheServerFindsTooLarge(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, func(cfg *config.Config) {
 		cfg.Ingest.MaxDocsPerRequest = 3
 		cfg.Ingest.BatchSize = 3
@@ -416,6 +424,7 @@ func TestIngestSplitsWhatTheServerFindsTooLarge(t *testing.T) {
 }
 
 func TestIngestRepeatedIDStartsANewBatch(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	file := writeJSONL(t, t.TempDir(), "docs.jsonl",
 		spi.Document{ID: "a", Title: "first version", Text: "x"},
@@ -435,6 +444,7 @@ func TestIngestRepeatedIDStartsANewBatch(t *testing.T) {
 }
 
 func TestIngestCheckpointForAnotherInputIsRejected(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := writeJSONL(t, dir, "docs.jsonl", numberedDocs(2)...)
 	other := &corpus.Checkpoint{Path: file + ".ckpt", Input: "/somewhere/else.jsonl"}
@@ -448,6 +458,7 @@ func TestIngestCheckpointForAnotherInputIsRejected(t *testing.T) {
 }
 
 func TestIngestUsageErrors(t *testing.T) {
+	t.Parallel()
 	file := writeJSONL(t, t.TempDir(), "docs.jsonl", numberedDocs(1)...)
 	for name, args := range map[string][]string{
 		"no input":               {"ingest"},
@@ -470,6 +481,7 @@ func TestIngestUsageErrors(t *testing.T) {
 }
 
 func TestIngestMissingInput(t *testing.T) {
+	t.Parallel()
 	code, _, stderr := runRagd(t, "ingest", filepath.Join(t.TempDir(), "nope.jsonl"), "--server", "http://127.0.0.1:1")
 	if code != 1 || !strings.Contains(stderr, "no such file") {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
@@ -479,6 +491,7 @@ func TestIngestMissingInput(t *testing.T) {
 // TestIngestPendingIsOK: a document stored but not yet applied by a
 // derived store is a success; the checkpoint moves past it.
 func TestIngestPendingIsOK(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req api.UpsertRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
@@ -506,6 +519,7 @@ func TestIngestPendingIsOK(t *testing.T) {
 // store (a NUL byte, an all-zero vector) fail alone; the rest of their
 // batch is stored, so moving the checkpoint past the batch loses nothing.
 func TestIngestBadDocumentDoesNotLoseItsBatch(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	zero := make([]float32, srv.App.Embedder.Dimension())
 	file := writeJSONL(t, t.TempDir(), "docs.jsonl",
@@ -532,6 +546,7 @@ func TestIngestBadDocumentDoesNotLoseItsBatch(t *testing.T) {
 // TestIngestOutcomeUnknownKeepsTheCheckpoint: a write whose outcome the
 // server could not confirm is sent again by a rerun.
 func TestIngestOutcomeUnknownKeepsTheCheckpoint(t *testing.T) {
+	t.Parallel()
 	file := writeJSONL(t, t.TempDir(), "docs.jsonl", numberedDocs(4)...)
 	fake, _ := docFailServer(t, ingest.CodeOutcomeUnknown, "d3")
 	code, stdout, stderr := runRagd(t, "ingest", file, "--server", fake.URL, "--batch", "2")

@@ -23,7 +23,7 @@ import (
 // asks, through the vector source alone, a question that shares no word
 // but "what" with the section that answers it (the runbook "Everything is
 // slow"); then runs the README's "Point it at your docs" commands as
-// given, the query through every source.
+// given, the query through every source. Not parallel: see TestMain.
 func TestIngestDirRepositoryDocsWithTheModel(t *testing.T) {
 	modelDir := testenv.ModelDir(t)
 	srv := startTestRagd(t, func(cfg *config.Config) {

@@ -139,6 +139,7 @@ var guideFiles = map[string]string{
 }
 
 func TestIngestDirFirstRunAndMetadata(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	dir := t.TempDir()
 	writeTree(t, dir, guideFiles)
@@ -326,6 +327,7 @@ func minus(a, b map[string]spi.Document) []string {
 }
 
 func TestIngestDirRerunSendsOnlyWhatChanged(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	px, pxURL := newDirProxy(t, srv.URL)
 	dir := t.TempDir()
@@ -409,6 +411,7 @@ func TestIngestDirRerunSendsOnlyWhatChanged(t *testing.T) {
 }
 
 func TestIngestDirBadFilesFailAloneWithClearErrors(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	dir := t.TempDir()
 	writeTree(t, dir, guideFiles)
@@ -539,6 +542,7 @@ func killAt(t *testing.T, px *dirProxy, hook func(int, string) proxyAction, args
 }
 
 func TestIngestDirKilledThenRerunConverges(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	px, pxURL := newDirProxy(t, srv.URL)
 	dir := t.TempDir()
@@ -650,6 +654,7 @@ func TestIngestDirUsage(t *testing.T) {
 }
 
 func TestIngestDirSendsEverythingToAServerThatLostIt(t *testing.T) {
+	t.Parallel()
 	old, fresh := startTestRagd(t, nil), startTestRagd(t, nil)
 	px, pxURL := newDirProxy(t, old.URL)
 	dir := t.TempDir()

@@ -28,6 +28,7 @@ func transitions(stdout string) []string {
 }
 
 func TestBreakerWalk(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args      []string
 		walk      []string
@@ -80,6 +81,7 @@ func TestBreakerWalk(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"breaker", "-f", "0"},
 		{"breaker", "-f", "x"},
@@ -100,6 +102,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args []string
 		want []string
@@ -126,6 +129,7 @@ func TestHelp(t *testing.T) {
 // An unexpected walk must not pass: the backend below never fails enough to
 // trip the breaker, or is reached while it should be open.
 func TestBreakerWalkDetectsUnexpectedWalks(t *testing.T) {
+	t.Parallel()
 	errDown := errors.New("down")
 	for name, backend := range map[string]func(n int) error{
 		"never fails": func(int) error { return nil },

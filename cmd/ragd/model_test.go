@@ -43,6 +43,7 @@ func writeTinyModel(t *testing.T) string {
 }
 
 func TestModelImportListPath(t *testing.T) {
+	t.Parallel()
 	cache := filepath.Join(t.TempDir(), "models")
 	src := writeTinyModel(t)
 	code, stdout, stderr := runRagd(t, "model", "import", src, "--name", "my-org/tiny", "--cache", cache)
@@ -148,6 +149,7 @@ func TestModelPullOffline(t *testing.T) {
 }
 
 func TestModelUsageErrors(t *testing.T) {
+	t.Parallel()
 	for args, want := range map[string]string{
 		"model import somewhere":          "--name is required",
 		"model import --name x":           "takes one PATH",

@@ -7,6 +7,7 @@ import (
 )
 
 func TestCountProgressETA(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(0, 0)
 	var b strings.Builder
 	p := newCountProgress(&b, "reembed", "documents", func() time.Time { return now })

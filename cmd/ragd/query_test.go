@@ -39,6 +39,7 @@ func hitIDs(stdout string) []string {
 }
 
 func TestQueryTable(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	loadCorpus(t, srv.URL)
 
@@ -65,6 +66,7 @@ func TestQueryTable(t *testing.T) {
 }
 
 func TestQueryExplainFilterFusion(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	loadCorpus(t, srv.URL)
 
@@ -85,6 +87,7 @@ func TestQueryExplainFilterFusion(t *testing.T) {
 
 // A JSON filter of the filter language, ANDed with a key=value one.
 func TestQueryJSONFilter(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	loadCorpus(t, srv.URL)
 	code, stdout, stderr := runRagd(t, "query", "boundary layer", "--server", srv.URL, "--sources", "keyword",
@@ -104,6 +107,7 @@ func TestQueryJSONFilter(t *testing.T) {
 }
 
 func TestQueryJSON(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	loadCorpus(t, srv.URL)
 
@@ -124,6 +128,7 @@ func TestQueryJSON(t *testing.T) {
 }
 
 func TestQueryDegradedWarns(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	loadCorpus(t, srv.URL)
 	if _, err := srv.App.Breakers.ForceOpen(spi.SourceGraph); err != nil {
@@ -142,6 +147,7 @@ func TestQueryDegradedWarns(t *testing.T) {
 }
 
 func TestQueryNotEnoughSources(t *testing.T) {
+	t.Parallel()
 	t.Run("real server", func(t *testing.T) {
 		srv := startTestRagd(t, nil)
 		loadCorpus(t, srv.URL)
@@ -221,6 +227,7 @@ func TestQueryAuth(t *testing.T) {
 }
 
 func TestQueryServerErrors(t *testing.T) {
+	t.Parallel()
 	t.Run("unreachable", func(t *testing.T) {
 		code, _, stderr := runRagd(t, "query", "x", "--server", "http://127.0.0.1:1")
 		if code != 1 || !strings.Contains(stderr, "cannot reach ragd at http://127.0.0.1:1") || !strings.Contains(stderr, "is `ragd serve` running") {
@@ -244,6 +251,7 @@ func TestQueryServerErrors(t *testing.T) {
 }
 
 func TestQueryUsageErrors(t *testing.T) {
+	t.Parallel()
 	for name, args := range map[string][]string{
 		"no text":         {"query"},
 		"two texts":       {"query", "a", "b"},
@@ -263,6 +271,7 @@ func TestQueryUsageErrors(t *testing.T) {
 }
 
 func TestHelpOnEveryClientCommand(t *testing.T) {
+	t.Parallel()
 	for _, c := range []string{"ingest", "query", "status"} {
 		code, stdout, _ := runRagd(t, c, "--help")
 		if code != 0 || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "--server") {

@@ -117,6 +117,7 @@ func evalTable(t *testing.T, args ...string) map[string]float64 {
 // store built with the hashing embedder refuses to start with e5 until
 // ragd reembed rebuilds its vectors.
 func TestRealEmbedderEvalAndReembed(t *testing.T) {
+	t.Parallel()
 	emb := testenv.Embedder(t)
 	url, model, dim := emb.URL, emb.Model, emb.Dimension
 	ds := writeParaphrase(t)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestStatusUp(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	code, stdout, stderr := runRagd(t, "status", "--server", srv.URL, "--strict")
 	if code != 0 {
@@ -37,6 +38,7 @@ func TestStatusUp(t *testing.T) {
 }
 
 func TestStatusDegradedAndDown(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	if _, err := srv.App.Breakers.ForceOpen(spi.SourceGraph); err != nil {
 		t.Fatal(err)
@@ -86,6 +88,7 @@ func TestStatusDegradedAndDown(t *testing.T) {
 }
 
 func TestStatusAuthAndErrors(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, withAuth)
 	code, _, stderr := runRagd(t, "status", "--server", srv.URL)
 	if code != 1 || !strings.Contains(stderr, "401 Unauthorized") || !strings.Contains(stderr, "--api-key") {

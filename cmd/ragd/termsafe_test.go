@@ -49,6 +49,7 @@ func runOnTerminal(t *testing.T, args ...string) (int, string) {
 // the table and in --json (which stays JSON); piped, the output is the
 // stored text byte for byte.
 func TestQueryEscapesControlCharactersOnATerminal(t *testing.T) {
+	t.Parallel()
 	srv := startTestRagd(t, nil)
 	file := writeJSONL(t, t.TempDir(), "evil.jsonl", spi.Document{ID: "evil", Title: hostileTitle, Text: "boundary layer"})
 	if code, stdout, stderr := runRagd(t, "ingest", file, "--server", srv.URL, "--wait", "30s"); code != 0 {
@@ -82,6 +83,7 @@ func TestQueryEscapesControlCharactersOnATerminal(t *testing.T) {
 // (text in any script, newlines, tabs) is not, wherever the writes split
 // a character.
 func TestTermWriter(t *testing.T) {
+	t.Parallel()
 	in := "plain é 日本 🙂\tx\n" + hostileTitle + "\u200e\u2066\u061c\x7f\x08\xff\x9b\xe2\x80"
 	want := "plain é 日本 🙂\tx\n" + `evil\u001b]0;pwned\u0007\u001b[2J\u009b31m\u202eelif\u000dtitle` +
 		`\u200e\u2066\u061c\u007f\u0008\xff\x9b\xe2\x80`

@@ -13,6 +13,23 @@ import (
 // to kill it.
 const envMainArgs = "RAGD_TEST_MAIN_ARGS"
 
+// Parallel tests. A test of this package calls t.Parallel when it shares
+// nothing with the others: its own temporary directories, its own
+// in-process ragd (startTestRagd, on a loopback port the kernel picks) or
+// fake server, and its own buffers for stdin, stdout and stderr (runRagd,
+// runEmbed; nothing redirects os.Stdout). These stay sequential, and so
+// run first, before the parallel ones start:
+//
+//   - the tests that set the environment or the working directory
+//     (t.Setenv, t.Chdir: they panic in a parallel test);
+//   - TestQuickstart, which hands a port it found free to a child process
+//     (a parallel test could take it meanwhile);
+//   - TestIngestDirRepositoryDocsWithTheModel, which sends the model's
+//     embedding through HTTP under the server's 30 s request deadline:
+//     run in parallel beside the other model-bound tests, it got a 504.
+//
+// The model-bound tests without a deadline (TestEmbedBuiltin,
+// TestEvalCranfieldBuiltin) are parallel.
 func TestMain(m *testing.M) {
 	if raw := os.Getenv(envMainArgs); raw != "" {
 		var args []string
@@ -22,5 +39,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(run(context.Background(), args, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removePlainRagd()
+	os.Exit(code)
 }
