@@ -14,8 +14,8 @@ import (
 // next pass (one forward pass over all their tokens), and each gets the
 // vector it gets alone. The first pass is held by a hook until every other
 // query is queued, so the batch is known, not hoped for. One pass at a time
-// (Passes 1): with more, queued queries that fill a pass would start one of
-// their own beside the held one (sched's TestWorkers).
+// (Passes 1): with more, the next query would start a pass of its own
+// beside the held one (sched's TestWorkers).
 func TestQueriesShareAPass(t *testing.T) {
 	m, err := builtin.Open(builtin.Config{Dir: "testdata/tiny", Passes: 1})
 	if err != nil {

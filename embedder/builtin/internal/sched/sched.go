@@ -2,22 +2,15 @@
 // that wait together run as one pass (dynamic micro-batching), documents run
 // in short chunks behind them.
 //
-// Up to Config.Workers passes run at once (default 1). A query that finds
-// no query pass running starts a pass at once: a lone query never waits.
-// A query that arrives while a query pass runs queues, and when a pass
-// ends, the next pass takes every queued query, in arrival order, up to
-// MaxBatch sequences and MaxTokens tokens. The window in which concurrent
-// queries join one pass is therefore the pass before it (no timer: an idle
-// encoder never waits for company). A second query pass starts beside a
-// running one only when the queued queries fill a pass, or when the
-// oldest of them has waited Config.Patience: side by side, two
-// passes of one query each cost the CPU more than one pass of both (the
-// weights are read once per pass, and a pass has fixed costs), so on a
-// busy server the queries batch while the other cores serve the rest of
-// their requests, and only a backlog beyond one pass runs in parallel.
-// Documents run only when no query waits, one job (a chunk the caller
-// keeps short) a pass, so a query waits behind at most one document chunk
-// (a query that finds only document passes running starts its own).
+// Up to Config.Workers passes run at once (default 1). A job that finds a
+// worker free starts a pass at once: a lone query never waits. Jobs that
+// arrive while every worker runs a pass queue; when a pass ends, the next
+// pass takes every queued query, in arrival order, up to MaxBatch sequences
+// and MaxTokens tokens. The window in which concurrent queries join one
+// pass is therefore the pass before it (no timer: an idle encoder never
+// waits for company). Documents run only when no query waits, one job (a
+// chunk the caller keeps short) a pass, so a query waits behind at most one
+// document chunk.
 //
 // There is no worker while there is no work: the first job starts a
 // goroutine, which runs passes until both queues are empty and then ends.
@@ -60,18 +53,8 @@ type Config struct {
 	// job above it still runs (alone).
 	MaxTokens int
 	// Workers is the number of passes that may run at once; 0 means 1.
-	// Query passes run side by side only while the queued queries fill a
-	// pass (see the package comment); document passes whenever a worker is
-	// free.
 	Workers int
-	// Patience is how long a queued query may have waited behind running
-	// query passes before the next query to arrive starts a pass beside
-	// them (a worker being free), full or not: a pass stalled (its thread
-	// descheduled on a busy machine, a slow model) does not hold every
-	// query behind it while a core could serve them. 0 means 5ms.
-	Patience time.Duration
-	// Now is the clock of the service-time measurement and of Patience;
-	// nil means time.Now.
+	// Now is the clock of the service-time measurement; nil means time.Now.
 	Now func() time.Time
 }
 
@@ -86,9 +69,6 @@ type Scheduler struct {
 	// until a pass takes it (or drops it, its caller gone).
 	queries, docs []*job
 	workers       int // worker goroutines running, ≤ cfg.Workers
-	// qrunning is the query passes in progress: taken by take and not yet
-	// delivered by pass. Invariant: 0 ≤ qrunning ≤ workers.
-	qrunning int
 
 	perItem atomic.Int64  // ServiceTime, ns; 0 until a query pass ran
 	passes  atomic.Uint64 // passes run, queries and documents
@@ -133,9 +113,6 @@ func New(cfg Config) *Scheduler {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 1
 	}
-	if cfg.Patience <= 0 {
-		cfg.Patience = 5 * time.Millisecond
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -163,8 +140,7 @@ func (s *Scheduler) Do(ctx context.Context, p Priority, seqs [][]int32) ([][]flo
 	} else {
 		s.docs = append(s.prune(s.docs), j)
 	}
-	start := s.workers < s.cfg.Workers && (p == Document || s.qrunning == 0 || s.fullPassQueued() ||
-		j.queued.Sub(s.queries[0].queued) >= s.cfg.Patience)
+	start := s.workers < s.cfg.Workers
 	if start {
 		s.workers++
 	}
@@ -183,21 +159,6 @@ func (s *Scheduler) Do(ctx context.Context, p Priority, seqs [][]int32) ([][]flo
 	}
 }
 
-// fullPassQueued reports whether the queued queries fill a pass
-// (MaxBatch sequences or MaxTokens tokens), so that another worker has a
-// whole pass to run beside the running ones. s.mu is held.
-func (s *Scheduler) fullPassQueued() bool {
-	seqs, tokens := 0, 0
-	for _, j := range s.queries {
-		seqs += len(j.seqs)
-		tokens += j.tokens
-		if seqs >= s.cfg.MaxBatch || tokens >= s.cfg.MaxTokens {
-			return true
-		}
-	}
-	return false
-}
-
 // work runs passes until no job is queued.
 func (s *Scheduler) work() {
 	for {
@@ -206,11 +167,6 @@ func (s *Scheduler) work() {
 			return
 		}
 		s.pass(batch, p)
-		if p == Query {
-			s.mu.Lock()
-			s.qrunning--
-			s.mu.Unlock()
-		}
 	}
 }
 
@@ -238,7 +194,6 @@ func (s *Scheduler) take() ([]*job, Priority) {
 	}
 	s.queries = shift(s.queries, n)
 	if len(batch) > 0 {
-		s.qrunning++
 		return batch, Query
 	}
 	for len(s.docs) > 0 {

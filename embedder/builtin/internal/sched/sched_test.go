@@ -361,107 +361,44 @@ func TestServiceTime(t *testing.T) {
 	}
 }
 
-// TestWorkers: with two workers, a query that arrives while a query pass
-// runs queues for the next pass instead of starting its own beside it; a
-// second pass starts beside the first only once the queued queries fill a
-// pass (MaxBatch 2 here). Later queries queue and share the next pass of
-// whichever ends first. ServiceTime divides a pass's time per query by the
-// workers: 8ms for one query over two workers adds 4ms to a queued
-// query's wait.
+// TestWorkers: with two workers a second query starts its own pass beside
+// the first (no wait for company while a worker is free); once both run,
+// later queries queue and share the next pass of whichever ends first.
+// ServiceTime divides a pass's time per query by the workers: 8ms for one
+// query over two workers adds 4ms to a queued query's wait.
 func TestWorkers(t *testing.T) {
 	var mu sync.Mutex
 	t0 := time.Unix(1e9, 0)
 	now := t0
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	h := newHarness(sched.Config{Workers: 2, MaxBatch: 2, Now: clock})
+	h := newHarness(sched.Config{Workers: 2, Now: clock})
 	ctx := context.Background()
-	noPass := func(what string) {
-		t.Helper()
-		select {
-		case ids := <-h.f.entered:
-			t.Fatalf("a pass (%v) started %s", ids, what)
-		default:
-		}
+	a := h.do(ctx, sched.Query, 1)
+	h.pass(t, 1)
+	b := h.do(ctx, sched.Query, 2)
+	h.pass(t, 2) // beside a's, not after it
+	c := h.do(ctx, sched.Query, 3)
+	d := h.do(ctx, sched.Query, 4)
+	select {
+	case ids := <-h.f.entered:
+		t.Fatalf("a third pass (%v) started beside two", ids)
+	default:
 	}
-	z := h.do(ctx, sched.Query, 9)
-	h.pass(t, 9)
 	mu.Lock()
 	now = t0.Add(8 * time.Millisecond)
 	mu.Unlock()
-	h.f.release <- nil
-	want(t, z, 9)
+	h.f.release <- nil // a's or b's pass ends; its worker takes c and d
+	h.pass(t, 3, 4)
 	if st := h.s.ServiceTime(); st != 4*time.Millisecond {
 		t.Fatalf("ServiceTime = %v, want 8ms / 1 query / 2 workers = 4ms", st)
 	}
-
-	a := h.do(ctx, sched.Query, 1)
-	h.pass(t, 1)
-	b := h.do(ctx, sched.Query, 2)
-	noPass("for one queued query beside a running query pass")
-	c := h.do(ctx, sched.Query, 3)
-	h.pass(t, 2, 3) // a full pass queued: beside a's, not after it
-	d := h.do(ctx, sched.Query, 4)
-	e := h.do(ctx, sched.Query, 5)
-	noPass("beside two")
-	h.f.release <- nil // a's or b's pass ends; its worker takes d and e
-	h.pass(t, 4, 5)
 	h.f.release <- nil
 	h.f.release <- nil
 	want(t, a, 1)
 	want(t, b, 2)
 	want(t, c, 3)
 	want(t, d, 4)
-	want(t, e, 5)
-	if st := h.s.Stats(); st.QueryPasses != 4 || st.QuerySeqs != 6 {
-		t.Fatalf("stats %+v, want 4 query passes of 6 queries", st)
+	if st := h.s.Stats(); st.QueryPasses != 3 || st.QuerySeqs != 4 {
+		t.Fatalf("stats %+v, want 3 query passes of 4 queries", st)
 	}
-}
-
-// TestQueryBesideDocument: a query that finds only a document pass running
-// starts its own pass beside it (a free worker), rather than waiting
-// behind the document chunk.
-func TestQueryBesideDocument(t *testing.T) {
-	h := newHarness(sched.Config{Workers: 2})
-	ctx := context.Background()
-	d := h.do(ctx, sched.Document, 1)
-	h.pass(t, 1)
-	q := h.do(ctx, sched.Query, 2)
-	h.pass(t, 2)
-	h.f.release <- nil
-	h.f.release <- nil
-	want(t, d, 1)
-	want(t, q, 2)
-}
-
-// TestPatience: a query queued behind a running query pass for
-// Config.Patience gets a pass beside it when the next query arrives (a
-// worker being free), though the queue does not fill a pass; before that,
-// arrivals queue.
-func TestPatience(t *testing.T) {
-	var mu sync.Mutex
-	t0 := time.Unix(1e9, 0)
-	now := t0
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	set := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = t0.Add(d) }
-	h := newHarness(sched.Config{Workers: 2, Patience: 5 * time.Millisecond, Now: clock})
-	ctx := context.Background()
-	a := h.do(ctx, sched.Query, 1)
-	h.pass(t, 1) // held: a stalled pass
-	b := h.do(ctx, sched.Query, 2)
-	set(4 * time.Millisecond)
-	c := h.do(ctx, sched.Query, 3)
-	select {
-	case ids := <-h.f.entered:
-		t.Fatalf("a pass (%v) started before the oldest queued query waited 5ms", ids)
-	default:
-	}
-	set(5 * time.Millisecond)
-	d := h.do(ctx, sched.Query, 4)
-	h.pass(t, 2, 3, 4) // beside the stalled one
-	h.f.release <- nil
-	h.f.release <- nil
-	want(t, a, 1)
-	want(t, b, 2)
-	want(t, c, 3)
-	want(t, d, 4)
 }
