@@ -362,7 +362,14 @@ func TestStopRebuild(t *testing.T) {
 	m.write([]string{"d000"}, nil)
 	<-built
 	m.write(nil, []string{"d001"})
-	go func() { release <- struct{}{} }()
+	// The stop comes between the build and the swap: its cancel is made
+	// before the hook lets the build go on (released first, the build
+	// could swap before stopRebuild cancelled it, as it did at load 7-14).
+	x.wmu.Lock()
+	rb := x.rb
+	x.wmu.Unlock()
+	rb.cancel()
+	release <- struct{}{}
 	x.stopRebuild()
 	if x.rebuilding() || x.ordered != 0 {
 		t.Fatalf("after stop: running %v, ordered %d", x.rebuilding(), x.ordered)
