@@ -28,7 +28,7 @@ func TestEvalCranfieldEmbedded(t *testing.T) {
 	// The hashing embedder: exact, needs no model (TestEvalCranfieldBuiltin
 	// measures the built-in model).
 	hashing := writeConfig(t, t.TempDir(), "  kind: hashing\n")
-	code, stdout, stderr := runRagd(t, "eval", dir, "-c", hashing, "--modes", "keyword,vector,graph,hybrid")
+	code, stdout, stderr := runRagd(t, "eval", dir, "-c", hashing, "--modes", "keyword,vector,graph,hybrid", "--vector-cache", t.TempDir())
 	if code != 0 {
 		t.Fatalf("ragd eval exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
