@@ -280,22 +280,27 @@ func heavyLock(b *testing.B) func() {
 	}
 }
 
-func loadAvg() string {
+// loadFields is the machine's load averages over 1, 5 and 15 minutes, as
+// /proc/loadavg gives them (nil when it cannot be read).
+func loadFields() []string {
 	raw, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "load average unknown"
+	if f := strings.Fields(string(raw)); err == nil && len(f) >= 3 {
+		return f[:3]
 	}
-	return "load average " + strings.Join(strings.Fields(string(raw))[:3], " ")
+	return nil
+}
+
+func loadAvg() string {
+	if f := loadFields(); f != nil {
+		return "load average " + strings.Join(f, " ")
+	}
+	return "load average unknown"
 }
 
 // load1 is the machine's load average over the last minute.
 func load1() (float64, bool) {
-	raw, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0, false
-	}
-	f := strings.Fields(string(raw))
-	if len(f) == 0 {
+	f := loadFields()
+	if f == nil {
 		return 0, false
 	}
 	l, err := strconv.ParseFloat(f[0], 64)
