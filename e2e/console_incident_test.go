@@ -327,6 +327,47 @@ func TestConsoleAcrossRestarts(t *testing.T) {
 	b.checkExceptions()
 }
 
+// TestConsoleCardsNotOlderThanTimeline: a card never shows a breaker's
+// state older than the timeline's newest event. The page reads the
+// breakers, then the events; a trip between the two reads used to reach
+// the timeline a poll (2 s) before its card. Here the page's breaker
+// reads answer a snapshot taken before the trip until the page has read
+// the trip's event, so that every poll falls in that window: the card
+// must show the trip when the timeline does.
+func TestConsoleCardsNotOlderThanTimeline(t *testing.T) {
+	b := newBrowser(t)
+	srv := startRagd(t, incidentConfig(t, t.TempDir(), "127.0.0.1:0", true, ""))
+	c := newClient(srv.addr, "")
+	t.Cleanup(c.close)
+
+	b.do("open the console", chromedp.Navigate("http://"+srv.addr+"/ui/"))
+	b.waitFor("cards", `document.querySelector("#card-keyword")?.dataset.state === "closed"`)
+	jsEval[bool](b, `(() => {
+		const f = window.fetch;
+		window.fetch = async (u, init) => {
+			const url = String(u), isGet = !init || !init.method || init.method === "GET";
+			if (isGet && url.includes("/v1/status/breakers") && window.staleBreakers !== undefined) {
+				return new Response(window.staleBreakers, { status: 200, headers: { "Content-Type": "application/json" } });
+			}
+			const r = await f(u, init);
+			if (isGet && url.includes("/v1/status/events") && window.staleBreakers !== undefined) {
+				const page = await r.clone().json();
+				if (page.events && page.events.some((e) => e.source === "keyword")) window.staleBreakers = undefined;
+			}
+			return r;
+		};
+		f("/v1/status/breakers", { cache: "no-store" }).then((r) => r.text()).then((s) => { window.staleBreakers = s; });
+		return true;
+	})()`)
+	b.waitFor("snapshot taken", `window.staleBreakers !== undefined`)
+	mustCall(t, c, http.MethodPost, "/v1/status/breakers/keyword/force-open", nil, nil)
+	b.waitFor("the trip on the timeline", `document.querySelector('#events li[data-source="keyword"][data-to="open"]') !== null`)
+	if state := jsEval[string](b, `document.querySelector("#card-keyword").dataset.state`); state != "open" {
+		t.Errorf("the timeline shows keyword's trip while its card says %q", state)
+	}
+	b.checkExceptions()
+}
+
 // TestConsoleHold is issue 20 item 5: force actions ask first; a
 // maintenance hold is placed from the card with a reason, shown with who
 // and when, never counts down, is named on the timeline, and is released

@@ -607,31 +607,50 @@
     return e.kind;
   }
 
-  // pollEvents reads every event after the newest shown, page by page, so
-  // none is missed however many came since.
-  async function pollEvents() {
-    const list = $("events");
+  // fetchEvents reads every event after the newest shown, page by page, so
+  // none is missed however many came since; it changes nothing on the page
+  // (showEvents does), so the caller can show them in the same task as the
+  // cards.
+  async function fetchEvents() {
+    const fresh = { events: [], restart: false, dropped: false };
+    let after = lastEvent;
     for (let pages = 0; pages < 20; pages++) {
-      const page = await get("/v1/status/events?after=" + lastEvent + "&limit=500");
-      if (page.last < lastEvent) { // the timeline started over: read it all
-        list.replaceChildren();
-        timeline = [];
-        lastEvent = 0;
+      const page = await get("/v1/status/events?after=" + after + "&limit=500");
+      if (page.last < after) { // the timeline started over: read it all
+        fresh.restart = true;
+        fresh.events = [];
+        after = 0;
         continue;
       }
-      if (page.dropped && lastEvent > 0) $("timeline-note").textContent = "Some events were dropped by the server's bounded timeline before this page read them.";
+      if (page.dropped && after > 0) fresh.dropped = true;
       for (const e of page.events) {
-        const at = new Date(e.at);
-        const to = e.breaker ? (e.breaker.reason === "held" ? "held" : e.breaker.to) : undefined;
-        const text = describe(e);
-        list.prepend(el("li", { "data-kind": e.kind, "data-source": e.source, "data-to": to, "data-seq": e.seq },
-          el("time", { datetime: e.at, text: fmtStamp(at) }),
-          e.kind === "server" ? null : el("span", { class: "src", text: e.source }),
-          text));
-        timeline.push({ seq: e.seq, at: at.getTime(), kind: e.kind, source: e.source, to, text: (e.kind === "server" ? "" : e.source + ": ") + text });
-        lastEvent = e.seq;
+        fresh.events.push(e);
+        after = e.seq;
       }
       if (!page.more) break;
+    }
+    return fresh;
+  }
+
+  // showEvents adds what fetchEvents read to the timeline.
+  function showEvents(fresh) {
+    const list = $("events");
+    if (fresh.restart) {
+      list.replaceChildren();
+      timeline = [];
+      lastEvent = 0;
+    }
+    if (fresh.dropped) $("timeline-note").textContent = "Some events were dropped by the server's bounded timeline before this page read them.";
+    for (const e of fresh.events) {
+      const at = new Date(e.at);
+      const to = e.breaker ? (e.breaker.reason === "held" ? "held" : e.breaker.to) : undefined;
+      const text = describe(e);
+      list.prepend(el("li", { "data-kind": e.kind, "data-source": e.source, "data-to": to, "data-seq": e.seq },
+        el("time", { datetime: e.at, text: fmtStamp(at) }),
+        e.kind === "server" ? null : el("span", { class: "src", text: e.source }),
+        text));
+      timeline.push({ seq: e.seq, at: at.getTime(), kind: e.kind, source: e.source, to, text: (e.kind === "server" ? "" : e.source + ": ") + text });
+      lastEvent = e.seq;
     }
     while (list.children.length > MAX_EVENTS) list.lastChild.remove();
     if (timeline.length > MAX_EVENTS) timeline = timeline.slice(-MAX_EVENTS);
@@ -864,15 +883,23 @@
       if (mine !== generation) return;
       if (!apiKey) authOff = true;
       renderServer(srv);
-      const seen = lastEvent;
-      await pollEvents();
+      const fresh = await fetchEvents();
+      // The breakers were read before these events: read them again, so
+      // that no card is older than the timeline's newest entry (a forced
+      // trip between the two reads showed on the timeline a poll before
+      // its card). The two are drawn in one task: the page never shows one
+      // without the other.
+      let breakers = br.breakers || [];
+      if (fresh.events.length) breakers = (await get("/v1/status/breakers")).breakers || [];
+      if (mine !== generation) return;
+      showEvents(fresh);
+      renderCards(breakers, health, stats);
       if (polls++ % HISTORY_EVERY === 0 || !history) await pollHistory();
-      else if (lastEvent !== seen && history && mine === generation) renderHistory(history); // new marks
+      else if (fresh.events.length && history && mine === generation) renderHistory(history); // new marks
       if (mine !== generation) return;
       renderOverall(health);
       impact = { queries: stats.queries, answers: stats.answers };
       renderImpact();
-      renderCards(br.breakers || [], health, stats);
       renderStores(health);
       updateSourceControls();
       lastOK = Date.now();
