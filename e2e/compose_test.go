@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ragd/ragd/internal/testenv"
 )
 
 // envComposeTest, when 1, runs TestCompose: it needs a Docker engine, the
@@ -31,7 +33,7 @@ func TestCompose(t *testing.T) {
 	if os.Getenv(envComposeTest) != "1" {
 		t.Skipf("runs only with %s=1 (a Docker engine, docker compose and the images; see docs/services.md)", envComposeTest)
 	}
-	root, err := repoRoot()
+	root, err := testenv.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/internal/testenv"
 )
 
 // deploy/rag.opensearch.yaml parses with the servers' variables plus the
 // node's URL, puts the keyword index on it, and needs that URL.
 func TestDeployOpenSearchConfig(t *testing.T) {
-	root, err := repoRoot()
+	root, err := testenv.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ragd/ragd/config"
+	"github.com/ragd/ragd/internal/testenv"
 )
 
 // deployEnv is a complete environment for deploy/rag.servers.yaml.
@@ -27,7 +28,7 @@ func deployEnv() map[string]string {
 
 func readDeploy(t *testing.T) []byte {
 	t.Helper()
-	root, err := repoRoot()
+	root, err := testenv.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestDeployConfigRequiresEnv(t *testing.T) {
 // reads are the ones scripts/services.sh exports and docker-compose.yml
 // passes to ragd.
 func TestDeployEnvNamesAligned(t *testing.T) {
-	root, err := repoRoot()
+	root, err := testenv.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ type composeService struct {
 // port, one image built once, a readiness check, and a replica that starts
 // after the first is healthy.
 func TestComposeReplicas(t *testing.T) {
-	root, err := repoRoot()
+	root, err := testenv.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ragd/ragd/internal/testenv"
 )
 
 // TestServers runs the real ragd binary on dedicated PostgreSQL and Neo4j
@@ -427,7 +429,7 @@ func (s *stack) missingDocuments(t *testing.T, ids []string) []string {
 // hashing vectors, so the copy started here has the stack's embedder
 // section instead (the only change).
 func testDeployConfig(t *testing.T, s *stack) {
-	root, err := repoRoot()
+	root, err := testenv.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

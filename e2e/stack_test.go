@@ -48,7 +48,7 @@ func loadCranfield(t *testing.T) *eval.Dataset {
 	t.Helper()
 	dir := os.Getenv(envCranfield)
 	if dir == "" {
-		root, err := repoRoot()
+		root, err := testenv.ModuleRoot()
 		if err != nil {
 			t.Fatal(err)
 		}

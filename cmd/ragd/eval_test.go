@@ -85,7 +85,7 @@ func TestEvalCranfieldEmbedded(t *testing.T) {
 // (builtin.DefaultPrecision). Both runs are deterministic: the int8 kernels
 // sum exactly and quantise to the same bytes. Embedding the corpus takes
 // about 45 CPU seconds in fp32 and 20 in int8. It runs ragd built without
-// -race (plainRagd says why).
+// -race (plainbin_test.go says why).
 func TestEvalCranfieldBuiltin(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {

@@ -3,12 +3,10 @@ package main
 import (
 	"bytes"
 	"errors"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
+
+	"github.com/ragd/ragd/internal/testenv"
 )
 
 // The model-bound quality floor (TestEvalCranfieldBuiltin) runs ragd as a
@@ -21,55 +19,14 @@ import (
 // embedder/builtin's. The build shares the compile cache with
 // TestQuickstart's `go run` and e2e's binary (the same packages, built
 // plainly): after either, it costs a link.
-var plain struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-}
+var plain = testenv.NewBinary("./cmd/ragd")
 
-// plainRagd returns the path of this package built without -race, building
-// it on first use into a directory removed when the test binary exits
-// (TestMain).
-func plainRagd(t *testing.T) string {
-	t.Helper()
-	plain.once.Do(func() {
-		goBin, err := exec.LookPath("go") // go test puts its own GOROOT/bin first
-		if err != nil {
-			plain.err = fmt.Errorf("the go command is not on PATH: %w", err)
-			return
-		}
-		if plain.dir, err = os.MkdirTemp("", "ragd-plain-"); err != nil {
-			plain.err = err
-			return
-		}
-		out := filepath.Join(plain.dir, "ragd")
-		cmd := exec.Command(goBin, "build", "-o", out, ".")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			plain.err = fmt.Errorf("go build -o %s .: %w\n%s", out, err, b)
-			return
-		}
-		plain.path = out
-	})
-	if plain.err != nil {
-		t.Fatalf("build ragd without -race: %v", plain.err)
-	}
-	return plain.path
-}
-
-// removePlainRagd removes the binary plainRagd built, if any.
-func removePlainRagd() {
-	if plain.dir != "" {
-		os.RemoveAll(plain.dir)
-	}
-}
-
-// runPlainRagd runs the binary plainRagd built with args and returns its
+// runPlainRagd runs the binary plain builds with args and returns its
 // exit code and outputs, as runRagd does in-process.
 func runPlainRagd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	cmd := exec.Command(plainRagd(t), args...)
+	cmd := exec.Command(plain.Path(t), args...)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
 		var exit *exec.ExitError

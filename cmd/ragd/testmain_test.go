@@ -40,6 +40,6 @@ func TestMain(m *testing.M) {
 		os.Exit(run(context.Background(), args, os.Stdout, os.Stderr))
 	}
 	code := m.Run()
-	removePlainRagd()
+	plain.Remove()
 	os.Exit(code)
 }
