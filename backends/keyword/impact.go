@@ -66,7 +66,7 @@ import (
 //
 // Invariants (checkInvariants in the tests checks each after every
 // operation of the model test):
-//   - every per-slot array (tenant, lenT, lenX, verTag, verSeq, and
+//   - every per-slot array (tenant, lens, verTag, verSeq, and
 //     metaOff less one) has one entry per slot, ids one entry per slot
 //     (internal/idtable: slot s's id is entry s, linked while s is live),
 //     and alive has a bit per slot (bits past the last slot are 0);
@@ -93,8 +93,7 @@ type impactIndex struct {
 	// per slot
 	ids     idtable.Table
 	tenant  []uint32
-	lenT    []uint32
-	lenX    []uint32
+	lens    []docLen
 	verTag  []uint32 // index in tags of the version's log tag; 0: no version
 	verSeq  []uint64
 	metaOff []uint32 // slot s's metadata pairs are metaIDs[metaOff[s]:metaOff[s+1]]
@@ -238,7 +237,11 @@ func (x *impactIndex) slots() int { return x.ids.Len() }
 
 func (x *impactIndex) isAlive(s uint32) bool { return x.alive[s>>6]&(1<<(s&63)) != 0 }
 
-func (x *impactIndex) lensOf(s uint32) (uint32, uint32) { return x.lenT[s], x.lenX[s] }
+// docLen is a slot's title and text lengths, side by side: a search
+// scoring a slot reads both, from one cache line.
+type docLen struct{ t, x uint32 }
+
+func (x *impactIndex) lensOf(s uint32) (uint32, uint32) { return x.lens[s].t, x.lens[s].x }
 
 func tdfKey(t, tid uint32) uint64 { return uint64(t)<<32 | uint64(tid) }
 
@@ -273,8 +276,7 @@ func (x *impactIndex) putLocked(id, tenant string, meta spi.Metadata, lens docLe
 	x.tTotX[t] += int64(lx)
 	x.tBits[t].Add(slot)
 	x.tenant = append(x.tenant, t)
-	x.lenT = append(x.lenT, lt)
-	x.lenX = append(x.lenX, lx)
+	x.lens = append(x.lens, docLen{lt, lx})
 	tag, seq := x.version(ver)
 	x.verTag, x.verSeq = append(x.verTag, tag), append(x.verSeq, seq)
 	for pk, v := range rowPairs(meta) {
@@ -435,11 +437,11 @@ func (x *impactIndex) removeLocked(id string, old *fieldFreqs) {
 	x.alive[slot>>6] &^= 1 << (slot & 63)
 	x.live--
 	x.dead++
-	x.totT -= int64(x.lenT[slot])
-	x.totX -= int64(x.lenX[slot])
+	x.totT -= int64(x.lens[slot].t)
+	x.totX -= int64(x.lens[slot].x)
 	x.tLive[t]--
-	x.tTotT[t] -= int64(x.lenT[slot])
-	x.tTotX[t] -= int64(x.lenX[slot])
+	x.tTotT[t] -= int64(x.lens[slot].t)
+	x.tTotX[t] -= int64(x.lens[slot].x)
 	x.tBits[t].Remove(slot)
 	for _, p := range x.metaIDs[x.metaOff[slot]:x.metaOff[slot+1]] {
 		x.pairBits[p].Remove(slot)
@@ -657,7 +659,7 @@ func (x *impactIndex) addPostings(term string, title, text []slotFreq) {
 	p := &x.post[tid]
 	add := func(s int32, tfT, tfX uint16) {
 		slot := uint32(s)
-		p.add(posting{slot, tfT, tfX}, x.lenT[slot], x.lenX[slot], x.lensOf)
+		p.add(posting{slot, tfT, tfX}, x.lens[slot].t, x.lens[slot].x, x.lensOf)
 		p.df++
 		x.tdf[tdfKey(x.tenant[slot], tid)]++
 	}

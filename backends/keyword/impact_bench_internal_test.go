@@ -390,7 +390,7 @@ func (x *impactIndex) memoryTable() string {
 	parts["ids: spans"] = float64(ids.Spans)
 	parts["ids: hash table"] = float64(ids.Cells)
 	parts["tenant"] = float64(4 * cap(x.tenant))
-	parts["lengths (title, text)"] = float64(4*cap(x.lenT) + 4*cap(x.lenX))
+	parts["lengths (title, text)"] = float64(8 * cap(x.lens))
 	parts["version (tag, number)"] = float64(4*cap(x.verTag) + 8*cap(x.verSeq))
 	parts["metadata (offsets, pair ids)"] = float64(4*cap(x.metaOff) + 4*cap(x.metaIDs))
 	parts["alive bits"] = float64(8 * cap(x.alive))

@@ -64,12 +64,12 @@ func (s *scorer) score(tfT, tfX, lt, lx uint32) float64 {
 
 // scoreAt is score for slot, reading its title length only when the
 // title holds the term (the same arithmetic: saturate is 0 for tf 0).
-func (s *scorer) scoreAt(tfT, tfX, slot uint32, lenT, lenX []uint32) float64 {
+func (s *scorer) scoreAt(tfT, tfX uint32, l *docLen) float64 {
 	t := 0.0
 	if tfT > 0 {
-		t = saturate(tfT, s.wT, s.aT, s.cT, lenT[slot])
+		t = saturate(tfT, s.wT, s.aT, s.cT, l.t)
 	}
-	return t + saturate(tfX, s.wX, s.aX, s.cX, lenX[slot])
+	return t + saturate(tfX, s.wX, s.aX, s.cX, l.x)
 }
 
 // score is what no posting the bound dominates can exceed, before idf
@@ -486,7 +486,7 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 	vals, held := st.vals, st.held
 	sc := &pl.sc
 	allowed := pl.allowed
-	lenT, lenX := x.lenT, x.lenX
+	lens := x.lens
 	theta := 0.0 // the k-th best score held, 0 until k are
 	upTo := lo
 	for win := 0; upTo < hi; win++ {
@@ -583,7 +583,7 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 					continue
 				}
 				j := uint64(s) - start
-				v := c.w * sc.scoreAt(c.tfT[c.i], c.tfX[c.i], s, lenT, lenX)
+				v := c.w * sc.scoreAt(c.tfT[c.i], c.tfX[c.i], &lens[s])
 				tv[j] = v
 				th[j>>6] |= 1 << (j & 63)
 				acc[j] += v
@@ -616,7 +616,7 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 				slot := uint32(start + uint64(j))
 				if c.probe(slot) {
 					tfT, tfX := c.freqAt(c.i)
-					v := c.w * sc.scoreAt(tfT, tfX, slot, lenT, lenX)
+					v := c.w * sc.scoreAt(tfT, tfX, &lens[slot])
 					tv[j] = v
 					th[j>>6] |= 1 << (j & 63)
 					part[i] += v

@@ -34,7 +34,7 @@ func (x *impactIndex) searchExhaustive(tokens []string, k int, tenant string, fi
 			if pl.allowed[e.slot>>6]&(1<<(e.slot&63)) == 0 {
 				return
 			}
-			if s := pl.sc.score(uint32(e.tfT), uint32(e.tfX), x.lenT[e.slot], x.lenX[e.slot]); s != 0 {
+			if s := pl.sc.score(uint32(e.tfT), uint32(e.tfX), x.lens[e.slot].t, x.lens[e.slot].x); s != 0 {
 				acc[e.slot] += t.w * s
 			}
 		})
@@ -55,7 +55,7 @@ func (x *impactIndex) checkInvariants(t *testing.T) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	n := x.slots()
-	for name, l := range map[string]int{"tenant": len(x.tenant), "lenT": len(x.lenT), "lenX": len(x.lenX),
+	for name, l := range map[string]int{"tenant": len(x.tenant), "lens": len(x.lens),
 		"verTag": len(x.verTag), "verSeq": len(x.verSeq), "metaOff-1": len(x.metaOff) - 1} {
 		if l != n {
 			t.Fatalf("%s has %d entries for %d slots", name, l, n)
@@ -124,10 +124,10 @@ func (x *impactIndex) checkInvariants(t *testing.T) {
 		}
 		tn := x.tenant[s]
 		tLive[tn]++
-		tT[tn] += int64(x.lenT[s])
-		tX[tn] += int64(x.lenX[s])
-		totT += int64(x.lenT[s])
-		totX += int64(x.lenX[s])
+		tT[tn] += int64(x.lens[s].t)
+		tX[tn] += int64(x.lens[s].x)
+		totT += int64(x.lens[s].t)
+		totX += int64(x.lens[s].x)
 		tenantSlots[tn] = append(tenantSlots[tn], s)
 		for _, p := range x.metaIDs[x.metaOff[s]:x.metaOff[s+1]] {
 			pairSlots[p] = append(pairSlots[p], s)
@@ -180,8 +180,8 @@ func (x *impactIndex) checkInvariants(t *testing.T) {
 				}
 			}
 			k++
-			if !b.dominates(e, x.lenT[e.slot], x.lenX[e.slot]) {
-				t.Fatalf("term %d: bound %+v does not dominate %+v (lengths %d, %d)", tid, *b, e, x.lenT[e.slot], x.lenX[e.slot])
+			if !b.dominates(e, x.lens[e.slot].t, x.lens[e.slot].x) {
+				t.Fatalf("term %d: bound %+v does not dominate %+v (lengths %d, %d)", tid, *b, e, x.lens[e.slot].t, x.lens[e.slot].x)
 			}
 			if x.isAlive(e.slot) {
 				df++

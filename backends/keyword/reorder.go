@@ -192,7 +192,7 @@ func (x *impactIndex) stopRebuild() {
 func (x *impactIndex) freeze() *impactIndex {
 	return &impactIndex{
 		ids:    x.ids.Frozen(),
-		tenant: x.tenant, lenT: x.lenT, lenX: x.lenX,
+		tenant: x.tenant, lens: x.lens,
 		verTag: slices.Clone(x.verTag), verSeq: slices.Clone(x.verSeq),
 		metaOff: x.metaOff, metaIDs: x.metaIDs,
 		alive: slices.Clone(x.alive),
@@ -213,7 +213,7 @@ func (x *impactIndex) swap(c *impactIndex) {
 		c.post[tid].df = x.post[tid].df
 	}
 	c.growBitmaps(x)
-	x.ids, x.tenant, x.lenT, x.lenX = c.ids, c.tenant, c.lenT, c.lenX
+	x.ids, x.tenant, x.lens = c.ids, c.tenant, c.lens
 	x.verTag, x.verSeq, x.metaOff, x.metaIDs, x.alive = c.verTag, c.verSeq, c.metaOff, c.metaIDs, c.alive
 	x.post, x.tBits, x.pairBits = c.post, c.tBits, c.pairBits
 	x.dead, x.ordered = c.dead, c.ordered
@@ -236,8 +236,8 @@ func (c *impactIndex) growBitmaps(x *impactIndex) {
 // x's wmu.
 func (c *impactIndex) replayPut(x *impactIndex, s uint32, post []termFreq) uint32 {
 	ns := uint32(c.ids.AppendBytes(x.ids.Bytes(int(s))))
-	t, lt, lx := x.tenant[s], x.lenT[s], x.lenX[s]
-	c.tenant, c.lenT, c.lenX = append(c.tenant, t), append(c.lenT, lt), append(c.lenX, lx)
+	t, l := x.tenant[s], x.lens[s]
+	c.tenant, c.lens = append(c.tenant, t), append(c.lens, l)
 	c.verTag, c.verSeq = append(c.verTag, x.verTag[s]), append(c.verSeq, x.verSeq[s])
 	c.growBitmaps(x)
 	for _, p := range x.metaIDs[x.metaOff[s]:x.metaOff[s+1]] {
@@ -254,7 +254,7 @@ func (c *impactIndex) replayPut(x *impactIndex, s uint32, post []termFreq) uint3
 		for int(e.tid) >= len(c.post) {
 			c.post = append(c.post, postings{})
 		}
-		c.post[e.tid].add(posting{ns, e.tfT, e.tfX}, lt, lx, c.lensOf)
+		c.post[e.tid].add(posting{ns, e.tfT, e.tfX}, l.t, l.x, c.lensOf)
 	}
 	return ns
 }
@@ -292,7 +292,7 @@ func (x *impactIndex) reorderAt() int {
 func (x *impactIndex) compacted(ctx context.Context) (*impactIndex, []uint32, error) {
 	n := x.live
 	c := &impactIndex{
-		tenant: make([]uint32, 0, n), lenT: make([]uint32, 0, n), lenX: make([]uint32, 0, n),
+		tenant: make([]uint32, 0, n), lens: make([]docLen, 0, n),
 		verTag: make([]uint32, 0, n), verSeq: make([]uint64, 0, n), metaOff: make([]uint32, 1, n+1),
 		alive: make([]uint64, (n+63)/64), post: make([]postings, len(x.post)),
 		tBits: make([]*roaring.Bitmap, len(x.tBits)), pairBits: make([]*roaring.Bitmap, len(x.pairBits)),
@@ -314,7 +314,7 @@ func (x *impactIndex) compacted(ctx context.Context) (*impactIndex, []uint32, er
 		ns := uint32(c.ids.AppendBytes(x.ids.Bytes(int(s))))
 		remap[s] = ns
 		t := x.tenant[s]
-		c.tenant, c.lenT, c.lenX = append(c.tenant, t), append(c.lenT, x.lenT[s]), append(c.lenX, x.lenX[s])
+		c.tenant, c.lens = append(c.tenant, t), append(c.lens, x.lens[s])
 		c.verTag, c.verSeq = append(c.verTag, x.verTag[s]), append(c.verSeq, x.verSeq[s])
 		for _, p := range x.metaIDs[x.metaOff[s]:x.metaOff[s+1]] {
 			c.metaIDs = append(c.metaIDs, p)
@@ -344,7 +344,7 @@ func (x *impactIndex) compacted(ctx context.Context) (*impactIndex, []uint32, er
 		})
 		slices.SortFunc(buf, func(a, b posting) int { return cmp.Compare(a.slot, b.slot) })
 		for _, e := range buf {
-			q.add(e, c.lenT[e.slot], c.lenX[e.slot], c.lensOf)
+			q.add(e, c.lens[e.slot].t, c.lens[e.slot].x, c.lensOf)
 		}
 		q.trim()
 	}
