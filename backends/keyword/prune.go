@@ -57,19 +57,11 @@ const slack = 1 + 1e-9
 // f + k1·(1 − b + b·len/avg) = f + a + c·len, and the field weight.
 type scorer struct{ aT, cT, wT, aX, cX, wX float64 }
 
-// score is a posting's score before idf and qtf.
+// score is a posting's score before idf and qtf: small enough to inline
+// where a search scores postings (a slot's two lengths come in one load:
+// docLen).
 func (s *scorer) score(tfT, tfX, lt, lx uint32) float64 {
 	return saturate(tfT, s.wT, s.aT, s.cT, lt) + saturate(tfX, s.wX, s.aX, s.cX, lx)
-}
-
-// scoreAt is score for slot, reading its title length only when the
-// title holds the term (the same arithmetic: saturate is 0 for tf 0).
-func (s *scorer) scoreAt(tfT, tfX uint32, l *docLen) float64 {
-	t := 0.0
-	if tfT > 0 {
-		t = saturate(tfT, s.wT, s.aT, s.cT, l.t)
-	}
-	return t + saturate(tfX, s.wX, s.aX, s.cX, l.x)
 }
 
 // score is what no posting the bound dominates can exceed, before idf
@@ -583,7 +575,8 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 					continue
 				}
 				j := uint64(s) - start
-				v := c.w * sc.scoreAt(c.tfT[c.i], c.tfX[c.i], &lens[s])
+				l := &lens[s]
+				v := c.w * sc.score(c.tfT[c.i], c.tfX[c.i], l.t, l.x)
 				tv[j] = v
 				th[j>>6] |= 1 << (j & 63)
 				acc[j] += v
@@ -616,7 +609,8 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 				slot := uint32(start + uint64(j))
 				if c.probe(slot) {
 					tfT, tfX := c.freqAt(c.i)
-					v := c.w * sc.scoreAt(tfT, tfX, &lens[slot])
+					l := &lens[slot]
+					v := c.w * sc.score(tfT, tfX, l.t, l.x)
 					tv[j] = v
 					th[j>>6] |= 1 << (j & 63)
 					part[i] += v
