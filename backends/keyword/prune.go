@@ -587,17 +587,28 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 			}
 		}
 		// Candidates whose parts so far and the bounds left reach θ.
-		cands, part := st.cands[:0], st.part[:0]
+		// (While fewer than k are held θ is 0 and every slot reached
+		// passes.) Each slot is written and kept by advancing n, not by a
+		// branch: which slots pass is data the branch predictor cannot
+		// learn.
+		if uint64(cap(st.cands)) < w {
+			st.cands, st.part = make([]uint32, w), make([]float64, w)
+		}
+		cands, part := st.cands[:w], st.part[:w]
+		n := 0
 		for wi := range words {
 			for b := seen[wi]; b != 0; b &= b - 1 {
 				j := wi<<6 + uint64(bits.TrailingZeros64(b))
-				if p := acc[j]; !full || p*slack+neSum >= theta {
-					cands, part = append(cands, uint32(j)), append(part, p)
+				p := acc[j]
+				cands[n], part[n] = uint32(j), p
+				if p*slack+neSum >= theta {
+					n++
 				}
 				acc[j] = 0
 			}
 			seen[wi] = 0
 		}
+		cands, part = cands[:n], part[:n]
 		// The non-essential terms, largest bound first.
 		rem := neSum
 		for k := len(ne) - 1; k >= 0 && len(cands) > 0; k-- {
@@ -615,8 +626,8 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 					th[j>>6] |= 1 << (j & 63)
 					part[i] += v
 				}
+				cands[kept], part[kept] = j, part[i]
 				if part[i]*slack+rem >= theta {
-					cands[kept], part[kept] = j, part[i]
 					kept++
 				}
 			}
