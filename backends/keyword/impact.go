@@ -241,8 +241,6 @@ func (x *impactIndex) isAlive(s uint32) bool { return x.alive[s>>6]&(1<<(s&63)) 
 // scoring a slot reads both, from one cache line.
 type docLen struct{ t, x uint32 }
 
-func (x *impactIndex) lensOf(s uint32) (uint32, uint32) { return x.lens[s].t, x.lens[s].x }
-
 func tdfKey(t, tid uint32) uint64 { return uint64(t)<<32 | uint64(tid) }
 
 // put adds or replaces a document. old is the replaced document's
@@ -313,7 +311,7 @@ func (x *impactIndex) putLocked(id, tenant string, meta spi.Metadata, lens docLe
 	f.terms(func(term string) {
 		tid := x.termID(term)
 		e := posting{slot, cap16(f.title[term]), cap16(f.text[term])}
-		x.post[tid].add(e, lt, lx, x.lensOf)
+		x.post[tid].add(e, x.lens)
 		x.post[tid].df++
 		x.tdf[tdfKey(t, tid)]++
 		if x.rb != nil {
@@ -659,7 +657,7 @@ func (x *impactIndex) addPostings(term string, title, text []slotFreq) {
 	p := &x.post[tid]
 	add := func(s int32, tfT, tfX uint16) {
 		slot := uint32(s)
-		p.add(posting{slot, tfT, tfX}, x.lens[slot].t, x.lens[slot].x, x.lensOf)
+		p.add(posting{slot, tfT, tfX}, x.lens)
 		p.df++
 		x.tdf[tdfKey(x.tenant[slot], tid)]++
 	}

@@ -86,31 +86,31 @@ type postings struct {
 	df     int32
 }
 
-// add appends a posting of slot, above every slot the list holds, for a
-// document of title length lt and text length lx; it seals the tail when
-// it is full. lenOf returns a slot's lengths (for the frontier).
-func (p *postings) add(e posting, lt, lx uint32, lenOf func(uint32) (uint32, uint32)) {
+// add appends a posting of slot, above every slot the list holds; it
+// seals the tail when it is full. lens holds every slot's lengths, e's
+// included (for the bounds).
+func (p *postings) add(e posting, lens []docLen) {
 	if len(p.tail) == 0 {
 		p.tailB = bound{lT: 0xffff}
 	}
 	p.tail = append(p.tail, e)
-	p.tailB.widen(e, lt, lx)
+	p.tailB.widen(e, lens[e.slot])
 	if len(p.tail) == blockSize {
-		p.seal(lenOf)
+		p.seal(lens)
 	}
 }
 
 // widen makes b dominate one more posting as a single point per field.
-func (b *bound) widen(e posting, lt, lx uint32) {
+func (b *bound) widen(e posting, l docLen) {
 	if e.tfT > 0 {
 		b.tT = max(b.tT, e.tfT)
-		b.lT = min(b.lT, floor16(lt))
+		b.lT = min(b.lT, floor16(l.t))
 	}
 	if e.tfX > 0 {
 		if b.x[0].tf == 0 {
-			b.x[0] = point{e.tfX, floor16(lx)}
+			b.x[0] = point{e.tfX, floor16(l.x)}
 		} else {
-			b.x[0] = point{max(b.x[0].tf, e.tfX), min(b.x[0].len, floor16(lx))}
+			b.x[0] = point{max(b.x[0].tf, e.tfX), min(b.x[0].len, floor16(l.x))}
 		}
 	}
 }
@@ -118,7 +118,7 @@ func (b *bound) widen(e posting, lt, lx uint32) {
 func floor16(n uint32) uint16 { return uint16(min(n, 0xffff)) }
 
 // seal packs the full tail into a block.
-func (p *postings) seal(lenOf func(uint32) (uint32, uint32)) {
+func (p *postings) seal(lens []docLen) {
 	ps := p.tail
 	prev := int64(-1)
 	if n := len(p.blocks); n > 0 {
@@ -139,7 +139,7 @@ func (p *postings) seal(lenOf func(uint32) (uint32, uint32)) {
 	p.data = pack(p.data, &gaps, uint(blk.wd))
 	p.data = pack(p.data, &tfT, uint(blk.wt))
 	p.data = pack(p.data, &tfX, uint(blk.wx))
-	blk.b = frontier(ps, p.tailB, lenOf)
+	blk.b = frontier(ps, p.tailB, lens)
 	p.blocks = append(p.blocks, blk)
 	p.tail = nil // most lists stop short of another block: no spare capacity kept
 }
@@ -147,13 +147,12 @@ func (p *postings) seal(lenOf func(uint32) (uint32, uint32)) {
 // frontier returns the bound of a block: the title part of tb (already
 // exact: greatest frequency, least length) and the text postings' Pareto
 // frontier thinned to textPoints points.
-func frontier(ps []posting, tb bound, lenOf func(uint32) (uint32, uint32)) bound {
+func frontier(ps []posting, tb bound, lens []docLen) bound {
 	b := bound{tT: tb.tT, lT: tb.lT}
 	var pts []point
 	for _, e := range ps {
 		if e.tfX > 0 {
-			_, lx := lenOf(e.slot)
-			pts = append(pts, point{e.tfX, floor16(lx)})
+			pts = append(pts, point{e.tfX, floor16(lens[e.slot].x)})
 		}
 	}
 	// Length ascending, then frequency descending: a point is on the

@@ -236,8 +236,8 @@ func (c *impactIndex) growBitmaps(x *impactIndex) {
 // x's wmu.
 func (c *impactIndex) replayPut(x *impactIndex, s uint32, post []termFreq) uint32 {
 	ns := uint32(c.ids.AppendBytes(x.ids.Bytes(int(s))))
-	t, l := x.tenant[s], x.lens[s]
-	c.tenant, c.lens = append(c.tenant, t), append(c.lens, l)
+	t := x.tenant[s]
+	c.tenant, c.lens = append(c.tenant, t), append(c.lens, x.lens[s])
 	c.verTag, c.verSeq = append(c.verTag, x.verTag[s]), append(c.verSeq, x.verSeq[s])
 	c.growBitmaps(x)
 	for _, p := range x.metaIDs[x.metaOff[s]:x.metaOff[s+1]] {
@@ -254,7 +254,7 @@ func (c *impactIndex) replayPut(x *impactIndex, s uint32, post []termFreq) uint3
 		for int(e.tid) >= len(c.post) {
 			c.post = append(c.post, postings{})
 		}
-		c.post[e.tid].add(posting{ns, e.tfT, e.tfX}, l.t, l.x, c.lensOf)
+		c.post[e.tid].add(posting{ns, e.tfT, e.tfX}, c.lens)
 	}
 	return ns
 }
@@ -344,7 +344,7 @@ func (x *impactIndex) compacted(ctx context.Context) (*impactIndex, []uint32, er
 		})
 		slices.SortFunc(buf, func(a, b posting) int { return cmp.Compare(a.slot, b.slot) })
 		for _, e := range buf {
-			q.add(e, c.lens[e.slot].t, c.lens[e.slot].x, c.lensOf)
+			q.add(e, c.lens)
 		}
 		q.trim()
 	}
