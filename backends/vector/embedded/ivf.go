@@ -1,7 +1,6 @@
 package embedded
 
 import (
-	"cmp"
 	"context"
 	"math"
 	"math/bits"
@@ -138,28 +137,40 @@ func (v *ivf) truncate(nrows int) {
 }
 
 // listOrder returns the lists by descending score against the query
-// (inner product, or under l2 −‖q−c‖² up to a constant).
+// (inner product, or under l2 −‖q−c‖² up to a constant), ties by list
+// number. Each list is sorted as one integer, its score's order-keeping
+// bits inverted above its number, so that the sort compares integers
+// instead of calling a comparison function (which took 5% of a search's
+// CPU at 1,000,000 rows and 2,000 lists).
 func (v *ivf) listOrder(qq *quantQuery) []int32 {
 	nlist := v.nlist()
-	scores := make([]float32, nlist)
+	keys := make([]uint64, nlist)
 	for c := range nlist {
 		d := float32(float64(v.cs[c]) * qq.scale * float64(dotCodes(qq.codes, v.cent[c*v.dim:(c+1)*v.dim])))
 		if v.l2 {
 			d = 2*d - v.cn2[c]
 		}
-		scores[c] = d
+		keys[c] = uint64(^orderedBits(d))<<32 | uint64(c)
 	}
+	slices.Sort(keys)
 	order := make([]int32, nlist)
-	for c := range order {
-		order[c] = int32(c)
+	for i, k := range keys {
+		order[i] = int32(uint32(k))
 	}
-	slices.SortFunc(order, func(a, b int32) int {
-		if c := cmp.Compare(scores[b], scores[a]); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
-	})
 	return order
+}
+
+// orderedBits maps a float32 that is not NaN to a uint32 of the same
+// order (−0 and +0 to one value, as they compare equal).
+func orderedBits(f float32) uint32 {
+	if f == 0 {
+		return 1 << 31
+	}
+	b := math.Float32bits(f)
+	if b&(1<<31) != 0 {
+		return ^b
+	}
+	return b | 1<<31
 }
 
 // probe is the IVF search: it visits the lists in order of their

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -108,6 +109,47 @@ func TestIVFRecallPartialProbe(t *testing.T) {
 		}
 		if visited > n/4 {
 			t.Errorf("%s: the probe visited %.0f rows of %d: not a partial probe, the test proves nothing", c.name, visited, n)
+		}
+	}
+}
+
+// TestListOrderKeys checks the integer keys of listOrder against the
+// comparison they replace: descending score, ties by list number, −0
+// equal to +0.
+func TestListOrderKeys(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	special := []float32{0, float32(math.Copysign(0, -1)), 1, -1, math.MaxFloat32, -math.MaxFloat32,
+		math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, float32(math.Inf(1)), float32(math.Inf(-1))}
+	for round := range 200 {
+		n := 1 + r.IntN(300)
+		scores := make([]float32, n)
+		for i := range scores {
+			switch r.IntN(4) {
+			case 0:
+				scores[i] = special[r.IntN(len(special))]
+			case 1:
+				scores[i] = float32(r.IntN(5) - 2) // many ties
+			default:
+				scores[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(20)-10)))
+			}
+		}
+		want := make([]int32, n)
+		keys := make([]uint64, n)
+		for c := range n {
+			want[c] = int32(c)
+			keys[c] = uint64(^orderedBits(scores[c]))<<32 | uint64(c)
+		}
+		slices.SortFunc(want, func(a, b int32) int {
+			if c := cmp.Compare(scores[b], scores[a]); c != 0 {
+				return c
+			}
+			return cmp.Compare(a, b)
+		})
+		slices.Sort(keys)
+		for i, k := range keys {
+			if got := int32(uint32(k)); got != want[i] {
+				t.Fatalf("round %d: position %d holds list %d (score %g), want %d (score %g)", round, i, got, scores[got], want[i], scores[want[i]])
+			}
 		}
 	}
 }

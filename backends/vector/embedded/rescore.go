@@ -22,6 +22,7 @@ import (
 func (s *Store) rescore(ctx context.Context, tx *bolt.Tx, g *vecGen, q query, ids []string, his []float64) ([]hit, error) {
 	t := newHits(q.k)
 	vec := make([]float32, 0, s.cfg.Dimension)
+	entry := make([]byte, s.vecs.entry)
 	docs := tx.Bucket(bucketDocs)
 	for i, id := range ids {
 		if i%ctxCheckEvery == ctxCheckEvery-1 && ctx.Err() != nil {
@@ -37,16 +38,16 @@ func (s *Store) rescore(ctx context.Context, tx *bolt.Tx, g *vecGen, q query, id
 			continue
 		}
 		h, v, err := decodeHeader(rec, s.cfg.Dimension, vec[:0])
-		if err == nil {
-			v, err = s.vector(g, h, v)
-		}
 		if err != nil {
 			return nil, fmt.Errorf("vector/embedded: retrieve: %w: record %q: %v", ErrCorrupt, id, err)
 		}
-		vec = v
 		if (!q.anyTen && h.tenant != q.tenantName) || !q.filter.Match(h.metadata) {
 			continue
 		}
+		if v, err = s.vector(g, h, v, entry); err != nil {
+			return nil, fmt.Errorf("vector/embedded: retrieve: %w: record %q: %v", ErrCorrupt, id, err)
+		}
+		vec = v
 		var key float32
 		switch {
 		case q.l2:

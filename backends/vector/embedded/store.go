@@ -303,6 +303,7 @@ func (s *Store) load(ctx context.Context) (map[uint64]struct{}, error) {
 		c := docs.Cursor()
 		i := 0
 		var vec []float32
+		entry := make([]byte, s.vecs.entry)
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			if i%ctxCheckEvery == 0 && ctx.Err() != nil {
 				return fmt.Errorf("vector/embedded: open: %w", context.Cause(ctx))
@@ -310,7 +311,7 @@ func (s *Store) load(ctx context.Context) (map[uint64]struct{}, error) {
 			i++
 			h, buf, err := decodeHeader(v, s.idx.dim, vec[:0])
 			if err == nil {
-				buf, err = s.vector(s.vecs.cur, h, buf)
+				buf, err = s.vector(s.vecs.cur, h, buf, entry)
 			}
 			if err != nil {
 				return fmt.Errorf("%w: %s: record %q: %v", ErrCorrupt, s.path, k, err)

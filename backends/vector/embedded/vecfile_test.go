@@ -3,12 +3,14 @@ package embedded
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -517,4 +519,80 @@ func writesOf(docs []spi.Document, scope string) []spi.Write {
 		ws[i] = spi.Write{Op: spi.OpUpsert, Doc: d, Scope: scope, KeepTenant: scope != ""}
 	}
 	return ws
+}
+
+// TestFindVid checks findVid against a binary search over every entry,
+// on vids with and without gaps, for vids present, absent and out of
+// range.
+func TestFindVid(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for round := range 500 {
+		n := r.IntN(200)
+		vids := make([]uint64, n)
+		next := uint64(1 + r.IntN(1000))
+		gaps := r.IntN(3) // 0: dense, as an ingest leaves the file
+		for i := range vids {
+			vids[i] = next
+			next++
+			if gaps > 0 && r.IntN(4) == 0 {
+				next += uint64(r.IntN(gaps * 20))
+			}
+		}
+		for range 50 {
+			vid := uint64(r.IntN(int(next) + 10))
+			wp, wok := slices.BinarySearch(vids, vid)
+			gp, gok := findVid(vids, vid)
+			if gok != wok || (wok && gp != wp) {
+				t.Fatalf("round %d: findVid(%v, %d) = %d, %v; want %d, %v", round, vids, vid, gp, gok, wp, wok)
+			}
+		}
+	}
+}
+
+// TestDecodeBody: what encoding/json writes, decodeBody reads back as
+// encoding/json does; a body the faster decoder refuses still decodes.
+func TestDecodeBody(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	pieces := []string{"", "a", "wing flutter", "<b>&amp;</b>", "\u2028\u2029", "é漢字🙂", "\x00\x1f\"\\/", "\xff\xfe bad utf-8", "\t\n\r"}
+	str := func() string {
+		var b strings.Builder
+		for range r.IntN(4) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	list := func() []string {
+		if r.IntN(3) == 0 {
+			return nil
+		}
+		l := make([]string, r.IntN(4))
+		for i := range l {
+			l[i] = str()
+		}
+		return l
+	}
+	times := []time.Time{{}, time.Unix(0, 0).UTC(), time.Date(2026, 12, 6, 4, 35, 19, 510900807, time.UTC),
+		time.Date(1, 1, 1, 0, 0, 0, 1, time.FixedZone("x", 5*3600+1800)), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)}
+	for i := range 2000 {
+		in := body{Title: str(), Text: str(), Entities: list(), Links: list(), UpdatedAt: times[r.IntN(len(times))]}
+		js, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want body
+		if err := json.Unmarshal(js, &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := decodeBody(js)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("body %d %s: decodeBody = %+v, %v; encoding/json reads %+v", i, js, got, err, want)
+		}
+	}
+	got, err := decodeBody([]byte(`{"title":"a","title":"b","updated_at":"2026-12-06T00:00:00Z"}`))
+	if err != nil || got.Title != "b" {
+		t.Fatalf("a name twice: decodeBody = %+v, %v; want title b, as encoding/json reads it", got, err)
+	}
+	if _, err := decodeBody([]byte(`{"title":`)); err == nil {
+		t.Fatal("a broken body decoded without an error")
+	}
 }
