@@ -481,6 +481,11 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 	lens := x.lens
 	theta := 0.0 // the k-th best score held, 0 until k are
 	upTo := lo
+	act := st.act[:0] // the terms with blocks left
+	for i := range curs {
+		act = append(act, &curs[i])
+	}
+	st.act = act
 	for win := 0; upTo < hi; win++ {
 		if win%64 == 63 {
 			if err := ctx.Err(); err != nil {
@@ -499,17 +504,20 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 			break
 		}
 		// The window: from upTo to the end of the first current block
-		// (at most w slots, not past hi).
-		act := st.act[:0]
+		// (at most w slots, not past hi). The terms with blocks left
+		// stay in the order of the last window's bounds, which changes
+		// little from one window to the next: sorting them again below
+		// then moves few (sorting them from query order every window
+		// took 4% of a search's CPU at 1,000,000 documents).
 		start, end := upTo, min(upTo+w, hi)
-		for i := range curs {
-			c := &curs[i]
-			if c.in = c.shallow(uint32(min(upTo, math.MaxUint32))); c.in {
-				act = append(act, c)
+		left := act[:0]
+		for _, c := range act {
+			if c.shallow(uint32(min(upTo, math.MaxUint32))) {
+				left = append(left, c)
 				end = min(end, uint64(c.last(c.blk))+1)
 			}
 		}
-		st.act = act
+		act = left
 		if len(act) == 0 {
 			return nil
 		}
@@ -692,7 +700,6 @@ type cursor struct {
 	tfd int       // block whose frequencies are, -1 for none
 	n   int       // postings in the decoded block
 	i   int       // position in the decoded block
-	in  bool      // the cursor has a block in the current window
 	mxe float64   // bound over a stretched window
 	ubs []float64 // per block, its bound (w · bound.score · slack) once computed, else −1
 	mx  float64   // bound of the current window
