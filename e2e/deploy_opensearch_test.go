@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -39,5 +40,18 @@ func TestDeployOpenSearchConfig(t *testing.T) {
 	}
 	if cfg.Backends.Vector.Kind != config.KindPgvector || cfg.Backends.Graph.Kind != config.KindNeo4j {
 		t.Errorf("vector %q, graph %q; want pgvector and neo4j", cfg.Backends.Vector.Kind, cfg.Backends.Graph.Kind)
+	}
+	// Semantic like every shipped deployment: the embedder section is
+	// deploy/rag.servers.yaml's.
+	sb, err := os.ReadFile(filepath.Join(root, "deploy", "rag.servers.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers, err := config.Parse(sb, lookupIn(deployEnv()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cfg.Embedder, servers.Embedder) || cfg.Embedder.Kind != config.KindBuiltin {
+		t.Errorf("embedder %+v; want deploy/rag.servers.yaml's, the built-in model: %+v", cfg.Embedder, servers.Embedder)
 	}
 }
