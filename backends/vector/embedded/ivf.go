@@ -150,7 +150,7 @@ func (v *ivf) listOrder(qq *quantQuery) []int32 {
 		if v.l2 {
 			d = 2*d - v.cn2[c]
 		}
-		keys[c] = uint64(^orderedBits(d))<<32 | uint64(c)
+		keys[c] = listKey(d, c)
 	}
 	slices.Sort(keys)
 	order := make([]int32, nlist)
@@ -158,6 +158,12 @@ func (v *ivf) listOrder(qq *quantQuery) []int32 {
 		order[i] = int32(uint32(k))
 	}
 	return order
+}
+
+// listKey is list c's sort key for a score d that is not NaN: ascending
+// keys are descending scores, ties by ascending c (−0 equal to +0).
+func listKey(d float32, c int) uint64 {
+	return uint64(^orderedBits(d))<<32 | uint64(c)
 }
 
 // orderedBits maps a float32 that is not NaN to a uint32 of the same

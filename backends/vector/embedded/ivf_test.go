@@ -113,7 +113,7 @@ func TestIVFRecallPartialProbe(t *testing.T) {
 	}
 }
 
-// TestListOrderKeys checks the integer keys of listOrder against the
+// TestListOrderKeys checks listOrder's keys (listKey) against the
 // comparison they replace: descending score, ties by list number, −0
 // equal to +0.
 func TestListOrderKeys(t *testing.T) {
@@ -137,7 +137,7 @@ func TestListOrderKeys(t *testing.T) {
 		keys := make([]uint64, n)
 		for c := range n {
 			want[c] = int32(c)
-			keys[c] = uint64(^orderedBits(scores[c]))<<32 | uint64(c)
+			keys[c] = listKey(scores[c], c)
 		}
 		slices.SortFunc(want, func(a, b int32) int {
 			if c := cmp.Compare(scores[b], scores[a]); c != 0 {
