@@ -43,11 +43,7 @@ func TestDeployOpenSearchConfig(t *testing.T) {
 	}
 	// Semantic like every shipped deployment: the embedder section is
 	// deploy/rag.servers.yaml's.
-	sb, err := os.ReadFile(filepath.Join(root, "deploy", "rag.servers.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	servers, err := config.Parse(sb, lookupIn(deployEnv()))
+	servers, err := config.Parse(readDeploy(t), lookupIn(deployEnv()))
 	if err != nil {
 		t.Fatal(err)
 	}
