@@ -5,3 +5,8 @@ package embedded
 // dotCodes is the inner product of a query's codes a and a row's codes
 // b[:len(a)].
 func dotCodes(a []int16, b []int8) int32 { return dotCodesGeneric(a, b) }
+
+// dotKernels are the kernels this CPU runs, by name, for the tests.
+func dotKernels() map[string]func([]int16, []int8) int32 {
+	return map[string]func([]int16, []int8) int32{"generic": dotCodesGeneric}
+}

@@ -7,12 +7,13 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// DotCodes and DotCodesGeneric expose the scan's kernels to the tests;
-// QueryCodeMax the largest query code for a dimension.
+// DotCodes and DotKernels expose the scan's kernels to the tests (the
+// one in use, and each this CPU runs); QueryCodeMax the largest query
+// code for a dimension.
 var (
-	DotCodes        = dotCodes
-	DotCodesGeneric = dotCodesGeneric
-	QueryCodeMax    = queryCodeMax
+	DotCodes     = dotCodes
+	DotKernels   = dotKernels
+	QueryCodeMax = queryCodeMax
 )
 
 // FullScan is the reference search: every stored document of the tenant

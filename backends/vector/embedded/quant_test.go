@@ -28,8 +28,10 @@ func checkDot(t *testing.T, a []int16, b []int8) {
 	if got := embedded.DotCodes(a, b); int64(got) != want {
 		t.Fatalf("n=%d: DotCodes = %d, want %d", len(a), got, want)
 	}
-	if got := embedded.DotCodesGeneric(a, b); int64(got) != want {
-		t.Fatalf("n=%d: DotCodesGeneric = %d, want %d", len(a), got, want)
+	for name, dot := range embedded.DotKernels() {
+		if got := dot(a, b[:len(a)]); int64(got) != want {
+			t.Fatalf("n=%d: kernel %s = %d, want %d", len(a), name, got, want)
+		}
 	}
 }
 

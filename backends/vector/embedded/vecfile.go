@@ -38,6 +38,15 @@ const VectorFileName = "vectors.vec"
 // until it ends, so a compaction that retires the file a reader's records
 // point into closes it only after the last such reader is done.
 //
+// Reads on Linux copy entries from a read-only shared mapping of the
+// file (mapFile), sized ahead of the file (mapAhead) and made larger when
+// appends outgrow it; elsewhere, and when mapping fails, they use ReadAt.
+// (A read through ReadAt is a system call: 13% of a vector search's CPU
+// at 1,000,000 documents, rescoring about 280 entries.) A generation's
+// mapping is replaced and unmapped only under mu held for writing, and a
+// read copies out of it under mu held for reading; it is unmapped when
+// the file closes, after the generation's last reader.
+//
 // Invariant (checked by TestVectorFile): each generation's vids are
 // strictly increasing and hold the vid of every whole entry of its file,
 // in file order; next is above all of them; the current file is
@@ -48,6 +57,7 @@ type vectorFile struct {
 	dim    int
 	entry  int64 // bytes per entry
 	noSync bool
+	mapMin int64 // mapMin, smaller in tests
 
 	mu  sync.RWMutex // guards cur, and cur's vids and end against appends
 	cur *vecGen
@@ -63,16 +73,65 @@ type vectorFile struct {
 type vecGen struct {
 	f       *os.File
 	vids    []uint64 // the current generation's grows under vectorFile.mu
+	m       []byte   // the file mapped, under vectorFile.mu; nil: not mapped (yet)
+	noMap   bool     // mapping failed: ReadAt only
 	refs    atomic.Int64
 	retired atomic.Bool
 	once    sync.Once
 	err     error // of the close
 }
 
-// close closes g's file once.
+// close closes g's file and unmaps it, once. The caller makes sure no
+// reader holds g (retired with no references, or the store's end).
 func (g *vecGen) close() error {
-	g.once.Do(func() { g.err = g.f.Close() })
+	g.once.Do(func() {
+		g.err = g.f.Close()
+		if g.m != nil {
+			_ = unmapFile(g.m)
+			g.m = nil
+		}
+	})
 	return g.err
+}
+
+// mapMin is the smallest mapping, and mapAhead how many times the bytes
+// a read needs a new mapping covers: a file growing by appends is mapped
+// again a few times in its life.
+const (
+	mapMin   = 64 << 20
+	mapAhead = 4
+)
+
+// mapped returns g's mapping when it covers the first end bytes, mapping
+// the file again when it does not. The caller holds v.mu for reading;
+// mapped may release it and take it again, and returns with it held for
+// reading. nil when the file cannot be mapped.
+func (v *vectorFile) mapped(g *vecGen, end int64) []byte {
+	if int64(len(g.m)) >= end {
+		return g.m
+	}
+	if g.noMap {
+		return nil
+	}
+	v.mu.RUnlock()
+	v.mu.Lock()
+	if int64(len(g.m)) < end && !g.noMap {
+		m, err := mapFile(g.f, max(v.mapMin, mapAhead*end))
+		if err != nil {
+			g.noMap = true
+		} else {
+			if g.m != nil {
+				_ = unmapFile(g.m) // no reader is in it: they hold mu for reading
+			}
+			g.m = m
+		}
+	}
+	v.mu.Unlock()
+	v.mu.RLock()
+	if int64(len(g.m)) >= end {
+		return g.m
+	}
+	return nil
 }
 
 // acquire returns the current generation, held until release.
@@ -108,7 +167,7 @@ func openVectorFile(path string, dim int, noSync bool) (*vectorFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vector/embedded: open %s: %w", path, err)
 	}
-	v := &vectorFile{path: path, dim: dim, entry: int64(8 + 4*dim + 4), noSync: noSync, cur: &vecGen{f: f}, next: 1}
+	v := &vectorFile{path: path, dim: dim, entry: int64(8 + 4*dim + 4), noSync: noSync, mapMin: mapMin, cur: &vecGen{f: f}, next: 1}
 	if err := v.readVids(); err != nil {
 		f.Close()
 		return nil, err
@@ -194,23 +253,38 @@ func (v *vectorFile) appendVectors(vecs [][]float32) ([]uint64, error) {
 // errNoVector means a record names a vector the file does not hold.
 var errNoVector = errors.New("the vectors file holds no entry for the record")
 
-// read appends the vector of entry vid of generation g to dst. The entry
-// is read into buf when it is an entry long (a caller reading many passes
-// the same one), else into a new buffer.
+// read appends the vector of entry vid of generation g to dst: from the
+// mapping, else read into buf when it is an entry long (a caller reading
+// many passes the same one), else into a new buffer.
 func (v *vectorFile) read(g *vecGen, vid uint64, dst []float32, buf []byte) ([]float32, error) {
 	v.mu.RLock()
 	p, ok := findVid(g.vids, vid)
-	v.mu.RUnlock()
 	if !ok {
+		v.mu.RUnlock()
 		return dst, fmt.Errorf("%w (vid %d)", errNoVector, vid)
 	}
+	off := int64(p) * v.entry
+	if useMap {
+		if m := v.mapped(g, off+v.entry); m != nil {
+			dst, err := v.decode(m[off:off+v.entry], p, vid, dst)
+			v.mu.RUnlock()
+			return dst, err
+		}
+	}
+	v.mu.RUnlock()
 	if int64(len(buf)) != v.entry {
 		buf = make([]byte, v.entry)
 	}
-	if _, err := g.f.ReadAt(buf, int64(p)*v.entry); err != nil && !errors.Is(err, io.EOF) {
+	if _, err := g.f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
 		return dst, err
 	}
-	body, sum := buf[:len(buf)-4], binary.LittleEndian.Uint32(buf[len(buf)-4:])
+	return v.decode(buf, p, vid, dst)
+}
+
+// decode checks entry p, which should hold vid, and appends its vector
+// to dst.
+func (v *vectorFile) decode(e []byte, p int, vid uint64, dst []float32) ([]float32, error) {
+	body, sum := e[:len(e)-4], binary.LittleEndian.Uint32(e[len(e)-4:])
 	if crc32.Checksum(body, crcTable) != sum || binary.LittleEndian.Uint64(body) != vid {
 		return dst, fmt.Errorf("vectors file entry %d (vid %d) fails its checksum", p, vid)
 	}
@@ -246,6 +320,14 @@ func findVid(vids []uint64, vid uint64) (int, bool) {
 	return int(lo) + p, ok
 }
 
-// close closes the current generation's file; a retired one still held
-// is closed by its last reader.
-func (v *vectorFile) close() error { return v.cur.close() }
+// close retires the current generation: it closes now, or when its last
+// reader releases it (a retired one still held is closed by its last
+// reader too), so that no read finds its mapping gone.
+func (v *vectorFile) close() error {
+	g := v.cur
+	g.retired.Store(true)
+	if g.refs.Load() == 0 {
+		return g.close()
+	}
+	return nil
+}

@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -594,5 +595,94 @@ func TestDecodeBody(t *testing.T) {
 	}
 	if _, err := decodeBody([]byte(`{"title":`)); err == nil {
 		t.Fatal("a broken body decoded without an error")
+	}
+}
+
+// Reads on Linux come from a mapping of the file (vecfile.go): appends
+// past the mapping map it again, larger, and every read, mapped or
+// through ReadAt, returns the vector written, also while writes append
+// and remap beside the reads (run with -race).
+func TestVectorFileMappedReads(t *testing.T) {
+	if !useMap {
+		t.Skip("reads go through ReadAt on this system")
+	}
+	ctx := context.Background()
+	r := rand.New(rand.NewPCG(4, 4))
+	s := vfOpen(t, t.TempDir())
+	noOnlineCompaction(s)
+	s.vecs.mapMin = 4 * s.vecs.entry // a mapping of 4 entries at first
+	mapLen := func() int {
+		s.vecs.mu.RLock()
+		defer s.vecs.mu.RUnlock()
+		return len(s.vecs.cur.m)
+	}
+	docs := vfDocs(r, 10, 8, "a")
+	if err := s.Upsert(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	sameDocs(t, s, docs)
+	first := mapLen()
+	if first < 10*int(s.vecs.entry) {
+		t.Fatalf("mapping of %d bytes after reading 10 entries of %d", first, s.vecs.entry)
+	}
+	more := vfDocs(r, 200, 8, "b")
+	if err := s.Upsert(ctx, more); err != nil {
+		t.Fatal(err)
+	}
+	docs = append(docs, more...)
+	sameDocs(t, s, docs)
+	if mapLen() <= first {
+		t.Fatalf("the mapping stayed at %d bytes for %d entries", mapLen(), entries(s))
+	}
+	useMap = false
+	sameDocs(t, s, docs)
+	useMap = true
+
+	// Readers beside a writer whose appends outgrow the mapping again and
+	// again; the readers read the last batch written too, so that their
+	// reads remap.
+	var last atomic.Pointer[[]spi.Document]
+	last.Store(&docs)
+	remaps := mapLen()
+	done := make(chan struct{})
+	errs := make(chan error, 2)
+	for g := range 2 {
+		go func() {
+			r := rand.New(rand.NewPCG(6, uint64(g)))
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				d := docs[r.IntN(len(docs))]
+				if r.IntN(2) == 0 {
+					l := *last.Load()
+					d = l[r.IntN(len(l))]
+				}
+				got, missing, err := s.Hydrate(ctx, []string{d.ID})
+				if err != nil || len(missing) > 0 || !slices.Equal(got[0].Vector, d.Vector) {
+					errs <- fmt.Errorf("Hydrate %s = %v, %v, %v", d.ID, got, missing, err)
+					return
+				}
+			}
+		}()
+	}
+	for b := range 20 {
+		batch := vfDocs(rand.New(rand.NewPCG(5, uint64(b))), 50, 8, fmt.Sprintf("c%02d-", b))
+		if err := s.Upsert(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		last.Store(&batch)
+	}
+	close(done)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if mapLen() <= remaps {
+		t.Fatalf("no read mapped the file again beside the writes (%d bytes)", remaps)
 	}
 }
