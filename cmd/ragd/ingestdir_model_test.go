@@ -29,6 +29,13 @@ func TestIngestDirRepositoryDocsWithTheModel(t *testing.T) {
 	srv := startTestRagd(t, func(cfg *config.Config) {
 		cfg.Embedder.Kind = config.KindBuiltin
 		cfg.Embedder.ModelDir = modelDir
+		// The subject is chunking and what the model finds, not how long
+		// a batch may take: under -race on a loaded machine one Embed
+		// call of 64 chunks outlasted the 30 s default five times over
+		// (a CI run, 504 on every retry). A request's deadline has its
+		// own tests.
+		cfg.Server.RequestTimeoutS = 600
+		cfg.Server.WriteTimeoutS = 660
 	})
 	ingestArgs, queryArgs := readmeDocsCommands(t)
 	state := filepath.Join(t.TempDir(), "state.db")
