@@ -44,7 +44,9 @@
 #                                    with vectors mixed from real embeddings by
 #                                    cmd/ragd-vectors; each query's exact top 10
 #                                    computed once): ingest rate
-#                                    and ragd's CPU time per document, keyword-only,
+#                                    and ragd's CPU time per document, the
+#                                    background work after it (waited for:
+#                                    the query rows are queries alone), keyword-only,
 #                                    vector-only and hybrid (shipped defaults)
 #                                    latency with 1 client, hybrid req/s and partial
 #                                    answers with 8, RSS and size on disk; then the
@@ -517,6 +519,32 @@ graph_built() {
   done
 }
 
+# settle waits, before scale's query phases, until ragd's background work
+# after the writes (the keyword index rebuilt in clustered order, the IVF
+# trained and regrouped, the vectors file compacted) is over: ragd used
+# less than 0.25 s of CPU in 5 s, or BENCH_SETTLE_S (900) passed. The
+# query phases' CPU per query is then what a query costs, not that plus
+# the maintenance running beside it; settle_s and settle_cpu say how long
+# and how much that maintenance took (the table's settle row).
+settle() {
+  local start prev cur
+  echo "== waiting for ragd's background work to end" >&2
+  start=$(date +%s.%N) settle_cpu0=$(cpu_s "$ragd_pid")
+  prev=$settle_cpu0
+  while :; do
+    sleep 5
+    cur=$(cpu_s "$ragd_pid")
+    awk -v a="$prev" -v b="$cur" 'BEGIN { exit !(b - a < 0.25) }' && break
+    prev=$cur
+    if awk -v a="$start" -v b="$(date +%s.%N)" -v l="${BENCH_SETTLE_S:-900}" 'BEGIN { exit !(b - a > l) }'; then
+      echo "bench: ragd still busy after ${BENCH_SETTLE_S:-900} s; measuring anyway" >&2
+      break
+    fi
+  done
+  settle_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
+  settle_cpu=$(awk -v a="$settle_cpu0" -v b="$cur" 'BEGIN { printf "%.0f", b - a }')
+}
+
 # ingest_row prints the ingest row of scale's table (the variables scale
 # set: the times t0..t5, the CPU readings, how, dormant and preloaded).
 ingest_row() {
@@ -623,6 +651,7 @@ scale() {
   vsend=vector; hsend=both
   if [ "$vecs" = none ]; then vsend=text; hsend=text; fi
   common=(-server "http://127.0.0.1:$port" -queries "$qfile" -pid "$ragd_pid" -duration "$phase")
+  settle
   timed_lock
   echo "== warming up" >&2
   "$work/ragd-bench" "${common[@]}" -clients "$clients" -send "$hsend" -duration 3s >/dev/null
@@ -729,6 +758,7 @@ scale() {
   echo "| measure | ragd |"
   echo "|---|---|"
   ingest_row
+  echo "| ragd's background work after the writes (rebuilds, index training, compaction), waited for before the query rows | ${settle_s:-?} s, ${settle_cpu:-?} s of ragd CPU (until under 0.25 s of CPU in 5 s) |"
   [ -z "$preloaded" ] && awk -v a="$t3" -v b="$t4" -v c0="$c3" -v c1="$c4" 'BEGIN {
     printf "| the graph, built when a query first asks for it | answering after %.0f s (ragd CPU %.0f s) |\n", b-a, c1-c0 }'
   row() { grep -F "| $1 |" "$out" | awk -F'|' '{ gsub(/ /, "", $5); gsub(/ /, "", $6); gsub(/ /, "", $4); gsub(/ /, "", $9); gsub(/ /, "", $7); print $5 " / " $6 " ms (" $4 " req/s, " $7 " CPU ms/query, " $9 " partial)" }'; }
