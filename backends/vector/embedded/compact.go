@@ -283,10 +283,7 @@ func (v *vectorFile) install(kept []uint64) error {
 	old := v.cur
 	v.cur = ng
 	v.mu.Unlock()
-	old.retired.Store(true)
-	if old.refs.Load() == 0 {
-		_ = old.close()
-	}
+	_ = old.retire()
 	return nil
 }
 

@@ -320,14 +320,16 @@ func findVid(vids []uint64, vid uint64) (int, bool) {
 	return int(lo) + p, ok
 }
 
-// close retires the current generation: it closes now, or when its last
-// reader releases it (a retired one still held is closed by its last
-// reader too), so that no read finds its mapping gone.
-func (v *vectorFile) close() error {
-	g := v.cur
+// retire marks g as no longer current: it closes now when no reader
+// holds it, else when its last reader releases it (release), so that no
+// read finds its file or mapping gone.
+func (g *vecGen) retire() error {
 	g.retired.Store(true)
 	if g.refs.Load() == 0 {
 		return g.close()
 	}
 	return nil
 }
+
+// close retires the current generation (the store's end).
+func (v *vectorFile) close() error { return v.cur.retire() }
