@@ -5,6 +5,8 @@ import (
 	"slices"
 )
 
+//go:generate go run ./internal/packgen -o unpack_gen.go
+
 // Block postings: the documents holding one term, in blocks of blockSize
 // postings, each block bit-packed and carrying the bound of block-max
 // pruning (prune.go).
@@ -215,28 +217,12 @@ func pack(dst []uint64, v *[blockSize]uint32, w uint) []uint64 {
 }
 
 // unpack reads blockSize values of w bits from the 2w words of src into v
-// and returns the words after them.
+// and returns the words after them: two runs of 64 values, each filling w
+// words, by the width's generated unpacker (unpack_gen.go).
 func unpack(src []uint64, v *[blockSize]uint32, w uint) []uint64 {
-	if w == 0 {
-		*v = [blockSize]uint32{}
-		return src
-	}
-	words := src[:2*w]
-	mask := uint64(1)<<w - 1
-	buf, avail, k := words[0], uint(64), 1
-	for i := range v {
-		if avail >= w {
-			v[i] = uint32(buf & mask)
-			buf >>= w
-			avail -= w
-			continue
-		}
-		next := words[k]
-		k++
-		v[i] = uint32((buf | next<<avail) & mask)
-		buf = next >> (w - avail)
-		avail += 64 - w
-	}
+	f := unpackers[w]
+	f(src[:w], v[:64])
+	f(src[w:2*w], v[64:])
 	return src[2*w:]
 }
 
@@ -249,16 +235,14 @@ func (p *postings) decode(i int, slots, tfT, tfX *[blockSize]uint32) {
 // decodeSlots unpacks block i's slots.
 func (p *postings) decodeSlots(i int, slots *[blockSize]uint32) {
 	b := &p.blocks[i]
-	unpack(p.data[b.off:], slots, uint(b.wd))
-	prev := uint32(0)
+	next := uint32(0) // the least slot the block can hold
 	if i > 0 {
-		prev = p.blocks[i-1].last + 1
+		next = p.blocks[i-1].last + 1
 	}
-	for j := range slots {
-		prev += slots[j]
-		slots[j] = prev
-		prev++
-	}
+	w := uint32(b.wd)
+	f, src := gapUnpackers[w], p.data[b.off:]
+	next = f(src[:w], slots[:64], next)
+	f(src[w:2*w], slots[64:], next)
 }
 
 // decodeFreqs unpacks block i's title and text frequencies.

@@ -811,7 +811,7 @@ func (c *cursor) freqs() {
 
 // freqAt returns the frequencies of posting i of the decoded block: from
 // the arrays when the block's are decoded, else read from its packed
-// words (a lookup of a few postings need not unpack all 256 values).
+// words (a lookup of a few postings need not unpack all blockSize values).
 func (c *cursor) freqAt(i int) (uint32, uint32) {
 	if c.tfd == c.dec {
 		c.freqs()

@@ -416,6 +416,19 @@ func TestBlockPackingRoundTrips(t *testing.T) {
 		if rest := unpack(append(words, 42), &got, w); got != v || len(rest) != 1 {
 			t.Fatalf("width %d: unpacked %v, want %v", w, got[:4], v[:4])
 		}
+		// The same words as slot gaps: each slot is the one before plus
+		// one plus its gap.
+		var slots, want [blockSize]uint32
+		next := uint32(rng.IntN(1 << 20))
+		f := gapUnpackers[w]
+		after := f(words[w:], slots[64:], f(words[:w], slots[:64], next))
+		for i, g := range v {
+			want[i] = next + g
+			next = want[i] + 1
+		}
+		if slots != want || after != next {
+			t.Fatalf("width %d: slots %v (next %d), want %v (next %d)", w, slots[:4], after, want[:4], next)
+		}
 	}
 }
 
