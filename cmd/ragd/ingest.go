@@ -82,7 +82,9 @@ func newIngestCmd(a *app) *cobra.Command {
 			"first line has an \"_id\" key.\n\n" +
 			"Lines that do not parse are counted as failures with their line number and\n" +
 			"the run goes on. A batch that fails without an answer, or with 429 or 5xx,\n" +
-			"is retried with backoff; after the last retry the run stops.\n\n" +
+			"is retried with backoff; after the last retry the run stops, except that a\n" +
+			"request the server found too large or could not finish within its deadline\n" +
+			"(413, 504 timeout) is split in halves, and no larger one is sent after.\n\n" +
 			"A JSONL run is resumable: after every batch the server answered, the position\n" +
 			"is saved to the checkpoint file (default FILE.ckpt); rerunning the same\n" +
 			"command continues from there, and the file is removed when the input is\n" +
@@ -216,9 +218,7 @@ type ingester struct {
 	frozen   bool               // a retryable document failure pinned the checkpoint
 	start    corpus.Position
 	consumed corpus.Position // the input read so far
-	// maxSend is the largest request the server accepted; it shrinks when
-	// the server answers too_many_documents.
-	maxSend int
+	split    *splitter[corpus.Line]
 
 	stats    ingestStats
 	began    time.Time
@@ -229,7 +229,25 @@ type ingester struct {
 }
 
 func runIngest(ctx context.Context, a *app, cf *clientFlags, f ingestFlags, arg string) error {
-	in := &ingester{app: a, flags: f, maxSend: f.batch}
+	in := &ingester{app: a, flags: f}
+	in.split = &splitter[corpus.Line]{max: f.batch, stderr: a.stderr, clear: func() { in.progress.clear() },
+		post: func(ctx context.Context, lines []corpus.Line) ([]ingest.Result, error) {
+			docs := make([]spi.Document, len(lines))
+			for i, l := range lines {
+				docs[i] = l.Doc
+			}
+			resp, err := in.post(ctx, docs, lines[0].Number)
+			if err != nil {
+				return nil, err
+			}
+			return resp.Results, nil
+		},
+		id: func(l corpus.Line) string { return l.Doc.ID },
+		done: func(_ context.Context, lines []corpus.Line, results []ingest.Result) error {
+			in.record(lines, results)
+			return nil
+		},
+	}
 	c, err := cf.client(func(cfg *client.Config) {
 		cfg.MaxRetries = f.retries
 		if f.retries == 0 {
@@ -390,62 +408,90 @@ func (in *ingester) readAndSend(ctx context.Context, r io.Reader) error {
 	return ctx.Err()
 }
 
-// sendBatch sends lines (in requests of at most maxSend documents),
-// records the results and advances the checkpoint.
+// sendBatch sends lines (in requests the splitter sizes), records the
+// results and advances the checkpoint.
 func (in *ingester) sendBatch(ctx context.Context, lines []corpus.Line) error {
-	for len(lines) > 0 {
-		n := min(len(lines), in.maxSend)
-		results, err := in.send(ctx, lines[:n])
-		if err != nil {
-			return err
-		}
-		in.record(lines[:n], results)
-		lines = lines[n:]
+	if err := in.split.send(ctx, lines); err != nil {
+		return err
 	}
 	in.save()
 	in.progress.update(in.consumed.Offset, in.consumed.Line, &in.stats, time.Since(in.began))
 	return nil
 }
 
-// send posts lines as one request, retrying what may pass, and splits it
-// when the server finds it too large.
-func (in *ingester) send(ctx context.Context, lines []corpus.Line) ([]ingest.Result, error) {
-	docs := make([]spi.Document, len(lines))
-	for i, l := range lines {
-		docs[i] = l.Doc
+// splitter sends a batch in requests of at most max documents, and
+// halves a request the server finds too large (413, too_many_documents)
+// or cannot finish within its deadline (504 timeout: a batch whose
+// embedding outlasts the server's request_timeout_s fails whole, every
+// time it is sent). After too_many_documents or a timeout, max falls to
+// the half for the requests that follow. Both ingesters send through it.
+type splitter[T any] struct {
+	max    int
+	stderr io.Writer
+	clear  func() // clears a progress line before a message
+	post   func(ctx context.Context, items []T) ([]ingest.Result, error)
+	id     func(T) string
+	// done records the results of items, a request the server answered.
+	done func(ctx context.Context, items []T, results []ingest.Result) error
+}
+
+func (s *splitter[T]) send(ctx context.Context, items []T) error {
+	return s.sendAtMost(ctx, items, len(items))
+}
+
+// sendAtMost sends items in requests of at most most documents, and at
+// most max as it is when each request is cut.
+func (s *splitter[T]) sendAtMost(ctx context.Context, items []T, most int) error {
+	for len(items) > 0 {
+		n := min(len(items), s.max, most)
+		if err := s.one(ctx, items[:n]); err != nil {
+			return err
+		}
+		items = items[n:]
 	}
-	resp, err := in.post(ctx, docs, lines[0].Number)
+	return nil
+}
+
+// one sends items as one request, halving it as the splitter's doc says.
+func (s *splitter[T]) one(ctx context.Context, items []T) error {
+	results, err := s.post(ctx, items)
 	var he *client.Error
-	if errors.As(err, &he) && tooLarge(he) {
-		if len(lines) == 1 {
-			return []ingest.Result{{ID: lines[0].Doc.ID, Status: ingest.StatusFailed, Code: he.Code(), Error: he.Detail.Message}}, nil
+	if errors.As(err, &he) && (tooLarge(he) || timedOut(he)) {
+		if len(items) == 1 {
+			if timedOut(he) {
+				return err // one document the server cannot store in time
+			}
+			return s.done(ctx, items, []ingest.Result{{ID: s.id(items[0]), Status: ingest.StatusFailed, Code: he.Code(), Error: he.Detail.Message}})
 		}
-		half := len(lines) / 2
-		if he.Detail.Code == api.CodeTooManyDocuments && half < in.maxSend {
-			in.maxSend = half
-			fmt.Fprintf(in.app.stderr, "ingest: the server accepts fewer documents per request; sending at most %d\n", half)
+		half := (len(items) + 1) / 2
+		if (he.Detail.Code == api.CodeTooManyDocuments || timedOut(he)) && half < s.max {
+			s.max = half
+			why := "the server accepts fewer documents per request"
+			if timedOut(he) {
+				why = fmt.Sprintf("the server ran out of its request deadline on %d documents", len(items))
+			}
+			s.clear()
+			fmt.Fprintf(s.stderr, "ingest: %s; sending at most %d\n", why, half)
 		}
-		first, err := in.send(ctx, lines[:half])
-		if err != nil {
-			return nil, err
-		}
-		rest, err := in.send(ctx, lines[half:])
-		if err != nil {
-			return nil, err
-		}
-		return append(first, rest...), nil
+		return s.sendAtMost(ctx, items, half)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if len(resp.Results) != len(lines) {
-		return nil, fmt.Errorf("ingest: the server answered %d results for %d documents", len(resp.Results), len(lines))
+	if len(results) != len(items) {
+		return fmt.Errorf("ingest: the server answered %d results for %d documents", len(results), len(items))
 	}
-	return resp.Results, nil
+	return s.done(ctx, items, results)
 }
 
 func tooLarge(he *client.Error) bool {
 	return he.StatusCode == http.StatusRequestEntityTooLarge || he.Detail.Code == api.CodeTooManyDocuments
+}
+
+// timedOut: ragd's own request deadline ran out (a proxy's 504 carries no
+// code).
+func timedOut(he *client.Error) bool {
+	return he.StatusCode == http.StatusGatewayTimeout && he.Detail.Code == api.CodeTimeout
 }
 
 // post sends one request; the client retries what may pass (no answer,

@@ -24,6 +24,7 @@ import (
 	"github.com/ragd/ragd/ingest/corpus"
 	"github.com/ragd/ragd/spi"
 	"github.com/ragd/ragd/spi/spitest"
+	"github.com/ragd/ragd/wire"
 )
 
 // ingestCount reads a count ("sent", "ok", "partial", "failed") from the
@@ -556,4 +557,109 @@ func TestIngestOutcomeUnknownKeepsTheCheckpoint(t *testing.T) {
 	if line := checkpointLine(t, file); line != 2 {
 		t.Fatalf("checkpoint at line %d, want 2 (before the batch with the unconfirmed write)", line)
 	}
+}
+
+// slowBatches answers 504 timeout, as ragd does when a request outlasts
+// its deadline, to every upsert of more than most documents, and passes
+// the rest to target; it counts the documents of each upsert it passed.
+type slowBatches struct {
+	most   int
+	target http.Handler
+	mu     sync.Mutex
+	passed []int
+	timed  int
+}
+
+func (s *slowBatches) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/documents" {
+		s.target.ServeHTTP(w, r)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var req api.UpsertRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(req.Documents) > s.most {
+		s.timed++
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusGatewayTimeout)
+		_ = json.NewEncoder(w).Encode(wire.ErrorResponse{Error: wire.ErrorDetail{Code: api.CodeTimeout, Message: "the request did not finish within its deadline"}})
+		return
+	}
+	s.passed = append(s.passed, len(req.Documents))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	s.target.ServeHTTP(w, r)
+}
+
+// A batch the server cannot store within its request deadline (its
+// embedding outlasts request_timeout_s) fails whole every time it is
+// sent: both ingesters halve it until the server can, and send no larger
+// requests after, so the run completes.
+func TestIngestHalvesRequestsTheServerTimesOutOn(t *testing.T) {
+	t.Parallel()
+	srv := startTestRagd(t, nil)
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(t *testing.T, args func(url string) []string, want int) string {
+		sb := &slowBatches{most: 2, target: httputil.NewSingleHostReverseProxy(u)}
+		px := httptest.NewServer(sb)
+		t.Cleanup(px.Close)
+		code, stdout, stderr := runRagd(t, args(px.URL)...)
+		if code != 0 {
+			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+		}
+		if !strings.Contains(stderr, "the server ran out of its request deadline on 8 documents; sending at most 4") ||
+			!strings.Contains(stderr, "on 4 documents; sending at most 2") {
+			t.Fatalf("the halving is not reported:\n%s", stderr)
+		}
+		sb.mu.Lock()
+		defer sb.mu.Unlock()
+		sum := 0
+		for _, n := range sb.passed {
+			sum += n
+			if n > 2 {
+				t.Fatalf("a request of %d documents passed", n)
+			}
+		}
+		if sum != want {
+			t.Fatalf("%d documents stored in %v, want %d", sum, sb.passed, want)
+		}
+		// Once halved to 2, no request larger is sent again: 8 and 4 of
+		// the first batch, then none.
+		if sb.timed != 2 {
+			t.Fatalf("%d requests timed out, want 2 (8 and 4 documents, then never again)", sb.timed)
+		}
+		return stdout
+	}
+	t.Run("jsonl", func(t *testing.T) {
+		file := writeJSONL(t, t.TempDir(), "docs.jsonl", numberedDocs(20)...)
+		stdout := run(t, func(url string) []string {
+			return []string{"ingest", file, "--server", url, "--batch", "8", "--retries", "0"}
+		}, 20)
+		if ingestCount(t, stdout, "ok") != 20 || ingestCount(t, stdout, "failed") != 0 {
+			t.Fatalf("summary:\n%s", stdout)
+		}
+	})
+	t.Run("dir", func(t *testing.T) {
+		dir := t.TempDir()
+		writeTree(t, dir, guideFiles)
+		want := expectChunks(t, dir, "slow", dirChunkTokens, 8)
+		state := filepath.Join(t.TempDir(), "state.db")
+		run(t, func(url string) []string {
+			a := dirArgs(dir, url, state, "--batch", "8", "--retries", "0")
+			for i, s := range a {
+				if s == "docs" && a[i-1] == "--source" {
+					a[i] = "slow"
+				}
+			}
+			return a
+		}, len(want))
+		srv.sameChunks(t, "slow", want)
+	})
 }

@@ -137,6 +137,7 @@ type dirIngester struct {
 	// not read: the sweep keeps the chunks of the files under them.
 	unread []string
 	batch  []queuedDoc
+	split  *splitter[queuedDoc]
 	done   []*pendingFile
 	stats  dirStats
 	began  time.Time
@@ -147,6 +148,8 @@ func runIngestDir(ctx context.Context, a *app, cf *clientFlags, f ingestFlags, r
 	ff := f.folder
 	in := &dirIngester{app: a, flags: f, root: root, seen: map[string]bool{},
 		filter: folder.Filter{Include: ff.include, Exclude: ff.exclude}, resend: ff.resend}
+	in.split = &splitter[queuedDoc]{max: f.batch, stderr: a.stderr, clear: func() { in.prog.clear() }, post: in.post,
+		id: func(d queuedDoc) string { return d.doc.ID }, done: in.answered}
 	if err := in.filter.Validate(); err != nil {
 		return usageError{err}
 	}
@@ -438,21 +441,15 @@ func (in *dirIngester) pdfDocuments(ctx context.Context, f folder.File, content 
 	return in.chunker.PageDocuments(f, text.Title, text.Pages)
 }
 
-// flush sends the batch (at most --batch chunks), halving a request the
-// server finds too large.
+// flush sends the batch through the splitter.
 func (in *dirIngester) flush(ctx context.Context) error {
-	for len(in.batch) > 0 {
-		n := min(len(in.batch), in.flags.batch)
-		if err := in.send(ctx, in.batch[:n]); err != nil {
-			return err
-		}
-		in.batch = in.batch[n:]
-	}
+	err := in.split.send(ctx, in.batch)
 	in.batch = nil
-	return nil
+	return err
 }
 
-func (in *dirIngester) send(ctx context.Context, q []queuedDoc) error {
+// post sends chunks as one request.
+func (in *dirIngester) post(ctx context.Context, q []queuedDoc) ([]ingest.Result, error) {
 	docs := make([]spi.Document, len(q))
 	for i, d := range q {
 		docs[i] = d.doc
@@ -462,25 +459,11 @@ func (in *dirIngester) send(ctx context.Context, q []queuedDoc) error {
 		opts = &client.WriteOptions{Wait: in.flags.wait}
 	}
 	resp, err := in.client.Upsert(ctx, docs, opts)
-	var he *client.Error
-	if errors.As(err, &he) && tooLarge(he) && len(q) > 1 {
-		half := len(q) / 2
-		if err := in.send(ctx, q[:half]); err != nil {
-			return err
-		}
-		return in.send(ctx, q[half:])
-	}
-	if errors.As(err, &he) && tooLarge(he) {
-		return in.answered(ctx, q, []ingest.Result{{ID: q[0].doc.ID, Status: ingest.StatusFailed, Code: he.Code(), Error: he.Detail.Message}})
-	}
 	if err != nil {
-		return err
-	}
-	if len(resp.Results) != len(q) {
-		return fmt.Errorf("the server answered %d results for %d documents", len(resp.Results), len(q))
+		return nil, err
 	}
 	in.stats.requests++
-	return in.answered(ctx, q, resp.Results)
+	return resp.Results, nil
 }
 
 // answered records the results of sent chunks; a file whose chunks are
