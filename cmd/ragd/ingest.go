@@ -231,23 +231,7 @@ type ingester struct {
 func runIngest(ctx context.Context, a *app, cf *clientFlags, f ingestFlags, arg string) error {
 	in := &ingester{app: a, flags: f}
 	in.split = &splitter[corpus.Line]{max: f.batch, stderr: a.stderr, clear: func() { in.progress.clear() },
-		post: func(ctx context.Context, lines []corpus.Line) ([]ingest.Result, error) {
-			docs := make([]spi.Document, len(lines))
-			for i, l := range lines {
-				docs[i] = l.Doc
-			}
-			resp, err := in.post(ctx, docs, lines[0].Number)
-			if err != nil {
-				return nil, err
-			}
-			return resp.Results, nil
-		},
-		id: func(l corpus.Line) string { return l.Doc.ID },
-		done: func(_ context.Context, lines []corpus.Line, results []ingest.Result) error {
-			in.record(lines, results)
-			return nil
-		},
-	}
+		post: in.post, id: func(l corpus.Line) string { return l.Doc.ID }, done: in.record}
 	c, err := cf.client(func(cfg *client.Config) {
 		cfg.MaxRetries = f.retries
 		if f.retries == 0 {
@@ -494,15 +478,29 @@ func timedOut(he *client.Error) bool {
 	return he.StatusCode == http.StatusGatewayTimeout && he.Detail.Code == api.CodeTimeout
 }
 
-// post sends one request; the client retries what may pass (no answer,
-// 429, 502-504) and calls retrying before each wait.
-func (in *ingester) post(ctx context.Context, docs []spi.Document, firstLine int) (*api.BatchResponse, error) {
-	in.sendingLine = firstLine
-	var opts *client.WriteOptions
-	if in.flags.wait > 0 {
-		opts = &client.WriteOptions{Wait: in.flags.wait}
+// post sends lines as one request; the client retries what may pass (no
+// answer, 429, 502-504) and calls retrying before each wait.
+func (in *ingester) post(ctx context.Context, lines []corpus.Line) ([]ingest.Result, error) {
+	in.sendingLine = lines[0].Number
+	docs := make([]spi.Document, len(lines))
+	for i, l := range lines {
+		docs[i] = l.Doc
 	}
-	return in.client.Upsert(ctx, docs, opts)
+	return upsert(ctx, in.client, in.flags, docs)
+}
+
+// upsert sends docs as one request, waiting for the derived stores when
+// --wait asks.
+func upsert(ctx context.Context, c *client.Client, f ingestFlags, docs []spi.Document) ([]ingest.Result, error) {
+	var opts *client.WriteOptions
+	if f.wait > 0 {
+		opts = &client.WriteOptions{Wait: f.wait}
+	}
+	resp, err := c.Upsert(ctx, docs, opts)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Results, nil
 }
 
 // retrying reports a retry of the request being sent.
@@ -514,7 +512,7 @@ func (in *ingester) retrying(err error, retry int, wait time.Duration) {
 
 // record counts results; a failure that may pass on a retry pins the
 // checkpoint so a rerun sends the document again.
-func (in *ingester) record(lines []corpus.Line, results []ingest.Result) {
+func (in *ingester) record(_ context.Context, lines []corpus.Line, results []ingest.Result) error {
 	in.stats.batches++
 	for i, r := range results {
 		in.stats.sent++
@@ -538,6 +536,7 @@ func (in *ingester) record(lines []corpus.Line, results []ingest.Result) {
 			}
 		}
 	}
+	return nil
 }
 
 // permanentCode reports whether a per-document failure will fail again if

@@ -454,16 +454,11 @@ func (in *dirIngester) post(ctx context.Context, q []queuedDoc) ([]ingest.Result
 	for i, d := range q {
 		docs[i] = d.doc
 	}
-	var opts *client.WriteOptions
-	if in.flags.wait > 0 {
-		opts = &client.WriteOptions{Wait: in.flags.wait}
+	results, err := upsert(ctx, in.client, in.flags, docs)
+	if err == nil {
+		in.stats.requests++
 	}
-	resp, err := in.client.Upsert(ctx, docs, opts)
-	if err != nil {
-		return nil, err
-	}
-	in.stats.requests++
-	return resp.Results, nil
+	return results, err
 }
 
 // answered records the results of sent chunks; a file whose chunks are
