@@ -477,6 +477,7 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 	acc, seen := st.acc, &st.seen
 	vals, held := st.vals, st.held
 	sc := &pl.sc
+	scv := pl.sc // the constants in registers where postings are scored
 	allowed := pl.allowed
 	lens := x.lens
 	theta := 0.0 // the k-th best score held, 0 until k are
@@ -574,8 +575,13 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 			tv, th := vals[uint64(c.qi)*w:], held[uint64(c.qi)*hw:]
 			c.seek(uint32(start))
 			c.freqs()
-			for ; c.i < c.n; c.i++ {
-				s := c.slots[c.i]
+			// The cursor's position, weight and arrays in locals: kept
+			// in registers across the stores below, which the compiler
+			// cannot tell apart from the cursor's fields.
+			i, n, cw := c.i, c.n, c.w
+			slots, tfT, tfX := &c.slots, &c.tfT, &c.tfX
+			for ; i < n; i++ {
+				s := slots[i]
 				if uint64(s) >= end {
 					break
 				}
@@ -584,13 +590,13 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 				}
 				j := uint64(s) - start
 				l := &lens[s]
-				v := c.w * sc.score(c.tfT[c.i], c.tfX[c.i], l.t, l.x)
+				v := cw * scv.score(tfT[i], tfX[i], l.t, l.x)
 				tv[j] = v
 				th[j>>6] |= 1 << (j & 63)
 				acc[j] += v
 				seen[j>>6] |= 1 << (j & 63)
 			}
-			if c.i == c.n {
+			if c.i = i; i == n {
 				c.blk++
 			}
 		}
@@ -629,7 +635,7 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 				if c.probe(slot) {
 					tfT, tfX := c.freqAt(c.i)
 					l := &lens[slot]
-					v := c.w * sc.score(tfT, tfX, l.t, l.x)
+					v := c.w * scv.score(tfT, tfX, l.t, l.x)
 					tv[j] = v
 					th[j>>6] |= 1 << (j & 63)
 					part[i] += v
