@@ -141,7 +141,7 @@ func (t *tailer) check(ctx context.Context, repair bool) (StoreCheck, error) {
 			return StoreCheck{Store: t.name}, err
 		}
 	}
-	return t.compare(ctx, repair)
+	return t.compare(ctx, repair, true)
 }
 
 // follow is the catch-up of check on a store shared by replicas (Neo4j,
@@ -218,17 +218,21 @@ type followWait struct {
 func (t *tailer) resync(ctx context.Context) error {
 	t.resyncing = true
 	defer func() { t.resyncing = false }()
-	_, err := t.compare(ctx, true)
+	// No count after the repair: nobody reads this report, and its reads
+	// of the record (applyMu released) would leave the store marked as
+	// resynchronising, and a check refused, after it is current again.
+	_, err := t.compare(ctx, true, false)
 	return err
 }
 
 // compare diffs the store against the record and, with repair, rewrites
 // what differs and moves the checkpoint to the log's head as of the
-// comparison. It goes a page of t.batch documents at a time and holds
-// applyMu only while it compares a page: callers hold applyMu, compare
-// releases it while it reads the record's next page and holds it again
-// when it returns.
-func (t *tailer) compare(ctx context.Context, repair bool) (StoreCheck, error) {
+// comparison; with recount, a repair is followed by a second comparison
+// that counts what remains. It goes a page of t.batch documents at a
+// time and holds applyMu only while it compares a page: callers hold
+// applyMu, compare releases it while it reads the record's next page and
+// holds it again when it returns.
+func (t *tailer) compare(ctx context.Context, repair, recount bool) (StoreCheck, error) {
 	sc := StoreCheck{Store: t.name, Applied: t.applied()}
 	ls, err := t.p.log.LogState(ctx)
 	if err != nil {
@@ -245,6 +249,8 @@ func (t *tailer) compare(ctx context.Context, repair bool) (StoreCheck, error) {
 	}
 	if sc.Repaired > 0 {
 		t.p.logger.Warn("ingest: repaired a derived store from the record", "store", t.name, "documents", sc.Repaired)
+	}
+	if sc.Repaired > 0 && recount {
 		var after StoreCheck
 		if err := t.diff(ctx, &after, false); err != nil {
 			return sc, err
