@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,4 +177,74 @@ func TestPerStoreApplyBatch(t *testing.T) {
 	if got := r.graph.sizes; len(got) < 7 || slices.Max(got) != 3 {
 		t.Errorf("graph batch sizes %v, want batches of 3 (20 entries in 7)", got)
 	}
+}
+
+// A resynchronisation and a check, interleaved at every read of the
+// record the resynchronisation makes (it reads with applyMu released, so
+// a check can run there): a check may be refused while the store is
+// still behind, but never once the store has reached the log's head.
+// (The repair's recount used to read the record after the checkpoint
+// had moved to the head, with the store still marked resynchronising.)
+func TestCheckDuringAResyncIsRefusedOnlyWhileBehind(t *testing.T) {
+	r := newRig(t, rigOpts{noRun: true, config: func(c *ingest.Config) { c.Retention = time.Hour }})
+	ctx := context.Background()
+	r.p.Upsert(ctx, []spi.Document{doc("a"), doc("b")}, none)
+	if _, err := r.p.Step(ctx, spi.SourceKeyword); err != nil {
+		t.Fatal(err)
+	}
+	r.p.Upsert(ctx, []spi.Document{doc("c"), doc("d"), doc("e")}, none)
+	// Another replica compacts 1..4: the keyword store, at 2, has a gap.
+	other, err := ingest.New(ingest.Config{Record: r.rec, Now: func() time.Time { return time.Now().Add(48 * time.Hour) }, Retention: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := other.Compact(ctx); err != nil || n != 4 {
+		t.Fatalf("Compact removed %d, %v; want 4", n, err)
+	}
+	var inside atomic.Bool
+	var visits, refusedBehind int
+	var wrong []string
+	r.rec.setVisit(func(string) {
+		if !inside.CompareAndSwap(false, true) {
+			return // the check's own reads of the record
+		}
+		defer inside.Store(false)
+		visits++
+		st, err := r.p.Status(ctx)
+		if err != nil {
+			t.Errorf("status: %v", err)
+			return
+		}
+		rep, err := r.p.Check(ctx, false)
+		if err != nil {
+			t.Errorf("check: %v", err)
+			return
+		}
+		switch kw := rep.Stores[0]; {
+		case kw.Error != "" && st.Stores[0].Behind > 0:
+			refusedBehind++
+		case kw.Error != "":
+			wrong = append(wrong, kw.Error)
+		}
+	})
+	for i := 0; ; i++ {
+		n, err := r.p.Step(ctx, spi.SourceKeyword)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if i == 10 {
+			t.Fatal("the applier does not settle")
+		}
+	}
+	r.rec.setVisit(nil)
+	if visits == 0 || refusedBehind == 0 {
+		t.Fatalf("the interleaving did not happen: %d reads of the record, %d checks refused while behind", visits, refusedBehind)
+	}
+	if len(wrong) > 0 {
+		t.Fatalf("%d checks refused once the store was current: %v", len(wrong), wrong)
+	}
+	r.converged(t)
 }
