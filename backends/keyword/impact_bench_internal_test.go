@@ -44,8 +44,10 @@ import (
 // the exhaustive oracle runs beside the pruned search. The index is
 // searched in clustered order, as a rebuild leaves it (reorder.go);
 // with RAG_BENCH_KEYWORD_ARRIVAL set, in arrival order (the corpus's).
-// Each query runs as the index searches it ("pruned": in parts at once
-// from parallelMin slots, prune.go) and in one part ("pruned1").
+// Each query runs as the index searches it ("pruned": workers at once
+// from parallelMin slots, prune.go) and by one worker ("pruned1"); a mode
+// with a suffix @N searches ranges of N slots (a multiple of 64; @1: one
+// range, no ordering).
 // RAG_BENCH_KEYWORD_MODES (comma-separated, repeats allowed, e.g.
 // "pruned1,pruned,pruned1,pruned") picks modes and their order, so that
 // variants compare side by side in one run; RAG_BENCH_KEYWORD_K
@@ -187,11 +189,19 @@ func BenchmarkImpactSearch(b *testing.B) {
 						if mode == "exhaustive" && !exhaustive {
 							continue
 						}
-						// pruned: in parts at once on a large index (one
-						// a core); pruned1: in one part.
-						x.parallelMin = 0
-						if mode == "pruned1" {
+						// pruned: workers at once on a large index (one a
+						// core); pruned1: one worker; a suffix @N sets the
+						// ranges' size to N slots (@1 for a single range).
+						base, size, _ := strings.Cut(mode, "@")
+						x.parallelMin, x.rangeMin = 0, 0
+						if base == "pruned1" {
 							x.parallelMin = math.MaxInt
+						}
+						if n, err := strconv.Atoi(size); err == nil {
+							x.rangeMin = n
+							if n == 1 {
+								x.rangeMin = 1 << 40
+							}
 						}
 						name := fmt.Sprintf("%s/%s/tenant=%s/k=%d/%s", corp.name, layout, cmp.Or(r.tenant, "any"), k, mode)
 						if !r.filter.IsEmpty() {

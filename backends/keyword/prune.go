@@ -2,6 +2,7 @@ package keyword
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -22,20 +23,20 @@ import (
 // block_max_maxscore and Mallia et al., SIGIR 2019, do it; Ding & Suel,
 // SIGIR 2011, for the block-max idea).
 //
-// The slots are visited in windows of at most 4,096 slots. A window
-// starts where the last one ended and ends where the first of the query
-// terms' current blocks ends, so within it each term has one block and
-// one bound: w · bound.score, times a slack of 1 + 1e-9 that covers
-// floating-point rounding. Once k documents are held, θ is the k-th best
-// score. Terms whose bounds sum to less than θ are non-essential: a
-// document holding only those cannot enter, so only the essential terms'
-// postings supply candidates, and a window where all terms are
-// non-essential is skipped without decoding a block. The window then
-// stretches to the first essential block's end when the non-essential
-// bounds over the longer range (several of their blocks) still sum below
-// θ. Candidates are scored on their essential terms; the non-essential
-// ones are looked up, largest bound first, and a candidate is dropped
-// once its parts so far plus the bounds left fall below θ.
+// Each range of slots (searchRanges, below) is visited in windows of at
+// most 4,096 slots. A window starts where the last one ended and ends
+// where the first of the query terms' current blocks ends, so within it
+// each term has one block and one bound: w · bound.score, times a slack
+// of 1 + 1e-9 that covers floating-point rounding. Once k documents are
+// held, θ is the k-th best score. Terms whose bounds sum to less than θ
+// are non-essential: a document holding only those cannot enter, so only
+// the essential terms' postings supply candidates, and a window where all
+// terms are non-essential is skipped without decoding a block. The window
+// then stretches to the first essential block's end when the
+// non-essential bounds over the longer range (several of their blocks)
+// still sum below θ. Candidates are scored on their essential terms; the
+// non-essential ones are looked up, largest bound first, and a candidate
+// is dropped once its parts so far plus the bounds left fall below θ.
 //
 // Exactness: a document is passed over only when a true upper bound of
 // its score is below θ, strictly, so a document tying the k-th score (and
@@ -106,8 +107,14 @@ type searchState struct {
 	cands   []uint32
 	part    []float64
 	bounds  []float64 // the cursors' block bounds, computed once per query (cursor.ubs)
-	cuts    []uint64  // the bounds of a parallel search's parts
+	rangeUB []float64 // per range, its bound (−1: no candidate in it)
+	termUB  []float64 // per range, one term's part of its bound
+	order   []int32   // the ranges in the order they are searched
 	seen    [window / 64]uint64
+
+	w     uint64  // a window's most slots, for the query's number of terms
+	theta float64 // the worker's k-th best score, 0 until it holds k
+	wins  int     // windows the worker searched
 }
 
 func (x *impactIndex) state() *searchState {
@@ -291,34 +298,37 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 		return []spi.Ref{}, nil
 	}
 	h := topk.NewHeap(k, x.below)
-	var cuts []uint64
-	if x.slots() >= x.parallelAt() && runtime.GOMAXPROCS(0) > 1 {
-		cuts = x.cuts(pl.allowed, st)
-	}
-	if len(cuts) <= 2 {
-		if err := x.prune(ctx, pl, h, st, 0, math.MaxUint32, nil); err != nil {
-			return nil, err
-		}
-		return x.refs(h), nil
-	}
-	if err := x.pruneParts(ctx, pl, h, k, st, cuts); err != nil {
+	if err := x.searchRanges(ctx, pl, h, k, st); err != nil {
 		return nil, err
 	}
 	return x.refs(h), nil
 }
 
-// Intra-query parallelism: a search of a large index splits its
-// candidates into parts (one per core, at most maxParts, each at least
-// half of parallelMin candidates, cut where the candidates before make
-// equal shares) searched at once, each part with its own heap, as
-// Lucene searches an index's slices on an executor. The parts share θ
-// (sharedTheta): the greatest k-th best score any part holds is below the
-// k-th best of all, so every part may prune with it; a document of the
-// k best overall is among its own part's k best, so merging the parts'
-// heaps gives the answer of one search (TestPrunedSearchEqualsExhaustive
-// runs the parts on small indexes too). It buys latency, not CPU: the
-// parts do about the work of one search between them.
+// Best ranges first. The slots are cut into ranges of rangeSlots; a
+// range's bound is the sum over the query's terms of the greatest bound
+// of the term's blocks that overlap it. The ranges are searched in order
+// of their bounds, greatest first, so the documents that can score most
+// are scored first and θ rises to near its final value within the first
+// ranges (the clustered order of a rebuild, reorder.go, puts documents
+// of similar terms in the same ranges, so the bounds differ); the search
+// ends at the first range whose bound is below θ, as every range after
+// it is. The order cannot change the answer: a document is passed over
+// only when a true bound of its score is below the k-th best score of
+// documents held (Mackenzie et al., "Anytime Ranking on Document-Ordered
+// Indexes", TOIS 2022, search ranges in this order).
+//
+// Intra-query parallelism: a search of a large index (parallelMin slots
+// or more) runs one worker per core (at most maxParts), each taking the
+// next range in that order, with its own heap, as Lucene searches an
+// index's slices on an executor. The workers share θ (sharedTheta): the
+// greatest k-th best score any worker holds is below the k-th best of
+// all, so every worker may prune with it; a document of the k best
+// overall is among its own worker's k best, so merging the workers' heaps
+// gives the answer of one search (TestPrunedSearchEqualsExhaustive runs
+// workers on small indexes too). It buys latency, not CPU: the workers do
+// about the work of one search between them.
 const (
+	rangeSlots  = 16384
 	parallelMin = 1 << 17
 	maxParts    = 4
 )
@@ -330,65 +340,159 @@ func (x *impactIndex) parallelAt() int {
 	return parallelMin
 }
 
-// cuts returns the bounds of the parts of a search whose candidates are
-// allowed: 0, the cuts, the number of slots. The candidates are split
-// into equal shares, on word boundaries.
-func (x *impactIndex) cuts(allowed []uint64, st *searchState) []uint64 {
-	total := 0
-	for _, w := range allowed {
-		total += bits.OnesCount64(w)
+func (x *impactIndex) rangeSize() uint64 {
+	if x.rangeMin > 0 {
+		return uint64(x.rangeMin)
 	}
-	parts := min(runtime.GOMAXPROCS(0), maxParts, total/(x.parallelAt()/2))
-	cuts := append(st.cuts[:0], 0)
-	if parts > 1 {
-		seen := 0
-		for wi, w := range allowed {
-			seen += bits.OnesCount64(w)
-			if seen*parts >= total*len(cuts) && len(cuts) < parts {
-				cuts = append(cuts, uint64(wi+1)<<6)
+	return rangeSlots
+}
+
+// searchRanges offers to h every candidate that can be among its k best:
+// the block bounds of the query's terms, the ranges' bounds, then the
+// ranges searched greatest bound first by one worker or one a core.
+func (x *impactIndex) searchRanges(ctx context.Context, pl plan, h *topk.Heap[hit], k int, st *searchState) error {
+	slots := uint64(x.slots())
+	size := x.rangeSize()
+	nr := int((slots + size - 1) / size)
+	// The ranges holding a candidate.
+	if cap(st.rangeUB) < nr {
+		st.rangeUB = make([]float64, nr, nr+nr/4)
+		st.termUB = make([]float64, nr, nr+nr/4)
+	}
+	ub, tub := st.rangeUB[:nr], st.termUB[:nr]
+	wordsPer := int(size / 64)
+	for r := range ub {
+		ub[r] = -1
+		for _, w := range pl.allowed[r*wordsPer : min((r+1)*wordsPer, len(pl.allowed))] {
+			if w != 0 {
+				ub[r] = 0
+				break
 			}
 		}
 	}
-	cuts = append(cuts, uint64(x.slots()))
-	st.cuts = cuts
-	return cuts
-}
+	// Every block bound a window can read (the blocks overlapping a range
+	// holding a candidate), computed once and then only read, by every
+	// worker; and each range's bound, summed term by term.
+	nb := 0
+	for _, t := range pl.terms {
+		nb += len(t.p.blocks) + 1
+	}
+	if cap(st.bounds) < nb {
+		st.bounds = make([]float64, nb, nb+nb/4)
+	}
+	bounds := st.bounds[:nb]
+	for i, t := range pl.terms {
+		var c cursor
+		c.reset(t.p, t.w, i, bounds)
+		bounds = bounds[c.nb:]
+		clear(tub)
+		first := uint64(0)
+		for b := range c.nb {
+			last := uint64(c.last(b))
+			r0, r1 := int(first/size), int(last/size)
+			c.ubs[b] = -1
+			for r := r0; r <= r1; r++ {
+				if ub[r] < 0 {
+					continue
+				}
+				if c.ubs[b] < 0 {
+					c.ubs[b] = c.w * c.blockBound(b).score(&pl.sc) * slack
+				}
+				tub[r] = max(tub[r], c.ubs[b])
+			}
+			first = last + 1
+		}
+		for r, v := range tub {
+			if ub[r] >= 0 {
+				ub[r] += v
+			}
+		}
+	}
+	order := st.order[:0]
+	for r, v := range ub {
+		if v > 0 {
+			order = append(order, int32(r))
+		}
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := cmp.Compare(ub[b], ub[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	st.order = order
 
-// pruneParts runs prune on the parts of the slots between cuts at once,
-// the first on the caller's goroutine, and offers the parts' best to h.
-func (x *impactIndex) pruneParts(ctx context.Context, pl plan, h *topk.Heap[hit], k int, st *searchState, cuts []uint64) error {
-	parts := len(cuts) - 1
-	var shared sharedTheta
-	heaps := make([]*topk.Heap[hit], parts)
-	errs := make([]error, parts)
+	workers := 1
+	if x.slots() >= x.parallelAt() {
+		workers = min(runtime.GOMAXPROCS(0), maxParts, len(order))
+	}
+	sched := &schedule{pl: pl, order: order, ub: ub, size: size, slots: slots, bounds: st.bounds[:nb]}
+	if workers <= 1 {
+		return x.work(ctx, sched, h, st, true)
+	}
+	heaps := make([]*topk.Heap[hit], workers)
+	errs := make([]error, workers)
 	var wg sync.WaitGroup
-	for i := range parts {
-		lo, hi := cuts[i], cuts[i+1]
+	for i := range workers {
 		heaps[i] = topk.NewHeap(k, x.below)
 		if i == 0 {
 			continue
 		}
 		wg.Go(func() {
-			pst := x.state()
-			defer x.states.Put(pst)
-			errs[i] = x.prune(ctx, pl, heaps[i], pst, lo, hi, &shared)
+			wst := x.state()
+			defer x.states.Put(wst)
+			errs[i] = x.work(ctx, sched, heaps[i], wst, false)
 		})
 	}
-	errs[0] = x.prune(ctx, pl, heaps[0], st, cuts[0], cuts[1], &shared)
+	errs[0] = x.work(ctx, sched, heaps[0], st, true)
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	for _, ph := range heaps {
-		for _, e := range ph.Kept() {
+	for _, wh := range heaps {
+		for _, e := range wh.Kept() {
 			h.Offer(e)
 		}
 	}
 	return nil
 }
 
-// sharedTheta is the greatest k-th best score the parts of a search hold
-// (the bits of a float64 ≥ 0, which order as the floats do).
+// schedule is a search's ranges, shared by its workers: the ranges in
+// the order they are searched, their bounds, the next one to take, θ, and
+// the query's block bounds.
+type schedule struct {
+	pl     plan
+	order  []int32
+	ub     []float64
+	size   uint64
+	slots  uint64
+	bounds []float64 // per term (in query order), per block: its bound, slack included
+	next   atomic.Int64
+	theta  sharedTheta
+}
+
+// work is a worker: it takes the next range of s until none is left or
+// the next one's bound is below θ, and searches it (prune). first marks
+// the worker on the caller's goroutine.
+func (x *impactIndex) work(ctx context.Context, s *schedule, h *topk.Heap[hit], st *searchState, first bool) error {
+	st.begin(s)
+	for {
+		i := s.next.Add(1) - 1
+		if i >= int64(len(s.order)) {
+			return nil
+		}
+		r := uint64(s.order[i])
+		if s.ub[r] < max(st.theta, s.theta.load()) {
+			return nil // and every range after it
+		}
+		if err := x.prune(ctx, s, h, st, r*s.size, min((r+1)*s.size, s.slots), first); err != nil {
+			return err
+		}
+	}
+}
+
+// sharedTheta is the greatest k-th best score the workers of a search
+// hold (the bits of a float64 ≥ 0, which order as the floats do).
 type sharedTheta struct{ bits atomic.Uint64 }
 
 func (t *sharedTheta) load() float64 { return math.Float64frombits(t.bits.Load()) }
@@ -428,37 +532,16 @@ const (
 	maxBuffered = 1 << 16
 )
 
-// prune offers to h every candidate that can be among its k best, by
-// block-max MaxScore (above). Within a window, the essential terms'
-// postings are scored term by term into buffers of the window's slots
-// (each term's part, and their running sum), as Lucene's
-// MaxScoreBulkScorer does; each slot they reach is a candidate, dropped
-// when its sum and the non-essential bounds cannot reach θ; the
-// non-essential terms are then looked up for the candidates left, largest
-// bound first, dropping candidates as the bounds left shrink. A candidate
-// left is scored by summing its terms' parts in query order.
-//
-// Only the slots in [lo, hi) are searched. shared, when not nil, is the θ
-// of the other parts of a parallel search: read at each window, raised
-// whenever this part's heap is full.
-func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st *searchState, lo, hi uint64, shared *sharedTheta) error {
-	m := len(pl.terms)
+// begin readies st for a worker of s: a cursor per term, on the shared
+// block bounds, and the window's buffers.
+func (st *searchState) begin(s *schedule) {
+	m := len(s.pl.terms)
 	if cap(st.curs) < m {
 		st.curs = make([]cursor, m)
 	}
 	curs := st.curs[:m]
-	nb := 0
-	for _, t := range pl.terms {
-		nb += len(t.p.blocks) + 1
-	}
-	if cap(st.bounds) < nb {
-		st.bounds = make([]float64, nb, nb+nb/4)
-	}
-	bounds := st.bounds[:nb]
-	for i := range bounds {
-		bounds[i] = -1
-	}
-	for i, t := range pl.terms {
+	bounds := s.bounds
+	for i, t := range s.pl.terms {
 		curs[i].reset(t.p, t.w, i, bounds)
 		bounds = bounds[curs[i].nb:]
 	}
@@ -466,39 +549,61 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 	for w > 64 && uint64(m)*w > maxBuffered {
 		w >>= 1
 	}
-	hw := w / 64
+	st.w, st.theta, st.wins = w, 0, 0
 	if uint64(len(st.vals)) < uint64(m)*w {
 		st.vals = make([]float64, uint64(m)*w)
-		st.held = make([]uint64, uint64(m)*hw)
+		st.held = make([]uint64, uint64(m)*(w/64))
 	}
 	if st.acc == nil {
 		st.acc = new([window]float64)
 	}
+}
+
+// prune offers to h every candidate in the slots [lo, hi) that can be
+// among its k best, by block-max MaxScore (above). Within a window, the
+// essential terms' postings are scored term by term into buffers of the
+// window's slots (each term's part, and their running sum), as Lucene's
+// MaxScoreBulkScorer does; each slot they reach is a candidate, dropped
+// when its sum and the non-essential bounds cannot reach θ; the
+// non-essential terms are then looked up for the candidates left, largest
+// bound first, dropping candidates as the bounds left shrink. A candidate
+// left is scored by summing its terms' parts in query order.
+//
+// θ is the worker's (st.theta, which holds across its ranges) or the
+// other workers' (s.theta, read at each window), whichever is greater;
+// raised whenever the worker's heap is full. first marks the worker on
+// the search's goroutine, which runs searchHook after its first window.
+func (x *impactIndex) prune(ctx context.Context, s *schedule, h *topk.Heap[hit], st *searchState, lo, hi uint64, first bool) error {
+	pl := &s.pl
+	m := len(pl.terms)
+	curs := st.curs[:m]
+	w := st.w
+	hw := w / 64
 	acc, seen := st.acc, &st.seen
 	vals, held := st.vals, st.held
-	sc := &pl.sc
 	scv := pl.sc // the constants in registers where postings are scored
 	allowed := pl.allowed
 	lens := x.lens
-	theta := 0.0 // the k-th best score held, 0 until k are
+	theta := st.theta // the k-th best score held, 0 until k are
+	defer func() { st.theta = theta }()
 	upTo := lo
-	act := st.act[:0] // the terms with blocks left
+	act := st.act[:0] // the terms with blocks in the range
 	for i := range curs {
-		act = append(act, &curs[i])
+		if c := &curs[i]; c.jump(uint32(lo)) {
+			act = append(act, c)
+		}
 	}
 	st.act = act
-	for win := 0; upTo < hi; win++ {
-		if win%64 == 63 {
+	for upTo < hi {
+		if st.wins++; st.wins%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		if win == 1 && lo == 0 && x.searchHook != nil {
+		if st.wins == 2 && first && x.searchHook != nil {
 			x.searchHook()
 		}
-		if shared != nil {
-			theta = max(theta, shared.load())
-		}
+		theta = max(theta, s.theta.load())
 		// Slots no candidate holds are passed over: another tenant's run
 		// of slots (a rebuild orders them by tenant), dead ones.
 		if upTo = nextAllowed(allowed, upTo, hi); upTo >= hi {
@@ -523,11 +628,11 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 			return nil
 		}
 		for _, c := range act {
-			c.mx = c.blockMax(sc)
+			c.mx = c.blockMax()
 		}
 		// Non-essential terms: the smallest bounds summing below θ.
 		ess, neSum := act, 0.0
-		full := theta > 0 // scores are > 0: k are held (here or in another part)
+		full := theta > 0 // scores are > 0: k are held (by this worker or another)
 		if full {
 			for i := 1; i < len(act); i++ { // few terms: insertion sort
 				for j := i; j > 0 && act[j].mx < act[j-1].mx; j-- {
@@ -555,7 +660,7 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 				if e > end {
 					sum := 0.0
 					for _, c := range act[:split] {
-						c.mxe = c.rangeMax(sc, e)
+						c.mxe = c.rangeMax(e)
 						sum += c.mxe
 					}
 					if sum < theta {
@@ -662,9 +767,7 @@ func (x *impactIndex) prune(ctx context.Context, pl plan, h *topk.Heap[hit], st 
 					worst, _ := h.Worst()
 					if worst.score > theta {
 						theta = worst.score
-						if shared != nil {
-							shared.raise(theta)
-						}
+						s.theta.raise(theta)
 					}
 				}
 			}
@@ -761,30 +864,38 @@ func (c *cursor) shallow(target uint32) bool {
 
 // rangeMax is the greatest bound of the blocks from the current one that
 // can hold slots below end, slack included.
-func (c *cursor) rangeMax(sc *scorer, end uint64) float64 {
-	m := c.blockMax(sc)
+func (c *cursor) rangeMax(end uint64) float64 {
+	m := c.blockMax()
 	for b := c.blk + 1; b < c.nb && uint64(c.last(b-1))+1 < end; b++ {
-		m = max(m, c.bound(sc, b))
+		m = max(m, c.ubs[b])
 	}
 	return m
 }
 
-// blockMax is the bound of the current block's scores, slack included.
-func (c *cursor) blockMax(sc *scorer) float64 { return c.bound(sc, c.blk) }
+// blockMax is the bound of the current block's scores, slack included,
+// as searchRanges computed it for every block a window can reach.
+func (c *cursor) blockMax() float64 { return c.ubs[c.blk] }
 
-// bound is the bound of block b's scores, slack included, computed once
-// per query.
-func (c *cursor) bound(sc *scorer, b int) float64 {
-	if v := c.ubs[b]; v >= 0 {
-		return v
-	}
-	bd := &c.p.tailB
+// blockBound returns block b's bound (the tail's for the last).
+func (c *cursor) blockBound(b int) *bound {
 	if b < len(c.p.blocks) {
-		bd = &c.p.blocks[b].b
+		return &c.p.blocks[b].b
 	}
-	v := c.w * bd.score(sc) * slack
-	c.ubs[b] = v
-	return v
+	return &c.p.tailB
+}
+
+// jump moves to the first block whose last slot is at least target,
+// backwards too (a worker searches ranges out of slot order); false when
+// no block is left.
+func (c *cursor) jump(target uint32) bool {
+	b, _ := slices.BinarySearchFunc(c.p.blocks, target, func(e block, t uint32) int { return cmp.Compare(e.last, t) })
+	if b == len(c.p.blocks) && (len(c.p.tail) == 0 || c.p.tail[len(c.p.tail)-1].slot < target) {
+		b = c.nb
+	}
+	if c.blk = b; c.dec >= b {
+		c.i = 0 // seek and probe move forward from c.i in the decoded block, which the cursor may reach again
+	}
+	return b < c.nb
 }
 
 // load decodes the current block, unless it is.

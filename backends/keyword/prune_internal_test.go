@@ -255,9 +255,11 @@ func prunedEqualsExhaustive(t *testing.T, seed uint64) {
 	// in rounds of 1 to 8 writes doubling), then waited for.
 	x.reorderMin = 100 + rng.IntN(400)
 	x.roundOps = 1 + rng.IntN(8)
-	if seed%2 == 1 { // searches split into parts searched at once (prune.go)
+	if seed%2 == 1 { // searches run by workers at once (prune.go)
 		x.parallelMin = 64 + rng.IntN(256)
 	}
+	// Ranges of 64 to 512 slots, searched greatest bound first.
+	x.rangeMin = 64 << rng.IntN(4)
 	built, release := make(chan struct{}), make(chan struct{})
 	x.rebuildHook = func(stage string) {
 		if stage == "built" {
