@@ -307,15 +307,15 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 // Best ranges first. The slots are cut into ranges of rangeSlots; a
 // range's bound is the sum over the query's terms of the greatest bound
 // of the term's blocks that overlap it. The ranges are searched in order
-// of their bounds, greatest first, so the documents that can score most
-// are scored first and θ rises to near its final value within the first
-// ranges (the clustered order of a rebuild, reorder.go, puts documents
-// of similar terms in the same ranges, so the bounds differ); the search
-// ends at the first range whose bound is below θ, as every range after
-// it is. The order cannot change the answer: a document is passed over
-// only when a true bound of its score is below the k-th best score of
-// documents held (Mackenzie et al., "Anytime Ranking on Document-Ordered
-// Indexes", TOIS 2022, search ranges in this order).
+// of their bounds, greatest first, so that the documents that can score
+// most are scored first and θ rises sooner; the search ends at the first
+// range whose bound is below θ, as every range after it is (Mackenzie et
+// al., "Anytime Ranking on Document-Ordered Indexes", TOIS 2022, search
+// ranges in this order). Where every range holds a high-scoring document
+// of each common term, the bounds differ little and the order gains
+// little (docs/keyword.md, "Best ranges first"). The order cannot change
+// the answer: a document is passed over only when a true bound of its
+// score is below the k-th best score of documents held.
 //
 // Intra-query parallelism: a search of a large index (parallelMin slots
 // or more) runs one worker per core (at most maxParts), each taking the
