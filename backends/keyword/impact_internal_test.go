@@ -2,6 +2,7 @@ package keyword
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -403,5 +404,28 @@ func TestLoadImpactRejectsUndecodableFields(t *testing.T) {
 				t.Fatalf("loadImpact = %v, want an error naming document bad", err)
 			}
 		})
+	}
+}
+
+// A done context stops a long search, by one worker or by several (each
+// checks it every 64 windows, across its ranges).
+func TestImpactSearchStopsWhenCancelled(t *testing.T) {
+	x := newImpactIndex()
+	x.rangeMin = 1024
+	for i := range 20000 {
+		f := fieldFreqs{text: map[string]int{"a": 1 + i%7, "b": 1 + i%5}}
+		x.put(fmt.Sprintf("d%05d", i), "", nil, docLens{text: 3 + i%11}, f, nil)
+	}
+	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, parallel := range []int{math.MaxInt, 64} {
+		x.parallelMin = parallel
+		if refs, err := x.search(context.Background(), []string{"a", "b"}, 10, "", spi.Filter{}, p); err != nil || len(refs) != 10 {
+			t.Fatalf("parallelMin %d: %d refs, %v", parallel, len(refs), err)
+		}
+		if _, err := x.search(ctx, []string{"a", "b"}, 10, "", spi.Filter{}, p); !errors.Is(err, context.Canceled) {
+			t.Fatalf("parallelMin %d: err = %v, want context.Canceled", parallel, err)
+		}
 	}
 }
