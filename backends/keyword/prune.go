@@ -318,7 +318,7 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 // score is below the k-th best score of documents held.
 //
 // Intra-query parallelism: a search of a large index (parallelMin slots
-// or more) runs one worker per core (at most maxParts), each taking the
+// or more) runs one worker per core (at most maxWorkers), each taking the
 // next range in that order, with its own heap, as Lucene searches an
 // index's slices on an executor. The workers share θ (sharedTheta): the
 // greatest k-th best score any worker holds is below the k-th best of
@@ -330,7 +330,7 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 const (
 	rangeSlots  = 16384
 	parallelMin = 1 << 17
-	maxParts    = 4
+	maxWorkers    = 4
 )
 
 func (x *impactIndex) parallelAt() int {
@@ -424,7 +424,7 @@ func (x *impactIndex) searchRanges(ctx context.Context, pl plan, h *topk.Heap[hi
 
 	workers := 1
 	if x.slots() >= x.parallelAt() {
-		workers = min(runtime.GOMAXPROCS(0), maxParts, len(order))
+		workers = min(runtime.GOMAXPROCS(0), maxWorkers, len(order))
 	}
 	sched := &schedule{pl: pl, order: order, ub: ub, size: size, slots: slots, bounds: st.bounds[:nb]}
 	if workers <= 1 {
@@ -810,7 +810,7 @@ type cursor struct {
 	n   int       // postings in the decoded block
 	i   int       // position in the decoded block
 	mxe float64   // bound over a stretched window
-	ubs []float64 // per block, its bound (w · bound.score · slack) once computed, else −1
+	ubs []float64 // per block, its bound (w · bound.score · slack), as searchRanges computed it; −1 for a block no range holding a candidate overlaps
 	mx  float64   // bound of the current window
 
 	slots, tfT, tfX [blockSize]uint32
