@@ -330,7 +330,7 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 const (
 	rangeSlots  = 16384
 	parallelMin = 1 << 17
-	maxWorkers    = 4
+	maxWorkers  = 4
 )
 
 func (x *impactIndex) parallelAt() int {
@@ -816,8 +816,8 @@ type cursor struct {
 	slots, tfT, tfX [blockSize]uint32
 }
 
-// reset starts a cursor on p; ubs has room for the bounds of its blocks
-// (one more than the sealed blocks), each −1.
+// reset starts a cursor on p; ubs begins with the bounds of its blocks
+// (one more than the sealed blocks), which searchRanges fills.
 func (c *cursor) reset(p *postings, w float64, qi int, ubs []float64) {
 	c.p, c.w, c.qi = p, w, qi
 	c.nb = len(p.blocks)
