@@ -155,6 +155,24 @@ func (r *rig) converged(t *testing.T) ingest.CheckReport {
 	return rep
 }
 
+// settle steps store's applier until a step applies nothing, and fails
+// when ten steps do not get there.
+func (r *rig) settle(t *testing.T, store string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		n, err := r.p.Step(context.Background(), store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if i == 10 {
+			t.Fatalf("the %s applier does not settle", store)
+		}
+	}
+}
+
 func (r *rig) kwText(t *testing.T, id string) (string, bool) {
 	t.Helper()
 	docs, _, err := r.kwB.Hydrate(context.Background(), []string{id})

@@ -52,18 +52,7 @@ func TestCompactionWhileAStoreFailsSkipsNothing(t *testing.T) {
 				}
 			}
 			r.kw.set(nil, nil)
-			for i := 0; ; i++ {
-				n, err := r.p.Step(ctx, spi.SourceKeyword)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if n == 0 {
-					break
-				}
-				if i == 10 {
-					t.Fatal("the applier does not settle")
-				}
-			}
+			r.settle(t, spi.SourceKeyword)
 			st, err := r.p.Status(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -227,18 +216,7 @@ func TestCheckDuringAResyncIsRefusedOnlyWhileBehind(t *testing.T) {
 			wrong = append(wrong, kw.Error)
 		}
 	})
-	for i := 0; ; i++ {
-		n, err := r.p.Step(ctx, spi.SourceKeyword)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-		if i == 10 {
-			t.Fatal("the applier does not settle")
-		}
-	}
+	r.settle(t, spi.SourceKeyword)
 	r.rec.setVisit(nil)
 	if visits == 0 || refusedBehind == 0 {
 		t.Fatalf("the interleaving did not happen: %d reads of the record, %d checks refused while behind", visits, refusedBehind)

@@ -108,7 +108,6 @@ type searchState struct {
 	part    []float64
 	bounds  []float64 // the cursors' block bounds, computed once per query (cursor.ubs)
 	rangeUB []float64 // per range, its bound (−1: no candidate in it)
-	termUB  []float64 // per range, one term's part of its bound
 	order   []int32   // the ranges in the order they are searched
 	seen    [window / 64]uint64
 
@@ -357,9 +356,8 @@ func (x *impactIndex) searchRanges(ctx context.Context, pl plan, h *topk.Heap[hi
 	// The ranges holding a candidate.
 	if cap(st.rangeUB) < nr {
 		st.rangeUB = make([]float64, nr, nr+nr/4)
-		st.termUB = make([]float64, nr, nr+nr/4)
 	}
-	ub, tub := st.rangeUB[:nr], st.termUB[:nr]
+	ub := st.rangeUB[:nr]
 	wordsPer := int(size / 64)
 	for r := range ub {
 		ub[r] = -1
@@ -381,31 +379,35 @@ func (x *impactIndex) searchRanges(ctx context.Context, pl plan, h *topk.Heap[hi
 		st.bounds = make([]float64, nb, nb+nb/4)
 	}
 	bounds := st.bounds[:nb]
+	for i := range bounds {
+		bounds[i] = -1
+	}
 	for i, t := range pl.terms {
 		var c cursor
 		c.reset(t.p, t.w, i, bounds)
 		bounds = bounds[c.nb:]
-		clear(tub)
-		first := uint64(0)
-		for b := range c.nb {
-			last := uint64(c.last(b))
-			r0, r1 := int(first/size), int(last/size)
-			c.ubs[b] = -1
-			for r := r0; r <= r1; r++ {
-				if ub[r] < 0 {
-					continue
-				}
+		// Only the blocks overlapping a range holding a candidate are
+		// visited: a tenant's query costs no more for the blocks of the
+		// other tenants' runs.
+		for r := range ub {
+			if ub[r] < 0 {
+				continue
+			}
+			lo, hi := uint64(r)*size, uint64(r+1)*size
+			if !c.shallow(uint32(lo)) {
+				break
+			}
+			m := 0.0
+			for b := c.blk; b < c.nb; b++ {
 				if c.ubs[b] < 0 {
 					c.ubs[b] = c.w * c.blockBound(b).score(&pl.sc) * slack
 				}
-				tub[r] = max(tub[r], c.ubs[b])
+				m = max(m, c.ubs[b])
+				if uint64(c.last(b))+1 >= hi {
+					break // the next block starts past the range
+				}
 			}
-			first = last + 1
-		}
-		for r, v := range tub {
-			if ub[r] >= 0 {
-				ub[r] += v
-			}
+			ub[r] += m
 		}
 	}
 	order := st.order[:0]
