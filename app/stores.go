@@ -128,6 +128,7 @@ func (a *App) openVector(ctx context.Context, dim int) error {
 			Dimension: dim,
 			Embedder:  a.checkedEmbedder(),
 			Distance:  vectorembedded.Distance(c.Distance),
+			ANN:       vectorembedded.ANN{MinRows: c.ANN.MinRows, Probe: c.ANN.Probe},
 			Now:       a.now,
 			Logger:    a.Logger,
 		})

@@ -100,6 +100,18 @@ type VectorConfig struct {
 	// IndexBuildMemMB is PostgreSQL's maintenance_work_mem for a bulk
 	// build of the HNSW index (0: 1024).
 	IndexBuildMemMB int `yaml:"index_build_mem_mb"`
+	// ANN is the embedded store's approximate (IVF) index.
+	ANN ANNConfig `yaml:"ann"`
+}
+
+// ANNConfig is the embedded vector store's IVF index (docs/vector.md,
+// "Approximate search"): MinRows documents from which it is built (0:
+// 150,000; -1: never, every search exact) and Probe, the share of the
+// index a search visits relative to the default (0 or 1: the default; 2
+// visits about twice the rows, for higher recall at about twice the cost).
+type ANNConfig struct {
+	MinRows int     `yaml:"min_rows"`
+	Probe   float64 `yaml:"probe"`
 }
 
 // KeywordConfig selects the keyword index: "bleve" (under Dir),

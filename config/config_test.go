@@ -63,6 +63,7 @@ func TestBadFiles(t *testing.T) {
 		"int-fraction.bad.yaml":      {"line 4", "breakers.failure_threshold", "whole number", "1.9"},
 		"int-half.bad.yaml":          {"line 4", "server.max_in_flight", "whole number", "0.5"},
 		"memory-limit.bad.yaml":      {"server.memory_limit_mb", ">= 0", "-1"},
+		"ann.bad.yaml":               {"backends.vector.ann.min_rows", ">= -1", "-2", "backends.vector.ann.probe", ">= 0", "-0.5"},
 		"tenant.bad.yaml":            {"line 4", "auth.keys[1].tenant", "control character U+0009"},
 		"tenant-invisible.bad.yaml":  {"line 4", "auth.keys[1].tenant", "U+202E at byte 4"},
 		"breaker-unknown.bad.yaml":   {"breakers.overrides.postgres", "unknown breaker"},
@@ -184,6 +185,9 @@ func TestBuiltinEmbedderValues(t *testing.T) {
 	}
 	if e.DocumentSlots() != 1 {
 		t.Errorf("document slots %d, want 1 for an in-process model", e.DocumentSlots())
+	}
+	if a := c.Backends.Vector.ANN; a.MinRows != 200000 || a.Probe != 1.5 {
+		t.Errorf("backends.vector.ann = %+v, want min_rows 200000, probe 1.5", a)
 	}
 	if got := c.SourceWeight("vector"); got != 1 {
 		t.Errorf("builtin vector weight %v, want 1 (a real model)", got)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"net/url"
 	"regexp"
@@ -76,6 +77,12 @@ func (c *Config) Validate() error {
 	case KindEmbedded:
 		if v.Dir == "" {
 			bad("backends.vector.dir", "must be set for kind %q", v.Kind)
+		}
+		if v.ANN.MinRows < -1 {
+			bad("backends.vector.ann.min_rows", "must be >= -1 (-1: never, 0: the default), got %d", v.ANN.MinRows)
+		}
+		if !(v.ANN.Probe >= 0) || math.IsInf(v.ANN.Probe, 0) {
+			bad("backends.vector.ann.probe", "must be a finite number >= 0 (0: the default), got %v", v.ANN.Probe)
 		}
 	case KindPgvector:
 		if v.DSN == "" {

@@ -124,8 +124,8 @@ type ANN struct {
 	// 0 takes DefaultANNMinRows, -1 keeps every search exact.
 	MinRows int
 	// Probe scales the share of the index a search visits: 2 visits
-	// about twice the lists of the default (1 when zero), for higher
-	// recall at a higher cost.
+	// twice the lists of the default (1 when zero), for higher recall at
+	// a higher cost; 0.5 half of them.
 	Probe float64
 }
 
@@ -144,6 +144,7 @@ func (a ANN) params() annParams {
 	}
 	if a.Probe > 0 {
 		p.probeLists *= a.Probe
+		p.minVisit *= a.Probe
 	}
 	return p
 }
