@@ -108,7 +108,7 @@ type VectorConfig struct {
 // "Approximate search"): MinRows documents from which it is built (0:
 // 150,000; -1: never, every search exact) and Probe, the share of the
 // index a search visits relative to the default (0 or 1: the default; 2
-// visits about twice the rows, for higher recall at about twice the cost).
+// visits twice the rows, for a higher recall at a higher cost).
 type ANNConfig struct {
 	MinRows int     `yaml:"min_rows"`
 	Probe   float64 `yaml:"probe"`

@@ -8,7 +8,7 @@ import "math"
 type annParams struct {
 	minRows      int     // build the IVF once the index holds this many rows; 0 never
 	listsPerSqrt float64 // lists = listsPerSqrt·√rows
-	probeLists   float64 // lists a k=10 unfiltered search visits, as a multiple of √lists (0.9: recall@10 0.98 at 1,000,000 rows for 27 % less CPU than 1.5, recall 0.99: docs/vector.md)
+	probeLists   float64 // lists a k=10 unfiltered search visits, as a multiple of √lists (0.9: recall@10 0.98 at 1,000,000 rows for about a quarter less CPU than 1.5's 0.99: docs/vector.md)
 	filterGrowth float64 // the lists visited grow as (rows/eligible)^filterGrowth (0.4: docs/vector.md) ...
 	kGrowth      float64 // ... and as (k/10)^kGrowth (0.1: the retriever's k = 100 visits 1.26× the lists of k = 10; 0.25 before, 1.78×, recall@10 0.995 at 1,000,000 rows for 3.1 ms of CPU: docs/vector.md)
 	minVisit     float64 // rows a k=10 unfiltered search visits at least
