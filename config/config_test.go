@@ -64,6 +64,7 @@ func TestBadFiles(t *testing.T) {
 		"int-half.bad.yaml":          {"line 4", "server.max_in_flight", "whole number", "0.5"},
 		"memory-limit.bad.yaml":      {"server.memory_limit_mb", ">= 0", "-1"},
 		"ann.bad.yaml":               {"backends.vector.ann.min_rows", ">= -1", "-2", "backends.vector.ann.probe", ">= 0", "-0.5"},
+		"ann-pgvector.bad.yaml":      {"backends.vector.ann", "ef_search"},
 		"tenant.bad.yaml":            {"line 4", "auth.keys[1].tenant", "control character U+0009"},
 		"tenant-invisible.bad.yaml":  {"line 4", "auth.keys[1].tenant", "U+202E at byte 4"},
 		"breaker-unknown.bad.yaml":   {"breakers.overrides.postgres", "unknown breaker"},

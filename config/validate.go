@@ -97,6 +97,9 @@ func (c *Config) Validate() error {
 		if v.IndexBuildMemMB < 0 {
 			bad("backends.vector.index_build_mem_mb", "must be >= 0, got %d", v.IndexBuildMemMB)
 		}
+		if v.ANN != (ANNConfig{}) {
+			bad("backends.vector.ann", "is the embedded store's IVF index; for kind %q, recall against cost is ef_search", v.Kind)
+		}
 	case KindNone:
 	default:
 		bad("backends.vector.kind", "must be one of %s, got %q", quoteList([]string{KindEmbedded, KindPgvector, KindNone}), v.Kind)
