@@ -19,6 +19,15 @@ type annParams struct {
 	// 1,000,000 rows, a filter of 50%: 3.5 → 1.9 ms of CPU per query, the
 	// same rows kept).
 	denseProbe float64
+	// regrow: a store trains anew once it holds regrow times the rows of
+	// the last training's sample, or 1/regrow of them (annbuild.go).
+	regrow float64
+	// regroup: the store renumbers the rows by list, without training,
+	// once the rows written since the last renumbering are this share of
+	// those it laid out (annbuild.go). Rows outside their list's run are
+	// read at random, about ten times the cost of a row in a run: at
+	// 1,000,000 rows a tail of 9 % raised a probe's CPU by a quarter.
+	regroup    float64
 	sampleRows int // k-means sample: this many rows per list
 	iters      int // k-means iterations at most
 	chunk      int // rows a build assigns per hold of the writers' mutex
@@ -33,6 +42,8 @@ var defaultANN = annParams{
 	minVisit:     20_000,
 	walkCost:     0.1,
 	denseProbe:   0.25,
+	regrow:       1.5,
+	regroup:      1.0 / 16,
 	sampleRows:   32,
 	iters:        8,
 	chunk:        2048,
@@ -41,6 +52,34 @@ var defaultANN = annParams{
 // lists is the number of lists of an IVF over n rows.
 func (p annParams) lists(n int) int {
 	return max(1, int(math.Round(p.listsPerSqrt*math.Sqrt(float64(n)))))
+}
+
+// retrain reports whether an index of n rows whose live ivf is v needs a
+// new training: it has grown or shrunk by the factor regrow since v's
+// sample.
+func (p annParams) retrain(v *ivf, n int) bool {
+	return float64(n) >= p.regrow*float64(v.trained) || float64(n)*p.regrow <= float64(v.trained)
+}
+
+// ungrouped reports whether the rows written since v's last regroup are
+// enough to regroup again.
+func (p annParams) ungrouped(v *ivf, n int) bool {
+	return float64(n-v.grouped) > p.regroup*float64(v.grouped)
+}
+
+// buildLists is the number of lists a build over n rows trains, when the
+// index it replaces (with v.trained rows) or none. A store that grew
+// trains again at regrow·n rows, so in between the ideal count rises from
+// lists(n) to lists(regrow·n): the build takes the count of the cycle's
+// geometric middle, n·√regrow, which keeps it within regrow^¼ of the
+// ideal (1.11 at 1.5) until the next training, and the rows a probe
+// visits (about n/√lists) within regrow^⅛ (1.05) of a fresh index's. A
+// first build (at Open, or at minRows) or one after a shrink takes lists(n).
+func (p annParams) buildLists(v *ivf, n int) int {
+	if v != nil && n > v.trained {
+		return p.lists(int(float64(n) * math.Sqrt(p.regrow)))
+	}
+	return p.lists(n)
 }
 
 // probe returns how many lists a search visits at least, and how many

@@ -347,7 +347,7 @@ func TestContractWithIVF(t *testing.T) {
 }
 
 // Rows written after a build go to the end of the arrays; once they are a
-// quarter more than the last regroup laid out, the store regroups them
+// sixteenth more than the last regroup laid out, the store regroups them
 // by list without training: the rows of each list are consecutive again,
 // no build is counted, and searches (every list probed) still give the
 // exact answers, before and after a reopen.
@@ -364,20 +364,20 @@ func TestRegroupAfterGrowth(t *testing.T) {
 	if grouped != 1200 || rows != 1200 || !contiguous {
 		t.Fatalf("after the build: %d of %d rows laid out, contiguous %v; want all", grouped, rows, contiguous)
 	}
-	// 300 more rows: a quarter, not more; nothing regroups.
+	// 75 more rows: a sixteenth, not more; nothing regroups.
 	for range 3 {
-		if err := s.Upsert(ctx, d.docs(100)); err != nil {
+		if err := s.Upsert(ctx, d.docs(25)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if b := mustBuilt(t, s); b != builds {
-		t.Fatalf("%d builds after 300 rows, want %d", b, builds)
+		t.Fatalf("%d builds after 75 rows, want %d", b, builds)
 	}
-	if grouped, rows, _, _ = embedded.Layout(s); grouped != 1200 || rows != 1500 {
-		t.Fatalf("after 300 rows: %d of %d rows laid out, want 1200 of 1500", grouped, rows)
+	if grouped, rows, _, _ = embedded.Layout(s); grouped != 1200 || rows != 1275 {
+		t.Fatalf("after 75 rows: %d of %d rows laid out, want 1200 of 1275", grouped, rows)
 	}
 	sameAsFullScan(t, s, annRequests(d, 30))
-	// One more row passes the quarter: a regroup, not a build.
+	// One more row passes the sixteenth: a regroup, not a build.
 	if err := s.Upsert(ctx, d.docs(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +385,7 @@ func TestRegroupAfterGrowth(t *testing.T) {
 		t.Fatalf("%d builds after the regroup, want %d (no training)", b, builds)
 	}
 	grouped, rows, contiguous, _ = embedded.Layout(s)
-	if grouped != 1501 || rows != 1501 || !contiguous {
+	if grouped != 1276 || rows != 1276 || !contiguous {
 		t.Fatalf("after the regroup: %d of %d rows laid out, contiguous %v; want all", grouped, rows, contiguous)
 	}
 	sameAsFullScan(t, s, annRequests(d, 30))
@@ -438,7 +438,7 @@ func TestRegroupInterleavings(t *testing.T) {
 		t.Fatal(err)
 	}
 	builds := mustBuilt(t, s)
-	if err := s.Upsert(ctx, d.docs(300)); err != nil { // a quarter more: not yet a regroup
+	if err := s.Upsert(ctx, d.docs(75)); err != nil { // a sixteenth more: not yet a regroup
 		t.Fatal(err)
 	}
 	mustBuilt(t, s)
@@ -489,7 +489,7 @@ func TestRegroupInterleavings(t *testing.T) {
 	b := search(reqs[0])
 	<-beforeRescore.parked
 
-	// One more row passes the quarter: the regroup builds the renumbered
+	// One more row passes the sixteenth: the regroup builds the renumbered
 	// arrays and stops before installing them, holding the writers' mutex.
 	regrouped.arm()
 	if err := s.Upsert(ctx, t9(1)); err != nil {
@@ -528,8 +528,8 @@ func TestRegroupInterleavings(t *testing.T) {
 	check("a search stopped between candidates and rescoring across the regroup", 0, <-b)
 
 	grouped, rows, contiguous, _ := embedded.Layout(s)
-	if rows != 1502 || grouped < 1501 || !contiguous {
-		t.Fatalf("after the regroup: %d of %d rows laid out, contiguous %v; want 1501 or 1502 of 1502", grouped, rows, contiguous)
+	if rows != 1277 || grouped < 1276 || !contiguous {
+		t.Fatalf("after the regroup: %d of %d rows laid out, contiguous %v; want 1276 or 1277 of 1277", grouped, rows, contiguous)
 	}
 	for i, req := range reqs {
 		got, err := s.Retrieve(ctx, req)

@@ -31,14 +31,15 @@ import (
 // assigned.
 //
 // A build starts when the index reaches annParams.minRows rows without an
-// ivf, or when it holds twice or half the rows the ivf's sample was drawn
-// from; an index that falls below half of minRows drops its ivf. Between
-// builds, rows written go to the end of the arrays, outside the runs of
-// their lists: once they are a fifth of the rows (a quarter more than the
-// last regroup laid out), the same goroutine regroups the rows by the
-// live ivf's lists without training (step 5 alone). At 1,000,000 rows of
-// an index trained at 600,000, the 400,000 rows of the tail made a probe
-// read 40% of its rows at random.
+// ivf, or when it holds annParams.regrow (1.5) times the rows the ivf's
+// sample was drawn from, or 1/regrow of them (annParams.retrain), with
+// the lists for the size it will grow to (annParams.buildLists); an index
+// that falls below half of minRows drops its ivf. Between builds, rows
+// written go to the end of the arrays, outside the runs of their lists:
+// once they are a sixteenth more than the last regroup laid out
+// (annParams.regroup), the same goroutine regroups the rows by the live
+// ivf's lists without training (step 5 alone; about half a second at
+// 1,000,000 rows, under writeMu).
 
 // builder is the state of the background build; mu guards it.
 type builder struct {
@@ -64,8 +65,8 @@ func (s *Store) maybeBuild() {
 	}
 	switch {
 	case ix.ivf == nil && n >= p.minRows:
-	case ix.ivf != nil && (n >= 2*ix.ivf.trained || n <= ix.ivf.trained/2):
-	case ix.ivf != nil && ix.next == nil && ungrouped(ix.ivf, n):
+	case ix.ivf != nil && p.retrain(ix.ivf, n):
+	case ix.ivf != nil && ix.next == nil && p.ungrouped(ix.ivf, n):
 	default:
 		return
 	}
@@ -88,10 +89,6 @@ func (s *Store) maybeBuild() {
 	}()
 }
 
-// ungrouped reports whether the rows written since v's last regroup are
-// enough to regroup again: a quarter of those it laid out.
-func ungrouped(v *ivf, n int) bool { return n-v.grouped > v.grouped/4 }
-
 // runBuild builds an ivf for the index (the steps above), or only
 // regroups the rows when the live ivf needs no training. A build that ctx
 // stops leaves the index as it was.
@@ -100,8 +97,9 @@ func (s *Store) runBuild(ctx context.Context) {
 	p := s.idx.ann
 	s.writeMu.Lock()
 	n := s.idx.len()
-	if v := s.idx.ivf; v != nil && n < 2*v.trained && n > v.trained/2 {
-		if ungrouped(v, n) && ctx.Err() == nil {
+	v := s.idx.ivf
+	if v != nil && !p.retrain(v, n) {
+		if p.ungrouped(v, n) && ctx.Err() == nil {
 			g := s.idx.regroup(v)
 			if h := s.hooks.regrouped; h != nil {
 				h()
@@ -115,7 +113,7 @@ func (s *Store) runBuild(ctx context.Context) {
 		s.writeMu.Unlock()
 		return
 	}
-	nlist := p.lists(n)
+	nlist := p.buildLists(v, n)
 	r := rand.New(rand.NewPCG(uint64(n), 0x1f))
 	smp := s.idx.drawSample(nlist*p.sampleRows, r)
 	s.writeMu.Unlock()

@@ -17,7 +17,8 @@ import (
 // best lists (probe); the rows it keeps are rescored in float32 as in the
 // exact scan. Rows written after training are assigned to their nearest
 // centroid as they are written; the Store trains anew when the index has
-// doubled or halved since (annbuild.go).
+// grown to 1.5 times or shrunk to two thirds of its size then
+// (annbuild.go: annParams.retrain).
 //
 // Centroids are held as int8 codes with a scale, like rows, so ranking
 // them costs one int16×int8 inner product each (dotCodes); the ranking
@@ -249,7 +250,7 @@ func popcount(b []uint64) int {
 // in one sweep of memory instead of a row here and there (a row read at
 // random costs about ten times a row read in sequence). Rows written
 // later go to the end and into their list; a build regroups again, and
-// so does the Store, without training, once a quarter more rows than
+// so does the Store, without training, once a sixteenth more rows than
 // the last regroup laid out have been written (annbuild.go).
 type regrouped struct {
 	ids     idtable.Table

@@ -153,3 +153,40 @@ func TestListOrderKeys(t *testing.T) {
 		}
 	}
 }
+
+// Retraining: an index trains anew at regrow times or 1/regrow of its
+// trained rows, and a store that grew trains the lists of the cycle's
+// middle, so that until the next training its lists stay within regrow^¼
+// of lists(n), the count a fresh build would take.
+func TestRetrainCycle(t *testing.T) {
+	p := defaultANN
+	v := &ivf{trained: 600_000}
+	for _, c := range []struct {
+		n    int
+		want bool
+	}{{600_000, false}, {899_999, false}, {900_000, true}, {400_001, false}, {400_000, true}} {
+		if got := p.retrain(v, c.n); got != c.want {
+			t.Errorf("retrain(trained 600,000, n %d) = %v, want %v", c.n, got, c.want)
+		}
+	}
+	if got, want := p.buildLists(nil, 600_000), p.lists(600_000); got != want {
+		t.Errorf("a first build over 600,000 rows trains %d lists, want lists(n) %d", got, want)
+	}
+	if got, want := p.buildLists(&ivf{trained: 900_000}, 600_000), p.lists(600_000); got != want {
+		t.Errorf("a build after a shrink trains %d lists, want lists(n) %d", got, want)
+	}
+	// From a build at n (grown from n/regrow) to the next at regrow·n.
+	n := 600_000
+	nlist := p.buildLists(&ivf{trained: int(float64(n) / p.regrow)}, n)
+	worst := 1.0
+	for m := n; float64(m) < p.regrow*float64(n); m += 10_000 {
+		r := float64(nlist) / float64(p.lists(m))
+		worst = max(worst, r, 1/r)
+	}
+	if limit := math.Pow(p.regrow, 0.25) * 1.001; worst > limit {
+		t.Errorf("over a growth cycle the lists were up to %.3f× off lists(n), want at most regrow^¼ = %.3f", worst, limit)
+	}
+	if plain := math.Sqrt(p.regrow); worst >= plain/1.05 {
+		t.Errorf("the middle's count is %.3f× off at worst, no better than lists(n)'s %.3f", worst, plain)
+	}
+}
