@@ -668,18 +668,22 @@ func recoverPhase(t *testing.T, s *rsStack, c *rsCorpus, queries []string, b *br
 	t.Helper()
 	start := time.Now()
 	deadline := start.Add(rsRecoverWithin)
+	incomplete := "none"
 	for i := 0; ; i++ {
 		res := rsRetrieve(t, s.r, c.query(queries[i%len(queries)]))
 		if res.Sources[source].Status == retriever.StatusOK && b.State() == breaker.Closed {
-			if res.Degraded || res.Partial {
-				t.Fatalf("recovered query still degraded=%v partial=%v:%s", res.Degraded, res.Partial, describeSources(res.Sources))
+			if !res.Degraded && !res.Partial {
+				requireServed(t, res, spi.SourceVector, spi.SourceKeyword, spi.SourceGraph)
+				break
 			}
-			requireServed(t, res, spi.SourceVector, spi.SourceKeyword, spi.SourceGraph)
-			break
+			// Recovered, but another source missed its deadline in this
+			// answer (graph_expand's 1 s on a loaded machine): ask again;
+			// a fault that is not lifted fails below.
+			incomplete = fmt.Sprintf("degraded=%v partial=%v:%s", res.Degraded, res.Partial, describeSources(res.Sources))
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s not recovered %v after the fault was lifted: status %+v, breaker %v, transitions %v",
-				source, rsRecoverWithin, res.Sources[source], b.State(), s.log.path(source))
+			t.Fatalf("%s not recovered with a complete answer %v after the fault was lifted: status %+v, breaker %v, transitions %v; last recovered but incomplete answer: %s",
+				source, rsRecoverWithin, res.Sources[source], b.State(), s.log.path(source), incomplete)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
