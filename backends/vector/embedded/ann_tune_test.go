@@ -34,7 +34,7 @@ func BenchmarkANNTune(b *testing.B) {
 	for i := range n {
 		top := s.Point(i, vec)
 		ten, md := SynthMeta(i, top)
-		ix.put(synthID(i), ten, md, vec)
+		ix.put(synthID(i), ten, md, vec, 0)
 	}
 	queries := s.Queries
 	if m := envInt(b, "RAG_BENCH_ANN_QUERIES", 400); m < len(queries) {
@@ -67,7 +67,7 @@ func BenchmarkANNTune(b *testing.B) {
 			key := fmt.Sprint(c.name, k)
 			for _, qv := range queries {
 				q := tuneTenant(ix, tuneQuery(qv, k, c.tenant, c.filter))
-				ids, _, err := ix.candidates(context.Background(), q, 1)
+				ids, _, _, err := ix.candidates(context.Background(), q, 1)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -102,7 +102,7 @@ func BenchmarkANNTune(b *testing.B) {
 							qi := i % len(queries)
 							q := tuneTenant(ix, tuneQuery(queries[qi], k, c.tenant, c.filter))
 							c0, t0 := procCPU(), time.Now()
-							ids, _, err := ix.candidates(context.Background(), q, 1)
+							ids, _, _, err := ix.candidates(context.Background(), q, 1)
 							lat = append(lat, time.Since(t0))
 							cpu += procCPU() - c0
 							if err != nil {

@@ -18,8 +18,9 @@ import (
 // its tenant and metadata, and the int8 codes of its vector
 // codes.b[i*dim:(i+1)*dim] (outside the Go heap: codes.go) with quant[i]
 // (quant.go); the float32 vectors stay on disk (the vectors file,
-// vecfile.go), which the search reads for the few rows it scores exactly
-// (rescore.go). Deleting a row moves the last row into its place. post indexes the rows by
+// vecfile.go, vids[i] naming row i's entry, 0 when its record holds the
+// vector itself), which the search reads for the few rows it scores
+// exactly (rescore.go). Deleting a row moves the last row into its place. post indexes the rows by
 // metadata pair and by tenant (postings.go), for filtered searches; ivf,
 // once the Store has built it (annbuild.go), by nearest centroid, for
 // searches that visit a part of the rows (ivf.go); next is the ivf a build
@@ -35,6 +36,7 @@ type index struct {
 	metas       metaSet
 	codes       rowCodes
 	quant       []rowQuant
+	vids        []uint64
 	post        postings
 	tenantIDs   map[string]uint32 // interned tenants; 0 is ""
 	tenantNames []string          // tenantNames[tenantIDs[t]] == t
@@ -71,6 +73,7 @@ func (ix *index) reserve(n int) {
 	ix.meta = slices.Grow(ix.meta, n)
 	ix.codes.reserve(n * ix.dim)
 	ix.quant = slices.Grow(ix.quant, n)
+	ix.vids = slices.Grow(ix.vids, n)
 }
 
 func (ix *index) tenantID(t string) uint32 {
@@ -84,8 +87,9 @@ func (ix *index) tenantID(t string) uint32 {
 }
 
 // put inserts or replaces a row: vec's codes are computed (from vec
-// normalised, for cosine) and vec itself is not kept.
-func (ix *index) put(id, tenant string, md spi.Metadata, vec []float32) {
+// normalised, for cosine) and vec itself is not kept; vid names its entry
+// in the vectors file (0: the record holds it).
+func (ix *index) put(id, tenant string, md spi.Metadata, vec []float32, vid uint64) {
 	i, ok := ix.ids.Lookup(id)
 	nrows := ix.len()
 	if !ok {
@@ -95,6 +99,7 @@ func (ix *index) put(id, tenant string, md spi.Metadata, vec []float32) {
 		ix.meta = append(ix.meta, nil)
 		ix.codes.extend(ix.dim)
 		ix.quant = append(ix.quant, rowQuant{})
+		ix.vids = append(ix.vids, 0)
 		ix.post.add(i, tenantPair(tenant), spi.Value{}, nrows)
 		ix.tenants[i] = ix.tenantID(tenant)
 	} else if t := ix.tenantID(tenant); t != ix.tenants[i] {
@@ -122,6 +127,7 @@ func (ix *index) put(id, tenant string, md spi.Metadata, vec []float32) {
 		vec = ix.scratch
 	}
 	ix.quant[i] = quantize(vec, ix.codes.b[i*ix.dim:(i+1)*ix.dim])
+	ix.vids[i] = vid
 	for _, v := range []*ivf{ix.ivf, ix.next} {
 		if v != nil {
 			v.grow(nrows)
@@ -156,6 +162,7 @@ func (ix *index) remove(id string) {
 		ix.meta[i] = ix.meta[last]
 		copy(ix.codes.b[i*ix.dim:(i+1)*ix.dim], ix.codes.b[last*ix.dim:])
 		ix.quant[i] = ix.quant[last]
+		ix.vids[i] = ix.vids[last]
 		for _, v := range ivfs {
 			if v == nil {
 				continue
@@ -177,6 +184,7 @@ func (ix *index) remove(id string) {
 	ix.meta = ix.meta[:last]
 	ix.codes.truncate(last * ix.dim)
 	ix.quant = ix.quant[:last]
+	ix.vids = ix.vids[:last]
 }
 
 func normalizeInPlace(v []float32) {
@@ -286,12 +294,12 @@ const ctxCheckEvery = 4096
 // candidates returns the ids of the rows that may be among the best q.k:
 // those whose key's upper bound reaches the k-th best lower bound
 // (quant.go) among the rows it visits, by descending upper bound, with
-// those bounds; rescore.go scores them, best bound first. The
+// their vids and those bounds; rescore.go scores them, best bound first. The
 // eligible rows (the tenant's, matching the filter) come from the
 // postings; with an IVF (ivf.go) and more eligible rows than an exact
 // scan of them would cost (annParams.exact), it visits those of the best
 // lists, otherwise every eligible row.
-func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]string, []float64, error) {
+func (ix *index) candidates(ctx context.Context, q query, parallelism int) (ids []string, vids []uint64, his []float64, err error) {
 	n := ix.len()
 	qq := newQuantQuery(q.vec)
 	q.rows = nil
@@ -301,7 +309,7 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 		eligible = popcount(q.rows)
 	}
 	if eligible == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	var found [][]candidate
 	var floor lowerBounds
@@ -311,13 +319,12 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 		dense := float64(eligible) >= ix.ann.denseProbe*float64(n)
 		cands, _, err := ix.probe(ctx, q, &qq, floor, minLists, need, dense)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		found = [][]candidate{cands}
 	} else {
-		var err error
 		if found, floor, err = ix.scan(ctx, q, &qq, parallelism); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	var kept []candidate
@@ -325,11 +332,11 @@ func (ix *index) candidates(ctx context.Context, q query, parallelism int) ([]st
 		kept = append(kept, prune(cs, floor.min())...)
 	}
 	slices.SortFunc(kept, func(a, b candidate) int { return cmp.Compare(b.hi, a.hi) })
-	ids, his := make([]string, len(kept)), make([]float64, len(kept))
+	ids, vids, his = make([]string, len(kept)), make([]uint64, len(kept)), make([]float64, len(kept))
 	for i, c := range kept {
-		ids[i], his[i] = ix.ids.String(c.row), c.hi
+		ids[i], vids[i], his[i] = ix.ids.String(c.row), ix.vids[c.row], c.hi
 	}
-	return ids, his, nil
+	return ids, vids, his, nil
 }
 
 // scan bounds the key of every eligible row, split across parallelism

@@ -258,6 +258,7 @@ type regrouped struct {
 	meta    []spi.Metadata
 	codes   rowCodes
 	quant   []rowQuant
+	vids    []uint64
 	post    postings
 	ivf     *ivf
 }
@@ -272,6 +273,7 @@ func (ix *index) regroup(v *ivf) *regrouped {
 		tenants: make([]uint32, 0, n),
 		meta:    make([]spi.Metadata, 0, n),
 		quant:   make([]rowQuant, 0, n),
+		vids:    make([]uint64, 0, n),
 		post:    newPostings(),
 		ivf: &ivf{dim: v.dim, l2: v.l2, cent: v.cent, cs: v.cs, cn2: v.cn2, lists: make([][]int32, len(v.lists)),
 			of: make([]int32, n), at: make([]int32, n), trained: v.trained, grouped: n, cursor: n, wide: v.wide},
@@ -288,6 +290,7 @@ func (ix *index) regroup(v *ivf) *regrouped {
 			g.meta = append(g.meta, ix.meta[old])
 			copy(g.codes.extend(dim), ix.codes.b[int(old)*dim:(int(old)+1)*dim])
 			g.quant = append(g.quant, ix.quant[old])
+			g.vids = append(g.vids, ix.vids[old])
 			g.post.add(r, tenantPair(ix.tenantNames[ix.tenants[old]]), spi.Value{}, n)
 			for pk, val := range rowPairs(ix.meta[old]) {
 				g.post.add(r, pk, val, n)
@@ -303,6 +306,6 @@ func (ix *index) regroup(v *ivf) *regrouped {
 // regroup is reading them).
 func (ix *index) install(g *regrouped) {
 	ix.codes.free()
-	ix.ids, ix.tenants, ix.meta, ix.codes, ix.quant, ix.post = g.ids, g.tenants, g.meta, g.codes, g.quant, g.post
+	ix.ids, ix.tenants, ix.meta, ix.codes, ix.quant, ix.vids, ix.post = g.ids, g.tenants, g.meta, g.codes, g.quant, g.vids, g.post
 	ix.ivf, ix.next = g.ivf, nil
 }

@@ -40,7 +40,7 @@ func TestIVFRecallPartialProbe(t *testing.T) {
 	for i := range n {
 		id := fmt.Sprintf("d%05d", i)
 		v := point()
-		ix.put(id, fmt.Sprint("t", i%3), spi.Strings(map[string]string{"c": fmt.Sprint(i % 10)}), v)
+		ix.put(id, fmt.Sprint("t", i%3), spi.Strings(map[string]string{"c": fmt.Sprint(i % 10)}), v, 0)
 		normalizeInPlace(v)
 		vecs[id] = v
 	}
@@ -71,12 +71,12 @@ func TestIVFRecallPartialProbe(t *testing.T) {
 			q := query{vec: point(), k: 10, anyTen: c.tenant == "", tenantName: c.tenant, filter: c.filter}
 			normalizeInPlace(q.vec)
 			q.tenant = ix.tenantIDs[c.tenant]
-			got, _, err := ix.candidates(context.Background(), q, 1)
+			got, _, _, err := ix.candidates(context.Background(), q, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
 			q.exact = true
-			want, _, err := ix.candidates(context.Background(), q, 1)
+			want, _, _, err := ix.candidates(context.Background(), q, 1)
 			if err != nil {
 				t.Fatal(err)
 			}

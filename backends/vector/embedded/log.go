@@ -112,6 +112,7 @@ type prepared struct {
 	w    spi.Write
 	rec  encodedRecord // upserts: the record but its vid
 	val  []byte        // upserts: the record, once its vector has a vid
+	vid  uint64        // upserts: that vid
 	hash [32]byte
 	err  error
 }
@@ -155,7 +156,7 @@ func (s *Store) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResu
 	}
 	for i := range preps {
 		if keep[i] {
-			preps[i].val, vids = preps[i].rec.withVid(vids[0]), vids[1:]
+			preps[i].vid, preps[i].val, vids = vids[0], preps[i].rec.withVid(vids[0]), vids[1:]
 		}
 	}
 	var seq uint64
@@ -203,7 +204,7 @@ func (s *Store) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResu
 		} else {
 			md = md.Clone()
 		}
-		s.idx.put(d.ID, d.Tenant, md, d.Vector)
+		s.idx.put(d.ID, d.Tenant, md, d.Vector, p.vid)
 	}
 	s.maybeBuild()
 	s.maybeCompact()

@@ -84,7 +84,7 @@ func (s *Store) searchOnce(ctx context.Context, q query, wait bool) ([]hit, erro
 		return nil, err
 	}
 	defer done()
-	ids, his, err := s.candidates(ctx, q)
+	ids, vids, his, err := s.candidates(ctx, q)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (s *Store) searchOnce(ctx context.Context, q query, wait bool) ([]hit, erro
 	if h := s.hooks.beforeRescore; h != nil {
 		h()
 	}
-	return s.rescore(ctx, tx, g, q, ids, his)
+	return s.rescore(ctx, tx, g, q, ids, vids, his)
 }
 
 // pin read-locks mu and opens a read transaction of the file with its
@@ -124,23 +124,23 @@ func (s *Store) pin(wait bool) (*bolt.Tx, *vecGen, func(), uint64, error) {
 
 // candidates scans the codes for q's candidates (index.candidates) and
 // releases the read lock pin took.
-func (s *Store) candidates(ctx context.Context, q query) ([]string, []float64, error) {
+func (s *Store) candidates(ctx context.Context, q query) ([]string, []uint64, []float64, error) {
 	defer s.mu.RUnlock()
 	if !q.anyTen {
 		t, ok := s.idx.tenantIDs[q.tenantName]
 		if !ok {
-			return nil, nil, nil
+			return nil, nil, nil, nil
 		}
 		q.tenant = t
 	}
-	ids, his, err := s.idx.candidates(ctx, q, s.parallelism())
+	ids, vids, his, err := s.idx.candidates(ctx, q, s.parallelism())
 	if err != nil {
-		return nil, nil, fmt.Errorf("vector/embedded: retrieve: %w", err)
+		return nil, nil, nil, fmt.Errorf("vector/embedded: retrieve: %w", err)
 	}
 	if h := s.hooks.afterCandidates; h != nil {
 		h()
 	}
-	return ids, his, nil
+	return ids, vids, his, nil
 }
 
 // touchedSince reports whether a log entry of tx after seq names one of

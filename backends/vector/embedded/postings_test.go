@@ -79,7 +79,7 @@ func TestIndexFollowsRows(t *testing.T) {
 		for i := range vec {
 			vec[i] = float32(r.NormFloat64())
 		}
-		ix.put(id, ten, md, vec)
+		ix.put(id, ten, md, vec, 0)
 		model[id], tenant[id] = md, ten
 	}
 	del := func(id string) {
@@ -222,7 +222,7 @@ func TestIndexFollowsRows(t *testing.T) {
 			}
 			// A whole search, as Retrieve runs it (split in three).
 			q.rows = nil
-			ids, _, err := ix.candidates(context.Background(), q, 3)
+			ids, _, _, err := ix.candidates(context.Background(), q, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -493,7 +493,7 @@ func bitsRows(b []uint64) []int {
 func TestPostingsTurnDenseAndBack(t *testing.T) {
 	ix := newIndex(2, false)
 	for i := range 700 {
-		ix.put(fmt.Sprint(i), "", spi.Strings(map[string]string{"c": fmt.Sprint(i % 3)}), []float32{1, 0})
+		ix.put(fmt.Sprint(i), "", spi.Strings(map[string]string{"c": fmt.Sprint(i % 3)}), []float32{1, 0}, 0)
 	}
 	if p := ix.post.m[pair{"c", spi.String("0").EqualityKey()}]; p.bits == nil || p.n != 234 {
 		t.Fatalf("c=0 with 234 of 700 rows: bits %v, n %d", p.bits != nil, p.n)

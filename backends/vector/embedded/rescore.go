@@ -7,19 +7,21 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// rescore scores the candidates of a scan in float32 from their records
-// in tx, which sees the state the scan saw (search pins both), and the
-// vectors those records name, read from g (an entry never changes, and g
-// holds every entry tx's records name),
-// exactly as a scan of every row scores them, and returns the best q.k,
-// best first. The candidates come by descending upper bound his[i] of
-// their key (index.candidates): once q.k are kept and the next bound is
-// below the k-th best key, no candidate left can enter (each key is at
-// most its bound, quant.go), so the reads stop there: at k = 100 that
-// skips about half the reads (docs/vector.md).
-// Tenant and filter are checked again on the record: the record and memory
-// agree, and the check keeps the tenant rule independent of that.
-func (s *Store) rescore(ctx context.Context, tx *bolt.Tx, g *vecGen, q query, ids []string, his []float64) ([]hit, error) {
+// rescore scores the candidates of a scan in float32 from their vectors,
+// read from g (an entry never changes, and g holds every entry tx's
+// records name), exactly as a scan of every row scores them, and returns
+// the best q.k, best first. tx sees the state the scan saw (search pins
+// both), so the vid memory gave a candidate, vids[i], is the one its
+// record in tx names, and the scan's tenant and filter are the record's:
+// such a candidate is read from g alone. A candidate without one (vid 0:
+// a version 1 record holds its vector) is read from its record in tx,
+// and its tenant and filter are checked again there. The candidates come
+// by descending upper bound his[i] of their key (index.candidates): once
+// q.k are kept and the next bound is below the k-th best key, no
+// candidate left can enter (each key is at most its bound, quant.go), so
+// the reads stop there: at k = 100 that skips about half the reads
+// (docs/vector.md).
+func (s *Store) rescore(ctx context.Context, tx *bolt.Tx, g *vecGen, q query, ids []string, vids []uint64, his []float64) ([]hit, error) {
 	t := newHits(q.k)
 	vec := make([]float32, 0, s.cfg.Dimension)
 	entry := make([]byte, s.vecs.entry)
@@ -33,18 +35,23 @@ func (s *Store) rescore(ctx context.Context, tx *bolt.Tx, g *vecGen, q query, id
 				break
 			}
 		}
-		rec := docs.Get([]byte(id))
-		if rec == nil {
-			continue
+		h := header{vid: vids[i]}
+		v := vec[:0]
+		if h.vid == 0 {
+			rec := docs.Get([]byte(id))
+			if rec == nil {
+				continue
+			}
+			var err error
+			if h, v, err = decodeHeader(rec, s.cfg.Dimension, v); err != nil {
+				return nil, fmt.Errorf("vector/embedded: retrieve: %w: record %q: %v", ErrCorrupt, id, err)
+			}
+			if (!q.anyTen && h.tenant != q.tenantName) || !q.filter.Match(h.metadata) {
+				continue
+			}
 		}
-		h, v, err := decodeHeader(rec, s.cfg.Dimension, vec[:0])
+		v, err := s.vector(g, h, v, entry)
 		if err != nil {
-			return nil, fmt.Errorf("vector/embedded: retrieve: %w: record %q: %v", ErrCorrupt, id, err)
-		}
-		if (!q.anyTen && h.tenant != q.tenantName) || !q.filter.Match(h.metadata) {
-			continue
-		}
-		if v, err = s.vector(g, h, v, entry); err != nil {
 			return nil, fmt.Errorf("vector/embedded: retrieve: %w: record %q: %v", ErrCorrupt, id, err)
 		}
 		vec = v

@@ -320,7 +320,7 @@ func (s *Store) load(ctx context.Context) (map[uint64]struct{}, error) {
 				live[h.vid] = struct{}{}
 			}
 			vec = buf
-			s.idx.put(string(k), h.tenant, h.metadata, vec)
+			s.idx.put(string(k), h.tenant, h.metadata, vec, h.vid)
 		}
 		return nil
 	})
