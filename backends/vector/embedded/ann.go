@@ -1,6 +1,9 @@
 package embedded
 
-import "math"
+import (
+	"math"
+	"time"
+)
 
 // annParams decides when a store builds an IVF index (annbuild.go), its
 // size, and how much of it a search visits (ivf.go). The defaults come
@@ -28,8 +31,15 @@ type annParams struct {
 	// read at random, about ten times the cost of a row in a run: through
 	// the API, 1,000,000 rows freshly grouped cost 3.22 ms of CPU per
 	// query, and 100,000 more left in the tail 3.98 ms (docs/vector.md).
-	regroup    float64
-	sampleRows int // k-means sample: this many rows per list
+	regroup float64
+	// idleRegroup and idleAfter: once no write has come for idleAfter
+	// (0: never), the store regroups the rows written since the last
+	// renumbering if they are more than idleRegroup of those it laid out,
+	// so a bulk load does not leave its tail (up to regroup) to the
+	// queries that follow it.
+	idleRegroup float64
+	idleAfter   time.Duration
+	sampleRows  int // k-means sample: this many rows per list
 	iters      int // k-means iterations at most
 	chunk      int // rows a build assigns per hold of the writers' mutex
 }
@@ -45,6 +55,8 @@ var defaultANN = annParams{
 	denseProbe:   0.25,
 	regrow:       1.5,
 	regroup:      1.0 / 16,
+	idleRegroup:  1.0 / 256,
+	idleAfter:    DefaultIdleRegroup,
 	sampleRows:   32,
 	iters:        8,
 	chunk:        2048,
@@ -63,9 +75,14 @@ func (p annParams) retrain(v *ivf, n int) bool {
 }
 
 // ungrouped reports whether the rows written since v's last regroup are
-// enough to regroup again.
-func (p annParams) ungrouped(v *ivf, n int) bool {
-	return float64(n-v.grouped) > p.regroup*float64(v.grouped)
+// enough to regroup again: more than the share regroup of those it laid
+// out, or, when the store is idle, idleRegroup.
+func (p annParams) ungrouped(v *ivf, n int, idle bool) bool {
+	share := p.regroup
+	if idle {
+		share = p.idleRegroup
+	}
+	return n > v.grouped && float64(n-v.grouped) > share*float64(v.grouped)
 }
 
 // buildLists is the number of lists a build over n rows trains, v being

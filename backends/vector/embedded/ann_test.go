@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ragd/ragd/backends/vector/embedded"
 	"github.com/ragd/ragd/spi"
@@ -82,7 +83,7 @@ func annRequests(d *annData, n int) []spi.VectorRequest {
 
 func openANN(t *testing.T, dir string, probe float64) *embedded.Store {
 	t.Helper()
-	return mustOpen(t, embedded.Config{Dir: dir, Dimension: annDim, NoSync: true, ANN: embedded.ANN{MinRows: 1000, Probe: probe}})
+	return mustOpen(t, embedded.Config{Dir: dir, Dimension: annDim, NoSync: true, ANN: embedded.ANN{MinRows: 1000, Probe: probe, IdleRegroup: -1}})
 }
 
 // mustBuilt waits for the store's build and fails unless it searches an
@@ -394,6 +395,72 @@ func TestRegroupAfterGrowth(t *testing.T) {
 	}
 	s = openANN(t, dir, 1e6)
 	mustBuilt(t, s)
+	sameAsFullScan(t, s, annRequests(d, 30))
+}
+
+// TestIdleRegroup: a store no write reaches regroups a tail of more than
+// 1/256 of its rows (the idle timer's work, run here by IdleNow), not a
+// smaller one, and without training.
+func TestIdleRegroup(t *testing.T) {
+	ctx := context.Background()
+	d := newANNData(10)
+	s := openANN(t, t.TempDir(), 1e6)
+	if err := s.Upsert(ctx, d.docs(1200)); err != nil {
+		t.Fatal(err)
+	}
+	builds := mustBuilt(t, s)
+	// 4 rows: not more than 1200/256.
+	if err := s.Upsert(ctx, d.docs(4)); err != nil {
+		t.Fatal(err)
+	}
+	embedded.IdleNow(s)
+	if b := mustBuilt(t, s); b != builds {
+		t.Fatalf("%d builds after an idle 4-row tail, want %d", b, builds)
+	}
+	if grouped, rows, _, _ := embedded.Layout(s); grouped != 1200 || rows != 1204 {
+		t.Fatalf("after an idle 4-row tail: %d of %d rows laid out, want 1200 of 1204", grouped, rows)
+	}
+	// One more: idle, the tail is regrouped, by the same lists.
+	if err := s.Upsert(ctx, d.docs(1)); err != nil {
+		t.Fatal(err)
+	}
+	embedded.IdleNow(s)
+	if b := mustBuilt(t, s); b != builds {
+		t.Fatalf("%d builds after an idle regroup, want %d (no training)", b, builds)
+	}
+	if grouped, rows, contiguous, _ := embedded.Layout(s); grouped != 1205 || rows != 1205 || !contiguous {
+		t.Fatalf("after an idle regroup: %d of %d rows laid out, contiguous %v; want all", grouped, rows, contiguous)
+	}
+	sameAsFullScan(t, s, annRequests(d, 30))
+}
+
+// TestIdleRegroupTimer: the timer a commit arms regroups the tail once
+// writes stop (waited for, with a generous bound: when it fires is the
+// system's, what it does is TestIdleRegroup's).
+func TestIdleRegroupTimer(t *testing.T) {
+	ctx := context.Background()
+	d := newANNData(11)
+	s := mustOpen(t, embedded.Config{Dir: t.TempDir(), Dimension: annDim, NoSync: true,
+		ANN: embedded.ANN{MinRows: 1000, Probe: 1e6, IdleRegroup: time.Millisecond}})
+	if err := s.Upsert(ctx, d.docs(1200)); err != nil {
+		t.Fatal(err)
+	}
+	mustBuilt(t, s)
+	if err := s.Upsert(ctx, d.docs(10)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		mustBuilt(t, s)
+		grouped, rows, contiguous, _ := embedded.Layout(s)
+		if grouped == 1210 && rows == 1210 && contiguous {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after the last write: %d of %d rows laid out, contiguous %v; want all", grouped, rows, contiguous)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	sameAsFullScan(t, s, annRequests(d, 30))
 }
 

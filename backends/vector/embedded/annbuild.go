@@ -39,7 +39,11 @@ import (
 // once they are a sixteenth more than the last regroup laid out
 // (annParams.regroup), the same goroutine regroups the rows by the live
 // ivf's lists without training (step 5 alone; 0.4–1.2 s at 500,000 to
-// 1,000,000 rows, under writeMu).
+// 1,000,000 rows, under writeMu). So does a store that no write has
+// reached for annParams.idleAfter (a timer each commit restarts: armIdle)
+// once they are more than idleRegroup (1/256): a bulk load would
+// otherwise leave up to a sixteenth of its rows outside their runs for
+// the queries after it.
 
 // builder is the state of the background build; mu guards it.
 type builder struct {
@@ -48,13 +52,15 @@ type builder struct {
 	done    chan struct{} // closed when the running build ends; nil when none runs
 	ctx     context.Context
 	cancel  context.CancelFunc
-	builds  int // builds completed
+	builds  int         // builds completed
+	idle    *time.Timer // fires idleAfter after the last commit (armIdle)
 }
 
 // maybeBuild drops the ivf of an index that has become small and starts a
-// build when the index needs one. The caller holds writeMu and mu, or has
-// not shared the store yet.
-func (s *Store) maybeBuild() {
+// build when the index needs one; idle: no write came for
+// annParams.idleAfter. The caller holds writeMu and mu, or has not shared
+// the store yet.
+func (s *Store) maybeBuild(idle bool) {
 	ix, p := s.idx, s.idx.ann
 	if p.minRows <= 0 {
 		return
@@ -66,7 +72,7 @@ func (s *Store) maybeBuild() {
 	switch {
 	case ix.ivf == nil && n >= p.minRows:
 	case ix.ivf != nil && p.retrain(ix.ivf, n):
-	case ix.ivf != nil && ix.next == nil && p.ungrouped(ix.ivf, n):
+	case ix.ivf != nil && ix.next == nil && p.ungrouped(ix.ivf, n, idle):
 	default:
 		return
 	}
@@ -85,21 +91,51 @@ func (s *Store) maybeBuild() {
 			b.mu.Unlock()
 			close(done)
 		}()
-		s.runBuild(b.ctx)
+		s.runBuild(b.ctx, idle)
 	}()
+}
+
+// armIdle restarts the timer that regroups an idle store (maybeBuild with
+// idle) after a commit. The caller holds writeMu.
+func (s *Store) armIdle() {
+	after := s.idx.ann.idleAfter
+	if after <= 0 || s.idx.ivf == nil {
+		return
+	}
+	b := &s.build
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.stopped:
+	case b.idle == nil:
+		b.idle = time.AfterFunc(after, s.idleNow)
+	default:
+		b.idle.Reset(after)
+	}
+}
+
+// idleNow is the idle timer's: no commit came since it was armed (a
+// commit that takes writeMu first restarts it, and this one then finds
+// the tail as that commit left it).
+func (s *Store) idleNow() {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maybeBuild(true)
 }
 
 // runBuild builds an ivf for the index (the steps above), or only
 // regroups the rows when the live ivf needs no training. A build that ctx
 // stops leaves the index as it was.
-func (s *Store) runBuild(ctx context.Context) {
+func (s *Store) runBuild(ctx context.Context, idle bool) {
 	start := time.Now()
 	p := s.idx.ann
 	s.writeMu.Lock()
 	n := s.idx.len()
 	v := s.idx.ivf
 	if v != nil && !p.retrain(v, n) {
-		if p.ungrouped(v, n) && ctx.Err() == nil {
+		if p.ungrouped(v, n, idle) && ctx.Err() == nil {
 			g := s.idx.regroup(v)
 			if h := s.hooks.regrouped; h != nil {
 				h()
@@ -108,7 +144,7 @@ func (s *Store) runBuild(ctx context.Context) {
 			s.idx.install(g)
 			s.mu.Unlock()
 			s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "vector/embedded: rows regrouped by list",
-				slog.Int("documents", n), slog.Int("lists", v.nlist()), slog.Duration("took", time.Since(start)))
+				slog.Int("documents", n), slog.Int("lists", v.nlist()), slog.Bool("idle", idle), slog.Duration("took", time.Since(start)))
 		}
 		s.writeMu.Unlock()
 		return
@@ -202,6 +238,9 @@ func (s *Store) stopBuilds() {
 	b.mu.Lock()
 	b.stopped = true
 	b.cancel()
+	if b.idle != nil {
+		b.idle.Stop()
+	}
 	done := b.done
 	b.mu.Unlock()
 	if done != nil {

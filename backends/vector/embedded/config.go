@@ -127,7 +127,16 @@ type ANN struct {
 	// twice the lists of the default (1 when zero), for higher recall at
 	// a higher cost; 0.5 half of them.
 	Probe float64
+	// IdleRegroup is how long the store waits after its last write before
+	// it lays the rows written since the last regroup into their lists'
+	// runs, when they are more than 1/256 of the rows (a bulk load leaves
+	// up to a sixteenth outside, which every probe pays for: annbuild.go);
+	// 0 takes DefaultIdleRegroup, -1 never regroups for idleness.
+	IdleRegroup time.Duration
 }
+
+// DefaultIdleRegroup is ANN.IdleRegroup when zero.
+const DefaultIdleRegroup = 5 * time.Second
 
 // DefaultANNMinRows is ANN.MinRows when zero.
 const DefaultANNMinRows = 150_000
@@ -145,6 +154,12 @@ func (a ANN) params() annParams {
 	if a.Probe > 0 {
 		p.probeLists *= a.Probe
 		p.minVisit *= a.Probe
+	}
+	switch {
+	case a.IdleRegroup < 0:
+		p.idleAfter = 0
+	case a.IdleRegroup > 0:
+		p.idleAfter = a.IdleRegroup
 	}
 	return p
 }

@@ -190,6 +190,9 @@ func BuildsStopped(s *Store) bool {
 	return s.build.stopped
 }
 
+// IdleNow does what the idle timer does when it fires (annbuild.go).
+func IdleNow(s *Store) { s.idleNow() }
+
 // Layout is the live ivf's rows laid out by its last regroup, the rows
 // of the index, and whether every list's rows below that count are
 // consecutive; ok is false without an ivf.

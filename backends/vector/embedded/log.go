@@ -206,7 +206,8 @@ func (s *Store) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResu
 		}
 		s.idx.put(d.ID, d.Tenant, md, d.Vector, p.vid)
 	}
-	s.maybeBuild()
+	s.maybeBuild(false)
+	s.armIdle()
 	s.maybeCompact()
 	return out, nil
 }

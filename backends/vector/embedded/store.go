@@ -181,7 +181,7 @@ func Open(ctx context.Context, cfg Config) (s *Store, err error) {
 	// (compact.go).
 	s.build.ctx, s.build.cancel = context.WithCancel(context.Background())
 	s.compact.ctx, s.compact.cancel = context.WithCancel(context.Background())
-	s.maybeBuild()
+	s.maybeBuild(false)
 	opened = true
 	return s, nil
 }
