@@ -40,8 +40,8 @@ type annParams struct {
 	idleRegroup float64
 	idleAfter   time.Duration
 	sampleRows  int // k-means sample: this many rows per list
-	iters      int // k-means iterations at most
-	chunk      int // rows a build assigns per hold of the writers' mutex
+	iters       int // k-means iterations at most
+	chunk       int // rows a build assigns per hold of the writers' mutex
 }
 
 var defaultANN = annParams{
