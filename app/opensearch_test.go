@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -110,6 +111,12 @@ func TestOpenSearchCheckRepairs(t *testing.T) {
 	if r := a.Pipeline.Upsert(ctx, docs, ingest.WriteOptions{Wait: 30 * time.Second}); r[0].Stores[spi.SourceKeyword] != "current" {
 		t.Fatalf("upsert: %+v", r)
 	}
+	// An apply attempt that ran out of its deadline on a loaded machine
+	// (and was retried) may still be in the cluster: its write, landing
+	// after the delete, would create the index again with d1 in it (a CI
+	// run saw the check find both documents). So the cluster's writes
+	// are waited out before the index is deleted.
+	waitWritesDone(t, host, cfg.Backends.Keyword.IndexPrefix)
 	req, _ := http.NewRequest(http.MethodDelete, host+"/"+cfg.Backends.Keyword.IndexPrefix+"-t-lost-*", nil)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil || res.StatusCode != http.StatusOK {
@@ -138,6 +145,46 @@ func TestOpenSearchCheckRepairs(t *testing.T) {
 	}
 	if got := top(t, a, only); len(got.Hits) != 1 || got.Hits[0].ID != "d1" {
 		t.Fatalf("after the repair: %+v", got.Hits)
+	}
+}
+
+// waitWritesDone waits until the cluster at host runs no write task (a
+// bulk or index request) naming an index of prefix, for at most 30 s.
+func waitWritesDone(t *testing.T, host, prefix string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := http.Get(host + "/_tasks?actions=indices:data/write/*&detailed=true")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Nodes map[string]struct {
+				Tasks map[string]struct {
+					Description string `json:"description"`
+				} `json:"tasks"`
+			} `json:"nodes"`
+		}
+		err = json.NewDecoder(res.Body).Decode(&body)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		running := 0
+		for _, n := range body.Nodes {
+			for _, task := range n.Tasks {
+				if strings.Contains(task.Description, prefix) {
+					running++
+				}
+			}
+		}
+		if running == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster still runs %d write tasks after 30 s", running)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
