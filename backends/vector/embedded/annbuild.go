@@ -38,7 +38,7 @@ import (
 // written go to the end of the arrays, outside the runs of their lists:
 // once they are a sixteenth more than the last regroup laid out
 // (annParams.regroup), the same goroutine regroups the rows by the live
-// ivf's lists without training (step 5 alone; 0.4–1.2 s at 500,000 to
+// ivf's lists without training (step 5 alone; 0.4–1.8 s at 500,000 to
 // 1,000,000 rows, under writeMu). So does a store that no write has
 // reached for annParams.idleAfter (a timer each commit restarts: armIdle)
 // once they are more than idleRegroup (1/256): a bulk load would
