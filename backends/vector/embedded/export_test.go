@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/ragd/ragd/spi"
 )
 
@@ -104,12 +106,32 @@ func Waits(s *Store) uint64 { return s.waits.Load() }
 
 // CheckIndex checks the invariants of the store's in-memory index: those
 // of the postings and of the IVF (and of one a build is filling) that the
-// model test checks after every operation.
+// model test checks after every operation, and that every row's vid is
+// the one its record in the file names (rescore.go reads by it).
 func CheckIndex(s *Store) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	ix := s.idx
 	n := ix.len()
+	if len(ix.vids) != n {
+		return fmt.Errorf("%d vids for %d rows", len(ix.vids), n)
+	}
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		docs := tx.Bucket(bucketDocs)
+		for i := range n {
+			id := ix.ids.String(i)
+			h, _, err := decodeHeader(docs.Get([]byte(id)), ix.dim, nil)
+			if err != nil {
+				return fmt.Errorf("record %q: %v", id, err)
+			}
+			if h.vid != ix.vids[i] {
+				return fmt.Errorf("row %d (%q): vid %d, its record names %d", i, id, ix.vids[i], h.vid)
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	if err := checkMetaSet(ix); err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ func TestIndexFollowsRows(t *testing.T) {
 	model := map[string]spi.Metadata{}
 	tenant := map[string]string{}
 	nextID, nextUnique := 0, 0
+	vids, nextVid := map[string]uint64{}, uint64(1) // each put's vector entry
 	tenants := []string{"", "t1", "t2", "t2", "t2"}
 
 	randMeta := func() spi.Metadata {
@@ -79,13 +80,15 @@ func TestIndexFollowsRows(t *testing.T) {
 		for i := range vec {
 			vec[i] = float32(r.NormFloat64())
 		}
-		ix.put(id, ten, md, vec, 0)
-		model[id], tenant[id] = md, ten
+		ix.put(id, ten, md, vec, nextVid)
+		model[id], tenant[id], vids[id] = md, ten, nextVid
+		nextVid++
 	}
 	del := func(id string) {
 		ix.remove(id)
 		delete(model, id)
 		delete(tenant, id)
+		delete(vids, id)
 	}
 	randID := func() string {
 		if ix.len() == 0 {
@@ -139,6 +142,15 @@ func TestIndexFollowsRows(t *testing.T) {
 		for id := range model {
 			if r, ok := ix.ids.Lookup(id); !ok || ix.ids.String(r) != id {
 				t.Fatalf("%s: id %q not found at its row (%d, %v)", step, id, r, ok)
+			}
+		}
+		// Every row's vid is its last put's.
+		if len(ix.vids) != n {
+			t.Fatalf("%s: %d vids for %d rows", step, len(ix.vids), n)
+		}
+		for i := range n {
+			if id := ix.ids.String(i); ix.vids[i] != vids[id] {
+				t.Fatalf("%s: row %d (%q) has vid %d, want %d", step, i, id, ix.vids[i], vids[id])
 			}
 		}
 		if err := checkMetaSet(ix); err != nil {
