@@ -2,7 +2,11 @@
 
 package embedded
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 // The assembly kernels: AVX-512 with VNNI where the CPU has it, else
 // AVX2; without either the portable loop runs.
@@ -11,33 +15,44 @@ var (
 	haveAVX2 = cpu.X86.HasAVX2
 )
 
-//go:noescape
-func dotCodesAVX2(a []int16, b []int8) int32
+// The kernels first prefetch the len(a) bytes at ahead unless it is nil.
 
 //go:noescape
-func dotCodesVNNI(a []int16, b []int8) int32
+func dotCodesAVX2(a []int16, b []int8, ahead *int8) int32
+
+//go:noescape
+func dotCodesVNNI(a []int16, b []int8, ahead *int8) int32
 
 // dotCodes is the inner product of a query's codes a and a row's codes
 // b[:len(a)].
-func dotCodes(a []int16, b []int8) int32 {
+func dotCodes(a []int16, b []int8) int32 { return dotCodesAhead(a, b, nil) }
+
+// dotCodesAhead is dotCodes(a, b), and meanwhile asks the CPU to fetch the
+// len(a) bytes at ahead (nil: none) into its caches: the codes of a row
+// the caller scores soon. A scan of rows in sequence already has them
+// fetched by the hardware within a 4 KiB page, but not across one (a
+// row's codes span several pages in a list's sweep); the prefetch never
+// faults, so ahead may be any address.
+func dotCodesAhead(a []int16, b []int8, ahead *int8) int32 {
 	b = b[:len(a)]
 	switch {
 	case haveVNNI:
-		return dotCodesVNNI(a, b)
+		return dotCodesVNNI(a, b, ahead)
 	case haveAVX2:
-		return dotCodesAVX2(a, b)
+		return dotCodesAVX2(a, b, ahead)
 	}
 	return dotCodesGeneric(a, b)
 }
 
-// dotKernels are the kernels this CPU runs, by name, for the tests.
+// dotKernels are the kernels this CPU runs, by name, for the tests (the
+// assembly ones prefetching the row they score).
 func dotKernels() map[string]func([]int16, []int8) int32 {
 	k := map[string]func([]int16, []int8) int32{"generic": dotCodesGeneric}
 	if haveAVX2 {
-		k["avx2"] = dotCodesAVX2
+		k["avx2"] = func(a []int16, b []int8) int32 { return dotCodesAVX2(a, b, unsafe.SliceData(b)) }
 	}
 	if haveVNNI {
-		k["avx512vnni"] = dotCodesVNNI
+		k["avx512vnni"] = func(a []int16, b []int8) int32 { return dotCodesVNNI(a, b, unsafe.SliceData(b)) }
 	}
 	return k
 }

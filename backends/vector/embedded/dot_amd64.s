@@ -2,17 +2,32 @@
 
 #include "textflag.h"
 
-// func dotCodesAVX2(a []int16, b []int8) int32
+// func dotCodesAVX2(a []int16, b []int8, ahead *int8) int32
 //
 // The inner product of a and b[:len(a)] (the caller guarantees len(b) >=
-// len(a) and that the sum fits int32). 32 elements per iteration:
+// len(a) and that the sum fits int32), first prefetching the len(a) bytes
+// at ahead unless it is nil. 32 elements per iteration:
 // VPMOVSXBW widens 16 int8 of b to int16, VPMADDWD multiplies them with 16
 // int16 of a and adds neighbours into 8 int32 lanes; two accumulators. A
 // tail shorter than 16 elements is done in scalar code.
-TEXT ·dotCodesAVX2(SB), NOSPLIT, $0-52
+TEXT ·dotCodesAVX2(SB), NOSPLIT, $0-60
 	MOVQ a_base+0(FP), SI
 	MOVQ b_base+24(FP), DI
 	MOVQ a_len+8(FP), CX
+	MOVQ ahead+48(FP), R10
+	MOVQ CX, R11
+	TESTQ R10, R10
+	JZ    apfdone
+
+apf:
+	// Prefetch the len(a) bytes at ahead, a 64-byte line at a time (a
+	// prefetch never faults).
+	PREFETCHT0 (R10)
+	ADDQ       $64, R10
+	SUBQ       $64, R11
+	JGT        apf
+
+apfdone:
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 
@@ -68,20 +83,34 @@ tail:
 	JMP     tail
 
 done:
-	MOVL AX, ret+48(FP)
+	MOVL AX, ret+56(FP)
 	RET
 
-// func dotCodesVNNI(a []int16, b []int8) int32
+// func dotCodesVNNI(a []int16, b []int8, ahead *int8) int32
 //
 // As dotCodesAVX2 with AVX-512: 64 elements per iteration, VPMOVSXBW
 // widens 32 int8 of b to int16 and VPDPWSSD multiplies them with 32 int16
 // of a, adding neighbours into 16 int32 lanes of an accumulator, in one
 // instruction; two accumulators. A tail shorter than 32 elements is done
 // in scalar code.
-TEXT ·dotCodesVNNI(SB), NOSPLIT, $0-52
+TEXT ·dotCodesVNNI(SB), NOSPLIT, $0-60
 	MOVQ a_base+0(FP), SI
 	MOVQ b_base+24(FP), DI
 	MOVQ a_len+8(FP), CX
+	MOVQ ahead+48(FP), R10
+	MOVQ CX, R11
+	TESTQ R10, R10
+	JZ    vpfdone
+
+vpf:
+	// Prefetch the len(a) bytes at ahead, a 64-byte line at a time (a
+	// prefetch never faults).
+	PREFETCHT0 (R10)
+	ADDQ       $64, R10
+	SUBQ       $64, R11
+	JGT        vpf
+
+vpfdone:
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 
@@ -133,5 +162,5 @@ vtail:
 	JMP     vtail
 
 vdone:
-	MOVL AX, ret+48(FP)
+	MOVL AX, ret+56(FP)
 	RET

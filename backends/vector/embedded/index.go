@@ -418,7 +418,11 @@ func (ix *index) scanRange(ctx context.Context, q query, qq *quantQuery, lo, hi 
 		if !q.anyTen && ix.tenants[i] != q.tenant {
 			continue
 		}
-		kLo, kHi := qq.interval(ix.quant[i], dotCodes(qq.codes, ix.codes.b[i*dim:(i+1)*dim]), q.l2)
+		var ahead *int8
+		if i+prefetchRows < hi {
+			ahead = &ix.codes.b[(i+prefetchRows)*dim]
+		}
+		kLo, kHi := qq.interval(ix.quant[i], dotCodesAhead(qq.codes, ix.codes.b[i*dim:(i+1)*dim], ahead), q.l2)
 		if kHi < floor.min() {
 			continue
 		}

@@ -203,13 +203,13 @@ func (ix *index) probe(ctx context.Context, q query, qq *quantQuery, floor lower
 		}
 		l := v.lists[c]
 		visited += len(l)
-		for _, r32 := range l {
+		for j, r32 := range l {
 			i := int(r32)
 			var d int32
 			if dense {
 				// Every row's codes, read in sequence: cheaper than skipping
 				// when most rows are eligible.
-				d = dotCodes(qq.codes, ix.codes.b[i*dim:(i+1)*dim])
+				d = dotCodesAhead(qq.codes, ix.codes.b[i*dim:(i+1)*dim], ix.codesAhead(l, j))
 			}
 			if rows != nil && rows[i>>6]&(1<<(i&63)) == 0 {
 				continue
@@ -219,7 +219,7 @@ func (ix *index) probe(ctx context.Context, q query, qq *quantQuery, floor lower
 			}
 			seen++
 			if !dense {
-				d = dotCodes(qq.codes, ix.codes.b[i*dim:(i+1)*dim])
+				d = dotCodesAhead(qq.codes, ix.codes.b[i*dim:(i+1)*dim], ix.codesAhead(l, j))
 			}
 			kLo, kHi := qq.interval(ix.quant[i], d, q.l2)
 			if kHi < floor.min() {
@@ -234,6 +234,22 @@ func (ix *index) probe(ctx context.Context, q query, qq *quantQuery, floor lower
 		}
 	}
 	return prune(cands, floor.min()), seen, nil
+}
+
+// prefetchRows is how many rows ahead of the one it scores a sweep over
+// codes prefetches. BenchmarkCodesSweep (56 lists of 500 rows from a 366
+// MiB mapping; Intel Xeon, 2 vCPUs, three runs): 2 ahead took 9–12 % less
+// time than none, 4 ahead from 1 % more to 16 % less, 8 ahead from 4 %
+// more to 12 % less; 2 is the steadiest. Through the API: docs/vector.md.
+const prefetchRows = 2
+
+// codesAhead is the address of the codes of the row prefetchRows after
+// l[j], or nil at the end of l.
+func (ix *index) codesAhead(l []int32, j int) *int8 {
+	if j += prefetchRows; j < len(l) {
+		return &ix.codes.b[int(l[j])*ix.dim]
+	}
+	return nil
 }
 
 // popcount is the number of bits set in b.
