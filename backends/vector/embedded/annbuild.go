@@ -141,8 +141,9 @@ func (s *Store) runBuild(ctx context.Context, idle bool) {
 				h()
 			}
 			s.mu.Lock()
-			s.idx.install(g)
+			old := s.idx.install(g)
 			s.mu.Unlock()
+			freeCodes(old)
 			s.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "vector/embedded: rows regrouped by list",
 				slog.Int("documents", n), slog.Int("lists", v.nlist()), slog.Bool("idle", idle), slog.Duration("took", time.Since(start)))
 		}
@@ -180,8 +181,9 @@ func (s *Store) runBuild(ctx context.Context, idle bool) {
 				h()
 			}
 			s.mu.Lock()
-			s.idx.install(g)
+			old := s.idx.install(g)
 			s.mu.Unlock()
+			freeCodes(old)
 		}
 		s.writeMu.Unlock()
 		if done {
@@ -227,7 +229,7 @@ func (ix *index) buildIVF(ctx context.Context, spherical bool) error {
 	ix.next = newIVF(cent, ix.dim, !spherical, n, n)
 	for !ix.assignNext(n) {
 	}
-	ix.install(ix.regroup(ix.next))
+	freeCodes(ix.install(ix.regroup(ix.next)))
 	return nil
 }
 

@@ -75,12 +75,16 @@ type Hooks struct {
 	// the renumbered arrays, holding the writers' mutex, before it
 	// installs them under the memory lock.
 	Regrouped func()
+	// CodesGrown runs in Commit once the codes are copied into a larger
+	// mapping, holding the writers' mutex, before memory's lock is taken.
+	CodesGrown func()
 }
 
 // SetHooks installs h. Call before the store is shared.
 func SetHooks(s *Store, h Hooks) {
 	s.hooks = testHooks{afterCandidates: h.AfterCandidates, moved: h.Moved, afterDiskCommit: h.AfterDiskCommit,
-		buildTrained: h.BuildTrained, buildChunk: h.BuildChunk, beforeRescore: h.BeforeRescore, regrouped: h.Regrouped}
+		buildTrained: h.BuildTrained, buildChunk: h.BuildChunk, beforeRescore: h.BeforeRescore, regrouped: h.Regrouped,
+		codesGrown: h.CodesGrown}
 }
 
 // WaitBuild waits for the running IVF build, if any, to end, and returns
@@ -239,4 +243,12 @@ func Layout(s *Store) (grouped, rows int, contiguous, ok bool) {
 		}
 	}
 	return v.grouped, s.idx.len(), contiguous && next == v.grouped, true
+}
+
+// CodesRoom is the number of rows the codes' mapping holds beyond the
+// index's rows.
+func CodesRoom(s *Store) int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return (cap(s.idx.codes.b) - len(s.idx.codes.b)) / s.idx.dim
 }

@@ -317,11 +317,13 @@ func (ix *index) regroup(v *ivf) *regrouped {
 	return g
 }
 
-// install makes g the index's rows and g.ivf its ivf, and frees the old
-// rows' codes; the caller holds both of the Store's locks (no search or
-// regroup is reading them).
-func (ix *index) install(g *regrouped) {
-	ix.codes.free()
+// install makes g the index's rows and g.ivf its ivf; the caller holds
+// both of the Store's locks (no search or regroup is reading them). It
+// returns the old rows' codes, for freeCodes once the caller has released
+// the memory lock (no search started since reads them).
+func (ix *index) install(g *regrouped) (oldCodes []int8) {
+	oldCodes = ix.codes.b
 	ix.ids, ix.tenants, ix.meta, ix.codes, ix.quant, ix.vids, ix.post = g.ids, g.tenants, g.meta, g.codes, g.quant, g.vids, g.post
 	ix.ivf, ix.next = g.ivf, nil
+	return oldCodes
 }

@@ -150,6 +150,21 @@ func (s *Store) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResu
 			vecs = append(vecs, preps[i].w.Doc.Vector)
 		}
 	}
+	// Room in the codes for the rows the commit may add, copied now, before
+	// memory's lock, when they must move to a larger mapping
+	// (rowCodes.grown): searches go on meanwhile.
+	grown := s.idx.codes.grown(len(vecs) * s.idx.dim)
+	if grown != nil {
+		if h := s.hooks.codesGrown; h != nil {
+			h()
+		}
+	}
+	adopted := false
+	defer func() {
+		if !adopted {
+			freeCodes(grown)
+		}
+	}()
 	vids, err := s.vecs.appendVectors(vecs)
 	if err != nil {
 		return nil, s.writeErr("commit", err)
@@ -184,10 +199,21 @@ func (s *Store) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResu
 	if h := s.hooks.afterDiskCommit; h != nil {
 		h()
 	}
-	// Memory follows the file. Until it has, a search finds the file
-	// ahead of s.seq and starts again (ops.go).
+	adopted = true
+	freeCodes(s.follow(seq, preps, out, grown))
+	return out, nil
+}
+
+// follow makes memory follow a commit durable at seq: grown (nil: none)
+// becomes the codes, then the changed writes of preps (out) are applied
+// to the index. It returns the codes' old mapping, for freeCodes now
+// that no search can be reading it. The caller holds the writers' mutex;
+// until memory has followed, a search finds the file ahead of s.seq and
+// starts again (ops.go).
+func (s *Store) follow(seq uint64, preps []prepared, out []spi.WriteResult, grown []int8) (oldCodes []int8) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	oldCodes = s.idx.codes.adopt(grown)
 	s.seq = seq
 	for i, p := range preps {
 		if !out[i].Changed {
@@ -209,7 +235,7 @@ func (s *Store) Commit(ctx context.Context, writes []spi.Write) ([]spi.WriteResu
 	s.maybeBuild(false)
 	s.armIdle()
 	s.maybeCompact()
-	return out, nil
+	return oldCodes
 }
 
 // writesRecord reports which of preps are upserts that may write their

@@ -337,7 +337,7 @@ func TestIndexFollowsRows(t *testing.T) {
 			if ix.next != nil {
 				do("assign", func() {
 					if ix.assignNext(1 + r.IntN(300)) {
-						ix.install(ix.regroup(ix.next))
+						freeCodes(ix.install(ix.regroup(ix.next)))
 					}
 				})
 			}

@@ -103,6 +103,7 @@ type testHooks struct {
 	compactCopied, compactInstalled func()
 	readAcquired                    func() // a reader has its vectors file, not yet its transaction
 	regrouped                       func() // a regroup has built the renumbered arrays (writers' mutex held), not yet installed them
+	codesGrown                      func() // a commit has copied the codes into a larger mapping (writers' mutex held), not yet adopted it
 }
 
 // Interface guards.
