@@ -30,9 +30,9 @@ func dotCodes(a []int16, b []int8) int32 { return dotCodesAhead(a, b, nil) }
 // dotCodesAhead is dotCodes(a, b), and meanwhile asks the CPU to fetch the
 // len(a) bytes at ahead (nil: none) into its caches: the codes of a row
 // the caller scores soon. A scan of rows in sequence already has them
-// fetched by the hardware within a 4 KiB page, but not across one (a
-// row's codes span several pages in a list's sweep); the prefetch never
-// faults, so ahead may be any address.
+// fetched by the hardware within a 4 KiB page, but not across one, and a
+// list's sweep crosses a page every row and a half (384 dimensions); the
+// prefetch never faults, so ahead may be any address.
 func dotCodesAhead(a []int16, b []int8, ahead *int8) int32 {
 	b = b[:len(a)]
 	switch {
