@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // VectorFileName is the file beside FileName holding the float32
@@ -288,10 +289,26 @@ func (v *vectorFile) decode(e []byte, p int, vid uint64, dst []float32) ([]float
 	if crc32.Checksum(body, crcTable) != sum || binary.LittleEndian.Uint64(body) != vid {
 		return dst, fmt.Errorf("vectors file entry %d (vid %d) fails its checksum", p, vid)
 	}
-	for i := range v.dim {
-		dst = append(dst, math.Float32frombits(binary.LittleEndian.Uint32(body[8+4*i:])))
+	return appendFloats(dst, body[8:8+4*v.dim]), nil
+}
+
+// nativeLittle reports whether this machine stores a float32 as the
+// vectors file does.
+var nativeLittle = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// appendFloats appends the little-endian float32s of b to dst: on a
+// little-endian machine, and b 4-aligned (an entry's vector is, in the
+// mapping and in a buffer from make), as one copy of b's bytes (the loop
+// below took a tenth of a vector search's CPU in rescoring).
+func appendFloats(dst []float32, b []byte) []float32 {
+	n := len(b) / 4
+	if nativeLittle && n > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%4 == 0 {
+		return append(dst, unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), n)...)
 	}
-	return dst, nil
+	for i := range n {
+		dst = append(dst, math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+	}
+	return dst
 }
 
 // findVid returns the position of vid in vids, which strictly increase,

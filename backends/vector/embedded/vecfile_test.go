@@ -686,3 +686,29 @@ func TestVectorFileMappedReads(t *testing.T) {
 		t.Fatalf("no read mapped the file again beside the writes (%d bytes)", remaps)
 	}
 }
+
+// TestAppendFloats checks the one-copy decoding against the little-endian
+// reading of every float, from an aligned and from an unaligned start
+// (the second takes the loop), after what dst already holds.
+func TestAppendFloats(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	want := make([]float32, 97)
+	raw := make([]byte, 1+4*len(want))
+	for i := range want {
+		want[i] = float32(rng.NormFloat64())
+	}
+	want[3], want[5] = float32(math.Inf(-1)), math.Float32frombits(1) // a subnormal
+	for _, start := range []int{0, 1} {
+		b := raw[start : start+4*len(want)]
+		for i, f := range want {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+		}
+		got := appendFloats([]float32{42}, b)
+		if got[0] != 42 || !slices.Equal(got[1:], want) {
+			t.Fatalf("start %d: appendFloats = %v…, want 42 then %v…", start, got[:4], want[:3])
+		}
+	}
+	if got := appendFloats(nil, nil); len(got) != 0 {
+		t.Fatalf("appendFloats(nil, nil) = %v", got)
+	}
+}
