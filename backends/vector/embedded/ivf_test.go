@@ -115,7 +115,7 @@ func TestIVFRecallPartialProbe(t *testing.T) {
 
 // TestListOrderKeys checks listOrder's keys (listKey) against the
 // comparison they replace: descending score, ties by list number, −0
-// equal to +0.
+// equal to +0; and ascending's order of them.
 func TestListOrderKeys(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	special := []float32{0, float32(math.Copysign(0, -1)), 1, -1, math.MaxFloat32, -math.MaxFloat32,
@@ -145,11 +145,23 @@ func TestListOrderKeys(t *testing.T) {
 			}
 			return cmp.Compare(a, b)
 		})
-		slices.Sort(keys)
-		for i, k := range keys {
+		// The heap's order, drained or stopped after a few (as a probe
+		// stops), against the comparison.
+		stop := n
+		if round%2 == 1 {
+			stop = 1 + r.IntN(n)
+		}
+		i := 0
+		for k := range ascending(keys) {
 			if got := int32(uint32(k)); got != want[i] {
 				t.Fatalf("round %d: position %d holds list %d (score %g), want %d (score %g)", round, i, got, scores[got], want[i], scores[want[i]])
 			}
+			if i++; i == stop {
+				break
+			}
+		}
+		if i != stop {
+			t.Fatalf("round %d: ascending yielded %d keys, want %d", round, i, stop)
 		}
 	}
 }
