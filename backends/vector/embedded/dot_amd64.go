@@ -17,6 +17,12 @@ var (
 
 // The kernels first prefetch the len(a) bytes at ahead unless it is nil.
 
+// prefetch asks the CPU to bring the n bytes at p into its caches (at
+// least one line, whatever n; p may point anywhere).
+//
+//go:noescape
+func prefetch(p *byte, n int)
+
 //go:noescape
 func dotCodesAVX2(a []int16, b []int8, ahead *int8) int32
 

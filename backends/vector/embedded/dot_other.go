@@ -9,6 +9,9 @@ func dotCodes(a []int16, b []int8) int32 { return dotCodesGeneric(a, b) }
 // dotCodesAhead is dotCodes(a, b); the portable code cannot prefetch.
 func dotCodesAhead(a []int16, b []int8, _ *int8) int32 { return dotCodesGeneric(a, b) }
 
+// prefetch is a no-op in the portable code.
+func prefetch(*byte, int) {}
+
 // dotKernels are the kernels this CPU runs, by name, for the tests.
 func dotKernels() map[string]func([]int16, []int8) int32 {
 	return map[string]func([]int16, []int8) int32{"generic": dotCodesGeneric}

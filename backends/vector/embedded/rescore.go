@@ -20,7 +20,8 @@ import (
 // q.k are kept and the next bound is below the k-th best key, no
 // candidate left can enter (each key is at most its bound, quant.go), so
 // the reads stop there: at k = 100 that skips about half the reads
-// (docs/vector.md).
+// (docs/vector.md). While it scores one candidate, the next one's vector
+// is on its way into the cache (vectorFile.prefetch).
 func (s *Store) rescore(ctx context.Context, tx *bolt.Tx, g *vecGen, q query, ids []string, vids []uint64, his []float64) ([]hit, error) {
 	t := newHits(q.k)
 	vec := make([]float32, 0, s.cfg.Dimension)
@@ -34,6 +35,9 @@ func (s *Store) rescore(ctx context.Context, tx *bolt.Tx, g *vecGen, q query, id
 			if w, _ := t.Worst(); his[i] < float64(w.key) {
 				break
 			}
+		}
+		if i+1 < len(vids) && vids[i+1] != 0 {
+			s.vecs.prefetch(g, vids[i+1])
 		}
 		h := header{vid: vids[i]}
 		v := vec[:0]

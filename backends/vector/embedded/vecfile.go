@@ -282,6 +282,20 @@ func (v *vectorFile) read(g *vecGen, vid uint64, dst []float32, buf []byte) ([]f
 	return v.decode(buf, p, vid, dst)
 }
 
+// prefetch asks the CPU for vid's entry, when g is mapped that far, so
+// that reading it next waits less on memory: rescoring reads entries at
+// random, and the first touch of each took about 5% of a vector search's
+// CPU (1.32M rows).
+func (v *vectorFile) prefetch(g *vecGen, vid uint64) {
+	v.mu.RLock()
+	if p, ok := findVid(g.vids, vid); ok {
+		if off := int64(p) * v.entry; int64(len(g.m)) >= off+v.entry {
+			prefetch(&g.m[off], int(v.entry))
+		}
+	}
+	v.mu.RUnlock()
+}
+
 // decode checks entry p, which should hold vid, and appends its vector
 // to dst.
 func (v *vectorFile) decode(e []byte, p int, vid uint64, dst []float32) ([]float32, error) {
