@@ -17,17 +17,17 @@ var (
 
 // The kernels first prefetch the len(a) bytes at ahead unless it is nil.
 
-// prefetch asks the CPU to bring the n bytes at p into its caches (at
-// least one line, whatever n; p may point anywhere).
-//
-//go:noescape
-func prefetch(p *byte, n int)
-
 //go:noescape
 func dotCodesAVX2(a []int16, b []int8, ahead *int8) int32
 
 //go:noescape
 func dotCodesVNNI(a []int16, b []int8, ahead *int8) int32
+
+// prefetch asks the CPU to bring the n bytes at p into its caches (at
+// least one line, whatever n; p may point anywhere).
+//
+//go:noescape
+func prefetch(p *byte, n int)
 
 // dotCodes is the inner product of a query's codes a and a row's codes
 // b[:len(a)].
