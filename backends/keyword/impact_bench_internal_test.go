@@ -47,7 +47,8 @@ import (
 // Each query runs as the index searches it ("pruned": workers at once
 // from parallelMin slots, prune.go) and by one worker ("pruned1"); a mode
 // with a suffix @N searches ranges of N slots (a multiple of 64; @1: one
-// range, no ordering).
+// range, no ordering), one with ~N before it windows of at least N
+// slots (~1: each to the first block's end).
 // RAG_BENCH_KEYWORD_MODES (comma-separated, repeats allowed, e.g.
 // "pruned1,pruned,pruned1,pruned") picks modes and their order, so that
 // variants compare side by side in one run; RAG_BENCH_KEYWORD_K
@@ -191,9 +192,15 @@ func BenchmarkImpactSearch(b *testing.B) {
 						}
 						// pruned: workers at once on a large index (one a
 						// core); pruned1: one worker; a suffix @N sets the
-						// ranges' size to N slots (@1 for a single range).
+						// ranges' size to N slots (@1 for a single range),
+						// ~N before it the windows' least size (~1: to the
+						// first block's end).
 						base, size, _ := strings.Cut(mode, "@")
-						x.parallelMin, x.rangeMin = 0, 0
+						base, mw, _ := strings.Cut(base, "~")
+						x.parallelMin, x.rangeMin, x.minWin = 0, 0, 0
+						if n, err := strconv.Atoi(mw); err == nil {
+							x.minWin = n
+						}
 						if base == "pruned1" {
 							x.parallelMin = math.MaxInt
 						}

@@ -412,6 +412,7 @@ func TestLoadImpactRejectsUndecodableFields(t *testing.T) {
 func TestImpactSearchStopsWhenCancelled(t *testing.T) {
 	x := newImpactIndex()
 	x.rangeMin = 1024
+	x.minWin = 1 // windows at the blocks' ends: 20,000 slots make more than 64
 	for i := range 20000 {
 		f := fieldFreqs{text: map[string]int{"a": 1 + i%7, "b": 1 + i%5}}
 		x.put(fmt.Sprintf("d%05d", i), "", nil, docLens{text: 3 + i%11}, f, nil)

@@ -258,8 +258,10 @@ func prunedEqualsExhaustive(t *testing.T, seed uint64) {
 	if seed%2 == 1 { // searches run by workers at once (prune.go)
 		x.parallelMin = 64 + rng.IntN(256)
 	}
-	// Ranges of 64 to 512 slots, searched greatest bound first.
+	// Ranges of 64 to 512 slots, searched greatest bound first; windows
+	// of at least 1 to 512 slots (one block of a term, or several).
 	x.rangeMin = 64 << rng.IntN(4)
+	x.minWin = 1 << rng.IntN(10)
 	built, release := make(chan struct{}), make(chan struct{})
 	x.rebuildHook = func(stage string) {
 		if stage == "built" {
