@@ -342,8 +342,7 @@ func (x *impactIndex) parallelAt() int {
 	return parallelMin
 }
 
-// minWindow is the fewest slots a window spans (fewer only at the end of
-// a range), at most w.
+// minWindow returns the const minWindow, or the tests' minWin, at most w.
 func (x *impactIndex) minWindow(w uint64) uint64 {
 	if x.minWin > 0 {
 		return min(uint64(x.minWin), w)
@@ -632,7 +631,8 @@ func (x *impactIndex) prune(ctx context.Context, s *schedule, h *topk.Heap[hit],
 			break
 		}
 		// The window: from upTo to the end of the first current block
-		// (at most w slots, not past hi; at least minWindow, below). The terms with blocks left
+		// (at most w slots, not past hi; at least minWindow, below).
+		// The terms with blocks left
 		// stay in the order of the last window's bounds, which changes
 		// little from one window to the next: sorting them again below
 		// then moves few (sorting them from query order every window
