@@ -2,6 +2,16 @@
 
 #include "textflag.h"
 
+// PREFETCH_BYTES asks for the n bytes at p, a 64-byte line at a time (a
+// prefetch never faults, so p may point anywhere); at least one line. It
+// advances p and counts n down; loop names its label.
+#define PREFETCH_BYTES(p, n, loop) \
+loop: \
+	PREFETCHT0 (p) \
+	ADDQ       $64, p \
+	SUBQ       $64, n \
+	JGT        loop
+
 // func dotCodesAVX2(a []int16, b []int8, ahead *int8) int32
 //
 // The inner product of a and b[:len(a)] (the caller guarantees len(b) >=
@@ -19,13 +29,7 @@ TEXT ·dotCodesAVX2(SB), NOSPLIT, $0-60
 	TESTQ R10, R10
 	JZ    apfdone
 
-apf:
-	// Prefetch the len(a) bytes at ahead, a 64-byte line at a time (a
-	// prefetch never faults).
-	PREFETCHT0 (R10)
-	ADDQ       $64, R10
-	SUBQ       $64, R11
-	JGT        apf
+	PREFETCH_BYTES(R10, R11, apf)
 
 apfdone:
 	VPXOR Y0, Y0, Y0
@@ -102,13 +106,7 @@ TEXT ·dotCodesVNNI(SB), NOSPLIT, $0-60
 	TESTQ R10, R10
 	JZ    vpfdone
 
-vpf:
-	// Prefetch the len(a) bytes at ahead, a 64-byte line at a time (a
-	// prefetch never faults).
-	PREFETCHT0 (R10)
-	ADDQ       $64, R10
-	SUBQ       $64, R11
-	JGT        vpf
+	PREFETCH_BYTES(R10, R11, vpf)
 
 vpfdone:
 	VPXORD Z0, Z0, Z0
@@ -166,16 +164,8 @@ vdone:
 	RET
 
 // func prefetch(p *byte, n int)
-//
-// Prefetches the n bytes at p, a 64-byte line at a time (a prefetch never
-// faults, so p may point anywhere).
 TEXT ·prefetch(SB), NOSPLIT, $0-16
 	MOVQ p+0(FP), R10
 	MOVQ n+8(FP), R11
-
-ppf:
-	PREFETCHT0 (R10)
-	ADDQ       $64, R10
-	SUBQ       $64, R11
-	JGT        ppf
+	PREFETCH_BYTES(R10, R11, ppf)
 	RET
