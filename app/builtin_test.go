@@ -13,8 +13,8 @@ import (
 	vectorembedded "github.com/ragd/ragd/backends/vector/embedded"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/embedder/builtin/modelcache"
+	"github.com/ragd/ragd/internal/integration"
 	"github.com/ragd/ragd/internal/syncbuf"
-	"github.com/ragd/ragd/internal/testenv"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -23,7 +23,7 @@ import (
 func realModelConfig(t *testing.T) *config.Config {
 	t.Helper()
 	cfg := builtinConfig(t)
-	cfg.Embedder.ModelDir = testenv.ModelDir(t)
+	cfg.Embedder.ModelDir = integration.ModelDir(t)
 	cfg.Embedder.Model = miniLM
 	return cfg
 }

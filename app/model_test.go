@@ -13,7 +13,7 @@ import (
 	"github.com/ragd/ragd/app"
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/embedder/builtin/modelcache"
-	"github.com/ragd/ragd/internal/testenv"
+	"github.com/ragd/ragd/internal/integration"
 )
 
 const miniLM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -100,7 +100,7 @@ func TestModelMissingSaysWhyAndHowToFix(t *testing.T) {
 // from a local mirror of Hugging Face serving the real files) and found in
 // the cache the next time, without a request.
 func TestModelPulledAtStart(t *testing.T) {
-	src := testenv.ModelDir(t)
+	src := integration.ModelDir(t)
 	cfg := builtinConfig(t)
 	cache := &modelcache.Cache{Dir: t.TempDir(), BaseURL: mirror(t, src, false)}
 	dir, name, err := app.ModelDir(context.Background(), cfg, app.EmbedderOptions{Cache: cache})

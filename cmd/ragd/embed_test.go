@@ -16,7 +16,7 @@ import (
 	"github.com/ragd/ragd/embedder/builtin"
 	"github.com/ragd/ragd/embedder/hashing"
 	"github.com/ragd/ragd/internal/fakeembed"
-	"github.com/ragd/ragd/internal/testenv"
+	"github.com/ragd/ragd/internal/integration"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -123,7 +123,7 @@ func TestEmbedBadInput(t *testing.T) {
 // model's vectors, for each role.
 func TestEmbedBuiltin(t *testing.T) {
 	t.Parallel()
-	dir := testenv.ModelDir(t)
+	dir := integration.ModelDir(t)
 	cfg := writeConfig(t, t.TempDir(), "  kind: builtin\n  model: all-MiniLM-L6-v2\n  model_dir: "+strconv.Quote(dir)+"\n")
 	m, err := builtin.Open(builtin.Config{Dir: dir, Name: "sentence-transformers/all-MiniLM-L6-v2"})
 	if err != nil {

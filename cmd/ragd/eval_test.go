@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragd/ragd/internal/testenv"
+	"github.com/ragd/ragd/internal/integration"
 	"github.com/ragd/ragd/spi/spitest"
 )
 
@@ -75,7 +75,7 @@ func TestEvalCranfieldEmbedded(t *testing.T) {
 }
 
 // TestEvalCranfieldBuiltin is the quality floor of the shipped defaults
-// with the built-in model (all-MiniLM-L6-v2, read from testenv.ModelDir),
+// with the built-in model (all-MiniLM-L6-v2, read from integration.ModelDir),
 // in both precisions, and int8's gate: on Cranfield's test half, each
 // precision scores vector-only nDCG@10 >= 0.36 and hybrid >= 0.425, with
 // hybrid above keyword at p < 0.05 in the paired randomization test
@@ -92,7 +92,7 @@ func TestEvalCranfieldBuiltin(t *testing.T) {
 		t.Skip("embeds 1,400 documents twice with the real model; skipped in -short mode")
 	}
 	dir := spitest.CranfieldDir(t)
-	model := testenv.ModelDir(t)
+	model := integration.ModelDir(t)
 	ndcg := map[string]map[string]float64{}
 	for _, prec := range []string{"fp32", "int8"} {
 		cfg := writeConfig(t, t.TempDir(), "  kind: builtin\n  model: sentence-transformers/all-MiniLM-L6-v2\n  model_dir: "+strconv.Quote(model)+"\n  precision: "+prec+"\n")

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ragd/ragd/client"
 	"github.com/ragd/ragd/config"
-	"github.com/ragd/ragd/internal/testenv"
+	"github.com/ragd/ragd/internal/integration"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -25,7 +25,7 @@ import (
 // slow"); then runs the README's "Point it at your docs" commands as
 // given, the query through every source. Not parallel: see TestMain.
 func TestIngestDirRepositoryDocsWithTheModel(t *testing.T) {
-	modelDir := testenv.ModelDir(t)
+	modelDir := integration.ModelDir(t)
 	srv := startTestRagd(t, func(cfg *config.Config) {
 		cfg.Embedder.Kind = config.KindBuiltin
 		cfg.Embedder.ModelDir = modelDir

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/ragd/ragd/embedder/builtin/modelcache"
-	"github.com/ragd/ragd/internal/testenv"
+	"github.com/ragd/ragd/internal/integration"
 )
 
 // writeTinyModel copies the built-in embedder's tiny test model (a small
@@ -103,7 +103,7 @@ func TestModelImportListPath(t *testing.T) {
 // standing in for Hugging Face ($RAGD_MODEL_BASE_URL), then finds it
 // cached and verified.
 func TestModelPullFromAMirror(t *testing.T) {
-	real := testenv.ModelDir(t)
+	real := integration.ModelDir(t)
 	m := modelcache.KnownModels()[0]
 	prefix := "/" + m.Name + "/resolve/" + m.Revision + "/"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

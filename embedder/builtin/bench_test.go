@@ -17,7 +17,7 @@ import (
 
 	"github.com/ragd/ragd/embedder/builtin"
 	"github.com/ragd/ragd/embedder/builtin/internal/kernel"
-	"github.com/ragd/ragd/internal/testenv"
+	"github.com/ragd/ragd/internal/integration"
 )
 
 // Benchmark texts: RAG_BENCH_CORPUS names a BEIR corpus.jsonl (Cranfield's,
@@ -126,7 +126,7 @@ func BenchmarkEmbedQueryBatch(b *testing.B) {
 	queries := benchTexts(b, "RAG_BENCH_QUERIES", 200, 12)
 	ctx := context.Background()
 	for _, prec := range []string{"fp32", "int8"} {
-		m, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(b), Precision: prec})
+		m, err := builtin.Open(builtin.Config{Dir: integration.ModelDir(b), Precision: prec})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -171,7 +171,7 @@ func BenchmarkQueryLoad(b *testing.B) {
 	}
 	ctx := context.Background()
 	for _, prec := range precs {
-		m, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(b), Precision: prec})
+		m, err := builtin.Open(builtin.Config{Dir: integration.ModelDir(b), Precision: prec})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -311,7 +311,7 @@ func BenchmarkPrecision(b *testing.B) {
 	queries := benchTexts(b, "RAG_BENCH_QUERIES", 200, 12)
 	ctx := context.Background()
 	for _, prec := range []string{"fp32", "int8"} {
-		m, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(b), Precision: prec})
+		m, err := builtin.Open(builtin.Config{Dir: integration.ModelDir(b), Precision: prec})
 		if err != nil {
 			b.Fatal(err)
 		}

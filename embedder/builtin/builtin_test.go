@@ -11,14 +11,14 @@ import (
 	"github.com/ragd/ragd/embedder/builtin"
 	"github.com/ragd/ragd/embedder/builtin/internal/kernel"
 	"github.com/ragd/ragd/embedder/builtin/internal/reference"
-	"github.com/ragd/ragd/internal/testenv"
+	"github.com/ragd/ragd/internal/integration"
 )
 
 // openMiniLM opens all-MiniLM-L6-v2 in fp32, the precision of the reference
 // vectors.
 func openMiniLM(tb testing.TB) *builtin.Model {
 	tb.Helper()
-	m, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(tb), Name: "sentence-transformers/all-MiniLM-L6-v2", Precision: "fp32"})
+	m, err := builtin.Open(builtin.Config{Dir: integration.ModelDir(tb), Name: "sentence-transformers/all-MiniLM-L6-v2", Precision: "fp32"})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -79,14 +79,14 @@ func TestIdentity(t *testing.T) {
 			t.Errorf("Identity() = %s, want it to contain %s", id, want)
 		}
 	}
-	other, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(t), Name: "x", MaxSeqLength: 128, QueryPrefix: "query: "})
+	other, err := builtin.Open(builtin.Config{Dir: integration.ModelDir(t), Name: "x", MaxSeqLength: 128, QueryPrefix: "query: "})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if oid := other.Identity(); oid == id || !strings.Contains(oid, "max_seq_length=128") || !strings.Contains(oid, `query_prefix="query: "`) {
 		t.Errorf("Identity() with other settings = %s", oid)
 	}
-	if _, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(t), MaxSeqLength: 513}); err == nil {
+	if _, err := builtin.Open(builtin.Config{Dir: integration.ModelDir(t), MaxSeqLength: 513}); err == nil {
 		t.Error("MaxSeqLength past the model's positions: no error")
 	}
 }
@@ -107,7 +107,7 @@ func TestRolesAndPrefix(t *testing.T) {
 	if c := cosine(d[0], q[0]); c < 0.999999 {
 		t.Errorf("no prefixes: document and query vectors differ (cosine %v)", c)
 	}
-	pm, err := builtin.Open(builtin.Config{Dir: testenv.ModelDir(t), QueryPrefix: "query: ", Precision: "fp32"})
+	pm, err := builtin.Open(builtin.Config{Dir: integration.ModelDir(t), QueryPrefix: "query: ", Precision: "fp32"})
 	if err != nil {
 		t.Fatal(err)
 	}

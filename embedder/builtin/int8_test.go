@@ -6,7 +6,7 @@ import (
 
 	"github.com/ragd/ragd/embedder/builtin"
 	"github.com/ragd/ragd/embedder/builtin/internal/reference"
-	"github.com/ragd/ragd/internal/testenv"
+	"github.com/ragd/ragd/internal/integration"
 )
 
 // TestInt8Fidelity: the int8 encoder's vectors of the reference texts
@@ -14,7 +14,7 @@ import (
 // the fp32 encoder's and ONNX Runtime's: min cosine ≥ 0.99, the bar for
 // offering it at all (docs/embedders.md has the retrieval quality).
 func TestInt8Fidelity(t *testing.T) {
-	dir := testenv.ModelDir(t)
+	dir := integration.ModelDir(t)
 	f32 := openMiniLM(t)
 	q8, err := builtin.Open(builtin.Config{Dir: dir, Name: "sentence-transformers/all-MiniLM-L6-v2", Precision: "int8"})
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ragd/ragd/embedder/builtin/wordpiece"
 	"github.com/ragd/ragd/ingest/chunk"
-	"github.com/ragd/ragd/internal/testenv"
+	"github.com/ragd/ragd/internal/integration"
 )
 
 // sections lists a Doc's sections as "heading > path: first words".
@@ -284,7 +284,7 @@ func TestApprox(t *testing.T) {
 // all-MiniLM-L6-v2's tokenizer, Approx is at least the real count for all
 // but 1 % of the chunks (docs/ingest.md gives the figures).
 func TestApproxAgainstWordPiece(t *testing.T) {
-	tok, err := wordpiece.Load(filepath.Join(testenv.ModelDir(t), "tokenizer.json"))
+	tok, err := wordpiece.Load(filepath.Join(integration.ModelDir(t), "tokenizer.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/ragd/ragd/internal/integration"
 )
 
 // EnvChromium names a Chromium binary for the browser tests; unset, the
@@ -23,10 +25,6 @@ func Chromium(tb testing.TB) string {
 			return p
 		}
 	}
-	msg := "testenv: no Chromium for this browser test: install Debian's chromium package (apt-get install chromium) or set " + EnvChromium
-	if requireIntegration() {
-		tb.Fatalf("%s (%s=1, so this is a failure)", msg, EnvRequireIntegration)
-	}
-	tb.Skip(msg)
+	integration.SkipOrFail(tb, "Chromium", "install Debian's chromium package (apt-get install chromium) or set "+EnvChromium)
 	return ""
 }

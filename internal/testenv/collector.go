@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ragd/ragd/internal/integration"
 )
 
 // Environment variables naming a trace collector: where ragd exports spans
@@ -38,7 +40,7 @@ func Collector(tb testing.TB) CollectorConn {
 	tb.Helper()
 	c := CollectorConn{OTLPEndpoint: os.Getenv(EnvOTLPEndpoint), QueryURL: strings.TrimRight(os.Getenv(EnvJaegerURL), "/")}
 	if c.OTLPEndpoint == "" || c.QueryURL == "" {
-		skipOrFail(tb, "trace collector", "set "+EnvOTLPEndpoint+" and "+EnvJaegerURL+"; "+servicesHint)
+		integration.SkipOrFail(tb, "trace collector", "set "+EnvOTLPEndpoint+" and "+EnvJaegerURL+"; "+servicesHint)
 	}
 	var wait time.Duration
 	if v := os.Getenv(EnvCollectorWait); v != "" {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ragd/ragd/internal/integration"
 )
 
 // EmbedderConn names a real embedding model served through the
@@ -33,7 +35,7 @@ func Embedder(tb testing.TB) EmbedderConn {
 	tb.Helper()
 	url := os.Getenv(EnvEmbedderURL)
 	if url == "" {
-		skipOrFail(tb, "embedding server", "set "+EnvEmbedderURL+", "+EnvEmbedderModel+" and "+EnvEmbedderDim+
+		integration.SkipOrFail(tb, "embedding server", "set "+EnvEmbedderURL+", "+EnvEmbedderModel+" and "+EnvEmbedderDim+
 			"; "+servicesHint+" (there is no Docker fallback)")
 	}
 	dim, err := strconv.Atoi(os.Getenv(EnvEmbedderDim))

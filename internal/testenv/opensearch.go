@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ragd/ragd/internal/integration"
 )
 
 // Environment variables of the OpenSearch helpers.
@@ -66,7 +68,7 @@ func OpenSearch(tb testing.TB) string {
 	tb.Helper()
 	u := strings.TrimRight(os.Getenv(EnvOpenSearchURL), "/")
 	if u == "" {
-		skipOrFail(tb, "OpenSearch", "set "+EnvOpenSearchURL+"; "+servicesHint)
+		integration.SkipOrFail(tb, "OpenSearch", "set "+EnvOpenSearchURL+"; "+servicesHint)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -116,7 +118,7 @@ func DedicatedOpenSearch(tb testing.TB) *OpenSearchServer {
 	tb.Helper()
 	home := os.Getenv(EnvOpenSearchHome)
 	if home == "" {
-		skipOrFail(tb, "dedicated OpenSearch", "set "+EnvOpenSearchHome+" to an installed OpenSearch 2 home; "+servicesHint)
+		integration.SkipOrFail(tb, "dedicated OpenSearch", "set "+EnvOpenSearchHome+" to an installed OpenSearch 2 home; "+servicesHint)
 	}
 	s, err := nativeOpenSearch(tb, home)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ragd/ragd/internal/integration"
 	"github.com/ragd/ragd/internal/testenv"
 )
 
@@ -58,7 +59,7 @@ func run(t *testing.T, f func(testing.TB)) *recorder {
 // noServices clears every variable testenv reads and disables Docker.
 func noServices(t *testing.T) {
 	for _, v := range []string{testenv.EnvPGDSN, testenv.EnvPGBin, testenv.EnvNeo4jURI,
-		testenv.EnvNeo4jUser, testenv.EnvNeo4jPassword, testenv.EnvNeo4jHome, testenv.EnvRequireIntegration,
+		testenv.EnvNeo4jUser, testenv.EnvNeo4jPassword, testenv.EnvNeo4jHome, integration.EnvRequire,
 		testenv.EnvEmbedderURL, testenv.EnvEmbedderModel, testenv.EnvEmbedderDim, testenv.EnvTestenv} {
 		t.Setenv(v, "")
 	}
@@ -97,13 +98,13 @@ func TestNoServiceFailsWhenIntegrationRequired(t *testing.T) {
 	for _, h := range helpers {
 		t.Run(h.name, func(t *testing.T) {
 			noServices(t)
-			t.Setenv(testenv.EnvRequireIntegration, "1")
+			t.Setenv(integration.EnvRequire, "1")
 			r := run(t, h.call)
 			if !r.failed || r.skipped {
 				t.Fatalf("skipped=%v failed=%v, want a failure; msg %q", r.skipped, r.failed, r.msg)
 			}
-			if !strings.Contains(r.msg, h.envVar) || !strings.Contains(r.msg, testenv.EnvRequireIntegration) {
-				t.Errorf("failure message %q does not name %s and %s", r.msg, h.envVar, testenv.EnvRequireIntegration)
+			if !strings.Contains(r.msg, h.envVar) || !strings.Contains(r.msg, integration.EnvRequire) {
+				t.Errorf("failure message %q does not name %s and %s", r.msg, h.envVar, integration.EnvRequire)
 			}
 		})
 	}

@@ -9,20 +9,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ragd/ragd/internal/integration"
 )
 
 // Environment variables read by this package.
 const (
-	EnvPGDSN              = "RAG_TEST_PG_DSN"
-	EnvPGBin              = "RAG_TEST_PG_BIN"
-	EnvNeo4jURI           = "RAG_TEST_NEO4J_URI"
-	EnvNeo4jUser          = "RAG_TEST_NEO4J_USER"
-	EnvNeo4jPassword      = "RAG_TEST_NEO4J_PASSWORD"
-	EnvNeo4jHome          = "RAG_TEST_NEO4J_HOME"
-	EnvEmbedderURL        = "RAG_TEST_EMBEDDER_URL"
-	EnvEmbedderModel      = "RAG_TEST_EMBEDDER_MODEL"
-	EnvEmbedderDim        = "RAG_TEST_EMBEDDER_DIM"
-	EnvRequireIntegration = "RAG_REQUIRE_INTEGRATION"
+	EnvPGDSN         = "RAG_TEST_PG_DSN"
+	EnvPGBin         = "RAG_TEST_PG_BIN"
+	EnvNeo4jURI      = "RAG_TEST_NEO4J_URI"
+	EnvNeo4jUser     = "RAG_TEST_NEO4J_USER"
+	EnvNeo4jPassword = "RAG_TEST_NEO4J_PASSWORD"
+	EnvNeo4jHome     = "RAG_TEST_NEO4J_HOME"
+	EnvEmbedderURL   = "RAG_TEST_EMBEDDER_URL"
+	EnvEmbedderModel = "RAG_TEST_EMBEDDER_MODEL"
+	EnvEmbedderDim   = "RAG_TEST_EMBEDDER_DIM"
 	// EnvNoDocker, when set to 1, disables the Docker fallback.
 	EnvNoDocker = "RAG_TEST_NO_DOCKER"
 )
@@ -34,11 +35,6 @@ const startTimeout = 3 * time.Minute
 // stopTimeout bounds a graceful shutdown before the process is killed.
 const stopTimeout = time.Minute
 
-// requireIntegration reports whether a missing service must fail the test.
-func requireIntegration() bool {
-	return os.Getenv(EnvRequireIntegration) == "1"
-}
-
 // servicesHint says how to get every service natively.
 const servicesHint = "run `eval \"$(scripts/services.sh env)\"` after `scripts/services.sh up`"
 
@@ -46,18 +42,7 @@ const servicesHint = "run `eval \"$(scripts/services.sh env)\"` after `scripts/s
 // service that Docker can also provide.
 func unavailable(tb testing.TB, what, hint string) {
 	tb.Helper()
-	skipOrFail(tb, what, hint+"; "+servicesHint+", or make a Docker engine reachable")
-}
-
-// skipOrFail skips tb, or fails it when RAG_REQUIRE_INTEGRATION=1, saying
-// that what is missing and how to provide it.
-func skipOrFail(tb testing.TB, what, remedy string) {
-	tb.Helper()
-	msg := fmt.Sprintf("testenv: no %s for this integration test: %s", what, remedy)
-	if requireIntegration() {
-		tb.Fatalf("%s (%s=1, so this is a failure)", msg, EnvRequireIntegration)
-	}
-	tb.Skip(msg)
+	integration.SkipOrFail(tb, what, hint+"; "+servicesHint+", or make a Docker engine reachable")
 }
 
 // uniqueName returns prefix + a sanitized form of the test name + a random

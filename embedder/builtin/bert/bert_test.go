@@ -7,12 +7,12 @@ import (
 
 	"github.com/ragd/ragd/embedder/builtin/bert"
 	"github.com/ragd/ragd/embedder/builtin/internal/reference"
-	"github.com/ragd/ragd/internal/testenv"
+	"github.com/ragd/ragd/internal/integration"
 )
 
 func loadMiniLM(tb testing.TB) *bert.Model {
 	tb.Helper()
-	m, err := bert.Load(testenv.ModelDir(tb), bert.Options{})
+	m, err := bert.Load(integration.ModelDir(tb), bert.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestReferenceVectors(t *testing.T) {
 // is in its batch (no padding, no cross-talk between sequences), nor on
 // how many goroutines the pass is split over (EmbedThreads).
 func TestBatchIndependence(t *testing.T) {
-	m, err := bert.Load(testenv.ModelDir(t), bert.Options{Threads: 2}) // split even on one core
+	m, err := bert.Load(integration.ModelDir(t), bert.Options{Threads: 2}) // split even on one core
 	if err != nil {
 		t.Fatal(err)
 	}

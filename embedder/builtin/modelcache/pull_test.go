@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/ragd/ragd/embedder/builtin/modelcache"
-	"github.com/ragd/ragd/internal/testenv"
+	"github.com/ragd/ragd/internal/integration"
 )
 
 const bigFloats = 64 << 10 // model.safetensors of the fake model: 256 KiB of weights
@@ -87,7 +87,7 @@ func TestPullInstallsTheVerifiedModel(t *testing.T) {
 // with the built-in pins: the revision and hashes in the table are the
 // real files'.
 func TestPullRealModel(t *testing.T) {
-	real := readDir(t, testenv.ModelDir(t))
+	real := readDir(t, integration.ModelDir(t))
 	m := modelcache.KnownModels()[0]
 	if m.Name != modelcache.DefaultModel {
 		t.Fatalf("first known model %s, want the default %s", m.Name, modelcache.DefaultModel)

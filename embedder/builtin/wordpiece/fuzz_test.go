@@ -8,7 +8,7 @@ import (
 
 	"github.com/ragd/ragd/embedder/builtin/internal/reference"
 	"github.com/ragd/ragd/embedder/builtin/wordpiece"
-	"github.com/ragd/ragd/internal/testenv"
+	"github.com/ragd/ragd/internal/integration"
 )
 
 // fuzzTokenizers are two copies of the model's tokenizer when
@@ -16,7 +16,7 @@ import (
 // long texts in chunks of a few bytes instead of 2048.
 func fuzzTokenizers(tb testing.TB) (tok, chunked *wordpiece.Tokenizer) {
 	tb.Helper()
-	if os.Getenv(testenv.EnvModelDir) != "" {
+	if os.Getenv(integration.EnvModelDir) != "" {
 		m := loadModel(tb)
 		var err error
 		if chunked, err = wordpiece.Read(bytes.NewReader(m.raw)); err != nil {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ragd/ragd/embedder/builtin/internal/reference"
 	"github.com/ragd/ragd/embedder/builtin/wordpiece"
-	"github.com/ragd/ragd/internal/testenv"
+	"github.com/ragd/ragd/internal/integration"
 )
 
 const testdata = "../testdata/"
@@ -34,7 +34,7 @@ var (
 
 func loadModel(tb testing.TB) *model {
 	tb.Helper()
-	dir := testenv.ModelDir(tb)
+	dir := integration.ModelDir(tb)
 	modelOnce.Do(func() {
 		path := filepath.Join(dir, "tokenizer.json")
 		m := &model{}
