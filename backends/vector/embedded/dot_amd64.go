@@ -23,6 +23,9 @@ func dotCodesAVX2(a []int16, b []int8, ahead *int8) int32
 //go:noescape
 func dotCodesVNNI(a []int16, b []int8, ahead *int8) int32
 
+//go:noescape
+func dotCodesManyVNNI(a []int16, b []int8, out []int32)
+
 // prefetch asks the CPU to bring the n bytes at p into its caches (at
 // least one line, whatever n; p may point anywhere).
 //
@@ -48,6 +51,16 @@ func dotCodesAhead(a []int16, b []int8, ahead *int8) int32 {
 		return dotCodesAVX2(a, b, ahead)
 	}
 	return dotCodesGeneric(a, b)
+}
+
+// dotCodesMany sets out[j] to dotCodes(a, b[j·len(a):]) for every j <
+// len(out): one call for all of them with VNNI, else one a row.
+func dotCodesMany(a []int16, b []int8, out []int32) {
+	if haveVNNI {
+		dotCodesManyVNNI(a, b[:len(out)*len(a)], out)
+		return
+	}
+	dotCodesEach(a, b, out)
 }
 
 // dotKernels are the kernels this CPU runs, by name, for the tests (the

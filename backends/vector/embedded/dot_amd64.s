@@ -169,3 +169,80 @@ TEXT ·prefetch(SB), NOSPLIT, $0-16
 	MOVQ n+8(FP), R11
 	PREFETCH_BYTES(R10, R11, ppf)
 	RET
+
+// func dotCodesManyVNNI(a []int16, b []int8, out []int32)
+//
+// out[j] = the inner product of a and b[j·len(a):(j+1)·len(a)] for every
+// j < len(out) (the caller guarantees len(b) >= len(out)·len(a) and that
+// each sum fits int32): dotCodesVNNI's loops, one row of b after another
+// in one call, for scoring a row against every centroid of an IVF. b is
+// read in sequence, so nothing is prefetched.
+TEXT ·dotCodesManyVNNI(SB), NOSPLIT, $0-72
+	MOVQ a_base+0(FP), R8
+	MOVQ a_len+8(FP), R9
+	MOVQ b_base+24(FP), DI
+	MOVQ out_base+48(FP), R10
+	MOVQ out_len+56(FP), R11
+
+mnext:
+	TESTQ R11, R11
+	JZ    mdone
+	MOVQ  R8, SI
+	MOVQ  R9, CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+
+mloop64:
+	CMPQ      CX, $64
+	JLT       mloop32
+	VPMOVSXBW (DI), Z2
+	VPDPWSSD  (SI), Z2, Z0
+	VPMOVSXBW 32(DI), Z3
+	VPDPWSSD  64(SI), Z3, Z1
+	ADDQ      $128, SI
+	ADDQ      $64, DI
+	SUBQ      $64, CX
+	JMP       mloop64
+
+mloop32:
+	CMPQ      CX, $32
+	JLT       mreduce
+	VPMOVSXBW (DI), Z2
+	VPDPWSSD  (SI), Z2, Z0
+	ADDQ      $64, SI
+	ADDQ      $32, DI
+	SUBQ      $32, CX
+
+mreduce:
+	VPADDD        Z1, Z0, Z0
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPADDD        Y1, Y0, Y0
+	VEXTRACTI128  $1, Y0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0x4e, X0, X1
+	VPADDD        X1, X0, X0
+	VPSHUFD       $0xb1, X0, X1
+	VPADDD        X1, X0, X0
+	VMOVD         X0, AX
+
+mtail:
+	TESTQ   CX, CX
+	JZ      mstore
+	MOVWQSX (SI), BX
+	MOVBQSX (DI), DX
+	IMULQ   DX, BX
+	ADDL    BX, AX
+	ADDQ    $2, SI
+	INCQ    DI
+	DECQ    CX
+	JMP     mtail
+
+mstore:
+	MOVL AX, (R10)
+	ADDQ $4, R10
+	DECQ R11
+	JMP  mnext
+
+mdone:
+	VZEROUPPER
+	RET

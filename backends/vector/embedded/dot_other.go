@@ -9,6 +9,10 @@ func dotCodes(a []int16, b []int8) int32 { return dotCodesGeneric(a, b) }
 // dotCodesAhead is dotCodes(a, b); the portable code cannot prefetch.
 func dotCodesAhead(a []int16, b []int8, _ *int8) int32 { return dotCodesGeneric(a, b) }
 
+// dotCodesMany sets out[j] to dotCodes(a, b[j·len(a):]) for every j <
+// len(out).
+func dotCodesMany(a []int16, b []int8, out []int32) { dotCodesEach(a, b, out) }
+
 // prefetch is a no-op in the portable code.
 func prefetch(*byte, int) {}
 

@@ -9,12 +9,13 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// DotCodes and DotKernels expose the scan's kernels to the tests (the
+// DotCodes, DotCodesMany and DotKernels expose the scan's kernels to the tests (the
 // one in use, and each this CPU runs); QueryCodeMax the largest query
 // code for a dimension.
 var (
 	DotCodes     = dotCodes
 	DotKernels   = dotKernels
+	DotCodesMany = dotCodesMany
 	QueryCodeMax = queryCodeMax
 )
 

@@ -44,10 +44,11 @@ type ivf struct {
 	of    []int32   // row -> its list, -1 while unassigned (a build)
 	at    []int32   // row -> its position in lists[of[row]]
 
-	trained int // rows the index held when the sample was drawn
-	grouped int // rows the last regroup laid out by list
-	cursor  int // a build: rows below are assigned
-	wide    []int16
+	trained int     // rows the index held when the sample was drawn
+	grouped int     // rows the last regroup laid out by list
+	cursor  int     // a build: rows below are assigned
+	wide    []int16 // nearest's: the row's codes widened
+	dots    []int32 // nearest's: the row's products with each centroid
 }
 
 // newIVF returns an index of the nlist centroids cent (float32, nlist ×
@@ -56,7 +57,7 @@ func newIVF(cent []float32, dim int, l2 bool, nrows, trained int) *ivf {
 	nlist := len(cent) / dim
 	v := &ivf{dim: dim, l2: l2, cent: make([]int8, len(cent)), cs: make([]float32, nlist), cn2: make([]float32, nlist),
 		lists: make([][]int32, nlist), of: make([]int32, nrows), at: make([]int32, nrows), trained: trained,
-		wide: make([]int16, dim)}
+		wide: make([]int16, dim), dots: make([]int32, nlist)}
 	for c := range nlist {
 		row := cent[c*dim : (c+1)*dim]
 		q := quantize(row, v.cent[c*dim:(c+1)*dim])
@@ -78,9 +79,10 @@ func (v *ivf) nearest(codes []int8, scale float32) int32 {
 	for i, c := range codes {
 		v.wide[i] = int16(c)
 	}
+	dotCodesMany(v.wide, v.cent, v.dots)
 	best, bestScore := int32(0), math.Inf(-1)
-	for c := range v.lists {
-		d := float64(v.cs[c]) * float64(dotCodes(v.wide, v.cent[c*v.dim:(c+1)*v.dim]))
+	for c, p := range v.dots {
+		d := float64(v.cs[c]) * float64(p)
 		if v.l2 {
 			// argmin ‖r−c‖² = argmax 2·r·c − ‖c‖²
 			d = 2*float64(scale)*d - float64(v.cn2[c])
@@ -333,7 +335,7 @@ func (ix *index) regroup(v *ivf) *regrouped {
 		vids:    make([]uint64, 0, n),
 		post:    newPostings(),
 		ivf: &ivf{dim: v.dim, l2: v.l2, cent: v.cent, cs: v.cs, cn2: v.cn2, lists: make([][]int32, len(v.lists)),
-			of: make([]int32, n), at: make([]int32, n), trained: v.trained, grouped: n, cursor: n, wide: v.wide},
+			of: make([]int32, n), at: make([]int32, n), trained: v.trained, grouped: n, cursor: n, wide: v.wide, dots: v.dots},
 	}
 	g.codes.reserve(n * dim)
 	g.ids.Reserve(n, ix.ids.IDBytes())

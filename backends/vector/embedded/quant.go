@@ -135,6 +135,14 @@ func (q *quantQuery) interval(r rowQuant, dotCodes int32, l2 bool) (lo, hi float
 	return approx - slack, approx + slack
 }
 
+// dotCodesEach is dotCodesMany one row at a time (dotCodes).
+func dotCodesEach(a []int16, b []int8, out []int32) {
+	n := len(a)
+	for j := range out {
+		out[j] = dotCodes(a, b[j*n:(j+1)*n])
+	}
+}
+
 // dotCodesGeneric is the portable inner product of a and b[:len(a)].
 func dotCodesGeneric(a []int16, b []int8) int32 {
 	b = b[:len(a)]

@@ -64,6 +64,41 @@ func TestDotCodes(t *testing.T) {
 	}
 }
 
+// DotCodesMany scores a row against consecutive rows of b, as an IVF
+// scores a row against its centroids: each product as the reference's,
+// for lengths around the kernels' 32- and 64-element steps and their
+// tails, and at the accumulator's extremes.
+func TestDotCodesMany(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 2))
+	for _, n := range []int{0, 1, 15, 31, 32, 33, 63, 64, 65, 97, 383, 384, 385, embedded.MaxDimension} {
+		for _, m := range []int{0, 1, 2, 7, 50} {
+			top := int(embedded.QueryCodeMax(n))
+			a, b := make([]int16, n), make([]int8, m*n+r.IntN(3)) // b may be longer
+			for i := range a {
+				a[i] = int16(r.IntN(2*top+1) - top)
+			}
+			for i := range b {
+				b[i] = int8(r.IntN(255) - 127)
+			}
+			if m > 0 && n > 0 {
+				for i := range a { // one row at the extremes
+					a[i], b[i] = int16(top), 127
+				}
+			}
+			out := make([]int32, m)
+			for j := range out {
+				out[j] = -1
+			}
+			embedded.DotCodesMany(a, b, out)
+			for j := range out {
+				if want := dotCodesRef(a, b[j*n:(j+1)*n]); int64(out[j]) != want {
+					t.Fatalf("n=%d, m=%d: row %d = %d, want %d", n, m, j, out[j], want)
+				}
+			}
+		}
+	}
+}
+
 func FuzzDotCodes(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8}, []byte{255, 128, 127, 0})
 	f.Add(make([]byte, 94), make([]byte, 47))
