@@ -35,7 +35,7 @@ func Required() bool {
 // that what is missing and how to provide it.
 func SkipOrFail(tb testing.TB, what, remedy string) {
 	tb.Helper()
-	msg := fmt.Sprintf("testenv: no %s for this integration test: %s", what, remedy)
+	msg := fmt.Sprintf("integration: no %s for this integration test: %s", what, remedy)
 	if Required() {
 		tb.Fatalf("%s (%s=1, so this is a failure)", msg, EnvRequire)
 	}
@@ -56,7 +56,7 @@ func ModelDir(tb testing.TB) string {
 	}
 	for _, f := range []string{"config.json", "model.safetensors", "tokenizer.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			tb.Fatalf("testenv: %s=%s: %v", EnvModelDir, dir, err)
+			tb.Fatalf("integration: %s=%s: %v", EnvModelDir, dir, err)
 		}
 	}
 	return dir
