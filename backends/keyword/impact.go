@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/blevesearch/bleve/v2"
@@ -126,12 +127,15 @@ type impactIndex struct {
 	totX   int64
 	states sync.Pool // *searchState
 
-	rb          *rebuild // a rebuild running beside writes (reorder.go); guarded by wmu
-	reorderMin  int      // tests: overrides reorderMin when > 0
-	roundOps    int      // tests: overrides roundOps when > 0
-	parallelMin int      // tests: overrides parallelMin when > 0
-	rangeMin    int      // tests: overrides rangeSlots when > 0 (a multiple of 64)
-	minWin      int      // tests: overrides minWindow when > 0
+	rb          *rebuild      // a rebuild running beside writes (reorder.go); guarded by wmu
+	settle      *time.Timer   // starts a rebuild once writes pause (compactWhenDue); guarded by wmu
+	stopped     bool          // no rebuild starts any more (stopRebuild); guarded by wmu
+	settleAfter time.Duration // tests: overrides settleAfter when > 0
+	reorderMin  int           // tests: overrides reorderMin when > 0
+	roundOps    int           // tests: overrides roundOps when > 0
+	parallelMin int           // tests: overrides parallelMin when > 0
+	rangeMin    int           // tests: overrides rangeSlots when > 0 (a multiple of 64)
+	minWin      int           // tests: overrides minWindow when > 0
 
 	rebuildHook func(stage string) // tests: runs on a rebuild's goroutine before it builds ("start"), once built ("built") and between rounds ("round")
 	searchHook  func()             // tests: runs inside a search, after its first window

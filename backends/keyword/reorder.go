@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
 )
@@ -93,10 +94,32 @@ func (x *impactIndex) logKill(slot uint32) {
 // dead slots make up a quarter of the slots (and at least 1024), or once
 // the slots appended since the last rebuild, in arrival order, make up a
 // quarter of the slots ordered by it (and at least reorderMin), unless
-// one runs. The caller holds wmu and not mu.
+// one runs. Short of that, once the slots in arrival order make up a
+// thirty-second of all (and at least reorderMin), it arms the settle
+// timer, which every later write pushes back: a collection whose writes
+// pause for settleAfter is rebuilt then (settle), so that a bulk load
+// ends in clustered order instead of leaving up to a fifth of it in
+// arrival order, which searches pay for until the collection grows by
+// another quarter. The caller holds wmu and not mu.
 func (x *impactIndex) compactWhenDue() {
-	if x.rb != nil || !x.rebuildDue() {
-		return
+	switch {
+	case x.rb != nil || x.stopped:
+	case x.rebuildDue():
+		x.startRebuild()
+	case x.settleDue():
+		if x.settle == nil {
+			x.settle = time.AfterFunc(x.settleDelay(), x.settleNow)
+		} else {
+			x.settle.Reset(x.settleDelay())
+		}
+	}
+}
+
+// startRebuild freezes the slots and starts the rebuild's goroutine.
+// The caller holds wmu, and no rebuild runs.
+func (x *impactIndex) startRebuild() {
+	if x.settle != nil {
+		x.settle.Stop()
 	}
 	f := x.freeze()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -108,6 +131,37 @@ func (x *impactIndex) compactWhenDue() {
 func (x *impactIndex) rebuildDue() bool {
 	unordered := x.slots() - x.ordered
 	return (x.dead >= 1024 && x.dead > x.slots()/4) || (unordered >= x.reorderAt() && 4*unordered >= x.ordered)
+}
+
+func (x *impactIndex) settleDue() bool {
+	unordered := x.slots() - x.ordered
+	return unordered >= x.reorderAt() && 32*unordered >= x.slots()
+}
+
+// settleAfter is how long writes must pause before a collection with a
+// thirty-second of its slots in arrival order is rebuilt (compactWhenDue).
+// A pause this short ends most bulk loads; a loader pausing this long
+// between batches pays a rebuild per thirty-second of growth at most. A
+// variable only so that this package's tests can lengthen it: a rebuild
+// they did not ask for would race their hooks (settle_internal_test.go).
+var settleAfter = 3 * time.Second
+
+func (x *impactIndex) settleDelay() time.Duration {
+	if x.settleAfter > 0 {
+		return x.settleAfter
+	}
+	return settleAfter
+}
+
+// settleNow is the settle timer's function: it starts the rebuild if it
+// is still due and nothing stopped the index or started one meanwhile.
+// Tests call it directly, in place of the timer.
+func (x *impactIndex) settleNow() {
+	x.wmu.Lock()
+	defer x.wmu.Unlock()
+	if x.rb == nil && !x.stopped && x.settleDue() {
+		x.startRebuild()
+	}
 }
 
 // rebuildNow rebuilds on the caller's goroutine: at load, before the
@@ -175,9 +229,14 @@ func (x *impactIndex) hook(stage string) {
 }
 
 // stopRebuild cancels a running rebuild and waits for its goroutine to
-// end; the index stays as it was. The caller holds neither lock.
+// end, and stops the settle timer: no rebuild starts after it. The index
+// stays as it was. The caller holds neither lock.
 func (x *impactIndex) stopRebuild() {
 	x.wmu.Lock()
+	x.stopped = true
+	if x.settle != nil {
+		x.settle.Stop()
+	}
 	rb := x.rb
 	x.wmu.Unlock()
 	if rb != nil {

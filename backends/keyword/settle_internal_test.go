@@ -1,0 +1,113 @@
+package keyword
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// The package's tests rebuild when they say so: no settle timer fires on
+// an index a test left behind, beside its hooks or goleak's check. The
+// settle tests below set their index's own delay.
+func init() { settleAfter = time.Hour }
+
+// settledModel is an index of 600 documents in clustered order, then 100
+// more in arrival order: the settle is due (a thirty-second or more of the
+// slots, at least reorderMin), a rebuild is not (under a quarter of the
+// ordered slots).
+func settledModel(t *testing.T, seed uint64) (*rebuildModel, []string) {
+	x := newImpactIndex()
+	x.reorderMin = 100
+	m := &rebuildModel{t: t, x: x, docs: map[string]refDoc{}, ver: map[string]uint64{}, rng: rand.New(rand.NewPCG(seed, 1))}
+	var ids []string
+	for i := range 700 {
+		ids = append(ids, fmt.Sprintf("d%03d", i))
+	}
+	m.write(ids[:600], nil)
+	x.waitRebuild()
+	if x.ordered != 600 {
+		t.Fatalf("ordered %d after the first batch, want 600", x.ordered)
+	}
+	return m, ids
+}
+
+// Writes that pause rebuild the slots they left in arrival order: the
+// settle timer, armed by the write that made it due, starts the rebuild;
+// the answers stay the model's.
+func TestSettleRebuildsOnceWritesPause(t *testing.T) {
+	m, ids := settledModel(t, 1)
+	x := m.x
+	started := make(chan struct{}, 1)
+	x.rebuildHook = func(stage string) {
+		if stage == "start" {
+			started <- struct{}{}
+		}
+	}
+	x.settleAfter = time.Millisecond
+	m.write(ids[600:], nil)
+	if !x.settleDue() || x.rebuildDue() {
+		t.Fatalf("settle due %v, rebuild due %v: want only the settle", x.settleDue(), x.rebuildDue())
+	}
+	m.check("before the settle", ids)
+	select {
+	case <-started:
+	case <-time.After(time.Minute):
+		t.Fatal("no rebuild a minute after the writes paused")
+	}
+	x.waitRebuild()
+	x.checkInvariants(t)
+	if x.ordered != 700 {
+		t.Fatalf("ordered %d after the settle, want 700", x.ordered)
+	}
+	m.check("after the settle", ids)
+}
+
+// The settle's function finds the index stopped (the store closing), or
+// a rebuild already started by a write, and starts nothing; a write
+// short of the settle arms no timer.
+func TestSettleAfterStopOrRebuild(t *testing.T) {
+	m, ids := settledModel(t, 2)
+	x := m.x
+	m.write(ids[600:620], nil) // 20 in arrival order: short of reorderMin
+	if x.settle != nil {
+		t.Fatal("a timer armed short of the settle")
+	}
+	m.write(ids[620:], nil)
+	if x.settle == nil {
+		t.Fatal("no timer armed once the settle was due")
+	}
+	x.stopRebuild()
+	x.settleNow() // as the timer would, after the stop
+	if x.rebuilding() || x.ordered != 600 {
+		t.Fatalf("after stop and settle: rebuilding %v, ordered %d", x.rebuilding(), x.ordered)
+	}
+	m.check("stopped", ids)
+
+	m, ids = settledModel(t, 3)
+	x = m.x
+	release := make(chan struct{})
+	x.rebuildHook = func(stage string) {
+		if stage == "built" {
+			<-release
+		}
+	}
+	m.write(ids[600:], nil)
+	x.settleNow() // starts the rebuild
+	x.wmu.Lock()
+	rb := x.rb
+	x.wmu.Unlock()
+	x.settleNow() // one runs: nothing more
+	x.wmu.Lock()
+	same := x.rb == rb
+	x.wmu.Unlock()
+	if rb == nil || !same {
+		t.Fatalf("settle: rebuild %v, the same one after a second settle %v", rb != nil, same)
+	}
+	close(release)
+	x.waitRebuild()
+	if x.ordered != 700 {
+		t.Fatalf("ordered %d after the settle, want 700", x.ordered)
+	}
+	m.check("after the settle", ids)
+}
