@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"sort"
@@ -131,6 +132,7 @@ type impactIndex struct {
 	settle      *time.Timer   // starts a rebuild once writes pause (compactWhenDue); guarded by wmu
 	stopped     bool          // no rebuild starts any more (stopRebuild); guarded by wmu
 	settleAfter time.Duration // tests: overrides settleAfter when > 0
+	log         *slog.Logger  // where a rebuild beside writes says it is done; nil: nowhere
 	reorderMin  int           // tests: overrides reorderMin when > 0
 	roundOps    int           // tests: overrides roundOps when > 0
 	parallelMin int           // tests: overrides parallelMin when > 0

@@ -60,6 +60,8 @@ type rebuild struct {
 	post   []termFreq // the postings of the puts in ops
 	done   chan struct{}
 	cancel context.CancelFunc
+	reason string
+	start  time.Time
 }
 
 // logOp is one write the rebuild must replay: a put of the live index's
@@ -105,7 +107,11 @@ func (x *impactIndex) compactWhenDue() {
 	switch {
 	case x.rb != nil || x.stopped:
 	case x.rebuildDue():
-		x.startRebuild()
+		reason := "grown by a quarter"
+		if x.dead >= 1024 && x.dead > x.slots()/4 {
+			reason = "dead slots"
+		}
+		x.startRebuild(reason)
 	case x.settleDue():
 		if x.settle == nil {
 			x.settle = time.AfterFunc(x.settleDelay(), x.settleNow)
@@ -115,15 +121,16 @@ func (x *impactIndex) compactWhenDue() {
 	}
 }
 
-// startRebuild freezes the slots and starts the rebuild's goroutine.
-// The caller holds wmu, and no rebuild runs.
-func (x *impactIndex) startRebuild() {
+// startRebuild freezes the slots and starts the rebuild's goroutine;
+// reason is what its log line gives. The caller holds wmu, and no
+// rebuild runs.
+func (x *impactIndex) startRebuild(reason string) {
 	if x.settle != nil {
 		x.settle.Stop()
 	}
 	f := x.freeze()
 	ctx, cancel := context.WithCancel(context.Background())
-	rb := &rebuild{done: make(chan struct{}), cancel: cancel}
+	rb := &rebuild{done: make(chan struct{}), cancel: cancel, reason: reason, start: time.Now()}
 	x.rb = rb
 	go x.runRebuild(ctx, f, rb)
 }
@@ -160,7 +167,7 @@ func (x *impactIndex) settleNow() {
 	x.wmu.Lock()
 	defer x.wmu.Unlock()
 	if x.rb == nil && !x.stopped && x.settleDue() {
-		x.startRebuild()
+		x.startRebuild("writes paused")
 	}
 }
 
@@ -206,8 +213,13 @@ func (x *impactIndex) runRebuild(ctx context.Context, f *impactIndex, rb *rebuil
 			x.mu.Lock()
 			x.swap(c)
 			x.mu.Unlock()
+			live, replayed := x.live, len(rb.ops)
 			x.rb = nil
 			x.wmu.Unlock()
+			if x.log != nil {
+				x.log.Info("keyword: postings rebuilt in clustered order", "reason", rb.reason,
+					"documents", live, "writes_replayed", replayed, "elapsed", time.Since(rb.start))
+			}
 			return
 		}
 		x.wmu.Unlock()

@@ -1,8 +1,11 @@
 package keyword
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -44,6 +47,8 @@ func TestSettleRebuildsOnceWritesPause(t *testing.T) {
 			started <- struct{}{}
 		}
 	}
+	var logged bytes.Buffer
+	x.log = slog.New(slog.NewJSONHandler(&logged, nil))
 	x.settleAfter = time.Millisecond
 	m.write(ids[600:], nil)
 	if !x.settleDue() || x.rebuildDue() {
@@ -61,6 +66,9 @@ func TestSettleRebuildsOnceWritesPause(t *testing.T) {
 		t.Fatalf("ordered %d after the settle, want 700", x.ordered)
 	}
 	m.check("after the settle", ids)
+	if l := logged.String(); !strings.Contains(l, `"reason":"writes paused"`) || !strings.Contains(l, `"documents":700`) {
+		t.Fatalf("the rebuild's log line: %s", l)
+	}
 }
 
 // The settle's function finds the index stopped (the store closing), or

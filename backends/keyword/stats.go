@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 
@@ -74,7 +75,7 @@ func (s *store) close() error {
 	return s.idx.Close()
 }
 
-func newStore(idx bleve.Index, analyzer string) (*store, error) {
+func newStore(idx bleve.Index, analyzer string, log *slog.Logger) (*store, error) {
 	an := idx.Mapping().AnalyzerNamed(analyzer)
 	if an == nil {
 		return nil, fmt.Errorf("analyzer %q not available", analyzer)
@@ -94,6 +95,7 @@ func newStore(idx bleve.Index, analyzer string) (*store, error) {
 	if s.impact, err = loadImpact(context.Background(), idx); err != nil {
 		return nil, fmt.Errorf("%w: load postings: %v", ErrCorrupt, err)
 	}
+	s.impact.log = log
 	if s.tombs, err = loadTombs(idx); err != nil {
 		return nil, fmt.Errorf("%w: load tombstones: %v", ErrCorrupt, err)
 	}
