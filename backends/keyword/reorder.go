@@ -108,7 +108,7 @@ func (x *impactIndex) compactWhenDue() {
 	case x.rb != nil || x.stopped:
 	case x.rebuildDue():
 		reason := "grown by a quarter"
-		if x.dead >= 1024 && x.dead > x.slots()/4 {
+		if x.compactionDue() {
 			reason = "dead slots"
 		}
 		x.startRebuild(reason)
@@ -137,7 +137,12 @@ func (x *impactIndex) startRebuild(reason string) {
 
 func (x *impactIndex) rebuildDue() bool {
 	unordered := x.slots() - x.ordered
-	return (x.dead >= 1024 && x.dead > x.slots()/4) || (unordered >= x.reorderAt() && 4*unordered >= x.ordered)
+	return x.compactionDue() || (unordered >= x.reorderAt() && 4*unordered >= x.ordered)
+}
+
+// compactionDue: dead slots are a quarter of the slots, and at least 1024.
+func (x *impactIndex) compactionDue() bool {
+	return x.dead >= 1024 && x.dead > x.slots()/4
 }
 
 func (x *impactIndex) settleDue() bool {
