@@ -20,8 +20,9 @@ import (
 // runs on a goroutine of its own, in three steps, and no step makes a
 // search wait, nor a write wait longer than one round of replay:
 //
-//  1. Freeze. The writer that finds a rebuild due (compactWhenDue, holding
-//     wmu, so no write runs) takes a frozen view of the slots (freeze).
+//  1. Freeze. The writer that finds a rebuild due (compactWhenDue), or
+//     the settle timer once writes pause (settleNow), holding wmu, so no
+//     write runs, takes a frozen view of the slots (freeze).
 //     Below their lengths the per-slot arrays, the ids (a put appends, a
 //     removal unlinks: idtable.Table.Frozen) and the postings' blocks,
 //     packed words and tails are never written again (writes only
