@@ -32,7 +32,7 @@ func Required() bool {
 }
 
 // SkipOrFail skips tb, or fails it when RAG_REQUIRE_INTEGRATION=1, saying
-// that what is missing and how to provide it.
+// what is missing and how to provide it.
 func SkipOrFail(tb testing.TB, what, remedy string) {
 	tb.Helper()
 	msg := fmt.Sprintf("integration: no %s for this integration test: %s", what, remedy)

@@ -9,9 +9,9 @@ import (
 	"github.com/ragd/ragd/spi"
 )
 
-// DotCodes, DotCodesMany and DotKernels expose the scan's kernels to the tests (the
-// one in use, and each this CPU runs); QueryCodeMax the largest query
-// code for a dimension.
+// DotCodes, DotCodesMany and DotKernels expose the scan's kernels to the
+// tests (the one in use, one call for many rows, and each this CPU runs);
+// QueryCodeMax the largest query code for a dimension.
 var (
 	DotCodes     = dotCodes
 	DotKernels   = dotKernels
