@@ -138,6 +138,8 @@ type impactIndex struct {
 	parallelMin int           // tests: overrides parallelMin when > 0
 	rangeMin    int           // tests: overrides rangeSlots when > 0 (a multiple of 64)
 	minWin      int           // tests: overrides minWindow when > 0
+	noBisect    bool          // tests, benchmarks: clusterOrder leaves the bisection out
+	bisectMax   int           // tests: overrides bisectSample when > 0
 
 	rebuildHook func(stage string) // tests: runs on a rebuild's goroutine before it builds ("start"), once built ("built") and between rounds ("round")
 	searchHook  func()             // tests: runs inside a search, after its first window

@@ -43,7 +43,11 @@ import (
 // (comma-separated) picks some. With RAG_BENCH_KEYWORD_EXHAUSTIVE set,
 // the exhaustive oracle runs beside the pruned search. The index is
 // searched in clustered order, as a rebuild leaves it (reorder.go);
-// with RAG_BENCH_KEYWORD_ARRIVAL set, in arrival order (the corpus's).
+// with RAG_BENCH_KEYWORD_ARRIVAL set, in arrival order (the corpus's);
+// RAG_BENCH_KEYWORD_ORDERS (comma-separated: "bisect", "plain" for the
+// order without the bisection of bisect.go) rebuilds in each order in
+// turn and searches each, logging how well it groups the corpus's
+// near-copies (copyRuns).
 // Each query runs as the index searches it ("pruned": workers at once
 // from parallelMin slots, prune.go) and by one worker ("pruned1"); a mode
 // with a suffix @N searches ranges of N slots (a multiple of 64; @1: one
@@ -158,96 +162,141 @@ func BenchmarkImpactSearch(b *testing.B) {
 			for i := range x.post {
 				x.post[i].trim()
 			}
-			if os.Getenv("RAG_BENCH_KEYWORD_ARRIVAL") == "" {
-				// Clustered order, as a rebuild leaves it (reorder.go).
-				start, cpu0 := time.Now(), cpuTime()
-				if x.rebuildDue() {
-					x.rebuildNow()
-				}
-				if x.ordered > 0 {
-					b.Logf("%s/%s: rebuilt in clustered order in %v (%v of CPU)", corp.name, layout,
-						time.Since(start).Round(time.Millisecond), (cpuTime() - cpu0).Round(time.Millisecond))
-				}
+			// Clustered order, as a rebuild leaves it (reorder.go), or
+			// the orders RAG_BENCH_KEYWORD_ORDERS names in turn
+			// ("bisect", "plain": without the bisection); arrival order
+			// with RAG_BENCH_KEYWORD_ARRIVAL set.
+			orders := []string{""}
+			if os.Getenv("RAG_BENCH_KEYWORD_ARRIVAL") != "" {
+				orders = []string{"arrival"}
+			} else if v := os.Getenv("RAG_BENCH_KEYWORD_ORDERS"); v != "" {
+				orders = strings.Split(v, ",")
 			}
-			runtime.GC()
 			var after runtime.MemStats
-			runtime.ReadMemStats(&after)
-			b.Logf("%s/%s: %d documents, %.0f bytes of heap per document; by part (bytes per document):\n%s",
-				corp.name, layout, n, float64(after.HeapAlloc-before.HeapAlloc)/float64(n), x.memoryTable())
-			type run struct {
-				tenant string
-				filter spi.Filter
-			}
-			runs := []run{{tenant: "acme"}}
-			if layout == "3tenants" {
-				runs = []run{{tenant: "t1"}, {}, {filter: spi.StringFilter(map[string][]string{"part": {"7"}})}}
-			}
-			unlock := heavyLock(b)
-			stopProfile := cpuProfile(b, corp.name+"-"+layout)
-			for _, r := range runs {
-				for _, k := range ks {
-					for _, mode := range modes {
-						if mode == "exhaustive" && !exhaustive {
-							continue
-						}
-						// pruned: workers at once on a large index (one a
-						// core); pruned1: one worker; a suffix @N sets the
-						// ranges' size to N slots (@1 for a single range),
-						// ~N before it the windows' least size (~1: to the
-						// first block's end).
-						base, size, _ := strings.Cut(mode, "@")
-						base, mw, _ := strings.Cut(base, "~")
-						x.parallelMin, x.rangeMin, x.minWin = 0, 0, 0
-						if n, err := strconv.Atoi(mw); err == nil {
-							x.minWin = n
-						}
-						if base == "pruned1" {
-							x.parallelMin = math.MaxInt
-						}
-						if n, err := strconv.Atoi(size); err == nil {
-							x.rangeMin = n
-							if n == 1 {
-								x.rangeMin = 1 << 40
+			for oi, ord := range orders {
+				if ord != "arrival" {
+					x.noBisect = ord == "plain"
+					start, cpu0 := time.Now(), cpuTime()
+					x.rebuildNow()
+					b.Logf("%s/%s: rebuilt in clustered order %q in %v (%v of CPU); %s", corp.name, layout, ord,
+						time.Since(start).Round(time.Millisecond), (cpuTime() - cpu0).Round(time.Millisecond), x.copyRuns())
+				}
+				if oi == 0 {
+					runtime.GC()
+					runtime.ReadMemStats(&after)
+					b.Logf("%s/%s: %d documents, %.0f bytes of heap per document; by part (bytes per document):\n%s",
+						corp.name, layout, n, float64(after.HeapAlloc-before.HeapAlloc)/float64(n), x.memoryTable())
+				}
+				order := ""
+				if len(orders) > 1 {
+					order = "/" + ord
+				}
+				type run struct {
+					tenant string
+					filter spi.Filter
+				}
+				runs := []run{{tenant: "acme"}}
+				if layout == "3tenants" {
+					runs = []run{{tenant: "t1"}, {}, {filter: spi.StringFilter(map[string][]string{"part": {"7"}})}}
+				}
+				unlock := heavyLock(b)
+				stopProfile := cpuProfile(b, corp.name+"-"+layout+strings.ReplaceAll(order, "/", "-"))
+				for _, r := range runs {
+					for _, k := range ks {
+						for _, mode := range modes {
+							if mode == "exhaustive" && !exhaustive {
+								continue
 							}
-						}
-						name := fmt.Sprintf("%s/%s/tenant=%s/k=%d/%s", corp.name, layout, cmp.Or(r.tenant, "any"), k, mode)
-						if !r.filter.IsEmpty() {
-							name = fmt.Sprintf("%s/%s/filter=5%%/k=%d/%s", corp.name, layout, k, mode)
-						}
-						b.Run(name, func(b *testing.B) {
-							pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("mode", mode)))
-							defer pprof.SetGoroutineLabels(context.Background())
-							var lat []time.Duration
-							i := 0
-							cpu0 := cpuTime()
-							for b.Loop() {
-								q := queries[i%len(queries)]
-								i++
-								start := time.Now()
-								if mode == "exhaustive" {
-									x.searchExhaustive(q, k, r.tenant, r.filter, p)
-								} else if _, err := x.search(context.Background(), q, k, r.tenant, r.filter, p); err != nil {
-									b.Fatal(err)
+							// pruned: workers at once on a large index (one a
+							// core); pruned1: one worker; a suffix @N sets the
+							// ranges' size to N slots (@1 for a single range),
+							// ~N before it the windows' least size (~1: to the
+							// first block's end).
+							base, size, _ := strings.Cut(mode, "@")
+							base, mw, _ := strings.Cut(base, "~")
+							x.parallelMin, x.rangeMin, x.minWin = 0, 0, 0
+							if n, err := strconv.Atoi(mw); err == nil {
+								x.minWin = n
+							}
+							if base == "pruned1" {
+								x.parallelMin = math.MaxInt
+							}
+							if n, err := strconv.Atoi(size); err == nil {
+								x.rangeMin = n
+								if n == 1 {
+									x.rangeMin = 1 << 40
 								}
-								lat = append(lat, time.Since(start))
 							}
-							b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
-							slices.Sort(lat)
-							b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-							b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
-							if l, ok := load1(); ok {
-								b.ReportMetric(l, "load1")
+							name := fmt.Sprintf("%s/%s/tenant=%s/k=%d/%s%s", corp.name, layout, cmp.Or(r.tenant, "any"), k, mode, order)
+							if !r.filter.IsEmpty() {
+								name = fmt.Sprintf("%s/%s/filter=5%%/k=%d/%s%s", corp.name, layout, k, mode, order)
 							}
-						})
+							b.Run(name, func(b *testing.B) {
+								pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("mode", mode)))
+								defer pprof.SetGoroutineLabels(context.Background())
+								var lat []time.Duration
+								i := 0
+								cpu0 := cpuTime()
+								for b.Loop() {
+									q := queries[i%len(queries)]
+									i++
+									start := time.Now()
+									if mode == "exhaustive" {
+										x.searchExhaustive(q, k, r.tenant, r.filter, p)
+									} else if _, err := x.search(context.Background(), q, k, r.tenant, r.filter, p); err != nil {
+										b.Fatal(err)
+									}
+									lat = append(lat, time.Since(start))
+								}
+								b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+								slices.Sort(lat)
+								b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+								b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+								if l, ok := load1(); ok {
+									b.ReportMetric(l, "load1")
+								}
+							})
+						}
 					}
 				}
+				stopProfile()
+				unlock()
 			}
-			stopProfile()
-			unlock()
 			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "heap-B/doc-"+layout)
 			runtime.KeepAlive(x)
 		}
 	}
+}
+
+// copyRuns says how well the order groups the synthetic corpus's
+// near-copies (ids "SOURCE-copyN", synth_corpus.py): the runs of slots
+// holding copies of one source, and the ranges of 16,384 slots they
+// touch, per source on average. Only the benchmark knows the sources.
+func (x *impactIndex) copyRuns() string {
+	runs := map[string]int{}
+	ranges := map[string]map[int]bool{}
+	prev := ""
+	for s := range x.slots() {
+		if !x.isAlive(uint32(s)) {
+			continue
+		}
+		src, _, _ := strings.Cut(string(x.ids.Bytes(s)), "-copy")
+		if src != prev {
+			runs[src]++
+			prev = src
+		}
+		if ranges[src] == nil {
+			ranges[src] = map[int]bool{}
+		}
+		ranges[src][s/16384] = true
+	}
+	var nr, ng int
+	for src, r := range runs {
+		nr += r
+		ng += len(ranges[src])
+	}
+	return fmt.Sprintf("a source's copies lie in %.1f runs across %.1f ranges of 16,384 slots (%d sources)",
+		float64(nr)/float64(max(1, len(runs))), float64(ng)/float64(max(1, len(runs))), len(runs))
 }
 
 // cpuProfile starts a CPU profile of the timed searches when

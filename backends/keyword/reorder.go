@@ -437,17 +437,17 @@ func (x *impactIndex) compacted(ctx context.Context) (*impactIndex, []uint32, er
 // clusterOrder returns the live slots in an order that puts documents
 // sharing their distinctive terms next to each other, so that a term's
 // blocks hold documents of similar scores and block bounds separate them
-// (document reordering, as Lucene's BPIndexReorderer and the literature
-// on docid assignment do; here a cheaper sort). Only terms held by at
-// least two live documents and at most an eighth of them count (rare
-// terms group nothing, common ones group everything). A slot's key is its
-// rarest such term, then its second rarest (fewest documents first, ties
-// by a hash of the term), then the least hash over its terms (MinHash);
-// slots sort by tenant, then by their keys, then by slot. Documents that
-// share their rarest term are most often about the same thing;
-// near-copies of a document keep it unless they lose it. Each tenant's
-// slots are one run, so a search restricted to a tenant skips the others'
-// (prune skips slots no candidate holds). x as for compacted.
+// (document reordering: recursive graph bisection over a sample, then
+// each slot beside its nearest sample document, bisect.go). Only terms
+// held by at least two live documents and at most an eighth of them
+// count (rare terms group nothing, common ones group everything), and of
+// those each slot keeps its keepTerms rarest (fewest documents first,
+// ties by a hash of the term). Slots sort by tenant, then by their
+// nearest sample document's place, then by their rarest term, their
+// second rarest, the least hash over their terms (MinHash), and slot.
+// Each tenant's slots are one run, so a search restricted to a tenant
+// skips the others' (prune skips slots no candidate holds). x as for
+// compacted.
 func (x *impactIndex) clusterOrder(ctx context.Context) ([]uint32, error) {
 	const none = math.MaxUint32
 	hi := int32(max(2, x.live/8))
@@ -468,9 +468,11 @@ func (x *impactIndex) clusterOrder(ctx context.Context) ([]uint32, error) {
 		}
 		return cmp.Compare(a.h, b.h)
 	})
-	sig := make([][3]uint32, x.slots())
-	for i := range sig {
-		sig[i] = [3]uint32{none, none, none}
+	n := x.slots()
+	f := &slotTerms{terms: make([]uint32, n*keepTerms), n: make([]uint8, n)}
+	minh := make([]uint32, n)
+	for i := range minh {
+		minh[i] = none
 	}
 	for r, t := range rs {
 		if r%256 == 255 {
@@ -480,30 +482,57 @@ func (x *impactIndex) clusterOrder(ctx context.Context) ([]uint32, error) {
 		}
 		h := uint32(t.h >> 32)
 		x.post[t.tid].each(func(e posting) {
-			s := &sig[e.slot]
-			switch {
-			case s[0] == none:
-				s[0] = uint32(r)
-			case s[1] == none:
-				s[1] = uint32(r)
+			s := e.slot
+			if k := f.n[s]; k < keepTerms {
+				f.terms[int(s)*keepTerms+int(k)] = uint32(r)
+				f.n[s] = k + 1
 			}
-			s[2] = min(s[2], h)
+			minh[s] = min(minh[s], h)
 		})
 	}
+	rarest := func(s uint32, i int) uint32 {
+		if i < int(f.n[s]) {
+			return f.terms[int(s)*keepTerms+i]
+		}
+		return none
+	}
 	order := make([]uint32, 0, x.live)
-	for s := range uint32(x.slots()) {
+	for s := range uint32(n) {
 		if x.isAlive(s) {
 			order = append(order, s)
+		}
+	}
+	byTerms := func(a, b uint32) int {
+		for i := range 2 {
+			if c := cmp.Compare(rarest(a, i), rarest(b, i)); c != 0 {
+				return c
+			}
+		}
+		if c := cmp.Compare(minh[a], minh[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	}
+	var near []uint32
+	if !x.noBisect {
+		var err error
+		near, err = bisectKeys(ctx, f, order, cmp.Or(x.bisectMax, bisectSample), len(rs), byTerms, func(r uint32) float64 {
+			return math.Log(float64(x.live) / float64(rs[r].df))
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	slices.SortFunc(order, func(a, b uint32) int {
 		if c := cmp.Compare(x.tenant[a], x.tenant[b]); c != 0 {
 			return c
 		}
-		if c := slices.Compare(sig[a][:], sig[b][:]); c != 0 {
-			return c
+		if near != nil {
+			if c := cmp.Compare(near[a], near[b]); c != 0 {
+				return c
+			}
 		}
-		return cmp.Compare(a, b)
+		return byTerms(a, b)
 	})
 	return order, nil
 }
