@@ -17,23 +17,32 @@ import (
 // estimated cost of the terms' gaps, and recurses into each half. Over
 // every document its passes would cost minutes of CPU at 1,000,000
 // documents, and a rebuild runs each time a collection grows by a
-// quarter. So it runs over a sample of about bisectSample documents,
-// each with its rarest distinctive terms only (keepTerms, which
-// clusterOrder collects), and every document then takes the place of
-// the sample document it shares the most with: first the leaf of the
-// bisection (bisectLeaf sample documents in a row) whose documents share
-// the most of its terms, each shared term weighing its idf, then the
-// document of that leaf sharing the most. Near-copies of one document
-// find copies of it in the sample, which the bisection put side by
-// side, so they end up side by side too.
+// quarter. So it runs over a sample (sampleSize: an eighth of the
+// documents, at most about bisectSample), each with its rarest
+// distinctive terms only (keepTerms, which clusterOrder collects), and
+// every document then takes the place of the sample document it shares
+// the most with: first the leaf of the bisection (bisectLeaf sample
+// documents in a row) whose documents share the most of its terms, each
+// shared term weighing its idf, then the document of that leaf sharing
+// the most. Near-copies of one document find copies of it in the sample,
+// which the bisection put side by side, so they end up side by side too.
+//
+// A rebuild bisects only once writes pause (the settle) and at open; one
+// started by growth or dead slots keeps the cheaper key (startRebuild).
 
 const (
 	keepTerms    = 12      // rarest distinctive terms kept per slot
-	bisectSample = 1 << 15 // documents bisected, about
+	bisectSample = 1 << 15 // documents bisected, about, at most
+	bisectShare  = 8       // and at most about one in bisectShare
 	bisectLeaf   = 4       // a part this small is not split further
-	bisectIters  = 16      // swap rounds per split at most
+	bisectIters  = 8       // swap rounds per split at most
 	nearLeaves   = 1024    // terms in more leaves do not vote for a slot's place
 )
+
+// sampleSize is how many documents of live the bisection samples.
+func sampleSize(live int) int {
+	return min(bisectSample, max(live/bisectShare, 1024))
+}
 
 // slotTerms are each slot's rarest distinctive terms, as ranks (fewest
 // documents first): terms[s*keepTerms:][:n[s]].

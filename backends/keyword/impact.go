@@ -118,11 +118,12 @@ type impactIndex struct {
 	pairVal  []spi.Value             // pair p's scalar (zero for a presence pair)
 	keyPairs map[string]*sortedPairs // each key's number and time pairs in value order, for ranges
 
-	tags    map[[8]byte]uint32
-	tagOf   [][8]byte // tagOf[0] is unused (no version)
-	live    int
-	dead    int
-	ordered int // slots [0, ordered) are in the clustered order of the last rebuild
+	tags     map[[8]byte]uint32
+	tagOf    [][8]byte // tagOf[0] is unused (no version)
+	live     int
+	dead     int
+	ordered  int  // slots [0, ordered) are in the clustered order of the last rebuild
+	bisected bool // and that rebuild bisected (clusterOrder)
 
 	totT   int64
 	totX   int64

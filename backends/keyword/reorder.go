@@ -16,10 +16,10 @@ import (
 //
 // A rebuild renumbers the live slots in clustered order (clusterOrder)
 // and rewrites every per-slot array, postings list and bitmap without the
-// dead slots (compacted): about 18 s of CPU at 1,000,000 documents, 5 s
-// of it the order's bisection (bisect.go). It runs on a goroutine of its
-// own, in three steps, and no step makes a search wait, nor a write wait
-// longer than one round of replay:
+// dead slots (compacted): about 13 s of CPU at 1,000,000 documents, and
+// 4–5 s more for the bisection of the order (bisect.go) in the settle's.
+// It runs on a goroutine of its own, in three steps, and no step makes a
+// search wait, nor a write wait longer than one round of replay:
 //
 //  1. Freeze. The writer that finds a rebuild due (compactWhenDue), or
 //     the settle timer once writes pause (settleNow), holding wmu, so no
@@ -99,12 +99,13 @@ func (x *impactIndex) logKill(slot uint32) {
 // the slots appended since the last rebuild, in arrival order, make up a
 // quarter of the slots ordered by it (and at least reorderMin), unless
 // one runs. Short of that, once the slots in arrival order make up a
-// thirty-second of all (and at least reorderMin), it arms the settle
-// timer, which every later write pushes back: a collection whose writes
-// pause for settleAfter is rebuilt then (settle), so that a bulk load
-// ends in clustered order instead of leaving up to a fifth of it in
-// arrival order, which searches pay for until the collection grows by
-// another quarter. The caller holds wmu and not mu.
+// thirty-second of all (and at least reorderMin), or the last rebuild
+// did not bisect (settleDue), it arms the settle timer, which every later
+// write pushes back: a collection whose writes pause for settleAfter is
+// rebuilt then (settle), so that a bulk load ends in bisected clustered
+// order instead of leaving up to a fifth of it in arrival order, which
+// searches pay for until the collection grows by another quarter. The
+// caller holds wmu and not mu.
 func (x *impactIndex) compactWhenDue() {
 	switch {
 	case x.rb != nil || x.stopped:
@@ -115,22 +116,31 @@ func (x *impactIndex) compactWhenDue() {
 		}
 		x.startRebuild(reason)
 	case x.settleDue():
-		if x.settle == nil {
-			x.settle = time.AfterFunc(x.settleDelay(), x.settleNow)
-		} else {
-			x.settle.Reset(x.settleDelay())
-		}
+		x.armSettle()
+	}
+}
+
+// armSettle (re)arms the settle timer. The caller holds wmu.
+func (x *impactIndex) armSettle() {
+	if x.settle == nil {
+		x.settle = time.AfterFunc(x.settleDelay(), x.settleNow)
+	} else {
+		x.settle.Reset(x.settleDelay())
 	}
 }
 
 // startRebuild freezes the slots and starts the rebuild's goroutine;
-// reason is what its log line gives. The caller holds wmu, and no
-// rebuild runs.
+// reason is what its log line gives. Only the settle's rebuild bisects
+// (clusterOrder): a rebuild due to growth or dead slots runs while writes
+// go on, and at 1,000,000 documents the bisection would add about a
+// third to it; the settle follows it once writes pause (settleDue). The
+// caller holds wmu, and no rebuild runs.
 func (x *impactIndex) startRebuild(reason string) {
 	if x.settle != nil {
 		x.settle.Stop()
 	}
 	f := x.freeze()
+	f.noBisect = x.noBisect || reason != reasonSettle
 	ctx, cancel := context.WithCancel(context.Background())
 	rb := &rebuild{done: make(chan struct{}), cancel: cancel, reason: reason, start: time.Now()}
 	x.rb = rb
@@ -147,10 +157,15 @@ func (x *impactIndex) compactionDue() bool {
 	return x.dead >= 1024 && x.dead > x.slots()/4
 }
 
+// settleDue: the slots in arrival order are a thirty-second of all (and
+// at least reorderMin), or the last rebuild did not bisect.
 func (x *impactIndex) settleDue() bool {
 	unordered := x.slots() - x.ordered
-	return unordered >= x.reorderAt() && 32*unordered >= x.slots()
+	return unordered >= x.reorderAt() && 32*unordered >= x.slots() || x.ordered > 0 && !x.bisected
 }
+
+// reasonSettle is the settle's rebuild's reason, in its log line.
+const reasonSettle = "writes paused"
 
 // settleAfter is how long writes must pause before a collection with a
 // thirty-second of its slots in arrival order is rebuilt (compactWhenDue).
@@ -174,7 +189,7 @@ func (x *impactIndex) settleNow() {
 	x.wmu.Lock()
 	defer x.wmu.Unlock()
 	if x.rb == nil && !x.stopped && x.settleDue() {
-		x.startRebuild("writes paused")
+		x.startRebuild(reasonSettle)
 	}
 }
 
@@ -222,6 +237,9 @@ func (x *impactIndex) runRebuild(ctx context.Context, f *impactIndex, rb *rebuil
 			x.mu.Unlock()
 			live, replayed := x.live, len(rb.ops)
 			x.rb = nil
+			if !x.stopped && x.settleDue() {
+				x.armSettle() // the writes may have ended before this rebuild did
+			}
 			x.wmu.Unlock()
 			if x.log != nil {
 				x.log.Info("keyword: postings rebuilt in clustered order", "reason", rb.reason,
@@ -294,7 +312,7 @@ func (x *impactIndex) swap(c *impactIndex) {
 	x.ids, x.tenant, x.lens = c.ids, c.tenant, c.lens
 	x.verTag, x.verSeq, x.metaOff, x.metaIDs, x.alive = c.verTag, c.verSeq, c.metaOff, c.metaIDs, c.alive
 	x.post, x.tBits, x.pairBits = c.post, c.tBits, c.pairBits
-	x.dead, x.ordered = c.dead, c.ordered
+	x.dead, x.ordered, x.bisected = c.dead, c.ordered, c.bisected
 	x.states = sync.Pool{} // states sized for the old slot count
 }
 
@@ -374,7 +392,7 @@ func (x *impactIndex) compacted(ctx context.Context) (*impactIndex, []uint32, er
 		verTag: make([]uint32, 0, n), verSeq: make([]uint64, 0, n), metaOff: make([]uint32, 1, n+1),
 		alive: make([]uint64, (n+63)/64), post: make([]postings, len(x.post)),
 		tBits: make([]*roaring.Bitmap, len(x.tBits)), pairBits: make([]*roaring.Bitmap, len(x.pairBits)),
-		ordered: n,
+		ordered: n, bisected: !x.noBisect,
 	}
 	c.ids.Reserve(n, x.ids.IDBytes()*n/max(1, x.slots()))
 	for i := range c.tBits {
@@ -517,7 +535,7 @@ func (x *impactIndex) clusterOrder(ctx context.Context) ([]uint32, error) {
 	var near []uint32
 	if !x.noBisect {
 		var err error
-		near, err = bisectKeys(ctx, f, order, cmp.Or(x.bisectMax, bisectSample), len(rs), byTerms, func(r uint32) float64 {
+		near, err = bisectKeys(ctx, f, order, cmp.Or(x.bisectMax, sampleSize(x.live)), len(rs), byTerms, func(r uint32) float64 {
 			return math.Log(float64(x.live) / float64(rs[r].df))
 		})
 		if err != nil {

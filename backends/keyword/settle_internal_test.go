@@ -15,10 +15,10 @@ import (
 // settle tests below set their index's own delay.
 func init() { settleAfter = time.Hour }
 
-// settledModel is an index of 600 documents in clustered order, then 100
-// more in arrival order: the settle is due (a thirty-second or more of the
-// slots, at least reorderMin), a rebuild is not (under a quarter of the
-// ordered slots).
+// settledModel is an index of 600 documents in bisected clustered
+// order; the caller's 100 more in arrival order make the settle due (a
+// thirty-second or more of the slots, at least reorderMin), not a
+// rebuild (under a quarter of the ordered slots).
 func settledModel(t *testing.T, seed uint64) (*rebuildModel, []string) {
 	x := newImpactIndex()
 	x.reorderMin = 100
@@ -29,10 +29,61 @@ func settledModel(t *testing.T, seed uint64) (*rebuildModel, []string) {
 	}
 	m.write(ids[:600], nil)
 	x.waitRebuild()
-	if x.ordered != 600 {
-		t.Fatalf("ordered %d after the first batch, want 600", x.ordered)
+	if x.ordered != 600 || x.bisected {
+		t.Fatalf("ordered %d, bisected %v after the first batch's rebuild (grown): want 600, not bisected", x.ordered, x.bisected)
+	}
+	x.stopSettle()
+	x.rebuildNow() // as at open: bisected
+	if x.ordered != 600 || !x.bisected || x.settleDue() {
+		t.Fatalf("ordered %d, bisected %v, settle due %v after rebuildNow", x.ordered, x.bisected, x.settleDue())
 	}
 	return m, ids
+}
+
+// stopSettle stops the settle timer a growth rebuild armed (its slots not
+// bisected), for a test that rebuilds itself.
+func (x *impactIndex) stopSettle() {
+	x.wmu.Lock()
+	defer x.wmu.Unlock()
+	if x.settle != nil {
+		x.settle.Stop()
+		x.settle = nil
+	}
+}
+
+// A rebuild for growth keeps the cheaper order; it arms the settle timer
+// itself (no write need follow it), and the settle's rebuild bisects.
+func TestSettleBisectsAfterAGrowthRebuild(t *testing.T) {
+	x := newImpactIndex()
+	x.reorderMin = 100
+	x.settleAfter = time.Hour // settleNow below stands in for the timer
+	m := &rebuildModel{t: t, x: x, docs: map[string]refDoc{}, ver: map[string]uint64{}, rng: rand.New(rand.NewPCG(4, 1))}
+	var ids []string
+	for i := range 300 {
+		ids = append(ids, fmt.Sprintf("d%03d", i))
+	}
+	var logged bytes.Buffer
+	x.log = slog.New(slog.NewJSONHandler(&logged, nil))
+	m.write(ids, nil)
+	x.waitRebuild()
+	x.wmu.Lock()
+	armed := x.settle != nil
+	x.wmu.Unlock()
+	if x.ordered != 300 || x.bisected || !x.settleDue() || !armed {
+		t.Fatalf("after the growth rebuild: ordered %d, bisected %v, settle due %v, timer armed %v; want 300, false, true, true",
+			x.ordered, x.bisected, x.settleDue(), armed)
+	}
+	x.settleNow()
+	x.waitRebuild()
+	x.checkInvariants(t)
+	if !x.bisected || x.settleDue() {
+		t.Fatalf("after the settle: bisected %v, settle due %v", x.bisected, x.settleDue())
+	}
+	m.check("after the settle", ids)
+	if l := logged.String(); !strings.Contains(l, `"reason":"grown by a quarter"`) || !strings.Contains(l, `"reason":"writes paused"`) {
+		t.Fatalf("the rebuilds' log lines: %s", l)
+	}
+	x.stopRebuild()
 }
 
 // Writes that pause rebuild the slots they left in arrival order: the
