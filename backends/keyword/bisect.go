@@ -56,14 +56,14 @@ func (f *slotTerms) of(s uint32) []uint32 {
 }
 
 // bisectKeys returns for every slot of live its place in the bisection
-// order of a sample of at most most of them: the place of the sample
+// order of a sample of about size of them: the place of the sample
 // document it shares the most rare terms with in the leaf (bisectLeaf
 // sample documents in a row) it shares the most with, each shared term
 // weighing its idf (idf gives a rank's); none for a slot without
 // distinctive terms. The bisection starts from the sample sorted by cmp.
-func bisectKeys(ctx context.Context, f *slotTerms, live []uint32, most, nranks int, cmp func(a, b uint32) int, idf func(uint32) float64) ([]uint32, error) {
+func bisectKeys(ctx context.Context, f *slotTerms, live []uint32, size, nranks int, cmp func(a, b uint32) int, idf func(uint32) float64) ([]uint32, error) {
 	const none = math.MaxUint32
-	// The sample: about most of the slots holding distinctive terms,
+	// The sample: about size of the slots holding distinctive terms,
 	// drawn by a hash of the slot (every n-th slot of an arrival order
 	// that cycles through sources would draw a few sources only).
 	with := 0
@@ -74,13 +74,13 @@ func bisectKeys(ctx context.Context, f *slotTerms, live []uint32, most, nranks i
 	}
 	var sample []uint32
 	for _, s := range live {
-		if f.n[s] > 0 && (with <= most || mix64(uint64(s))%uint64(with) < uint64(most)) {
+		if f.n[s] > 0 && (with <= size || mix64(uint64(s))%uint64(with) < uint64(size)) {
 			sample = append(sample, s)
 		}
 	}
 	slices.SortFunc(sample, cmp)
-	// The sample's terms renumbered densely, its documents' term lists
-	// in one array (off), and each dense term's sample documents (inv).
+	// The sample's terms renumbered densely, and its documents' term
+	// lists in one array (off).
 	dense := make([]int32, nranks)
 	for i := range dense {
 		dense[i] = -1
@@ -110,20 +110,12 @@ func bisectKeys(ctx context.Context, f *slotTerms, live []uint32, most, nranks i
 	if err := b.split(ctx, ids); err != nil {
 		return nil, err
 	}
-	pos := make([]uint32, len(sample))
-	for p, i := range ids {
-		pos[i] = uint32(p)
-	}
-	// inv: for each dense term, the leaves of the bisection (bisectLeaf
-	// sample documents in its order) holding it, with how many of their
-	// documents do, by leaf.
-	byPos := make([]int32, len(sample))
-	for p, i := range ids {
-		byPos[p] = i
-	}
+	// ids is the sample in bisection order. lists: for each dense term,
+	// the leaves (bisectLeaf sample documents in a row of that order)
+	// holding it, with how many of their documents do, by leaf.
 	type leafCount struct{ leaf, n int32 }
 	lists := make([][]leafCount, len(rankOf))
-	for p, i := range byPos {
+	for p, i := range ids {
 		leaf := int32(p / bisectLeaf)
 		for _, t := range tids[off[i]:off[i+1]] {
 			l := lists[t]
@@ -176,8 +168,8 @@ func bisectKeys(ctx context.Context, f *slotTerms, live []uint32, most, nranks i
 		// Within the leaf, the sample document sharing the most.
 		lo := int(leaf) * bisectLeaf
 		best, most := lo, -1.0
-		for p := lo; p < min(lo+bisectLeaf, len(byPos)); p++ {
-			if w := shared(f.of(s), f.of(sample[byPos[p]]), dense, wt); w > most {
+		for p := lo; p < min(lo+bisectLeaf, len(ids)); p++ {
+			if w := shared(f.of(s), f.of(sample[ids[p]]), dense, wt); w > most {
 				best, most = p, w
 			}
 		}

@@ -139,7 +139,7 @@ type impactIndex struct {
 	parallelMin int           // tests: overrides parallelMin when > 0
 	rangeMin    int           // tests: overrides rangeSlots when > 0 (a multiple of 64)
 	minWin      int           // tests: overrides minWindow when > 0
-	noBisect    bool          // tests, benchmarks: clusterOrder leaves the bisection out
+	noBisect    bool          // clusterOrder leaves the bisection out: a growth rebuild's frozen view (startRebuild), tests, benchmarks
 	bisectMax   int           // tests: overrides bisectSample when > 0
 
 	rebuildHook func(stage string) // tests: runs on a rebuild's goroutine before it builds ("start"), once built ("built") and between rounds ("round")
