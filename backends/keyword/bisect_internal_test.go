@@ -38,10 +38,13 @@ func nearCopies(t *testing.T, seed uint64, sources, n int) *impactIndex {
 	return x
 }
 
-// runsPerSource is how many runs of consecutive live slots the copies of
-// a source lie in, on average.
-func runsPerSource(x *impactIndex) float64 {
-	runs := map[string]int{}
+// copyLayout says where an order put the copies of each source (ids
+// "SOURCE-copyN", as nearCopies and synth_corpus.py make them): the runs
+// of consecutive live slots they lie in and the ranges of 16,384 slots
+// they touch, per source on average, and how many sources there are.
+func (x *impactIndex) copyLayout() (runs, ranges float64, sources int) {
+	nruns := map[string]int{}
+	touched := map[string]map[int]bool{}
 	prev := ""
 	for s := range x.slots() {
 		if !x.isAlive(uint32(s)) {
@@ -49,15 +52,22 @@ func runsPerSource(x *impactIndex) float64 {
 		}
 		src, _, _ := strings.Cut(string(x.ids.Bytes(s)), "-copy")
 		if src != prev {
-			runs[src]++
+			nruns[src]++
 			prev = src
 		}
+		if touched[src] == nil {
+			touched[src] = map[int]bool{}
+		}
+		touched[src][s/16384] = true
 	}
-	total := 0
-	for _, r := range runs {
-		total += r
+	if len(nruns) == 0 {
+		return 0, 0, 0
 	}
-	return float64(total) / float64(len(runs))
+	for src, r := range nruns {
+		runs += float64(r)
+		ranges += float64(len(touched[src]))
+	}
+	return runs / float64(len(nruns)), ranges / float64(len(nruns)), len(nruns)
 }
 
 // TestClusterOrderGroupsNearCopies: a rebuild puts the near-copies of a
@@ -81,9 +91,9 @@ func TestClusterOrderGroupsNearCopies(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			x := nearCopies(t, 7, 50, 4000)
 			x.bisectMax, x.noBisect = tc.sample, tc.noBisect
-			before := runsPerSource(x)
+			before, _, _ := x.copyLayout()
 			x.rebuildNow()
-			got := runsPerSource(x)
+			got, _, _ := x.copyLayout()
 			t.Logf("copies of a source lie in %.1f runs (%.1f in arrival order)", got, before)
 			if x.live != 4000 || x.slots() != 4000 {
 				t.Fatalf("rebuild kept %d live of %d slots, want 4000", x.live, x.slots())

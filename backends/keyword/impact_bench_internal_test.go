@@ -269,34 +269,10 @@ func BenchmarkImpactSearch(b *testing.B) {
 }
 
 // copyRuns says how well the order groups the synthetic corpus's
-// near-copies (ids "SOURCE-copyN", synth_corpus.py): the runs of slots
-// holding copies of one source, and the ranges of 16,384 slots they
-// touch, per source on average. Only the benchmark knows the sources.
+// near-copies (copyLayout). Only the benchmark knows the sources.
 func (x *impactIndex) copyRuns() string {
-	runs := map[string]int{}
-	ranges := map[string]map[int]bool{}
-	prev := ""
-	for s := range x.slots() {
-		if !x.isAlive(uint32(s)) {
-			continue
-		}
-		src, _, _ := strings.Cut(string(x.ids.Bytes(s)), "-copy")
-		if src != prev {
-			runs[src]++
-			prev = src
-		}
-		if ranges[src] == nil {
-			ranges[src] = map[int]bool{}
-		}
-		ranges[src][s/16384] = true
-	}
-	var nr, ng int
-	for src, r := range runs {
-		nr += r
-		ng += len(ranges[src])
-	}
-	return fmt.Sprintf("a source's copies lie in %.1f runs across %.1f ranges of 16,384 slots (%d sources)",
-		float64(nr)/float64(max(1, len(runs))), float64(ng)/float64(max(1, len(runs))), len(runs))
+	runs, ranges, sources := x.copyLayout()
+	return fmt.Sprintf("a source's copies lie in %.1f runs across %.1f ranges of 16,384 slots (%d sources)", runs, ranges, sources)
 }
 
 // cpuProfile starts a CPU profile of the timed searches when
