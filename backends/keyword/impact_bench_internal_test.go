@@ -272,7 +272,13 @@ func BenchmarkImpactSearch(b *testing.B) {
 // near-copies (copyLayout). Only the benchmark knows the sources.
 func (x *impactIndex) copyRuns() string {
 	runs, ranges, sources := x.copyLayout()
-	return fmt.Sprintf("a source's copies lie in %.1f runs across %.1f ranges of 16,384 slots (%d sources)", runs, ranges, sources)
+	tenantRuns, prev := 0, uint32(math.MaxUint32)
+	for s := range x.slots() {
+		if t := x.tenant[s]; t != prev {
+			tenantRuns, prev = tenantRuns+1, t
+		}
+	}
+	return fmt.Sprintf("a source's copies lie in %.1f runs across %.1f ranges of 16,384 slots (%d sources); %d tenant runs", runs, ranges, sources, tenantRuns)
 }
 
 // cpuProfile starts a CPU profile of the timed searches when
