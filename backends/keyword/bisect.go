@@ -44,15 +44,28 @@ func sampleSize(live int) int {
 	return min(bisectSample, max(live/bisectShare, 1024))
 }
 
-// slotTerms are each slot's rarest distinctive terms, as ranks (fewest
-// documents first): terms[s*keepTerms:][:n[s]].
+// slotTerms are each slot's rarest distinctive terms, at most keep of
+// them, as ranks (fewest documents first): terms[s*keep:][:n[s]].
 type slotTerms struct {
+	keep  int
 	terms []uint32
 	n     []uint8
 }
 
+func newSlotTerms(slots, keep int) *slotTerms {
+	return &slotTerms{keep: keep, terms: make([]uint32, slots*keep), n: make([]uint8, slots)}
+}
+
+// add appends rank r to slot s's terms unless it holds keep already.
+func (f *slotTerms) add(s, r uint32) {
+	if k := int(f.n[s]); k < f.keep {
+		f.terms[int(s)*f.keep+k] = r
+		f.n[s]++
+	}
+}
+
 func (f *slotTerms) of(s uint32) []uint32 {
-	return f.terms[int(s)*keepTerms : int(s)*keepTerms+int(f.n[s])]
+	return f.terms[int(s)*f.keep : int(s)*f.keep+int(f.n[s])]
 }
 
 // bisectKeys returns for every slot of live its place in the bisection

@@ -223,8 +223,9 @@ func (b *bound) dominates(e posting, lt, lx uint32) bool {
 // random corpora with skewed vocabularies, random queries, tenants,
 // metadata filters (strings, and ranges and negations over typed values),
 // replacements, deletes, compactions and rebuilds in clustered order
-// (which renumber the slots of the typed pairs' bitmaps) with writes made
-// while they build and catch up, at several k, searched whole or in parts
+// (which renumber the slots of the typed pairs' bitmaps; the settle's
+// bisect the order, the others do not) with writes made while they build
+// and catch up, at several k, searched whole or in parts
 // at once (odd seeds); the index's invariants hold after every step.
 func TestPrunedSearchEqualsExhaustive(t *testing.T) {
 	for seed := range uint64(4) {
@@ -269,7 +270,7 @@ func prunedEqualsExhaustive(t *testing.T, seed uint64) {
 			<-release
 		}
 	}
-	held, left, rebuilds := false, 0, 0
+	held, left, rebuilds, bisected := false, 0, 0, 0
 	model := map[string]refDoc{}
 	tenants := []string{"", "t1", "t2", "t3"}
 	ids := 600 + rng.IntN(1500)
@@ -375,11 +376,17 @@ func prunedEqualsExhaustive(t *testing.T, seed uint64) {
 			x.put(d.id, d.tenant, d.meta, d.lens(), fieldFreqs{title: d.title, text: d.text}, old)
 			model[id] = d
 		}
+		if !held && !x.rebuilding() && x.settleDue() && rng.IntN(4) == 0 {
+			x.settleNow() // as the timer would once writes pause: a rebuild that bisects
+		}
 		switch {
 		case held && left == 0:
 			release <- struct{}{}
 			x.waitRebuild()
 			held = false
+			if x.bisected {
+				bisected++
+			}
 		case held:
 			left--
 		case x.rebuilding():
@@ -396,8 +403,8 @@ func prunedEqualsExhaustive(t *testing.T, seed uint64) {
 		x.waitRebuild()
 	}
 	check(steps)
-	if rebuilds < 2 {
-		t.Fatalf("%d rebuilds in %d writes", rebuilds, steps)
+	if rebuilds < 2 || bisected < 1 {
+		t.Fatalf("%d rebuilds in %d writes, %d of them bisected: want 2 and 1 at least", rebuilds, steps, bisected)
 	}
 }
 

@@ -488,7 +488,11 @@ func (x *impactIndex) clusterOrder(ctx context.Context) ([]uint32, error) {
 		return cmp.Compare(a.h, b.h)
 	})
 	n := x.slots()
-	f := &slotTerms{terms: make([]uint32, n*keepTerms), n: make([]uint8, n)}
+	keep := keepTerms
+	if x.noBisect {
+		keep = 2 // the key's two rarest: a rebuild for growth needs no more
+	}
+	f := newSlotTerms(n, keep)
 	minh := make([]uint32, n)
 	for i := range minh {
 		minh[i] = none
@@ -501,17 +505,13 @@ func (x *impactIndex) clusterOrder(ctx context.Context) ([]uint32, error) {
 		}
 		h := uint32(t.h >> 32)
 		x.post[t.tid].each(func(e posting) {
-			s := e.slot
-			if k := f.n[s]; k < keepTerms {
-				f.terms[int(s)*keepTerms+int(k)] = uint32(r)
-				f.n[s] = k + 1
-			}
-			minh[s] = min(minh[s], h)
+			f.add(e.slot, uint32(r))
+			minh[e.slot] = min(minh[e.slot], h)
 		})
 	}
 	rarest := func(s uint32, i int) uint32 {
-		if i < int(f.n[s]) {
-			return f.terms[int(s)*keepTerms+i]
+		if t := f.of(s); i < len(t) {
+			return t[i]
 		}
 		return none
 	}

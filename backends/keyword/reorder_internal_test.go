@@ -172,7 +172,8 @@ func (m *rebuildModel) check(when string, known []string) {
 // exhaustive = formula; each id's version), and a searcher running on
 // its own goroutine throughout sees only states the writes produced, in
 // their order. After the swap the index holds the model, renumbered, and
-// answers as an index built afresh from it.
+// answers as an index built afresh from it. Seed 0's rebuild is due to
+// growth; seed 1's is the settle's, which bisects the order.
 func TestRebuildBesideWrites(t *testing.T) {
 	for seed := range uint64(2) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { rebuildBesideWrites(t, seed) })
@@ -261,7 +262,15 @@ func rebuildBesideWrites(t *testing.T, seed uint64) {
 		known = append(known, id)
 		return id
 	}
-	m.write([]string{newID(), "old0100"}, nil) // due: frozen after this batch
+	if seed == 1 {
+		x.reorderMin = 1 << 30 // no growth rebuild: the settle's below
+	}
+	m.write([]string{newID(), "old0100"}, nil) // seed 0: due, frozen after this batch
+	if seed == 1 {
+		x.wmu.Lock()
+		x.startRebuild(reasonSettle) // as settleNow does once the settle is due
+		x.wmu.Unlock()
+	}
 	if !x.rebuilding() {
 		t.Fatal("no rebuild started")
 	}
@@ -321,8 +330,9 @@ func rebuildBesideWrites(t *testing.T, seed uint64) {
 		t.Fatalf("searcher: %v", err)
 	}
 	x.checkInvariants(t)
-	if x.rebuilding() || x.ordered != frozen {
-		t.Fatalf("after the rebuild: still running %v, ordered %d, want the %d frozen live slots", x.rebuilding(), x.ordered, frozen)
+	if x.rebuilding() || x.ordered != frozen || x.bisected != (seed == 1) {
+		t.Fatalf("after the rebuild: still running %v, ordered %d, bisected %v; want the %d frozen live slots, bisected only by the settle",
+			x.rebuilding(), x.ordered, x.bisected, frozen)
 	}
 	m.check("after the swap", known)
 	// The same answers as an index of the model built in one go.
