@@ -30,6 +30,13 @@ func open(tb testing.TB, url string, cfg opensearch.Config) *opensearch.Backend 
 	if cfg.RefreshInterval == 0 {
 		cfg.RefreshInterval = 200 * time.Millisecond
 	}
+	if cfg.CallTimeout == 0 {
+		// These tests check answers, not speed: on a loaded CI machine
+		// (the race detector, fuzzing and other packages' servers beside
+		// one node) a bulk waiting for its refresh has taken over the
+		// production default of 10 s.
+		cfg.CallTimeout = 2 * time.Minute
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b, err := opensearch.Open(ctx, cfg)
