@@ -180,7 +180,8 @@ func (a *App) openKeyword(ctx context.Context) error {
 		// compacted, from the record's documents).
 		return a.openOpenSearch(ctx)
 	}
-	kc := keyword.Config{Dir: a.Config.Path(c.Dir), TitleBoost: c.TitleBoost, MaxK: a.Config.Retriever.MaxWindow, Logger: a.Logger, Now: a.now}
+	kc := keyword.Config{Dir: a.Config.Path(c.Dir), TitleBoost: c.TitleBoost, MaxK: a.Config.Retriever.MaxWindow, Logger: a.Logger, Now: a.now,
+		SettleAfter: config.Millis(c.SettleAfterMS), SettleWithin: config.Seconds(float64(c.SettleWithinS))}
 	record, derived := a.Vector.(spi.ChangeLog)
 	// Beside the embedded record, on the same disk and in the same
 	// process, the index keeps no second copy of titles and texts (nor

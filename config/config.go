@@ -121,6 +121,14 @@ type KeywordConfig struct {
 	Kind       string  `yaml:"kind"`
 	Dir        string  `yaml:"dir"`
 	TitleBoost float64 `yaml:"title_boost"`
+	// Bleve only: once a thirty-second of the documents were written
+	// since the postings' last bisected rebuild, they are rebuilt in
+	// clustered order after writes pause for SettleAfterMS (0: 3000), or
+	// SettleWithinS after the rebuild became due if they never pause (0:
+	// 600; -1: wait for a pause however long). docs/keyword.md, "Settling
+	// after a bulk load".
+	SettleAfterMS int `yaml:"settle_after_ms"`
+	SettleWithinS int `yaml:"settle_within_s"`
 	// OpenSearch only. Hosts are the nodes' http:// or https:// URLs;
 	// IndexPrefix names the indexes (one record per prefix; default
 	// "ragd"); Shards and Replicas apply to indexes made from now on

@@ -93,6 +93,7 @@ func TestBadFiles(t *testing.T) {
 		"embedder-cache.bad.yaml":   {"embedder.document_concurrency", "embedder.cache.dir", "embedder.cache.query_entries"},
 		"builtin.bad.yaml":          {"embedder.model", "invalid model name", "embedder.threads", "embedder.max_seq_length", "[CLS]", "embedder.pull_timeout_s", "embedder.precision"},
 		"openai-dimension.bad.yaml": {"embedder.dimension", "must be set", "openai"},
+		"settle.bad.yaml":           {"backends.keyword.settle_after_ms", "backends.keyword.settle_within_s", "-1 for no bound"},
 		"opensearch.bad.yaml":       {"backends.keyword.hosts[1]", "ftp://", "backends.keyword.index_prefix", "Upper", "backends.keyword.replicas", "backends.keyword.kind", "change log"},
 	}
 	// A space inside a key is sent as it is, and works.
@@ -165,6 +166,8 @@ func TestFullFileValues(t *testing.T) {
 		{"vector cache dir", c.Path(c.Embedder.Cache.Dir), "/var/cache/ragd-vectors"},
 		{"vector cache bound", c.Embedder.Cache.MaxMB, 1024},
 		{"query cache", c.Embedder.Cache.QueryEntries, 4096},
+		{"keyword settle after", c.Backends.Keyword.SettleAfterMS, 5000},
+		{"keyword settle unbounded", c.Backends.Keyword.SettleWithinS, -1},
 	}
 	for _, ch := range checks {
 		if ch.got != ch.want {

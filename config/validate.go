@@ -117,6 +117,12 @@ func (c *Config) Validate() error {
 		if k.TitleBoost <= 0 {
 			bad("backends.keyword.title_boost", "must be > 0, got %g", k.TitleBoost)
 		}
+		if k.SettleAfterMS < 0 {
+			bad("backends.keyword.settle_after_ms", "must be >= 0, got %d", k.SettleAfterMS)
+		}
+		if k.SettleWithinS < -1 {
+			bad("backends.keyword.settle_within_s", "must be >= 0, or -1 for no bound, got %d", k.SettleWithinS)
+		}
 	case KindOpenSearch:
 		c.validateOpenSearch(bad)
 	case KindNone:

@@ -98,7 +98,7 @@ func open(cfg Config, create bool) (*Backend, error) {
 }
 
 func newBackend(cfg Config, idx bleve.Index, gen string) (*Backend, error) {
-	st, err := newStore(idx, cfg.Analyzer, cfg.Logger)
+	st, err := newStore(idx, cfg)
 	if err != nil {
 		_ = idx.Close()
 		return nil, err

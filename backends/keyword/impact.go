@@ -129,18 +129,21 @@ type impactIndex struct {
 	totX   int64
 	states sync.Pool // *searchState
 
-	rb          *rebuild      // a rebuild running beside writes (reorder.go); guarded by wmu
-	settle      *time.Timer   // starts a rebuild once writes pause (compactWhenDue); guarded by wmu
-	stopped     bool          // no rebuild starts any more (stopRebuild); guarded by wmu
-	settleAfter time.Duration // tests: overrides settleAfter when > 0
-	log         *slog.Logger  // where a rebuild beside writes says it is done; nil: nowhere
-	reorderMin  int           // tests: overrides reorderMin when > 0
-	roundOps    int           // tests: overrides roundOps when > 0
-	parallelMin int           // tests: overrides parallelMin when > 0
-	rangeMin    int           // tests: overrides rangeSlots when > 0 (a multiple of 64)
-	minWin      int           // tests: overrides minWindow when > 0
-	noBisect    bool          // clusterOrder leaves the bisection out: a growth rebuild's frozen view (startRebuild), tests, benchmarks
-	bisectMax   int           // tests: overrides bisectSample when > 0
+	rb           *rebuild      // a rebuild running beside writes (reorder.go); guarded by wmu
+	settle       *time.Timer   // starts a rebuild once writes pause (compactWhenDue); guarded by wmu
+	stopped      bool          // no rebuild starts any more (stopRebuild); guarded by wmu
+	settleAfter  time.Duration // Config.SettleAfter, tests: overrides settleAfter when > 0
+	settleWithin time.Duration // Config.SettleWithin: 0 DefaultSettleWithin, < 0 no bound
+	settleSince  time.Time     // when the armed settle became due (armSettle); guarded by wmu
+	settleLate   bool          // the armed timer fires at settleWithin, not after a pause; guarded by wmu
+	log          *slog.Logger  // where a rebuild beside writes says it is done; nil: nowhere
+	reorderMin   int           // tests: overrides reorderMin when > 0
+	roundOps     int           // tests: overrides roundOps when > 0
+	parallelMin  int           // tests: overrides parallelMin when > 0
+	rangeMin     int           // tests: overrides rangeSlots when > 0 (a multiple of 64)
+	minWin       int           // tests: overrides minWindow when > 0
+	noBisect     bool          // clusterOrder leaves the bisection out: a growth rebuild's frozen view (startRebuild), tests, benchmarks
+	bisectMax    int           // tests: overrides bisectSample when > 0
 
 	rebuildHook func(stage string) // tests: runs on a rebuild's goroutine before it builds ("start"), once built ("built") and between rounds ("round")
 	searchHook  func()             // tests: runs inside a search, after its first window

@@ -17,7 +17,7 @@ func buildIndex(ctx context.Context, path string, cfg Config, src spi.Scanner) (
 	if err != nil {
 		return nil, 0, err
 	}
-	st, err := newStore(idx, cfg.Analyzer, cfg.Logger)
+	st, err := newStore(idx, cfg)
 	if err != nil {
 		_ = idx.Close()
 		return nil, 0, err

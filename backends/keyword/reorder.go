@@ -101,11 +101,12 @@ func (x *impactIndex) logKill(slot uint32) {
 // one runs. Short of that, once the slots in arrival order make up a
 // thirty-second of all (and at least reorderMin), or the last rebuild
 // did not bisect (settleDue), it arms the settle timer, which every later
-// write pushes back: a collection whose writes pause for settleAfter is
-// rebuilt then (settle), so that a bulk load ends in bisected clustered
-// order instead of leaving up to a fifth of it in arrival order, which
-// searches pay for until the collection grows by another quarter. The
-// caller holds wmu and not mu.
+// write pushes back, up to settleWithin after the settle became due: a
+// collection whose writes pause for settleAfter is rebuilt then (settle),
+// so that a bulk load ends in bisected clustered order instead of leaving
+// up to a fifth of it in arrival order, which searches pay for until the
+// collection grows by another quarter; one whose writes never pause, once
+// settleWithin has passed. The caller holds wmu and not mu.
 func (x *impactIndex) compactWhenDue() {
 	switch {
 	case x.rb != nil || x.stopped:
@@ -114,33 +115,54 @@ func (x *impactIndex) compactWhenDue() {
 		if x.compactionDue() {
 			reason = "dead slots"
 		}
-		x.startRebuild(reason)
+		x.startRebuild(reason, false)
 	case x.settleDue():
 		x.armSettle()
 	}
 }
 
-// armSettle (re)arms the settle timer. The caller holds wmu.
+// armSettle (re)arms the settle timer: settleAfter from now, but no
+// later than settleWithin after the write that first found the settle due
+// (settleWait), so that a collection whose writes never pause still gets
+// the bisected order, one settle's rebuild per settleWithin at most. The
+// caller holds wmu.
 func (x *impactIndex) armSettle() {
-	if x.settle == nil {
-		x.settle = time.AfterFunc(x.settleDelay(), x.settleNow)
-	} else {
-		x.settle.Reset(x.settleDelay())
+	now := time.Now()
+	if x.settleSince.IsZero() {
+		x.settleSince = now
 	}
+	d := settleWait(x.settleSince, now, x.settleDelay(), x.settleMax())
+	x.settleLate = d < x.settleDelay()
+	if x.settle == nil {
+		x.settle = time.AfterFunc(d, x.settleNow)
+	} else {
+		x.settle.Reset(d)
+	}
+}
+
+// settleWait is how long from now the settle timer waits: after, unless
+// the settle, due since since, would then have waited longer than within
+// (0: no bound), in which case what is left of within.
+func settleWait(since, now time.Time, after, within time.Duration) time.Duration {
+	if within <= 0 {
+		return after
+	}
+	return max(0, min(after, since.Add(within).Sub(now)))
 }
 
 // startRebuild freezes the slots and starts the rebuild's goroutine;
 // reason is what its log line gives. Only the settle's rebuild bisects
 // (clusterOrder): a rebuild due to growth or dead slots runs while writes
 // go on, and at 1,000,000 documents the bisection would add about a
-// third to it; the settle follows it once writes pause (settleDue). The
-// caller holds wmu, and no rebuild runs.
-func (x *impactIndex) startRebuild(reason string) {
+// third to it; the settle follows it once writes pause, or settleWithin
+// after (settleDue). The caller holds wmu, and no rebuild runs.
+func (x *impactIndex) startRebuild(reason string, bisect bool) {
 	if x.settle != nil {
 		x.settle.Stop()
 	}
+	x.settleSince = time.Time{}
 	f := x.freeze()
-	f.noBisect = x.noBisect || reason != reasonSettle
+	f.noBisect = x.noBisect || !bisect
 	ctx, cancel := context.WithCancel(context.Background())
 	rb := &rebuild{done: make(chan struct{}), cancel: cancel, reason: reason, start: time.Now()}
 	x.rb = rb
@@ -164,16 +186,21 @@ func (x *impactIndex) settleDue() bool {
 	return unordered >= x.reorderAt() && 32*unordered >= x.slots() || x.ordered > 0 && !x.bisected
 }
 
-// reasonSettle is the settle's rebuild's reason, in its log line.
-const reasonSettle = "writes paused"
+// The settle's rebuild's reasons, in its log line: writes paused for
+// settleAfter, or went on for settleWithin.
+const (
+	reasonSettle     = "writes paused"
+	reasonSettleLate = "writes went on"
+)
 
 // settleAfter is how long writes must pause before a collection with a
-// thirty-second of its slots in arrival order is rebuilt (compactWhenDue).
-// A pause this short ends most bulk loads; a loader pausing this long
-// between batches pays a rebuild per thirty-second of growth at most. A
-// variable only so that this package's tests can lengthen it: a rebuild
-// they did not ask for would race their hooks (settle_internal_test.go).
-var settleAfter = 3 * time.Second
+// thirty-second of its slots in arrival order is rebuilt (compactWhenDue),
+// unless Config.SettleAfter says otherwise. A pause this short ends most
+// bulk loads; a loader pausing this long between batches pays a rebuild
+// per thirty-second of growth at most. A variable so that this package's
+// tests can lengthen it: a rebuild they did not ask for would race their
+// hooks (settle_internal_test.go).
+var settleAfter = DefaultSettleAfter
 
 func (x *impactIndex) settleDelay() time.Duration {
 	if x.settleAfter > 0 {
@@ -182,14 +209,28 @@ func (x *impactIndex) settleDelay() time.Duration {
 	return settleAfter
 }
 
+// settleMax is the longest a due settle waits for writes to pause
+// (Config.SettleWithin; negative: no bound).
+func (x *impactIndex) settleMax() time.Duration {
+	if x.settleWithin != 0 {
+		return x.settleWithin
+	}
+	return DefaultSettleWithin
+}
+
 // settleNow is the settle timer's function: it starts the rebuild if it
 // is still due and nothing stopped the index or started one meanwhile.
 // Tests call it directly, in place of the timer.
 func (x *impactIndex) settleNow() {
 	x.wmu.Lock()
 	defer x.wmu.Unlock()
+	x.settleSince = time.Time{}
 	if x.rb == nil && !x.stopped && x.settleDue() {
-		x.startRebuild(reasonSettle)
+		reason := reasonSettle
+		if x.settleLate {
+			reason = reasonSettleLate
+		}
+		x.startRebuild(reason, true)
 	}
 }
 

@@ -268,7 +268,7 @@ func rebuildBesideWrites(t *testing.T, seed uint64) {
 	m.write([]string{newID(), "old0100"}, nil) // seed 0: due, frozen after this batch
 	if seed == 1 {
 		x.wmu.Lock()
-		x.startRebuild(reasonSettle) // as settleNow does once the settle is due
+		x.startRebuild(reasonSettle, true) // as settleNow does once the settle is due
 		x.wmu.Unlock()
 	}
 	if !x.rebuilding() {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ragd/ragd/internal/syncbuf"
 )
 
 // The package's tests rebuild when they say so: no settle timer fires on
@@ -56,7 +58,7 @@ func (x *impactIndex) stopSettle() {
 func TestSettleBisectsAfterAGrowthRebuild(t *testing.T) {
 	x := newImpactIndex()
 	x.reorderMin = 100
-	x.settleAfter = time.Hour // settleNow below stands in for the timer
+	x.settleAfter, x.settleWithin = time.Hour, -1 // settleNow below stands in for the timer
 	m := &rebuildModel{t: t, x: x, docs: map[string]refDoc{}, ver: map[string]uint64{}, rng: rand.New(rand.NewPCG(4, 1))}
 	var ids []string
 	for i := range 300 {
@@ -169,4 +171,61 @@ func TestSettleAfterStopOrRebuild(t *testing.T) {
 		t.Fatalf("ordered %d after the settle, want 700", x.ordered)
 	}
 	m.check("after the settle", ids)
+}
+
+// The settle timer waits settleAfter from the last write, but no longer
+// than settleWithin from when the settle became due; without a bound
+// (settleWithin ≤ 0), settleAfter from the last write however long ago
+// the settle became due.
+func TestSettleWait(t *testing.T) {
+	since := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		now           time.Duration // after since
+		after, within time.Duration
+		want          time.Duration
+	}{
+		{0, 3 * time.Second, 10 * time.Minute, 3 * time.Second},
+		{9*time.Minute + 58*time.Second, 3 * time.Second, 10 * time.Minute, 2 * time.Second},
+		{10 * time.Minute, 3 * time.Second, 10 * time.Minute, 0},
+		{11 * time.Minute, 3 * time.Second, 10 * time.Minute, 0},
+		{11 * time.Minute, 3 * time.Second, -1, 3 * time.Second},
+		{time.Second, time.Hour, 0, time.Hour},
+	} {
+		if got := settleWait(since, since.Add(tc.now), tc.after, tc.within); got != tc.want {
+			t.Errorf("settleWait(+%v, after %v, within %v) = %v, want %v", tc.now, tc.after, tc.within, got, tc.want)
+		}
+	}
+}
+
+// Writes that never pause for settleAfter still end in the bisected
+// order: settleWithin after the settle became due its timer fires
+// whatever the writes do, and the rebuild runs beside them ("writes
+// went on" in its log line; growth rebuilds may come first, and each
+// arms the settle again). The answers stay the model's.
+func TestSettleRebuildsWhileWritesGoOn(t *testing.T) {
+	m, ids := settledModel(t, 5)
+	x := m.x
+	logged := &syncbuf.Buffer{}
+	x.log = slog.New(slog.NewJSONHandler(logged, nil))
+	x.wmu.Lock()
+	x.settleAfter = time.Hour // writes never pause this long here
+	x.settleWithin = 20 * time.Millisecond
+	x.wmu.Unlock()
+	m.write(ids[600:], nil)
+	if !x.settleDue() {
+		t.Fatal("the settle is not due")
+	}
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; !strings.Contains(logged.String(), `"reason":"`+reasonSettleLate+`"`); i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("no settle's rebuild in a minute of writes: %s", logged.String())
+		}
+		m.write([]string{ids[i%len(ids)]}, nil)
+	}
+	x.stopRebuild()
+	x.checkInvariants(t)
+	if !x.bisected {
+		t.Fatal("not bisected after the settle's rebuild")
+	}
+	m.check("after the settle beside writes", ids)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 
@@ -75,7 +74,8 @@ func (s *store) close() error {
 	return s.idx.Close()
 }
 
-func newStore(idx bleve.Index, analyzer string, log *slog.Logger) (*store, error) {
+func newStore(idx bleve.Index, cfg Config) (*store, error) {
+	analyzer := cfg.Analyzer
 	an := idx.Mapping().AnalyzerNamed(analyzer)
 	if an == nil {
 		return nil, fmt.Errorf("analyzer %q not available", analyzer)
@@ -95,7 +95,8 @@ func newStore(idx bleve.Index, analyzer string, log *slog.Logger) (*store, error
 	if s.impact, err = loadImpact(context.Background(), idx); err != nil {
 		return nil, fmt.Errorf("%w: load postings: %v", ErrCorrupt, err)
 	}
-	s.impact.log = log
+	s.impact.log = cfg.Logger
+	s.impact.settleAfter, s.impact.settleWithin = cfg.SettleAfter, cfg.SettleWithin
 	if s.tombs, err = loadTombs(idx); err != nil {
 		return nil, fmt.Errorf("%w: load tombstones: %v", ErrCorrupt, err)
 	}
