@@ -7,12 +7,12 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 
+	"github.com/ragd/ragd/internal/benchutil"
 	"github.com/ragd/ragd/internal/strictjson"
 )
 
@@ -51,28 +51,17 @@ func batch500(vectors bool) []byte {
 	return b.Bytes()
 }
 
-// cpuTime is the process's user and system CPU time so far. On a shared
-// machine wall time per op mostly measures the wait for a core; CPU time
-// (GC included) does not.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // loop runs op b.N times and reports cpu-ms/op beside the wall time.
 func loop(b *testing.B, size int, op func() error) {
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
-	start := cpuTime(b)
+	start := benchutil.CPUTime()
 	for b.Loop() {
 		if err := op(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(cpuTime(b)-start)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(benchutil.CPUTime()-start)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 }
 
 // BenchmarkDecodeBatch500 measures request decoding of a 500-document

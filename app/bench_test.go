@@ -7,13 +7,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ragd/ragd/config"
 	"github.com/ragd/ragd/eval"
 	"github.com/ragd/ragd/ingest"
+	"github.com/ragd/ragd/internal/benchutil"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi/spitest"
 )
@@ -72,8 +72,7 @@ func BenchmarkCranfieldQuery(b *testing.B) {
 		}
 		b.SetParallelism(4) // 8 goroutines on 2 cores
 		var next int64
-		var ru0 syscall.Rusage
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+		cpu0 := benchutil.CPUTime()
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -81,9 +80,7 @@ func BenchmarkCranfieldQuery(b *testing.B) {
 			}
 		})
 		b.StopTimer()
-		var ru1 syscall.Rusage
-		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-		cpu := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) * time.Nanosecond
+		cpu := benchutil.CPUTime() - cpu0
 		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 	}
 	b.Run("retrieve", func(b *testing.B) {

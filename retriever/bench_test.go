@@ -3,10 +3,10 @@ package retriever_test
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ragd/ragd/internal/benchutil"
 	"github.com/ragd/ragd/retriever"
 	"github.com/ragd/ragd/spi"
 )
@@ -59,7 +59,7 @@ func BenchmarkRetrieve(b *testing.B) {
 				b.Fatalf("warm-up: %v %+v", err, res)
 			}
 			b.ReportAllocs()
-			cpu := processCPU()
+			cpu := benchutil.CPUTime()
 			for b.Loop() {
 				if _, err := r.Retrieve(ctx, bc.q); err != nil {
 					b.Fatal(err)
@@ -80,7 +80,7 @@ func BenchmarkFuse(b *testing.B) {
 	for _, mode := range []string{retriever.FusionRRF, retriever.FusionScore, retriever.FusionDBSF} {
 		b.Run(mode, func(b *testing.B) {
 			b.ReportAllocs()
-			cpu := processCPU()
+			cpu := benchutil.CPUTime()
 			for b.Loop() {
 				if got := retriever.Fuse(mode, lists, 60); len(got) != 150 {
 					b.Fatalf("fused %d", len(got))
@@ -91,19 +91,8 @@ func BenchmarkFuse(b *testing.B) {
 	}
 }
 
-// processCPU returns the process's user+system CPU time. On a shared,
-// overloaded machine wall-clock ns/op mostly measures waiting for a core;
-// CPU time per op (GC work included) is the stable figure.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 func reportCPU(b *testing.B, start time.Duration) {
 	if b.N > 0 {
-		b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(benchutil.CPUTime()-start)/float64(b.N), "cpu-ns/op")
 	}
 }

@@ -9,12 +9,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ragd/ragd/backends/keyword"
 	ingestcorpus "github.com/ragd/ragd/ingest/corpus"
+	"github.com/ragd/ragd/internal/benchutil"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -58,7 +58,7 @@ func BenchmarkCranfieldIngest(b *testing.B) {
 						}
 					}
 					b.StartTimer()
-					start := cpuTime()
+					start := benchutil.CPUTime()
 					docs := c.Corpus
 					if replace {
 						docs = again
@@ -69,7 +69,7 @@ func BenchmarkCranfieldIngest(b *testing.B) {
 					if err := be.Close(); err != nil { // scorch's persisting and merging included
 						b.Fatal(err)
 					}
-					cpu += cpuTime() - start
+					cpu += benchutil.CPUTime() - start
 				}
 				b.ReportMetric(float64(len(c.Corpus))*float64(b.N)/b.Elapsed().Seconds(), "docs/s")
 				b.ReportMetric(float64(cpu.Microseconds())/float64(len(c.Corpus)*b.N), "cpu-µs/doc")
@@ -97,9 +97,7 @@ func BenchmarkCranfieldRetrieve(b *testing.B) {
 				}
 				lat = append(lat, time.Since(start))
 			}
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+			benchutil.Percentiles(b, lat)
 		})
 	}
 }
@@ -147,7 +145,7 @@ func BenchmarkTenantScoring(b *testing.B) {
 					b.Run(name, func(b *testing.B) {
 						var lat []time.Duration
 						i := 0
-						cpu0 := cpuTime()
+						cpu0 := benchutil.CPUTime()
 						for b.Loop() {
 							q := c.Queries[i%len(c.Queries)]
 							i++
@@ -157,10 +155,8 @@ func BenchmarkTenantScoring(b *testing.B) {
 							}
 							lat = append(lat, time.Since(start))
 						}
-						b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
-						slices.Sort(lat)
-						b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-						b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+						b.ReportMetric(float64((benchutil.CPUTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+						benchutil.Percentiles(b, lat)
 					})
 				}
 			}
@@ -184,15 +180,6 @@ func readJSONL(tb testing.TB, path string) []spi.Document {
 		docs = append(docs, line.Doc)
 	}
 	return docs
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkApplyDeletes: the change-log apply rate of deletes. n documents

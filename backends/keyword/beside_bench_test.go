@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ragd/ragd/backends/keyword"
+	"github.com/ragd/ragd/internal/benchutil"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -84,8 +85,6 @@ func BenchmarkRetrieveBesideApplies(b *testing.B) {
 	close(stop)
 	applied := <-done
 	b.ReportMetric(float64(applied)/b.Elapsed().Seconds(), "applied/s")
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
-	b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
+	benchutil.Percentiles(b, lat)
+	b.ReportMetric(float64(slices.Max(lat).Microseconds()), "max-µs")
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/go-json-experiment/json"
 
 	"github.com/ragd/ragd/eval"
+	"github.com/ragd/ragd/internal/benchutil"
 	"github.com/ragd/ragd/spi"
 	"github.com/ragd/ragd/spi/spitest"
 )
@@ -176,10 +177,10 @@ func BenchmarkImpactSearch(b *testing.B) {
 			for oi, ord := range orders {
 				if ord != "arrival" {
 					x.noBisect = ord == "plain"
-					start, cpu0 := time.Now(), cpuTime()
+					start, cpu0 := time.Now(), benchutil.CPUTime()
 					x.rebuildNow()
 					b.Logf("%s/%s: rebuilt in clustered order %q in %v (%v of CPU); %s", corp.name, layout, ord,
-						time.Since(start).Round(time.Millisecond), (cpuTime() - cpu0).Round(time.Millisecond), x.copyRuns())
+						time.Since(start).Round(time.Millisecond), (benchutil.CPUTime() - cpu0).Round(time.Millisecond), x.copyRuns())
 				}
 				if oi == 0 {
 					runtime.GC()
@@ -236,7 +237,7 @@ func BenchmarkImpactSearch(b *testing.B) {
 								defer pprof.SetGoroutineLabels(context.Background())
 								var lat []time.Duration
 								i := 0
-								cpu0 := cpuTime()
+								cpu0 := benchutil.CPUTime()
 								for b.Loop() {
 									q := queries[i%len(queries)]
 									i++
@@ -248,10 +249,8 @@ func BenchmarkImpactSearch(b *testing.B) {
 									}
 									lat = append(lat, time.Since(start))
 								}
-								b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
-								slices.Sort(lat)
-								b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-								b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+								b.ReportMetric(float64((benchutil.CPUTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+								benchutil.Percentiles(b, lat)
 								if l, ok := load1(); ok {
 									b.ReportMetric(l, "load1")
 								}
@@ -416,15 +415,6 @@ func readQueries(tb testing.TB, path string) []string {
 		tb.Fatalf("%s: no queries", path)
 	}
 	return texts
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // memoryTable says where the index's heap goes, per live document: the

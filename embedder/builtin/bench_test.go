@@ -11,12 +11,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ragd/ragd/embedder/builtin"
 	"github.com/ragd/ragd/embedder/builtin/internal/kernel"
+	"github.com/ragd/ragd/internal/benchutil"
 	"github.com/ragd/ragd/internal/integration"
 )
 
@@ -75,7 +75,7 @@ func BenchmarkEmbedDocuments(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Logf("kernel %s, %d documents", kernel.KernelName(), len(docs))
-	cpu0 := cpuTime()
+	cpu0 := benchutil.CPUTime()
 	for b.Loop() {
 		if _, err := m.Documents().Embed(ctx, docs); err != nil {
 			b.Fatal(err)
@@ -83,7 +83,7 @@ func BenchmarkEmbedDocuments(b *testing.B) {
 	}
 	n := float64(len(docs) * b.N)
 	b.ReportMetric(n/b.Elapsed().Seconds(), "docs/s")
-	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/n, "cpu-ms/doc")
+	b.ReportMetric(float64((benchutil.CPUTime()-cpu0).Microseconds())/1000/n, "cpu-ms/doc")
 }
 
 // BenchmarkEmbedQuery embeds one short query per operation; p50 and p99
@@ -108,16 +108,6 @@ func BenchmarkEmbedQuery(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }
 
-// cpuTime is the process's user and system CPU time. On a busy machine the
-// CPU time a document costs varies less than the wall time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // BenchmarkEmbedQueryBatch embeds B queries per operation as one call (one
 // forward pass), for B of 1, 4, 8 and 16, in each precision: CPU ms per
 // query is the figure to read, how much a batch of concurrent queries saves
@@ -134,7 +124,7 @@ func BenchmarkEmbedQueryBatch(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/batch%d", prec, n), func(b *testing.B) {
 				b.Logf("kernel %s, int8 kernel %s", kernel.KernelName(), kernel.QKernelName())
 				i := 0
-				cpu0 := cpuTime()
+				cpu0 := benchutil.CPUTime()
 				for b.Loop() {
 					batch := make([]string, n)
 					for j := range batch {
@@ -146,7 +136,7 @@ func BenchmarkEmbedQueryBatch(b *testing.B) {
 					}
 				}
 				q := float64(n * b.N)
-				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/q, "cpu-ms/query")
+				b.ReportMetric(float64((benchutil.CPUTime()-cpu0).Microseconds())/1000/q, "cpu-ms/query")
 				b.ReportMetric(q/b.Elapsed().Seconds(), "queries/s")
 			})
 		}
@@ -184,7 +174,7 @@ func BenchmarkQueryLoad(b *testing.B) {
 			b.ReportMetric(n/b.Elapsed().Seconds(), "queries/s")
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/n, "cpu-ms/query")
+			b.ReportMetric(float64((benchutil.CPUTime()-cpu0).Microseconds())/1000/n, "cpu-ms/query")
 			st := m.BatchStats()
 			if p := st.Passes - st0.Passes; p > 0 {
 				b.ReportMetric(n/float64(p), "queries/pass")
@@ -195,7 +185,7 @@ func BenchmarkQueryLoad(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/closed/clients%d", prec, clients), func(b *testing.B) {
 				lat := make([]time.Duration, b.N)
 				var next atomic.Int64
-				st0, cpu0 := m.BatchStats(), cpuTime()
+				st0, cpu0 := m.BatchStats(), benchutil.CPUTime()
 				b.ResetTimer()
 				var wg sync.WaitGroup
 				for range clients {
@@ -245,7 +235,7 @@ func BenchmarkQueryLoad(b *testing.B) {
 			})
 			lat := make([]time.Duration, b.N)
 			var next atomic.Int64
-			st0, cpu0 := m.BatchStats(), cpuTime()
+			st0, cpu0 := m.BatchStats(), benchutil.CPUTime()
 			b.ResetTimer()
 			var wg sync.WaitGroup
 			for range 2 {
@@ -279,7 +269,7 @@ func BenchmarkQueryLoad(b *testing.B) {
 			}
 			rate := 0.8 * capacity
 			lat := make([]time.Duration, b.N)
-			st0, cpu0 := m.BatchStats(), cpuTime()
+			st0, cpu0 := m.BatchStats(), benchutil.CPUTime()
 			b.ResetTimer()
 			t0 := time.Now()
 			var wg sync.WaitGroup
@@ -316,7 +306,7 @@ func BenchmarkPrecision(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(prec+"/documents", func(b *testing.B) {
-			cpu0 := cpuTime()
+			cpu0 := benchutil.CPUTime()
 			for b.Loop() {
 				if _, err := m.Documents().Embed(ctx, docs); err != nil {
 					b.Fatal(err)
@@ -324,13 +314,13 @@ func BenchmarkPrecision(b *testing.B) {
 			}
 			n := float64(len(docs) * b.N)
 			b.ReportMetric(n/b.Elapsed().Seconds(), "docs/s")
-			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/n, "cpu-ms/doc")
+			b.ReportMetric(float64((benchutil.CPUTime()-cpu0).Microseconds())/1000/n, "cpu-ms/doc")
 		})
 		for _, batch := range []int{1, 16} {
 			b.Run(fmt.Sprintf("%s/queries%d", prec, batch), func(b *testing.B) {
 				i := 0
 				var lat []time.Duration
-				cpu0 := cpuTime()
+				cpu0 := benchutil.CPUTime()
 				for b.Loop() {
 					qs := make([]string, batch)
 					for j := range qs {
@@ -343,7 +333,7 @@ func BenchmarkPrecision(b *testing.B) {
 					}
 					lat = append(lat, time.Since(start))
 				}
-				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(batch*b.N), "cpu-ms/query")
+				b.ReportMetric(float64((benchutil.CPUTime()-cpu0).Microseconds())/1000/float64(batch*b.N), "cpu-ms/query")
 				slices.Sort(lat)
 				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")

@@ -2,14 +2,13 @@ package spitest
 
 import (
 	"context"
-	"math"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/ragd/ragd/embedder/hashing"
+	"github.com/ragd/ragd/internal/benchutil"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -57,23 +56,6 @@ func exactCosine(docs []spi.Document, q []float32, k int) []string {
 		out = append(out, r.ID)
 	}
 	return out
-}
-
-// BenchmarkPercentiles reports the p50 and p99 of lat in microseconds as
-// custom benchmark metrics.
-func BenchmarkPercentiles(b *testing.B, lat []time.Duration) {
-	b.Helper()
-	if len(lat) == 0 {
-		return
-	}
-	s := slices.Clone(lat)
-	slices.Sort(s)
-	at := func(p float64) float64 {
-		i := int(math.Ceil(p*float64(len(s)))) - 1
-		return float64(s[max(0, min(i, len(s)-1))].Nanoseconds()) / 1e3
-	}
-	b.ReportMetric(at(0.50), "p50-µs")
-	b.ReportMetric(at(0.99), "p99-µs")
 }
 
 // BenchVector benchmarks a vector store on Cranfield embedded by
@@ -157,7 +139,7 @@ func BenchVector(b *testing.B, open func(b *testing.B, dim int) VectorStore) {
 				}
 				i++
 			}
-			BenchmarkPercentiles(b, lat)
+			benchutil.Percentiles(b, lat)
 			b.ReportMetric(float64(hits)/float64(want), "recall")
 		})
 	}
@@ -211,7 +193,7 @@ func BenchVector(b *testing.B, open func(b *testing.B, dim int) VectorStore) {
 				}
 				i++
 			}
-			BenchmarkPercentiles(b, lat)
+			benchutil.Percentiles(b, lat)
 			b.ReportMetric(float64(hits)/float64(want), "recall")
 			b.ReportMetric(float64(len(matching))/float64(len(docs)), "selectivity")
 		})

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ragd/ragd/internal/benchutil"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -82,11 +82,11 @@ func BenchmarkANNTune(b *testing.B) {
 		ix.ann = base
 		ix.ann.listsPerSqrt = base.listsPerSqrt * lm
 		ix.ivf = nil
-		start, cpu0 := time.Now(), procCPU()
+		start, cpu0 := time.Now(), benchutil.CPUTime()
 		if err := ix.buildIVF(context.Background(), true); err != nil {
 			b.Fatal(err)
 		}
-		b.Logf("n=%d lists=%d: built in %v (%v CPU)", n, ix.ivf.nlist(), time.Since(start), procCPU()-cpu0)
+		b.Logf("n=%d lists=%d: built in %v (%v CPU)", n, ix.ivf.nlist(), time.Since(start), benchutil.CPUTime()-cpu0)
 		for _, pm := range probeSweep {
 			ix.ann.probeLists = base.probeLists * pm
 			for _, c := range cases {
@@ -101,10 +101,10 @@ func BenchmarkANNTune(b *testing.B) {
 						for b.Loop() {
 							qi := i % len(queries)
 							q := tuneTenant(ix, tuneQuery(queries[qi], k, c.tenant, c.filter))
-							c0, t0 := procCPU(), time.Now()
+							c0, t0 := benchutil.CPUTime(), time.Now()
 							ids, _, _, err := ix.candidates(context.Background(), q, 1)
 							lat = append(lat, time.Since(t0))
-							cpu += procCPU() - c0
+							cpu += benchutil.CPUTime() - c0
 							if err != nil {
 								b.Fatal(err)
 							}
@@ -125,8 +125,7 @@ func BenchmarkANNTune(b *testing.B) {
 						b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
 						b.ReportMetric(float64(cands)/float64(b.N), "cands/op")
 						b.ReportMetric(float64(exact)/float64(b.N), "exact/op")
-						slices.Sort(lat)
-						b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+						benchutil.Percentiles(b, lat)
 					})
 				}
 			}
@@ -212,13 +211,4 @@ func envFloats(tb testing.TB, name string, def []float64) []float64 {
 		out = append(out, x)
 	}
 	return out
-}
-
-// procCPU is the process's user and system CPU time so far.
-func procCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -11,11 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ragd/ragd/backends/vector/embedded"
+	"github.com/ragd/ragd/internal/benchutil"
 	"github.com/ragd/ragd/spi"
 	"github.com/ragd/ragd/spi/spitest"
 )
@@ -126,7 +126,7 @@ func BenchmarkRetrieve(b *testing.B) {
 						}
 						var lat []time.Duration
 						i := 0
-						cpu0 := cpuTime()
+						cpu0 := benchutil.CPUTime()
 						for b.Loop() {
 							req := c.req
 							req.Vector = qs[i%len(qs)]
@@ -138,22 +138,13 @@ func BenchmarkRetrieve(b *testing.B) {
 							}
 							i++
 						}
-						b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
-						spitest.BenchmarkPercentiles(b, lat)
+						b.ReportMetric(float64((benchutil.CPUTime()-cpu0).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+						benchutil.Percentiles(b, lat)
 					})
 				}
 			})
 		}
 	}
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkOpen: the time to open a store of 100k (or the largest of
@@ -237,7 +228,7 @@ func BenchmarkRetrieveBesideWrites(b *testing.B) {
 			commits := <-done
 			b.ReportMetric(float64(commits)/b.Elapsed().Seconds(), "commits/s")
 			b.ReportMetric(float64(embedded.Waits(s))/float64(b.N), "waits/op")
-			spitest.BenchmarkPercentiles(b, lat)
+			benchutil.Percentiles(b, lat)
 		})
 	}
 }
@@ -283,7 +274,7 @@ func benchANN(b *testing.B, s *embedded.Synth, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		start, cpu0 := time.Now(), cpuTime()
+		start, cpu0 := time.Now(), benchutil.CPUTime()
 		batch := make([]spi.Document, 0, 1000)
 		for i := range n {
 			v := make([]float32, s.Dim)
@@ -300,7 +291,7 @@ func benchANN(b *testing.B, s *embedded.Synth, n int) {
 		}
 		el := time.Since(start)
 		b.Logf("n=%d: ingest %.0f docs/s (durable batches of 1,000), %.1f µs CPU per document", n, float64(n)/el.Seconds(),
-			float64((cpuTime()-cpu0).Microseconds())/float64(n))
+			float64((benchutil.CPUTime()-cpu0).Microseconds())/float64(n))
 		if err := st.Close(); err != nil {
 			b.Fatal(err)
 		}
@@ -404,7 +395,7 @@ func benchANN(b *testing.B, s *embedded.Synth, n int) {
 			}
 			b.Run(fmt.Sprintf("%s/%s", c.name, vr.name), func(b *testing.B) {
 				want := make([][]spi.Ref, len(s.Queries))
-				exact0 := cpuTime()
+				exact0 := benchutil.CPUTime()
 				for i, q := range s.Queries {
 					req := c.req
 					req.Vector, req.K = q, k
@@ -412,10 +403,10 @@ func benchANN(b *testing.B, s *embedded.Synth, n int) {
 						b.Fatal(err)
 					}
 				}
-				exactCPU := float64((cpuTime() - exact0).Microseconds()) / 1e3 / float64(len(s.Queries))
+				exactCPU := float64((benchutil.CPUTime() - exact0).Microseconds()) / 1e3 / float64(len(s.Queries))
 				var lat []time.Duration
 				hits, total, hits10, total10, i := 0, 0, 0, 0, 0
-				cpu0 := cpuTime()
+				cpu0 := benchutil.CPUTime()
 				for b.Loop() {
 					req := c.req
 					req.Vector, req.K = s.Queries[i%len(s.Queries)], k
@@ -443,13 +434,13 @@ func benchANN(b *testing.B, s *embedded.Synth, n int) {
 					total10 += len(wtop)
 					i++
 				}
-				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64((benchutil.CPUTime()-cpu0).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 				b.ReportMetric(exactCPU, "exact-cpu-ms/op")
 				b.ReportMetric(float64(hits)/float64(max(total, 1)), fmt.Sprintf("recall@%d", k))
 				if k > 10 {
 					b.ReportMetric(float64(hits10)/float64(max(total10, 1)), "recall@10")
 				}
-				spitest.BenchmarkPercentiles(b, lat)
+				benchutil.Percentiles(b, lat)
 			})
 			embedded.SetKGrowth(st, embedded.DefaultKGrowth)
 		}

@@ -3,11 +3,10 @@ package kernel_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/ragd/ragd/embedder/builtin/internal/kernel"
+	"github.com/ragd/ragd/internal/benchutil"
 )
 
 // BenchmarkGemm multiplies a batch of token rows by a MiniLM-shaped weight
@@ -23,26 +22,16 @@ func BenchmarkGemm(b *testing.B) {
 		for _, name := range kernel.Kernels() {
 			b.Run(fmt.Sprintf("%s/m%d_n%d_k%d", name, m, n, k), func(b *testing.B) {
 				defer kernel.UseKernel(name)()
-				cpu0 := cpuTime()
+				cpu0 := benchutil.CPUTime()
 				for b.Loop() {
 					kernel.Gemm(m, a, k, p, 0, kernel.NumPanels(n), c, n, scratch)
 				}
 				flop := 2 * float64(m*n*k) * float64(b.N)
 				b.ReportMetric(flop/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-				b.ReportMetric(flop/(cpuTime()-cpu0).Seconds()/1e9, "GFLOP/cpu-s")
+				b.ReportMetric(flop/(benchutil.CPUTime()-cpu0).Seconds()/1e9, "GFLOP/cpu-s")
 			})
 		}
 	}
-}
-
-// cpuTime is the process's user and system CPU time: on a busy machine,
-// work per CPU second varies less than work per wall second.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkElementwise runs GELU over an FFN row block, softmax over an
@@ -99,12 +88,12 @@ func BenchmarkGemmQ8(b *testing.B) {
 		for _, name := range kernel.QKernels() {
 			b.Run(fmt.Sprintf("%s/m%d_n%d_k%d", name, m, n, k), func(b *testing.B) {
 				defer kernel.UseQKernel(name)()
-				cpu0 := cpuTime()
+				cpu0 := benchutil.CPUTime()
 				for b.Loop() {
 					kernel.GemmQ8(m, &qa, 0, q, 0, kernel.NumPanels(n), c, n, &scratch)
 				}
 				op := 2 * float64(m*n*k) * float64(b.N)
-				b.ReportMetric(op/(cpuTime()-cpu0).Seconds()/1e9, "GOP/cpu-s")
+				b.ReportMetric(op/(benchutil.CPUTime()-cpu0).Seconds()/1e9, "GOP/cpu-s")
 			})
 		}
 		b.Run(fmt.Sprintf("quantize/m%d_k%d", m, k), func(b *testing.B) {
