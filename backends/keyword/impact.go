@@ -140,6 +140,7 @@ type impactIndex struct {
 	reorderMin   int           // tests: overrides reorderMin when > 0
 	roundOps     int           // tests: overrides roundOps when > 0
 	parallelMin  int           // tests: overrides parallelMin when > 0
+	candidates   int           // tests and benchmarks: 1 always searchCandidates, -1 never, 0 fewCandidates decides
 	rangeMin     int           // tests: overrides rangeSlots when > 0 (a multiple of 64)
 	minWin       int           // tests: overrides minWindow when > 0
 	noBisect     bool          // clusterOrder leaves the bisection out: a growth rebuild's frozen view (startRebuild), tests, benchmarks

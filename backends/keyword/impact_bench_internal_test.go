@@ -39,8 +39,9 @@ import (
 // those queries instead of Cranfield's. Layouts: "1tenant"
 // (every document and query in tenant acme, a single-tenant deployment),
 // "3tenants" (document i in tenant t(i mod 3), with metadata part = i mod
-// 20; queries for t1, for every tenant, and for every tenant with the
-// filter part = 7, 5% of the documents); RAG_BENCH_KEYWORD_LAYOUTS
+// 20, slice = i mod 100 and cell = i mod 1000; queries for t1, for every
+// tenant, and for every tenant with the filters part = 7, slice = 7 and
+// cell = 7, 5%, 1% and 0.1% of the documents); RAG_BENCH_KEYWORD_LAYOUTS
 // (comma-separated) picks some. With RAG_BENCH_KEYWORD_EXHAUSTIVE set,
 // the exhaustive oracle runs beside the pruned search. The index is
 // searched in clustered order, as a rebuild leaves it (reorder.go);
@@ -50,7 +51,9 @@ import (
 // turn and searches each, logging how well it groups the corpus's
 // near-copies (copyRuns).
 // Each query runs as the index searches it ("pruned": workers at once
-// from parallelMin slots, prune.go) and by one worker ("pruned1"); a mode
+// from parallelMin slots, prune.go) and by one worker ("pruned1");
+// "windows" and "windows1" never look candidates up one by one, "cands"
+// always does (fewCandidates decides in the others); a mode
 // with a suffix @N searches ranges of N slots (a multiple of 64; @1: one
 // range, no ordering), one with ~N before it windows of at least N
 // slots (~1: each to the first block's end).
@@ -151,7 +154,7 @@ func BenchmarkImpactSearch(b *testing.B) {
 				d.Tenant = "acme"
 				if layout == "3tenants" {
 					d.Tenant = fmt.Sprint("t", n%3)
-					d.Metadata = spi.Strings(map[string]string{"part": strconv.Itoa(n % 20)})
+					d.Metadata = spi.Strings(map[string]string{"part": strconv.Itoa(n % 20), "slice": strconv.Itoa(n % 100), "cell": strconv.Itoa(n % 1000)})
 				}
 				n++
 				batch = append(batch, d)
@@ -195,10 +198,13 @@ func BenchmarkImpactSearch(b *testing.B) {
 				type run struct {
 					tenant string
 					filter spi.Filter
+					share  string // of the documents the filter passes
 				}
 				runs := []run{{tenant: "acme"}}
 				if layout == "3tenants" {
-					runs = []run{{tenant: "t1"}, {}, {filter: spi.StringFilter(map[string][]string{"part": {"7"}})}}
+					runs = []run{{tenant: "t1"}, {}, {filter: spi.StringFilter(map[string][]string{"part": {"7"}}), share: "5%"},
+						{filter: spi.StringFilter(map[string][]string{"slice": {"7"}}), share: "1%"},
+						{filter: spi.StringFilter(map[string][]string{"cell": {"7"}}), share: "0.1%"}}
 				}
 				unlock := heavyLock(b)
 				stopProfile := cpuProfile(b, corp.name+"-"+layout+strings.ReplaceAll(order, "/", "-"))
@@ -215,12 +221,19 @@ func BenchmarkImpactSearch(b *testing.B) {
 							// first block's end).
 							base, size, _ := strings.Cut(mode, "@")
 							base, mw, _ := strings.Cut(base, "~")
-							x.parallelMin, x.rangeMin, x.minWin = 0, 0, 0
+							x.parallelMin, x.rangeMin, x.minWin, x.candidates = 0, 0, 0, 0
 							if n, err := strconv.Atoi(mw); err == nil {
 								x.minWin = n
 							}
-							if base == "pruned1" {
+							switch base {
+							case "pruned1":
 								x.parallelMin = math.MaxInt
+							case "windows1":
+								x.parallelMin, x.candidates = math.MaxInt, -1
+							case "windows":
+								x.candidates = -1
+							case "cands":
+								x.candidates = 1
 							}
 							if n, err := strconv.Atoi(size); err == nil {
 								x.rangeMin = n
@@ -230,7 +243,7 @@ func BenchmarkImpactSearch(b *testing.B) {
 							}
 							name := fmt.Sprintf("%s/%s/tenant=%s/k=%d/%s%s", corp.name, layout, cmp.Or(r.tenant, "any"), k, mode, order)
 							if !r.filter.IsEmpty() {
-								name = fmt.Sprintf("%s/%s/filter=5%%/k=%d/%s%s", corp.name, layout, k, mode, order)
+								name = fmt.Sprintf("%s/%s/filter=%s/k=%d/%s%s", corp.name, layout, r.share, k, mode, order)
 							}
 							b.Run(name, func(b *testing.B) {
 								pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("mode", mode)))

@@ -304,6 +304,9 @@ func prunedEqualsExhaustive(t *testing.T, seed uint64) {
 			}
 			p := params[rng.IntN(len(params))]
 			k := []int{1, 2, 5, 10, 50}[rng.IntN(5)]
+			// Candidates looked up one by one (searchCandidates), found
+			// in windows (searchRanges), or as fewCandidates decides.
+			x.candidates = []int{-1, 0, 1}[rng.IntN(3)]
 			got, err := x.search(context.Background(), tokens, k, tenant, filter, p)
 			if err != nil {
 				t.Fatal(err)
