@@ -92,6 +92,7 @@ type plan struct {
 	sc       scorer
 	allowed  []uint64 // bit s: slot s is a candidate
 	nAllowed int      // the candidates, when a tenant or filter restricts them; else 0
+	spanned  int      // then the ranges (rangeSize slots) holding one
 }
 
 type planTerm struct {
@@ -224,15 +225,21 @@ func (x *impactIndex) plan(tokens []string, tenant string, filter spi.Filter, p 
 		allowed = st.allowed[:words]
 		clear(allowed)
 		set.WriteDenseTo(allowed)
-		n := 0
+		n, spanned, last := 0, 0, -1
+		wordsPer := int(x.rangeSize() / 64)
 		for w := range allowed {
 			allowed[w] &= x.alive[w] // a $not's complement holds dead slots
-			n += bits.OnesCount64(allowed[w])
+			if allowed[w] != 0 {
+				n += bits.OnesCount64(allowed[w])
+				if r := w / wordsPer; r != last {
+					spanned, last = spanned+1, r
+				}
+			}
 		}
 		if n == 0 {
 			return plan{}, false
 		}
-		return plan{terms: kept, sc: sc, allowed: allowed, nAllowed: n}, true
+		return plan{terms: kept, sc: sc, allowed: allowed, nAllowed: n, spanned: spanned}, true
 	}
 	return plan{terms: kept, sc: sc, allowed: allowed}, true
 }
@@ -325,9 +332,11 @@ func (x *impactIndex) search(ctx context.Context, tokens []string, k int, tenant
 // costs a skip over the blocks' last slots and at most one block's
 // decoding per term and candidate instead, and scores every candidate:
 // exact without bounds. It is chosen when the candidates times the terms
-// are at most the query's postings over candidateRatio
-// (BenchmarkImpactSearch, filters of 0.1 % to 5 %: docs/keyword.md,
-// "Candidates first").
+// are at most the query's postings in the ranges holding a candidate
+// (its postings times the share of such ranges: the windows read no
+// other) over candidateRatio; so a small tenant's run of slots, which
+// the windows read alone, keeps the windows (BenchmarkImpactSearch,
+// filters of 0.1 % to 5 %: docs/keyword.md, "Candidates first").
 const candidateRatio = 32
 
 // fewCandidates reports whether pl's candidates are few enough to be
@@ -344,7 +353,8 @@ func (x *impactIndex) fewCandidates(pl plan) bool {
 	for _, t := range pl.terms {
 		postings += int(t.p.df)
 	}
-	return pl.nAllowed*len(pl.terms)*candidateRatio <= postings
+	ranges := (uint64(x.slots()) + x.rangeSize() - 1) / x.rangeSize()
+	return uint64(pl.nAllowed*len(pl.terms)*candidateRatio)*ranges <= uint64(postings)*uint64(pl.spanned)
 }
 
 // searchCandidates offers to h every candidate of pl holding a term of

@@ -490,3 +490,56 @@ func TestNextAllowed(t *testing.T) {
 		}
 	}
 }
+
+// The rule between the two searches (fewCandidates): 100 candidates of
+// 16,384 slots are looked up one by one when a filter scatters them over
+// every range, and found in windows when they are a tenant's run of
+// slots in one range, which the windows read alone; the answers are the
+// exhaustive scorer's either way.
+func TestFewCandidatesRule(t *testing.T) {
+	x := newImpactIndex()
+	x.rangeMin = 1024
+	x.noBisect = true
+	for i := range 16384 {
+		tenant := "big"
+		if i < 100 {
+			tenant = "small"
+		}
+		var meta spi.Metadata
+		if i%164 == 0 {
+			meta = spi.Strings(map[string]string{"pick": "yes"})
+		}
+		x.put(fmt.Sprintf("d%05d", i), tenant, meta, docLens{text: 2 + i%7},
+			fieldFreqs{text: map[string]int{"common": 1 + i%3, fmt.Sprintf("w%d", i%50): 1}}, nil)
+	}
+	x.waitRebuild() // the growth rebuilds the puts started
+	x.stopSettle()
+	x.rebuildNow() // the tenants' runs: small's 100 slots first, in one range
+	p := bm25Params{k1: 1.2, b: 0.75, titleWeight: 1}
+	tokens := []string{"common", "w7"}
+	for _, tc := range []struct {
+		name   string
+		tenant string
+		filter spi.Filter
+		few    bool
+	}{
+		{"scattered filter", "", spi.StringFilter(map[string][]string{"pick": {"yes"}}), true},
+		{"small tenant's run", "small", spi.Filter{}, false},
+		{"every document", "", spi.Filter{}, false},
+	} {
+		x.mu.RLock()
+		pl, ok := x.plan(tokens, tc.tenant, tc.filter, p, &searchState{})
+		few := ok && x.fewCandidates(pl)
+		x.mu.RUnlock()
+		if !ok || few != tc.few || (tc.name != "every document" && pl.nAllowed != 100) {
+			t.Fatalf("%s: plan %v, %d candidates in %d ranges, few %v; want 100 candidates, few %v", tc.name, ok, pl.nAllowed, pl.spanned, few, tc.few)
+		}
+		got, err := x.search(context.Background(), tokens, 10, tc.tenant, tc.filter, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := x.searchExhaustive(tokens, 10, tc.tenant, tc.filter, p); len(got) != 10 || !slices.Equal(got, want) {
+			t.Fatalf("%s: %v, exhaustive %v", tc.name, got, want)
+		}
+	}
+}
