@@ -27,8 +27,9 @@ import (
 // the most. Near-copies of one document find copies of it in the sample,
 // which the bisection put side by side, so they end up side by side too.
 //
-// A rebuild bisects only once writes pause (the settle) and at open; one
-// started by growth or dead slots keeps the cheaper key (startRebuild).
+// A rebuild bisects only in the settle (once writes pause, or settleWithin
+// after it became due) and at open; one started by growth or dead slots
+// keeps the cheaper key (startRebuild).
 
 const (
 	keepTerms    = 12      // rarest distinctive terms kept per slot

@@ -130,7 +130,7 @@ type impactIndex struct {
 	states sync.Pool // *searchState
 
 	rb           *rebuild      // a rebuild running beside writes (reorder.go); guarded by wmu
-	settle       *time.Timer   // starts a rebuild once writes pause (compactWhenDue); guarded by wmu
+	settle       *time.Timer   // starts a rebuild once writes pause or settleWithin passes (armSettle); guarded by wmu
 	stopped      bool          // no rebuild starts any more (stopRebuild); guarded by wmu
 	settleAfter  time.Duration // Config.SettleAfter, tests: overrides settleAfter when > 0
 	settleWithin time.Duration // Config.SettleWithin: 0 DefaultSettleWithin, < 0 no bound

@@ -92,7 +92,6 @@ type plan struct {
 	sc       scorer
 	allowed  []uint64 // bit s: slot s is a candidate
 	nAllowed int      // the candidates, when a tenant or filter restricts them; else 0
-	spanned  int      // then the ranges (rangeSize slots) holding one
 }
 
 type planTerm struct {
@@ -225,21 +224,15 @@ func (x *impactIndex) plan(tokens []string, tenant string, filter spi.Filter, p 
 		allowed = st.allowed[:words]
 		clear(allowed)
 		set.WriteDenseTo(allowed)
-		n, spanned, last := 0, 0, -1
-		wordsPer := int(x.rangeSize() / 64)
+		n := 0
 		for w := range allowed {
 			allowed[w] &= x.alive[w] // a $not's complement holds dead slots
-			if allowed[w] != 0 {
-				n += bits.OnesCount64(allowed[w])
-				if r := w / wordsPer; r != last {
-					spanned, last = spanned+1, r
-				}
-			}
+			n += bits.OnesCount64(allowed[w])
 		}
 		if n == 0 {
 			return plan{}, false
 		}
-		return plan{terms: kept, sc: sc, allowed: allowed, nAllowed: n, spanned: spanned}, true
+		return plan{terms: kept, sc: sc, allowed: allowed, nAllowed: n}, true
 	}
 	return plan{terms: kept, sc: sc, allowed: allowed}, true
 }
@@ -353,8 +346,30 @@ func (x *impactIndex) fewCandidates(pl plan) bool {
 	for _, t := range pl.terms {
 		postings += int(t.p.df)
 	}
-	ranges := (uint64(x.slots()) + x.rangeSize() - 1) / x.rangeSize()
-	return uint64(pl.nAllowed*len(pl.terms)*candidateRatio)*ranges <= uint64(postings)*uint64(pl.spanned)
+	cost := pl.nAllowed * len(pl.terms) * candidateRatio
+	if cost > postings {
+		return false // more than every range's postings
+	}
+	size := x.rangeSize()
+	ranges, spanned := int((uint64(x.slots())+size-1)/size), 0
+	for r := range ranges {
+		if holdsCandidate(pl.allowed, r, size) {
+			spanned++
+		}
+	}
+	return cost*ranges <= postings*spanned
+}
+
+// holdsCandidate reports whether range r (of size slots) holds a slot
+// allowed holds.
+func holdsCandidate(allowed []uint64, r int, size uint64) bool {
+	wordsPer := int(size / 64)
+	for _, w := range allowed[min(r*wordsPer, len(allowed)):min((r+1)*wordsPer, len(allowed))] {
+		if w != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // searchCandidates offers to h every candidate of pl holding a term of
@@ -457,14 +472,10 @@ func (x *impactIndex) searchRanges(ctx context.Context, pl plan, h *topk.Heap[hi
 		st.rangeUB = make([]float64, nr, nr+nr/4)
 	}
 	ub := st.rangeUB[:nr]
-	wordsPer := int(size / 64)
 	for r := range ub {
 		ub[r] = -1
-		for _, w := range pl.allowed[r*wordsPer : min((r+1)*wordsPer, len(pl.allowed))] {
-			if w != 0 {
-				ub[r] = 0
-				break
-			}
+		if holdsCandidate(pl.allowed, r, size) {
+			ub[r] = 0
 		}
 	}
 	// Every block bound a window can read (the blocks overlapping a range

@@ -532,7 +532,7 @@ func TestFewCandidatesRule(t *testing.T) {
 		few := ok && x.fewCandidates(pl)
 		x.mu.RUnlock()
 		if !ok || few != tc.few || (tc.name != "every document" && pl.nAllowed != 100) {
-			t.Fatalf("%s: plan %v, %d candidates in %d ranges, few %v; want 100 candidates, few %v", tc.name, ok, pl.nAllowed, pl.spanned, few, tc.few)
+			t.Fatalf("%s: plan %v, %d candidates, few %v; want 100 candidates, few %v", tc.name, ok, pl.nAllowed, few, tc.few)
 		}
 		got, err := x.search(context.Background(), tokens, 10, tc.tenant, tc.filter, p)
 		if err != nil {

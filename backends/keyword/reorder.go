@@ -22,7 +22,7 @@ import (
 // search wait, nor a write wait longer than one round of replay:
 //
 //  1. Freeze. The writer that finds a rebuild due (compactWhenDue), or
-//     the settle timer once writes pause (settleNow), holding wmu, so no
+//     the settle timer (settleNow), holding wmu, so no
 //     write runs, takes a frozen view of the slots (freeze).
 //     Below their lengths the per-slot arrays, the ids (a put appends, a
 //     removal unlinks: idtable.Table.Frozen) and the postings' blocks,
