@@ -11,7 +11,8 @@ It starts `BIN serve` on a configuration of its own in DIR (hashing
 embedder, so no model is needed; the approximate index from 1,500 rows;
 keyword settle after 200 ms) and restarts it after each kill. Checks:
 
-* no answer outside 2xx/4xx, and no 4xx to a valid request;
+* every search and write answers 200 (207 for a write a document of which
+  failed, itself a failure here): these requests are all valid;
 * every hit is of the query's tenant and (when no write runs) matches the
   filter, as docs/api.md "Filters" defines it (evaluated here again);
 * a keyword-only or vector-only search whose filter leaves at most 100
