@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The project's one test command: gofmt check, go vet, staticcheck,
-# go test -race with the arm64 kernel tests (under qemu-user) and a short
-# fuzzing run of the request decoders, the config parser and the kernels
-# beside it, then the Python client's tests (scripts/test-python.sh: the
+# go test -race with, beside it, the arm64 kernel tests (under qemu-user)
+# and a short fuzzing run of the request decoders, the config parser and
+# the kernels, and the Python client's tests (scripts/test-python.sh: the
 # wheel and pytest against a live ragd).
 #
 # Integration tests find their servers through the RAG_TEST_* variables
@@ -118,15 +118,27 @@ side_start=$(date +%s)
 ) >"$side_log" 2>&1 &
 side_pid=$!
 
-phase "go test -race ./... (the arm64 phase and fuzzing, $fuzztime per target, alongside)"
+# The Python client's tests, beside go test too (their output kept until
+# it is done): they mostly wait on the ragd they start.
+py_log=$(mktemp)
+trap 'rm -f "$side_log" "$py_log"' EXIT
+(
+  phase "python client tests (clients/python), alongside"
+  rc=0
+  scripts/test-python.sh || rc=$?
+  phase_done "python client tests"
+  exit "$rc"
+) >"$py_log" 2>&1 &
+py_pid=$!
+
+phase "go test -race ./... (the Python client's tests, the arm64 phase and fuzzing, $fuzztime per target, alongside)"
 test_rc=0
 go test -race -p "${RAG_TEST_P:-4}" -timeout 45m "$@" ./... || test_rc=$?
 phase_done "go test"
 
-phase "python client tests (clients/python)"
 py_rc=0
-scripts/test-python.sh || py_rc=$?
-phase_done "python client tests"
+wait "$py_pid" || py_rc=$?
+cat "$py_log"
 
 side_rc=0
 wait "$side_pid" || side_rc=$?
