@@ -100,8 +100,8 @@ fuzz() {
 # cache took longer than the fuzzing) and the runs use the CPU that the
 # integration tests leave idle while they wait for servers.
 fuzztime=${RAG_FUZZTIME:-20000x}
-side_log=$(mktemp)
-trap 'rm -f "$side_log"' EXIT
+side_log=$(mktemp) py_log=$(mktemp)
+trap 'rm -f "$side_log" "$py_log"' EXIT
 side_start=$(date +%s)
 (
   phase "arm64: go vet ./embedder/..., kernel tests under qemu-aarch64"
@@ -120,8 +120,6 @@ side_pid=$!
 
 # The Python client's tests, beside go test too (their output kept until
 # it is done): they mostly wait on the ragd they start.
-py_log=$(mktemp)
-trap 'rm -f "$side_log" "$py_log"' EXIT
 (
   phase "python client tests (clients/python), alongside"
   rc=0
