@@ -1,8 +1,10 @@
 package embedded
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -24,19 +26,20 @@ import (
 // so that dormant links to it revive when it is upserted again, and an
 // entity without mentioners keeps its slot but leaves the term index.
 type memGraph struct {
-	mu      sync.RWMutex
-	docIdx  map[string]int32
-	docs    []memDoc
-	entIdx  map[string]int32
-	ents    []memEnt
-	termEnt map[string][]int32 // term -> entities with at least one mentioner
-	scratch sync.Pool          // *scratch sized to len(docs) at Get time
+	mu        sync.RWMutex
+	docIdx    map[string]int32
+	docs      []memDoc
+	entIdx    map[string]int32
+	ents      []memEnt
+	termEnt   map[string][]int32 // term -> entities with at least one mentioner
+	tenantIdx map[string]uint32  // tenant -> its number (memDoc.tenant, tenantCount.t)
+	scratch   sync.Pool          // *scratch sized to len(docs) at Get time
 }
 
 type memDoc struct {
 	id     string
 	exists bool
-	tenant string
+	tenant uint32 // its number in tenantIdx
 	meta   spi.Metadata
 	ents   []int32 // entities mentioned, sorted by slot
 	out    []int32 // link targets (which may not exist yet)
@@ -47,9 +50,55 @@ type memEnt struct {
 	name  string
 	terms []string
 	docs  []int32 // existing documents mentioning it, any tenant
-	// tenants counts docs by their tenant: the entity's degree within
-	// each tenant, which decides whether it is a hub for that tenant.
-	tenants map[string]int32
+	// tenants counts docs by their tenant, by tenant number, ascending:
+	// the entity's degree within each tenant, which decides whether it is
+	// a hub for that tenant. A sorted slice, not a map: most entities
+	// have one mentioner or a few, and a map per entity was a third of
+	// the read model's heap (a million documents' graph then outgrew the
+	// shipped 1 GiB soft memory limit, and the collector ran nearly
+	// non-stop while it was built).
+	tenants []tenantCount
+}
+
+// tenantCount is an entity's mentioners in tenant number t.
+type tenantCount struct {
+	t uint32
+	n int32
+}
+
+// count returns e's mentioners in tenant number t.
+func (e *memEnt) count(t uint32) int32 {
+	if i, ok := slices.BinarySearchFunc(e.tenants, t, cmpTenant); ok {
+		return e.tenants[i].n
+	}
+	return 0
+}
+
+// addCount adds delta to e's mentioners in tenant number t, dropping the
+// tenant at 0.
+func (e *memEnt) addCount(t uint32, delta int32) {
+	i, ok := slices.BinarySearchFunc(e.tenants, t, cmpTenant)
+	switch {
+	case !ok && delta > 0:
+		e.tenants = slices.Insert(e.tenants, i, tenantCount{t, delta})
+	case ok:
+		if e.tenants[i].n += delta; e.tenants[i].n <= 0 {
+			e.tenants = slices.Delete(e.tenants, i, i+1)
+		}
+	}
+}
+
+func cmpTenant(c tenantCount, t uint32) int { return cmp.Compare(c.t, t) }
+
+// tenant returns the number of tenant name, numbering it if new. The
+// caller holds mu for writing (or owns g exclusively).
+func (g *memGraph) tenant(name string) uint32 {
+	t, ok := g.tenantIdx[name]
+	if !ok {
+		t = uint32(len(g.tenantIdx))
+		g.tenantIdx[name] = t
+	}
+	return t
 }
 
 // scratch is per-call working memory indexed by document slot: a few
@@ -92,7 +141,7 @@ func (s *scratch) reset() {
 }
 
 func newMemGraph() *memGraph {
-	return &memGraph{docIdx: map[string]int32{}, entIdx: map[string]int32{}, termEnt: map[string][]int32{}}
+	return &memGraph{docIdx: map[string]int32{}, entIdx: map[string]int32{}, termEnt: map[string][]int32{}, tenantIdx: map[string]uint32{}}
 }
 
 // loadMemGraph reads every bucket the read model mirrors.
@@ -106,7 +155,7 @@ func loadMemGraph(db *bolt.DB) (*memGraph, error) {
 			}
 			d := g.doc(string(k))
 			d.exists = true
-			d.tenant = string(tx.Bucket(bTenant).Get(k))
+			d.tenant = g.tenant(string(tx.Bucket(bTenant).Get(k)))
 			d.meta = md
 			return nil
 		}); err != nil {
@@ -178,10 +227,7 @@ func (g *memGraph) mention(d int32, name string) {
 		}
 	}
 	ent.docs = append(ent.docs, d)
-	if ent.tenants == nil {
-		ent.tenants = map[string]int32{}
-	}
-	ent.tenants[g.docs[d].tenant]++
+	ent.addCount(g.docs[d].tenant, 1)
 	g.docs[d].ents = append(g.docs[d].ents, e)
 }
 
@@ -198,7 +244,7 @@ func (g *memGraph) upsert(docs []spi.Document) {
 		i := g.slot(d.ID)
 		g.removeEdges(i)
 		md := &g.docs[i]
-		md.exists, md.tenant, md.meta = true, d.Tenant, d.Metadata
+		md.exists, md.tenant, md.meta = true, g.tenant(d.Tenant), d.Metadata
 		for _, e := range d.Entities {
 			g.mention(i, e)
 		}
@@ -218,7 +264,7 @@ func (g *memGraph) delete(ids []string) {
 			continue
 		}
 		g.removeEdges(i)
-		g.docs[i].exists, g.docs[i].tenant, g.docs[i].meta = false, "", nil
+		g.docs[i].exists, g.docs[i].meta = false, nil
 	}
 }
 
@@ -229,9 +275,7 @@ func (g *memGraph) removeEdges(d int32) {
 	for _, e := range md.ents {
 		ent := &g.ents[e]
 		ent.docs = deleteOne(ent.docs, d)
-		if ent.tenants[md.tenant]--; ent.tenants[md.tenant] <= 0 {
-			delete(ent.tenants, md.tenant)
-		}
+		ent.addCount(md.tenant, -1)
 		if len(ent.docs) == 0 {
 			for _, t := range ent.terms {
 				g.termEnt[t] = deleteOne(g.termEnt[t], e)
@@ -276,14 +320,28 @@ func (g *memGraph) putScratch(s *scratch) {
 // bound, the model read-locked by the caller.
 type view struct {
 	g         *memGraph
-	tenant    string
+	all       bool   // no tenant: every tenant's documents
+	tenant    uint32 // else the tenant's number (noTenant when it has none)
 	filter    spi.Filter
 	maxDegree int
 }
 
+// noTenant is the view's tenant number for a tenant no document has.
+const noTenant = math.MaxUint32
+
+// newView returns the view of g for tenant ("": every tenant) and filter.
+// The caller holds g.mu for reading.
+func newView(g *memGraph, tenant string, filter spi.Filter, maxDegree int) view {
+	v := view{g: g, all: tenant == "", tenant: noTenant, filter: filter, maxDegree: maxDegree}
+	if t, ok := g.tenantIdx[tenant]; ok {
+		v.tenant = t
+	}
+	return v
+}
+
 func (v *view) inTenant(d int32) bool {
 	md := &v.g.docs[d]
-	return md.exists && (v.tenant == "" || md.tenant == v.tenant)
+	return md.exists && (v.all || md.tenant == v.tenant)
 }
 
 func (v *view) matches(d int32) bool {
@@ -294,10 +352,10 @@ func (v *view) matches(d int32) bool {
 // all tenants when the view has none).
 func (v *view) degree(e int32) int {
 	ent := &v.g.ents[e]
-	if v.tenant == "" {
+	if v.all {
 		return len(ent.docs)
 	}
-	return int(ent.tenants[v.tenant])
+	return int(ent.count(v.tenant))
 }
 
 // mentioners returns the documents mentioning e, of any tenant (callers

@@ -58,7 +58,7 @@ func (s *Store) Expand(ctx context.Context, seeds []string, opts spi.ExpandOptio
 	}
 	s.mem.mu.RLock()
 	defer s.mem.mu.RUnlock()
-	v := view{g: s.mem, tenant: opts.Tenant, filter: opts.Filter, maxDegree: s.maxDegree}
+	v := newView(s.mem, opts.Tenant, opts.Filter, s.maxDegree)
 	refs, err := v.expand(ctx, graphspec.Dedupe(seeds), opts)
 	if err != nil {
 		return nil, fmt.Errorf("graph/embedded: expand: %w", err)
@@ -82,7 +82,7 @@ func (s *Store) MatchEntities(ctx context.Context, req spi.KeywordRequest) ([]sp
 	}
 	s.mem.mu.RLock()
 	defer s.mem.mu.RUnlock()
-	v := view{g: s.mem, tenant: req.Tenant, filter: req.Filter, maxDegree: s.maxDegree}
+	v := newView(s.mem, req.Tenant, req.Filter, s.maxDegree)
 	refs, err := v.matchEntities(ctx, tokens, s.maxEntities, req.K)
 	if err != nil {
 		return nil, fmt.Errorf("graph/embedded: match entities: %w", err)
