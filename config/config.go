@@ -73,9 +73,12 @@ type ServerConfig struct {
 	// MemoryLimitMB is the Go runtime's soft memory limit in MiB
 	// (runtime/debug.SetMemoryLimit), which ragd serve sets at start: the
 	// collector works harder as the heap nears it instead of letting it
-	// reach twice the live heap (GOGC 100). 0: no limit. The GOMEMLIMIT
-	// environment variable, when set, wins (docs/operations.md, "Memory
-	// grows with a large embedded collection").
+	// reach twice the live heap (GOGC 100). 0: no limit. While the live
+	// heap is above three quarters of it, ragd serve lifts the runtime's
+	// limit to 1.5 times the live heap and logs it (app.LimitGuard). The
+	// GOMEMLIMIT environment variable, when set, wins, unguarded
+	// (docs/operations.md, "Memory grows with a large embedded
+	// collection").
 	MemoryLimitMB int `yaml:"memory_limit_mb"`
 }
 

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -38,7 +40,13 @@ func newServeCmd(a *app) *cobra.Command {
 				cfg.Server.Listen = listen
 			}
 			ml := ragdapp.SetMemoryLimit(cfg, os.Getenv)
-			inst, err := ragdapp.New(ctx, cfg, ragdapp.Options{Logger: ragdapp.NewLogger(a.stderr, cfg.Log.Level), Version: version,
+			logger := ragdapp.NewLogger(a.stderr, cfg.Log.Level)
+			if lg := ragdapp.NewLimitGuard(ml, logger, nil, nil); lg != nil {
+				gctx, stop := context.WithCancel(ctx)
+				defer stop()
+				go lg.Run(gctx, limitGuardEvery)
+			}
+			inst, err := ragdapp.New(ctx, cfg, ragdapp.Options{Logger: logger, Version: version,
 				KeepState: true, ModelFallback: true, PullProgress: a.rawStderr})
 			if err != nil {
 				return err
@@ -70,6 +78,11 @@ func newServeCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&listen, "listen", "", "override server.listen (host:port)")
 	return cmd
 }
+
+// limitGuardEvery is how often ragd serve compares the live heap with
+// the soft memory limit (app.LimitGuard): a collection a few seconds
+// apart at most while the limit binds.
+const limitGuardEvery = 5 * time.Second
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
