@@ -64,11 +64,14 @@ func SetMemoryLimit(cfg *config.Config, getenv func(string) string) MemoryLimit 
 // the live heap is above liftAt of the limit rag.yaml sets, ragd lifts
 // the runtime's limit to liftTo times the live heap (raising it as the
 // heap grows), says so once in the log, and puts rag.yaml's limit back
-// once the live heap is under liftAt of it again. A GOMEMLIMIT from the
+// once the live heap is under restoreAt of it (lower than liftAt: a
+// heap hovering at liftAt, as a large build's does, would otherwise lift
+// and restore every few seconds). A GOMEMLIMIT from the
 // environment is left as it is: the runtime's own behaviour, chosen.
 const (
-	liftAtNum, liftAtDen = 3, 4 // liftAt: three quarters
-	liftToNum, liftToDen = 3, 2 // liftTo: one and a half
+	liftAtNum, liftAtDen       = 3, 4 // liftAt: three quarters
+	restoreAtNum, restoreAtDen = 5, 8 // restoreAt: five eighths
+	liftToNum, liftToDen       = 3, 2 // liftTo: one and a half
 )
 
 // LimitGuard lifts the soft memory limit above a live heap that has
@@ -114,8 +117,10 @@ func (g *LimitGuard) Check() int64 {
 		g.lifted = want
 		g.set(want)
 		return want
+	case g.lifted != 0 && live*restoreAtDen >= g.configured*restoreAtNum:
+		return g.lifted
 	case g.lifted != 0:
-		g.logger.Info("memory: the live heap is back under three quarters of server.memory_limit_mb; the soft limit is restored",
+		g.logger.Info("memory: the live heap is back under five eighths of server.memory_limit_mb; the soft limit is restored",
 			"live_mib", live>>20, "memory_limit_mib", g.configured>>20)
 		g.lifted = 0
 		g.set(g.configured)

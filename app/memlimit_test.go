@@ -56,9 +56,8 @@ func TestSetMemoryLimit(t *testing.T) {
 // TestLimitGuard: rag.yaml's limit stays while the live heap is under
 // three quarters of it; above, the runtime's limit is lifted to one and a
 // half times the live heap (logged once), raised as the heap grows and
-// never lowered while lifted; once the live heap is back under three
-// quarters, rag.yaml's limit is restored. GOMEMLIMIT and no limit get no
-// guard.
+// never lowered while lifted; once the live heap is under five eighths,
+// rag.yaml's limit is restored. GOMEMLIMIT and no limit get no guard.
 func TestLimitGuard(t *testing.T) {
 	const mib = 1 << 20
 	var live uint64
@@ -76,8 +75,10 @@ func TestLimitGuard(t *testing.T) {
 		{800, 1200, true},  // lifted
 		{900, 1350, true},  // raised
 		{850, 1350, false}, // kept while above three quarters
-		{700, 1024, true},  // restored
-		{600, 1024, false},
+		{700, 1350, false}, // and above five eighths
+		{640, 1350, false}, // exactly five eighths: kept
+		{639, 1024, true},  // restored
+		{700, 1024, false}, // not lifted again under three quarters
 		{1000, 1500, true}, // lifted again
 	} {
 		live = uint64(step.live * mib)

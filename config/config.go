@@ -75,7 +75,8 @@ type ServerConfig struct {
 	// collector works harder as the heap nears it instead of letting it
 	// reach twice the live heap (GOGC 100). 0: no limit. While the live
 	// heap is above three quarters of it, ragd serve lifts the runtime's
-	// limit to 1.5 times the live heap and logs it (app.LimitGuard). The
+	// limit to 1.5 times the live heap and logs it, until the live heap
+	// is under five eighths of it (app.LimitGuard). The
 	// GOMEMLIMIT environment variable, when set, wins, unguarded
 	// (docs/operations.md, "Memory grows with a large embedded
 	// collection").

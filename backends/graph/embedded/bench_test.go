@@ -1,11 +1,20 @@
 package embedded_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"runtime"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/ragd/ragd/backends/graph/embedded"
+	"github.com/ragd/ragd/ingest/keyphrase"
+	"github.com/ragd/ragd/internal/benchutil"
 	"github.com/ragd/ragd/spi"
 	"github.com/ragd/ragd/spi/spitest"
 )
@@ -52,5 +61,106 @@ func BenchmarkMatchEntitiesLargeGraph(b *testing.B) {
 			b.Fatalf("MatchEntities = %v, %v", refs, err)
 		}
 		i++
+	}
+}
+
+// BenchmarkBuildScale applies RAG_BENCH_GRAPH_DOCS documents of the
+// JSONL corpus RAG_BENCH_GRAPH_CORPUS (the scale benchmark's
+// synth-N.jsonl: {"id", "title", "text"} lines) to a fresh store in
+// batches of 1,000 changes, as the change log's applier does when the
+// graph is woken, with the entities ragd's keyphrase extractor gives them
+// (extracted outside the timed applies), and the store's defaults (fsync
+// on every commit). It logs each 50,000's apply time and CPU, and reports
+// the time and CPU of the applies per document (ns/op counts the reading
+// and extraction too) and the Go heap held after the build per document. Skipped without the corpus:
+//
+//	RAG_BENCH_GRAPH_CORPUS=../bench/synth-1000000.jsonl RAG_BENCH_GRAPH_DOCS=200000 \
+//	  go test -run '^$' -bench BuildScale -benchtime 1x ./backends/graph/embedded/
+//
+// Under a GOMEMLIMIT just above the heap it ends with, the same build
+// shows what a soft limit the live heap outgrows costs (docs/graph.md,
+// "Memory and build time").
+func BenchmarkBuildScale(b *testing.B) {
+	path := os.Getenv("RAG_BENCH_GRAPH_CORPUS")
+	if path == "" {
+		b.Skip("RAG_BENCH_GRAPH_CORPUS not set")
+	}
+	limit := 100_000
+	if v := os.Getenv("RAG_BENCH_GRAPH_DOCS"); v != "" {
+		var err error
+		if limit, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const batch, chunk = 1000, 50_000
+	ctx := context.Background()
+	x, err := keyphrase.New(keyphrase.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		s, err := embedded.Open(ctx, embedded.Config{Dir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		var changes []spi.Change
+		var wall, cpu, wallAll, cpuAll time.Duration
+		n := 0
+		apply := func() {
+			w0, c0 := time.Now(), benchutil.CPUTime()
+			if err := s.ApplyChanges(ctx, "log", changes, uint64(n)); err != nil {
+				b.Fatal(err)
+			}
+			wall, cpu = wall+time.Since(w0), cpu+benchutil.CPUTime()-c0
+			changes = changes[:0]
+		}
+		for n < limit && sc.Scan() {
+			var line struct{ ID, Title, Text string }
+			if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+				b.Fatal(err)
+			}
+			d := spi.Document{ID: line.ID, Title: line.Title, Text: line.Text}
+			if d.Entities, err = x.Extract(ctx, d); err != nil {
+				b.Fatal(err)
+			}
+			n++
+			changes = append(changes, spi.Change{Seq: uint64(n), Op: spi.OpUpsert, ID: d.ID, Doc: &d, Version: uint64(n)})
+			if len(changes) == batch {
+				apply()
+			}
+			if n%chunk == 0 || n == limit {
+				if len(changes) > 0 {
+					apply()
+				}
+				b.Logf("%d documents: the last %d applied in %v, %v of CPU", n, (n-1)%chunk+1, wall.Round(time.Millisecond), cpu.Round(time.Millisecond))
+				wallAll, cpuAll, wall, cpu = wallAll+wall, cpuAll+cpu, 0, 0
+			}
+		}
+		if err := errors.Join(sc.Err(), f.Close()); err != nil {
+			b.Fatal(err)
+		}
+		if len(changes) > 0 {
+			apply()
+			wallAll, cpuAll = wallAll+wall, cpuAll+cpu
+		}
+		runtime.GC()
+		runtime.GC() // and bbolt's pooled pages, kept through one collection
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(cpuAll.Microseconds())/float64(n), "cpu-µs/doc")
+		b.ReportMetric(float64(wallAll.Microseconds())/float64(n), "µs/doc")
+		b.ReportMetric((float64(after.HeapAlloc)-float64(before.HeapAlloc))/float64(n), "heap-B/doc")
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
