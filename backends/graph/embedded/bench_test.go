@@ -2,6 +2,7 @@ package embedded_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,7 +73,11 @@ func BenchmarkMatchEntitiesLargeGraph(b *testing.B) {
 // (extracted outside the timed applies), and the store's defaults (fsync
 // on every commit). It logs each 50,000's apply time and CPU, and reports
 // the time and CPU of the applies per document (ns/op counts the reading
-// and extraction too) and the Go heap held after the build per document. Skipped without the corpus:
+// and extraction too) and the Go heap held after the build per document;
+// with RAG_BENCH_GRAPH_QUERIES (a JSONL file of {"text"} lines, the scale
+// benchmark's queries-mixed.jsonl) also the graph source's first stage
+// on the built graph: MatchEntities of each query, k = 100 (the
+// retriever's window), its CPU and p50 / p99. Skipped without the corpus:
 //
 //	RAG_BENCH_GRAPH_CORPUS=../bench/synth-1000000.jsonl RAG_BENCH_GRAPH_DOCS=200000 \
 //	  go test -run '^$' -bench BuildScale -benchtime 1x ./backends/graph/embedded/
@@ -97,6 +102,10 @@ func BenchmarkBuildScale(b *testing.B) {
 	x, err := keyphrase.New(keyphrase.Config{})
 	if err != nil {
 		b.Fatal(err)
+	}
+	var queries []string
+	if q := os.Getenv("RAG_BENCH_GRAPH_QUERIES"); q != "" {
+		queries = readTexts(b, q)
 	}
 	for b.Loop() {
 		s, err := embedded.Open(ctx, embedded.Config{Dir: b.TempDir()})
@@ -159,8 +168,45 @@ func BenchmarkBuildScale(b *testing.B) {
 		b.ReportMetric(float64(cpuAll.Microseconds())/float64(n), "cpu-µs/doc")
 		b.ReportMetric(float64(wallAll.Microseconds())/float64(n), "µs/doc")
 		b.ReportMetric((float64(after.HeapAlloc)-float64(before.HeapAlloc))/float64(n), "heap-B/doc")
+		if len(queries) > 0 {
+			matchQueries(b, s, queries)
+		}
 		if err := s.Close(); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// matchQueries runs MatchEntities for each query once, k = 100, and
+// reports its CPU per query and its latency percentiles.
+func matchQueries(b *testing.B, s *embedded.Store, queries []string) {
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, len(queries))
+	cpu0 := benchutil.CPUTime()
+	for _, q := range queries {
+		start := time.Now()
+		if _, err := s.MatchEntities(ctx, spi.KeywordRequest{Text: q, K: 100}); err != nil && !errors.Is(err, spi.ErrNothingToSearch) {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.ReportMetric(float64((benchutil.CPUTime()-cpu0).Microseconds())/float64(len(queries)), "match-cpu-µs/query")
+	benchutil.Percentiles(b, lat)
+}
+
+// readTexts returns the "text" of each line of a JSONL file.
+func readTexts(b *testing.B, path string) []string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var texts []string
+	for line := range bytes.Lines(data) {
+		var q struct{ Text string }
+		if err := json.Unmarshal(line, &q); err != nil {
+			b.Fatal(err)
+		}
+		texts = append(texts, q.Text)
+	}
+	return texts
 }

@@ -110,8 +110,8 @@ type scratch struct {
 	seeds   []int32 // seeds adjacent to each distance-1 document
 	mark    []uint8 // bit 1: seed, bit 2: distance 1, bit 4: excluded by the filter
 	score   []float64
-	ent     []bool  // entity slots seen (matchEntities)
-	ents    []int32 // entity slots with ent set
+	hits    []int32 // per entity slot, the query's tokens among its terms (matchEntities)
+	ents    []int32 // entity slots with hits set
 	touched []int32 // slots with count set
 	near    []int32 // slots with paths, seeds or mark set
 }
@@ -135,7 +135,7 @@ func (s *scratch) reset() {
 		s.paths[i], s.seeds[i], s.mark[i], s.score[i] = 0, 0, 0, 0
 	}
 	for _, e := range s.ents {
-		s.ent[e] = false
+		s.hits[e] = 0
 	}
 	s.touched, s.near, s.ents = s.touched[:0], s.near[:0], s.ents[:0]
 }
@@ -305,8 +305,8 @@ func (g *memGraph) getScratch() *scratch {
 		s = &scratch{}
 	}
 	s.grow(len(g.docs))
-	if len(s.ent) < len(g.ents) {
-		s.ent = make([]bool, len(g.ents)+len(g.ents)/4)
+	if len(s.hits) < len(g.ents) {
+		s.hits = make([]int32, len(g.ents)+len(g.ents)/4)
 	}
 	return s
 }
@@ -373,19 +373,22 @@ func (v *view) matchEntities(ctx context.Context, tokens []string, maxEntities, 
 	g := v.g
 	s := g.getScratch()
 	defer g.putScratch(s)
-	var ents []graphspec.WeightedEntity
+	// An entity's weight is the number of the query's tokens among its
+	// terms (the rule in package graphspec): the number of the tokens'
+	// lists it is in, as the tokens are distinct and an entity is in the
+	// list of each of its terms once.
 	for _, t := range tokens {
 		for _, e := range g.termEnt[t] {
-			if s.ent[e] {
-				continue
+			if s.hits[e] == 0 {
+				s.ents = append(s.ents, e)
 			}
-			s.ent[e] = true
-			s.ents = append(s.ents, e)
-			if v.mentioners(e) == nil { // a hub, or no mentioner of the tenant
-				continue
-			}
-			ent := &g.ents[e]
-			ents = append(ents, graphspec.WeightedEntity{Name: ent.name, Weight: float64(graphspec.Overlap(ent.terms, tokens))})
+			s.hits[e]++
+		}
+	}
+	var ents []graphspec.WeightedEntity
+	for _, e := range s.ents {
+		if v.mentioners(e) != nil { // not a hub, and mentioned in the tenant
+			ents = append(ents, graphspec.WeightedEntity{Name: g.ents[e].name, Weight: float64(s.hits[e])})
 		}
 	}
 	if err := ctx.Err(); err != nil {

@@ -2,8 +2,8 @@ package graphspec
 
 import (
 	"fmt"
-	"sort"
 
+	"github.com/ragd/ragd/internal/topk"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -28,24 +28,25 @@ type WeightedEntity struct {
 }
 
 // TopEntities keeps the n heaviest entities (weight descending, name
-// ascending) and drops those of weight zero or less. It sorts in place.
+// ascending) and drops those of weight zero or less. A query's common
+// words match thousands of entities at a million documents: a bounded heap
+// (internal/topk) keeps the n without sorting them all.
 func TopEntities(ents []WeightedEntity, n int) []WeightedEntity {
-	kept := ents[:0]
+	h := topk.NewHeap(n, entityBelow)
 	for _, e := range ents {
 		if e.Weight > 0 {
-			kept = append(kept, e)
+			h.Offer(e)
 		}
 	}
-	sort.Slice(kept, func(i, j int) bool {
-		if kept[i].Weight != kept[j].Weight {
-			return kept[i].Weight > kept[j].Weight
-		}
-		return kept[i].Name < kept[j].Name
-	})
-	if len(kept) > n {
-		kept = kept[:n]
+	return h.Sorted()
+}
+
+// entityBelow is TopEntities' order: a ranks below b.
+func entityBelow(a, b WeightedEntity) bool {
+	if a.Weight != b.Weight {
+		return a.Weight < b.Weight
 	}
-	return kept
+	return a.Name > b.Name
 }
 
 // TopDocs turns per-document scores into at most k refs (Source

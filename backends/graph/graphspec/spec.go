@@ -131,21 +131,6 @@ func QueryTokens(text string) []string {
 	return t
 }
 
-// Overlap is an entity's match weight: how many of the query tokens occur
-// among the entity's terms. query must hold distinct tokens.
-func Overlap(entityTerms []string, query []string) int {
-	n := 0
-	for _, q := range query {
-		for _, t := range entityTerms {
-			if q == t {
-				n++
-				break
-			}
-		}
-	}
-	return n
-}
-
 // Prepare validates documents for a graph upsert and returns them
 // normalised: entities normalised, de-duplicated and sorted, empty names
 // dropped; links de-duplicated and sorted, empty ids and self-links dropped.

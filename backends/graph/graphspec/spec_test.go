@@ -52,15 +52,6 @@ func TestTokens(t *testing.T) {
 	}
 }
 
-func TestOverlap(t *testing.T) {
-	if got := graphspec.Overlap([]string{"boundary", "layer"}, []string{"layer", "flow", "boundary"}); got != 2 {
-		t.Fatalf("Overlap = %d, want 2", got)
-	}
-	if got := graphspec.Overlap([]string{"a"}, nil); got != 0 {
-		t.Fatalf("Overlap = %d, want 0", got)
-	}
-}
-
 func TestPrepare(t *testing.T) {
 	got, err := graphspec.Prepare([]spi.Document{
 		{ID: "a", Title: "old"},
