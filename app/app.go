@@ -5,6 +5,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ragd/ragd/api"
+	graphembedded "github.com/ragd/ragd/backends/graph/embedded"
 	"github.com/ragd/ragd/backends/keyword/opensearch"
 	"github.com/ragd/ragd/breaker"
 	"github.com/ragd/ragd/config"
@@ -336,12 +338,16 @@ func (a *App) wirePipeline() error {
 		_, waking := st.store.(*wakingGraph)
 		// Neo4j and OpenSearch are one store for every replica: the
 		// replica holding its apply lease applies the log to it, the
-		// others follow. OpenSearch takes larger batches.
+		// others follow. OpenSearch and the embedded graph take larger
+		// batches.
 		_, neo4j := st.store.(*lazyGraph)
 		_, search := st.store.(*lazyKeyword)
 		shared, batch := neo4j || search, 0
-		if search {
+		switch {
+		case search:
 			batch = opensearch.ApplyBatch
+		case waking:
+			batch = cmp.Or(a.Config.Backends.Graph.ApplyBatch, graphembedded.ApplyBatch)
 		}
 		pc.Derived = append(pc.Derived, ingest.NamedApplier{Name: st.name, Applier: ap, Dormant: waking, Shared: shared, ApplyBatch: batch})
 	}

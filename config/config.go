@@ -166,6 +166,12 @@ type GraphConfig struct {
 	// MaxDegree is the hub threshold: an entity mentioned by more of a
 	// tenant's documents connects nothing (0: 1000).
 	MaxDegree int `yaml:"max_degree"`
+	// ApplyBatch is how many change-log entries the embedded graph applies
+	// in one transaction (0: graph/embedded.ApplyBatch, 8,192). Larger
+	// batches build a graph faster; each holds the graph's queries back
+	// while its read model is updated. Neo4j takes the derived stores'
+	// default.
+	ApplyBatch int `yaml:"apply_batch"`
 }
 
 // EmbedderConfig selects the embedder that turns query text and documents

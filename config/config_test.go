@@ -63,6 +63,7 @@ func TestBadFiles(t *testing.T) {
 		"int-fraction.bad.yaml":      {"line 4", "breakers.failure_threshold", "whole number", "1.9"},
 		"int-half.bad.yaml":          {"line 4", "server.max_in_flight", "whole number", "0.5"},
 		"memory-limit.bad.yaml":      {"server.memory_limit_mb", ">= 0", "-1"},
+		"graph-apply-batch.bad.yaml": {"backends.graph.apply_batch", ">= 0", "-5"},
 		"ann.bad.yaml":               {"backends.vector.ann.min_rows", ">= -1", "-2", "backends.vector.ann.probe", ">= 0", "-0.5"},
 		"ann-pgvector.bad.yaml":      {"backends.vector.ann", "ef_search"},
 		"tenant.bad.yaml":            {"line 4", "auth.keys[1].tenant", "control character U+0009"},

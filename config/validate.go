@@ -148,6 +148,9 @@ func (c *Config) Validate() error {
 	if g.MaxDegree < 0 {
 		bad("backends.graph.max_degree", "must be >= 0, got %d", g.MaxDegree)
 	}
+	if g.ApplyBatch < 0 {
+		bad("backends.graph.apply_batch", "must be >= 0 (0: the default), got %d", g.ApplyBatch)
+	}
 	if v.Kind == KindNone && k.Kind == KindNone && g.Kind == KindNone {
 		bad("backends", "at least one backend must be configured")
 	}

@@ -14,7 +14,8 @@ import (
 
 // graphCatchUpDocs is how many documents are written while the graph is
 // dormant, each with graphCatchUpEntities entities: enough that the
-// catch-up takes many apply batches (256 entries each) and seconds.
+// catch-up takes many applies (crashConfigBase sets 500 entries each)
+// and the kill falls between or inside them.
 const (
 	graphCatchUpDocs     = 12000
 	graphCatchUpEntities = 24

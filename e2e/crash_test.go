@@ -45,13 +45,15 @@ func crashConfig(dataDir, pgDSN string, neo *testenv.Neo4jConn) string {
 	return crashConfigBase(dataDir, pgDSN, neo) + graphOn
 }
 
-// crashConfigBase is crashConfig with the retriever's defaults.
+// crashConfigBase is crashConfig with the retriever's defaults. The
+// embedded graph applies 500 entries a transaction, not its 8,192, so
+// that a catch-up takes many applies for a kill to fall among.
 func crashConfigBase(dataDir, pgDSN string, neo *testenv.Neo4jConn) string {
 	q := strconv.Quote
 	backends := `backends:
   vector: {kind: embedded, dir: vector}
   keyword: {kind: bleve, dir: keyword}
-  graph: {kind: embedded, dir: graph}
+  graph: {kind: embedded, dir: graph, apply_batch: 500}
 `
 	if neo != nil {
 		backends = `backends:

@@ -28,6 +28,21 @@ var (
 
 var _ spi.ChangeApplier = (*Store)(nil)
 
+// ApplyBatch is how many change-log entries ragd hands this store per
+// ApplyChanges (ingest.NamedApplier.ApplyBatch; the derived stores'
+// default is ingest.DefaultApplyBatch, 1,000). Each apply is one bbolt
+// transaction, whose commit rewrites every page its puts touched: a
+// graph's entity keys are scattered, so a larger batch shares more of
+// those pages between its documents. BenchmarkBuildScale at 200,000
+// scale-corpus documents (AMD EPYC, 2026-12-07, puts in key order): 367
+// µs of CPU per document in batches of 1,000, 170 in batches of 8,000,
+// 151 in 16,000 (docs/graph.md, "Memory and build time"). The
+// read model takes its write lock once per apply, so a batch also bounds
+// how long a catch-up holds queries back; 8,192 keeps that to tens of
+// milliseconds. A batch that runs out of the apply's deadline is halved
+// by the applier.
+const ApplyBatch = 8192
+
 // ApplyChanges implements spi.ChangeApplier in one transaction; the
 // in-memory read model is updated after it commits.
 func (s *Store) ApplyChanges(ctx context.Context, log string, changes []spi.Change, through uint64) error {
@@ -41,6 +56,7 @@ func (s *Store) ApplyChanges(ctx context.Context, log string, changes []spi.Chan
 	var dels []string
 	err = s.update(ctx, "apply", func(tx *bolt.Tx) error {
 		ups, dels = ups[:0], dels[:0]
+		var p putSet
 		vb, err := versionsFor(tx, log)
 		if err != nil {
 			return err
@@ -66,7 +82,7 @@ func (s *Store) ApplyChanges(ctx context.Context, log string, changes []spi.Chan
 				}
 				dels = append(dels, c.ID)
 			} else {
-				if err := putDoc(tx, byID[c.ID]); err != nil {
+				if err := p.doc(byID[c.ID]); err != nil {
 					return err
 				}
 				ups = append(ups, byID[c.ID])
@@ -74,6 +90,9 @@ func (s *Store) ApplyChanges(ctx context.Context, log string, changes []spi.Chan
 			if err := vb.Put([]byte(c.ID), binary.BigEndian.AppendUint64(nil, c.Version)); err != nil {
 				return err
 			}
+		}
+		if err := p.flush(tx); err != nil {
+			return err
 		}
 		meta := tx.Bucket(bMeta)
 		if through <= seqOf(meta.Get(keyAppliedSeq)) {

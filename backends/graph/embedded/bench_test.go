@@ -97,7 +97,14 @@ func BenchmarkBuildScale(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	const batch, chunk = 1000, 50_000
+	const chunk = 50_000
+	batch := 1000 // the change log's applier's (ingest.DefaultApplyBatch)
+	if v := os.Getenv("RAG_BENCH_GRAPH_BATCH"); v != "" {
+		var err error
+		if batch, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
 	ctx := context.Background()
 	x, err := keyphrase.New(keyphrase.Config{})
 	if err != nil {
