@@ -64,10 +64,10 @@ func SetMemoryLimit(cfg *config.Config, getenv func(string) string) MemoryLimit 
 // the live heap is above liftAt of the limit rag.yaml sets, ragd lifts
 // the runtime's limit to liftTo times the live heap (raising it as the
 // heap grows), says so once in the log, and puts rag.yaml's limit back
-// once the live heap is under restoreAt of it (lower than liftAt: a
-// heap hovering at liftAt, as a large build's does, would otherwise lift
-// and restore every few seconds). A GOMEMLIMIT from the
-// environment is left as it is: the runtime's own behaviour, chosen.
+// once the live heap is under restoreAt of it (lower than liftAt: a heap
+// hovering at liftAt, as a large build's does, would otherwise lift and
+// restore every few seconds). A GOMEMLIMIT from the environment is left
+// as it is: the runtime's own behaviour, chosen.
 const (
 	liftAtNum, liftAtDen       = 3, 4 // liftAt: three quarters
 	restoreAtNum, restoreAtDen = 5, 8 // restoreAt: five eighths
@@ -102,7 +102,7 @@ func NewLimitGuard(ml MemoryLimit, logger *slog.Logger, live func() uint64, set 
 // Check compares the live heap with the configured limit and lifts,
 // raises or restores the runtime's limit; it returns the limit in force.
 func (g *LimitGuard) Check() int64 {
-	live := int64(min(g.live(), math.MaxInt64/liftToNum))
+	live := int64(min(g.live(), math.MaxInt64/8)) // no product below overflows
 	switch {
 	case live*liftAtDen > g.configured*liftAtNum:
 		want := max(g.configured, live*liftToNum/liftToDen)

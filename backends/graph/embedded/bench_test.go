@@ -68,8 +68,9 @@ func BenchmarkMatchEntitiesLargeGraph(b *testing.B) {
 // BenchmarkBuildScale applies RAG_BENCH_GRAPH_DOCS documents of the
 // JSONL corpus RAG_BENCH_GRAPH_CORPUS (the scale benchmark's
 // synth-N.jsonl: {"id", "title", "text"} lines) to a fresh store in
-// batches of 1,000 changes, as the change log's applier does when the
-// graph is woken, with the entities ragd's keyphrase extractor gives them
+// batches of ApplyBatch changes (RAG_BENCH_GRAPH_BATCH to change it), as
+// the change log's applier does when the graph is woken, with the
+// entities ragd's keyphrase extractor gives them
 // (extracted outside the timed applies), and the store's defaults (fsync
 // on every commit). It logs each 50,000's apply time and CPU, and reports
 // the time and CPU of the applies per document (ns/op counts the reading
@@ -98,7 +99,7 @@ func BenchmarkBuildScale(b *testing.B) {
 		}
 	}
 	const chunk = 50_000
-	batch := 1000 // the change log's applier's (ingest.DefaultApplyBatch)
+	batch := embedded.ApplyBatch // as ragd's change-log applier hands them
 	if v := os.Getenv("RAG_BENCH_GRAPH_BATCH"); v != "" {
 		var err error
 		if batch, err = strconv.Atoi(v); err != nil {
