@@ -46,10 +46,12 @@ type memDoc struct {
 	in     []int32 // link sources
 }
 
+// memEnt is an entity. Its terms (graphspec.Tokens of the name) are not
+// kept: only a write that gives it its first mentioner or takes its last
+// needs them, to add it to or drop it from termEnt.
 type memEnt struct {
-	name  string
-	terms []string
-	docs  []int32 // existing documents mentioning it, any tenant
+	name string
+	docs []int32 // existing documents mentioning it, any tenant
 	// tenants counts docs by their tenant, by tenant number, ascending:
 	// the entity's degree within each tenant, which decides whether it is
 	// a hub for that tenant. A sorted slice, not a map: most entities
@@ -217,12 +219,12 @@ func (g *memGraph) mention(d int32, name string) {
 	e, ok := g.entIdx[name]
 	if !ok {
 		e = int32(len(g.ents))
-		g.ents = append(g.ents, memEnt{name: name, terms: graphspec.Tokens(name)})
+		g.ents = append(g.ents, memEnt{name: name})
 		g.entIdx[name] = e
 	}
 	ent := &g.ents[e]
 	if len(ent.docs) == 0 {
-		for _, t := range ent.terms {
+		for _, t := range graphspec.Tokens(name) {
 			g.termEnt[t] = append(g.termEnt[t], e)
 		}
 	}
@@ -277,7 +279,7 @@ func (g *memGraph) removeEdges(d int32) {
 		ent.docs = deleteOne(ent.docs, d)
 		ent.addCount(md.tenant, -1)
 		if len(ent.docs) == 0 {
-			for _, t := range ent.terms {
+			for _, t := range graphspec.Tokens(ent.name) {
 				g.termEnt[t] = deleteOne(g.termEnt[t], e)
 				if len(g.termEnt[t]) == 0 {
 					delete(g.termEnt, t)
