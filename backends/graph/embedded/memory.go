@@ -25,6 +25,13 @@ import (
 // Slots are never freed: a deleted document keeps its slot (exists false)
 // so that dormant links to it revive when it is upserted again, and an
 // entity without mentioners keeps its slot but leaves the term index.
+//
+// Invariants (checkModel in the tests, after every round of
+// TestBatchEqualsOneByOne): an entity's docs are existing documents that
+// list it in their ents; its tenants are ascending by tenant number, each
+// count above 0, and count its docs by their tenant; termEnt[t] holds
+// entity e exactly once when e has a mentioner and t is one of
+// graphspec.Tokens(e's name), and never otherwise.
 type memGraph struct {
 	mu        sync.RWMutex
 	docIdx    map[string]int32

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/ragd/ragd/backends/graph/graphspec"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -76,6 +78,9 @@ func TestBatchEqualsOneByOne(t *testing.T) {
 			if err := applied.ApplyChanges(ctx, "log", changes, seq); err != nil {
 				t.Fatal(err)
 			}
+			for _, st := range []*Store{batched, single, applied} {
+				checkModel(t, st.mem)
+			}
 		}
 		want := dump(t, single)
 		if got := dump(t, batched); !maps.Equal(got, want) {
@@ -119,4 +124,56 @@ func dump(t *testing.T, s *Store) map[string]string {
 		}
 	}
 	return out
+}
+
+// checkModel checks the read model's invariants (memGraph).
+func checkModel(t *testing.T, g *memGraph) {
+	t.Helper()
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	for e, ent := range g.ents {
+		byTenant := map[uint32]int32{}
+		for _, d := range ent.docs {
+			md := &g.docs[d]
+			if !md.exists || !slices.Contains(md.ents, int32(e)) {
+				t.Fatalf("entity %q: mentioner %q exists %v, lists it %v", ent.name, md.id, md.exists, slices.Contains(md.ents, int32(e)))
+			}
+			byTenant[md.tenant]++
+		}
+		for i, c := range ent.tenants {
+			if c.n <= 0 || i > 0 && ent.tenants[i-1].t >= c.t || byTenant[c.t] != c.n {
+				t.Fatalf("entity %q: tenants %v, mentioners by tenant %v", ent.name, ent.tenants, byTenant)
+			}
+		}
+		if len(ent.tenants) != len(byTenant) {
+			t.Fatalf("entity %q: tenants %v, mentioners by tenant %v", ent.name, ent.tenants, byTenant)
+		}
+		terms := graphspec.Tokens(ent.name)
+		for term, es := range g.termEnt {
+			want := 0
+			if len(ent.docs) > 0 && slices.Contains(terms, term) {
+				want = 1
+			}
+			if n := count(es, int32(e)); n != want {
+				t.Fatalf("termEnt[%q] holds entity %q %d times, want %d", term, ent.name, n, want)
+			}
+		}
+		if len(ent.docs) > 0 {
+			for _, term := range terms {
+				if _, ok := g.termEnt[term]; !ok {
+					t.Fatalf("termEnt has no %q, a term of %q", term, ent.name)
+				}
+			}
+		}
+	}
+}
+
+func count(s []int32, v int32) int {
+	n := 0
+	for _, x := range s {
+		if x == v {
+			n++
+		}
+	}
+	return n
 }
