@@ -110,9 +110,12 @@ type Report struct {
 	SourceOK     map[string]float64
 	SourceStatus map[string]map[string]int
 	// Transitions are the breaker transitions counted by the server during
-	// the run, "name from→to" → count.
-	Transitions map[string]int
-	Samples     []Sample `json:"-"`
+	// the run, "name from→to" → count; not counted when TransitionsUnknown
+	// says why (ragd was restarted or not answering at the run's end, as
+	// in a kill -9 drill).
+	Transitions        map[string]int
+	TransitionsUnknown string
+	Samples            []Sample `json:"-"`
 }
 
 // Run executes one bounded run.
@@ -194,22 +197,35 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu1, cpuErr := procCPU(cfg.PID)
-	after, err := transitions(context.Background(), client, cfg)
-	if err != nil {
-		return nil, err
-	}
 	r := summarise(samples, elapsed)
 	r.Missed = missed
 	if cfg.PID != 0 && cpuErr == nil && r.Requests > 0 {
 		r.CPUPerQuery = (cpu1 - cpu0) / time.Duration(r.Requests)
 	}
-	r.Transitions = map[string]int{}
-	for k, v := range after {
-		if d := v - before[k]; d > 0 {
-			r.Transitions[k] = d
+	r.Transitions, r.TransitionsUnknown = transitionsDuring(context.Background(), client, cfg, before)
+	return r, nil
+}
+
+// transitionsDuring is what the server's counters added since before, or
+// why that is unknown: /metrics does not answer at the run's end, or a
+// counter went back (ragd restarted, its counters from zero).
+func transitionsDuring(ctx context.Context, client *http.Client, cfg Config, before map[string]int) (map[string]int, string) {
+	after, err := transitions(ctx, client, cfg)
+	if err != nil {
+		return nil, "metrics not read at the end"
+	}
+	out := map[string]int{}
+	for k, v := range before {
+		if after[k] < v {
+			return nil, "ragd restarted"
 		}
 	}
-	return r, nil
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out, ""
 }
 
 // openLoop sends requests at cfg.Rate a second from start until ctx ends
@@ -347,6 +363,7 @@ func Combine(label string, rs ...*Report) *Report {
 		cpu     time.Duration
 		missed  int
 		noCPU   bool
+		unknown string
 	)
 	tr := map[string]int{}
 	for _, r := range rs {
@@ -355,12 +372,18 @@ func Combine(label string, rs ...*Report) *Report {
 		cpu += r.CPUPerQuery * time.Duration(r.Requests)
 		noCPU = noCPU || (r.CPUPerQuery == 0 && r.Requests > 0)
 		missed += r.Missed
+		if r.TransitionsUnknown != "" {
+			unknown = r.TransitionsUnknown
+		}
 		for k, v := range r.Transitions {
 			tr[k] += v
 		}
 	}
 	c := summarise(samples, elapsed)
 	c.Label, c.Missed, c.Transitions = label, missed, tr
+	if unknown != "" {
+		c.Transitions, c.TransitionsUnknown = nil, unknown
+	}
 	if c.Requests > 0 && !noCPU {
 		c.CPUPerQuery = cpu / time.Duration(c.Requests)
 	}

@@ -53,6 +53,54 @@ func TestRunSummarises(t *testing.T) {
 	}
 }
 
+// A kill -9 drill: ragd goes away during the run (every query after the
+// tenth fails) and its /metrics answers once, before, or comes back with
+// its counters from zero. The run still reports its answers and says the
+// transitions are unknown instead of failing.
+func TestRunAcrossARestart(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		after      func(w http.ResponseWriter)
+	}{
+		{"metrics gone", "unknown: metrics not read at the end", func(w http.ResponseWriter) { http.Error(w, "down", http.StatusBadGateway) }},
+		{"counters from zero", "unknown: ragd restarted", func(w http.ResponseWriter) {
+			fmt.Fprintln(w, `ragd_breaker_transitions_total{breaker="graph",from="closed",reason="x",to="open"} 1`)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var metrics, queries atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.URL.Path == "/metrics" && metrics.Add(1) == 1:
+					fmt.Fprintln(w, `ragd_breaker_transitions_total{breaker="graph",from="closed",reason="x",to="open"} 5`)
+				case r.URL.Path == "/metrics":
+					tc.after(w)
+				case queries.Add(1) > 10:
+					http.Error(w, "down", http.StatusBadGateway)
+				default:
+					fmt.Fprint(w, `{"sources":{"keyword":{"status":"ok"}}}`)
+				}
+			}))
+			defer srv.Close()
+			r, err := loadgen.Run(context.Background(), loadgen.Config{Server: srv.URL, Queries: []string{"a"}, Clients: 1, MaxRequests: 20, Duration: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Requests != 20 || r.Non200 != 10 {
+				t.Fatalf("requests %d non-200 %d; want 20, 10", r.Requests, r.Non200)
+			}
+			if r.Transitions != nil || "unknown: "+r.TransitionsUnknown != tc.want {
+				t.Fatalf("transitions %v, unknown %q; want none counted, %q", r.Transitions, r.TransitionsUnknown, tc.want)
+			}
+			var b strings.Builder
+			loadgen.Row(&b, loadgen.Combine("both", r, r))
+			if !strings.Contains(b.String(), "| "+tc.want+" |") {
+				t.Fatalf("table:\n%s", b.String())
+			}
+		})
+	}
+}
+
 // Open loop: every scheduled arrival is either sent or counted as missed;
 // while the one client is held by the server, arrivals are not sent.
 func TestOpenLoop(t *testing.T) {

@@ -35,7 +35,10 @@ func Row(w io.Writer, r *Report) {
 		share = append(share, fmt.Sprintf("%.1f %%", 100*r.SourceOK[s]))
 	}
 	tr := "none"
-	if len(r.Transitions) > 0 {
+	switch {
+	case r.TransitionsUnknown != "":
+		tr = "unknown: " + r.TransitionsUnknown
+	case len(r.Transitions) > 0:
 		var parts []string
 		for _, k := range slices.Sorted(mapsKeys(r.Transitions)) {
 			parts = append(parts, fmt.Sprintf("%s ×%d", k, r.Transitions[k]))
