@@ -546,7 +546,11 @@ func loadImpact(ctx context.Context, idx bleve.Index) (*impactIndex, error) {
 	}
 	defer r.Close()
 	x := newImpactIndex()
-	slots := map[uint64]int32{}
+	n, err := r.DocCount()
+	if err != nil {
+		return nil, err
+	}
+	slots := newSlotTable(n)
 	dr, err := r.DocIDReaderAll()
 	if err != nil {
 		return nil, err
@@ -560,7 +564,7 @@ func loadImpact(ctx context.Context, idx bleve.Index) (*impactIndex, error) {
 		if iid == nil {
 			break
 		}
-		if len(slots)%1024 == 1023 {
+		if x.slots()%1024 == 1023 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
@@ -600,7 +604,7 @@ func loadImpact(ctx context.Context, idx bleve.Index) (*impactIndex, error) {
 			// the document: the index is damaged (OpenOrRebuild rebuilds it).
 			return nil, fmt.Errorf("document %q: %s", ext, strings.Join(bad, "; "))
 		}
-		slots[internalKey(iid)] = int32(x.slots())
+		slots.set(internalKey(iid), int32(x.slots()))
 		x.putLocked(ext, tenant, meta, lens, ver, fieldFreqs{}, nil)
 	}
 	// Postings, per field, in internal-id order (which is slot order): the
@@ -631,8 +635,43 @@ type slotFreq struct {
 	tf   uint16
 }
 
+// slotTable maps the index's internal document numbers to slots while
+// loading: a lookup a posting. Scorch numbers its documents from 0 across
+// its segments, deleted ones included, so the numbers below a few times
+// the live documents are an array (a map of 1,000,000 entries took 28 %
+// of the load's CPU in its lookups); any number beyond, a map.
+type slotTable struct {
+	dense  []int32 // -1: no slot
+	sparse map[uint64]int32
+	limit  uint64
+}
+
+func newSlotTable(docs uint64) *slotTable {
+	return &slotTable{dense: make([]int32, 0, docs), sparse: map[uint64]int32{}, limit: 4*docs + 1024}
+}
+
+func (t *slotTable) set(k uint64, slot int32) {
+	if k >= t.limit {
+		t.sparse[k] = slot
+		return
+	}
+	for uint64(len(t.dense)) <= k {
+		t.dense = append(t.dense, -1)
+	}
+	t.dense[k] = slot
+}
+
+func (t *slotTable) get(k uint64) (int32, bool) {
+	if k < uint64(len(t.dense)) {
+		s := t.dense[k]
+		return s, s >= 0
+	}
+	s, ok := t.sparse[k]
+	return s, ok
+}
+
 // walkPostings calls fn with each term of field and its postings.
-func walkPostings(ctx context.Context, r index.IndexReader, field string, slots map[uint64]int32, fn func(string, []slotFreq)) error {
+func walkPostings(ctx context.Context, r index.IndexReader, field string, slots *slotTable, fn func(string, []slotFreq)) error {
 	dict, err := r.FieldDict(field)
 	if err != nil {
 		return err
@@ -653,7 +692,7 @@ func walkPostings(ctx context.Context, r index.IndexReader, field string, slots 
 			if td, err = tfr.Next(td); err != nil || td == nil {
 				break
 			}
-			if s, ok := slots[internalKey(td.ID)]; ok {
+			if s, ok := slots.get(internalKey(td.ID)); ok {
 				ps = append(ps, slotFreq{s, cap16(int(td.Freq))})
 			}
 		}

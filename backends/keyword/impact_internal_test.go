@@ -430,3 +430,29 @@ func TestImpactSearchStopsWhenCancelled(t *testing.T) {
 		}
 	}
 }
+
+// The load's map from internal document numbers to slots answers alike in
+// its array and beyond it, and knows no number it was not given.
+func TestSlotTable(t *testing.T) {
+	tab := newSlotTable(2) // the array below 4·2 + 1024
+	set := map[uint64]int32{0: 0, 1: 1, 5: 2, 1031: 3, 1032: 4, 1 << 40: 5, 7: 6}
+	for k, s := range set {
+		tab.set(k, s)
+	}
+	for k := range uint64(1100) {
+		s, ok := tab.get(k)
+		want, wok := set[k]
+		if s != want && wok || ok != wok {
+			t.Fatalf("get(%d) = %d, %v; want %d, %v", k, s, ok, want, wok)
+		}
+	}
+	if s, ok := tab.get(1 << 40); !ok || s != 5 {
+		t.Fatalf("get(1<<40) = %d, %v; want 5, true", s, ok)
+	}
+	if _, ok := tab.get(1<<40 + 1); ok {
+		t.Fatal("get of a number never set found a slot")
+	}
+	if len(tab.sparse) != 2 || len(tab.dense) != 1032 {
+		t.Fatalf("%d numbers in the map and %d in the array; want 1032 and 1<<40 in the map, 0..1031 in the array", len(tab.sparse), len(tab.dense))
+	}
+}
