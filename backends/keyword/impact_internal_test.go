@@ -456,3 +456,72 @@ func TestSlotTable(t *testing.T) {
 		t.Fatalf("%d numbers in the map and %d in the array; want 1032 and 1<<40 in the map, 0..1031 in the array", len(tab.sparse), len(tab.dense))
 	}
 }
+
+// frontierBySort is frontier as first written (points as structs sorted
+// by a comparison), kept as the oracle of the keyed sort on the stack.
+func frontierBySort(ps []posting, tb bound, lens []docLen) bound {
+	b := bound{tT: tb.tT, lT: tb.lT}
+	var pts []point
+	for _, e := range ps {
+		if e.tfX > 0 {
+			pts = append(pts, point{e.tfX, floor16(lens[e.slot].x)})
+		}
+	}
+	slices.SortFunc(pts, func(a, c point) int {
+		if a.len != c.len {
+			return int(a.len) - int(c.len)
+		}
+		return int(c.tf) - int(a.tf)
+	})
+	var fr []point
+	for _, q := range pts {
+		if len(fr) == 0 || q.tf > fr[len(fr)-1].tf {
+			fr = append(fr, q)
+		}
+	}
+	ref := 1.0
+	if len(pts) > 0 {
+		ref = max(1, float64(pts[len(pts)/2].len))
+	}
+	sat := func(q point) float64 {
+		f := float64(q.tf)
+		return f / (f + 1.2*(0.25+0.75*float64(q.len)/ref))
+	}
+	for len(fr) > textPoints {
+		best, cost := 0, 0.0
+		for i := 0; i+1 < len(fr); i++ {
+			c := sat(point{fr[i+1].tf, fr[i].len}) - sat(fr[i+1])
+			if i == 0 || c < cost {
+				best, cost = i, c
+			}
+		}
+		fr[best] = point{fr[best+1].tf, fr[best].len}
+		fr = slices.Delete(fr, best+1, best+2)
+	}
+	copy(b.x[:], fr)
+	return b
+}
+
+// A block's bound is the same whichever way its points are sorted: random
+// blocks with frequencies and lengths from tiny to past 16 bits, repeated
+// points, postings with no text frequency.
+func TestFrontierEqualsSortedScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 25))
+	for round := range 20000 {
+		n := 1 + rng.IntN(blockSize)
+		lens := make([]docLen, n)
+		ps := make([]posting, n)
+		maxTf, maxLen := []int{1, 3, 20, 70000}[rng.IntN(4)], []int{1, 5, 300, 100000}[rng.IntN(4)]
+		for i := range ps {
+			lens[i] = docLen{t: uint32(rng.IntN(50)), x: uint32(rng.IntN(maxLen))}
+			ps[i] = posting{slot: uint32(i), tfX: uint16(min(rng.IntN(maxTf+1), 0xffff))}
+			if rng.IntN(8) == 0 {
+				ps[i].tfX = 0
+			}
+		}
+		tb := bound{tT: uint16(rng.IntN(4)), lT: uint16(rng.IntN(9))}
+		if got, want := frontier(ps, tb, lens), frontierBySort(ps, tb, lens); got != want {
+			t.Fatalf("round %d: frontier %+v, by sort %+v", round, got, want)
+		}
+	}
+}

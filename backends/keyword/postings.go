@@ -151,22 +151,22 @@ func (p *postings) seal(lens []docLen) {
 // frontier thinned to textPoints points.
 func frontier(ps []posting, tb bound, lens []docLen) bound {
 	b := bound{tT: tb.tT, lT: tb.lT}
-	var pts []point
+	// Length ascending, then frequency descending: a point is on the
+	// frontier when its frequency beats every shorter one's. Each point is
+	// a key that sorts so (length above, the frequency's complement below),
+	// in arrays on the stack: a block is sealed for every 128 postings.
+	var keyBuf [blockSize]uint32
+	keys := keyBuf[:0]
 	for _, e := range ps {
 		if e.tfX > 0 {
-			pts = append(pts, point{e.tfX, floor16(lens[e.slot].x)})
+			keys = append(keys, uint32(floor16(lens[e.slot].x))<<16|uint32(0xffff-e.tfX))
 		}
 	}
-	// Length ascending, then frequency descending: a point is on the
-	// frontier when its frequency beats every shorter one's.
-	slices.SortFunc(pts, func(a, c point) int {
-		if a.len != c.len {
-			return int(a.len) - int(c.len)
-		}
-		return int(c.tf) - int(a.tf)
-	})
-	var fr []point
-	for _, q := range pts {
+	slices.Sort(keys)
+	var frBuf [blockSize]point
+	fr := frBuf[:0]
+	for _, k := range keys {
+		q := point{tf: 0xffff - uint16(k), len: uint16(k >> 16)}
 		if len(fr) == 0 || q.tf > fr[len(fr)-1].tf {
 			fr = append(fr, q)
 		}
@@ -176,8 +176,8 @@ func frontier(ps []posting, tb bound, lens []docLen) bound {
 	// overstates least, measured at Lucene's defaults and the block's
 	// median length. Merging keeps every posting dominated.
 	ref := 1.0
-	if len(pts) > 0 {
-		ref = max(1, float64(pts[len(pts)/2].len))
+	if len(keys) > 0 {
+		ref = max(1, float64(keys[len(keys)/2]>>16))
 	}
 	sat := func(q point) float64 {
 		f := float64(q.tf)
