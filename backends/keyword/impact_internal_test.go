@@ -458,7 +458,8 @@ func TestSlotTable(t *testing.T) {
 }
 
 // frontierBySort is frontier as first written (points as structs sorted
-// by a comparison), kept as the oracle of the keyed sort on the stack.
+// by a comparison, thinned alike), kept as the oracle of the keyed sort on
+// the stack.
 func frontierBySort(ps []posting, tb bound, lens []docLen) bound {
 	b := bound{tT: tb.tT, lT: tb.lT}
 	var pts []point
@@ -483,22 +484,7 @@ func frontierBySort(ps []posting, tb bound, lens []docLen) bound {
 	if len(pts) > 0 {
 		ref = max(1, float64(pts[len(pts)/2].len))
 	}
-	sat := func(q point) float64 {
-		f := float64(q.tf)
-		return f / (f + 1.2*(0.25+0.75*float64(q.len)/ref))
-	}
-	for len(fr) > textPoints {
-		best, cost := 0, 0.0
-		for i := 0; i+1 < len(fr); i++ {
-			c := sat(point{fr[i+1].tf, fr[i].len}) - sat(fr[i+1])
-			if i == 0 || c < cost {
-				best, cost = i, c
-			}
-		}
-		fr[best] = point{fr[best+1].tf, fr[best].len}
-		fr = slices.Delete(fr, best+1, best+2)
-	}
-	copy(b.x[:], fr)
+	copy(b.x[:], thin(fr, ref))
 	return b
 }
 

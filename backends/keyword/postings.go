@@ -171,14 +171,20 @@ func frontier(ps []posting, tb bound, lens []docLen) bound {
 			fr = append(fr, q)
 		}
 	}
-	// Thin: merge the neighbours (ascending in both length and frequency)
-	// whose merged point (the longer's frequency at the shorter's length)
-	// overstates least, measured at Lucene's defaults and the block's
-	// median length. Merging keeps every posting dominated.
 	ref := 1.0
 	if len(keys) > 0 {
 		ref = max(1, float64(keys[len(keys)/2]>>16))
 	}
+	copy(b.x[:], thin(fr, ref))
+	return b
+}
+
+// thin merges the neighbours of the frontier fr (ascending in both length
+// and frequency) whose merged point (the longer's frequency at the
+// shorter's length) overstates least, measured at Lucene's defaults and
+// the block's median length ref, until textPoints are left. Merging
+// keeps every posting dominated.
+func thin(fr []point, ref float64) []point {
 	sat := func(q point) float64 {
 		f := float64(q.tf)
 		return f / (f + 1.2*(0.25+0.75*float64(q.len)/ref))
@@ -194,8 +200,7 @@ func frontier(ps []posting, tb bound, lens []docLen) bound {
 		fr[best] = point{fr[best+1].tf, fr[best].len}
 		fr = slices.Delete(fr, best+1, best+2)
 	}
-	copy(b.x[:], fr)
-	return b
+	return fr
 }
 
 // pack appends the blockSize values of v, each of w bits, as 2w words.
