@@ -1,9 +1,7 @@
 package graph_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +14,7 @@ import (
 	"github.com/neo4j/neo4j-go-driver/v5/neo4j"
 
 	"github.com/ragd/ragd/ingest/keyphrase"
+	"github.com/ragd/ragd/internal/benchutil"
 	"github.com/ragd/ragd/internal/testenv"
 	"github.com/ragd/ragd/spi"
 	"github.com/ragd/ragd/spi/spitest"
@@ -46,16 +45,11 @@ func BenchmarkApplyChanges(b *testing.B) {
 		conn = testenv.Neo4j(b)
 	}
 	dir := spitest.CranfieldDir(b)
-	n := 5600
-	if s := os.Getenv("RAG_BENCH_APPLY_DOCS"); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil {
-			b.Fatal(err)
-		}
-	}
+	n := benchutil.EnvInt(b, "RAG_BENCH_APPLY_DOCS", 5600)
 	src, _ := spitest.CranfieldGraph(b, dir, "")
 	if path := os.Getenv("RAG_BENCH_APPLY_CORPUS"); path != "" {
-		src = readCorpus(b, path, 1<<30)
+		src = nil
+		benchutil.EachDocument(b, path, -1, func(d spi.Document) { src = append(src, d) })
 	}
 	kp, err := keyphrase.New(keyphrase.Config{})
 	if err != nil {
@@ -183,29 +177,6 @@ func statCPU(path string) time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * (time.Second / 100)
-}
-
-// readCorpus reads up to n documents of a JSONL corpus (id, title, text).
-func readCorpus(b *testing.B, path string, n int) []spi.Document {
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	var out []spi.Document
-	for sc.Scan() && len(out) < n {
-		var d struct{ ID, Title, Text string }
-		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
-			b.Fatal(err)
-		}
-		out = append(out, spi.Document{ID: d.ID, Title: d.Title, Text: d.Text})
-	}
-	if err := sc.Err(); err != nil {
-		b.Fatal(err)
-	}
-	return out
 }
 
 // jitCPU is the CPU time of process pid's JIT compiler threads alive now

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/ragd/ragd/backends/keyword"
-	ingestcorpus "github.com/ragd/ragd/ingest/corpus"
 	"github.com/ragd/ragd/internal/benchutil"
 	"github.com/ragd/ragd/spi"
 )
@@ -167,18 +166,8 @@ func BenchmarkTenantScoring(b *testing.B) {
 // readJSONL reads a corpus of ragd documents, one JSON object a line.
 func readJSONL(tb testing.TB, path string) []spi.Document {
 	tb.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
 	var docs []spi.Document
-	for line, err := range ingestcorpus.ReadDocuments(f, ingestcorpus.FormatJSONL) {
-		if err != nil {
-			tb.Fatal(err)
-		}
-		docs = append(docs, line.Doc)
-	}
+	benchutil.EachDocument(tb, path, -1, func(d spi.Document) { docs = append(docs, d) })
 	return docs
 }
 
@@ -261,13 +250,7 @@ func BenchmarkBackendHeap(b *testing.B) {
 	if path == "" {
 		b.Skip("RAG_BENCH_KEYWORD_CORPUS names no corpus")
 	}
-	n := 100_000
-	if v := os.Getenv("RAG_BENCH_KEYWORD_DOCS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil {
-			b.Fatal(err)
-		}
-	}
+	n := benchutil.EnvInt(b, "RAG_BENCH_KEYWORD_DOCS", 100_000)
 	for b.Loop() {
 		runtime.GC()
 		var before, after runtime.MemStats

@@ -1,7 +1,6 @@
 package keyword
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"fmt"
@@ -18,8 +17,6 @@ import (
 	"testing"
 	"time"
 	"unsafe"
-
-	"github.com/go-json-experiment/json"
 
 	"github.com/ragd/ragd/eval"
 	"github.com/ragd/ragd/internal/benchutil"
@@ -86,7 +83,7 @@ func BenchmarkImpactSearch(b *testing.B) {
 		texts[i] = q.Text
 	}
 	if path := os.Getenv("RAG_BENCH_KEYWORD_QUERIES"); path != "" {
-		texts = readQueries(b, path)
+		texts = benchutil.Texts(b, path)
 	}
 	queries := make([][]string, len(texts))
 	for i, t := range texts {
@@ -104,14 +101,9 @@ func BenchmarkImpactSearch(b *testing.B) {
 		}
 	}}}
 	if path := os.Getenv("RAG_BENCH_KEYWORD_CORPUS"); path != "" {
-		limit := -1
-		if v := os.Getenv("RAG_BENCH_KEYWORD_DOCS"); v != "" {
-			if limit, err = strconv.Atoi(v); err != nil {
-				b.Fatal(err)
-			}
-		}
+		limit := benchutil.EnvInt(b, "RAG_BENCH_KEYWORD_DOCS", -1)
 		corpora = append(corpora, corpus{fmt.Sprintf("synth%s", docsName(limit)), func(fn func(spi.Document)) {
-			readCorpus(b, path, limit, fn)
+			benchutil.EachDocument(b, path, limit, fn)
 		}})
 	}
 	exhaustive := os.Getenv("RAG_BENCH_KEYWORD_EXHAUSTIVE") != ""
@@ -376,58 +368,6 @@ func docsName(limit int) string {
 	default:
 		return fmt.Sprintf("%dk", limit/1000)
 	}
-}
-
-// readCorpus calls fn with the first limit documents (all when limit < 0)
-// of a JSONL corpus of {"id","title","text"} lines, without keeping them.
-func readCorpus(tb testing.TB, path string, limit int, fn func(spi.Document)) {
-	f, err := os.Open(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for n := 0; (limit < 0 || n < limit) && sc.Scan(); n++ {
-		var line struct{ ID, Title, Text string }
-		if err := json.Unmarshal(sc.Bytes(), &line, json.MatchCaseInsensitiveNames(true)); err != nil {
-			tb.Fatal(err)
-		}
-		fn(spi.Document{ID: line.ID, Title: line.Title, Text: line.Text})
-	}
-	if err := sc.Err(); err != nil {
-		tb.Fatal(err)
-	}
-}
-
-// readQueries returns the texts of a JSONL file of {"text"} lines (the
-// queries scripts/bench.sh scale sends, e.g. queries-mixed.jsonl in its
-// BENCH_CACHE; other fields are ignored).
-func readQueries(tb testing.TB, path string) []string {
-	f, err := os.Open(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
-	var texts []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		var line struct{ Text string }
-		if err := json.Unmarshal(sc.Bytes(), &line, json.MatchCaseInsensitiveNames(true), json.RejectUnknownMembers(false)); err != nil {
-			tb.Fatal(err)
-		}
-		if strings.TrimSpace(line.Text) != "" {
-			texts = append(texts, line.Text)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		tb.Fatal(err)
-	}
-	if len(texts) == 0 {
-		tb.Fatalf("%s: no queries", path)
-	}
-	return texts
 }
 
 // memoryTable says where the index's heap goes, per live document: the

@@ -1,6 +1,7 @@
-// Package benchutil holds what the benchmarks report besides ns/op: the
-// process's CPU time (the robust figure on a shared machine) and latency
-// percentiles.
+// Package benchutil holds what the benchmarks report besides ns/op (the
+// process's CPU time, the robust figure on a shared machine, and latency
+// percentiles) and what they read: the scale benchmark's corpus and
+// query files, and their settings from the environment.
 package benchutil
 
 import (

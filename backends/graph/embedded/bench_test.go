@@ -1,15 +1,11 @@
 package embedded_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
 	"testing"
 	"time"
 
@@ -91,21 +87,10 @@ func BenchmarkBuildScale(b *testing.B) {
 	if path == "" {
 		b.Skip("RAG_BENCH_GRAPH_CORPUS not set")
 	}
-	limit := 100_000
-	if v := os.Getenv("RAG_BENCH_GRAPH_DOCS"); v != "" {
-		var err error
-		if limit, err = strconv.Atoi(v); err != nil {
-			b.Fatal(err)
-		}
-	}
+	limit := benchutil.EnvInt(b, "RAG_BENCH_GRAPH_DOCS", 100_000)
 	const chunk = 50_000
-	batch := embedded.ApplyBatch // as ragd's change-log applier hands them
-	if v := os.Getenv("RAG_BENCH_GRAPH_BATCH"); v != "" {
-		var err error
-		if batch, err = strconv.Atoi(v); err != nil {
-			b.Fatal(err)
-		}
-	}
+	// As ragd's change-log applier hands them.
+	batch := benchutil.EnvInt(b, "RAG_BENCH_GRAPH_BATCH", embedded.ApplyBatch)
 	ctx := context.Background()
 	x, err := keyphrase.New(keyphrase.Config{})
 	if err != nil {
@@ -113,7 +98,7 @@ func BenchmarkBuildScale(b *testing.B) {
 	}
 	var queries []string
 	if q := os.Getenv("RAG_BENCH_GRAPH_QUERIES"); q != "" {
-		queries = readTexts(b, q)
+		queries = benchutil.Texts(b, q)
 	}
 	for b.Loop() {
 		s, err := embedded.Open(ctx, embedded.Config{Dir: b.TempDir()})
@@ -123,12 +108,6 @@ func BenchmarkBuildScale(b *testing.B) {
 		runtime.GC()
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
-		f, err := os.Open(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
 		var changes []spi.Change
 		var wall, cpu, wallAll, cpuAll time.Duration
 		n := 0
@@ -140,12 +119,8 @@ func BenchmarkBuildScale(b *testing.B) {
 			wall, cpu = wall+time.Since(w0), cpu+benchutil.CPUTime()-c0
 			changes = changes[:0]
 		}
-		for n < limit && sc.Scan() {
-			var line struct{ ID, Title, Text string }
-			if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
-				b.Fatal(err)
-			}
-			d := spi.Document{ID: line.ID, Title: line.Title, Text: line.Text}
+		benchutil.EachDocument(b, path, limit, func(d spi.Document) {
+			var err error
 			if d.Entities, err = x.Extract(ctx, d); err != nil {
 				b.Fatal(err)
 			}
@@ -161,10 +136,7 @@ func BenchmarkBuildScale(b *testing.B) {
 				b.Logf("%d documents: the last %d applied in %v, %v of CPU", n, (n-1)%chunk+1, wall.Round(time.Millisecond), cpu.Round(time.Millisecond))
 				wallAll, cpuAll, wall, cpu = wallAll+wall, cpuAll+cpu, 0, 0
 			}
-		}
-		if err := errors.Join(sc.Err(), f.Close()); err != nil {
-			b.Fatal(err)
-		}
+		})
 		if len(changes) > 0 {
 			apply()
 			wallAll, cpuAll = wallAll+wall, cpuAll+cpu
@@ -200,21 +172,4 @@ func matchQueries(b *testing.B, s *embedded.Store, queries []string) {
 	}
 	b.ReportMetric(float64((benchutil.CPUTime()-cpu0).Microseconds())/float64(len(queries)), "match-cpu-µs/query")
 	benchutil.Percentiles(b, lat)
-}
-
-// readTexts returns the "text" of each line of a JSONL file.
-func readTexts(b *testing.B, path string) []string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var texts []string
-	for line := range bytes.Lines(data) {
-		var q struct{ Text string }
-		if err := json.Unmarshal(line, &q); err != nil {
-			b.Fatal(err)
-		}
-		texts = append(texts, q.Text)
-	}
-	return texts
 }
