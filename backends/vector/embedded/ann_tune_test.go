@@ -27,7 +27,7 @@ import (
 // (docs/vector.md, "Approximate search").
 func BenchmarkANNTune(b *testing.B) {
 	s := LoadSynth(b)
-	n := envInt(b, "RAG_BENCH_ANN_N", 100_000)
+	n := benchutil.EnvInt(b, "RAG_BENCH_ANN_N", 100_000)
 	ix := newIndex(s.Dim, true)
 	ix.reserve(n)
 	vec := make([]float32, s.Dim)
@@ -37,7 +37,7 @@ func BenchmarkANNTune(b *testing.B) {
 		ix.put(synthID(i), ten, md, vec, 0)
 	}
 	queries := s.Queries
-	if m := envInt(b, "RAG_BENCH_ANN_QUERIES", 400); m < len(queries) {
+	if m := benchutil.EnvInt(b, "RAG_BENCH_ANN_QUERIES", 400); m < len(queries) {
 		queries = queries[:m]
 	}
 	type tcase struct {
@@ -184,18 +184,6 @@ func synthRescore(s *Synth, q query, ids []string) []string {
 }
 
 func synthID(i int) string { return fmt.Sprintf("d%07d", i) }
-
-func envInt(tb testing.TB, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		tb.Fatalf("%s: %v", name, err)
-	}
-	return n
-}
 
 func envFloats(tb testing.TB, name string, def []float64) []float64 {
 	v := os.Getenv(name)

@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/ragd/ragd/internal/benchutil"
 	"github.com/ragd/ragd/spi"
 )
 
@@ -21,7 +22,7 @@ import (
 // per document of the pages the buckets use, of the bbolt file (which
 // bbolt grows 16 MiB at a time) and of the vectors file.
 func BenchmarkDiskPerDocument(b *testing.B) {
-	n := envInt(b, "RAG_BENCH_DISK_N", 20_000)
+	n := benchutil.EnvInt(b, "RAG_BENCH_DISK_N", 20_000)
 	for _, order := range []string{"ascending", "random"} {
 		b.Run(order, func(b *testing.B) {
 			for b.Loop() {
